@@ -1,0 +1,7 @@
+# SENTINEL_SANITIZE applies one sanitizer set to every target (test binaries, fakes and the .so
+# alike, as the Abseil FAQ asks). A sanitized .so is for tests only and never shipped.
+if(SENTINEL_SANITIZE)
+  set(_san_flags -fsanitize=${SENTINEL_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_compile_options(${_san_flags})
+  add_link_options(-fsanitize=${SENTINEL_SANITIZE})
+endif()

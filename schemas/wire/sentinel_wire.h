@@ -1,0 +1,164 @@
+/* The plugin -> sentineld wire format: constants and record structs shared by both sides.
+ * The byte-level spec, with the compatibility rules, is schemas/wire/wire_format.md; this header
+ * holds exactly its structs. Fixed-width little-endian fields, 8-byte aligned, C99/C11 and C++.
+ *
+ * Compatibility: fields are only ever added at the end of a record; readers skip unknown record
+ * types and accept records larger than they know (reading the prefix they know); type ids are
+ * never reused; SENTINEL_WIRE_MAJOR changes only for a break. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#define SENTINEL_WIRE_STATIC_ASSERT(c, m) static_assert(c, m)
+#else
+#define SENTINEL_WIRE_STATIC_ASSERT(c, m) _Static_assert(c, m)
+#endif
+
+#define SENTINEL_WIRE_MAGIC 0x4C4E5453u /* "STNL" little-endian */
+#define SENTINEL_WIRE_MAJOR 1u
+#define SENTINEL_WIRE_MINOR 0u
+/* Largest frame a reader must accept; anything larger is malformed. */
+#define SENTINEL_WIRE_FRAME_MAX 4096u
+
+/* Every record on the wire: u32 size (header included, multiple of 8) | u16 type | u16 flags |
+ * payload. */
+typedef struct {
+  uint32_t size;
+  uint16_t type;
+  uint16_t flags;
+} SentinelWireFrameHeader;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireFrameHeader) == 8, "frame header size");
+
+/* Record type ids. Never reuse an id. */
+enum {
+  kSentinelWireHello = 1,
+  kSentinelWireCommInit = 2,
+  kSentinelWireColl = 3,
+  kSentinelWireGpuWindow = 4,
+  kSentinelWireHeartbeat = 5,
+  kSentinelWireVerdict = 6,
+  kSentinelWireCommEnd = 7,
+};
+
+/* ncclFunc_t numbering (nccl-abi-facts.md §2.5), plus our own "unknown". */
+enum {
+  kSentinelFuncBroadcast = 0,
+  kSentinelFuncReduce = 1,
+  kSentinelFuncAllGather = 2,
+  kSentinelFuncReduceScatter = 3,
+  kSentinelFuncAllReduce = 4,
+  kSentinelFuncSendRecv = 5,
+  kSentinelFuncSend = 6,
+  kSentinelFuncRecv = 7,
+  kSentinelFuncAlltoAll = 8,
+  kSentinelFuncScatter = 9,
+  kSentinelFuncGather = 10,
+  kSentinelFuncUnknown = 255,
+};
+
+/* ncclDataType_t numbering (§2.6); 255 = unknown. */
+enum { kSentinelDatatypeUnknown = 255 };
+
+enum {
+  kSentinelAlgoTree = 0,
+  kSentinelAlgoRing = 1,
+  kSentinelAlgoCollnetDirect = 2,
+  kSentinelAlgoCollnetChain = 3,
+  kSentinelAlgoNvls = 4,
+  kSentinelAlgoNvlsTree = 5,
+  kSentinelAlgoPat = 6,
+  kSentinelAlgoUnknown = 255,
+};
+
+enum {
+  kSentinelProtoLl = 0,
+  kSentinelProtoLl128 = 1,
+  kSentinelProtoSimple = 2,
+  kSentinelProtoUnknown = 255,
+};
+
+/* SentinelWireCollRecord.flags */
+enum {
+  kSentinelCollIsP2p = 1u << 0,         /* a p2p piece (peer is valid) */
+  kSentinelCollGraphCaptured = 1u << 1, /* launched from a CUDA graph */
+  kSentinelCollFuncRecovered = 1u << 2, /* func recovered from a Send/Recv decomposition */
+  kSentinelCollGpuTimeValid = 1u << 3,  /* gpu_start_ns/gpu_end_ns are set */
+  kSentinelCollProxyValid = 1u << 4,    /* proxy_* fields are set */
+  kSentinelCollApiTimeValid = 1u << 5,  /* api_ns is set */
+  kSentinelCollTruncated = 1u << 6,     /* completed by finalize/flush, children missing */
+};
+
+/* One completed collective or p2p operation of one rank. All times are CLOCK_MONOTONIC ns of
+ * the rank's host; GPU times are calibrated onto that clock by the plugin. */
+typedef struct {
+  uint64_t comm_hash;        /* NCCL commHash (profiler commId) */
+  uint64_t seq;              /* Coll seqNumber; for p2p our per-(comm, peer, direction) counter */
+  uint64_t bytes;            /* count x datatype size, as the Coll/P2p event reports it */
+  int64_t api_ns;            /* CollApi/P2pApi start: the rank arrived at the API call */
+  int64_t enqueue_ns;        /* Coll/P2p start: NCCL enqueued the work */
+  int64_t gpu_start_ns;      /* earliest KernelCh start over channels */
+  int64_t gpu_end_ns;        /* latest KernelCh stop over channels */
+  int64_t proxy_send_wait_ns; /* waiting for GPU data and peer credit before isend */
+  int64_t proxy_send_xfer_ns; /* isend posted .. completion */
+  uint64_t proxy_send_bytes;
+  int64_t proxy_recv_wait_ns; /* irecv posted .. data received (includes peer lateness) */
+  int64_t proxy_recv_xfer_ns; /* received .. flushed and consumed by the GPU */
+  uint64_t proxy_recv_bytes;
+  int32_t rank;
+  int32_t nranks;
+  int32_t peer;  /* p2p peer, -1 for collectives */
+  int32_t root;  /* -1 where not applicable */
+  uint8_t func;  /* kSentinelFunc* */
+  uint8_t datatype;
+  uint8_t algo;
+  uint8_t proto;
+  uint8_t nchannels;
+  uint8_t reserved0;
+  uint16_t flags; /* kSentinelColl* */
+  uint32_t pid;
+  uint32_t reserved1;
+} SentinelWireCollRecord;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireCollRecord) == 136, "coll record size");
+SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, rank) == 104, "coll record rank");
+SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, func) == 120, "coll record func");
+SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, pid) == 128, "coll record pid");
+
+
+/* A communicator this rank joined (profiler init). */
+typedef struct {
+  uint64_t comm_hash;
+  int64_t init_ns;   /* CLOCK_MONOTONIC ns at init */
+  int32_t rank;
+  int32_t nranks;
+  int32_t nnodes;
+  uint32_t pid;
+  uint32_t abi_version; /* profiler ABI NCCL loaded us at: 4, 5 or 6 */
+  uint32_t event_mask;  /* the activation mask we set */
+  char comm_name[64];   /* NUL-terminated, may be empty */
+} SentinelWireCommInit;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireCommInit) == 104, "comm init size");
+
+/* Per-process health counters, cumulative since the process loaded the plugin. */
+typedef struct {
+  int64_t now_ns;               /* CLOCK_MONOTONIC */
+  uint64_t records_completed;
+  uint64_t records_dropped_ring; /* a per-thread ring was full */
+  uint64_t events_dropped_pool;  /* an event pool was exhausted */
+  uint64_t events_dropped_threads; /* more event threads than rings */
+  uint64_t stale_handles;        /* stop/record on a stopped or unknown handle */
+  uint64_t pxn_foreign;          /* ProxyOps from another process (not dereferenced) */
+  uint64_t records_truncated;    /* completed at finalize with children missing */
+  uint64_t callback_ns_total;    /* time spent inside our callbacks (sampled estimate) */
+  uint64_t callbacks_total;
+  uint64_t records_dropped_sink; /* the sink (file/socket) could not take them */
+  uint32_t pid;
+  uint32_t reserved;
+} SentinelWireHeartbeat;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHeartbeat) == 96, "heartbeat size");
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
