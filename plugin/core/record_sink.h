@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "schemas/wire/sentinel_wire.h"
 
@@ -21,6 +22,13 @@ class RecordSink {
   virtual size_t OnRecords(const SentinelWireCollRecord* records, size_t n) = 0;
   // Periodic (about once a second) and at flush: cumulative health counters.
   virtual void OnHeartbeat(const SentinelWireHeartbeat& hb) = 0;
+  // A slow-path record (a transport verdict, a GPU activity window) queued through
+  // EnqueueControlRecord(); `payload` is the record body without the frame header.
+  virtual void OnControlRecord(uint16_t type, const void* payload, size_t size) {
+    (void)type;
+    (void)payload;
+    (void)size;
+  }
   // Finalize of the last communicator, or process exit: push out anything buffered.
   virtual void Flush() = 0;
 };
