@@ -41,7 +41,11 @@ enum {
   kSentinelWireHeartbeat = 5,
   kSentinelWireVerdict = 6,
   kSentinelWireCommEnd = 7,
+  kSentinelWireHelloAck = 8, /* collector -> plugin, the only frame sent that way */
 };
+
+/* Features announced in SentinelWireHello.features (bit flags). */
+enum { kSentinelFeatureNone = 0 };
 
 /* ncclFunc_t numbering (nccl-abi-facts.md §2.5), plus our own "unknown". */
 enum {
@@ -158,6 +162,71 @@ typedef struct {
   uint32_t reserved;
 } SentinelWireHeartbeat;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHeartbeat) == 96, "heartbeat size");
+
+/* First frame on a connection, plugin -> collector. */
+typedef struct {
+  uint32_t magic;   /* SENTINEL_WIRE_MAGIC */
+  uint16_t major;   /* SENTINEL_WIRE_MAJOR */
+  uint16_t minor;   /* SENTINEL_WIRE_MINOR */
+  uint32_t features;
+  uint32_t pid;
+  int64_t mono_ns;     /* CLOCK_MONOTONIC at hello, with realtime_ns: maps our clock to wall time */
+  int64_t realtime_ns; /* CLOCK_REALTIME at the same instant */
+  char host[64];       /* short hostname, NUL-terminated */
+  char job_id[64];     /* SLURM_JOB_ID / TORCHELASTIC_RUN_ID / SENTINEL_JOB_ID, may be empty */
+} SentinelWireHello;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHello) == 160, "hello size");
+
+/* Collector -> plugin answer to the hello. */
+enum { kSentinelHelloAccepted = 0, kSentinelHelloRefusedMajor = 1, kSentinelHelloRefusedOther = 2 };
+typedef struct {
+  uint32_t magic;
+  uint16_t major;
+  uint16_t minor;
+  uint32_t status; /* kSentinelHello* */
+  uint32_t reserved;
+} SentinelWireHelloAck;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHelloAck) == 16, "hello ack size");
+
+/* A communicator was finalized. */
+typedef struct {
+  uint64_t comm_hash;
+  int64_t now_ns;
+  int32_t rank;
+  uint32_t reserved;
+} SentinelWireCommEnd;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireCommEnd) == 24, "comm end size");
+
+/* Per-rank GPU activity over one window (from CUPTI). */
+typedef struct {
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t compute_ns; /* GPU busy in non-NCCL kernels */
+  int64_t nccl_ns;    /* GPU busy in NCCL kernels */
+  int64_t overlap_ns; /* both at once */
+  int64_t idle_ns;
+  int32_t device;
+  uint32_t pid;
+} SentinelWireGpuWindow;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireGpuWindow) == 56, "gpu window size");
+
+/* A transport or placement verdict of the guard. Strings are NUL-terminated UTF-8. */
+enum { kSentinelVerdictTransport = 1, kSentinelVerdictPlacement = 2, kSentinelVerdictLinkDegraded = 3 };
+enum { kSentinelOutcomePass = 0, kSentinelOutcomeWarn = 1, kSentinelOutcomeFail = 2, kSentinelOutcomeAbort = 3 };
+typedef struct {
+  uint64_t comm_hash;
+  int64_t now_ns;
+  int32_t rank;
+  int32_t nranks;
+  uint16_t kind;    /* kSentinelVerdict* */
+  uint16_t outcome; /* kSentinelOutcome* */
+  uint32_t reserved;
+  char expected[256]; /* the expectation as the user wrote it */
+  char found[256];    /* what was found, one line */
+  char cause[512];    /* the most likely cause and what to do */
+  char evidence[2048]; /* evidence lines, newline-separated */
+} SentinelWireVerdict;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireVerdict) == 3104, "verdict size");
 
 #ifdef __cplusplus
 } /* extern "C" */
