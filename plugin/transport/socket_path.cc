@@ -1,0 +1,61 @@
+// The SENTINEL_SOCKET / per-user default socket path rule (see socket_path.h).
+#include "plugin/transport/socket_path.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace sentinel::plugin {
+namespace {
+
+bool Set(const char* s) { return s != nullptr && s[0] != '\0'; }
+
+// snprintf into `out`; an empty result on truncation, so a caller never connects to a cut path.
+SocketPathKind Emit(char* out, size_t cap, int written) {
+  if (written < 0 || static_cast<size_t>(written) >= cap ||
+      static_cast<size_t>(written) >= kSocketPathMax) {
+    if (cap > 0) out[0] = '\0';
+    return SocketPathKind::kTooLong;
+  }
+  return SocketPathKind::kPath;
+}
+
+}  // namespace
+
+SocketPathKind DefaultSocketDir(const char* xdg_runtime_dir, uid_t uid, char* out,
+                                size_t cap) noexcept {
+  if (out == nullptr || cap == 0) return SocketPathKind::kTooLong;
+  if (Set(xdg_runtime_dir)) {
+    return Emit(out, cap, std::snprintf(out, cap, "%s/sentinel", xdg_runtime_dir));
+  }
+  return Emit(out, cap, std::snprintf(out, cap, "/tmp/sentinel-%u", static_cast<unsigned>(uid)));
+}
+
+SocketPathKind ResolveSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir, uid_t uid,
+                                 char* out, size_t cap) noexcept {
+  if (out == nullptr || cap == 0) return SocketPathKind::kTooLong;
+  if (Set(sentinel_socket)) {
+    if (std::strcmp(sentinel_socket, "none") == 0) {
+      out[0] = '\0';
+      return SocketPathKind::kDisabled;
+    }
+    return Emit(out, cap, std::snprintf(out, cap, "%s", sentinel_socket));
+  }
+  char dir[kSocketPathMax];
+  if (DefaultSocketDir(xdg_runtime_dir, uid, dir, sizeof(dir)) != SocketPathKind::kPath) {
+    out[0] = '\0';
+    return SocketPathKind::kTooLong;
+  }
+  return Emit(out, cap, std::snprintf(out, cap, "%s/sentineld.sock", dir));
+}
+
+SocketPathKind ResolveSocketPathFromEnv(char* out, size_t cap) noexcept {
+  // getenv is only racy against a concurrent setenv; we read once, at start-up, off the hot path.
+  return ResolveSocketPath(std::getenv("SENTINEL_SOCKET"),  // NOLINT(concurrency-mt-unsafe)
+                           std::getenv("XDG_RUNTIME_DIR"),  // NOLINT(concurrency-mt-unsafe)
+                           getuid(), out, cap);
+}
+
+}  // namespace sentinel::plugin

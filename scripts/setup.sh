@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs the Debian packages nccl-sentinel needs (when missing), then configures and builds.
+# Usage: scripts/setup.sh [BUILD_DIR] [extra cmake arguments...]
+# Not root and packages missing: prints the exact apt-get command and exits 1.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${1:-$ROOT/build}"
+shift || true
+
+PACKAGES=(
+  build-essential cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcpp-httplib-dev
+  libibverbs-dev
+  prometheus prometheus-alertmanager
+  python3 python3-jsonschema
+  procps binutils
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    # The Debian prometheus packages start services on install where an init system runs; our tests
+    # start their own instances on loopback, so stop any that came up.
+    systemctl stop prometheus prometheus-alertmanager 2>/dev/null || true
+  else
+    echo "setup: missing packages. Run as root:" >&2
+    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+else
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+fi
+
+GENERATOR=()
+command -v ninja >/dev/null && GENERATOR=(-G Ninja)
+if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${GENERATOR[@]}" "$@"
+elif (($#)); then
+  cmake "$BUILD_DIR" "$@"
+fi
+JOBS="${SENTINEL_JOBS:-$(nproc)}"
+cmake --build "$BUILD_DIR" -j "$JOBS"
+echo "setup: built in $BUILD_DIR"
