@@ -93,106 +93,181 @@ enum {
 };
 typedef int SentinelNcclEventState; /* a C enum passed as int */
 
+/* Union members of the v5/v6 descriptor, declared outside the union so the header stays
+ * strict C++ (no types declared inside an anonymous union). */
+typedef struct {
+  uint8_t graph_captured; /* a C++ bool in NCCL; read one byte (§3.5 ABI trap) */
+  int group_depth;
+} SentinelDescrV6GroupApi;
+
+typedef struct {
+  const char* func;
+  size_t count;
+  const char* datatype;
+  int root;
+  void* stream;
+  uint8_t graph_captured;
+} SentinelDescrV6CollApi;
+
+typedef struct {
+  const char* func;
+  size_t count;
+  const char* datatype;
+  void* stream;
+  uint8_t graph_captured;
+} SentinelDescrV6P2pApi;
+
+typedef struct {
+  void* stream;
+} SentinelDescrV6KernelLaunch;
+
+typedef struct {
+  uint64_t seq_number;
+  const char* func;
+  const void* send_buff;
+  void* recv_buff;
+  size_t count;
+  int root;
+  const char* datatype;
+  uint8_t n_channels;
+  uint8_t n_warps;
+  const char* algo;
+  const char* proto;
+  void* parent_group;
+} SentinelDescrV6Coll;
+
+typedef struct {
+  const char* func;
+  void* buff;
+  const char* datatype;
+  size_t count;
+  int peer;
+  uint8_t n_channels;
+  void* parent_group;
+} SentinelDescrV6P2p;
+
+typedef struct {
+  pid_t pid;
+  uint8_t channel_id;
+  int peer;
+  int n_steps;
+  int chunk_size;
+  int is_send;
+} SentinelDescrV6ProxyOp;
+
+typedef struct {
+  int step;
+} SentinelDescrV6ProxyStep;
+
+typedef struct {
+  uint8_t channel_id;
+  uint64_t p_timer;
+} SentinelDescrV6KernelCh;
+
+typedef struct {
+  int64_t id;
+  void* data;
+} SentinelDescrV6NetPlugin;
+
+typedef struct {
+  uint64_t seq_number;
+  const char* func;
+  const void* send_buff;
+  void* recv_buff;
+  size_t count;
+  int root;
+  const char* datatype;
+  const char* sync_strategy;
+  uint8_t intra_batch_sync;
+  uint32_t batch_size;
+  uint32_t num_batches;
+  uint32_t ce_seq_num;
+  void* stream;
+} SentinelDescrV6CeColl;
+
+typedef struct {
+  uint8_t is_complete;
+  int n_ranks;
+} SentinelDescrV6CeCollSync;
+
+typedef struct {
+  int num_ops;
+  size_t total_bytes;
+  uint8_t use_intra_sync;
+} SentinelDescrV6CeCollBatch;
+
 /* ---- v5 descriptor (NCCL 2.28; 112 bytes) ---------------------------------------------- */
 typedef struct {
   uint64_t type;
   void* parent_obj;
   int rank;
   union {
-    struct {
-      uint8_t graph_captured; /* a C++ bool in NCCL; read one byte (§3.5 ABI trap) */
-      int group_depth;
-    } group_api;
-    struct {
-      const char* func;
-      size_t count;
-      const char* datatype;
-      int root;
-      void* stream;
-      uint8_t graph_captured;
-    } coll_api;
-    struct {
-      const char* func;
-      size_t count;
-      const char* datatype;
-      void* stream;
-      uint8_t graph_captured;
-    } p2p_api;
-    struct {
-      void* stream;
-    } kernel_launch;
-    struct {
-      uint64_t seq_number;
-      const char* func;
-      const void* send_buff;
-      void* recv_buff;
-      size_t count;
-      int root;
-      const char* datatype;
-      uint8_t n_channels;
-      uint8_t n_warps;
-      const char* algo;
-      const char* proto;
-      void* parent_group;
-    } coll;
-    struct {
-      const char* func;
-      void* buff;
-      const char* datatype;
-      size_t count;
-      int peer;
-      uint8_t n_channels;
-      void* parent_group;
-    } p2p;
-    struct {
-      pid_t pid;
-      uint8_t channel_id;
-      int peer;
-      int n_steps;
-      int chunk_size;
-      int is_send;
-    } proxy_op;
-    struct {
-      int step;
-    } proxy_step;
-    struct {
-      uint8_t channel_id;
-      uint64_t p_timer;
-    } kernel_ch;
-    struct {
-      int64_t id;
-      void* data;
-    } net_plugin;
+    SentinelDescrV6GroupApi group_api;
+    SentinelDescrV6CollApi coll_api;
+    SentinelDescrV6P2pApi p2p_api;
+    SentinelDescrV6KernelLaunch kernel_launch;
+    SentinelDescrV6Coll coll;
+    SentinelDescrV6P2p p2p;
+    SentinelDescrV6ProxyOp proxy_op;
+    SentinelDescrV6ProxyStep proxy_step;
+    SentinelDescrV6KernelCh kernel_ch;
+    SentinelDescrV6NetPlugin net_plugin;
     /* ---- v6 additions (2.29+); harmless in a v5 view since the union size is unchanged ---- */
-    struct {
-      uint64_t seq_number;
-      const char* func;
-      const void* send_buff;
-      void* recv_buff;
-      size_t count;
-      int root;
-      const char* datatype;
-      const char* sync_strategy;
-      uint8_t intra_batch_sync;
-      uint32_t batch_size;
-      uint32_t num_batches;
-      uint32_t ce_seq_num;
-      void* stream;
-    } ce_coll;
-    struct {
-      uint8_t is_complete;
-      int n_ranks;
-    } ce_coll_sync;
-    struct {
-      int num_ops;
-      size_t total_bytes;
-      uint8_t use_intra_sync;
-    } ce_coll_batch;
+    SentinelDescrV6CeColl ce_coll;
+    SentinelDescrV6CeCollSync ce_coll_sync;
+    SentinelDescrV6CeCollBatch ce_coll_batch;
   };
 } SentinelEventDescrV6;
 
 /* v5 is the same layout without the CE members; NCCL 2.28 never sets the CE type bits. */
 typedef SentinelEventDescrV6 SentinelEventDescrV5;
+
+/* Union members of the v4 descriptor. */
+typedef struct {
+  uint64_t seq_number;
+  const char* func;
+  const void* send_buff;
+  void* recv_buff;
+  size_t count;
+  int root;
+  const char* datatype;
+  uint8_t n_channels;
+  uint8_t n_warps;
+  const char* algo;
+  const char* proto;
+} SentinelDescrV4Coll;
+
+typedef struct {
+  const char* func;
+  void* buff;
+  const char* datatype;
+  size_t count;
+  int peer;
+  uint8_t n_channels; /* garbage when a v4 plugin runs on 2.28 (§3.8) */
+} SentinelDescrV4P2p;
+
+typedef struct {
+  pid_t pid;
+  uint8_t channel_id;
+  int peer;
+  int n_steps;
+  int chunk_size;
+  int is_send;
+} SentinelDescrV4ProxyOp;
+
+typedef struct {
+  int step;
+} SentinelDescrV4ProxyStep;
+
+typedef struct {
+  uint8_t channel_id;
+  uint64_t p_timer;
+} SentinelDescrV4KernelCh;
+
+typedef struct {
+  int64_t id;
+  void* data;
+} SentinelDescrV4NetPlugin;
 
 /* ---- v4 descriptor (NCCL 2.27; 104 bytes; uint8_t type, no API events) --------------------- */
 typedef struct {
@@ -200,46 +275,12 @@ typedef struct {
   void* parent_obj;
   int rank;
   union {
-    struct {
-      uint64_t seq_number;
-      const char* func;
-      const void* send_buff;
-      void* recv_buff;
-      size_t count;
-      int root;
-      const char* datatype;
-      uint8_t n_channels;
-      uint8_t n_warps;
-      const char* algo;
-      const char* proto;
-    } coll;
-    struct {
-      const char* func;
-      void* buff;
-      const char* datatype;
-      size_t count;
-      int peer;
-      uint8_t n_channels; /* garbage when a v4 plugin runs on 2.28 (§3.8) */
-    } p2p;
-    struct {
-      pid_t pid;
-      uint8_t channel_id;
-      int peer;
-      int n_steps;
-      int chunk_size;
-      int is_send;
-    } proxy_op;
-    struct {
-      int step;
-    } proxy_step;
-    struct {
-      uint8_t channel_id;
-      uint64_t p_timer;
-    } kernel_ch;
-    struct {
-      int64_t id;
-      void* data;
-    } net_plugin;
+    SentinelDescrV4Coll coll;
+    SentinelDescrV4P2p p2p;
+    SentinelDescrV4ProxyOp proxy_op;
+    SentinelDescrV4ProxyStep proxy_step;
+    SentinelDescrV4KernelCh kernel_ch;
+    SentinelDescrV4NetPlugin net_plugin;
   };
 } SentinelEventDescrV4;
 

@@ -1,0 +1,831 @@
+// Join, skew/lateness math, bounded windows and detection: see aggregator.h.
+#include "collector/aggregate/aggregator.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <bitset>
+#include <cctype>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "spdlog/spdlog.h"
+
+#include "collector/export/record_log.h"
+
+namespace sentinel::collector {
+namespace {
+
+class SystemClock : public Clock {
+ public:
+  int64_t MonoNs() const override { return Read(CLOCK_MONOTONIC); }
+  int64_t RealNs() const override { return Read(CLOCK_REALTIME); }
+
+ private:
+  static int64_t Read(clockid_t id) {
+    timespec ts{};
+    clock_gettime(id, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  }
+};
+
+constexpr size_t kMaxGoneProcesses = 256;
+constexpr size_t kMaxResolvedAlerts = 256;
+constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
+constexpr const char* kRunbookBase = "https://github.com/nccl-sentinel/nccl-sentinel/blob/main/collector/README.md#";
+
+// Median of `sorted` with one occurrence of `value` removed (value must be present).
+int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
+  const size_t n = sorted.size();
+  if (n <= 1) return value;
+  const size_t p = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
+  auto at = [&](size_t j) { return j < p ? sorted[j] : sorted[j + 1]; };
+  const size_t m = n - 1;
+  if (m % 2 == 1) return at(m / 2);
+  return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2;
+}
+
+double BusBwFactor(uint8_t func, int32_t nranks) {
+  if (nranks <= 1) return 1.0;
+  const double n = nranks;
+  switch (func) {
+    case kSentinelFuncAllReduce: return 2.0 * (n - 1) / n;
+    case kSentinelFuncAllGather:
+    case kSentinelFuncReduceScatter:
+    case kSentinelFuncAlltoAll: return (n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+std::string SafeString(const char* data, size_t size) {
+  return std::string(data, strnlen(data, size));
+}
+
+}  // namespace
+
+Clock* RealClock() {
+  static SystemClock* clock = new SystemClock();  // leaked: used until exit
+  return clock;
+}
+
+std::string CommLabel(uint64_t comm_hash) { return absl::StrFormat("0x%016x", comm_hash); }
+
+Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
+  absl::MutexLock lock(&mu_);
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
+  state_.host = host;
+  state_.start_real_ns = clock_->RealNs();
+  state_.start_mono_ns = clock_->MonoNs();
+  state_.collectives.Reset(static_cast<size_t>(config_.history_collectives));
+}
+
+Aggregator::~Aggregator() = default;
+
+void Aggregator::SetRecordLog(RecordLog* log) {
+  absl::MutexLock lock(&mu_);
+  record_log_ = log;
+}
+
+void Aggregator::Read(const std::function<void(const State&)>& fn) const {
+  absl::ReaderMutexLock lock(&mu_);
+  fn(state_);
+}
+
+std::vector<Alert> Aggregator::TakeAlertChanges() {
+  absl::MutexLock lock(&mu_);
+  std::vector<Alert> out;
+  out.swap(alert_changes_);
+  return out;
+}
+
+void Aggregator::NoteAccepted(int client, uint32_t pid, uint32_t uid) {
+  absl::MutexLock lock(&mu_);
+  ++state_.counters.clients_accepted;
+  ++state_.counters.clients_connected;
+  auto process = std::make_unique<ProcessState>();
+  process->client = client;
+  process->pid = pid;
+  process->uid = uid;
+  process->connected_real_ns = clock_->RealNs();
+  state_.processes[client] = std::move(process);
+}
+
+void Aggregator::NoteRefused(const char* reason) {
+  absl::MutexLock lock(&mu_);
+  if (std::strcmp(reason, "uid") == 0) {
+    ++state_.counters.refused_uid;
+  } else {
+    ++state_.counters.refused_too_many;
+  }
+}
+
+void Aggregator::NoteClosed(int client, CloseReason reason, uint64_t frames, uint64_t unknown) {
+  absl::MutexLock lock(&mu_);
+  (void)client;
+  state_.counters.frames += frames;
+  state_.counters.unknown_skipped += unknown;
+  switch (reason) {
+    case CloseReason::kMalformed:
+    case CloseReason::kUnexpectedAck: ++state_.counters.malformed; break;
+    case CloseReason::kBadHello: ++state_.counters.refused_bad_hello; break;
+    case CloseReason::kMajorMismatch: ++state_.counters.refused_major; break;
+    case CloseReason::kNone: break;
+  }
+}
+
+void Aggregator::OnHello(int client, const SentinelWireHello& hello) {
+  absl::MutexLock lock(&mu_);
+  auto it = state_.processes.find(client);
+  if (it == state_.processes.end()) {
+    auto process = std::make_unique<ProcessState>();
+    process->client = client;
+    process->connected_real_ns = clock_->RealNs();
+    it = state_.processes.emplace(client, std::move(process)).first;
+  }
+  ProcessState* p = it->second.get();
+  p->pid = hello.pid;
+  // Untrusted: keep hostname characters only, so labels and JSON lines need no escaping.
+  p->host.clear();
+  for (char c : SafeString(hello.host, sizeof(hello.host))) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_') {
+      p->host.push_back(c);
+    }
+  }
+  if (p->host.empty()) p->host = state_.host;
+  p->job_id = SafeString(hello.job_id, sizeof(hello.job_id));
+  p->mono_to_real_ns = hello.realtime_ns - hello.mono_ns;
+}
+
+void Aggregator::OnDisconnect(int client) {
+  absl::MutexLock lock(&mu_);
+  auto it = state_.processes.find(client);
+  if (it == state_.processes.end()) return;
+  ProcessState* p = it->second.get();
+  if (!p->connected) return;
+  p->connected = false;
+  if (state_.counters.clients_connected > 0) --state_.counters.clients_connected;
+  for (const auto& key : p->ranks) {
+    auto r = state_.ranks.find(key);
+    if (r != state_.ranks.end() && r->second->client == client) {
+      r->second->client = -1;
+      Deactivate(r->second.get());
+    }
+  }
+  state_.gone_processes.push_back(client);
+  while (state_.gone_processes.size() > kMaxGoneProcesses) {
+    state_.processes.erase(state_.gone_processes.front());
+    state_.gone_processes.pop_front();
+    ++state_.counters.evicted_processes;
+  }
+}
+
+void Aggregator::EvictIdleComm() {
+  auto victim = state_.comms.end();
+  for (auto it = state_.comms.begin(); it != state_.comms.end(); ++it) {
+    if (victim == state_.comms.end() ||
+        (it->second->active_count == 0 && victim->second->active_count > 0) ||
+        ((it->second->active_count == 0) == (victim->second->active_count == 0) &&
+         it->second->last_activity_mono_ns < victim->second->last_activity_mono_ns)) {
+      victim = it;
+    }
+  }
+  if (victim == state_.comms.end()) return;
+  for (RankState* m : victim->second->members) {
+    state_.ranks.erase(std::make_pair(m->comm_hash, m->rank));
+    ++state_.counters.evicted_ranks;
+  }
+  state_.comms.erase(victim);
+  ++state_.counters.evicted_comms;
+  last_rank_ = nullptr;
+  last_comm_ = nullptr;
+}
+
+CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks) {
+  auto it = state_.comms.find(hash);
+  if (it != state_.comms.end()) return it->second.get();
+  if (state_.comms.size() >= static_cast<size_t>(config_.max_comms)) EvictIdleComm();
+  auto comm = std::make_unique<CommState>();
+  comm->hash = hash;
+  comm->nranks = nranks;
+  comm->last_activity_mono_ns = clock_->MonoNs();
+  CommState* raw = comm.get();
+  state_.comms.emplace(hash, std::move(comm));
+  return raw;
+}
+
+void Aggregator::EnsureWidth(CommState* comm, FuncRing* ring) {
+  const int need = static_cast<int>(comm->members.size());
+  if (ring->width >= need) return;
+  int width = std::max(ring->width, 4);
+  while (width < need) width *= 2;
+  const size_t slots = ring->slots.size();
+  std::vector<int64_t> arrival(slots * static_cast<size_t>(width), kUnset);
+  std::vector<int64_t> duration(slots * static_cast<size_t>(width), -1);
+  for (size_t s = 0; s < slots && ring->width > 0; ++s) {
+    std::copy_n(&ring->arrival[s * static_cast<size_t>(ring->width)], ring->width,
+                &arrival[s * static_cast<size_t>(width)]);
+    std::copy_n(&ring->duration[s * static_cast<size_t>(ring->width)], ring->width,
+                &duration[s * static_cast<size_t>(width)]);
+  }
+  ring->arrival.swap(arrival);
+  ring->duration.swap(duration);
+  ring->width = width;
+}
+
+FuncRing* Aggregator::Ring(CommState* comm, int func) {
+  std::unique_ptr<FuncRing>& ring = comm->rings[static_cast<size_t>(func)];
+  if (!ring) {
+    ring = std::make_unique<FuncRing>();
+    ring->slots.resize(static_cast<size_t>(config_.pending_slots));
+    EnsureWidth(comm, ring.get());
+  }
+  return ring.get();
+}
+
+RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int client) {
+  const auto key = std::make_pair(comm->hash, rank);
+  auto it = state_.ranks.find(key);
+  RankState* rs = nullptr;
+  if (it == state_.ranks.end()) {
+    if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
+      EvictIdleComm();
+      // The victim may have been this very communicator.
+      if (state_.comms.find(comm->hash) == state_.comms.end()) return nullptr;
+      if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) return nullptr;
+    }
+    auto owned = std::make_unique<RankState>();
+    rs = owned.get();
+    rs->comm_hash = comm->hash;
+    rs->rank = rank;
+    rs->nranks = comm->nranks;
+    rs->history.Reset(static_cast<size_t>(config_.history_per_rank));
+    rs->client = -2;  // set below
+    state_.ranks.emplace(key, std::move(owned));
+    comm->index[rank] = static_cast<int>(comm->members.size());
+    comm->members.push_back(rs);
+    ++comm->active_count;
+    for (auto& ring : comm->rings) {
+      if (ring) EnsureWidth(comm, ring.get());
+    }
+  } else {
+    rs = it->second.get();
+    if (!rs->active) {
+      rs->active = true;
+      ++comm->active_count;
+    }
+  }
+  if (rs->client != client) {
+    rs->client = client;
+    auto p = state_.processes.find(client);
+    if (p != state_.processes.end()) {
+      rs->pid = p->second->pid;
+      p->second->ranks.push_back(key);
+    }
+  }
+  return rs;
+}
+
+void Aggregator::Deactivate(RankState* rank) {
+  if (!rank->active) return;
+  rank->active = false;
+  auto it = state_.comms.find(rank->comm_hash);
+  if (it == state_.comms.end()) return;
+  --it->second->active_count;
+  RecheckPending(it->second.get());
+}
+
+bool Aggregator::AllActiveReported(const CommState& comm, const FuncRing& ring, size_t slot) const {
+  const int64_t* arrival = &ring.arrival[slot * static_cast<size_t>(ring.width)];
+  for (size_t li = 0; li < comm.members.size(); ++li) {
+    if (comm.members[li]->active && arrival[li] == kUnset) return false;
+  }
+  return true;
+}
+
+void Aggregator::RecheckPending(CommState* comm) {
+  for (int f = 0; f < kFuncSlots; ++f) {
+    FuncRing* ring = comm->rings[static_cast<size_t>(f)].get();
+    if (ring == nullptr) continue;
+    for (size_t s = 0; s < ring->slots.size(); ++s) {
+      if (ring->slots[s].state == 1 && ring->slots[s].reported > 0 && comm->active_count > 0 &&
+          AllActiveReported(*comm, *ring, s)) {
+        Complete(comm, f, ring, s, /*partial=*/false);
+      }
+    }
+  }
+}
+
+namespace {
+void AddSample(RankState* rs, const RankSample& sample, uint64_t* evicted) {
+  if (rs->history.Push(sample)) ++*evicted;
+  if (sample.lateness_ns >= 0) rs->lateness.AddNs(sample.lateness_ns);
+  if (sample.clock_free_ns >= 0) rs->clock_free.AddNs(sample.clock_free_ns);
+  if (sample.duration_ns >= 0) {
+    auto& h = rs->duration[static_cast<size_t>(SizeBucket(sample.bytes))];
+    if (!h) h = std::make_unique<Histogram>();
+    h->AddNs(sample.duration_ns);
+  }
+}
+}  // namespace
+
+void Aggregator::OnRecords(int client, const SentinelWireCollRecord* records, size_t n) {
+  absl::MutexLock lock(&mu_);
+  state_.counters.records += n;
+  for (size_t i = 0; i < n; ++i) Ingest(client, records[i]);
+  if (record_log_ != nullptr) {
+    auto p = state_.processes.find(client);
+    const std::string& host = p != state_.processes.end() ? p->second->host : state_.host;
+    for (size_t i = 0; i < n; ++i) record_log_->Write(host, records[i]);
+    state_.counters.record_log_bytes = record_log_->bytes_written();
+    state_.counters.record_log_rotations = record_log_->rotations();
+  }
+}
+
+void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
+  if (rec.nranks <= 0 || rec.nranks > (1 << 24) || rec.rank < 0 || rec.rank >= rec.nranks) {
+    ++state_.counters.records_invalid;
+    return;
+  }
+  const int func = rec.func < kFuncSlots - 1 ? rec.func : kFuncSlots - 1;
+  const bool gpu = (rec.flags & kSentinelCollGpuTimeValid) != 0;
+  const int64_t arrival = gpu ? rec.gpu_start_ns : rec.enqueue_ns;
+  int64_t duration = gpu ? rec.gpu_end_ns - rec.gpu_start_ns : -1;
+  if (duration < 0 || duration > kMaxDurationNs) duration = -1;
+
+  CommState* comm = nullptr;
+  RankState* rs = nullptr;
+  if (last_rank_ != nullptr && last_rank_->comm_hash == rec.comm_hash &&
+      last_rank_->rank == rec.rank && last_rank_->client == client && last_rank_->active) {
+    rs = last_rank_;
+    comm = last_comm_;
+  } else {
+    comm = FindOrCreateComm(rec.comm_hash, rec.nranks);
+    rs = FindOrCreateRank(comm, rec.rank, client);
+    if (rs == nullptr) {
+      ++state_.counters.evicted_ranks;  // over --max-ranks: the record is dropped, and counted
+      return;
+    }
+    last_rank_ = rs;
+    last_comm_ = comm;
+  }
+  const int64_t now = clock_->MonoNs();
+  rs->last_record_mono_ns = now;
+  comm->last_activity_mono_ns = now;
+  ++rs->count_by_func[static_cast<size_t>(func)];
+  RankSample sample;
+  sample.seq = rec.seq;
+  sample.bytes = rec.bytes;
+  sample.arrival_ns = arrival;
+  sample.duration_ns = duration;
+  sample.func = rec.func;
+  sample.algo = rec.algo;
+  sample.proto = rec.proto;
+  sample.nchannels = rec.nchannels;
+
+  if ((rec.flags & kSentinelCollIsP2p) != 0) {
+    // p2p sequence numbers are per (peer, direction): nothing to join across ranks.
+    ++rs->p2p;
+    AddSample(rs, sample, &state_.counters.evicted_samples);
+    return;
+  }
+  ++rs->collectives;
+  uint64_t& last_func_seq = rs->last_seq_by_func[static_cast<size_t>(func)];
+  last_func_seq = std::max(last_func_seq, rec.seq);
+  if (!rs->has_seq || rec.seq > rs->last_seq) rs->last_seq = rec.seq;
+  rs->has_seq = true;
+
+  FuncRing* ring = Ring(comm, func);
+  const size_t s = rec.seq % ring->slots.size();
+  JoinSlot& slot = ring->slots[s];
+  if (slot.state != 0 && slot.seq != rec.seq) {
+    if (rec.seq < slot.seq) {
+      // The join for this seq was already given up (the window moved on): keep the rank's own
+      // sample, without lateness.
+      ++state_.counters.evicted_too_old;
+      AddSample(rs, sample, &state_.counters.evicted_samples);
+      return;
+    }
+    if (slot.state == 1) {
+      ++state_.counters.evicted_pending;
+      Complete(comm, func, ring, s, /*partial=*/true);
+    }
+    slot.state = 0;
+  }
+  const size_t width = static_cast<size_t>(ring->width);
+  int64_t* arrivals = &ring->arrival[s * width];
+  int64_t* durations = &ring->duration[s * width];
+  if (slot.state == 0) {
+    slot.seq = rec.seq;
+    slot.state = 1;
+    slot.reported = 0;
+    slot.first_seen_mono_ns = now;
+    slot.bytes = rec.bytes;
+    slot.algo = rec.algo;
+    slot.proto = rec.proto;
+    slot.nchannels = rec.nchannels;
+    std::fill_n(arrivals, width, kUnset);
+    std::fill_n(durations, width, -1);
+  }
+  const size_t li = static_cast<size_t>(comm->index[rec.rank]);
+  if (arrivals[li] != kUnset) {
+    ++rs->duplicates;
+    ++state_.counters.records_duplicate;
+    return;
+  }
+  arrivals[li] = arrival;
+  durations[li] = duration;
+  ++slot.reported;
+  if (slot.state == 2) {
+    // Arrived after the join completed without it (its process connected late, or it had been
+    // marked inactive): lateness against the joined collective's earliest arrival.
+    ++state_.counters.late_joins;
+    sample.lateness_ns = std::max<int64_t>(0, arrival - slot.min_arrival_ns);
+    AddSample(rs, sample, &state_.counters.evicted_samples);
+    return;
+  }
+  if (slot.reported >= comm->active_count && AllActiveReported(*comm, *ring, s)) {
+    Complete(comm, func, ring, s, /*partial=*/false);
+  }
+}
+
+void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, bool partial) {
+  JoinSlot& slot = ring->slots[s];
+  const size_t width = static_cast<size_t>(ring->width);
+  const int64_t* arrivals = &ring->arrival[s * width];
+  const int64_t* durations = &ring->duration[s * width];
+  scratch_idx_.clear();
+  scratch_late_.clear();
+  int64_t min_arrival = INT64_MAX;
+  int64_t max_arrival = INT64_MIN;
+  int64_t max_duration = -1;
+  int64_t max_end = INT64_MIN;
+  for (size_t li = 0; li < comm->members.size(); ++li) {
+    if (arrivals[li] == kUnset) continue;
+    scratch_idx_.push_back(static_cast<int>(li));
+    min_arrival = std::min(min_arrival, arrivals[li]);
+    max_arrival = std::max(max_arrival, arrivals[li]);
+    if (durations[li] >= 0) {
+      max_duration = std::max(max_duration, durations[li]);
+      max_end = std::max(max_end, arrivals[li] + durations[li]);
+    }
+  }
+  slot.state = 2;
+  slot.min_arrival_ns = min_arrival;
+  if (scratch_idx_.empty()) return;
+  const int bucket = SizeBucket(slot.bytes);
+  for (int li : scratch_idx_) {
+    RankState* m = comm->members[static_cast<size_t>(li)];
+    RankSample sample;
+    sample.seq = slot.seq;
+    sample.bytes = slot.bytes;
+    sample.arrival_ns = arrivals[li];
+    sample.duration_ns = durations[li];
+    sample.func = static_cast<uint8_t>(func);
+    sample.algo = slot.algo;
+    sample.proto = slot.proto;
+    sample.nchannels = slot.nchannels;
+    if (!partial) {
+      sample.lateness_ns = arrivals[li] - min_arrival;
+      if (durations[li] >= 0) sample.clock_free_ns = max_duration - durations[li];
+      scratch_late_.push_back(sample.lateness_ns);
+    }
+    AddSample(m, sample, &state_.counters.evicted_samples);
+  }
+  if (partial) return;
+  ++comm->joined;
+  ++state_.counters.joined;
+  ++comm->joined_by_func_bucket[static_cast<size_t>(func)][static_cast<size_t>(bucket)];
+  comm->skew[static_cast<size_t>(bucket)].AddNs(max_arrival - min_arrival);
+  CollSummary summary;
+  summary.end_mono_ns = clock_->MonoNs();
+  summary.comm_hash = comm->hash;
+  summary.bytes = slot.bytes;
+  summary.skew_ns = max_arrival - min_arrival;
+  summary.duration_ns = max_duration;
+  summary.latency_ns = max_end == INT64_MIN ? -1 : max_end - min_arrival;
+  if (max_duration > 0) {
+    summary.busbw_gbps = static_cast<double>(slot.bytes) / static_cast<double>(max_duration) *
+                         BusBwFactor(static_cast<uint8_t>(func), comm->nranks);
+  }
+  summary.func = static_cast<uint8_t>(func);
+  summary.ranks = static_cast<int32_t>(scratch_idx_.size());
+  if (state_.collectives.Push(summary)) ++state_.counters.evicted_collectives;
+  if (max_duration >= 0) comm->baselines[static_cast<size_t>(bucket)].duration.Push(max_duration);
+  if (scratch_idx_.size() >= 2) {
+    EvaluateStragglers(comm, func, bucket, scratch_idx_, scratch_late_, slot.seq);
+  }
+}
+
+void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
+                                    const std::vector<int>& idx,
+                                    const std::vector<int64_t>& lateness, uint64_t seq) {
+  Baseline& b = comm->baselines[static_cast<size_t>(bucket)];
+  scratch_sorted_.assign(lateness.begin(), lateness.end());
+  std::sort(scratch_sorted_.begin(), scratch_sorted_.end());
+  const int64_t threshold = std::max<int64_t>(
+      {config_.straggler_min_ns,
+       static_cast<int64_t>(config_.straggler_k_mad * static_cast<double>(b.spread_ns)),
+       static_cast<int64_t>(config_.straggler_rel * static_cast<double>(b.median_duration_ns))});
+  const int m_window = config_.straggler_window_m;
+  const uint64_t mask = m_window >= 64 ? ~0ULL : ((1ULL << m_window) - 1);
+  for (size_t j = 0; j < idx.size(); ++j) {
+    RankState* rs = comm->members[static_cast<size_t>(idx[j])];
+    StragglerState& st = rs->straggler;
+    // Excess over the median of the *other* local ranks: with two ranks the late one is still
+    // measured against an on-time peer, not against a median it drags up itself.
+    const int64_t excess = lateness[j] - LeaveOneOutMedian(scratch_sorted_, lateness[j]);
+    const bool late = excess - b.center_ns > threshold;
+    if (late && (st.late_bits & 1) == 0 && !st.firing) st.first_late_seq = seq;
+    st.late_bits = (st.late_bits << 1) | (late ? 1 : 0);
+    ++st.observed;
+    st.last_excess_ns = excess;
+    st.last_threshold_ns = threshold;
+    st.last_bucket = bucket;
+    // Only on-time ranks feed the baseline, so a straggler cannot widen its own threshold.
+    if (!late) b.excess.Push(excess);
+    const int count = static_cast<int>(std::bitset<64>(st.late_bits & mask).count());
+    if (st.observed >= static_cast<uint64_t>(m_window) && count <= config_.straggler_resolve_r) {
+      st.ever_clean = true;
+    }
+    const std::string id = absl::StrCat("straggler-", CommLabel(comm->hash), "-r", rs->rank);
+    if (!st.firing && count >= config_.straggler_fire_k) {
+      st.firing = true;
+      st.late_since_real_ns = clock_->RealNs();
+      const bool structural = !st.ever_clean;
+      std::vector<int64_t> recent;
+      for (size_t k = rs->history.size(); k > 0 && recent.size() < static_cast<size_t>(m_window); --k) {
+        if (rs->history[k - 1].lateness_ns >= 0) recent.push_back(rs->history[k - 1].lateness_ns);
+      }
+      const double p50_ms = static_cast<double>(Percentile(&recent, 50)) / 1e6;
+      std::vector<int64_t> recent_cf;
+      for (size_t k = rs->history.size(); k > 0 && recent_cf.size() < static_cast<size_t>(m_window); --k) {
+        if (rs->history[k - 1].clock_free_ns >= 0) recent_cf.push_back(rs->history[k - 1].clock_free_ns);
+      }
+      Alert a;
+      a.id = id;
+      a.kind = "straggler";
+      a.severity = structural ? "warning" : "critical";
+      a.comm = CommLabel(comm->hash);
+      a.ranks = {rs->rank};
+      a.host = state_.host;
+      if (structural) {
+        a.summary = absl::StrFormat(
+            "rank %d on comm %s has been late since the communicator started: %.1f ms behind the "
+            "other local ranks in %d of the last %d collectives (structural: e.g. a last pipeline "
+            "stage, or a placement that is always slower)",
+            rs->rank, a.comm, p50_ms, count, m_window);
+      } else {
+        a.summary = absl::StrFormat(
+            "rank %d on comm %s newly degraded: %.1f ms late in %d of the last %d collectives, "
+            "after being on time (look for a throttled GPU, a noisy neighbour or a degraded link)",
+            rs->rank, a.comm, p50_ms, count, m_window);
+      }
+      a.evidence = {{"pattern", structural ? "structural" : "degraded"},
+                    {"lateness_p50_ms", p50_ms},
+                    {"excess_ms", static_cast<double>(excess) / 1e6},
+                    {"threshold_ms", static_cast<double>(threshold) / 1e6},
+                    {"late_in_window", count},
+                    {"window", m_window},
+                    {"size_bucket", SizeBucketLabel(bucket)},
+                    {"func", FuncName(static_cast<uint8_t>(func))},
+                    {"first_late_seq", st.first_late_seq},
+                    {"collectives_observed", st.observed},
+                    {"baseline_spread_ms", static_cast<double>(b.spread_ns) / 1e6},
+                    {"clock_free_lateness_p50_ms",
+                     recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
+      a.runbook = absl::StrCat(kRunbookBase, "alert-straggler");
+      a.started_real_ns = st.late_since_real_ns;
+      Fire(std::move(a));
+    } else if (st.firing && count <= config_.straggler_resolve_r) {
+      st.firing = false;
+      Resolve(id);
+    }
+  }
+  if (++b.pushes % 32 == 1 || b.pushes < 32) {
+    std::vector<int64_t> v;
+    v.reserve(b.excess.size());
+    for (size_t k = 0; k < b.excess.size(); ++k) v.push_back(b.excess[k]);
+    b.center_ns = Percentile(&v, 50);
+    for (int64_t& x : v) x = x > b.center_ns ? x - b.center_ns : b.center_ns - x;
+    b.spread_ns = static_cast<int64_t>(1.4826 * static_cast<double>(Percentile(&v, 50)));
+    std::vector<int64_t> d;
+    d.reserve(b.duration.size());
+    for (size_t k = 0; k < b.duration.size(); ++k) d.push_back(b.duration[k]);
+    b.median_duration_ns = Percentile(&d, 50);
+  }
+}
+
+void Aggregator::Fire(Alert alert) {
+  auto it = state_.alerts.find(alert.id);
+  if (it != state_.alerts.end() && it->second.state == "firing") {
+    const int64_t started = it->second.started_real_ns;
+    it->second = std::move(alert);
+    it->second.started_real_ns = started;
+    it->second.state = "firing";
+    return;
+  }
+  alert.state = "firing";
+  alert.resolved_real_ns = 0;
+  spdlog::warn("alert {} firing: {}", alert.id, alert.summary);
+  PushChange(alert);
+  state_.alerts[alert.id] = std::move(alert);
+}
+
+void Aggregator::PushChange(const Alert& alert) {
+  // Bounded: without an Alertmanager nobody drains the queue.
+  if (alert_changes_.size() >= 1024) alert_changes_.erase(alert_changes_.begin());
+  alert_changes_.push_back(alert);
+}
+
+void Aggregator::Resolve(const std::string& id) {
+  auto it = state_.alerts.find(id);
+  if (it == state_.alerts.end() || it->second.state != "firing") return;
+  it->second.state = "resolved";
+  it->second.resolved_real_ns = clock_->RealNs();
+  spdlog::info("alert {} resolved", id);
+  PushChange(it->second);
+  state_.resolved_order.push_back(id);
+  while (state_.resolved_order.size() > kMaxResolvedAlerts) {
+    auto old = state_.alerts.find(state_.resolved_order.front());
+    if (old != state_.alerts.end() && old->second.state == "resolved") {
+      state_.alerts.erase(old);
+      ++state_.counters.evicted_alerts;
+    }
+    state_.resolved_order.pop_front();
+  }
+}
+
+void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
+  const char* kind = nullptr;
+  switch (v.kind) {
+    case kSentinelVerdictTransport: kind = "transport"; break;
+    case kSentinelVerdictPlacement: kind = "placement"; break;
+    case kSentinelVerdictLinkDegraded: kind = "link_degraded"; break;
+    default: ++state_.counters.records_invalid; return;
+  }
+  const std::string id = absl::StrCat(kind, "-", CommLabel(v.comm_hash));
+  if (v.outcome == kSentinelOutcomePass) {
+    Resolve(id);
+    return;
+  }
+  Alert a;
+  auto existing = state_.alerts.find(id);
+  if (existing != state_.alerts.end() && existing->second.state == "firing") a = existing->second;
+  a.id = id;
+  a.kind = kind;
+  a.severity = v.outcome == kSentinelOutcomeWarn ? "warning" : "critical";
+  a.comm = CommLabel(v.comm_hash);
+  if (std::find(a.ranks.begin(), a.ranks.end(), v.rank) == a.ranks.end()) a.ranks.push_back(v.rank);
+  std::sort(a.ranks.begin(), a.ranks.end());
+  auto p = state_.processes.find(client);
+  a.host = p != state_.processes.end() && !p->second->host.empty() ? p->second->host : state_.host;
+  const std::string expected = SafeString(v.expected, sizeof(v.expected));
+  const std::string found = SafeString(v.found, sizeof(v.found));
+  const std::string cause = SafeString(v.cause, sizeof(v.cause));
+  std::vector<std::string> lines =
+      absl::StrSplit(SafeString(v.evidence, sizeof(v.evidence)), '\n', absl::SkipEmpty());
+  static constexpr const char* kOutcomes[] = {"pass", "warn", "fail", "abort"};
+  a.summary = absl::StrFormat("%s mismatch on comm %s (%d rank(s)): expected '%s', found '%s'", kind,
+                              a.comm, a.ranks.size(), expected, found);
+  a.evidence = {{"expected", expected},
+                {"found", found},
+                {"cause", cause},
+                {"lines", lines},
+                {"outcome", v.outcome < 4 ? kOutcomes[v.outcome] : "unknown"},
+                {"nranks", v.nranks}};
+  a.runbook = absl::StrCat(kRunbookBase, "alert-", kind);
+  if (a.started_real_ns == 0) a.started_real_ns = clock_->RealNs();
+  Fire(std::move(a));
+}
+
+void Aggregator::OnControlFrame(int client, const Frame& frame) {
+  absl::MutexLock lock(&mu_);
+  switch (frame.type) {
+    case kSentinelWireCommInit: {
+      const auto init = ReadPayload<SentinelWireCommInit>(frame);
+      if (init.nranks <= 0 || init.nranks > (1 << 24) || init.rank < 0 || init.rank >= init.nranks) {
+        ++state_.counters.records_invalid;
+        return;
+      }
+      CommState* comm = FindOrCreateComm(init.comm_hash, init.nranks);
+      comm->nranks = init.nranks;
+      comm->nnodes = init.nnodes;
+      comm->name = SafeString(init.comm_name, sizeof(init.comm_name));
+      FindOrCreateRank(comm, init.rank, client);
+      last_rank_ = nullptr;
+      return;
+    }
+    case kSentinelWireCommEnd: {
+      const auto end = ReadPayload<SentinelWireCommEnd>(frame);
+      auto it = state_.ranks.find(std::make_pair(end.comm_hash, end.rank));
+      if (it != state_.ranks.end()) Deactivate(it->second.get());
+      last_rank_ = nullptr;
+      return;
+    }
+    case kSentinelWireHeartbeat: {
+      const auto hb = ReadPayload<SentinelWireHeartbeat>(frame);
+      auto it = state_.processes.find(client);
+      if (it == state_.processes.end()) return;
+      ProcessState* p = it->second.get();
+      if (p->has_heartbeat && hb.now_ns > p->heartbeat.now_ns &&
+          hb.callback_ns_total >= p->heartbeat.callback_ns_total) {
+        p->overhead_ratio = static_cast<double>(hb.callback_ns_total - p->heartbeat.callback_ns_total) /
+                            static_cast<double>(hb.now_ns - p->heartbeat.now_ns);
+      }
+      p->heartbeat = hb;
+      p->has_heartbeat = true;
+      return;
+    }
+    case kSentinelWireGpuWindow: {
+      auto it = state_.processes.find(client);
+      if (it == state_.processes.end()) return;
+      it->second->gpu_window = ReadPayload<SentinelWireGpuWindow>(frame);
+      it->second->has_gpu_window = true;
+      return;
+    }
+    case kSentinelWireVerdict:
+      HandleVerdict(client, ReadPayload<SentinelWireVerdict>(frame));
+      return;
+    default:
+      return;
+  }
+}
+
+void Aggregator::Tick() {
+  absl::MutexLock lock(&mu_);
+  if (record_log_ != nullptr) record_log_->Flush();
+  const int64_t now = clock_->MonoNs();
+  state_.hang_suspects.clear();
+  absl::flat_hash_map<uint64_t, size_t> worst;  // comm -> index of its longest-waiting suspect
+  for (auto& [hash, comm] : state_.comms) {
+    for (int f = 0; f < kFuncSlots; ++f) {
+      FuncRing* ring = comm->rings[static_cast<size_t>(f)].get();
+      if (ring == nullptr) continue;
+      const size_t width = static_cast<size_t>(ring->width);
+      for (size_t s = 0; s < ring->slots.size(); ++s) {
+        JoinSlot& slot = ring->slots[s];
+        if (slot.state != 1 || now - slot.first_seen_mono_ns < config_.hang_timeout_ns) continue;
+        HangSuspect suspect;
+        suspect.comm_hash = hash;
+        suspect.func = static_cast<uint8_t>(f);
+        suspect.seq = slot.seq;
+        suspect.waiting_ns = now - slot.first_seen_mono_ns;
+        const int64_t* arrivals = &ring->arrival[s * width];
+        for (size_t li = 0; li < comm->members.size(); ++li) {
+          const RankState* m = comm->members[li];
+          if (arrivals[li] != kUnset) {
+            suspect.arrived.push_back(m->rank);
+          } else if (m->active && m->last_seq_by_func[static_cast<size_t>(f)] < slot.seq) {
+            suspect.missing.push_back(m->rank);
+          }
+        }
+        if (suspect.missing.empty()) {
+          // Every missing rank moved past this seq: its record was dropped, not a hang.
+          ++state_.counters.evicted_pending;
+          Complete(comm.get(), f, ring, s, /*partial=*/true);
+          continue;
+        }
+        auto w = worst.find(hash);
+        if (w == worst.end() || state_.hang_suspects[w->second].waiting_ns < suspect.waiting_ns) {
+          worst[hash] = state_.hang_suspects.size();
+        }
+        state_.hang_suspects.push_back(std::move(suspect));
+      }
+    }
+  }
+  for (const auto& [hash, i] : worst) {
+    const HangSuspect& h = state_.hang_suspects[i];
+    Alert a;
+    a.id = absl::StrCat("hang-", CommLabel(hash));
+    a.kind = "hang";
+    a.severity = "critical";
+    a.comm = CommLabel(hash);
+    a.ranks = h.missing;
+    a.host = state_.host;
+    a.summary = absl::StrFormat(
+        "%s seq %d on comm %s: %d local rank(s) arrived and rank(s) %s have not, for %.0f s",
+        FuncName(h.func), h.seq, a.comm, h.arrived.size(), absl::StrJoin(h.missing, ","),
+        static_cast<double>(h.waiting_ns) / 1e9);
+    a.evidence = {{"func", FuncName(h.func)},   {"seq", h.seq},
+                  {"arrived_ranks", h.arrived}, {"missing_ranks", h.missing},
+                  {"waiting_s", static_cast<double>(h.waiting_ns) / 1e9},
+                  {"hang_timeout_s", static_cast<double>(config_.hang_timeout_ns) / 1e9}};
+    a.runbook = absl::StrCat(kRunbookBase, "alert-hang");
+    a.started_real_ns = clock_->RealNs();
+    Fire(std::move(a));
+  }
+  std::vector<std::string> to_resolve;
+  for (const auto& [id, alert] : state_.alerts) {
+    if (alert.kind != "hang" || alert.state != "firing") continue;
+    bool still = false;
+    for (const auto& [hash, i] : worst) still = still || CommLabel(hash) == alert.comm;
+    if (!still) to_resolve.push_back(id);
+  }
+  for (const std::string& id : to_resolve) Resolve(id);
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,305 @@
+// The collector's state: joins the node's ranks' records per (communicator, function, sequence),
+// computes exact arrival skew and per-rank lateness, keeps bounded per-rank and per-collective
+// windows, and runs straggler, hang and transport detection into alerts.
+//
+// Thread-safety: every public method locks mu_. The ingest thread writes (OnHello, OnRecords, ...,
+// Tick); HTTP threads read through Read(). Memory is bounded by Config's caps whatever the traffic;
+// whatever is dropped to stay within them is counted in State::counters.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include <nlohmann/json.hpp>
+
+#include "collector/aggregate/stats.h"
+#include "collector/config/config.h"
+#include "collector/ingest/session.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::collector {
+
+class RecordLog;
+
+// Time source; tests inject a fake. Mono is CLOCK_MONOTONIC, the clock the plugins stamp with.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t MonoNs() const = 0;
+  virtual int64_t RealNs() const = 0;
+};
+Clock* RealClock();
+
+inline constexpr int kFuncSlots = 16;  // func ids >= 15 share the last slot ("Unknown")
+inline constexpr int64_t kUnset = INT64_MIN;
+
+// One rank's completed operation, kept for percentiles and traces.
+struct RankSample {
+  uint64_t seq = 0;
+  uint64_t bytes = 0;
+  int64_t arrival_ns = 0;   // gpu_start_ns when valid, else enqueue_ns
+  int64_t duration_ns = -1; // gpu_end - gpu_start, -1 unknown
+  int64_t lateness_ns = -1; // arrival - earliest local arrival, -1 unknown (p2p, unjoined)
+  int64_t clock_free_ns = -1;  // (longest local duration) - own duration
+  uint8_t func = 0;
+  uint8_t algo = 0;
+  uint8_t proto = 0;
+  uint8_t nchannels = 0;
+};
+
+struct StragglerState {
+  uint64_t late_bits = 0;  // bit 0 = the most recent collective
+  uint64_t observed = 0;
+  bool firing = false;
+  bool ever_clean = false;  // a window with <= R late collectives was seen
+  int64_t last_excess_ns = 0;
+  int64_t last_threshold_ns = 0;
+  int last_bucket = 0;
+  uint64_t first_late_seq = 0;
+  int64_t late_since_real_ns = 0;
+};
+
+// One rank of one communicator.
+struct RankState {
+  uint64_t comm_hash = 0;
+  int32_t rank = 0;
+  int32_t nranks = 0;
+  int client = -1;  // the connection feeding it, -1 when gone
+  uint32_t pid = 0;
+  bool active = true;
+  uint64_t last_seq = 0;
+  bool has_seq = false;
+  std::array<uint64_t, kFuncSlots> last_seq_by_func{};
+  std::array<uint64_t, kFuncSlots> count_by_func{};
+  uint64_t collectives = 0;  // collective records (joined or not)
+  uint64_t p2p = 0;
+  uint64_t duplicates = 0;
+  int64_t last_record_mono_ns = 0;
+  Ring<RankSample> history;
+  Histogram lateness;
+  Histogram clock_free;
+  std::array<std::unique_ptr<Histogram>, kSizeBuckets> duration;  // lazily, per size bucket
+  StragglerState straggler;
+};
+
+// One in-flight or recently joined (comm, func, seq). Per-rank data lives in FuncRing arrays.
+struct JoinSlot {
+  uint64_t seq = 0;
+  uint8_t state = 0;  // 0 empty, 1 pending, 2 joined
+  int reported = 0;
+  int64_t first_seen_mono_ns = 0;
+  uint64_t bytes = 0;
+  int64_t min_arrival_ns = 0;
+  uint8_t algo = 0;
+  uint8_t proto = 0;
+  uint8_t nchannels = 0;
+};
+
+struct FuncRing {
+  std::vector<JoinSlot> slots;
+  int width = 0;                 // per-slot capacity for local ranks
+  std::vector<int64_t> arrival;  // slots x width
+  std::vector<int64_t> duration;
+};
+
+// Per (comm, size bucket) robust baseline of "excess lateness" of on-time ranks.
+struct Baseline {
+  Ring<int64_t> excess{256};
+  Ring<int64_t> duration{64};
+  uint32_t pushes = 0;
+  int64_t center_ns = 0;
+  int64_t spread_ns = 0;  // 1.4826 * MAD
+  int64_t median_duration_ns = 0;
+};
+
+struct CommState {
+  uint64_t hash = 0;
+  int32_t nranks = 0;
+  int32_t nnodes = 0;
+  std::string name;
+  std::vector<RankState*> members;  // by local index
+  absl::flat_hash_map<int32_t, int> index;  // rank -> local index
+  int active_count = 0;
+  std::array<std::unique_ptr<FuncRing>, kFuncSlots> rings;
+  std::array<Baseline, kSizeBuckets> baselines;
+  uint64_t joined = 0;
+  int64_t last_activity_mono_ns = 0;
+  std::array<std::array<uint64_t, kSizeBuckets>, kFuncSlots> joined_by_func_bucket{};
+  std::array<Histogram, kSizeBuckets> skew;
+};
+
+struct ProcessState {
+  int client = -1;
+  uint32_t pid = 0;
+  uint32_t uid = 0;
+  std::string host;
+  std::string job_id;
+  bool connected = true;
+  int64_t connected_real_ns = 0;
+  int64_t mono_to_real_ns = 0;  // from the hello
+  SentinelWireHeartbeat heartbeat{};
+  bool has_heartbeat = false;
+  double overhead_ratio = -1;  // callback ns per wall ns between the last two heartbeats
+  SentinelWireGpuWindow gpu_window{};
+  bool has_gpu_window = false;
+  std::vector<std::pair<uint64_t, int32_t>> ranks;  // (comm, rank) it fed
+};
+
+// A joined collective, kept for /v1/telemetry.
+struct CollSummary {
+  int64_t end_mono_ns = 0;
+  uint64_t comm_hash = 0;
+  uint64_t bytes = 0;
+  int64_t skew_ns = 0;
+  int64_t duration_ns = -1;  // longest local GPU duration
+  int64_t latency_ns = -1;   // latest end - earliest arrival
+  double busbw_gbps = -1;
+  uint8_t func = 0;
+  int32_t ranks = 0;
+};
+
+struct Alert {
+  std::string id;
+  std::string kind;      // straggler hang transport placement link_degraded nic_errors
+  std::string severity;  // info warning critical
+  std::string state;     // firing resolved
+  std::string comm;
+  std::vector<int> ranks;
+  std::string host;
+  std::string summary;
+  nlohmann::json evidence = nlohmann::json::object();
+  std::string runbook;
+  int64_t started_real_ns = 0;
+  int64_t resolved_real_ns = 0;  // 0 = still firing
+};
+
+struct HangSuspect {
+  uint64_t comm_hash = 0;
+  uint8_t func = 0;
+  uint64_t seq = 0;
+  std::vector<int> arrived;
+  std::vector<int> missing;
+  int64_t waiting_ns = 0;
+};
+
+struct Counters {
+  uint64_t clients_accepted = 0;
+  uint64_t clients_connected = 0;
+  uint64_t refused_uid = 0;
+  uint64_t refused_major = 0;
+  uint64_t refused_bad_hello = 0;
+  uint64_t refused_too_many = 0;
+  uint64_t malformed = 0;
+  uint64_t frames = 0;
+  uint64_t records = 0;
+  uint64_t records_invalid = 0;
+  uint64_t records_duplicate = 0;
+  uint64_t unknown_skipped = 0;
+  uint64_t joined = 0;
+  uint64_t late_joins = 0;
+  // Evictions, by what was evicted (sentinel_evicted_total{what}).
+  uint64_t evicted_pending = 0;   // in-flight joins given up (window overrun, or ranks dropped)
+  uint64_t evicted_too_old = 0;   // records for a seq whose slot was reused
+  uint64_t evicted_samples = 0;   // per-rank history overwritten
+  uint64_t evicted_collectives = 0;  // telemetry summaries overwritten
+  uint64_t evicted_ranks = 0;
+  uint64_t evicted_comms = 0;
+  uint64_t evicted_processes = 0;
+  uint64_t evicted_alerts = 0;
+  uint64_t record_log_bytes = 0;
+  uint64_t record_log_rotations = 0;
+  uint64_t alert_pushes = 0;
+  uint64_t alert_push_failures = 0;
+};
+
+struct State {
+  std::string host;
+  int64_t start_real_ns = 0;
+  int64_t start_mono_ns = 0;
+  Counters counters;
+  absl::flat_hash_map<uint64_t, std::unique_ptr<CommState>> comms;
+  absl::flat_hash_map<std::pair<uint64_t, int32_t>, std::unique_ptr<RankState>> ranks;
+  absl::flat_hash_map<int, std::unique_ptr<ProcessState>> processes;
+  std::deque<int> gone_processes;  // disconnected, oldest first (bounded)
+  Ring<CollSummary> collectives;
+  std::vector<HangSuspect> hang_suspects;
+  absl::flat_hash_map<std::string, Alert> alerts;
+  std::deque<std::string> resolved_order;
+};
+
+class Aggregator : public IngestSink {
+ public:
+  Aggregator(const Config& config, Clock* clock);
+  ~Aggregator() override;
+
+  // IngestSink (ingest thread).
+  void OnHello(int client, const SentinelWireHello& hello) override;
+  void OnRecords(int client, const SentinelWireCollRecord* records, size_t n) override;
+  void OnControlFrame(int client, const Frame& frame) override;
+  void OnDisconnect(int client) override;
+
+  // Connection bookkeeping from the server.
+  void NoteAccepted(int client, uint32_t pid, uint32_t uid);
+  void NoteRefused(const char* reason);
+  void NoteClosed(int client, CloseReason reason, uint64_t frames, uint64_t unknown_skipped);
+
+  // Periodic: hang detection, eviction of idle state. Call every Config::tick_ns.
+  void Tick();
+
+  void SetRecordLog(RecordLog* log);
+
+  // Runs `fn` with the state under the lock (readers: exporters).
+  void Read(const std::function<void(const State&)>& fn) const;
+  // Alerts whose state changed since the last call (for the Alertmanager push).
+  std::vector<Alert> TakeAlertChanges();
+  const Config& config() const { return config_; }
+  Clock* clock() const { return clock_; }
+
+ private:
+  CommState* FindOrCreateComm(uint64_t hash, int32_t nranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  RankState* FindOrCreateRank(CommState* comm, int32_t rank, int client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Ingest(int client, const SentinelWireCollRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  FuncRing* Ring(CommState* comm, int func) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EnsureWidth(CommState* comm, FuncRing* ring) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool AllActiveReported(const CommState& comm, const FuncRing& ring, size_t slot) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Complete(CommState* comm, int func, FuncRing* ring, size_t slot, bool partial)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecheckPending(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Deactivate(RankState* rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvaluateStragglers(CommState* comm, int func, int bucket, const std::vector<int>& idx,
+                          const std::vector<int64_t>& lateness, uint64_t seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Fire(Alert alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Resolve(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PushChange(const Alert& alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvictIdleComm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void HandleVerdict(int client, const SentinelWireVerdict& verdict)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Config config_;
+  Clock* const clock_;
+  mutable absl::Mutex mu_;
+  State state_ ABSL_GUARDED_BY(mu_);
+  RecordLog* record_log_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<Alert> alert_changes_ ABSL_GUARDED_BY(mu_);
+  // One-entry cache: consecutive records nearly always hit the same (comm, rank).
+  RankState* last_rank_ ABSL_GUARDED_BY(mu_) = nullptr;
+  CommState* last_comm_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<int> scratch_idx_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> scratch_late_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> scratch_sorted_ ABSL_GUARDED_BY(mu_);
+};
+
+std::string CommLabel(uint64_t comm_hash);  // "0x%016x"
+
+}  // namespace sentinel::collector

@@ -1,0 +1,72 @@
+// Size buckets, percentiles and the NCCL enum names used in labels and JSON.
+#include "collector/aggregate/stats.h"
+
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::collector {
+
+int SizeBucket(uint64_t bytes) {
+  uint64_t limit = 1024;
+  for (int b = 0; b < kSizeBuckets - 1; ++b) {
+    if (bytes <= limit) return b;
+    limit *= 4;
+  }
+  return kSizeBuckets - 1;
+}
+
+const char* SizeBucketLabel(int bucket) {
+  static constexpr const char* kLabels[kSizeBuckets] = {
+      "<=1KiB", "<=4KiB", "<=16KiB", "<=64KiB", "<=256KiB", "<=1MiB",
+      "<=4MiB", "<=16MiB", "<=64MiB", "<=256MiB", "<=1GiB", ">1GiB"};
+  if (bucket < 0 || bucket >= kSizeBuckets) return "unknown";
+  return kLabels[bucket];
+}
+
+int64_t Percentile(std::vector<int64_t>* values, double pct) {
+  if (values->empty()) return 0;
+  size_t k = static_cast<size_t>(pct / 100.0 * static_cast<double>(values->size() - 1) + 0.5);
+  k = std::min(k, values->size() - 1);
+  std::nth_element(values->begin(), values->begin() + static_cast<std::ptrdiff_t>(k), values->end());
+  return (*values)[k];
+}
+
+const char* FuncName(uint8_t func) {
+  switch (func) {
+    case kSentinelFuncBroadcast: return "Broadcast";
+    case kSentinelFuncReduce: return "Reduce";
+    case kSentinelFuncAllGather: return "AllGather";
+    case kSentinelFuncReduceScatter: return "ReduceScatter";
+    case kSentinelFuncAllReduce: return "AllReduce";
+    case kSentinelFuncSendRecv: return "SendRecv";
+    case kSentinelFuncSend: return "Send";
+    case kSentinelFuncRecv: return "Recv";
+    case kSentinelFuncAlltoAll: return "AlltoAll";
+    case kSentinelFuncScatter: return "Scatter";
+    case kSentinelFuncGather: return "Gather";
+    default: return "Unknown";
+  }
+}
+
+const char* AlgoName(uint8_t algo) {
+  switch (algo) {
+    case kSentinelAlgoTree: return "TREE";
+    case kSentinelAlgoRing: return "RING";
+    case kSentinelAlgoCollnetDirect: return "COLLNET_DIRECT";
+    case kSentinelAlgoCollnetChain: return "COLLNET_CHAIN";
+    case kSentinelAlgoNvls: return "NVLS";
+    case kSentinelAlgoNvlsTree: return "NVLS_TREE";
+    case kSentinelAlgoPat: return "PAT";
+    default: return "Unknown";
+  }
+}
+
+const char* ProtoName(uint8_t proto) {
+  switch (proto) {
+    case kSentinelProtoLl: return "LL";
+    case kSentinelProtoLl128: return "LL128";
+    case kSentinelProtoSimple: return "SIMPLE";
+    default: return "Unknown";
+  }
+}
+
+}  // namespace sentinel::collector

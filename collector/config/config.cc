@@ -1,0 +1,220 @@
+// Configuration parsing for sentineld: defaults live in config.h, documentation in README.md.
+#include "collector/config/config.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
+
+namespace sentinel::collector {
+namespace {
+
+absl::Status ParseInt(absl::string_view key, absl::string_view value, int64_t lo, int64_t hi,
+                      int64_t* out) {
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", key, ": expected an integer in [", lo, ", ", hi, "], got '", value, "'"));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status ParseIntField(absl::string_view key, absl::string_view value, int lo, int hi, int* out) {
+  int64_t v = 0;
+  absl::Status s = ParseInt(key, value, lo, hi, &v);
+  if (s.ok()) *out = static_cast<int>(v);
+  return s;
+}
+
+absl::Status ParseDouble(absl::string_view key, absl::string_view value, double* out) {
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !(v >= 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", key, ": expected a number >= 0"));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status ParseDurationField(absl::string_view key, absl::string_view value, int64_t* out) {
+  absl::StatusOr<int64_t> d = ParseDurationNs(value);
+  if (!d.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", key, ": ", d.status().message()));
+  }
+  *out = *d;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
+  text = absl::StripAsciiWhitespace(text);
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) != 0 || text[digits] == '.')) {
+    ++digits;
+  }
+  double number = 0;
+  if (digits == 0 || !absl::SimpleAtod(text.substr(0, digits), &number)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad duration '", text, "' (use e.g. 60s, 15m, 2h)"));
+  }
+  absl::string_view unit = text.substr(digits);
+  double scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1e9;
+  } else if (unit == "ms") {
+    scale = 1e6;
+  } else if (unit == "m") {
+    scale = 60e9;
+  } else if (unit == "h") {
+    scale = 3600e9;
+  } else if (unit == "d") {
+    scale = 86400e9;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("bad duration unit in '", text, "' (ms, s, m, h, d)"));
+  }
+  const double ns = number * scale;
+  if (ns > 365.0 * 86400e9) return absl::InvalidArgumentError("duration longer than a year");
+  return static_cast<int64_t>(ns);
+}
+
+std::string DefaultSocketPath() {
+  const char* env = std::getenv("SENTINEL_SOCKET");  // NOLINT(concurrency-mt-unsafe): startup only
+  if (env != nullptr && env[0] != '\0') return env;
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
+  if (xdg != nullptr && xdg[0] != '\0') return absl::StrCat(xdg, "/sentinel/sentineld.sock");
+  return absl::StrCat("/tmp/sentinel-", getuid(), "/sentineld.sock");
+}
+
+absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
+  const std::string key = absl::StrReplaceAll(raw_key, {{"_", "-"}});
+  value = absl::StripAsciiWhitespace(value);
+  if (key == "socket") { socket_path = std::string(value); return absl::OkStatus(); }
+  if (key == "listen") { listen = std::string(value); return absl::OkStatus(); }
+  if (key == "port-file") { port_file = std::string(value); return absl::OkStatus(); }
+  if (key == "allow-group") { allow_group = std::string(value); return absl::OkStatus(); }
+  if (key == "record-log") { record_log = std::string(value); return absl::OkStatus(); }
+  if (key == "alertmanager") { alertmanager = std::string(value); return absl::OkStatus(); }
+  if (key == "log-level") { log_level = std::string(value); return absl::OkStatus(); }
+  if (key == "window") return ParseDurationField(key, value, &window_ns);
+  if (key == "hang-timeout") return ParseDurationField(key, value, &hang_timeout_ns);
+  if (key == "tick") return ParseDurationField(key, value, &tick_ns);
+  if (key == "straggler-min") return ParseDurationField(key, value, &straggler_min_ns);
+  if (key == "record-log-max-mb") return ParseInt(key, value, 1, 1 << 20, &record_log_max_mb);
+  if (key == "pending-slots") return ParseIntField(key, value, 8, 1 << 16, &pending_slots);
+  if (key == "history-per-rank") return ParseIntField(key, value, 16, 1 << 20, &history_per_rank);
+  if (key == "history-collectives") {
+    return ParseIntField(key, value, 16, 1 << 24, &history_collectives);
+  }
+  if (key == "max-comms") return ParseIntField(key, value, 1, 1 << 20, &max_comms);
+  if (key == "max-ranks") return ParseIntField(key, value, 1, 1 << 20, &max_ranks);
+  if (key == "max-clients") return ParseIntField(key, value, 1, 1 << 20, &max_clients);
+  if (key == "straggler-k-mad") return ParseDouble(key, value, &straggler_k_mad);
+  if (key == "straggler-rel") return ParseDouble(key, value, &straggler_rel);
+  if (key == "straggler-fire-k") return ParseIntField(key, value, 1, 64, &straggler_fire_k);
+  if (key == "straggler-window-m") return ParseIntField(key, value, 1, 64, &straggler_window_m);
+  if (key == "straggler-resolve-r") return ParseIntField(key, value, 0, 64, &straggler_resolve_r);
+  return absl::InvalidArgumentError(absl::StrCat("unknown option '", raw_key, "'"));
+}
+
+absl::Status Config::LoadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    const size_t eq = text.find('=');
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": expected key = value"));
+    }
+    absl::Status s = Set(absl::StripAsciiWhitespace(text.substr(0, eq)), text.substr(eq + 1));
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help) {
+  *help = false;
+  std::vector<std::pair<std::string, std::string>> options;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+      return absl::OkStatus();
+    }
+    if (!absl::ConsumePrefix(&arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    std::string key;
+    std::string value;
+    const size_t eq = arg.find('=');
+    if (eq != absl::string_view::npos) {
+      key = std::string(arg.substr(0, eq));
+      value = std::string(arg.substr(eq + 1));
+    } else {
+      key = std::string(arg);
+      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
+      value = argv[++i];
+    }
+    if (key == "config") {
+      config->config_file = value;
+    } else {
+      options.emplace_back(key, value);
+    }
+  }
+  if (!config->config_file.empty()) {
+    absl::Status s = config->LoadFile(config->config_file);
+    if (!s.ok()) return s;
+  }
+  for (const auto& [key, value] : options) {
+    absl::Status s = config->Set(key, value);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+std::string UsageText() {
+  return R"(sentineld: node-local collector of nccl-sentinel.
+
+Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
+
+  --socket PATH            UNIX socket the plugins connect to (default: $SENTINEL_SOCKET, else
+                           $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock)
+  --listen HOST:PORT       HTTP API and /metrics (default 127.0.0.1:9464; port 0 picks a free one)
+  --port-file FILE         write the bound HTTP port to FILE once listening
+  --config FILE            key = value file with any of these options (command line wins)
+  --window DUR             default /v1/telemetry window (default 15m)
+  --hang-timeout DUR       a collective some local ranks reached and others did not, for this long,
+                           raises a hang alert (default 30s)
+  --allow-group GROUP      also accept peers in this group; the socket becomes 0660 (default: own uid
+                           only, socket 0600)
+  --record-log PATH        append every joined record as JSON lines (default off)
+  --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
+  --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
+  --log-level LEVEL        trace|debug|info|warn|error (default info)
+  --pending-slots N        in-flight joins per (communicator, function) (default 512)
+  --history-per-rank N     samples kept per rank for percentiles and traces (default 1024)
+  --history-collectives N  joined collectives kept for telemetry (default 65536)
+  --max-comms N / --max-ranks N / --max-clients N   hard bounds (1024 / 4096 / 1024)
+  --straggler-min DUR      lateness never counted as late below this (default 1ms)
+  --straggler-k-mad X      robust threshold in MADs (default 6)
+  --straggler-rel X        threshold as a fraction of the bucket's median duration (default 0.1)
+  --straggler-fire-k K / --straggler-window-m M / --straggler-resolve-r R
+                           fire when late in K of the last M collectives, resolve at <= R (8/10/2)
+  --help                   this text
+Durations: 500ms, 30s, 15m, 2h, 1d, or plain seconds.
+)";
+}
+
+}  // namespace sentinel::collector

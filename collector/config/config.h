@@ -1,0 +1,62 @@
+// sentineld's configuration: defaults, the key=value config file, the command line, and the
+// duration / size parsers shared with the HTTP API. Every default is documented in
+// collector/README.md; keep the two in sync.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace sentinel::collector {
+
+struct Config {
+  std::string socket_path;            // empty = DefaultSocketPath()
+  std::string listen = "127.0.0.1:9464";
+  std::string port_file;              // written with the bound HTTP port once listening
+  std::string config_file;
+  int64_t window_ns = 15LL * 60 * 1000000000;       // default telemetry window
+  int64_t hang_timeout_ns = 30LL * 1000000000;      // pending join older than this = hang
+  std::string allow_group;                          // extra group allowed to connect
+  std::string record_log;                           // JSONL record log path, empty = off
+  int64_t record_log_max_mb = 256;                  // disk cap over the log and its rotation
+  std::string alertmanager;                         // base URL, empty = no push
+  std::string log_level = "info";
+  // Aggregation bounds (memory is bounded by these, whatever the traffic).
+  int pending_slots = 512;             // in-flight joins kept per (communicator, function)
+  int history_per_rank = 1024;         // per-rank samples kept (percentiles, trace)
+  int history_collectives = 65536;     // joined collective summaries kept (telemetry)
+  int max_comms = 1024;
+  int max_ranks = 4096;
+  int max_clients = 1024;
+  // Straggler detection.
+  int64_t straggler_min_ns = 1000000;  // lateness below this never counts as late
+  double straggler_k_mad = 6.0;        // late = excess > k * 1.4826 * MAD of the baseline
+  double straggler_rel = 0.10;         // ... and > rel * median duration of the size bucket
+  int straggler_fire_k = 8;            // fire when late in K ...
+  int straggler_window_m = 10;         // ... of the last M collectives
+  int straggler_resolve_r = 2;         // resolve when late in at most R of the last M
+  int64_t tick_ns = 200000000;         // hang checks and alert pushes
+
+  // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
+  absl::Status LoadFile(const std::string& path);
+  // Sets one option from its key; unknown key -> InvalidArgument.
+  absl::Status Set(absl::string_view key, absl::string_view value);
+};
+
+// $SENTINEL_SOCKET, else $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock.
+std::string DefaultSocketPath();
+
+// "500ms", "30s", "15m", "2h", "1d", or a bare number of seconds. Rejects negatives and garbage.
+absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text);
+
+// Parses argv into `config` (after loading --config FILE, so the command line wins).
+// Sets *help when --help was given. Returns InvalidArgument with a message on a usage error.
+absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help);
+
+std::string UsageText();
+
+}  // namespace sentinel::collector

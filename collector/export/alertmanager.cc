@@ -1,0 +1,85 @@
+// Alertmanager push: see alertmanager.h.
+#include "collector/export/alertmanager.h"
+
+#include <httplib.h>
+
+#include <chrono>
+
+#include "absl/strings/str_join.h"
+#include "spdlog/spdlog.h"
+
+#include "collector/export/exporters.h"
+
+namespace sentinel::collector {
+
+nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Alert& a : alerts) {
+    std::string kind = a.kind;
+    if (!kind.empty()) kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
+    nlohmann::json item = {
+        {"labels",
+         {{"alertname", "Sentinel" + kind},
+          {"kind", a.kind},
+          {"severity", a.severity},
+          {"comm", a.comm},
+          {"host", a.host},
+          {"ranks", absl::StrJoin(a.ranks, ",")},
+          {"sentinel_id", a.id}}},
+        {"annotations", {{"summary", a.summary}, {"runbook_url", a.runbook}, {"evidence", a.evidence.dump()}}},
+        {"startsAt", FormatRealTime(a.started_real_ns)}};
+    if (a.resolved_real_ns != 0) item["endsAt"] = FormatRealTime(a.resolved_real_ns);
+    out.push_back(item);
+  }
+  return out;
+}
+
+AlertPusher::AlertPusher(std::string url, Aggregator* aggregator)
+    : url_(std::move(url)), aggregator_(aggregator) {}
+
+AlertPusher::~AlertPusher() { Stop(); }
+
+void AlertPusher::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void AlertPusher::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool AlertPusher::Post(const std::vector<Alert>& alerts) {
+  if (alerts.empty()) return true;
+  httplib::Client client(url_);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(5, 0);
+  auto res = client.Post("/api/v2/alerts", AlertmanagerPayload(alerts).dump(), "application/json");
+  const bool ok = res && res->status / 100 == 2;
+  if (!ok) spdlog::warn("alertmanager push to {} failed", url_);
+  return ok;
+}
+
+void AlertPusher::Loop() {
+  auto last_resend = std::chrono::steady_clock::now();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
+      if (stop_) return;
+    }
+    std::vector<Alert> changes = aggregator_->TakeAlertChanges();
+    if (std::chrono::steady_clock::now() - last_resend > std::chrono::seconds(60)) {
+      last_resend = std::chrono::steady_clock::now();
+      aggregator_->Read([&](const State& state) {
+        for (const auto& [id, a] : state.alerts) {
+          if (a.state == "firing") changes.push_back(a);
+        }
+      });
+    }
+    Post(changes);
+  }
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,43 @@
+// Optional push of alerts to an Alertmanager (POST /api/v2/alerts). Runs on its own thread so a
+// slow or absent Alertmanager never delays ingest; firing alerts are re-sent every minute, as
+// Alertmanager expects, and resolved ones once with endsAt.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "collector/aggregate/aggregator.h"
+
+namespace sentinel::collector {
+
+// The /api/v2/alerts body for these alerts.
+nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts);
+
+class AlertPusher {
+ public:
+  AlertPusher(std::string url, Aggregator* aggregator);
+  ~AlertPusher();
+  AlertPusher(const AlertPusher&) = delete;
+  AlertPusher& operator=(const AlertPusher&) = delete;
+  void Start();
+  void Stop();
+
+ private:
+  void Loop();
+  bool Post(const std::vector<Alert>& alerts);
+
+  const std::string url_;
+  Aggregator* const aggregator_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+};
+
+}  // namespace sentinel::collector

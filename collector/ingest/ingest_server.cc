@@ -1,0 +1,269 @@
+// epoll ingest loop: see ingest_server.h.
+#include "collector/ingest/ingest_server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr int kMaxLogsPerMinute = 20;
+constexpr int kMaxReadsPerWakeup = 16;  // fairness between clients
+
+absl::Status MakeDirs(const std::string& dir, mode_t mode) {
+  if (dir.empty()) return absl::OkStatus();
+  struct stat st {};
+  if (stat(dir.c_str(), &st) == 0) return absl::OkStatus();
+  const size_t slash = dir.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    absl::Status s = MakeDirs(dir.substr(0, slash), mode);
+    if (!s.ok()) return s;
+  }
+  if (mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+IngestServer::IngestServer(const Config& config, Aggregator* aggregator)
+    : config_(config), aggregator_(aggregator) {
+  socket_path_ = config_.socket_path.empty() ? DefaultSocketPath() : config_.socket_path;
+}
+
+IngestServer::~IngestServer() {
+  for (auto& [fd, client] : clients_) close(fd);
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    unlink(socket_path_.c_str());
+  }
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+absl::Status IngestServer::Listen() {
+  sockaddr_un addr{};
+  if (socket_path_.size() >= sizeof(addr.sun_path)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("socket path longer than ", sizeof(addr.sun_path) - 1, " bytes: ", socket_path_));
+  }
+  const bool use_group = !config_.allow_group.empty();
+  if (use_group) {
+    struct group grp {};
+    struct group* result = nullptr;
+    std::vector<char> buf(16384);
+    if (getgrnam_r(config_.allow_group.c_str(), &grp, buf.data(), buf.size(), &result) != 0 ||
+        result == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--allow-group: unknown group ", config_.allow_group));
+    }
+    allow_gid_ = grp.gr_gid;
+  }
+  const size_t slash = socket_path_.rfind('/');
+  if (slash != std::string::npos && slash > 0) {
+    absl::Status s = MakeDirs(socket_path_.substr(0, slash), use_group ? 0750 : 0700);
+    if (!s.ok()) return s;
+  }
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  unlink(socket_path_.c_str());  // a stale socket from a killed sentineld
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, socket_path_.data(), socket_path_.size());
+  // Bind with a tight umask so there is no window where the socket is world-connectable.
+  const mode_t old_mask = umask(use_group ? 0117 : 0177);
+  const int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  umask(old_mask);
+  if (rc != 0) return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", std::strerror(errno)));
+  if (use_group) {
+    if (chown(socket_path_.c_str(), static_cast<uid_t>(-1), allow_gid_) != 0) {
+      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group, std::strerror(errno));
+    }
+  }
+  if (chmod(socket_path_.c_str(), use_group ? 0660 : 0600) != 0) {
+    return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", std::strerror(errno)));
+  }
+  if (listen(listen_fd_, 512) != 0) return absl::InternalError(absl::StrCat("listen: ", std::strerror(errno)));
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0) return absl::InternalError("epoll/eventfd setup failed");
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = listen_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.data.fd = wake_fd_;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  return absl::OkStatus();
+}
+
+void IngestServer::Stop() {
+  stop_.store(true, std::memory_order_relaxed);  // the eventfd write below is the wake-up
+  if (wake_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+  }
+}
+
+bool IngestServer::ShouldLog() {
+  const int64_t now = aggregator_->clock()->MonoNs();
+  if (now - log_window_start_ns_ > 60LL * 1000000000) {
+    if (log_suppressed_ > 0) spdlog::warn("{} client errors not logged in the last minute", log_suppressed_);
+    log_window_start_ns_ = now;
+    log_in_window_ = 0;
+    log_suppressed_ = 0;
+  }
+  if (log_in_window_ < kMaxLogsPerMinute) {
+    ++log_in_window_;
+    return true;
+  }
+  ++log_suppressed_;
+  return false;
+}
+
+bool IngestServer::PeerAllowed(uid_t uid, gid_t gid) const {
+  if (uid == geteuid()) return true;
+  if (allow_gid_ == static_cast<gid_t>(-1)) return false;
+  if (gid == allow_gid_) return true;
+  passwd pw{};
+  passwd* result = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &result) != 0 || result == nullptr) return false;
+  int n = 64;
+  std::vector<gid_t> groups(static_cast<size_t>(n));
+  if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) {
+    groups.resize(static_cast<size_t>(n));
+    if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) return false;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (groups[static_cast<size_t>(i)] == allow_gid_) return true;
+  }
+  return false;
+}
+
+void IngestServer::Accept() {
+  for (;;) {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN, or a transient error: the next wake-up retries
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || !PeerAllowed(cred.uid, cred.gid)) {
+      if (ShouldLog()) {
+        spdlog::warn("refused plugin connection from pid {} uid {}: not our uid{}", cred.pid, cred.uid,
+                     config_.allow_group.empty() ? "" : " nor in --allow-group");
+      }
+      aggregator_->NoteRefused("uid");
+      close(fd);
+      continue;
+    }
+    if (clients_.size() >= static_cast<size_t>(config_.max_clients)) {
+      if (ShouldLog()) spdlog::warn("refused pid {}: --max-clients {} reached", cred.pid, config_.max_clients);
+      aggregator_->NoteRefused("too_many");
+      close(fd);
+      continue;
+    }
+    auto client = std::make_unique<Client>();
+    client->fd = fd;
+    client->id = next_client_id_++;
+    client->pid = cred.pid;
+    client->uid = cred.uid;
+    client->session = std::make_unique<Session>(client->id, aggregator_);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(fd);
+      continue;
+    }
+    aggregator_->NoteAccepted(client->id, static_cast<uint32_t>(cred.pid), cred.uid);
+    clients_.emplace(fd, std::move(client));
+  }
+}
+
+void IngestServer::CloseClient(Client* client, CloseReason reason) {
+  Session* s = client->session.get();
+  if (reason != CloseReason::kNone && ShouldLog()) {
+    if (reason == CloseReason::kMajorMismatch) {
+      spdlog::error("refused plugin pid {}: wire major version {} != ours {}; upgrade the plugin or sentineld",
+                    client->pid, s->refused_major(), SENTINEL_WIRE_MAJOR);
+    } else {
+      spdlog::warn("closed plugin connection pid {}: {} ({})", client->pid, CloseReasonName(reason),
+                   FrameErrorName(s->frame_error()));
+    }
+  }
+  aggregator_->NoteClosed(client->id, reason, s->frames(), s->skipped_unknown());
+  aggregator_->OnDisconnect(client->id);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, client->fd, nullptr);
+  const int fd = client->fd;
+  close(fd);
+  clients_.erase(fd);  // destroys *client
+}
+
+void IngestServer::ReadClient(Client* client) {
+  Session* s = client->session.get();
+  for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
+    const ssize_t n = read(client->fd, s->WritableTail(), s->WritableSize());
+    if (n == 0) {
+      CloseClient(client, CloseReason::kNone);
+      return;
+    }
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      if (errno == EINTR) continue;
+      CloseClient(client, CloseReason::kNone);
+      return;
+    }
+    const bool ok = s->Commit(static_cast<size_t>(n));
+    std::string& out = s->PendingOutput();
+    if (!out.empty()) {
+      // Only the 24-byte hello ack goes this way; a peer that cannot take it is closed.
+      (void)!send(client->fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      out.clear();
+    }
+    if (!ok) {
+      CloseClient(client, s->reason());
+      return;
+    }
+  }
+}
+
+void IngestServer::Run() {
+  std::vector<epoll_event> events(256);
+  int64_t next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const int64_t now = aggregator_->clock()->MonoNs();
+    const int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next_tick - now) / 1000000));
+    const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[static_cast<size_t>(i)].data.fd;
+      if (fd == listen_fd_) {
+        Accept();
+      } else if (fd == wake_fd_) {
+        uint64_t v = 0;
+        (void)!read(wake_fd_, &v, sizeof(v));
+      } else {
+        auto it = clients_.find(fd);
+        if (it == clients_.end()) continue;
+        ReadClient(it->second.get());
+      }
+    }
+    if (aggregator_->clock()->MonoNs() >= next_tick) {
+      aggregator_->Tick();
+      next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
+    }
+  }
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,67 @@
+// The UNIX-socket side of sentineld: one epoll event-loop thread accepts plugin connections,
+// checks the peer's credentials (SO_PEERCRED), reads frames into per-client Sessions and feeds
+// the Aggregator. A bad client is closed alone; the others never notice.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/config/config.h"
+#include "collector/ingest/session.h"
+
+namespace sentinel::collector {
+
+// Thread-compatible: Listen() then Run() on one thread; Stop() from any thread.
+class IngestServer {
+ public:
+  IngestServer(const Config& config, Aggregator* aggregator);
+  ~IngestServer();
+  IngestServer(const IngestServer&) = delete;
+  IngestServer& operator=(const IngestServer&) = delete;
+
+  // Creates the socket's directory (0700, or 0750 with --allow-group), removes a stale socket,
+  // binds and listens; the socket file gets mode 0600 (0660 with --allow-group).
+  absl::Status Listen();
+  // Runs until Stop(). Calls aggregator->Tick() every config.tick_ns.
+  void Run();
+  void Stop();
+  const std::string& socket_path() const { return socket_path_; }
+
+ private:
+  struct Client {
+    int fd = -1;
+    int id = 0;
+    pid_t pid = 0;
+    uid_t uid = 0;
+    std::unique_ptr<Session> session;
+  };
+  void Accept();
+  bool PeerAllowed(uid_t uid, gid_t gid) const;
+  void ReadClient(Client* client);
+  void CloseClient(Client* client, CloseReason reason);
+  bool ShouldLog();
+
+  const Config config_;
+  Aggregator* const aggregator_;
+  std::string socket_path_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  gid_t allow_gid_ = static_cast<gid_t>(-1);
+  std::atomic<bool> stop_{false};
+  int next_client_id_ = 1;
+  absl::flat_hash_map<int, std::unique_ptr<Client>> clients_;  // by fd
+  int64_t log_window_start_ns_ = 0;
+  int log_in_window_ = 0;
+  uint64_t log_suppressed_ = 0;
+};
+
+}  // namespace sentinel::collector

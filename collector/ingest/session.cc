@@ -1,0 +1,132 @@
+// Per-connection protocol handling: see session.h.
+#include "collector/ingest/session.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace sentinel::collector {
+
+const char* CloseReasonName(CloseReason reason) {
+  switch (reason) {
+    case CloseReason::kNone: return "none";
+    case CloseReason::kMalformed: return "malformed";
+    case CloseReason::kBadHello: return "bad_hello";
+    case CloseReason::kMajorMismatch: return "major_mismatch";
+    case CloseReason::kUnexpectedAck: return "unexpected_ack";
+  }
+  return "unknown";
+}
+
+Session::Session(int client, IngestSink* sink)
+    : client_(client), sink_(sink), buffer_(kBufferSize) {
+  batch_.reserve(kBufferSize / sizeof(SentinelWireCollRecord) + 1);
+}
+
+void Session::QueueAck(uint32_t status) {
+  const SentinelWireFrameHeader header{sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHelloAck),
+                                       kSentinelWireHelloAck, 0};
+  SentinelWireHelloAck ack{};
+  ack.magic = SENTINEL_WIRE_MAGIC;
+  ack.major = SENTINEL_WIRE_MAJOR;
+  ack.minor = SENTINEL_WIRE_MINOR;
+  ack.status = status;
+  output_.append(reinterpret_cast<const char*>(&header), sizeof(header));
+  output_.append(reinterpret_cast<const char*>(&ack), sizeof(ack));
+}
+
+void Session::FlushBatch() {
+  if (batch_.empty()) return;
+  sink_->OnRecords(client_, batch_.data(), batch_.size());
+  batch_.clear();
+}
+
+bool Session::HandleFrame(const Frame& frame) {
+  ++frames_;
+  if (!hello_done_) {
+    if (frame.type != kSentinelWireHello) {
+      reason_ = CloseReason::kBadHello;
+      return false;
+    }
+    hello_ = ReadPayload<SentinelWireHello>(frame);
+    hello_.host[sizeof(hello_.host) - 1] = '\0';
+    hello_.job_id[sizeof(hello_.job_id) - 1] = '\0';
+    switch (CheckHello(hello_)) {
+      case HelloVerdict::kBadMagic:
+        reason_ = CloseReason::kBadHello;
+        return false;
+      case HelloVerdict::kMajorMismatch:
+        refused_major_ = hello_.major;
+        QueueAck(kSentinelHelloRefusedMajor);
+        reason_ = CloseReason::kMajorMismatch;
+        return false;
+      case HelloVerdict::kAccepted:
+        break;
+    }
+    hello_done_ = true;
+    QueueAck(kSentinelHelloAccepted);
+    sink_->OnHello(client_, hello_);
+    return true;
+  }
+  switch (frame.type) {
+    case kSentinelWireColl:
+      batch_.push_back(ReadPayload<SentinelWireCollRecord>(frame));
+      ++records_;
+      return true;
+    case kSentinelWireHello:
+      reason_ = CloseReason::kBadHello;  // a second hello is a protocol error
+      return false;
+    case kSentinelWireHelloAck:
+      reason_ = CloseReason::kUnexpectedAck;
+      return false;
+    case kSentinelWireCommInit:
+    case kSentinelWireCommEnd:
+    case kSentinelWireHeartbeat:
+    case kSentinelWireGpuWindow:
+    case kSentinelWireVerdict:
+      FlushBatch();  // keep the client's order across record kinds
+      sink_->OnControlFrame(client_, frame);
+      return true;
+    default:
+      ++skipped_unknown_;  // newer plugin: unknown types are skipped by contract
+      return true;
+  }
+}
+
+bool Session::Commit(size_t n) {
+  filled_ += n;
+  size_t offset = 0;
+  bool ok = true;
+  while (ok) {
+    const ParseResult r = ParseFrame(buffer_.data() + offset, filled_ - offset);
+    if (r.status == ParseStatus::kNeedMore) break;
+    if (r.status == ParseStatus::kMalformed) {
+      frame_error_ = r.error;
+      reason_ = hello_done_ ? CloseReason::kMalformed : CloseReason::kBadHello;
+      ok = false;
+      break;
+    }
+    ok = HandleFrame(r.frame);
+    offset += r.consumed;
+  }
+  // Records already validated before a bad frame are kept: they came from the same peer and
+  // were individually valid; only the connection is dropped.
+  FlushBatch();
+  if (offset > 0) {
+    std::memmove(buffer_.data(), buffer_.data() + offset, filled_ - offset);
+    filled_ -= offset;
+  }
+  return ok;
+}
+
+bool Session::Feed(const uint8_t* data, size_t n) {
+  while (n > 0) {
+    const size_t chunk = std::min(n, WritableSize());
+    std::memcpy(WritableTail(), data, chunk);
+    if (!Commit(chunk)) return false;
+    data += chunk;
+    n -= chunk;
+  }
+  return true;
+}
+
+}  // namespace sentinel::collector

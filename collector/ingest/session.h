@@ -1,0 +1,78 @@
+// One plugin connection's protocol state: hello -> ack -> stream of frames. Owns the partial-frame
+// buffer and turns bytes into calls on an IngestSink. No I/O here, so tests and the fuzzer drive
+// it directly; IngestServer does the socket work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collector/ingest/frame_parser.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::collector {
+
+// Receives validated frames. Called on the ingest thread only.
+class IngestSink {
+ public:
+  virtual ~IngestSink() = default;
+  virtual void OnHello(int client, const SentinelWireHello& hello) = 0;
+  // Consecutive collective records of one client, in arrival order.
+  virtual void OnRecords(int client, const SentinelWireCollRecord* records, size_t n) = 0;
+  // Any other known, validated frame (comm init/end, heartbeat, gpu window, verdict).
+  virtual void OnControlFrame(int client, const Frame& frame) = 0;
+  virtual void OnDisconnect(int client) = 0;
+};
+
+enum class CloseReason { kNone, kMalformed, kBadHello, kMajorMismatch, kUnexpectedAck };
+
+const char* CloseReasonName(CloseReason reason);
+
+class Session {
+ public:
+  static constexpr size_t kBufferSize = 64 * 1024;
+
+  Session(int client, IngestSink* sink);
+
+  // Where the next read() may write, and how much room there is (never 0 while open).
+  uint8_t* WritableTail() { return buffer_.data() + filled_; }
+  size_t WritableSize() const { return buffer_.size() - filled_; }
+  // Parses the bytes just written. Returns false when the connection must be closed
+  // (reason() says why); any reply (the hello ack) is in PendingOutput() either way.
+  bool Commit(size_t n);
+  // Convenience for tests and the fuzzer: copies and commits in chunks.
+  bool Feed(const uint8_t* data, size_t n);
+
+  CloseReason reason() const { return reason_; }
+  FrameError frame_error() const { return frame_error_; }
+  bool hello_done() const { return hello_done_; }
+  const SentinelWireHello& hello() const { return hello_; }
+  uint16_t refused_major() const { return refused_major_; }
+  std::string& PendingOutput() { return output_; }
+  uint64_t frames() const { return frames_; }
+  uint64_t records() const { return records_; }
+  uint64_t skipped_unknown() const { return skipped_unknown_; }
+
+ private:
+  bool HandleFrame(const Frame& frame);
+  void FlushBatch();
+  void QueueAck(uint32_t status);
+
+  int client_;
+  IngestSink* sink_;
+  std::vector<uint8_t> buffer_;
+  size_t filled_ = 0;
+  std::vector<SentinelWireCollRecord> batch_;
+  std::string output_;
+  bool hello_done_ = false;
+  SentinelWireHello hello_{};
+  CloseReason reason_ = CloseReason::kNone;
+  FrameError frame_error_ = FrameError::kNone;
+  uint16_t refused_major_ = 0;
+  uint64_t frames_ = 0;
+  uint64_t records_ = 0;
+  uint64_t skipped_unknown_ = 0;
+};
+
+}  // namespace sentinel::collector

@@ -1,0 +1,94 @@
+// sentineld: flags, signals and the run loop. Everything else lives in sentinel_collector_lib.
+#include <signal.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "spdlog/spdlog.h"
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/config/config.h"
+#include "collector/export/alertmanager.h"
+#include "collector/export/exporters.h"
+#include "collector/export/http_server.h"
+#include "collector/export/record_log.h"
+#include "collector/ingest/ingest_server.h"
+
+namespace {
+
+sentinel::collector::IngestServer* g_server = nullptr;  // for the signal handler only
+
+extern "C" void OnSignal(int) {
+  if (g_server != nullptr) g_server->Stop();  // an atomic store and a write(2): signal-safe
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace sentinel::collector;  // NOLINT(google-build-using-namespace): main only
+  Config config;
+  bool help = false;
+  absl::Status s = ParseCommandLine(argc, argv, &config, &help);
+  if (help) {
+    std::fputs(UsageText().c_str(), stdout);
+    return 0;
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "sentineld: %s\n(see sentineld --help)\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+  spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [sentineld] [%l] %v");
+  signal(SIGPIPE, SIG_IGN);
+
+  Aggregator aggregator(config, RealClock());
+  std::unique_ptr<RecordLog> record_log;
+  if (!config.record_log.empty()) {
+    record_log = std::make_unique<RecordLog>(config.record_log,
+                                             static_cast<uint64_t>(config.record_log_max_mb) << 20);
+    absl::Status rs = record_log->Open();
+    if (!rs.ok()) {
+      spdlog::critical("{}", std::string(rs.message()));
+      return 1;
+    }
+    aggregator.SetRecordLog(record_log.get());
+  }
+  IngestServer ingest(config, &aggregator);
+  s = ingest.Listen();
+  if (!s.ok()) {
+    spdlog::critical("{}", std::string(s.message()));
+    return 1;
+  }
+  HttpServer http(&aggregator);
+  absl::StatusOr<int> port = http.Start(config.listen);
+  if (!port.ok()) {
+    spdlog::critical("{}", std::string(port.status().message()));
+    return 1;
+  }
+  if (!config.port_file.empty()) {
+    const std::string tmp = config.port_file + ".tmp";
+    std::ofstream(tmp) << *port << "\n";
+    std::rename(tmp.c_str(), config.port_file.c_str());  // readers never see a partial file
+  }
+  std::unique_ptr<AlertPusher> pusher;
+  if (!config.alertmanager.empty()) {
+    pusher = std::make_unique<AlertPusher>(config.alertmanager, &aggregator);
+    pusher->Start();
+  }
+  spdlog::info("sentineld {} listening: socket {} http {} (port {})", kSentinelVersion,
+               ingest.socket_path(), config.listen, *port);
+  g_server = &ingest;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  ingest.Run();
+  g_server = nullptr;
+  spdlog::info("sentineld stopping");
+  if (pusher) pusher->Stop();
+  http.Stop();
+  if (record_log) record_log->Flush();
+  return 0;
+}

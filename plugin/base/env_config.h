@@ -1,0 +1,31 @@
+// EnvConfig: every SENTINEL_* variable the plugin core reads, parsed once at the first init.
+// A bad value is reported once and the default is used. See plugin/README.md for the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "plugin/base/log.h"
+
+namespace sentinel::plugin {
+
+struct EnvConfig {
+  bool disable = false;                  // SENTINEL_DISABLE
+  std::string events = "default";        // SENTINEL_EVENTS (parsed by core/event_mask.h)
+  std::string dump_path;                 // SENTINEL_DUMP, %p/%h expanded; empty = no dump
+  LogLevel log_level = LogLevel::kWarn;  // SENTINEL_LOG_LEVEL
+  uint32_t pool_size = 1024;             // SENTINEL_POOL_SIZE: slots per collective-level pool
+  uint32_t rings = 256;                  // SENTINEL_RINGS: per-thread record rings
+  uint32_t ring_records = 1024;          // SENTINEL_RING_RECORDS (rounded up to a power of 2)
+  uint32_t drain_interval_ms = 25;       // SENTINEL_DRAIN_INTERVAL_MS
+  uint32_t proxy_grace_ms = 200;         // SENTINEL_PROXY_GRACE_MS
+  uint32_t max_comms = 1024;             // SENTINEL_MAX_COMMS
+};
+
+// Parses the environment (getenv) into a config. Problems are appended to *errors (one line each).
+EnvConfig ParseEnvConfig(std::string* errors);
+
+// Expands %p (pid) and %h (short hostname) in a SENTINEL_DUMP path.
+std::string ExpandDumpPath(const std::string& pattern, int pid, const char* short_host);
+
+}  // namespace sentinel::plugin

@@ -1,0 +1,295 @@
+// The drainer thread and the control-record queue (see drainer.h).
+#include "plugin/core/drainer.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "plugin/base/log.h"
+#include "plugin/base/no_destructor.h"
+#include "plugin/core/clock.h"
+#include "plugin/core/jsonl_sink.h"
+#include "plugin/core/profiler_core.h"
+#include "plugin/core/thread_state.h"
+#include "plugin/transport/collector_sink.h"
+
+namespace sentinel::plugin {
+namespace {
+
+constexpr size_t kMaxQueuedControl = 1024;
+constexpr size_t kBatch = 256;
+constexpr int64_t kHeartbeatNs = 1000000000;
+constexpr auto kExitWait = std::chrono::milliseconds(1000);
+
+struct ControlItem {
+  enum Kind : uint8_t { kInit, kEnd, kControl } kind = kControl;
+  SentinelWireCommInit init{};
+  uint64_t comm_hash = 0;
+  int rank = 0;
+  uint16_t type = 0;
+  std::vector<uint8_t> payload;
+};
+
+struct DrainerState {
+  std::mutex lifecycle_mu;  // live_comms, thread start/stop
+  int live_comms = 0;
+  std::thread* thread = nullptr;
+  pid_t owner_pid = 0;
+  uint32_t interval_ms = 25;
+
+  std::mutex wake_mu;
+  std::condition_variable wake_cv;
+  bool stop = false;  // guarded by wake_mu
+
+  std::timed_mutex drain_mu;  // one drain at a time; guards everything below
+  std::vector<std::unique_ptr<RecordSink>> sinks;
+  bool sinks_built = false;
+  std::vector<SentinelWireCollRecord> batch;
+  int64_t last_heartbeat_ns = 0;
+
+  std::mutex queue_mu;
+  std::deque<ControlItem> queue;  // guarded by queue_mu
+};
+
+DrainerState& State() {
+  static NoDestructor<DrainerState> state;  // leaked: used by atexit and late threads
+  return *state;
+}
+
+template <typename Fn>
+void ForEachSink(DrainerState& st, Fn&& fn) {
+  for (auto& sink : st.sinks) {
+    try {
+      fn(sink.get());
+    } catch (...) {
+      // Sinks must not throw; if one does, the event is lost and counted, nothing else.
+      AddSinkDrops(1);
+    }
+  }
+}
+
+// Requires drain_mu.
+void DrainOnce(DrainerState& st, bool force_heartbeat) {
+  std::deque<ControlItem> items;
+  {
+    std::lock_guard<std::mutex> lk(st.queue_mu);
+    items.swap(st.queue);
+  }
+  // Comm inits first: every record in the rings was pushed after its communicator's init.
+  for (const ControlItem& it : items) {
+    if (it.kind == ControlItem::kInit) ForEachSink(st, [&](RecordSink* s) { s->OnCommInit(it.init); });
+  }
+  int64_t now = MonoNs();
+  SweepGrace(now);
+  ThreadStates& ts = ThreadStates::Get();
+  if (st.batch.size() < kBatch) st.batch.resize(kBatch);
+  for (uint32_t i = 0; i < ts.size(); ++i) {
+    ThreadState* t = ts.at(i);
+    if (t->use.load(std::memory_order_acquire) == 0) continue;
+    for (;;) {
+      size_t n = t->ring.PopBatch(st.batch.data(), kBatch);
+      if (n == 0) break;
+      if (st.sinks.empty()) continue;
+      ForEachSink(st, [&](RecordSink* s) {
+        size_t accepted = s->OnRecords(st.batch.data(), n);
+        if (accepted < n) AddSinkDrops(n - accepted);
+      });
+    }
+  }
+  ts.ReapExited();
+  for (const ControlItem& it : items) {
+    if (it.kind == ControlItem::kEnd) {
+      ForEachSink(st, [&](RecordSink* s) { s->OnCommEnd(it.comm_hash, it.rank); });
+    } else if (it.kind == ControlItem::kControl) {
+      ForEachSink(st, [&](RecordSink* s) {
+        s->OnControlRecord(it.type, it.payload.data(), it.payload.size());
+      });
+    }
+  }
+  if (force_heartbeat || now - st.last_heartbeat_ns >= kHeartbeatNs) {
+    st.last_heartbeat_ns = now;
+    SentinelWireHeartbeat hb = SnapshotCounters();
+    ForEachSink(st, [&](RecordSink* s) { s->OnHeartbeat(hb); });
+  }
+}
+
+void FinalDrain(DrainerState& st) {
+  std::lock_guard<std::timed_mutex> lk(st.drain_mu);
+  DrainOnce(st, true);
+  ForEachSink(st, [](RecordSink* s) { s->Flush(); });
+}
+
+void ThreadMain(DrainerState* st) {
+  pthread_setname_np(pthread_self(), "sentinel-drain");
+  std::unique_lock<std::mutex> lk(st->wake_mu);
+  while (!st->stop) {
+    st->wake_cv.wait_for(lk, std::chrono::milliseconds(st->interval_ms));
+    if (st->stop) break;
+    lk.unlock();
+    try {
+      std::lock_guard<std::timed_mutex> dl(st->drain_mu);
+      DrainOnce(*st, false);
+    } catch (...) {
+      SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: unexpected exception; records may be lost");
+    }
+    lk.lock();
+  }
+}
+
+// Requires lifecycle_mu.
+void StartThread(DrainerState& st) {
+  if (st.thread != nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(st.wake_mu);
+    st.stop = false;
+  }
+  // The thread inherits a fully blocked signal mask: signals stay the host's business.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    st.thread = new std::thread(&ThreadMain, &st);
+  } catch (...) {
+    st.thread = nullptr;
+    SENTINEL_LOG_ONCE(LogLevel::kWarn, "cannot start the drainer thread; records are dropped");
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Requires lifecycle_mu.
+void StopThread(DrainerState& st) {
+  if (st.thread == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lk(st.wake_mu);
+    st.stop = true;
+  }
+  st.wake_cv.notify_all();
+  if (st.thread->joinable()) st.thread->join();
+  delete st.thread;
+  st.thread = nullptr;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<RecordSink>> BuildSinks(const EnvConfig& config) {
+  std::vector<std::unique_ptr<RecordSink>> sinks;
+  // Sinks: add new ones here.
+  CollectorSinkOptions collector_options;  // sentineld at SENTINEL_SOCKET or the per-user default
+  collector_options.log_info = [](const char* line) { Log(LogLevel::kInfo, "%s", line); };
+  auto collector = std::make_unique<CollectorSink>(collector_options);
+  if (collector->state() != CollectorSink::State::kOff) sinks.push_back(std::move(collector));
+  if (!config.dump_path.empty()) {
+    auto jsonl = std::make_unique<JsonlSink>(config.dump_path);
+    if (jsonl->ok()) sinks.push_back(std::move(jsonl));
+  }
+  return sinks;
+}
+
+bool EnqueueControlRecord(uint16_t type, const void* payload, size_t size) {
+  if (!PluginOn() || size > SENTINEL_WIRE_FRAME_MAX || (size > 0 && payload == nullptr)) {
+    return false;
+  }
+  try {
+    ControlItem it;
+    it.kind = ControlItem::kControl;
+    it.type = type;
+    const auto* p = static_cast<const uint8_t*>(payload);
+    it.payload.assign(p, p + size);
+    DrainerState& st = State();
+    std::lock_guard<std::mutex> lk(st.queue_mu);
+    if (st.queue.size() >= kMaxQueuedControl) return false;
+    st.queue.push_back(std::move(it));
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config) noexcept {
+  try {
+    DrainerState& st = State();
+    std::lock_guard<std::mutex> lk(st.lifecycle_mu);
+    if (!st.sinks_built) {
+      std::lock_guard<std::timed_mutex> dl(st.drain_mu);
+      st.sinks = BuildSinks(config);
+      st.sinks_built = true;
+      st.interval_ms = config.drain_interval_ms;
+      st.owner_pid = getpid();
+    }
+    {
+      ControlItem it;
+      it.kind = ControlItem::kInit;
+      it.init = comm;
+      std::lock_guard<std::mutex> ql(st.queue_mu);
+      st.queue.push_back(std::move(it));
+    }
+    ++st.live_comms;
+    StartThread(st);
+  } catch (...) {
+    SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: cannot register a communicator");
+  }
+}
+
+void DrainerOnCommEnd(uint64_t comm_hash, int rank) noexcept {
+  try {
+    DrainerState& st = State();
+    {
+      ControlItem it;
+      it.kind = ControlItem::kEnd;
+      it.comm_hash = comm_hash;
+      it.rank = rank;
+      std::lock_guard<std::mutex> ql(st.queue_mu);
+      st.queue.push_back(std::move(it));
+    }
+    std::lock_guard<std::mutex> lk(st.lifecycle_mu);
+    if (st.live_comms > 0) --st.live_comms;
+    if (st.live_comms == 0) {
+      StopThread(st);
+      FinalDrain(st);
+    }
+  } catch (...) {
+    SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: error at communicator finalize");
+  }
+}
+
+void DrainerFlushNow() noexcept {
+  try {
+    FinalDrain(State());
+  } catch (...) {
+  }
+}
+
+void DrainerAtExit() noexcept {
+  try {
+    DrainerState& st = State();
+    // A forked child never touches the parent's rings, thread or files.
+    if (st.owner_pid == 0 || st.owner_pid != getpid() || !PluginOn()) return;
+    {
+      std::lock_guard<std::mutex> lk(st.wake_mu);
+      st.stop = true;
+    }
+    st.wake_cv.notify_all();
+    // Bounded: if a drain is stuck (a sink blocked), give up rather than hang the exit.
+    if (st.drain_mu.try_lock_for(kExitWait)) {
+      DrainOnce(st, true);
+      ForEachSink(st, [](RecordSink* s) { s->Flush(); });
+      st.drain_mu.unlock();
+    }
+  } catch (...) {
+  }
+}
+
+bool DrainerRunning() noexcept {
+  DrainerState& st = State();
+  std::lock_guard<std::mutex> lk(st.lifecycle_mu);
+  return st.thread != nullptr;
+}
+
+}  // namespace sentinel::plugin

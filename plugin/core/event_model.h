@@ -1,0 +1,129 @@
+// The event model's storage: handle slots in fixed pools, and communicator contexts. Private to
+// plugin/core (profiler_core.cc and its tests).
+//
+// Lifetime rules:
+// - A handle is a pointer to a Slot. Its FIRST field is a 64-bit type tag (kind + magic), so any
+//   pointer NCCL hands back can be checked (range, alignment, tag) before anything else is read.
+// - `refs` = 1 while the event is started and not stopped, +1 per live child (and, for Coll/P2p,
+//   +1 per expected KernelCh and +1 "grace" while ProxyOp children may still come). When it drops
+//   to 0 the event is finished (a Coll/P2p record is emitted), the slot is freed, and the parent
+//   loses one reference. So parents stay alive until every child has stopped.
+// - Slots are memory-stable for the life of the process and reused in FIFO order, so a stale
+//   pointer aliases a new event only after a full wrap of its pool.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "plugin/core/calibration.h"
+
+namespace sentinel::plugin {
+
+enum class Kind : uint8_t {
+  kNone = 0,
+  kGroupApi,
+  kCollApi,
+  kP2pApi,
+  kKernelLaunch,
+  kGroup,
+  kColl,
+  kP2p,
+  kProxyOp,
+  kProxyStep,
+  kProxyCtrl,
+  kKernelCh,
+  kNetPlugin,
+  kCeColl,
+  kCeSync,
+  kCeBatch,
+  kCount,
+};
+
+inline constexpr uint64_t kSlotMagic = 0x53454e54494e0000ull;  // "SENTIN" + kind byte
+inline constexpr uint64_t kSlotMagicMask = 0xFFFFFFFFFFFF0000ull;
+inline constexpr uint64_t TagFor(Kind k) { return kSlotMagic | static_cast<uint64_t>(k); }
+inline constexpr uint64_t kContextTag = 0x53454e54434f4e54ull;  // "SENTCONT"
+
+enum SlotState : uint32_t { kSlotFree = 0, kSlotLive = 1 };
+enum ContextState : uint32_t { kCtxFree = 0, kCtxLive = 1, kCtxFinalized = 2 };
+
+struct Context;
+
+struct alignas(64) Slot {
+  std::atomic<uint64_t> tag;  // FIRST field, 64 bits (pitfall §5.6.4)
+  std::atomic<uint32_t> state;
+  std::atomic<uint32_t> refs;
+  std::atomic<uint32_t> stopped;  // set by the first stop; later stops are stale
+  std::atomic<uint32_t> done;     // Coll/P2p/CeColl: the record was emitted
+  std::atomic<Context*> ctx;
+  // Written by the claiming thread before the handle is returned to NCCL, read by others after
+  // NCCL passed the handle on (NCCL's own hand-off orders them).
+  Slot* parent;
+  int64_t start_ns;
+  uint64_t seq;
+  uint64_t bytes;
+  uint64_t count;
+  int64_t api_ns;
+  int32_t peer;
+  int32_t root;
+  uint8_t func;
+  uint8_t datatype;
+  uint8_t algo;
+  uint8_t proto;
+  uint8_t nchannels;
+  uint8_t graph_captured;
+  uint8_t api_override;  // P2pApi: the interposer's current API, or kSentinelFuncUnknown
+  uint16_t flags;
+  uint32_t kch_expected;
+  // Updated concurrently by children on other threads.
+  std::atomic<uint32_t> kch_started;
+  std::atomic<uint32_t> grace;  // 1 while a stopped Coll/P2p may still get ProxyOp children
+  std::atomic<int64_t> stop_ns;
+  std::atomic<int64_t> gpu_start_raw;  // min KernelCh start pTimer (INT64_MAX = none)
+  std::atomic<int64_t> gpu_end_raw;    // max KernelCh stop pTimer (0 = none)
+  std::atomic<int64_t> send_wait_ns;
+  std::atomic<int64_t> send_xfer_ns;
+  std::atomic<int64_t> recv_wait_ns;
+  std::atomic<int64_t> recv_xfer_ns;
+  std::atomic<uint64_t> send_bytes;
+  std::atomic<uint64_t> recv_bytes;
+  std::atomic<uint32_t> proxy_steps;
+  // ProxyStep: state times/sizes. GroupApi: AlltoAll heuristic state.
+  std::atomic<int64_t> t_send_wait;   // ProxyStep state 9
+  std::atomic<int64_t> t_recv_wait;   // ProxyStep state 10
+  std::atomic<int64_t> t_recv_flush;  // ProxyStep state 11
+  std::atomic<uint64_t> size_send;    // transSize at 9
+  std::atomic<uint64_t> size_recv;    // transSize at 11
+  std::atomic<uint32_t> n_send;       // GroupApi: Send P2pApi pieces
+  std::atomic<uint32_t> n_recv;       // GroupApi: Recv P2pApi pieces
+  std::atomic<uint32_t> group_flags;  // GroupApi: kGroup* bits below
+  std::atomic<uint32_t> recovered;    // GroupApi: 0 undecided, 1 + func, or kNoRecovery
+  std::atomic<uint64_t> first_count;  // GroupApi: count of the first P2pApi piece
+  std::atomic<uint64_t> recovered_seq;
+  std::atomic<Context*> first_ctx;
+};
+
+inline constexpr uint32_t kGroupHasColl = 1u << 0;
+inline constexpr uint32_t kGroupNotUniform = 1u << 1;
+inline constexpr uint32_t kGroupMixedCtx = 1u << 2;
+inline constexpr uint32_t kGroupHasFirst = 1u << 3;
+inline constexpr uint32_t kNoRecovery = 0xFFFF;
+
+struct Context {
+  std::atomic<uint64_t> tag;  // kContextTag once ever used
+  std::atomic<uint32_t> state;
+  uint64_t comm_hash;
+  int32_t rank;
+  int32_t nranks;
+  int32_t nnodes;
+  int32_t abi_version;
+  int64_t init_ns;
+  char name[64];
+  GpuClockCalibration calib;
+  std::atomic<uint64_t>* p2p_seq;  // [peer * 2 + is_recv], 2 * nranks entries
+  uint32_t p2p_seq_size;
+  std::atomic<uint64_t> fallback_seq;  // p2p with an out-of-range peer
+  std::atomic<uint64_t> recovered_seq[16];  // per kSentinelFunc* recovered from Send/Recv
+};
+
+}  // namespace sentinel::plugin

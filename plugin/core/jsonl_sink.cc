@@ -1,0 +1,178 @@
+// JSON Lines dump of everything the plugin produces (SENTINEL_DUMP).
+#include "plugin/core/jsonl_sink.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "plugin/base/log.h"
+#include "plugin/core/names.h"
+
+namespace sentinel::plugin {
+namespace {
+
+void AppendF(std::string* out, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void AppendF(std::string* out, const char* fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  if (n > 0) out->append(buf, static_cast<size_t>(n) < sizeof(buf) ? static_cast<size_t>(n)
+                                                                     : sizeof(buf) - 1);
+}
+
+void AppendJsonString(std::string* out, const char* s, size_t max) {
+  out->push_back('"');
+  for (size_t i = 0; i < max && s[i] != '\0'; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(c));
+    } else if (c < 0x20) {
+      AppendF(out, "\\u%04x", c);
+    } else {
+      out->push_back(static_cast<char>(c));
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendFlags(std::string* out, uint16_t flags) {
+  struct {
+    uint16_t bit;
+    const char* name;
+  } const kNames[] = {
+      {kSentinelCollIsP2p, "p2p"},
+      {kSentinelCollGraphCaptured, "graph_captured"},
+      {kSentinelCollFuncRecovered, "func_recovered"},
+      {kSentinelCollGpuTimeValid, "gpu_time_valid"},
+      {kSentinelCollProxyValid, "proxy_valid"},
+      {kSentinelCollApiTimeValid, "api_time_valid"},
+      {kSentinelCollTruncated, "truncated"},
+  };
+  out->push_back('[');
+  bool first = true;
+  for (const auto& f : kNames) {
+    if ((flags & f.bit) == 0) continue;
+    if (!first) out->push_back(',');
+    first = false;
+    AppendF(out, "\"%s\"", f.name);
+  }
+  out->push_back(']');
+}
+
+}  // namespace
+
+JsonlSink::JsonlSink(const std::string& path) {
+  fd_ = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    Log(LogLevel::kWarn, "SENTINEL_DUMP: cannot open '%s' (errno %d); no dump", path.c_str(),
+        errno);
+  }
+  buf_.reserve(64 * 1024);
+}
+
+JsonlSink::~JsonlSink() {
+  if (fd_ >= 0) close(fd_);
+}
+
+std::string JsonlSink::RecordToJson(const SentinelWireCollRecord& r) {
+  std::string out;
+  out.reserve(640);
+  AppendF(&out,
+          "{\"type\":\"coll\",\"comm\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,"
+          "\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"datatype\":\"%s\","
+          "\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%u,\"peer\":%d,\"root\":%d,",
+          r.comm_hash, r.rank, r.nranks, FuncName(r.func), r.seq, r.bytes,
+          DatatypeName(r.datatype), AlgoName(r.algo), ProtoName(r.proto),
+          static_cast<unsigned>(r.nchannels), r.peer, r.root);
+  AppendF(&out,
+          "\"api_ns\":%" PRId64 ",\"enqueue_ns\":%" PRId64 ",\"gpu_start_ns\":%" PRId64
+          ",\"gpu_end_ns\":%" PRId64 ",\"proxy_send_wait_ns\":%" PRId64
+          ",\"proxy_send_xfer_ns\":%" PRId64 ",\"proxy_send_bytes\":%" PRIu64
+          ",\"proxy_recv_wait_ns\":%" PRId64 ",\"proxy_recv_xfer_ns\":%" PRId64
+          ",\"proxy_recv_bytes\":%" PRIu64 ",\"pid\":%u,\"flags\":",
+          r.api_ns, r.enqueue_ns, r.gpu_start_ns, r.gpu_end_ns, r.proxy_send_wait_ns,
+          r.proxy_send_xfer_ns, r.proxy_send_bytes, r.proxy_recv_wait_ns, r.proxy_recv_xfer_ns,
+          r.proxy_recv_bytes, r.pid);
+  AppendFlags(&out, r.flags);
+  out.push_back('}');
+  return out;
+}
+
+void JsonlSink::OnCommInit(const SentinelWireCommInit& c) {
+  AppendF(&buf_,
+          "{\"type\":\"comm_init\",\"comm\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,"
+          "\"nnodes\":%d,\"pid\":%u,\"abi_version\":%u,\"event_mask\":%u,\"init_ns\":%" PRId64
+          ",\"comm_name\":",
+          c.comm_hash, c.rank, c.nranks, c.nnodes, c.pid, c.abi_version, c.event_mask, c.init_ns);
+  AppendJsonString(&buf_, c.comm_name, sizeof(c.comm_name));
+  buf_ += "}\n";
+  WriteOut();
+}
+
+void JsonlSink::OnCommEnd(uint64_t comm_hash, int rank) {
+  AppendF(&buf_, "{\"type\":\"comm_end\",\"comm\":\"0x%016" PRIx64 "\",\"rank\":%d}\n", comm_hash,
+          rank);
+  WriteOut();
+}
+
+size_t JsonlSink::OnRecords(const SentinelWireCollRecord* records, size_t n) {
+  if (fd_ < 0) return 0;
+  for (size_t i = 0; i < n; ++i) {
+    buf_ += RecordToJson(records[i]);
+    buf_.push_back('\n');
+  }
+  return WriteOut() ? n : 0;
+}
+
+void JsonlSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
+  AppendF(&buf_,
+          "{\"type\":\"heartbeat\",\"pid\":%u,\"now_ns\":%" PRId64 ",\"records_completed\":%" PRIu64
+          ",\"records_dropped_ring\":%" PRIu64 ",\"events_dropped_pool\":%" PRIu64
+          ",\"events_dropped_threads\":%" PRIu64 ",\"stale_handles\":%" PRIu64
+          ",\"pxn_foreign\":%" PRIu64 ",\"records_truncated\":%" PRIu64
+          ",\"callback_ns_total\":%" PRIu64 ",\"callbacks_total\":%" PRIu64
+          ",\"records_dropped_sink\":%" PRIu64 "}\n",
+          hb.pid, hb.now_ns, hb.records_completed, hb.records_dropped_ring, hb.events_dropped_pool,
+          hb.events_dropped_threads, hb.stale_handles, hb.pxn_foreign, hb.records_truncated,
+          hb.callback_ns_total, hb.callbacks_total, hb.records_dropped_sink);
+  WriteOut();
+}
+
+void JsonlSink::OnControlRecord(uint16_t type, const void* payload, size_t size) {
+  (void)payload;
+  AppendF(&buf_, "{\"type\":\"control\",\"record_type\":%u,\"size\":%zu}\n",
+          static_cast<unsigned>(type), size);
+  WriteOut();
+}
+
+void JsonlSink::Flush() { WriteOut(); }
+
+bool JsonlSink::WriteOut() {
+  if (fd_ < 0) {
+    buf_.clear();
+    return false;
+  }
+  size_t off = 0;
+  bool ok = true;
+  while (off < buf_.size()) {
+    ssize_t w = write(fd_, buf_.data() + off, buf_.size() - off);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ok = false;
+      break;
+    }
+    off += static_cast<size_t>(w);
+  }
+  buf_.clear();
+  return ok;
+}
+
+}  // namespace sentinel::plugin

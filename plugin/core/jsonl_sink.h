@@ -1,0 +1,37 @@
+// JsonlSink: appends one JSON object per line to the SENTINEL_DUMP file (format: plugin/README.md).
+// Runs on the drainer thread only. Write errors are counted as sink drops, never raised.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "plugin/core/record_sink.h"
+
+namespace sentinel::plugin {
+
+class JsonlSink final : public RecordSink {
+ public:
+  explicit JsonlSink(const std::string& path);
+  ~JsonlSink() override;
+  JsonlSink(const JsonlSink&) = delete;
+  JsonlSink& operator=(const JsonlSink&) = delete;
+
+  bool ok() const { return fd_ >= 0; }
+  void OnCommInit(const SentinelWireCommInit& comm) override;
+  void OnCommEnd(uint64_t comm_hash, int rank) override;
+  size_t OnRecords(const SentinelWireCollRecord* records, size_t n) override;
+  void OnHeartbeat(const SentinelWireHeartbeat& hb) override;
+  void OnControlRecord(uint16_t type, const void* payload, size_t size) override;
+  void Flush() override;
+
+  // The JSON line (without newline) of one record; exposed for tests.
+  static std::string RecordToJson(const SentinelWireCollRecord& r);
+
+ private:
+  bool WriteOut();
+  int fd_ = -1;
+  std::string buf_;
+};
+
+}  // namespace sentinel::plugin

@@ -1,0 +1,88 @@
+// The plugin core: the event model behind every ABI version's entry points. The adapters in
+// plugin/entry convert NCCL's descriptors into EventDesc and call these functions.
+//
+// Thread-safety: every function may be called concurrently from any thread (NCCL calls them from
+// application, launch, proxy and CUDA callback threads). The hot-path functions (CoreStartEvent,
+// CoreStopEvent, CoreRecordState) take no lock, make no syscall but a vDSO clock read, and never
+// allocate. They MUST NOT be called once PluginOn() is false.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "plugin/abi/nccl_profiler_abi.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::plugin {
+
+// One event, independent of the ABI version it came from. Only the fields of `type` are set.
+struct EventDesc {
+  uint32_t type = 0;  // exactly one kSentinelProfile* bit
+  void* parent = nullptr;
+  int rank = 0;
+  const char* func = nullptr;
+  const char* datatype = nullptr;
+  const char* algo = nullptr;
+  const char* proto = nullptr;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  uint64_t p_timer = 0;
+  int root = 0;
+  int peer = -1;
+  int group_depth = 0;
+  pid_t pid = 0;
+  int is_send = 0;
+  int step = 0;
+  uint8_t n_channels = 0;
+  uint8_t channel_id = 0;
+  bool graph_captured = false;
+  bool n_channels_valid = true;  // false for v4 P2p (garbage on 2.28, §3.8)
+};
+
+struct InitArgs {
+  uint64_t comm_hash = 0;
+  const char* comm_name = nullptr;
+  int n_nodes = 0;
+  int nranks = 0;
+  int rank = 0;
+  int abi_version = 0;
+  SentinelNcclLogger logfn = nullptr;
+  int* mask_ptr = nullptr;  // NCCL's process-global activation mask
+};
+
+// The on/off gate: kUninit before the first init, kOn while running, kOff for good (kill switch,
+// failure, fork child).
+enum GateState : int { kGateUninit = 0, kGateOn = 1, kGateOff = 2 };
+extern std::atomic<int> g_gate;
+// relaxed: the gate is a hint; turning off only needs to stop new work eventually.
+inline bool PluginOn() noexcept { return g_gate.load(std::memory_order_relaxed) == kGateOn; }
+
+// Returns the per-communicator context (never null; a dummy one when disabled or out of contexts).
+// Slow path; may allocate. Never throws out (errors turn the plugin off).
+void* CoreInit(const InitArgs& args) noexcept;
+void CoreFinalize(void* context) noexcept;
+void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept;
+void CoreStopEvent(void* handle) noexcept;
+void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept;
+
+// The communicator hash and rank of a context (false for the dummy or an unknown pointer).
+bool ContextIdentity(void* context, uint64_t* comm_hash, int* rank) noexcept;
+
+// Turns the plugin off for the life of the process: logs once, counts, sets NCCL's mask to 0.
+void TurnOff(const char* where, const char* why) noexcept;
+uint64_t TurnOffCount() noexcept;
+
+// The activation mask the plugin chose (what init stored through NCCL's pointer).
+uint32_t CurrentEventMask() noexcept;
+// The dummy context handed out when the plugin is disabled (for tests).
+void* DummyContext() noexcept;
+
+// Drainer support (slow paths): completes stopped records that waited for ProxyOp children
+// longer than the grace period; cumulative counters.
+void SweepGrace(int64_t now_ns) noexcept;
+SentinelWireHeartbeat SnapshotCounters() noexcept;
+void AddSinkDrops(uint64_t n) noexcept;
+
+}  // namespace sentinel::plugin

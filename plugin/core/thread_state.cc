@@ -1,0 +1,106 @@
+// Claiming, releasing and summing per-thread states.
+#include "plugin/core/thread_state.h"
+
+#include <pthread.h>
+#include <sys/mman.h>
+
+#include <new>
+
+#include "plugin/base/no_destructor.h"
+
+namespace sentinel::plugin {
+namespace {
+
+// initial-exec: a dlopen'ed .so must not trigger a TLS allocation on the hot path. One pointer
+// fits in glibc's static TLS surplus.
+__attribute__((tls_model("initial-exec"))) thread_local ThreadState* t_state = nullptr;
+__attribute__((tls_model("initial-exec"))) thread_local uint32_t t_retry = 0;
+
+static_assert(sizeof(pthread_key_t) <= sizeof(unsigned int), "pthread_key_t fits");
+
+}  // namespace
+
+ThreadStates& ThreadStates::Get() noexcept {
+  static NoDestructor<ThreadStates> states;
+  return *states;
+}
+
+bool ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
+  overflow_.shared = true;
+  size_t states_bytes = sizeof(ThreadState) * n_states;
+  size_t ring_bytes = sizeof(SentinelWireCollRecord) * ring_records * n_states;
+  // Anonymous mappings: zeroed, and only the pages a thread actually uses become resident.
+  void* s = mmap(nullptr, states_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (s == MAP_FAILED) return false;
+  void* r = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (r == MAP_FAILED) {
+    munmap(s, states_bytes);
+    return false;
+  }
+  auto* states = static_cast<ThreadState*>(s);
+  auto* records = static_cast<SentinelWireCollRecord*>(r);
+  for (uint32_t i = 0; i < n_states; ++i) {
+    new (&states[i]) ThreadState();
+    states[i].ring.Init(records + static_cast<size_t>(i) * ring_records, ring_records);
+  }
+  pthread_key_t key;
+  if (pthread_key_create(&key, &ThreadStates::OnThreadExit) == 0) {
+    key_ = static_cast<unsigned int>(key);
+    key_ok_ = true;
+  }
+  n_ = n_states;
+  states_ = states;
+  return true;
+}
+
+ThreadState* ThreadStates::Current() noexcept {
+  ThreadState* ts = t_state;
+  if (__builtin_expect(ts != nullptr, 1)) {
+    // A thread parked on the overflow state retries a real claim now and then.
+    if (__builtin_expect(!ts->shared, 1) || (++t_retry & 4095) != 0) return ts;
+  }
+  return ClaimSlow();
+}
+
+__attribute__((noinline)) ThreadState* ThreadStates::ClaimSlow() noexcept {
+  ThreadStates& self = Get();
+  for (uint32_t i = 0; i < self.n_; ++i) {
+    ThreadState& s = self.states_[i];
+    uint32_t expected = 0;
+    // acquire: pairs with the drainer's release when it freed the state (its ring is empty).
+    if (s.use.load(std::memory_order_relaxed) == 0 &&
+        s.use.compare_exchange_strong(expected, 1, std::memory_order_acquire,
+                                      std::memory_order_relaxed)) {
+      t_state = &s;
+      if (self.key_ok_) pthread_setspecific(static_cast<pthread_key_t>(self.key_), &s);
+      return &s;
+    }
+  }
+  t_state = &self.overflow_;
+  return t_state;
+}
+
+void ThreadStates::OnThreadExit(void* state) noexcept {
+  auto* s = static_cast<ThreadState*>(state);
+  if (t_state == s) t_state = nullptr;
+  // release: the drainer must see every record this thread pushed before it frees the state.
+  s->use.store(2, std::memory_order_release);
+}
+
+void ThreadStates::ReapExited() noexcept {
+  for (uint32_t i = 0; i < n_; ++i) {
+    ThreadState& s = states_[i];
+    if (s.use.load(std::memory_order_acquire) == 2 && s.ring.Empty()) {
+      // release: hands the (empty) ring and counters to the next claimer.
+      s.use.store(0, std::memory_order_release);
+    }
+  }
+}
+
+uint64_t ThreadStates::Sum(Counter c) noexcept {
+  uint64_t total = overflow_.counters[c].load(std::memory_order_relaxed);
+  for (uint32_t i = 0; i < n_; ++i) total += states_[i].counters[c].load(std::memory_order_relaxed);
+  return total;
+}
+
+}  // namespace sentinel::plugin

@@ -1,0 +1,78 @@
+// ThreadState: what one thread that calls into the plugin owns: its record ring and its counters.
+// States are preallocated at the first init and claimed by a thread on its first callback (a
+// thread-local pointer, initial-exec TLS). A pthread key destructor hands a dead thread's state
+// back; the drainer frees it once its ring is empty. With no free state, the thread's records are
+// dropped and counted, and its counters go to one shared overflow state.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "plugin/core/record_ring.h"
+
+namespace sentinel::plugin {
+
+enum Counter : int {
+  kCtrCallbacks = 0,
+  kCtrCallbackNs,          // sampled: 1 in 64 callbacks is timed, x64
+  kCtrRecordsCompleted,    // pushed into a ring
+  kCtrRecordsDroppedRing,  // ring full
+  kCtrEventsDroppedPool,   // no free slot
+  kCtrEventsDroppedThreads,  // record of a thread without a ring
+  kCtrStaleHandles,
+  kCtrPxnForeign,
+  kCtrRecordsTruncated,
+  kCtrOrphanChildren,      // a child whose parent had already completed
+  kNumCounters,
+};
+
+struct ThreadState {
+  // 0 free, 1 owned by a live thread, 2 owner exited (drain, then free).
+  std::atomic<uint32_t> use{0};
+  bool shared = false;  // the overflow state: several writers, so counters use fetch_add
+  uint32_t tick = 0;    // owner only: callback sampling
+  RecordRing ring;
+  std::atomic<uint64_t> counters[kNumCounters] = {};
+
+  void Add(Counter c, uint64_t n = 1) noexcept {
+    if (shared) {
+      counters[c].fetch_add(n, std::memory_order_relaxed);  // relaxed: a statistic
+    } else {
+      // Single writer: a plain load+store is enough; relaxed because the drainer only sums.
+      counters[c].store(counters[c].load(std::memory_order_relaxed) + n,
+                        std::memory_order_relaxed);
+    }
+  }
+};
+
+class ThreadStates {
+ public:
+  // Slow path (first init). Returns false if memory could not be mapped.
+  bool Init(uint32_t n_states, uint32_t ring_records) noexcept;
+  bool initialized() const noexcept { return states_ != nullptr; }
+
+  // Hot path: the calling thread's state (claims one on first use; the overflow state if none).
+  static ThreadState* Current() noexcept;
+
+  ThreadState* overflow() noexcept { return &overflow_; }
+  uint32_t size() const noexcept { return n_; }
+  ThreadState* at(uint32_t i) noexcept { return &states_[i]; }
+  // Drainer: frees exited threads' states whose rings are empty.
+  void ReapExited() noexcept;
+  // Sum of one counter over every state.
+  uint64_t Sum(Counter c) noexcept;
+
+  static ThreadStates& Get() noexcept;
+
+ private:
+  static ThreadState* ClaimSlow() noexcept;
+  static void OnThreadExit(void* state) noexcept;
+
+  ThreadState* states_ = nullptr;
+  uint32_t n_ = 0;
+  ThreadState overflow_;
+  unsigned int key_ = 0;  // pthread_key_t
+  bool key_ok_ = false;
+};
+
+}  // namespace sentinel::plugin

@@ -1,0 +1,105 @@
+// Shims shared by every ABI version (stop, record, finalize, init body). Header-only so each
+// adapter's exported table points at functions in its own translation unit.
+#pragma once
+
+#include "plugin/entry/abi_guard.h"
+#include "plugin/guard/guard_hooks.h"
+
+namespace sentinel::plugin {
+
+inline void InitBody(void** context, const InitArgs& args) {
+  *context = CoreInit(args);
+  guard::ProfilerInitInfo info;
+  info.comm_hash = args.comm_hash;
+  info.comm_name = args.comm_name;
+  info.n_nodes = args.n_nodes;
+  info.nranks = args.nranks;
+  info.rank = args.rank;
+  info.abi_version = args.abi_version;
+  info.logfn = args.logfn;
+  guard::OnProfilerInit(info);
+}
+
+inline SentinelNcclResult StopShim(void* handle) noexcept {
+  return Guarded("stopEvent", [&] { CoreStopEvent(handle); });
+}
+
+inline SentinelNcclResult RecordShim(void* handle, SentinelNcclEventState state,
+                                     SentinelEventStateArgs* args) noexcept {
+  return Guarded("recordEventState", [&] { CoreRecordState(handle, state, args); });
+}
+
+inline SentinelNcclResult FinalizeShim(void* context) noexcept {
+  // Not gated: the guard is told about every finalize even when the core is off.
+  uint64_t comm_hash = 0;
+  int rank = 0;
+  try {
+    ContextIdentity(context, &comm_hash, &rank);
+    if (PluginOn()) CoreFinalize(context);
+  } catch (...) {
+    TurnOff("finalize", "exception at the ABI boundary");
+  }
+  guard::OnProfilerFinalize(comm_hash, rank);
+  return kSentinelNcclSuccess;
+}
+
+// v5 and v6 share the descriptor layout; v6 adds the CE members.
+template <typename Descr>
+inline void DescribeV5(const Descr* e, EventDesc* d) {
+  d->type = static_cast<uint32_t>(e->type);
+  d->parent = e->parent_obj;
+  d->rank = e->rank;
+  switch (d->type) {
+    case kSentinelProfileGroupApi:
+      d->graph_captured = e->group_api.graph_captured != 0;
+      d->group_depth = e->group_api.group_depth;
+      break;
+    case kSentinelProfileCollApi:
+      d->func = e->coll_api.func;
+      d->count = e->coll_api.count;
+      d->datatype = e->coll_api.datatype;
+      d->root = e->coll_api.root;
+      d->graph_captured = e->coll_api.graph_captured != 0;
+      break;
+    case kSentinelProfileP2pApi:
+      d->func = e->p2p_api.func;
+      d->count = e->p2p_api.count;
+      d->datatype = e->p2p_api.datatype;
+      d->graph_captured = e->p2p_api.graph_captured != 0;
+      break;
+    case kSentinelProfileColl:
+      d->seq = e->coll.seq_number;
+      d->func = e->coll.func;
+      d->count = e->coll.count;
+      d->root = e->coll.root;
+      d->datatype = e->coll.datatype;
+      d->n_channels = e->coll.n_channels;
+      d->algo = e->coll.algo;
+      d->proto = e->coll.proto;
+      break;
+    case kSentinelProfileP2p:
+      d->func = e->p2p.func;
+      d->datatype = e->p2p.datatype;
+      d->count = e->p2p.count;
+      d->peer = e->p2p.peer;
+      d->n_channels = e->p2p.n_channels;
+      break;
+    case kSentinelProfileProxyOp:
+      d->pid = e->proxy_op.pid;
+      d->channel_id = e->proxy_op.channel_id;
+      d->peer = e->proxy_op.peer;
+      d->is_send = e->proxy_op.is_send;
+      break;
+    case kSentinelProfileProxyStep:
+      d->step = e->proxy_step.step;
+      break;
+    case kSentinelProfileKernelCh:
+      d->channel_id = e->kernel_ch.channel_id;
+      d->p_timer = e->kernel_ch.p_timer;
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace sentinel::plugin

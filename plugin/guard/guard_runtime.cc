@@ -1,0 +1,382 @@
+// Guard state, evidence assembly and outcomes (fail / warn / abort); see guard_runtime.h.
+#include "plugin/guard/guard_runtime.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "plugin/guard/host_probe.h"
+#include "plugin/guard/log_capture.h"
+#include "plugin/guard/nccl_env.h"
+
+// Provided by the plugin core (plugin/core/drainer.h, same signature); weak so that the guard links
+// without the core (its unit tests).
+namespace sentinel::plugin {
+__attribute__((weak)) bool EnqueueControlRecord(uint16_t type, const void* payload, size_t size);
+}  // namespace sentinel::plugin
+
+namespace sentinel::guard {
+
+std::atomic<int> g_pending_collective_checks{0};
+
+namespace {
+
+constexpr int kInvalidUsage = 5;
+constexpr int kMaxComms = 512;
+constexpr int kMaxCollectiveTries = 8;  // collectives inside a group connect only at GroupEnd
+
+struct ProfilerComm {
+  uint64_t comm_hash = 0;
+  int rank = -1;
+  int nranks = 0;
+  int nnodes = 0;
+};
+
+struct PendingComm {
+  void* comm = nullptr;
+  int tries = 0;
+};
+
+struct Runtime {
+  std::mutex mu;
+  GuardConfig config;
+  bool loaded = false;
+  std::vector<ProfilerComm> profiler_comms;  // guarded by mu
+  std::vector<PendingComm> pending;          // guarded by mu
+  std::vector<std::string> printed;          // messages already shown (once each)
+  SentinelNcclLogger logfn = nullptr;
+  ControlRecordFn record_fn = nullptr;
+  bool interposer_seen = false;
+};
+
+Runtime& R() {
+  static Runtime* r = new Runtime();  // leaked: used until the very end of the process
+  return *r;
+}
+
+thread_local uint64_t tls_last_profiler_hash = 0;
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+void WriteStderr(const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = write(2, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    off += static_cast<size_t>(n);
+  }
+}
+
+bool ReadFile(const std::string& path, std::string* out) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+    if (out->size() > (1u << 16)) break;
+  }
+  close(fd);
+  return true;
+}
+
+// Caller holds R().mu.
+void LoadConfigLocked(Runtime& r) {
+  if (r.loaded) return;
+  r.loaded = true;
+  GuardConfig& c = r.config;
+  const char* disable = getenv("SENTINEL_DISABLE");
+  c.disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
+  if (c.disabled) return;
+  std::string text;
+  const char* expect = getenv("SENTINEL_EXPECT");
+  const char* file = getenv("SENTINEL_EXPECT_FILE");
+  if (expect != nullptr && *expect != '\0') {
+    text = expect;
+    c.source = "SENTINEL_EXPECT";
+  } else if (file != nullptr && *file != '\0') {
+    c.source = file;
+    if (!ReadFile(file, &text)) {
+      c.active = true;
+      c.parse_error = std::string("[sentinel] cannot read SENTINEL_EXPECT_FILE=") + file + ": " +
+                      std::strerror(errno);
+      return;
+    }
+  } else {
+    return;  // no expectation: the guard stays out of the way
+  }
+  c.active = true;
+  ParseError err;
+  if (!ParseExpectation(text, &c.expect, &err)) {
+    c.parse_error = "[sentinel] invalid expectation: " + FormatParseError(c.source, err);
+  } else if (c.expect.Empty()) {
+    c.active = false;  // only comments/blank
+  }
+  const char* mode = getenv("SENTINEL_ON_MISMATCH");
+  if (mode != nullptr) {
+    if (std::strcmp(mode, "warn") == 0) {
+      c.mode = Mode::kWarn;
+    } else if (std::strcmp(mode, "abort") == 0) {
+      c.mode = Mode::kAbort;
+    } else if (std::strcmp(mode, "fail") != 0 && *mode != '\0') {
+      WriteStderr(std::string("[sentinel] unknown SENTINEL_ON_MISMATCH='") + mode +
+                  "' (fail|warn|abort): using fail\n");
+    }
+  }
+}
+
+const ProfilerComm* FindProfilerCommLocked(Runtime& r, uint64_t hash) {
+  for (const ProfilerComm& p : r.profiler_comms) {
+    if (p.comm_hash == hash && hash != 0) return &p;
+  }
+  return nullptr;
+}
+
+void SendRecords(Runtime& r, const std::vector<SentinelWireVerdict>& records) {
+  for (const SentinelWireVerdict& w : records) {
+    if (r.record_fn != nullptr) {
+      r.record_fn(kSentinelWireVerdict, &w, sizeof w);
+    } else if (&sentinel::plugin::EnqueueControlRecord != nullptr) {
+      sentinel::plugin::EnqueueControlRecord(kSentinelWireVerdict, &w, sizeof w);
+    }
+  }
+}
+
+// Builds the evidence for `comm_ptr` (0 if unknown) and evaluates. Caller holds R().mu.
+Verdict EvaluateLocked(Runtime& r, Stage stage, void* comm_ptr, uint64_t comm_hash_hint,
+                       Evidence* ev, LogEvidence* log) {
+  const Expectation& x = r.config.expect;
+  std::string reason;
+  if (SnapshotLogEvidence(log, &reason)) {
+    ev->log = log;
+  } else {
+    ev->log_unavailable_reason = reason;
+  }
+  if (x.WantsRdma() || x.net != NetKind::kAny) ev->host = &CachedHostFacts(x.WantsRdma());
+  ev->env = ReadNcclEnv();
+  uint64_t hash = comm_hash_hint;
+  if (ev->log != nullptr && comm_ptr != nullptr) {
+    for (const LogComm& c : log->comms) {
+      if (c.comm_ptr == reinterpret_cast<uintptr_t>(comm_ptr)) {
+        if (c.comm_hash != 0) hash = c.comm_hash;
+        ev->rank = c.rank;
+        ev->nranks = c.nranks;
+        ev->nnodes = c.nnodes;
+        ev->local_ranks = c.local_ranks;
+      }
+    }
+  }
+  if (hash == 0) hash = tls_last_profiler_hash;
+  if (const ProfilerComm* p = FindProfilerCommLocked(r, hash)) {
+    ev->rank = p->rank;
+    ev->nranks = p->nranks;
+    if (p->nnodes > 0) ev->nnodes = p->nnodes;
+  }
+  ev->comm_hash = hash;
+  return Evaluate(x, *ev, stage);
+}
+
+// Prints (once per distinct message), sends the alerts, and returns true when the caller must fail.
+bool ReportLocked(Runtime& r, const Verdict& v, const Evidence& ev, const std::string& where,
+                  Mode mode) {
+  if (v.Passed()) return false;
+  std::string msg = FormatVerdict(v, r.config.expect, ev, mode, where);
+  bool seen = false;
+  for (const std::string& p : r.printed) seen = seen || p == msg;
+  if (!seen) {
+    r.printed.push_back(msg);
+    WriteStderr(msg);
+    if (r.logfn != nullptr) {
+      // One line on NCCL's own WARN path; the full explanation is on stderr.
+      r.logfn(kSentinelNcclLogWarn, ~0UL, __FILE__, __LINE__,
+              "[sentinel] transport/placement expectation not met: %s: %s (details on stderr)",
+              v.mismatches.front().term.c_str(), v.mismatches.front().found.c_str());
+    }
+  }
+  uint16_t outcome = mode == Mode::kFail    ? kSentinelOutcomeFail
+                     : mode == Mode::kAbort ? kSentinelOutcomeAbort
+                                            : kSentinelOutcomeWarn;
+  SendRecords(r, ToWireVerdicts(v, r.config.expect, ev, outcome, NowNs()));
+  if (mode == Mode::kAbort) std::abort();  // the user asked for it (SENTINEL_ON_MISMATCH=abort)
+  return mode == Mode::kFail;
+}
+
+// The expectation did not parse: say so once; in fail/abort mode refuse like a mismatch.
+bool ReportParseErrorLocked(Runtime& r) {
+  bool seen = false;
+  for (const std::string& p : r.printed) seen = seen || p == r.config.parse_error;
+  if (!seen) {
+    r.printed.push_back(r.config.parse_error);
+    WriteStderr(r.config.parse_error + "\n");
+  }
+  if (r.config.mode == Mode::kAbort) std::abort();
+  return r.config.mode == Mode::kFail;
+}
+
+void AddPendingLocked(Runtime& r, void* comm) {
+  if (comm == nullptr || static_cast<int>(r.pending.size()) >= kMaxComms) return;
+  r.pending.push_back(PendingComm{comm, 0});
+  // Relaxed: the counter is a hint for the fast path; the list itself is read under the lock.
+  g_pending_collective_checks.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+const GuardConfig& Config() {
+  Runtime& r = R();
+  std::lock_guard<std::mutex> lock(r.mu);
+  LoadConfigLocked(r);
+  return r.config;
+}
+
+void ResetForTest() {
+  Runtime& r = R();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.config = GuardConfig();
+  r.loaded = false;
+  r.profiler_comms.clear();
+  r.pending.clear();
+  r.printed.clear();
+  r.logfn = nullptr;
+  r.interposer_seen = false;
+  g_pending_collective_checks.store(0, std::memory_order_relaxed);
+}
+
+void SetControlRecordFnForTest(ControlRecordFn fn) {
+  Runtime& r = R();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.record_fn = fn;
+}
+
+void OnCreateBegin() noexcept {
+  try {
+    Runtime& r = R();
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      LoadConfigLocked(r);
+      if (r.config.disabled || !r.config.active) return;
+      r.interposer_seen = true;
+    }
+    StartLogForwarder();
+  } catch (...) {
+  }
+}
+
+int OnCreateEnd(const char* api, int result, void* const* comms, int ncomms,
+                AbortCommFn abort_fn) noexcept {
+  try {
+    Runtime& r = R();
+    std::lock_guard<std::mutex> lock(r.mu);
+    LoadConfigLocked(r);
+    if (r.config.disabled || !r.config.active) return result;
+    void* first = ncomms > 0 ? comms[0] : nullptr;
+    bool fail = false;
+    if (!r.config.parse_error.empty()) {
+      fail = result == 0 && ReportParseErrorLocked(r);
+    } else if (result == 7 /* ncclInProgress: nonblocking init still running */) {
+      for (int i = 0; i < ncomms; ++i) AddPendingLocked(r, comms[i]);
+      return result;
+    } else {
+      Evidence ev;
+      LogEvidence log;
+      Verdict v = EvaluateLocked(r, Stage::kInit, first, 0, &ev, &log);
+      if (result != 0) {
+        // NCCL refused by itself (e.g. NCCL_NET=IB without IB): explain why, change nothing.
+        ReportLocked(r, v, ev, std::string(api) + " (which already failed)", Mode::kWarn);
+        return result;
+      }
+      fail = ReportLocked(r, v, ev, api, r.config.mode);
+      if (!fail && !v.deferred.empty()) {
+        for (int i = 0; i < ncomms; ++i) AddPendingLocked(r, comms[i]);
+      }
+    }
+    if (!fail) return result;
+    for (int i = 0; i < ncomms; ++i) {
+      if (comms[i] != nullptr && abort_fn != nullptr) abort_fn(comms[i]);
+    }
+    return kInvalidUsage;
+  } catch (...) {
+    return result;  // the host always wins
+  }
+}
+
+int OnCollectiveEnd(const char* api, void* comm, int result) noexcept {
+  try {
+    Runtime& r = R();
+    std::lock_guard<std::mutex> lock(r.mu);
+    size_t i = 0;
+    while (i < r.pending.size() && r.pending[i].comm != comm) ++i;
+    if (i == r.pending.size()) return result;
+    Evidence ev;
+    LogEvidence log;
+    Verdict v = EvaluateLocked(r, Stage::kFirstCollective, comm, 0, &ev, &log);
+    bool channels_seen = log.AnyChannelLines() || ev.log == nullptr;
+    if (v.Passed() && !channels_seen && ++r.pending[i].tries < kMaxCollectiveTries) {
+      return result;  // inside a group: the connection happens at ncclGroupEnd; look again later
+    }
+    r.pending.erase(r.pending.begin() + static_cast<std::ptrdiff_t>(i));
+    g_pending_collective_checks.fetch_sub(1, std::memory_order_relaxed);
+    bool fail = ReportLocked(r, v, ev, std::string("the first ") + api + " (runtime connect)",
+                             r.config.mode);
+    return fail && result == 0 ? kInvalidUsage : result;
+  } catch (...) {
+    return result;
+  }
+}
+
+// Profiler plugin hooks (guard_hooks.h).
+void OnProfilerInit(const ProfilerInitInfo& info) noexcept {
+  try {
+    Runtime& r = R();
+    std::lock_guard<std::mutex> lock(r.mu);
+    LoadConfigLocked(r);
+    if (info.logfn != nullptr) r.logfn = info.logfn;
+    if (r.config.disabled || !r.config.active) return;
+    if (FindProfilerCommLocked(r, info.comm_hash) == nullptr &&
+        static_cast<int>(r.profiler_comms.size()) < kMaxComms) {
+      r.profiler_comms.push_back(ProfilerComm{info.comm_hash, info.rank, info.nranks, info.n_nodes});
+    }
+    tls_last_profiler_hash = info.comm_hash;
+    if (r.interposer_seen || !r.config.parse_error.empty()) return;  // the interposer decides
+    // Profiler-only mode: what the plugin can see (init args, host probe, environment, and the
+    // log if a capture exists); warnings and alerts only, never failing the communicator.
+    Evidence ev;
+    LogEvidence log;
+    Verdict v = EvaluateLocked(r, Stage::kProfilerInit, nullptr, info.comm_hash, &ev, &log);
+    ev.rank = info.rank;
+    ev.nranks = info.nranks;
+    ReportLocked(r, v, ev, "profiler init (profiler-only mode: warning only)", Mode::kWarn);
+  } catch (...) {
+  }
+}
+
+void OnProfilerFinalize(uint64_t comm_hash, int rank) noexcept {
+  (void)rank;
+  try {
+    Runtime& r = R();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (size_t i = 0; i < r.profiler_comms.size(); ++i) {
+      if (r.profiler_comms[i].comm_hash == comm_hash) {
+        r.profiler_comms.erase(r.profiler_comms.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace sentinel::guard

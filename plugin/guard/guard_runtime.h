@@ -1,0 +1,52 @@
+// The guard's process-wide state and its two entry paths: the LD_PRELOAD interposer (fail-fast at
+// communicator creation and at the first collective) and the profiler plugin (profiler-only mode:
+// warnings and alerts, never failing). Thread-safe; every entry point is noexcept.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "plugin/guard/expectation.h"
+#include "plugin/guard/guard_hooks.h"
+#include "plugin/guard/verdict.h"
+
+namespace sentinel::guard {
+
+struct GuardConfig {
+  bool disabled = false;  // SENTINEL_DISABLE=1
+  bool active = false;    // an expectation is set (or failed to parse)
+  Expectation expect;
+  Mode mode = Mode::kFail;    // SENTINEL_ON_MISMATCH
+  std::string source;         // "SENTINEL_EXPECT", the file path, or "sentineld"
+  std::string parse_error;    // non-empty: the expectation did not parse (message with caret)
+};
+
+// Loaded once from the environment (SENTINEL_EXPECT, SENTINEL_EXPECT_FILE, SENTINEL_ON_MISMATCH,
+// SENTINEL_EXPECT_URL/sentineld). Never fails; problems end up in parse_error.
+const GuardConfig& Config();
+void ResetForTest();
+
+// NCCL's pncclCommAbort, to abort a communicator we refuse.
+using AbortCommFn = int (*)(void* comm);
+
+// The interposer calls these around every communicator-creation API.
+void OnCreateBegin() noexcept;
+// `comms`/`ncomms`: the communicators the call created (nulls allowed). Returns the result the
+// application must see: `result`, or ncclInvalidUsage (5) after aborting them in fail mode.
+int OnCreateEnd(const char* api, int result, void* const* comms, int ncomms,
+                AbortCommFn abort_fn) noexcept;
+
+// First-collective (runtime connect) check. The fast path is one relaxed load: the counter is
+// only a hint that some communicator still has a deferred check; the slow path takes the lock.
+extern std::atomic<int> g_pending_collective_checks;
+inline bool CollectiveCheckPending() {
+  return g_pending_collective_checks.load(std::memory_order_relaxed) != 0;
+}
+// After a collective on `comm` returned `result`: the result the application must see.
+int OnCollectiveEnd(const char* api, void* comm, int result) noexcept;
+
+// Test seam: where verdict records go (default: the plugin core's EnqueueControlRecord).
+using ControlRecordFn = void (*)(uint16_t type, const void* payload, size_t size);
+void SetControlRecordFnForTest(ControlRecordFn fn);
+
+}  // namespace sentinel::guard

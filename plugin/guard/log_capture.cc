@@ -1,0 +1,374 @@
+// NCCL log capture: constructor-time redirection to a memfd, a forwarder thread that reproduces the
+// user's own view of the log, and the parser feed (see log_capture.h and plugin/guard/README.md).
+#include "plugin/guard/log_capture.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace sentinel::guard {
+namespace {
+
+constexpr const char* kOrigPrefix = "SENTINEL_ORIG_";
+constexpr const char* kVars[] = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE"};
+
+// Set by the constructor (plain data only: no global constructors, nothing to destroy).
+// g_mode is read by other threads after the constructor ran; relaxed is enough because the
+// dynamic loader runs constructors before any thread of ours exists.
+std::atomic<int> g_mode{static_cast<int>(CaptureMode::kOff)};
+int g_fd = -1;
+int g_user_level = 0;
+pid_t g_pid = 0;
+bool g_user_file_set = false;
+char g_user_file[1024];
+const char* g_unavailable = "";
+
+bool IsWarnLine(std::string_view line) { return line.find(" NCCL WARN ") != std::string_view::npos; }
+
+void WriteAll(int fd, const std::string& bytes) {
+  size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = write(fd, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the user's destination is gone; nothing sensible to do
+    off += static_cast<size_t>(n);
+  }
+}
+
+// Stash the user's value of `name` as SENTINEL_ORIG_<name> ("=value" or "!" for unset).
+void Stash(const char* name) {
+  char key[64];
+  std::snprintf(key, sizeof key, "%s%s", kOrigPrefix, name);
+  const char* v = getenv(name);
+  if (v == nullptr) {
+    setenv(key, "!", 1);
+    return;
+  }
+  char buf[2048];
+  std::snprintf(buf, sizeof buf, "=%s", v);
+  setenv(key, buf, 1);
+}
+
+// A child that inherited our modified environment: put the user's settings back first.
+void RestoreOriginals() {
+  for (const char* name : kVars) {
+    char key[64];
+    std::snprintf(key, sizeof key, "%s%s", kOrigPrefix, name);
+    const char* v = getenv(key);
+    if (v == nullptr) continue;
+    if (v[0] == '=') {
+      setenv(name, v + 1, 1);
+    } else {
+      unsetenv(name);
+    }
+    unsetenv(key);
+  }
+}
+
+bool ExpectationConfigured() {
+  const char* e = getenv("SENTINEL_EXPECT");
+  const char* f = getenv("SENTINEL_EXPECT_FILE");
+  return (e != nullptr && *e != '\0') || (f != nullptr && *f != '\0');
+}
+
+struct CaptureState {
+  std::mutex mu;
+  LineForwarder forwarder{CaptureMode::kOff, 0};
+  LogEvidence evidence;
+  int out_fd = -1;
+  uint64_t offset = 0;
+  bool finished = false;
+};
+
+CaptureState& State() {
+  static CaptureState* state = [] {
+    auto* s = new CaptureState();  // leaked: used during exit
+    s->forwarder = LineForwarder(static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed)),
+                                 g_user_level);
+    return s;
+  }();
+  return *state;
+}
+
+std::string ExpandUserFile() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "localhost");
+  if (char* dot = std::strchr(host, '.')) *dot = '\0';
+  std::string path;
+  for (const char* p = g_user_file; *p != '\0'; ++p) {
+    if (*p == '%' && p[1] != '\0') {
+      ++p;
+      if (*p == 'h') {
+        path += host;
+      } else if (*p == 'p') {
+        path += std::to_string(getpid());
+      } else if (*p == '%') {
+        path += '%';
+      } else {
+        path += '%';
+        path += *p;
+      }
+    } else {
+      path += *p;
+    }
+  }
+  return path;
+}
+
+// Caller holds s.mu. Opens the user's destination the way NCCL would have (truncating).
+void OpenOutputLocked(CaptureState& s) {
+  if (s.out_fd >= 0) return;
+  s.out_fd = 1;
+  if (g_user_file_set && g_user_level > 1) {
+    int fd = open(ExpandUserFile().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (fd >= 0) s.out_fd = fd;
+  }
+}
+
+// Caller holds s.mu.
+void DrainLocked(CaptureState& s) {
+  if (g_fd < 0 || s.finished) return;
+  OpenOutputLocked(s);
+  char buf[64 * 1024];
+  std::string out;
+  for (;;) {
+    ssize_t n = pread(g_fd, buf, sizeof buf, static_cast<off_t>(s.offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    s.offset += static_cast<uint64_t>(n);
+    out.clear();
+    s.forwarder.Feed(std::string_view(buf, static_cast<size_t>(n)), &s.evidence, &out);
+    WriteAll(s.out_fd, out);
+  }
+  // Give back the memory of what was consumed (NCCL keeps writing at its own offset).
+  uint64_t punch = s.offset & ~static_cast<uint64_t>(4095);
+  if (punch > 0) {
+    (void)fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(punch));
+  }
+}
+
+bool Active() {
+  auto mode = static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed));
+  return (mode == CaptureMode::kFilter || mode == CaptureMode::kVerbatim) && g_fd >= 0 &&
+         getpid() == g_pid;
+}
+
+}  // namespace
+
+int NcclDebugLevel(const char* value) {
+  if (value == nullptr) return 0;
+  if (strcasecmp(value, "VERSION") == 0) return 1;
+  if (strcasecmp(value, "WARN") == 0) return 2;
+  if (strcasecmp(value, "INFO") == 0) return 3;
+  if (strcasecmp(value, "ABORT") == 0) return 4;
+  if (strcasecmp(value, "TRACE") == 0) return 5;
+  return 0;
+}
+
+bool SubsysShowsInit(const char* value) {
+  if (value == nullptr) return true;  // default INIT,BOOTSTRAP,ENV
+  bool invert = value[0] == '^';
+  if (invert) ++value;
+  bool listed = false;
+  const char* p = value;
+  while (*p != '\0') {
+    const char* comma = std::strchr(p, ',');
+    size_t len = comma == nullptr ? std::strlen(p) : static_cast<size_t>(comma - p);
+    if ((len == 4 && strncasecmp(p, "INIT", 4) == 0) || (len == 3 && strncasecmp(p, "ALL", 3) == 0)) {
+      listed = true;
+    }
+    if (comma == nullptr) break;
+    p = comma + 1;
+  }
+  return invert ? !listed : listed;
+}
+
+CaptureMode DecideCaptureMode(const char* nccl_debug, const char* nccl_debug_subsys) {
+  int level = NcclDebugLevel(nccl_debug);
+  if (level < 3) return CaptureMode::kFilter;
+  return SubsysShowsInit(nccl_debug_subsys) ? CaptureMode::kVerbatim : CaptureMode::kUnavailable;
+}
+
+void LineForwarder::Feed(std::string_view bytes, LogEvidence* ev, std::string* out) {
+  while (!bytes.empty()) {
+    size_t nl = bytes.find('\n');
+    if (nl == std::string_view::npos) {
+      partial_.append(bytes.data(), bytes.size());
+      return;
+    }
+    if (partial_.empty()) {
+      Line(bytes.substr(0, nl), true, ev, out);
+    } else {
+      partial_.append(bytes.data(), nl);
+      std::string line;
+      line.swap(partial_);
+      Line(line, true, ev, out);
+    }
+    bytes.remove_prefix(nl + 1);
+  }
+}
+
+void LineForwarder::Finish(LogEvidence* ev, std::string* out) {
+  if (!partial_.empty()) {
+    std::string line;
+    line.swap(partial_);
+    Line(line, false, ev, out);
+  }
+}
+
+void LineForwarder::Line(std::string_view line, bool had_newline, LogEvidence* ev,
+                         std::string* out) {
+  ParseNcclLogLine(line, ev);
+  if (mode_ == CaptureMode::kVerbatim) {
+    out->append(line.data(), line.size());
+    if (had_newline) out->push_back('\n');
+    return;
+  }
+  if (mode_ != CaptureMode::kFilter) return;
+  if (line.empty()) {
+    ++pending_blank_;
+    return;
+  }
+  int blanks = pending_blank_;
+  pending_blank_ = 0;
+  if (user_level_ >= 2 && IsWarnLine(line)) {
+    out->append(static_cast<size_t>(blanks), '\n');
+    out->append(line.data(), line.size());
+    if (had_newline) out->push_back('\n');
+    return;
+  }
+  // The version line: an INFO line now, a bare line at the user's VERSION/WARN level (§8.2).
+  size_t info = line.find(" NCCL INFO NCCL version ");
+  if (user_level_ >= 1 && info != std::string_view::npos) {
+    out->append("NCCL version ");
+    std::string_view v = line.substr(info + 24);
+    out->append(v.data(), v.size());
+    if (had_newline) out->push_back('\n');
+  }
+}
+
+void InstallLogCapture(bool preloaded) noexcept {
+  const char* disable = getenv("SENTINEL_DISABLE");
+  if (disable != nullptr && std::strcmp(disable, "1") == 0) {
+    RestoreOriginals();
+    return;
+  }
+  RestoreOriginals();
+  if (!preloaded || !ExpectationConfigured()) return;
+  const char* level = getenv("NCCL_DEBUG");
+  const char* subsys = getenv("NCCL_DEBUG_SUBSYS");
+  CaptureMode mode = DecideCaptureMode(level, subsys);
+  g_user_level = NcclDebugLevel(level);
+  if (mode == CaptureMode::kUnavailable) {
+    g_unavailable = "NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS excluding INIT: the user's log "
+                    "settings were left alone";
+    g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
+    return;
+  }
+  int fd = memfd_create("sentinel-nccl-log", MFD_CLOEXEC);
+  if (fd < 0) {
+    g_unavailable = "memfd_create failed";
+    g_mode.store(static_cast<int>(CaptureMode::kUnavailable), std::memory_order_relaxed);
+    return;
+  }
+  const char* file = getenv("NCCL_DEBUG_FILE");
+  g_user_file_set = file != nullptr;
+  if (file != nullptr) std::snprintf(g_user_file, sizeof g_user_file, "%s", file);
+  for (const char* name : kVars) Stash(name);
+  if (mode == CaptureMode::kFilter) {
+    setenv("NCCL_DEBUG", "INFO", 1);
+    setenv("NCCL_DEBUG_SUBSYS", "INIT,ENV", 1);
+  }
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  setenv("NCCL_DEBUG_FILE", path, 1);
+  g_fd = fd;
+  g_pid = getpid();
+  g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
+}
+
+void StartLogForwarder() noexcept {
+  if (!Active()) return;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    {
+      CaptureState& s = State();
+      std::lock_guard<std::mutex> lock(s.mu);
+      OpenOutputLocked(s);  // NCCL creates its file at its first log call: so do we
+    }
+    try {
+      // Our thread blocks all signals (house style 3.5): the host's handlers stay the host's.
+      sigset_t all;
+      sigset_t old;
+      sigfillset(&all);
+      pthread_sigmask(SIG_SETMASK, &all, &old);
+      std::thread t([] {
+        pthread_setname_np(pthread_self(), "sentinel-logfwd");
+        for (;;) {
+          usleep(20 * 1000);
+          if (getpid() != g_pid) return;
+          CaptureState& s = State();
+          std::lock_guard<std::mutex> lock(s.mu);
+          DrainLocked(s);
+          if (s.finished) return;
+        }
+      });
+      t.detach();
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    } catch (...) {
+      // No thread: the evidence is still drained synchronously at verdict time and at exit.
+    }
+  });
+}
+
+bool SnapshotLogEvidence(LogEvidence* out, std::string* reason) {
+  auto mode = static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed));
+  if (mode == CaptureMode::kOff) {
+    *reason = "no log capture (not preloaded, or no expectation at process start)";
+    return false;
+  }
+  if (mode == CaptureMode::kUnavailable) {
+    *reason = g_unavailable;
+    return false;
+  }
+  if (getpid() != g_pid) {
+    *reason = "forked child: the log capture belongs to the parent";
+    return false;
+  }
+  CaptureState& s = State();
+  std::lock_guard<std::mutex> lock(s.mu);
+  DrainLocked(s);
+  *out = s.evidence;
+  return true;
+}
+
+void DrainLogCaptureAtExit() noexcept {
+  if (!Active()) return;
+  try {
+    CaptureState& s = State();
+    std::lock_guard<std::mutex> lock(s.mu);
+    DrainLocked(s);
+    std::string out;
+    s.forwarder.Finish(&s.evidence, &out);
+    WriteAll(s.out_fd, out);
+    s.finished = true;
+  } catch (...) {
+  }
+}
+
+CaptureMode CurrentCaptureMode() {
+  return static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed));
+}
+
+}  // namespace sentinel::guard

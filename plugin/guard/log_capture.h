@@ -1,0 +1,59 @@
+// Captures NCCL's own log for the guard without changing what the user sees of it
+// (plugin/guard/README.md "Log capture"). The preload constructor redirects NCCL's log to a memfd
+// we own (NCCL can never block on it); a forwarder copies to the user's own destination exactly the
+// bytes they would have seen, and feeds every line to the NCCL log parser.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "plugin/guard/nccl_log_parser.h"
+
+namespace sentinel::guard {
+
+enum class CaptureMode {
+  kOff,          // no capture (no expectation, disabled, not preloaded)
+  kFilter,       // user level below INFO: we raised it; forward only the lines their level shows
+  kVerbatim,     // user asked for INFO with INIT: settings untouched, everything forwarded as is
+  kUnavailable,  // user INFO without INIT: settings untouched, no log evidence
+};
+
+// NCCL_DEBUG value -> level 0 (unset/NONE) .. 5 (TRACE), as nccl-abi-facts.md §2.2.
+int NcclDebugLevel(const char* value);
+// Whether NCCL_DEBUG_SUBSYS (null: unset, default INIT,BOOTSTRAP,ENV) shows INIT lines.
+bool SubsysShowsInit(const char* value);
+// The capture decision for the user's settings.
+CaptureMode DecideCaptureMode(const char* nccl_debug, const char* nccl_debug_subsys);
+
+// Turns captured bytes into (a) parsed evidence and (b) the bytes the user would have seen.
+// Pure and testable; not thread-safe.
+class LineForwarder {
+ public:
+  LineForwarder(CaptureMode mode, int user_level) : mode_(mode), user_level_(user_level) {}
+  // Complete lines are parsed into `ev` and their visible form appended to `out`.
+  void Feed(std::string_view bytes, LogEvidence* ev, std::string* out);
+  // End of input: a trailing partial line is handled as a line.
+  void Finish(LogEvidence* ev, std::string* out);
+
+ private:
+  void Line(std::string_view line, bool had_newline, LogEvidence* ev, std::string* out);
+
+  CaptureMode mode_;
+  int user_level_;
+  std::string partial_;
+  int pending_blank_ = 0;  // blank lines held back: NCCL prints one before every WARN line
+};
+
+// From the LD_PRELOAD constructor only: getenv/setenv/memfd_create, no threads, no allocation
+// beyond the environment's. Does nothing unless an expectation is set and we are preloaded.
+void InstallLogCapture(bool preloaded) noexcept;
+// Starts the forwarder thread (once; called at the first interposed communicator creation).
+void StartLogForwarder() noexcept;
+// Drains what NCCL wrote so far and copies the evidence into `out`. False when no log evidence
+// can exist (`reason` then says why).
+bool SnapshotLogEvidence(LogEvidence* out, std::string* reason);
+// Final drain (library destructor), so that the user's last lines are not lost.
+void DrainLogCaptureAtExit() noexcept;
+CaptureMode CurrentCaptureMode();
+
+}  // namespace sentinel::guard

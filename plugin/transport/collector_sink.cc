@@ -1,0 +1,560 @@
+// CollectorSink: framing, batching, the hello/ack handshake, reconnect with backoff, and the
+// drop accounting of the plugin -> sentineld stream (see collector_sink.h).
+#include "plugin/transport/collector_sink.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace sentinel::plugin {
+namespace {
+
+constexpr size_t kHeaderBytes = sizeof(SentinelWireFrameHeader);
+constexpr size_t kCollFrameBytes = kHeaderBytes + sizeof(SentinelWireCollRecord);
+static_assert(kCollFrameBytes % 8 == 0, "coll frames stay 8-byte multiples");
+
+constexpr size_t FrameBytes(size_t payload) { return (kHeaderBytes + payload + 7) & ~size_t{7}; }
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+bool VerboseFromEnv() {
+  const char* level = std::getenv("SENTINEL_LOG_LEVEL");  // NOLINT(concurrency-mt-unsafe)
+  if (level == nullptr) return false;
+  return std::strcmp(level, "info") == 0 || std::strcmp(level, "debug") == 0 ||
+         std::strcmp(level, "trace") == 0;
+}
+
+void CopyString(char* dst, size_t cap, const char* src) {
+  if (src == nullptr) src = "";
+  std::snprintf(dst, cap, "%s", src);
+}
+
+// Poll timeout in whole milliseconds, rounded up so that a short remainder still waits.
+int PollMs(int64_t remaining_ns) {
+  if (remaining_ns <= 0) return 0;
+  int64_t ms = (remaining_ns + 999'999) / 1'000'000;
+  return ms > 60'000 ? 60'000 : static_cast<int>(ms);
+}
+
+}  // namespace
+
+CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : options_(options) {
+  pid_ = static_cast<uint32_t>(getpid());
+  rng_ = (static_cast<uint64_t>(pid_) << 32) ^ static_cast<uint64_t>(MonotonicNs()) ^
+         0x9E3779B97F4A7C15ull;
+  if (options_.backoff_min_ns <= 0) options_.backoff_min_ns = 1;
+  if (options_.backoff_max_ns < options_.backoff_min_ns) {
+    options_.backoff_max_ns = options_.backoff_min_ns;
+  }
+  if (options_.max_comms == 0) options_.max_comms = 1;
+
+  SocketPathKind kind = SocketPathKind::kPath;
+  if (options_.socket_path != nullptr) {
+    kind = ResolveSocketPath(options_.socket_path, nullptr, getuid(), path_, sizeof(path_));
+  } else {
+    kind = ResolveSocketPathFromEnv(path_, sizeof(path_));
+  }
+  options_.socket_path = nullptr;  // the caller's string need not outlive us; path_ holds it
+  if (kind == SocketPathKind::kDisabled) {
+    state_.store(State::kOff, std::memory_order_relaxed);
+    return;
+  }
+  if (kind == SocketPathKind::kTooLong) {
+    state_.store(State::kOff, std::memory_order_relaxed);
+    Log("sentinel: collector socket path too long for a UNIX socket; streaming off");
+    return;
+  }
+
+  if (gethostname(host_, sizeof(host_)) != 0) host_[0] = '\0';
+  host_[sizeof(host_) - 1] = '\0';
+  if (char* dot = std::strchr(host_, '.')) *dot = '\0';
+  static constexpr const char* kJobIdVars[] = {"SENTINEL_JOB_ID", "SLURM_JOB_ID",
+                                                "TORCHELASTIC_RUN_ID"};
+  for (const char* var : kJobIdVars) {
+    const char* v = std::getenv(var);  // NOLINT(concurrency-mt-unsafe)
+    if (v != nullptr && v[0] != '\0') {
+      CopyString(job_id_, sizeof(job_id_), v);
+      break;
+    }
+  }
+
+  // The frame must fit whole with room for the largest control record.
+  size_t want = options_.buffer_bytes;
+  if (want < 2 * FrameBytes(sizeof(SentinelWireVerdict))) {
+    want = 2 * FrameBytes(sizeof(SentinelWireVerdict));
+  }
+  buf_.reset(new (std::nothrow) uint8_t[want]);
+  comms_.reset(new (std::nothrow) SentinelWireCommInit[options_.max_comms]);
+  if (buf_ == nullptr || comms_ == nullptr) {
+    state_.store(State::kOff, std::memory_order_relaxed);
+    Log("sentinel: no memory for the collector stream buffer; streaming off");
+    return;
+  }
+  cap_ = want;
+  backoff_ns_ = options_.backoff_min_ns;
+}
+
+CollectorSink::~CollectorSink() {
+  // Only the process that opened the socket closes it; a forked child's copy just goes away.
+  if (fd_ >= 0) close(fd_);
+}
+
+int64_t CollectorSink::Now() const {
+  return options_.now_ns != nullptr ? options_.now_ns() : MonotonicNs();
+}
+
+void CollectorSink::Log(const char* fmt, ...) const {
+  if (options_.log_info == nullptr && !VerboseFromEnv()) return;
+  char line[320];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  if (options_.log_info != nullptr) {
+    options_.log_info(line);
+    return;
+  }
+  char out[340];
+  int n = std::snprintf(out, sizeof(out), "[sentinel %u] %s\n", pid_, line);
+  if (n > 0) {
+    ssize_t ignored = write(2, out, static_cast<size_t>(n) < sizeof(out) ? n : sizeof(out) - 1);
+    (void)ignored;
+  }
+}
+
+CollectorSinkStats CollectorSink::Stats() const {
+  CollectorSinkStats s;
+  auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  s.connect_attempts = get(connect_attempts_);
+  s.connects = get(connects_);
+  s.connect_failures = get(connect_failures_);
+  s.handshake_failures = get(handshake_failures_);
+  s.refused = get(refused_);
+  s.disconnects = get(disconnects_);
+  s.records_sent = get(records_sent_);
+  s.records_dropped = get(records_dropped_);
+  s.control_dropped = get(control_dropped_);
+  s.send_eagain = get(send_eagain_);
+  s.bytes_sent = get(bytes_sent_);
+  s.send_calls = get(send_calls_);
+  s.comm_replays = get(comm_replays_);
+  s.comm_table_overflow = get(comm_table_overflow_);
+  return s;
+}
+
+// ---- connection management ------------------------------------------------------------------
+
+void CollectorSink::Poll() {
+  int64_t now = Now();
+  MaybeConnect(now, options_.hello_timeout_ns);
+}
+
+void CollectorSink::ScheduleRetry(int64_t now) {
+  // xorshift64: a cheap jitter so that the ranks of a node do not reconnect in lockstep.
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  int64_t jitter_range = backoff_ns_ / 5;  // +-20%
+  int64_t jitter = jitter_range > 0
+                       ? static_cast<int64_t>(rng_ % static_cast<uint64_t>(2 * jitter_range + 1)) -
+                             jitter_range
+                       : 0;
+  next_attempt_ns_ = now + backoff_ns_ + jitter;
+  backoff_ns_ = backoff_ns_ * 2 > options_.backoff_max_ns ? options_.backoff_max_ns : backoff_ns_ * 2;
+}
+
+void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
+  if (state_.load(std::memory_order_relaxed) != State::kDisconnected) return;
+  if (now < next_attempt_ns_) return;
+  if (static_cast<uint32_t>(getpid()) != pid_) return;  // forked child: never our socket
+  Bump(connect_attempts_);
+
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    Bump(connect_failures_);
+    ScheduleRetry(now);
+    return;
+  }
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path_, std::strlen(path_) + 1);
+  // A UNIX-socket connect completes or fails at once; EAGAIN (backlog full) is a failure too.
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int err = errno;
+    close(fd);
+    Bump(connect_failures_);
+    if (!logged_connect_failure_) {
+      logged_connect_failure_ = true;
+      Log("sentinel: sentineld not reachable at %s (errno %d); records are dropped and counted "
+          "until it is",
+          path_, err);
+    }
+    ScheduleRetry(now);
+    return;
+  }
+  fd_ = fd;
+  // Real time bounds the wait, whatever clock the backoff runs on.
+  if (!Handshake(MonotonicNs() + wait_budget_ns)) {
+    if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+    close(fd_);
+    fd_ = -1;
+    Bump(handshake_failures_);
+    ScheduleRetry(Now());
+    return;
+  }
+  OnStreamStarted();
+}
+
+bool CollectorSink::Handshake(int64_t deadline_ns) {
+  struct {
+    SentinelWireFrameHeader h;
+    SentinelWireHello hello;
+  } frame{};
+  static_assert(sizeof(frame) == FrameBytes(sizeof(SentinelWireHello)), "hello frame packing");
+  frame.h.size = sizeof(frame);
+  frame.h.type = kSentinelWireHello;
+  frame.hello.magic = SENTINEL_WIRE_MAGIC;
+  frame.hello.major = SENTINEL_WIRE_MAJOR;
+  frame.hello.minor = SENTINEL_WIRE_MINOR;
+  frame.hello.features = kSentinelFeatureNone;
+  frame.hello.pid = pid_;
+  frame.hello.mono_ns = MonotonicNs();
+  frame.hello.realtime_ns = RealtimeNs();
+  CopyString(frame.hello.host, sizeof(frame.hello.host), host_);
+  CopyString(frame.hello.job_id, sizeof(frame.hello.job_id), job_id_);
+  ssize_t n = send(fd_, &frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT);
+  if (n != static_cast<ssize_t>(sizeof(frame))) return false;
+
+  // Read frames until the HelloAck; skip any other type (compatibility rule), bounded in time.
+  alignas(8) uint8_t in[SENTINEL_WIRE_FRAME_MAX];
+  size_t have = 0;
+  size_t need = kHeaderBytes;
+  while (true) {
+    if (have < need) {
+      pollfd pfd{fd_, POLLIN, 0};
+      int64_t remaining = deadline_ns - MonotonicNs();
+      if (remaining <= 0) return false;
+      int pr = poll(&pfd, 1, PollMs(remaining));
+      if (pr < 0 && errno != EINTR) return false;
+      if (pr <= 0) continue;
+      ssize_t got = recv(fd_, in + have, need - have, MSG_DONTWAIT);
+      if (got == 0) return false;  // the collector closed on us
+      if (got < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
+        return false;
+      }
+      have += static_cast<size_t>(got);
+      continue;
+    }
+    SentinelWireFrameHeader h;
+    std::memcpy(&h, in, sizeof(h));
+    if (h.size < kHeaderBytes || h.size % 8 != 0 || h.size > SENTINEL_WIRE_FRAME_MAX) return false;
+    if (need < h.size) {
+      need = h.size;
+      continue;
+    }
+    if (h.type != kSentinelWireHelloAck) {  // not for us: skip it
+      have = 0;
+      need = kHeaderBytes;
+      continue;
+    }
+    if (h.size < kHeaderBytes + sizeof(SentinelWireHelloAck)) return false;
+    SentinelWireHelloAck ack;
+    std::memcpy(&ack, in + kHeaderBytes, sizeof(ack));
+    if (ack.magic != SENTINEL_WIRE_MAGIC) return false;
+    if (ack.status != kSentinelHelloAccepted || ack.major != SENTINEL_WIRE_MAJOR) {
+      // The collector will not take our records: stop for the life of this process, quietly.
+      Bump(refused_);
+      state_.store(State::kOff, std::memory_order_relaxed);
+      close(fd_);
+      fd_ = -1;
+      Log("sentinel: sentineld at %s refused the stream (status %u, wire major %u, ours %u); "
+          "streaming off for this process",
+          path_, ack.status, static_cast<unsigned>(ack.major), SENTINEL_WIRE_MAJOR);
+      return false;
+    }
+    return true;
+  }
+}
+
+void CollectorSink::OnStreamStarted() {
+  state_.store(State::kStreaming, std::memory_order_relaxed);
+  Bump(connects_);
+  backoff_ns_ = options_.backoff_min_ns;
+  logged_connect_failure_ = false;
+  walk_ = head_ = tail_ = 0;
+  // Everything the collector must know to make sense of what follows: the live communicators,
+  // then the cumulative counters (so it learns what was lost while it was away).
+  for (size_t i = 0; i < n_comms_; ++i) {
+    if (Append(kSentinelWireCommInit, &comms_[i], sizeof(comms_[i]))) {
+      Bump(comm_replays_);
+    } else {
+      Bump(control_dropped_);
+    }
+  }
+  if (have_hb_) {
+    SendHeartbeatNow();
+  } else {
+    SendSome();
+  }
+}
+
+void CollectorSink::Disconnect(const char* why) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  Bump(disconnects_);
+  // Frames the kernel did not take whole are lost with the connection: count the records.
+  uint64_t lost = 0;
+  size_t off = walk_;
+  while (off + kHeaderBytes <= tail_) {
+    SentinelWireFrameHeader h;
+    std::memcpy(&h, buf_.get() + off, sizeof(h));
+    if (h.type == kSentinelWireColl) {
+      ++lost;
+    } else {
+      Bump(control_dropped_);
+    }
+    off += h.size;
+  }
+  if (lost > 0) Bump(records_dropped_, lost);
+  walk_ = head_ = tail_ = 0;
+  state_.store(State::kDisconnected, std::memory_order_relaxed);
+  Log("sentinel: lost the sentineld stream (%s); reconnecting with backoff", why);
+  ScheduleRetry(Now());
+}
+
+// ---- buffering and sending ------------------------------------------------------------------
+
+bool CollectorSink::MakeRoom(size_t bytes) {
+  if (cap_ - tail_ >= bytes) return true;
+  if (cap_ - (tail_ - walk_) < bytes) return false;
+  // Slide the unsent bytes (and the partly sent frame) to the front.
+  std::memmove(buf_.get(), buf_.get() + walk_, tail_ - walk_);
+  head_ -= walk_;
+  tail_ -= walk_;
+  walk_ = 0;
+  return true;
+}
+
+bool CollectorSink::Append(uint16_t type, const void* payload, size_t size) {
+  size_t frame = FrameBytes(size);
+  if (frame > SENTINEL_WIRE_FRAME_MAX || !MakeRoom(frame)) return false;
+  if (head_ == tail_) oldest_unsent_ns_ = Now();
+  uint8_t* p = buf_.get() + tail_;
+  SentinelWireFrameHeader h{static_cast<uint32_t>(frame), type, 0};
+  std::memcpy(p, &h, sizeof(h));
+  std::memcpy(p + kHeaderBytes, payload, size);
+  if (frame > kHeaderBytes + size) std::memset(p + kHeaderBytes + size, 0, frame - kHeaderBytes - size);
+  tail_ += frame;
+  return true;
+}
+
+void CollectorSink::AccountSent() {
+  uint64_t sent = 0;
+  while (walk_ + kHeaderBytes <= head_) {
+    SentinelWireFrameHeader h;
+    std::memcpy(&h, buf_.get() + walk_, sizeof(h));
+    if (walk_ + h.size > head_) break;
+    if (h.type == kSentinelWireColl) ++sent;
+    walk_ += h.size;
+  }
+  if (sent > 0) Bump(records_sent_, sent);
+  if (walk_ == tail_) walk_ = head_ = tail_ = 0;
+}
+
+void CollectorSink::SendSome() {
+  while (head_ < tail_ && fd_ >= 0) {
+    ssize_t n = send(fd_, buf_.get() + head_, tail_ - head_, MSG_NOSIGNAL | MSG_DONTWAIT);
+    Bump(send_calls_);
+    if (n > 0) {
+      head_ += static_cast<size_t>(n);
+      Bump(bytes_sent_, static_cast<uint64_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      Bump(send_eagain_);
+      break;
+    }
+    AccountSent();
+    Disconnect(n == 0 ? "send returned 0" : "send failed");
+    return;
+  }
+  AccountSent();
+  // Bytes the socket would not take keep their age: the next drainer call tries again.
+}
+
+void CollectorSink::SendHeartbeatNow() {
+  SentinelWireHeartbeat hb = last_hb_;
+  // What the collector lost from this stream is this sink's own count (refused while it was
+  // away, or buffered and lost with a broken connection); the core's figure may mix other sinks.
+  hb.records_dropped_sink = records_dropped_.load(std::memory_order_relaxed);
+  if (!Append(kSentinelWireHeartbeat, &hb, sizeof(hb))) Bump(control_dropped_);
+  SendSome();
+}
+
+// ---- RecordSink -----------------------------------------------------------------------------
+
+void CollectorSink::OnCommInit(const SentinelWireCommInit& comm) {
+  if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  // Connect first, so that a replay triggered by this very connection does not send it twice.
+  int64_t now = Now();
+  MaybeConnect(now, options_.hello_timeout_ns);
+  // Remember it for replay after a reconnect (replace a re-init of the same comm and rank).
+  size_t i = 0;
+  while (i < n_comms_ && !(comms_[i].comm_hash == comm.comm_hash && comms_[i].rank == comm.rank)) {
+    ++i;
+  }
+  if (i < n_comms_) {
+    comms_[i] = comm;
+  } else if (n_comms_ < options_.max_comms) {
+    comms_[n_comms_++] = comm;
+  } else {
+    Bump(comm_table_overflow_);
+  }
+  if (state_.load(std::memory_order_relaxed) != State::kStreaming) return;  // replayed later
+  if (!Append(kSentinelWireCommInit, &comm, sizeof(comm))) Bump(control_dropped_);
+  SendSome();
+}
+
+void CollectorSink::OnCommEnd(uint64_t comm_hash, int rank) {
+  if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  for (size_t i = 0; i < n_comms_; ++i) {
+    if (comms_[i].comm_hash == comm_hash && comms_[i].rank == rank) {
+      comms_[i] = comms_[--n_comms_];
+      break;
+    }
+  }
+  int64_t now = Now();
+  MaybeConnect(now, options_.hello_timeout_ns);
+  if (state_.load(std::memory_order_relaxed) != State::kStreaming) {
+    Bump(control_dropped_);
+    return;
+  }
+  SentinelWireCommEnd end{};
+  end.comm_hash = comm_hash;
+  end.now_ns = now;
+  end.rank = rank;
+  if (!Append(kSentinelWireCommEnd, &end, sizeof(end))) Bump(control_dropped_);
+  SendSome();
+}
+
+size_t CollectorSink::OnRecords(const SentinelWireCollRecord* records, size_t n) {
+  // Every record is handled here: sent, buffered, or counted in records_dropped_ (which reaches
+  // the collector in the heartbeat). So we always return n: the core's own sink-drop counter
+  // then speaks only for the other sinks (the JSONL dump), not for an absent collector.
+  if (n == 0 || records == nullptr) return n;
+  State st = state_.load(std::memory_order_relaxed);
+  if (st == State::kOff) return n;  // streaming is off on purpose (disabled or refused)
+  if (st != State::kStreaming) {
+    int64_t now = Now();
+    MaybeConnect(now, options_.hello_timeout_ns);
+    if (state_.load(std::memory_order_relaxed) != State::kStreaming) {
+      Bump(records_dropped_, n);
+      return n;
+    }
+  }
+  const bool was_empty = head_ == tail_;
+  size_t accepted = 0;
+  while (accepted < n) {
+    // Fill what fits, then give the kernel a chance to take it before dropping the rest.
+    size_t room = cap_ - tail_;
+    if (room < kCollFrameBytes) {
+      SendSome();
+      if (fd_ < 0 || !MakeRoom(kCollFrameBytes)) break;
+      room = cap_ - tail_;
+    }
+    size_t fit = room / kCollFrameBytes;
+    if (fit > n - accepted) fit = n - accepted;
+    uint8_t* p = buf_.get() + tail_;
+    const SentinelWireFrameHeader h{static_cast<uint32_t>(kCollFrameBytes), kSentinelWireColl, 0};
+    for (size_t i = 0; i < fit; ++i, p += kCollFrameBytes) {
+      std::memcpy(p, &h, sizeof(h));
+      std::memcpy(p + kHeaderBytes, &records[accepted + i], sizeof(SentinelWireCollRecord));
+    }
+    tail_ += fit * kCollFrameBytes;
+    accepted += fit;
+  }
+  if (accepted < n) Bump(records_dropped_, n - accepted);
+  if (fd_ >= 0 && head_ < tail_) {
+    // At most one clock read per call, none once the batch is big enough to send anyway.
+    if (tail_ - head_ >= options_.send_threshold_bytes) {
+      SendSome();
+    } else {
+      int64_t now = Now();
+      if (was_empty) {
+        oldest_unsent_ns_ = now;
+      } else if (now - oldest_unsent_ns_ >= options_.max_batch_age_ns) {
+        SendSome();
+      }
+    }
+  }
+  return n;
+}
+
+void CollectorSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
+  if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  last_hb_ = hb;
+  have_hb_ = true;
+  int64_t now = Now();
+  State before = state_.load(std::memory_order_relaxed);
+  MaybeConnect(now, options_.hello_timeout_ns);
+  State after = state_.load(std::memory_order_relaxed);
+  if (after != State::kStreaming) return;  // cumulative: the next one after reconnecting says it
+  if (before == State::kStreaming) SendHeartbeatNow();  // else OnStreamStarted just sent it
+}
+
+void CollectorSink::OnControlRecord(uint16_t type, const void* payload, size_t size) {
+  if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  if (payload == nullptr || FrameBytes(size) > SENTINEL_WIRE_FRAME_MAX) {
+    Bump(control_dropped_);
+    return;
+  }
+  int64_t now = Now();
+  MaybeConnect(now, options_.hello_timeout_ns);
+  if (state_.load(std::memory_order_relaxed) != State::kStreaming) {
+    Bump(control_dropped_);
+    return;
+  }
+  if (!Append(type, payload, size)) Bump(control_dropped_);
+  SendSome();
+}
+
+void CollectorSink::Flush() {
+  if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  if (static_cast<uint32_t>(getpid()) != pid_) return;  // forked child: not our stream
+  int64_t deadline = MonotonicNs() + options_.flush_timeout_ns;
+  // A last connection attempt if one is due, within the flush budget.
+  MaybeConnect(Now(), options_.hello_timeout_ns < options_.flush_timeout_ns
+                          ? options_.hello_timeout_ns
+                          : options_.flush_timeout_ns);
+  while (fd_ >= 0) {
+    SendSome();
+    if (fd_ < 0 || head_ == tail_) break;
+    int64_t remaining = deadline - MonotonicNs();
+    if (remaining <= 0) break;
+    pollfd pfd{fd_, POLLOUT, 0};
+    if (poll(&pfd, 1, PollMs(remaining)) < 0 && errno != EINTR) break;
+  }
+}
+
+}  // namespace sentinel::plugin

@@ -1,0 +1,151 @@
+// CollectorSink: the RecordSink that streams the plugin's records to the node's sentineld over a
+// UNIX stream socket (wire: schemas/wire/sentinel_wire.h). It never blocks NCCL: it runs on the
+// core's drainer thread only, with a non-blocking socket and one bounded buffer; whatever cannot
+// be sent is dropped and counted, and the counts reach the collector in the next heartbeat.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "plugin/core/record_sink.h"
+#include "plugin/transport/socket_path.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::plugin {
+
+struct CollectorSinkOptions {
+  // Socket to connect to; null resolves SENTINEL_SOCKET / the per-user default (socket_path.h).
+  const char* socket_path = nullptr;
+  // The one send buffer, allocated at construction (about 3,600 collective records).
+  size_t buffer_bytes = 512 * 1024;
+  // Buffered bytes that trigger a send, and the longest a record waits for one (checked whenever
+  // the drainer calls in; heartbeats, comm init/end and control records send at once).
+  size_t send_threshold_bytes = 64 * 1024;
+  int64_t max_batch_age_ns = 2'000'000;
+  // Bounded wait for the collector's HelloAck after connecting (on the drainer thread).
+  int64_t hello_timeout_ns = 200'000'000;
+  // Reconnect backoff: doubles from min to max, each wait jittered by +-20%.
+  int64_t backoff_min_ns = 100'000'000;
+  int64_t backoff_max_ns = 5'000'000'000;
+  // Flush() returns after at most this long, whatever the collector does.
+  int64_t flush_timeout_ns = 100'000'000;
+  // Live communicators remembered for replay after a reconnect.
+  size_t max_comms = 256;
+  // CLOCK_MONOTONIC ns for the backoff and batch age; tests inject a fake clock to step through
+  // the backoff. Waits (handshake, flush) are always bounded on the real clock.
+  int64_t (*now_ns)() = nullptr;
+  // Slow-path log line at info level; null writes to stderr when SENTINEL_LOG_LEVEL is info,
+  // debug or trace. MUST NOT call back into the sink.
+  void (*log_info)(const char* line) = nullptr;
+};
+
+// Cumulative counters, readable from any thread (a snapshot of relaxed loads).
+struct CollectorSinkStats {
+  uint64_t connect_attempts = 0;
+  uint64_t connects = 0;            // handshakes accepted
+  uint64_t connect_failures = 0;    // socket/connect failed (collector absent, backlog full)
+  uint64_t handshake_failures = 0;  // no valid HelloAck in time, or the peer closed
+  uint64_t refused = 0;             // HelloAck refused or major mismatch: streaming is off for good
+  uint64_t disconnects = 0;         // an established stream broke (peer gone, send error)
+  uint64_t records_sent = 0;        // collective/p2p records handed whole to the kernel
+  uint64_t records_dropped = 0;     // records the collector will never get from us
+  uint64_t control_dropped = 0;     // comm init/end, heartbeat, verdict, GPU window frames lost
+  uint64_t send_eagain = 0;         // sends that found the socket full (a slow collector)
+  uint64_t bytes_sent = 0;
+  uint64_t send_calls = 0;          // send(2) calls: records per call shows the batching
+  uint64_t comm_replays = 0;        // CommInit frames re-sent after a reconnect
+  uint64_t comm_table_overflow = 0; // communicators not remembered (table full)
+};
+
+// OnRecords() always returns n: every record is sent, buffered, or dropped and counted here
+// (records_dropped), so the core's sink-drop counter keeps speaking for its other sinks.
+// Heartbeats sent to the collector carry, in records_dropped_sink, this sink's own count of
+// records the collector will never get (Stats().records_dropped), replacing the core's figure.
+//
+// Thread-safety: every RecordSink method MUST be called from one thread at a time (the core's
+// drainer thread, or the thread calling Flush() at finalize/exit once the drainer has stopped).
+// Stats() and state() may be called from any thread. Never throws; every failure ends in
+// "drop and count" or, for a refused handshake, "streaming off for this process".
+class CollectorSink final : public RecordSink {
+ public:
+  enum class State : int { kDisconnected = 0, kStreaming = 1, kOff = 2 };
+
+  explicit CollectorSink(const CollectorSinkOptions& options = CollectorSinkOptions()) noexcept;
+  ~CollectorSink() override;
+  CollectorSink(const CollectorSink&) = delete;
+  CollectorSink& operator=(const CollectorSink&) = delete;
+
+  void OnCommInit(const SentinelWireCommInit& comm) override;
+  void OnCommEnd(uint64_t comm_hash, int rank) override;
+  size_t OnRecords(const SentinelWireCollRecord* records, size_t n) override;
+  void OnHeartbeat(const SentinelWireHeartbeat& hb) override;
+  void OnControlRecord(uint16_t type, const void* payload, size_t size) override;
+  void Flush() override;
+
+  // Attempts a connection now if one is due (the RecordSink calls do this themselves).
+  void Poll();
+
+  CollectorSinkStats Stats() const;
+  State state() const { return state_.load(std::memory_order_relaxed); }
+  const char* socket_path() const { return path_; }
+
+ private:
+  int64_t Now() const;
+  void Log(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
+  // If a retry is due at `now` (backoff clock): connects, says hello and waits at most
+  // `wait_budget_ns` of real time for the ack.
+  void MaybeConnect(int64_t now, int64_t wait_budget_ns);
+  bool Handshake(int64_t deadline_ns);  // deadline on the real CLOCK_MONOTONIC
+  void ScheduleRetry(int64_t now);
+  void Disconnect(const char* why);
+  void OnStreamStarted();
+  // Frames `payload` into the buffer; false (nothing written) when it does not fit.
+  bool Append(uint16_t type, const void* payload, size_t size);
+  bool MakeRoom(size_t bytes);
+  // Hands buffered bytes to the kernel until it is empty or the socket is full.
+  void SendSome();
+  // Walks frames that the kernel has taken whole, counting the collective records among them.
+  void AccountSent();
+  void SendHeartbeatNow();
+
+  static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
+    // Only the drainer writes; readers want a recent value, not an ordering: relaxed is enough.
+    counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+
+  CollectorSinkOptions options_;
+  char path_[kSocketPathMax] = {};
+  char host_[64] = {};
+  char job_id_[64] = {};
+  uint32_t pid_ = 0;  // the process that built us; a forked child never touches the socket
+  int fd_ = -1;
+  // Written by the drainer, read by anyone: relaxed, it is a status display.
+  std::atomic<State> state_{State::kDisconnected};
+  int64_t backoff_ns_ = 0;
+  int64_t next_attempt_ns_ = 0;
+  uint64_t rng_ = 0;
+
+  // Send buffer: [head_, tail_) is unsent; [walk_, head_) holds frames partly sent (walk_ is the
+  // first frame not yet wholly in the kernel).
+  std::unique_ptr<uint8_t[]> buf_;
+  size_t cap_ = 0;
+  size_t walk_ = 0;
+  size_t head_ = 0;
+  size_t tail_ = 0;
+  int64_t oldest_unsent_ns_ = 0;
+
+  std::unique_ptr<SentinelWireCommInit[]> comms_;
+  size_t n_comms_ = 0;
+  bool have_hb_ = false;
+  SentinelWireHeartbeat last_hb_ = {};
+  bool logged_connect_failure_ = false;
+
+  std::atomic<uint64_t> connect_attempts_{0}, connects_{0}, connect_failures_{0},
+      handshake_failures_{0}, refused_{0}, disconnects_{0}, records_sent_{0}, records_dropped_{0},
+      control_dropped_{0}, send_eagain_{0}, bytes_sent_{0}, send_calls_{0}, comm_replays_{0},
+      comm_table_overflow_{0};
+};
+
+}  // namespace sentinel::plugin

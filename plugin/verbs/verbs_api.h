@@ -1,0 +1,25 @@
+// The libibverbs functions the guard uses, as a table of function pointers filled at run time with
+// dlopen("libibverbs.so.1") + dlsym (cupti-verbs-facts.md §3.6). We declare the few types we touch
+// ourselves and never include <infiniband/verbs.h>. Query-only: nothing here registers memory, so
+// NCCL's ibv_fork_init() is never disturbed. Tests pass a fake table.
+#pragma once
+
+namespace sentinel::plugin {
+
+struct VerbsApi {
+  // struct ibv_device** ibv_get_device_list(int* num_devices); NULL + errno on failure.
+  void** (*get_device_list)(int* num_devices) = nullptr;
+  // void ibv_free_device_list(struct ibv_device** list);
+  void (*free_device_list)(void** list) = nullptr;
+  // const char* ibv_get_device_name(struct ibv_device* device);
+  const char* (*get_device_name)(void* device) = nullptr;
+  // ibv_reg_dmabuf_mr (IBVERBS_1.12) is exported: the NIC side of the dma-buf GDR path may work.
+  bool has_reg_dmabuf_mr = false;
+};
+
+// The process-wide table, loading libibverbs on first use (thread-safe, once). Returns null when
+// the library or one of the required symbols is absent: that evidence is then missing, which is
+// not an error. The handle is never closed (NCCL holds the same library).
+const VerbsApi* LoadVerbsApi();
+
+}  // namespace sentinel::plugin

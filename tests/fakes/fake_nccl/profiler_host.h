@@ -1,0 +1,50 @@
+// The fake NCCL's side of the profiler-plugin ABI: finding and loading the plugin exactly as NCCL
+// 2.28.9 does (nccl-abi-facts.md §4.1-§4.3), and the per-version adapters (§3.8) that turn our
+// canonical v5/v6 descriptor into what the loaded plugin expects. Process-global and thread-safe.
+#pragma once
+
+#include <cstdint>
+
+#include "plugin/abi/nccl_profiler_abi.h"
+
+namespace sentinel::testing {
+
+// Mask bits that make each event emitted (§4.5 ancestor table).
+constexpr int kAncestorsGroupApi = 0xFFF & ~kSentinelProfileProxyCtrl;
+constexpr int kAncestorsCollApi = kSentinelProfileCollApi | kSentinelProfileColl |
+                                  kSentinelProfileProxyOp | kSentinelProfileProxyStep |
+                                  kSentinelProfileKernelCh | kSentinelProfileNetPlugin;
+constexpr int kAncestorsP2pApi = kSentinelProfileP2pApi | kSentinelProfileP2p |
+                                 kSentinelProfileProxyOp | kSentinelProfileProxyStep |
+                                 kSentinelProfileKernelCh | kSentinelProfileNetPlugin;
+constexpr int kAncestorsGroup = kSentinelProfileGroup | kSentinelProfileColl | kSentinelProfileP2p |
+                                kSentinelProfileProxyOp | kSentinelProfileProxyStep |
+                                kSentinelProfileKernelCh | kSentinelProfileNetPlugin;
+constexpr int kAncestorsColl = kSentinelProfileColl | kSentinelProfileProxyOp |
+                               kSentinelProfileProxyStep | kSentinelProfileKernelCh |
+                               kSentinelProfileNetPlugin;
+constexpr int kAncestorsP2p = kSentinelProfileP2p | kSentinelProfileProxyOp |
+                              kSentinelProfileProxyStep | kSentinelProfileKernelCh |
+                              kSentinelProfileNetPlugin;
+constexpr int kAncestorsProxyOp =
+    kSentinelProfileProxyOp | kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
+constexpr int kAncestorsProxyStep = kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
+
+// Loads the plugin if needed (sticky failure, refcount) and calls its init for one communicator.
+// Runs on the communicator's init thread. `*context` receives the plugin's context (may be null).
+// Returns true if the plugin is loaded and this communicator holds a reference.
+bool ProfilerInitComm(uint64_t comm_hash, const char* comm_name, int n_nodes, int nranks, int rank,
+                      void** context);
+// finalize(context) if non-null, then drops the reference (dlclose at zero, §4.3).
+void ProfilerFinalizeComm(void* context);
+
+// The process-global activation mask (§4.5), read with a relaxed load at every enqueue.
+int ProfilerMask();
+// Event calls; no-ops when no plugin is loaded. `d` is the canonical (v5/v6) descriptor.
+void ProfilerStart(void* context, void** handle, SentinelEventDescrV6* d);
+void ProfilerStop(void* handle);
+void ProfilerRecord(void* handle, int state, SentinelEventStateArgs* args);
+// True when the loaded plugin is a v4 plugin (no API events; Coll parent = legacy Group).
+int ProfilerLoadedVersion();
+
+}  // namespace sentinel::testing

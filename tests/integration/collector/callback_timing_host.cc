@@ -1,0 +1,119 @@
+// A minimal NCCL stand-in for the end-to-end tests: dlopens the built plugin, drives one rank's
+// collectives through ncclProfiler_v6 in NCCL's call order (nccl-abi-facts.md §5.3 A), and times
+// every callback, so that a test can show no callback blocked while sentineld was killed.
+// Usage: callback_timing_host PLUGIN_SO SECONDS RANK NRANKS COMM_HASH PERIOD_US
+// Prints one line: calls=N max_ns=M over_1ms=K colls=C
+#include <dlfcn.h>
+#include <time.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "plugin/abi/nccl_profiler_abi.h"
+
+namespace {
+
+int64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+struct Timing {
+  uint64_t calls = 0;
+  int64_t max_ns = 0;
+  uint64_t over_1ms = 0;
+  template <typename Fn>
+  void Time(Fn&& fn) {
+    int64_t t0 = NowNs();
+    fn();
+    int64_t dt = NowNs() - t0;
+    ++calls;
+    if (dt > max_ns) max_ns = dt;
+    if (dt > 1'000'000) ++over_1ms;
+  }
+};
+
+void SleepNs(int64_t ns) {
+  timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s PLUGIN_SO SECONDS RANK NRANKS COMM_HASH PERIOD_US\n", argv[0]);
+    return 2;
+  }
+  void* so = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+  if (so == nullptr) {
+    std::fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 2;
+  }
+  auto* prof = static_cast<SentinelProfilerV6*>(dlsym(so, "ncclProfiler_v6"));
+  if (prof == nullptr) return 2;
+  const double seconds = std::atof(argv[2]);
+  const int rank = std::atoi(argv[3]);
+  const int nranks = std::atoi(argv[4]);
+  const uint64_t comm = std::strtoull(argv[5], nullptr, 0);
+  const int64_t period_ns = std::atoll(argv[6]) * 1000;
+
+  Timing t;
+  void* ctx = nullptr;
+  int mask = 0;
+  t.Time([&] { prof->init(&ctx, comm, &mask, "timing-host", 1, nranks, rank, nullptr); });
+  const int64_t end = NowNs() + static_cast<int64_t>(seconds * 1e9);
+  uint64_t seq = 0;
+  while (NowNs() < end) {
+    void* group_api = nullptr;
+    void* coll_api = nullptr;
+    void* coll = nullptr;
+    SentinelEventDescrV6 d;
+    if (mask & kSentinelProfileGroupApi) {
+      std::memset(&d, 0, sizeof(d));
+      d.type = kSentinelProfileGroupApi;
+      d.rank = rank;
+      d.group_api.group_depth = 1;
+      t.Time([&] { prof->start_event(ctx, &group_api, &d); });
+      t.Time([&] { prof->record_event_state(group_api, kSentinelStateGroupStartApiStop, nullptr); });
+    }
+    if (mask & kSentinelProfileCollApi) {
+      std::memset(&d, 0, sizeof(d));
+      d.type = kSentinelProfileCollApi;
+      d.parent_obj = group_api;
+      d.rank = rank;
+      d.coll_api.func = "AllReduce";
+      d.coll_api.count = 1024;
+      d.coll_api.datatype = "ncclFloat32";
+      d.coll_api.root = -1;
+      t.Time([&] { prof->start_event(ctx, &coll_api, &d); });
+      t.Time([&] { prof->stop_event(coll_api); });
+    }
+    if (group_api != nullptr) {
+      t.Time([&] { prof->record_event_state(group_api, kSentinelStateGroupEndApiStart, nullptr); });
+    }
+    std::memset(&d, 0, sizeof(d));
+    d.type = kSentinelProfileColl;
+    d.parent_obj = coll_api;
+    d.rank = rank;
+    d.coll.seq_number = seq++;
+    d.coll.func = "AllReduce";
+    d.coll.count = 1024;
+    d.coll.root = -1;
+    d.coll.datatype = "ncclFloat32";
+    d.coll.n_channels = 1;
+    d.coll.algo = "Ring";
+    d.coll.proto = "Simple";
+    t.Time([&] { prof->start_event(ctx, &coll, &d); });
+    t.Time([&] { prof->stop_event(coll); });
+    if (group_api != nullptr) t.Time([&] { prof->stop_event(group_api); });
+    SleepNs(period_ns);
+  }
+  t.Time([&] { prof->finalize(ctx); });
+  std::printf("calls=%" PRIu64 " max_ns=%" PRId64 " over_1ms=%" PRIu64 " colls=%" PRIu64 "\n",
+              t.calls, t.max_ns, t.over_1ms, seq);
+  return 0;
+}

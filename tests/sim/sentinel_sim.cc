@@ -1,0 +1,506 @@
+// sentinel-sim: runs an N-rank training-like job as N processes on one machine, each linked
+// against the fake NCCL (libnccl.so.2), with a real cross-process barrier per collective. Injects
+// compute jitter, stragglers and hangs; prints progress and a per-rank summary.
+// Usage: sentinel-sim --help.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fake_nccl.h"
+
+namespace sentinel::sim {
+namespace {
+
+constexpr const char kUsage[] =
+    "usage: sentinel-sim [flags]\n"
+    "Runs an N-rank job as N processes through the fake NCCL, with a real barrier per collective.\n"
+    "  --ranks N              number of ranks (processes), 1..64 (default 8)\n"
+    "  --steps S              training steps per rank (default 20)\n"
+    "  --comms K              communicators per rank, 1..8 (default 1)\n"
+    "  --compute-ms MS        compute time per step (default 10)\n"
+    "  --jitter-ms MS         extra uniform random compute time in [0, MS) (default 0)\n"
+    "  --bytes SIZE           message size per collective per rank: 4096, 64K, 1M, 1G (default 1M)\n"
+    "  --collectives LIST     comma list of allreduce,allgather,reducescatter,broadcast,reduce,\n"
+    "                         alltoall,sendrecv, issued in order every step (default allreduce)\n"
+    "  --straggler rank=R,delay-ms=D,from=STEP   rank R computes D ms longer from step STEP on\n"
+    "                         (repeatable)\n"
+    "  --hang rank=R,at=STEP  rank R stops arriving at step STEP\n"
+    "  --plugin PATH          profiler plugin: sets NCCL_PROFILER_PLUGIN for every rank\n"
+    "  --scenario FILE        fake NCCL scenario (tests/fakes/README.md): sets FAKE_NCCL_SCENARIO\n"
+    "  --timeout-s T          kill the job when no rank made progress for T s (default 30)\n"
+    "  --seed N               jitter seed (default 1)\n"
+    "  --quiet                print only the summary\n"
+    "Exit status: 0 all ranks finished; 1 a rank failed; 3 the job hung and was killed;\n"
+    "2 bad flags.\n";
+
+struct Straggler {
+  int rank = -1;
+  double delay_ms = 0;
+  int from = 0;
+};
+
+struct Options {
+  int ranks = 8;
+  int steps = 20;
+  int comms = 1;
+  double compute_ms = 10;
+  double jitter_ms = 0;
+  size_t bytes = 1 << 20;
+  std::vector<std::string> collectives = {"allreduce"};
+  std::vector<Straggler> stragglers;
+  int hang_rank = -1;
+  int hang_at = 0;
+  std::string plugin;
+  std::string scenario;
+  double timeout_s = 30;
+  unsigned seed = 1;
+  bool quiet = false;
+  int worker_rank = -1;  // internal: this process is rank N of a job
+};
+
+[[noreturn]] void Usage(const std::string& error) {
+  fprintf(stderr, "sentinel-sim: %s\n\n%s", error.c_str(), kUsage);
+  exit(2);
+}
+
+bool ParseSize(const std::string& s, size_t* out) {
+  char* end = nullptr;
+  double v = strtod(s.c_str(), &end);
+  if (end == s.c_str() || v < 0) return false;
+  std::string suffix(end);
+  double mult = 1;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1024;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() && suffix != "B") return false;
+  *out = static_cast<size_t>(v * mult);
+  return true;
+}
+
+bool ParseNumber(const std::string& s, double lo, double hi, double* out) {
+  char* end = nullptr;
+  double v = strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+int ParseInt(const std::string& flag, const std::string& s, int lo, int hi) {
+  double v = 0;
+  if (!ParseNumber(s, lo, hi, &v) || v != static_cast<int>(v)) {
+    Usage(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+          "], got '" + s + "'");
+  }
+  return static_cast<int>(v);
+}
+
+// "k=v,k=v" -> pairs.
+std::vector<std::pair<std::string, std::string>> ParseKv(const std::string& flag, const std::string& s) {
+  std::vector<std::pair<std::string, std::string>> kv;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    std::string item = s.substr(pos, comma - pos);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) Usage(flag + ": expected key=value items, got '" + item + "'");
+    kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    pos = comma + 1;
+  }
+  return kv;
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  bool hang_set = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    } else if (arg != "--help" && arg != "-h" && arg != "--quiet") {
+      if (i + 1 >= argc) Usage(arg + ": missing value");
+      value = argv[++i];
+    }
+    if (arg == "--help" || arg == "-h") {
+      fputs(kUsage, stdout);
+      exit(0);
+    } else if (arg == "--quiet") {
+      o.quiet = true;
+    } else if (arg == "--ranks") {
+      o.ranks = ParseInt(arg, value, 1, FAKE_NCCL_MAX_RANKS);
+    } else if (arg == "--steps") {
+      o.steps = ParseInt(arg, value, 1, 10000000);
+    } else if (arg == "--comms") {
+      o.comms = ParseInt(arg, value, 1, 8);
+    } else if (arg == "--compute-ms") {
+      if (!ParseNumber(value, 0, 3.6e6, &o.compute_ms)) Usage("--compute-ms: expected ms >= 0");
+    } else if (arg == "--jitter-ms") {
+      if (!ParseNumber(value, 0, 3.6e6, &o.jitter_ms)) Usage("--jitter-ms: expected ms >= 0");
+    } else if (arg == "--bytes") {
+      if (!ParseSize(value, &o.bytes) || o.bytes > (size_t{1} << 34)) {
+        Usage("--bytes: expected a size like 4096, 64K, 1M");
+      }
+    } else if (arg == "--collectives") {
+      o.collectives.clear();
+      size_t pos = 0;
+      while (pos <= value.size()) {
+        size_t comma = value.find(',', pos);
+        if (comma == std::string::npos) comma = value.size();
+        std::string c = value.substr(pos, comma - pos);
+        if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "broadcast" &&
+            c != "reduce" && c != "alltoall" && c != "sendrecv") {
+          Usage("--collectives: unknown collective '" + c + "'");
+        }
+        o.collectives.push_back(c);
+        pos = comma + 1;
+      }
+    } else if (arg == "--straggler") {
+      Straggler s;
+      bool have_rank = false;
+      for (auto& [k, v] : ParseKv(arg, value)) {
+        if (k == "rank") {
+          s.rank = ParseInt("--straggler rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
+          have_rank = true;
+        } else if (k == "delay-ms") {
+          if (!ParseNumber(v, 0, 3.6e6, &s.delay_ms)) Usage("--straggler delay-ms: expected ms >= 0");
+        } else if (k == "from") {
+          s.from = ParseInt("--straggler from", v, 0, 10000000);
+        } else {
+          Usage("--straggler: unknown key '" + k + "' (rank, delay-ms, from)");
+        }
+      }
+      if (!have_rank) Usage("--straggler: rank= is required");
+      o.stragglers.push_back(s);
+    } else if (arg == "--hang") {
+      hang_set = true;
+      for (auto& [k, v] : ParseKv(arg, value)) {
+        if (k == "rank") o.hang_rank = ParseInt("--hang rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
+        else if (k == "at") o.hang_at = ParseInt("--hang at", v, 0, 10000000);
+        else Usage("--hang: unknown key '" + k + "' (rank, at)");
+      }
+      if (o.hang_rank < 0) Usage("--hang: rank= is required");
+    } else if (arg == "--plugin") {
+      o.plugin = value;
+    } else if (arg == "--scenario") {
+      o.scenario = value;
+    } else if (arg == "--timeout-s") {
+      if (!ParseNumber(value, 0.1, 86400, &o.timeout_s)) Usage("--timeout-s: expected seconds > 0");
+    } else if (arg == "--seed") {
+      o.seed = static_cast<unsigned>(ParseInt(arg, value, 0, 2000000000));
+    } else if (arg == "--worker-rank") {
+      o.worker_rank = ParseInt(arg, value, 0, FAKE_NCCL_MAX_RANKS - 1);
+    } else {
+      Usage("unknown flag '" + arg + "'");
+    }
+  }
+  for (const Straggler& s : o.stragglers) {
+    if (s.rank >= o.ranks) Usage("--straggler: rank " + std::to_string(s.rank) + " >= --ranks");
+  }
+  if (hang_set && o.hang_rank >= o.ranks) Usage("--hang: rank >= --ranks");
+  if (!o.scenario.empty()) {
+    char err[256] = {0};
+    if (fakeNcclCheckScenarioFile(o.scenario.c_str(), err, sizeof(err)) != 0) {
+      Usage(std::string("--scenario: ") + err);
+    }
+  }
+  return o;
+}
+
+double NowS() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void SleepMs(double ms) {
+  if (ms <= 0) return;
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(ms / 1000);
+  ts.tv_nsec = static_cast<long>((ms - static_cast<double>(ts.tv_sec) * 1000) * 1e6);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+std::string ToHex(const ncclUniqueId& id) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned char c : id.internal) {
+    s += kDigits[c >> 4];
+    s += kDigits[c & 15];
+  }
+  return s;
+}
+
+bool FromHex(const std::string& s, ncclUniqueId* id) {
+  if (s.size() != 2 * sizeof(id->internal)) return false;
+  for (size_t i = 0; i < sizeof(id->internal); ++i) {
+    id->internal[i] = static_cast<char>(std::stoi(s.substr(2 * i, 2), nullptr, 16));
+  }
+  return true;
+}
+
+// ---- Worker: one rank. ---------------------------------------------------------------------
+void Report(int fd, const char* what, int value) {
+  char line[64];
+  int n = snprintf(line, sizeof(line), "%s %d\n", what, value);
+  if (write(fd, line, static_cast<size_t>(n)) < 0) {
+    // The launcher is gone; keep running, it will not read anyway.
+  }
+}
+
+int Worker(const Options& o) {
+  const char* fd_env = getenv("SENTINEL_SIM_STATUS_FD");
+  const char* ids_env = getenv("SENTINEL_SIM_IDS");
+  if (fd_env == nullptr || ids_env == nullptr) {
+    fprintf(stderr, "sentinel-sim: --worker-rank is internal\n");
+    return 2;
+  }
+  int fd = atoi(fd_env);
+  int rank = o.worker_rank;
+  std::vector<ncclComm_t> comms;
+  std::string ids(ids_env);
+  for (int k = 0; k < o.comms; ++k) {
+    ncclUniqueId id;
+    if (!FromHex(ids.substr(static_cast<size_t>(k) * 257, 256), &id)) return 2;
+    ncclComm_t comm = nullptr;
+    ncclResult_t rc = ncclCommInitRank(&comm, o.ranks, id, rank);
+    if (rc != ncclSuccess) {
+      fprintf(stderr, "sentinel-sim: rank %d: ncclCommInitRank failed: %s\n", rank, ncclGetErrorString(rc));
+      Report(fd, "fail", rc);
+      return 1;
+    }
+    comms.push_back(comm);
+  }
+  std::mt19937 rng(o.seed * 7919u + static_cast<unsigned>(rank));
+  std::uniform_real_distribution<double> jitter(0.0, o.jitter_ms);
+  static char buffer[64];  // the fake never touches buffers
+  size_t count = std::max<size_t>(1, o.bytes / 4);
+  int n = o.ranks;
+  for (int step = 0; step < o.steps; ++step) {
+    double ms = o.compute_ms + (o.jitter_ms > 0 ? jitter(rng) : 0.0);
+    for (const Straggler& s : o.stragglers) {
+      if (s.rank == rank && step >= s.from) ms += s.delay_ms;
+    }
+    if (rank == o.hang_rank && step >= o.hang_at) {
+      Report(fd, "hang", step);
+      for (;;) pause();  // stops arriving; the launcher kills the job
+    }
+    SleepMs(ms);
+    Report(fd, "arrive", step);
+    for (ncclComm_t c : comms) {
+      for (const std::string& name : o.collectives) {
+        ncclResult_t rc = ncclSuccess;
+        if (name == "allreduce") rc = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
+        else if (name == "allgather") rc = ncclAllGather(buffer, buffer, count, ncclFloat32, c, nullptr);
+        else if (name == "reducescatter") rc = ncclReduceScatter(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
+        else if (name == "broadcast") rc = ncclBroadcast(buffer, buffer, count, ncclFloat32, 0, c, nullptr);
+        else if (name == "reduce") rc = ncclReduce(buffer, buffer, count, ncclFloat32, ncclSum, 0, c, nullptr);
+        else if (name == "alltoall") rc = ncclAlltoAll(buffer, buffer, std::max<size_t>(1, count / static_cast<size_t>(n)), ncclFloat32, c, nullptr);
+        else if (name == "sendrecv") {
+          ncclGroupStart();
+          ncclSend(buffer, count, ncclFloat32, (rank + 1) % n, c, nullptr);
+          ncclRecv(buffer, count, ncclFloat32, (rank + n - 1) % n, c, nullptr);
+          rc = ncclGroupEnd();
+        }
+        if (rc != ncclSuccess) {
+          fprintf(stderr, "sentinel-sim: rank %d: %s failed: %s\n", rank, name.c_str(), ncclGetErrorString(rc));
+          Report(fd, "fail", rc);
+          return 1;
+        }
+      }
+    }
+    for (ncclComm_t c : comms) {
+      ncclResult_t rc = fakeNcclStreamSynchronize(c);
+      if (rc != ncclSuccess) {
+        fprintf(stderr, "sentinel-sim: rank %d: step %d failed: %s\n", rank, step, ncclGetErrorString(rc));
+        Report(fd, "fail", rc);
+        return 1;
+      }
+    }
+    Report(fd, "done", step);
+  }
+  for (ncclComm_t c : comms) ncclCommDestroy(c);
+  Report(fd, "exit", 0);
+  return 0;
+}
+
+// ---- Launcher. --------------------------------------------------------------------------------
+struct RankState {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string partial;
+  int arrived = -1;  // last step it arrived at (entered the collectives)
+  int done = -1;     // last step completed
+  bool hung_self = false;
+  bool exited = false;
+  int status = 0;
+  double end_s = 0;
+};
+
+int Launcher(const Options& o, char** argv) {
+  std::vector<ncclUniqueId> ids(static_cast<size_t>(o.comms));
+  std::string ids_hex;
+  for (ncclUniqueId& id : ids) {
+    if (ncclGetUniqueId(&id) != ncclSuccess) {
+      fprintf(stderr, "sentinel-sim: ncclGetUniqueId failed\n");
+      return 1;
+    }
+    ids_hex += ToHex(id) + ",";
+  }
+  setenv("SENTINEL_SIM_IDS", ids_hex.c_str(), 1);
+  if (!o.plugin.empty()) setenv("NCCL_PROFILER_PLUGIN", o.plugin.c_str(), 1);
+  if (!o.scenario.empty()) setenv("FAKE_NCCL_SCENARIO", o.scenario.c_str(), 1);
+
+  if (!o.quiet) {
+    printf("[sim] %d ranks x %d steps, %d comm(s), %zu bytes, compute %.1f ms (+jitter %.1f ms)\n",
+           o.ranks, o.steps, o.comms, o.bytes, o.compute_ms, o.jitter_ms);
+    for (const Straggler& s : o.stragglers) {
+      printf("[sim] straggler: rank %d +%.1f ms from step %d\n", s.rank, s.delay_ms, s.from);
+    }
+    if (o.hang_rank >= 0) printf("[sim] hang: rank %d stops arriving at step %d\n", o.hang_rank, o.hang_at);
+    fflush(stdout);
+  }
+  double start = NowS();
+  std::vector<RankState> ranks(static_cast<size_t>(o.ranks));
+  std::vector<char*> child_argv;
+  for (char** a = argv; *a != nullptr; ++a) child_argv.push_back(*a);
+  for (int r = 0; r < o.ranks; ++r) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      perror("pipe2");
+      return 1;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+      // Child: the write end survives exec; everything else is close-on-exec.
+      int wfd = fcntl(fds[1], F_DUPFD, 3);
+      setenv("SENTINEL_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
+      std::string rank_flag = "--worker-rank=" + std::to_string(r);
+      std::vector<char*> args = child_argv;
+      args.push_back(const_cast<char*>(rank_flag.c_str()));
+      args.push_back(nullptr);
+      execv("/proc/self/exe", args.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    ranks[static_cast<size_t>(r)].pid = pid;
+    ranks[static_cast<size_t>(r)].fd = fds[0];
+  }
+  double last_progress = NowS();
+  int last_printed = -1;
+  double last_print_s = 0;
+  bool hung = false;
+  int running = o.ranks;
+  while (running > 0) {
+    std::vector<struct pollfd> pfds;
+    for (RankState& rs : ranks) {
+      if (rs.fd >= 0) pfds.push_back({rs.fd, POLLIN, 0});
+    }
+    poll(pfds.data(), pfds.size(), 100);
+    for (RankState& rs : ranks) {
+      if (rs.fd < 0) continue;
+      char buf[512];
+      ssize_t n = read(rs.fd, buf, sizeof(buf));
+      if (n == 0) {
+        close(rs.fd);
+        rs.fd = -1;
+        continue;
+      }
+      if (n < 0) continue;
+      rs.partial.append(buf, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = rs.partial.find('\n')) != std::string::npos) {
+        std::string line = rs.partial.substr(0, nl);
+        rs.partial.erase(0, nl + 1);
+        int v = 0;
+        if (sscanf(line.c_str(), "arrive %d", &v) == 1) rs.arrived = v;
+        else if (sscanf(line.c_str(), "done %d", &v) == 1) rs.done = v;
+        else if (sscanf(line.c_str(), "hang %d", &v) == 1) rs.hung_self = true;
+        last_progress = NowS();
+      }
+    }
+    for (RankState& rs : ranks) {
+      if (rs.exited) continue;
+      int status = 0;
+      if (waitpid(rs.pid, &status, WNOHANG) == rs.pid) {
+        rs.exited = true;
+        rs.status = status;
+        rs.end_s = NowS() - start;
+        --running;
+        last_progress = NowS();
+      }
+    }
+    int min_done = o.steps;
+    for (const RankState& rs : ranks) min_done = std::min(min_done, rs.done);
+    double now = NowS();
+    if (!o.quiet && min_done > last_printed && (now - last_print_s > 1.0 || min_done + 1 == o.steps)) {
+      printf("[sim] step %d/%d completed by every rank (%.1f s)\n", min_done + 1, o.steps, now - start);
+      fflush(stdout);
+      last_printed = min_done;
+      last_print_s = now;
+    }
+    if (running > 0 && now - last_progress > o.timeout_s) {
+      hung = true;
+      for (RankState& rs : ranks) {
+        if (!rs.exited) kill(rs.pid, SIGKILL);
+      }
+    }
+  }
+  double wall = NowS() - start;
+  for (const ncclUniqueId& id : ids) fakeNcclReleaseUniqueId(&id);
+
+  int max_arrived = -1;
+  for (const RankState& rs : ranks) max_arrived = std::max(max_arrived, rs.arrived);
+  printf("\n[sim] summary (%.2f s)\n  rank  steps-done  wall-s  status\n", wall);
+  int failed = 0;
+  for (int r = 0; r < o.ranks; ++r) {
+    const RankState& rs = ranks[static_cast<size_t>(r)];
+    std::string status;
+    if (WIFEXITED(rs.status) && WEXITSTATUS(rs.status) == 0) {
+      status = "ok";
+    } else if (WIFSIGNALED(rs.status)) {
+      status = hung ? "killed (job hung)" : "signal " + std::to_string(WTERMSIG(rs.status));
+      ++failed;
+    } else {
+      status = "exit " + std::to_string(WEXITSTATUS(rs.status));
+      ++failed;
+    }
+    if (hung && rs.arrived < max_arrived) status += ", STOPPED ARRIVING after step " + std::to_string(rs.arrived);
+    printf("  %4d  %10d  %6.2f  %s\n", r, rs.done + 1, rs.end_s, status.c_str());
+  }
+  if (hung) {
+    std::string who;
+    for (int r = 0; r < o.ranks; ++r) {
+      if (ranks[static_cast<size_t>(r)].arrived < max_arrived) who += (who.empty() ? "" : ",") + std::to_string(r);
+    }
+    printf("[sim] HANG: no progress for %.1f s; rank(s) %s never arrived at step %d; job killed\n",
+           o.timeout_s, who.empty() ? "?" : who.c_str(), max_arrived);
+    return 3;
+  }
+  printf("[sim] %s\n", failed == 0 ? "all ranks finished" : "some ranks FAILED");
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace sentinel::sim
+
+int main(int argc, char** argv) {
+  sentinel::sim::Options o = sentinel::sim::Parse(argc, argv);
+  if (o.worker_rank >= 0) return sentinel::sim::Worker(o);
+  return sentinel::sim::Launcher(o, argv);
+}

@@ -1,0 +1,86 @@
+// Builds fake sysfs and /dev trees in a temp dir for the guard's host probe (cupti-verbs-facts.md
+// §4.1 formats). Shared by the unit and integration tests of the guard.
+#pragma once
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+namespace sentinel::testing {
+
+class FakeSysfs {
+ public:
+  FakeSysfs() {
+    const char* tmp = getenv("TMPDIR");
+    std::string templ = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/sntlXXXXXX";
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s", templ.c_str());
+    root_ = mkdtemp(buf) != nullptr ? buf : "";
+    sys_ = root_ + "/sys";
+    dev_ = root_ + "/dev";
+    MkdirP(sys_);
+    MkdirP(dev_);
+  }
+  ~FakeSysfs() {
+    std::string cmd = "rm -rf '" + root_ + "'";
+    int rc = system(cmd.c_str());
+    (void)rc;
+  }
+  FakeSysfs(const FakeSysfs&) = delete;
+  FakeSysfs& operator=(const FakeSysfs&) = delete;
+
+  const std::string& sys() const { return sys_; }
+  const std::string& dev() const { return dev_; }
+
+  // One port: state "4: ACTIVE", phys "5: LinkUp", rate "400 Gb/sec (4X NDR)", "InfiniBand".
+  void AddPort(const std::string& device, int port, const std::string& state,
+               const std::string& phys_state, const std::string& rate,
+               const std::string& link_layer) {
+    std::string p = sys_ + "/class/infiniband/" + device + "/ports/" + std::to_string(port);
+    MkdirP(p);
+    Write(p + "/state", state);
+    Write(p + "/phys_state", phys_state);
+    Write(p + "/rate", rate);
+    Write(p + "/link_layer", link_layer);
+  }
+  void AddActiveIb(const std::string& device, const std::string& rate = "400 Gb/sec (4X NDR)") {
+    AddPort(device, 1, "4: ACTIVE", "5: LinkUp", rate, "InfiniBand");
+  }
+  void AddActiveRoce(const std::string& device, const std::string& rate = "400 Gb/sec (4X NDR)") {
+    AddPort(device, 1, "4: ACTIVE", "5: LinkUp", rate, "Ethernet");
+  }
+  void AddUverbs(int n) {
+    MkdirP(dev_ + "/infiniband");
+    for (int i = 0; i < n; ++i) Write(dev_ + "/infiniband/uverbs" + std::to_string(i), "");
+  }
+  void AddPeermem() {
+    MkdirP(sys_ + "/module/nvidia_peermem");
+    Write(sys_ + "/module/nvidia_peermem/version", "1.0");
+  }
+  void EmptyClass() { MkdirP(sys_ + "/class/infiniband"); }
+
+ private:
+  static void MkdirP(const std::string& path) {
+    std::string cur;
+    for (size_t i = 0; i <= path.size(); ++i) {
+      if (i == path.size() || (path[i] == '/' && i > 0)) {
+        mkdir(path.substr(0, i).c_str(), 0755);
+      }
+    }
+  }
+  static void Write(const std::string& path, const std::string& content) {
+    FILE* f = std::fopen(path.c_str(), "we");
+    if (f == nullptr) return;
+    std::fprintf(f, "%s\n", content.c_str());
+    std::fclose(f);
+  }
+
+  std::string root_;
+  std::string sys_;
+  std::string dev_;
+};
+
+}  // namespace sentinel::testing

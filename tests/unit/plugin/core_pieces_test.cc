@@ -1,0 +1,207 @@
+// Unit tests of the plugin core's pieces, linked directly (no .so): mask parsing, descriptor
+// strings, the record ring, GPU clock calibration, dump-path expansion, JSON lines, and the
+// handle pools (FIFO reuse, exhaustion) through the core API.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "plugin/base/env_config.h"
+#include "plugin/core/calibration.h"
+#include "plugin/core/event_mask.h"
+#include "plugin/core/jsonl_sink.h"
+#include "plugin/core/names.h"
+#include "plugin/core/profiler_core.h"
+#include "plugin/core/record_ring.h"
+
+namespace sentinel::plugin {
+namespace {
+
+TEST(EventMask, PresetsListsAndNumbers) {
+  uint32_t m = 0;
+  ASSERT_TRUE(ParseEventMask("default", &m));
+  EXPECT_EQ(m, 0x200u | 0x400 | 0x2 | 0x4 | 0x40 | 0x100);
+  ASSERT_TRUE(ParseEventMask("proxy", &m));
+  EXPECT_EQ(m, kMaskDefault | 0x8 | 0x10);
+  ASSERT_TRUE(ParseEventMask("minimal", &m));
+  EXPECT_EQ(m, 0x2u | 0x4 | 0x200 | 0x400);
+  ASSERT_TRUE(ParseEventMask("all", &m));
+  EXPECT_EQ(m, 0x7FFFu & ~0x20u);
+  ASSERT_TRUE(ParseEventMask("Coll, kernelch,ncclProfileProxyOp", &m));
+  EXPECT_EQ(m, 0x2u | 0x40 | 0x8);
+  ASSERT_TRUE(ParseEventMask("4095", &m));
+  EXPECT_EQ(m, 4095u);
+  ASSERT_TRUE(ParseEventMask("0x42", &m));
+  EXPECT_EQ(m, 0x42u);
+  m = 77;
+  EXPECT_FALSE(ParseEventMask("Coll,Bogus", &m));
+  EXPECT_FALSE(ParseEventMask("", &m));
+  EXPECT_FALSE(ParseEventMask("99999999", &m));
+  EXPECT_FALSE(ParseEventMask(nullptr, &m));
+  EXPECT_EQ(m, 77u);
+}
+
+TEST(Names, DescriptorStringsAndSizes) {
+  EXPECT_EQ(FuncFromString("AllReduce"), kSentinelFuncAllReduce);
+  EXPECT_EQ(FuncFromString("AlltoAll"), kSentinelFuncAlltoAll);
+  EXPECT_EQ(FuncFromString("Send"), kSentinelFuncSend);
+  EXPECT_EQ(FuncFromString("SendRecv"), kSentinelFuncSendRecv);
+  EXPECT_EQ(FuncFromString("Invalid"), kSentinelFuncUnknown);
+  EXPECT_EQ(FuncFromString(nullptr), kSentinelFuncUnknown);
+  EXPECT_EQ(DatatypeFromString("ncclFloat32"), 7);
+  EXPECT_EQ(DatatypeFromString("ncclBfloat16"), 9);
+  EXPECT_EQ(DatatypeFromString("ncclFloat8e5m2"), 11);
+  EXPECT_EQ(DatatypeFromString("Unknown"), kSentinelDatatypeUnknown);  // 2.28's ncclUint8
+  EXPECT_EQ(DatatypeSize(DatatypeFromString("ncclFloat64")), 8u);
+  EXPECT_EQ(DatatypeSize(DatatypeFromString("ncclFloat16")), 2u);
+  EXPECT_EQ(DatatypeSize(kSentinelDatatypeUnknown), 1u);
+  EXPECT_EQ(AlgoFromString("NVLS_TREE"), kSentinelAlgoNvlsTree);
+  EXPECT_EQ(AlgoFromString("NVLS"), kSentinelAlgoNvls);
+  EXPECT_EQ(ProtoFromString("LL128"), kSentinelProtoLl128);
+  EXPECT_EQ(ProtoFromString("LL"), kSentinelProtoLl);
+  EXPECT_STREQ(FuncName(kSentinelFuncReduceScatter), "ReduceScatter");
+  EXPECT_STREQ(DatatypeName(2), "ncclInt32");
+  EXPECT_STREQ(AlgoName(kSentinelAlgoPat), "PAT");
+  EXPECT_STREQ(ProtoName(200), "Unknown");
+}
+
+TEST(RecordRing, FifoAndFull) {
+  std::vector<SentinelWireCollRecord> storage(4);
+  RecordRing ring;
+  ring.Init(storage.data(), 4);
+  SentinelWireCollRecord r{};
+  for (uint64_t i = 0; i < 4; ++i) {
+    r.seq = i;
+    EXPECT_TRUE(ring.TryPush(r));
+  }
+  r.seq = 99;
+  EXPECT_FALSE(ring.TryPush(r));
+  SentinelWireCollRecord out[8];
+  ASSERT_EQ(ring.PopBatch(out, 3), 3u);
+  EXPECT_EQ(out[0].seq, 0u);
+  EXPECT_EQ(out[2].seq, 2u);
+  r.seq = 4;
+  EXPECT_TRUE(ring.TryPush(r));
+  ASSERT_EQ(ring.PopBatch(out, 8), 2u);
+  EXPECT_EQ(out[0].seq, 3u);
+  EXPECT_EQ(out[1].seq, 4u);
+  EXPECT_TRUE(ring.Empty());
+}
+
+TEST(Calibration, RunningMinimumConvergesFromAbove) {
+  GpuClockCalibration c;
+  EXPECT_FALSE(c.Valid());
+  const int64_t true_offset = -1'000'000;  // host = gpu + true_offset
+  // Each callback comes 500..5000 ns after the GPU timestamp.
+  c.Observe(10'000 + 5000, static_cast<uint64_t>(10'000 - true_offset));
+  EXPECT_EQ(c.offset(), true_offset + 5000);
+  c.Observe(20'000 + 500, static_cast<uint64_t>(20'000 - true_offset));
+  c.Observe(30'000 + 2000, static_cast<uint64_t>(30'000 - true_offset));
+  EXPECT_EQ(c.offset(), true_offset + 500);
+  EXPECT_EQ(c.ToHost(static_cast<uint64_t>(40'000 - true_offset)), 40'500);
+  c.Observe(1, 0);  // pTimer 0 = not delivered: ignored
+  EXPECT_EQ(c.offset(), true_offset + 500);
+}
+
+TEST(EnvConfig, DumpPathExpansion) {
+  EXPECT_EQ(ExpandDumpPath("/tmp/s-%h-%p.jsonl", 42, "node7"), "/tmp/s-node7-42.jsonl");
+  EXPECT_EQ(ExpandDumpPath("a%%b%", 1, "h"), "a%b%");
+}
+
+TEST(JsonlSink, RecordLineNamesEveryField) {
+  SentinelWireCollRecord r{};
+  r.comm_hash = 0xabcdef;
+  r.func = kSentinelFuncAllGather;
+  r.datatype = 7;
+  r.algo = kSentinelAlgoRing;
+  r.proto = kSentinelProtoLl;
+  r.flags = kSentinelCollIsP2p | kSentinelCollTruncated;
+  std::string line = JsonlSink::RecordToJson(r);
+  for (const char* key :
+       {"\"type\":\"coll\"", "\"comm\":\"0x0000000000abcdef\"", "\"func\":\"AllGather\"",
+        "\"datatype\":\"ncclFloat32\"", "\"algo\":\"RING\"", "\"proto\":\"LL\"", "\"seq\":",
+        "\"bytes\":", "\"nchannels\":", "\"api_ns\":", "\"enqueue_ns\":", "\"gpu_start_ns\":",
+        "\"gpu_end_ns\":", "\"proxy_send_wait_ns\":", "\"proxy_send_xfer_ns\":",
+        "\"proxy_send_bytes\":", "\"proxy_recv_wait_ns\":", "\"proxy_recv_xfer_ns\":",
+        "\"proxy_recv_bytes\":", "\"pid\":", "\"flags\":[\"p2p\",\"truncated\"]"}) {
+    EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
+  }
+}
+
+// The pools, through the core API (a private copy of the core, not the .so).
+class CorePools : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    setenv("SENTINEL_POOL_SIZE", "16", 1);  // Coll pool: 16 slots
+    setenv("SENTINEL_EVENTS", "minimal", 1);
+    unsetenv("SENTINEL_DUMP");
+    InitArgs a;
+    a.comm_hash = 0x1;
+    a.nranks = 2;
+    a.mask_ptr = &mask_;
+    ctx_ = CoreInit(a);
+  }
+  static void* StartColl() {
+    EventDesc d;
+    d.type = kSentinelProfileColl;
+    d.func = "AllReduce";
+    d.datatype = "ncclInt8";
+    void* h = nullptr;
+    CoreStartEvent(ctx_, &h, d);
+    return h;
+  }
+  static int mask_;
+  static void* ctx_;
+};
+int CorePools::mask_ = 0;
+void* CorePools::ctx_ = nullptr;
+
+TEST_F(CorePools, MaskIsStoredAndHandlesCarryATag) {
+  EXPECT_EQ(static_cast<uint32_t>(mask_), kMaskMinimal);
+  void* h = StartColl();
+  ASSERT_NE(h, nullptr);
+  uint64_t tag;
+  memcpy(&tag, h, sizeof(tag));
+  EXPECT_EQ(tag >> 16, 0x53454e54494eull);  // "SENTIN" magic in the first 64-bit field
+  CoreStopEvent(h);
+}
+
+TEST_F(CorePools, FinishedSlotsAreReusedInFifoOrderOnly) {
+  void* a = StartColl();
+  ASSERT_NE(a, nullptr);
+  CoreStopEvent(a);  // minimal mask: completes at stop, slot freed
+  std::set<void*> seen;
+  for (int i = 0; i < 15; ++i) {
+    void* h = StartColl();
+    ASSERT_NE(h, nullptr);
+    EXPECT_NE(h, a) << "reused before a full wrap";
+    seen.insert(h);
+    CoreStopEvent(h);
+  }
+  EXPECT_EQ(seen.size(), 15u);
+}
+
+TEST_F(CorePools, ExhaustedPoolDropsAndCounts) {
+  uint64_t before = SnapshotCounters().events_dropped_pool;
+  std::vector<void*> live;
+  int nulls = 0;
+  for (int i = 0; i < 40; ++i) {
+    void* h = StartColl();
+    if (h == nullptr) {
+      ++nulls;
+    } else {
+      live.push_back(h);
+    }
+  }
+  EXPECT_EQ(live.size(), 16u);
+  EXPECT_EQ(nulls, 24);
+  EXPECT_EQ(SnapshotCounters().events_dropped_pool - before, 24u);
+  for (void* h : live) CoreStopEvent(h);
+  uint64_t stale = SnapshotCounters().stale_handles;
+  CoreStopEvent(live[0]);  // stopped twice
+  EXPECT_EQ(SnapshotCounters().stale_handles, stale + 1);
+}
+
+}  // namespace
+}  // namespace sentinel::plugin

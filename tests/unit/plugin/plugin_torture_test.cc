@@ -1,0 +1,208 @@
+// Host torture for the BUILT .so: bad handles, fork after init, dlclose + re-dlopen, concurrent
+// init, 64 event threads (run under TSan too), and a full ring that drops without blocking.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <thread>
+
+#include "tests/unit/plugin/fake_host.h"
+
+namespace sentinel::testing {
+namespace {
+
+const std::string& DumpPath() {
+  static const std::string path = [] {
+    std::string p = MakeTempPath("sentinel-torture");
+    setenv("SENTINEL_DUMP", p.c_str(), 1);
+    setenv("SENTINEL_EVENTS", "default", 1);
+    setenv("SENTINEL_RING_RECORDS", "64", 1);
+    return p;
+  }();
+  return path;
+}
+
+FakeHost& Host() {
+  DumpPath();
+  static FakeHost* host = new FakeHost();
+  return *host;
+}
+
+// One collective with KernelCh children, all on the calling thread.
+void OneColl(FakeHost& h, void* ctx, uint64_t seq) {
+  void* coll = h.Coll(ctx, nullptr, 0, seq, "AllReduce", 4, "ncclInt32", 1);
+  h.Stop(coll);
+  h.KernelChs(ctx, coll, 1, 0, nullptr, nullptr);
+}
+
+TEST(PluginTorture, NullStaleAndDoubleStoppedHandlesAreTolerated) {
+  FakeHost& h = Host();
+  ASSERT_TRUE(h.ok());
+  const uint64_t comm = 0x57A1Eull;
+  void* ctx = h.InitV5(comm, 2, 0);
+  SentinelEventStateArgs a{};
+  h.Stop(nullptr);
+  h.Record(nullptr, kSentinelStateProxyStepSendWait, &a);
+  alignas(8) char junk[256] = {};
+  h.Stop(junk);
+  h.Record(junk + 8, kSentinelStateKernelChStop, nullptr);
+  void* api = h.CollApi(ctx, nullptr, "AllReduce", 1, "ncclInt32");
+  h.Stop(api);
+  h.Stop(api);
+  h.Stop(api);
+  h.Record(api, kSentinelStateGroupEndApiStart, nullptr);
+  void* ev = nullptr;
+  h.v5->start_event(nullptr, &ev, nullptr);  // null descriptor
+  EXPECT_EQ(ev, nullptr);
+  auto d = FakeHost::Descr(kSentinelProfileColl, nullptr);  // null strings everywhere
+  void* coll = h.Start(ctx, d);
+  h.Stop(coll);
+  h.v5->finalize(ctx);
+  h.v5->finalize(ctx);  // finalized twice
+  h.v5->finalize(nullptr);
+  auto hb = LastHeartbeat(ReadDump(DumpPath()));
+  ASSERT_FALSE(hb.is_null());
+  EXPECT_GE(hb["stale_handles"].get<int>(), 6);
+  // The Coll with null strings is still a (truncated, 0 channels expected) record.
+  auto recs = Records(ReadDump(DumpPath()), comm);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_EQ(recs[0]["func"], "Unknown");
+}
+
+TEST(PluginTorture, ForkAfterInitChildIsQuietParentIsFine) {
+  FakeHost& h = Host();
+  ASSERT_TRUE(h.ok());
+  const uint64_t comm = 0xF02Cull;
+  void* ctx = h.InitV5(comm, 2, 0);
+  OneColl(h, ctx, 1);
+  pid_t child = fork();
+  if (child == 0) {
+    // Child: every entry point is a no-op; no handle, no mask, nothing written.
+    int rc = 0;
+    void* coll = h.Coll(ctx, nullptr, 0, 99, "AllReduce", 4, "ncclInt32", 1);
+    if (coll != nullptr) rc |= 1;
+    h.Stop(coll);
+    int mask = 0x7;
+    void* c2 = nullptr;
+    h.v5->init(&c2, 0xC41Dull, &mask, nullptr, 1, 1, 0, nullptr);
+    if (mask != 0 || c2 == nullptr) rc |= 2;
+    h.v5->finalize(ctx);
+    exit(rc);  // runs atexit handlers: must not flush the parent's state
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  OneColl(h, ctx, 2);
+  h.v5->finalize(ctx);
+  auto all = ReadDump(DumpPath());
+  auto recs = Records(all, comm);
+  ASSERT_EQ(recs.size(), 2u);
+  for (auto& j : all) {
+    if (j.contains("pid")) EXPECT_EQ(j["pid"], getpid()) << j.dump();
+  }
+  EXPECT_TRUE(Records(all, 0xC41Dull, "comm_init").empty());
+}
+
+TEST(PluginTorture, DlcloseAndSecondDlopenFindTheSameState) {
+  DumpPath();
+  auto* first = new FakeHost();
+  ASSERT_TRUE(first->ok());
+  const void* table = first->v5;
+  void* ctx = first->InitV5(0xD1C1ull, 2, 0);
+  OneColl(*first, ctx, 1);
+  first->v5->finalize(ctx);
+  delete first;  // dlclose; -z nodelete keeps the code mapped
+  FakeHost second;
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(static_cast<const void*>(second.v5), table);
+  void* ctx2 = second.InitV5(0xD1C2ull, 2, 0);
+  OneColl(second, ctx2, 1);
+  second.v5->finalize(ctx2);
+  auto all = ReadDump(DumpPath());
+  EXPECT_EQ(Records(all, 0xD1C1ull).size(), 1u);
+  EXPECT_EQ(Records(all, 0xD1C2ull).size(), 1u);
+}
+
+TEST(PluginTorture, ConcurrentInitFromEightThreads) {
+  FakeHost& h = Host();
+  ASSERT_TRUE(h.ok());
+  std::vector<void*> ctxs(8, nullptr);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] { ctxs[i] = h.InitV5(0x8000ull + i, 8, i); });
+  }
+  for (auto& t : threads) t.join();
+  std::set<void*> distinct(ctxs.begin(), ctxs.end());
+  EXPECT_EQ(distinct.size(), 8u);
+  for (void* c : ctxs) EXPECT_NE(c, nullptr);
+  for (void* c : ctxs) h.v5->finalize(c);
+  auto all = ReadDump(DumpPath());
+  for (int i = 0; i < 8; ++i) {
+    auto init = Records(all, 0x8000ull + i, "comm_init");
+    ASSERT_EQ(init.size(), 1u);
+    EXPECT_EQ(init[0]["rank"], i);
+  }
+}
+
+TEST(PluginTorture, SixtyFourThreadsDriveEventsConcurrently) {
+  FakeHost& h = Host();
+  ASSERT_TRUE(h.ok());
+  const uint64_t comm = 0x64646464ull;
+  void* shared = h.InitV5(comm, 64, 0);
+  constexpr int kThreads = 64, kPerThread = 40;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        void* grp = h.GroupApi(shared, 1);
+        void* api = h.CollApi(shared, grp, "AllReduce", 4, "ncclInt32");
+        h.Stop(api);
+        void* coll = h.Coll(shared, api, 0, static_cast<uint64_t>(t) * 1000 + i, "AllReduce", 4,
+                            "ncclInt32", 1);
+        h.Stop(coll);
+        h.Stop(grp);
+        h.KernelChs(shared, coll, 1, 0, nullptr, nullptr);
+        if (i % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  h.v5->finalize(shared);
+  auto all = ReadDump(DumpPath());
+  auto recs = Records(all, comm);
+  auto hb = LastHeartbeat(all);
+  // Every collective is either a record or a counted drop (small rings on purpose).
+  uint64_t dropped = hb["records_dropped_ring"].get<uint64_t>() +
+                     hb["events_dropped_threads"].get<uint64_t>() +
+                     hb["events_dropped_pool"].get<uint64_t>();
+  EXPECT_GE(recs.size() + dropped, static_cast<size_t>(kThreads * kPerThread));
+  EXPECT_GT(recs.size(), static_cast<size_t>(kThreads * kPerThread / 2));
+  std::set<uint64_t> seqs;
+  for (auto& r : recs) seqs.insert(r["seq"].get<uint64_t>());
+  EXPECT_EQ(seqs.size(), recs.size());  // no record emitted twice
+}
+
+TEST(PluginTorture, FullRingDropsAndCountsWithoutBlocking) {
+  FakeHost& h = Host();
+  ASSERT_TRUE(h.ok());
+  const uint64_t comm = 0xF011ull;
+  void* ctx = h.InitV5(comm, 2, 0);
+  auto before = LastHeartbeat(ReadDump(DumpPath()));
+  uint64_t dropped_before = before.is_null() ? 0 : before["records_dropped_ring"].get<uint64_t>();
+  constexpr int kN = 2000;  // far more than a 64-record ring holds between two drains
+  std::thread burst([&] {
+    for (int i = 0; i < kN; ++i) OneColl(h, ctx, static_cast<uint64_t>(i));
+  });
+  burst.join();
+  h.v5->finalize(ctx);
+  auto all = ReadDump(DumpPath());
+  auto recs = Records(all, comm);
+  auto hb = LastHeartbeat(all);
+  uint64_t dropped = hb["records_dropped_ring"].get<uint64_t>() - dropped_before;
+  EXPECT_GT(dropped, 0u);
+  EXPECT_EQ(recs.size() + dropped, static_cast<size_t>(kN));
+}
+
+}  // namespace
+}  // namespace sentinel::testing
