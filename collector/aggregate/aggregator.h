@@ -73,6 +73,7 @@ struct RankState {
   int32_t rank = 0;
   int32_t nranks = 0;
   int client = -1;  // the connection feeding it, -1 when gone
+  int local_index = 0;  // position in CommState::members
   uint32_t pid = 0;
   bool active = true;
   uint64_t last_seq = 0;
@@ -103,11 +104,17 @@ struct JoinSlot {
   uint8_t nchannels = 0;
 };
 
+// One rank's part of one join. Arrival and duration sit together so that storing a record
+// touches one cache line.
+struct JoinCell {
+  int64_t arrival = kUnset;
+  int64_t duration = -1;
+};
+
 struct FuncRing {
   std::vector<JoinSlot> slots;
-  int width = 0;                 // per-slot capacity for local ranks
-  std::vector<int64_t> arrival;  // slots x width
-  std::vector<int64_t> duration;
+  int width = 0;               // per-slot capacity for local ranks
+  std::vector<JoinCell> cells;  // slots x width, slot-major
 };
 
 // Per (comm, size bucket) robust baseline of "excess lateness" of on-time ranks.
@@ -295,6 +302,7 @@ class Aggregator : public IngestSink {
   // One-entry cache: consecutive records nearly always hit the same (comm, rank).
   RankState* last_rank_ ABSL_GUARDED_BY(mu_) = nullptr;
   CommState* last_comm_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int64_t batch_now_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> scratch_idx_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> scratch_late_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> scratch_sorted_ ABSL_GUARDED_BY(mu_);

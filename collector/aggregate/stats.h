@@ -23,13 +23,15 @@ class Ring {
   bool Push(const T& item) {
     if (items_.empty()) return true;
     items_[next_] = item;
-    next_ = (next_ + 1) % items_.size();
+    if (++next_ == items_.size()) next_ = 0;
     if (size_ < items_.size()) {
       ++size_;
       return false;
     }
     return true;
   }
+  // Where the next Push() writes (for a prefetch).
+  const T* NextSlot() const { return items_.empty() ? nullptr : &items_[next_]; }
   size_t size() const { return size_; }
   size_t capacity() const { return items_.size(); }
   // i = 0 is the oldest kept element.

@@ -26,7 +26,7 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
           {"host", a.host},
           {"ranks", absl::StrJoin(a.ranks, ",")},
           {"sentinel_id", a.id}}},
-        {"annotations", {{"summary", a.summary}, {"runbook_url", a.runbook}, {"evidence", a.evidence.dump()}}},
+        {"annotations", {{"summary", a.summary}, {"runbook_url", a.runbook}, {"evidence", a.evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}}},
         {"startsAt", FormatRealTime(a.started_real_ns)}};
     if (a.resolved_real_ns != 0) item["endsAt"] = FormatRealTime(a.resolved_real_ns);
     out.push_back(item);
@@ -55,7 +55,7 @@ bool AlertPusher::Post(const std::vector<Alert>& alerts) {
   httplib::Client client(url_);
   client.set_connection_timeout(2, 0);
   client.set_read_timeout(5, 0);
-  auto res = client.Post("/api/v2/alerts", AlertmanagerPayload(alerts).dump(), "application/json");
+  auto res = client.Post("/api/v2/alerts", AlertmanagerPayload(alerts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
   const bool ok = res && res->status / 100 == 2;
   if (!ok) spdlog::warn("alertmanager push to {} failed", url_);
   return ok;

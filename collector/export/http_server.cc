@@ -15,7 +15,8 @@ constexpr const char* kJson = "application/json";
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(), kJson);
+  // Strings from plugins are untrusted and may not be UTF-8: replace, never throw.
+  res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
 }
 
 // Reads a duration query parameter; on error fills a 400 response and returns false.

@@ -12,6 +12,7 @@ const char* FrameErrorName(FrameError error) {
     case FrameError::kSizeNotAligned: return "size_not_multiple_of_8";
     case FrameError::kSizeTooLarge: return "size_too_large";
     case FrameError::kBodyTooSmall: return "body_too_small";
+    case FrameError::kTruncated: return "truncated";
   }
   return "unknown";
 }

@@ -17,6 +17,7 @@ enum class FrameError {
   kSizeNotAligned,  // size % 8 != 0
   kSizeTooLarge,    // size > SENTINEL_WIRE_FRAME_MAX
   kBodyTooSmall,    // a known type with a payload shorter than its struct
+  kTruncated,       // the peer closed in the middle of a frame
 };
 
 const char* FrameErrorName(FrameError error);

@@ -200,7 +200,9 @@ void IngestServer::CloseClient(Client* client, CloseReason reason) {
                     client->pid, s->refused_major(), SENTINEL_WIRE_MAJOR);
     } else {
       spdlog::warn("closed plugin connection pid {}: {} ({})", client->pid, CloseReasonName(reason),
-                   FrameErrorName(s->frame_error()));
+                   s->has_partial() && s->frame_error() == FrameError::kNone
+                       ? "truncated"
+                       : FrameErrorName(s->frame_error()));
     }
   }
   aggregator_->NoteClosed(client->id, reason, s->frames(), s->skipped_unknown());
@@ -216,7 +218,7 @@ void IngestServer::ReadClient(Client* client) {
   for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
     const ssize_t n = read(client->fd, s->WritableTail(), s->WritableSize());
     if (n == 0) {
-      CloseClient(client, CloseReason::kNone);
+      CloseClient(client, s->has_partial() ? CloseReason::kMalformed : CloseReason::kNone);
       return;
     }
     if (n < 0) {

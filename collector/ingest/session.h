@@ -47,6 +47,8 @@ class Session {
   CloseReason reason() const { return reason_; }
   FrameError frame_error() const { return frame_error_; }
   bool hello_done() const { return hello_done_; }
+  // Bytes of an incomplete frame are buffered (at EOF this is a truncated frame).
+  bool has_partial() const { return filled_ > 0; }
   const SentinelWireHello& hello() const { return hello_; }
   uint16_t refused_major() const { return refused_major_; }
   std::string& PendingOutput() { return output_; }

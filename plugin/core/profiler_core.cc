@@ -687,14 +687,18 @@ void* CoreInit(const InitArgs& a) noexcept {
   memset(ctx->name, 0, sizeof(ctx->name));
   if (a.comm_name != nullptr) strncpy(ctx->name, a.comm_name, sizeof(ctx->name) - 1);
   ctx->calib.Reset();
-  delete[] ctx->p2p_seq;  // a reused context: nobody can reach the old table any more
+  // The per-peer table lives in its own anonymous mapping (zeroed; like the arena, it is
+  // reachable only from mmap'ed memory). A reused context: nobody can reach the old table.
+  if (ctx->p2p_seq != nullptr) munmap(ctx->p2p_seq, ctx->p2p_seq_size * sizeof(*ctx->p2p_seq));
   ctx->p2p_seq = nullptr;
   ctx->p2p_seq_size = 0;
   if (a.nranks > 0 && a.nranks <= (1 << 20)) {
     uint32_t n = static_cast<uint32_t>(a.nranks) * 2;
-    ctx->p2p_seq = new (std::nothrow) std::atomic<uint64_t>[n];
-    if (ctx->p2p_seq != nullptr) {
-      for (uint32_t i = 0; i < n; ++i) ctx->p2p_seq[i].store(0, std::memory_order_relaxed);
+    void* table = mmap(nullptr, n * sizeof(*ctx->p2p_seq), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (table != MAP_FAILED) {
+      ctx->p2p_seq = static_cast<std::atomic<uint64_t>*>(table);
+      for (uint32_t i = 0; i < n; ++i) new (&ctx->p2p_seq[i]) std::atomic<uint64_t>(0);
       ctx->p2p_seq_size = n;
     }
   }

@@ -97,8 +97,9 @@ int AbortComm(void* comm) {
   return fn == nullptr ? kNcclSystemError : fn(comm);
 }
 
-int AfterCollective(const char* api, void* comm, int result) {
-  if (__builtin_expect(!sentinel::guard::CollectiveCheckPending(), 1) || tls_depth > 0) return result;
+// `outer`: the call came from the application, not from NCCL re-entering through the PLT.
+int AfterCollective(bool outer, const char* api, void* comm, int result) {
+  if (__builtin_expect(!sentinel::guard::CollectiveCheckPending(), 1) || !outer) return result;
   return sentinel::guard::OnCollectiveEnd(api, comm, result);
 }
 
@@ -200,11 +201,17 @@ SENTINEL_EXPORT int ncclCommShrink(SentinelComm comm, int* exclude, int n_exclud
 
 // ---- collectives: the runtime-connect check (one relaxed load when nothing is pending) ---------
 
-#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)     \
-  SENTINEL_REAL(Fn, name);                           \
-  DepthGuard depth;                                  \
-  int r = real(__VA_ARGS__);                         \
-  return AfterCollective(#name, static_cast<void*>(comm), r)
+// The depth is taken before the call and released before the check: the check runs for calls made
+// by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
+#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)                      \
+  SENTINEL_REAL(Fn, name);                                            \
+  const bool outer = tls_depth == 0;                                  \
+  int r;                                                              \
+  {                                                                   \
+    DepthGuard depth;                                                 \
+    r = real(__VA_ARGS__);                                            \
+  }                                                                   \
+  return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAllReduce(const void* s, void* r_, size_t n, int dt, int op, SentinelComm comm,
                                   SentinelStream st) {
@@ -256,13 +263,17 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
 }
 
 // AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
-#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)  \
-  SENTINEL_REAL(Fn, name);                                    \
-  DepthGuard depth;                                           \
-  sentinel::plugin::SetCurrentApiForThread(func);             \
-  int r = real(__VA_ARGS__);                                  \
-  sentinel::plugin::ClearCurrentApiForThread();               \
-  return AfterCollective(#name, static_cast<void*>(comm), r)
+#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)         \
+  SENTINEL_REAL(Fn, name);                                            \
+  const bool outer = tls_depth == 0;                                  \
+  int r;                                                              \
+  {                                                                   \
+    DepthGuard depth;                                                 \
+    sentinel::plugin::SetCurrentApiForThread(func);                   \
+    r = real(__VA_ARGS__);                                            \
+    sentinel::plugin::ClearCurrentApiForThread();                     \
+  }                                                                   \
+  return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAlltoAll(const void* s, void* r_, size_t n, int dt, SentinelComm comm,
                                  SentinelStream st) {

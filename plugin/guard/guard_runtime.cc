@@ -280,31 +280,35 @@ int OnCreateEnd(const char* api, int result, void* const* comms, int ncomms,
                 AbortCommFn abort_fn) noexcept {
   try {
     Runtime& r = R();
-    std::lock_guard<std::mutex> lock(r.mu);
-    LoadConfigLocked(r);
-    if (r.config.disabled || !r.config.active) return result;
-    void* first = ncomms > 0 ? comms[0] : nullptr;
     bool fail = false;
-    if (!r.config.parse_error.empty()) {
-      fail = result == 0 && ReportParseErrorLocked(r);
-    } else if (result == 7 /* ncclInProgress: nonblocking init still running */) {
-      for (int i = 0; i < ncomms; ++i) AddPendingLocked(r, comms[i]);
-      return result;
-    } else {
-      Evidence ev;
-      LogEvidence log;
-      Verdict v = EvaluateLocked(r, Stage::kInit, first, 0, &ev, &log);
-      if (result != 0) {
-        // NCCL refused by itself (e.g. NCCL_NET=IB without IB): explain why, change nothing.
-        ReportLocked(r, v, ev, std::string(api) + " (which already failed)", Mode::kWarn);
-        return result;
-      }
-      fail = ReportLocked(r, v, ev, api, r.config.mode);
-      if (!fail && !v.deferred.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      LoadConfigLocked(r);
+      if (r.config.disabled || !r.config.active) return result;
+      void* first = ncomms > 0 ? comms[0] : nullptr;
+      if (!r.config.parse_error.empty()) {
+        fail = result == 0 && ReportParseErrorLocked(r);
+      } else if (result == 7 /* ncclInProgress: nonblocking init still running */) {
         for (int i = 0; i < ncomms; ++i) AddPendingLocked(r, comms[i]);
+        return result;
+      } else {
+        Evidence ev;
+        LogEvidence log;
+        Verdict v = EvaluateLocked(r, Stage::kInit, first, 0, &ev, &log);
+        if (result != 0) {
+          // NCCL refused by itself (e.g. NCCL_NET=IB without IB): explain why, change nothing.
+          ReportLocked(r, v, ev, std::string(api) + " (which already failed)", Mode::kWarn);
+          return result;
+        }
+        fail = ReportLocked(r, v, ev, api, r.config.mode);
+        if (!fail && !v.deferred.empty()) {
+          for (int i = 0; i < ncomms; ++i) AddPendingLocked(r, comms[i]);
+        }
       }
     }
     if (!fail) return result;
+    // Without the lock: aborting runs the profiler's finalize, which comes back into the guard
+    // (OnProfilerFinalize) on this thread.
     for (int i = 0; i < ncomms; ++i) {
       if (comms[i] != nullptr && abort_fn != nullptr) abort_fn(comms[i]);
     }

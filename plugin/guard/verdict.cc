@@ -193,6 +193,23 @@ class Evaluator {
     }
   }
 
+  // What the host alone says: NCCL cannot open any IB/RoCE device (no device, no uverbs node,
+  // NCCL_IB_HCA matching nothing, or no ACTIVE port).
+  bool HostKeepsNcclOffRdma() const {
+    if (host_ == nullptr) return false;
+    if (host_->devices.empty() || !host_->dev_infiniband_present || host_->uverbs_nodes == 0) {
+      return true;
+    }
+    std::vector<std::string> names = SysfsDeviceNames(host_);
+    if (!e_.env.ib_hca.empty() && FilterByIbHca(e_.env.ib_hca, names).empty()) return true;
+    for (const RdmaDevice& d : host_->devices) {
+      for (const PortInfo& p : d.ports) {
+        if (p.Active()) return false;
+      }
+    }
+    return true;
+  }
+
   void CheckNet() {
     if (x_.net == NetKind::kAny) return;
     const std::string found = FoundNet();
@@ -203,10 +220,21 @@ class Evaluator {
       bool got_ib_transport = Lower(found) == "ib";
       bool env_blocks = e_.env.IbDisabled() || (!e_.env.net.empty() && Lower(e_.env.net) != "ib");
       bool failed = log_ != nullptr && log_->failed_any_net;
-      if ((!found.empty() && !got_ib_transport) || failed || (found.empty() && env_blocks)) {
+      // Profiler-only mode has no NCCL log: the host probe still tells whether NCCL can have an
+      // IB/RoCE transport at all, and over which link layer (warnings only, so a prediction is
+      // acceptable there; the interposer decides from NCCL's own lines).
+      bool predicted = found.empty() && log_ == nullptr && host_ != nullptr &&
+                       stage_ == Stage::kProfilerInit && !env_blocks;
+      bool host_blocks = predicted && HostKeepsNcclOffRdma();
+      if ((!found.empty() && !got_ib_transport) || failed || (found.empty() && env_blocks) ||
+          host_blocks) {
         Finding f;
         f.term = term;
-        if (failed) {
+        if (host_blocks) {
+          f.found = "this host gives NCCL no usable " + std::string(want) +
+                    " device, so NCCL will fall back to TCP sockets (host probe; NCCL's log is not "
+                    "visible to the profiler plugin)";
+        } else if (failed) {
           f.found = "NCCL could not initialise any network (Failed to initialize any NET plugin)";
         } else if (!found.empty()) {
           f.found = "NCCL is using network '" + found + "'" +
@@ -224,7 +252,7 @@ class Evaluator {
         v_.mismatches.push_back(std::move(f));
         return;
       }
-      if (!got_ib_transport) {
+      if (!got_ib_transport && !predicted) {
         if (found.empty()) v_.unverified.push_back(term + " (NCCL's network line not seen)");
         return;
       }
@@ -245,7 +273,8 @@ class Evaluator {
       if (wrong) {
         Finding f;
         f.term = term;
-        f.found = std::string("NCCL's IB transport runs over ") +
+        f.found = std::string(predicted ? "the ACTIVE RDMA ports NCCL can use (sysfs) run over "
+                                        : "NCCL's IB transport runs over ") +
                   (x_.net == NetKind::kIb ? "RoCE (Ethernet link layer)" : "native InfiniBand") +
                   " ports: " + Join(which, " ");
         if (x_.net == NetKind::kIb) {

@@ -381,7 +381,7 @@ int Launcher(const Options& o, char** argv) {
   for (char** a = argv; *a != nullptr; ++a) child_argv.push_back(*a);
   for (int r = 0; r < o.ranks; ++r) {
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) {
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
       perror("pipe2");
       return 1;
     }
@@ -389,6 +389,7 @@ int Launcher(const Options& o, char** argv) {
     if (pid == 0) {
       // Child: the write end survives exec; everything else is close-on-exec.
       int wfd = fcntl(fds[1], F_DUPFD, 3);
+      fcntl(wfd, F_SETFL, 0);  // the rank's writes block normally
       setenv("SENTINEL_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
       std::string rank_flag = "--worker-rank=" + std::to_string(r);
       std::vector<char*> args = child_argv;
@@ -488,8 +489,13 @@ int Launcher(const Options& o, char** argv) {
     for (int r = 0; r < o.ranks; ++r) {
       if (ranks[static_cast<size_t>(r)].arrived < max_arrived) who += (who.empty() ? "" : ",") + std::to_string(r);
     }
-    printf("[sim] HANG: no progress for %.1f s; rank(s) %s never arrived at step %d; job killed\n",
-           o.timeout_s, who.empty() ? "?" : who.c_str(), max_arrived);
+    if (who.empty()) {
+      printf("[sim] HANG: no progress for %.1f s; every rank arrived at step %d but it never "
+             "completed; job killed\n", o.timeout_s, max_arrived);
+    } else {
+      printf("[sim] HANG: no progress for %.1f s; rank(s) %s never arrived at step %d; job killed\n",
+             o.timeout_s, who.c_str(), max_arrived);
+    }
     return 3;
   }
   printf("[sim] %s\n", failed == 0 ? "all ranks finished" : "some ranks FAILED");

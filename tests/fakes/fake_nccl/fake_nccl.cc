@@ -610,6 +610,16 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
     ProfilerStop(ctrl);
   }
 
+  // The p2p operations of one kernel progress concurrently: arrive at all of them first, so a
+  // ring of Send/Recv pairs cannot deadlock.
+  std::vector<uint64_t> p2p_ordinals;
+  for (WorkOp& op : work.ops) {
+    if (op.task.is_coll) continue;
+    uint64_t ordinal = ++comm->p2p_ordinal[static_cast<size_t>(op.task.peer)];
+    p2p_ordinals.push_back(ordinal);
+    comm->barrier->PublishP2p(comm->rank, op.task.peer, ordinal);
+  }
+  size_t p2p_index = 0;
   for (WorkOp& op : work.ops) {
     const Task& t = op.task;
     uint64_t gpu_start = GpuNow();
@@ -629,8 +639,8 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
       wait = comm->barrier->ArriveColl(comm->rank, ++comm->coll_ordinal, sc.barrier_timeout_s,
                                        comm->abort, &missing);
     } else {
-      wait = comm->barrier->ArriveP2p(comm->rank, t.peer, ++comm->p2p_ordinal[t.peer],
-                                      sc.barrier_timeout_s, comm->abort);
+      wait = comm->barrier->WaitP2p(comm->rank, t.peer, p2p_ordinals[p2p_index++],
+                                    sc.barrier_timeout_s, comm->abort);
       if (wait == ShmBarrier::WaitResult::kTimeout) missing.push_back(t.peer);
     }
     if (wait == ShmBarrier::WaitResult::kTimeout) {

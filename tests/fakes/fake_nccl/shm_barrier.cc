@@ -100,7 +100,16 @@ ShmBarrier::WaitResult ShmBarrier::ArriveColl(int rank, uint64_t ordinal, double
 
 ShmBarrier::WaitResult ShmBarrier::ArriveP2p(int rank, int peer, uint64_t ordinal, double timeout_s,
                                              const std::atomic<bool>& abort) {
+  PublishP2p(rank, peer, ordinal);
+  return WaitP2p(rank, peer, ordinal, timeout_s, abort);
+}
+
+void ShmBarrier::PublishP2p(int rank, int peer, uint64_t ordinal) {
   area_->p2p[rank][peer].store(ordinal, std::memory_order_release);
+}
+
+ShmBarrier::WaitResult ShmBarrier::WaitP2p(int rank, int peer, uint64_t ordinal, double timeout_s,
+                                           const std::atomic<bool>& abort) {
   if (peer == rank) return WaitResult::kOk;
   return PollUntil(
       [&] { return area_->p2p[peer][rank].load(std::memory_order_acquire) >= ordinal; }, timeout_s,

@@ -28,6 +28,11 @@ class ShmBarrier {
   // P2p with `peer`, the `ordinal`-th operation between the pair on this side.
   WaitResult ArriveP2p(int rank, int peer, uint64_t ordinal, double timeout_s,
                        const std::atomic<bool>& abort);
+  // The two halves of ArriveP2p: all p2p ops of one kernel arrive together (they progress
+  // concurrently in NCCL), then each waits for its peer.
+  void PublishP2p(int rank, int peer, uint64_t ordinal);
+  WaitResult WaitP2p(int rank, int peer, uint64_t ordinal, double timeout_s,
+                     const std::atomic<bool>& abort);
   // Split exchange number `split_count` among `participants` (old ranks); fills colors/keys.
   WaitResult ExchangeSplit(int rank, int split_count, int color, int key,
                            const std::vector<int>& participants, double timeout_s,

@@ -70,6 +70,7 @@ void Emit(State& s, const void* ctx, const std::string& body) {
   if (s.out == nullptr) return;
   char name[32] = {0};
   pthread_getname_np(pthread_self(), name, sizeof(name));
+  for (char& c : name) c = c == ' ' ? '_' : c;  // "NCCL Progress 0" -> one token
   auto it = s.contexts.find(ctx);
   int ctx_id = it != s.contexts.end() ? it->second->id : 0;
   fprintf(s.out, "%" PRIu64 " tid=%ld thread=%s ctx=%d %s\n", ++s.line,

@@ -215,6 +215,8 @@ TEST_F(CollectorE2eTest, SimEightRanksCountsExactAndStragglerLateness) {
     EXPECT_EQ(NumOr(r, "last_seq", -1), kSteps - 1) << r.dump();  // seq counts from 0
     EXPECT_EQ(NumOr(r, "drops", -1), 0) << r.dump();
     double late = NumOr(r, "lateness_p50_ms", -1);
+    std::printf("rank %d: collectives %.0f lateness p50 %.2f ms\n", rank,
+                NumOr(r, "collectives", -1), late);
     if (rank == 5) {
       EXPECT_NEAR(late, 40.0, 5.0) << r.dump();
     } else {
@@ -241,10 +243,8 @@ TEST_F(CollectorE2eTest, SimEightRanksCountsExactAndStragglerLateness) {
 }
 
 struct HostResult {
-  uint64_t calls = 0;
-  int64_t max_ns = -1;
-  uint64_t over_1ms = 0;
-  uint64_t colls = 0;
+  unsigned long long calls = 0, over_1ms = 0, colls = 0, blocked_calls = 0, blocked_over_1ms = 0;
+  long long max_ns = -1, blocked_max_ns = -1, init_finalize_max_ns = -1;
   bool parsed = false;
 };
 
@@ -252,12 +252,11 @@ HostResult ParseHost(const std::string& out) {
   HostResult r;
   size_t at = out.find("calls=");
   if (at == std::string::npos) return r;
-  unsigned long long calls = 0, over = 0, colls = 0;
-  long long max_ns = 0;
-  if (std::sscanf(out.c_str() + at, "calls=%llu max_ns=%lld over_1ms=%llu colls=%llu", &calls,
-                  &max_ns, &over, &colls) == 4) {
-    r = {calls, max_ns, over, colls, true};
-  }
+  r.parsed = std::sscanf(out.c_str() + at,
+                         "calls=%llu max_ns=%lld over_1ms=%llu colls=%llu blocked_calls=%llu "
+                         "blocked_max_ns=%lld blocked_over_1ms=%llu init_finalize_max_ns=%lld",
+                         &r.calls, &r.max_ns, &r.over_1ms, &r.colls, &r.blocked_calls,
+                         &r.blocked_max_ns, &r.blocked_over_1ms, &r.init_finalize_max_ns) == 8;
   return r;
 }
 
@@ -270,8 +269,8 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
   std::map<std::string, std::string> env = {{"SENTINEL_SOCKET", socket_},
                                             {"SENTINEL_EVENTS", "minimal"}};
   std::string host_log = dir_.File("host.log");
-  // One rank, one collective every 500 us for 5 s, every callback timed.
-  Child host({SENTINEL_TIMING_HOST_PATH, SENTINEL_PLUGIN_PATH, "5", "3", "8", "0x5e1f", "500"}, env,
+  // One rank, one collective every 500 us for 6 s, every callback timed.
+  Child host({SENTINEL_TIMING_HOST_PATH, SENTINEL_PLUGIN_PATH, "6", "3", "8", "0x5e1f", "500"}, env,
              host_log);
   ASSERT_GT(host.pid(), 0);
   std::unique_ptr<Child> sim;
@@ -298,18 +297,38 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
   collector = std::make_unique<Collector>(dir_, socket_, 2);
   ASSERT_TRUE(collector->Ready()) << ReadFile(collector->log());
 
+  // While the job still runs, the restarted collector exports the drops it learned from the
+  // first heartbeat after the reconnection (/metrics shows connected processes only).
+  double sink_drops_metric = 0;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        auto [status, metrics] = collector->Get("/metrics");
+        sink_drops_metric =
+            status == 200 ? MetricSum(metrics, "sentinel_plugin_dropped_total", "reason=\"sink\"")
+                          : 0;
+        return sink_drops_metric > 0;
+      },
+      4000));
+
   // The job completes.
   ASSERT_EQ(host.Wait(30000), 0) << ReadFile(host_log);
   HostResult hr = ParseHost(ReadFile(host_log));
   ASSERT_TRUE(hr.parsed) << ReadFile(host_log);
   EXPECT_GT(hr.colls, 5000u);
-  std::printf("timing host: %llu callbacks, max %.3f ms, %llu over 1 ms, %llu collectives\n",
-              static_cast<unsigned long long>(hr.calls), static_cast<double>(hr.max_ns) / 1e6,
-              static_cast<unsigned long long>(hr.over_1ms),
-              static_cast<unsigned long long>(hr.colls));
-  EXPECT_EQ(hr.over_1ms, 0u) << "max " << hr.max_ns << " ns";
-  EXPECT_LT(hr.max_ns, 1'000'000);
-  if (sim != nullptr) EXPECT_EQ(sim->Wait(90000), 0) << ReadFile(sim_log);
+  std::printf("timing host: %llu event callbacks, wall max %.3f ms (%llu over 1 ms); blocked "
+              "(voluntary switch) in %llu, longest %.3f ms, %llu over 1 ms; %llu collectives; "
+              "init/finalize max %.1f ms\n",
+              hr.calls, static_cast<double>(hr.max_ns) / 1e6, hr.over_1ms, hr.blocked_calls,
+              static_cast<double>(hr.blocked_max_ns) / 1e6, hr.blocked_over_1ms, hr.colls,
+              static_cast<double>(hr.init_finalize_max_ns) / 1e6);
+  // A callback may be preempted on a loaded 2-core CI machine (an involuntary switch: wall time
+  // the plugin did not ask for); it must never block, and never for more than 1 ms.
+  EXPECT_EQ(hr.blocked_over_1ms, 0u) << "a callback blocked for " << hr.blocked_max_ns << " ns";
+  // Finalize flushes to the collector within its bound (100 ms) plus the drain.
+  EXPECT_LT(hr.init_finalize_max_ns, 1'000'000'000);
+  if (sim != nullptr) {
+    EXPECT_EQ(sim->Wait(90000), 0) << ReadFile(sim_log);
+  }
 
   // The restarted collector learned what was lost while it was away.
   nlohmann::json ranks;
@@ -325,10 +344,9 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
       },
       10000))
       << ranks.dump(2);
-  auto [mstatus, metrics] = collector->Get("/metrics");
-  ASSERT_EQ(mstatus, 200);
-  EXPECT_GT(MetricSum(metrics, "sentinel_plugin_dropped_total", "reason=\"sink\""), 0.0);
-  std::printf("drops reported after reconnection: %.0f (host pid %d)\n", host_drops, host.pid());
+  std::printf("drops reported after reconnection: %.0f by the timing host (pid %d); %.0f in "
+              "/metrics over all connected ranks\n",
+              host_drops, host.pid(), sink_drops_metric);
 }
 
 }  // namespace

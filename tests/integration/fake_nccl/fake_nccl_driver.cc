@@ -219,6 +219,11 @@ int Run(const std::string& scenario, int n) {
     AllReduceEach(comms, 1024);
     SyncAll(comms);
     DestroyAll(comms);
+  } else if (scenario == "initrank_main") {  // one rank, blocking init on the main thread
+    ncclUniqueId id = MakeId();
+    ncclComm_t comm = nullptr;
+    CHECK_NCCL(ncclCommInitRank(&comm, 1, id, 0));
+    CHECK_NCCL(ncclCommDestroy(comm));
   } else if (scenario == "abort") {
     auto comms = InitAll(n);
     for (ncclComm_t c : comms) CHECK_NCCL(ncclCommAbort(c));

@@ -99,7 +99,9 @@ TEST(PluginTorture, ForkAfterInitChildIsQuietParentIsFine) {
   auto recs = Records(all, comm);
   ASSERT_EQ(recs.size(), 2u);
   for (auto& j : all) {
-    if (j.contains("pid")) EXPECT_EQ(j["pid"], getpid()) << j.dump();
+    if (j.contains("pid")) {
+      EXPECT_EQ(j["pid"], getpid()) << j.dump();
+    }
   }
   EXPECT_TRUE(Records(all, 0xC41Dull, "comm_init").empty());
 }

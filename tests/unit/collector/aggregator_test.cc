@@ -1,0 +1,338 @@
+// Aggregator: the join and its exact math (skew, lateness, clock-free estimate), straggler
+// persistence/hysteresis/structural-vs-degraded, hang detection, bounded windows, verdict alerts.
+#include "collector/aggregate/aggregator.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "tests/unit/collector/wire_test_util.h"
+
+namespace sentinel::collector {
+namespace {
+
+using testing::FakeClock;
+using testing::MakeColl;
+using testing::MakeCommInit;
+
+constexpr uint64_t kComm = 0xABCDEF0123456789ULL;
+constexpr int64_t kMs = 1000000;
+
+class AggregatorTest : public ::testing::Test {
+ protected:
+  void Make() { agg_ = std::make_unique<Aggregator>(config_, &clock_); }
+  // One client per rank, as one process per GPU.
+  void Connect(int nranks, uint64_t comm = kComm) {
+    if (!agg_) Make();
+    for (int r = 0; r < nranks; ++r) {
+      const int client = ClientOf(r, comm);
+      agg_->NoteAccepted(client, static_cast<uint32_t>(1000 + r), 0);
+      agg_->OnHello(client, testing::MakeHello(static_cast<uint32_t>(1000 + r)));
+      Control(client, kSentinelWireCommInit, MakeCommInit(comm, r, nranks));
+    }
+  }
+  static int ClientOf(int rank, uint64_t comm = kComm) { return 1 + rank + static_cast<int>(comm % 7) * 1000; }
+  template <typename T>
+  void Control(int client, uint16_t type, const T& body) {
+    Frame f;
+    f.type = type;
+    f.payload = reinterpret_cast<const uint8_t*>(&body);
+    f.payload_size = sizeof(body);
+    agg_->OnControlFrame(client, f);
+  }
+  void Send(const SentinelWireCollRecord& r, uint64_t comm = kComm) {
+    agg_->OnRecords(ClientOf(r.rank, comm), &r, 1);
+  }
+  // One collective: rank r arrives at base + late[r] and all end at the same instant.
+  void Collective(uint64_t seq, const std::vector<int64_t>& late, int64_t end_after = 50 * kMs) {
+    const int n = static_cast<int>(late.size());
+    const int64_t base = 1000000000LL + static_cast<int64_t>(seq) * 200 * kMs;
+    for (int r = 0; r < n; ++r) {
+      const int64_t arrival = base + late[static_cast<size_t>(r)];
+      Send(MakeColl(kComm, r, n, seq, arrival, base + end_after - arrival));
+    }
+    clock_.Advance(10 * kMs);
+  }
+  const RankState& Rank(int r) {
+    const RankState* out = nullptr;
+    agg_->Read([&](const State& s) { out = s.ranks.at({kComm, r}).get(); });
+    return *out;
+  }
+  std::vector<Alert> Alerts() {
+    std::vector<Alert> out;
+    agg_->Read([&](const State& s) {
+      for (const auto& [id, a] : s.alerts) out.push_back(a);
+    });
+    return out;
+  }
+  const Alert* Find(const std::string& id) {
+    const Alert* out = nullptr;
+    agg_->Read([&](const State& s) {
+      auto it = s.alerts.find(id);
+      if (it != s.alerts.end()) out = &it->second;
+    });
+    return out;
+  }
+  Counters Count() {
+    Counters c;
+    agg_->Read([&](const State& s) { c = s.counters; });
+    return c;
+  }
+
+  FakeClock clock_;
+  Config config_;
+  std::unique_ptr<Aggregator> agg_;
+};
+
+TEST_F(AggregatorTest, SkewLatenessAndClockFreeAreExact) {
+  Connect(4);
+  const int64_t base = 5000000000LL;
+  const int64_t arrive[4] = {0, 3000, 40 * kMs, 1000};
+  const int64_t dur[4] = {50 * kMs, 50 * kMs - 3000, 10 * kMs, 50 * kMs - 1000};
+  for (int r = 0; r < 4; ++r) Send(MakeColl(kComm, r, 4, 0, base + arrive[r], dur[r]));
+  EXPECT_EQ(Count().joined, 1u);
+  for (int r = 0; r < 4; ++r) {
+    const RankSample& s = Rank(r).history.Newest();
+    EXPECT_EQ(s.lateness_ns, arrive[r]) << r;
+    EXPECT_EQ(s.clock_free_ns, 50 * kMs - dur[r]) << r;
+    EXPECT_EQ(s.duration_ns, dur[r]);
+  }
+  agg_->Read([&](const State& s) {
+    ASSERT_EQ(s.collectives.size(), 1u);
+    EXPECT_EQ(s.collectives[0].skew_ns, 40 * kMs);
+    EXPECT_EQ(s.collectives[0].duration_ns, 50 * kMs);
+    EXPECT_EQ(s.collectives[0].latency_ns, 50 * kMs);  // all end at base + 50 ms
+    EXPECT_EQ(s.collectives[0].ranks, 4);
+    // AllReduce bus bandwidth: 1 MiB / 50 ms * 2(n-1)/n.
+    EXPECT_NEAR(s.collectives[0].busbw_gbps, 1048576.0 / 50e6 * 1.5, 1e-9);
+  });
+}
+
+TEST_F(AggregatorTest, JoinWaitsForEveryActiveLocalRank) {
+  Connect(4);
+  for (int r = 0; r < 3; ++r) Send(MakeColl(kComm, r, 4, 0, 1000 + r, 10));
+  EXPECT_EQ(Count().joined, 0u);
+  Send(MakeColl(kComm, 3, 4, 0, 1000, 10));
+  EXPECT_EQ(Count().joined, 1u);
+  Send(MakeColl(kComm, 3, 4, 0, 1000, 10));  // the same record again
+  EXPECT_EQ(Count().records_duplicate, 1u);
+}
+
+TEST_F(AggregatorTest, EnqueueTimeWhenGpuTimesMissing) {
+  Connect(2);
+  auto a = MakeColl(kComm, 0, 2, 0, 0, 0);
+  auto b = MakeColl(kComm, 1, 2, 0, 0, 0);
+  a.flags = b.flags = 0;
+  a.enqueue_ns = 7000;
+  b.enqueue_ns = 9500;
+  Send(a);
+  Send(b);
+  EXPECT_EQ(Rank(1).history.Newest().lateness_ns, 2500);
+  EXPECT_EQ(Rank(1).history.Newest().duration_ns, -1);
+  EXPECT_EQ(Rank(1).history.Newest().clock_free_ns, -1);
+}
+
+TEST_F(AggregatorTest, P2pIsCountedNotJoined) {
+  Connect(2);
+  auto p = MakeColl(kComm, 0, 2, 0, 100, 10, 4096, kSentinelFuncSend);
+  p.flags |= kSentinelCollIsP2p;
+  p.peer = 1;
+  Send(p);
+  EXPECT_EQ(Rank(0).p2p, 1u);
+  EXPECT_EQ(Rank(0).collectives, 0u);
+  EXPECT_EQ(Count().joined, 0u);
+  EXPECT_EQ(Rank(0).history.Newest().lateness_ns, -1);
+}
+
+TEST_F(AggregatorTest, InvalidRecordsAreCountedAndIgnored) {
+  Connect(2);
+  auto bad = MakeColl(kComm, 5, 2, 0, 100, 10);  // rank >= nranks
+  agg_->OnRecords(ClientOf(0), &bad, 1);
+  bad = MakeColl(kComm, 0, 0, 0, 100, 10);  // nranks 0
+  agg_->OnRecords(ClientOf(0), &bad, 1);
+  EXPECT_EQ(Count().records_invalid, 2u);
+}
+
+TEST_F(AggregatorTest, NewlyDegradedStragglerFiresAfterKOfMAndResolvesWithHysteresis) {
+  Connect(8);
+  std::vector<int64_t> on_time = {0, 20000, 50000, 10000, 30000, 40000, 60000, 5000};
+  uint64_t seq = 0;
+  for (; seq < 30; ++seq) Collective(seq, on_time);
+  EXPECT_TRUE(Alerts().empty());
+  std::vector<int64_t> late = on_time;
+  late[5] = 40 * kMs;
+  const std::string id = "straggler-" + CommLabel(kComm) + "-r5";
+  for (int i = 0; i < 7; ++i) Collective(seq++, late);
+  EXPECT_EQ(Find(id), nullptr) << "must not fire before 8 of the last 10";
+  Collective(seq++, late);
+  const Alert* a = Find(id);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->state, "firing");
+  EXPECT_EQ(a->kind, "straggler");
+  EXPECT_EQ(a->severity, "critical");
+  EXPECT_EQ(a->ranks, std::vector<int>{5});
+  EXPECT_EQ(a->evidence["pattern"], "degraded");
+  EXPECT_NEAR(a->evidence["lateness_p50_ms"].get<double>(), 40.0, 0.1);
+  EXPECT_EQ(Alerts().size(), 1u) << "only rank 5";
+  // Back on time: still firing until at most 2 of the last 10 are late (hysteresis).
+  for (int i = 0; i < 7; ++i) Collective(seq++, on_time);
+  EXPECT_EQ(Find(id)->state, "firing");
+  Collective(seq++, on_time);
+  EXPECT_EQ(Find(id)->state, "resolved");
+  EXPECT_NE(Find(id)->resolved_real_ns, 0);
+  EXPECT_EQ(agg_->TakeAlertChanges().size(), 2u);  // fired, resolved
+}
+
+TEST_F(AggregatorTest, StructuralStragglerIsReportedAsSuch) {
+  Connect(8);
+  std::vector<int64_t> late(8, 0);
+  late[7] = 8 * kMs;  // the last stage: always a little late
+  for (uint64_t seq = 0; seq < 12; ++seq) Collective(seq, late);
+  const Alert* a = Find("straggler-" + CommLabel(kComm) + "-r7");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->evidence["pattern"], "structural");
+  EXPECT_EQ(a->severity, "warning");
+  EXPECT_NE(a->summary.find("since the communicator started"), std::string::npos);
+}
+
+TEST_F(AggregatorTest, TwoRankStragglerIsStillFound) {
+  Connect(2);
+  for (uint64_t seq = 0; seq < 10; ++seq) Collective(seq, {0, 40 * kMs});
+  EXPECT_NE(Find("straggler-" + CommLabel(kComm) + "-r1"), nullptr);
+  EXPECT_EQ(Find("straggler-" + CommLabel(kComm) + "-r0"), nullptr);
+}
+
+TEST_F(AggregatorTest, SmallJitterNeverFires) {
+  Connect(8);
+  for (uint64_t seq = 0; seq < 200; ++seq) {
+    std::vector<int64_t> late(8);
+    for (int r = 0; r < 8; ++r) late[static_cast<size_t>(r)] = ((seq * 7 + static_cast<uint64_t>(r) * 13) % 11) * 50000;
+    Collective(seq, late);
+  }
+  EXPECT_TRUE(Alerts().empty());
+}
+
+TEST_F(AggregatorTest, HangNamesTheRanksThatHaveNotArrived) {
+  config_.hang_timeout_ns = 30LL * 1000 * kMs;
+  Connect(4);
+  Collective(0, {0, 0, 0, 0});
+  for (int r = 0; r < 3; ++r) Send(MakeColl(kComm, r, 4, 1, 9000000000LL, 10));
+  clock_.Advance(29LL * 1000 * kMs);
+  agg_->Tick();
+  EXPECT_TRUE(Alerts().empty());
+  clock_.Advance(2LL * 1000 * kMs);
+  agg_->Tick();
+  const Alert* a = Find("hang-" + CommLabel(kComm));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->state, "firing");
+  EXPECT_EQ(a->ranks, std::vector<int>{3});
+  EXPECT_EQ(a->evidence["missing_ranks"], nlohmann::json({3}));
+  EXPECT_EQ(a->evidence["arrived_ranks"], nlohmann::json({0, 1, 2}));
+  EXPECT_EQ(a->evidence["seq"], 1);
+  agg_->Read([](const State& s) { EXPECT_EQ(s.hang_suspects.size(), 1u); });
+  Send(MakeColl(kComm, 3, 4, 1, 9000000000LL, 10));
+  agg_->Tick();
+  EXPECT_EQ(Find("hang-" + CommLabel(kComm))->state, "resolved");
+}
+
+TEST_F(AggregatorTest, DroppedRecordIsNotAHang) {
+  config_.hang_timeout_ns = 1000 * kMs;
+  Connect(2);
+  Send(MakeColl(kComm, 0, 2, 0, 100, 10));
+  Send(MakeColl(kComm, 0, 2, 1, 200, 10));
+  Send(MakeColl(kComm, 1, 2, 1, 200, 10));  // rank 1's seq 0 was dropped by its plugin
+  clock_.Advance(2000 * kMs);
+  agg_->Tick();
+  EXPECT_TRUE(Alerts().empty());
+  EXPECT_EQ(Count().evicted_pending, 1u);
+}
+
+TEST_F(AggregatorTest, DisconnectedRankNoLongerHoldsTheJoin) {
+  Connect(3);
+  Send(MakeColl(kComm, 0, 3, 0, 100, 10));
+  Send(MakeColl(kComm, 1, 3, 0, 100, 10));
+  EXPECT_EQ(Count().joined, 0u);
+  agg_->OnDisconnect(ClientOf(2));
+  EXPECT_EQ(Count().joined, 1u);
+  EXPECT_FALSE(Rank(2).active);
+}
+
+TEST_F(AggregatorTest, MemoryIsBoundedAndEvictionsCounted) {
+  config_.pending_slots = 8;
+  config_.history_per_rank = 16;
+  config_.history_collectives = 32;
+  config_.max_comms = 2;
+  Make();
+  Connect(2);
+  for (uint64_t seq = 0; seq < 1000; ++seq) Collective(seq, {0, 1000});
+  EXPECT_EQ(Rank(0).history.size(), 16u);
+  Counters c = Count();
+  EXPECT_EQ(c.evicted_samples, 2u * (1000 - 16));
+  EXPECT_EQ(c.evicted_collectives, 1000u - 32);
+  // Rank 1 stops: rank 0 runs ahead by far more than the pending window.
+  for (uint64_t seq = 1000; seq < 1100; ++seq) Send(MakeColl(kComm, 0, 2, seq, 0, 10));
+  c = Count();
+  EXPECT_EQ(c.evicted_pending, 100u - 8);
+  agg_->Read([](const State& s) {
+    for (const auto& [h, comm] : s.comms) {
+      for (const auto& ring : comm->rings) {
+        if (ring) {
+          EXPECT_EQ(ring->slots.size(), 8u);
+        }
+      }
+    }
+  });
+  // More communicators than --max-comms: the idle ones go, and it is counted.
+  for (uint64_t comm = 1; comm <= 5; ++comm) {
+    agg_->NoteAccepted(500 + static_cast<int>(comm), 1, 0);
+    const auto r = MakeColl(comm, 0, 1, 0, 0, 10);
+    agg_->OnRecords(500 + static_cast<int>(comm), &r, 1);
+  }
+  agg_->Read([](const State& s) { EXPECT_LE(s.comms.size(), 2u); });
+  EXPECT_GE(Count().evicted_comms, 4u);
+}
+
+TEST_F(AggregatorTest, VerdictBecomesTransportAlert) {
+  Connect(2);
+  SentinelWireVerdict v{};
+  v.comm_hash = kComm;
+  v.rank = 1;
+  v.nranks = 2;
+  v.kind = kSentinelVerdictTransport;
+  v.outcome = kSentinelOutcomeFail;
+  std::strcpy(v.expected, "net=ib");
+  std::strcpy(v.found, "net=socket");
+  std::strcpy(v.cause, "NCCL_IB_DISABLE=1 is set");
+  std::strcpy(v.evidence, "NCCL INFO Using network Socket\nNCCL_IB_DISABLE=1");
+  Control(ClientOf(1), kSentinelWireVerdict, v);
+  const Alert* a = Find("transport-" + CommLabel(kComm));
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->kind, "transport");
+  EXPECT_EQ(a->severity, "critical");
+  EXPECT_EQ(a->evidence["found"], "net=socket");
+  EXPECT_EQ(a->evidence["lines"].size(), 2u);
+  v.outcome = kSentinelOutcomePass;
+  Control(ClientOf(1), kSentinelWireVerdict, v);
+  EXPECT_EQ(Find("transport-" + CommLabel(kComm))->state, "resolved");
+}
+
+TEST_F(AggregatorTest, HeartbeatGivesOverheadRatio) {
+  Connect(1);
+  SentinelWireHeartbeat hb{};
+  hb.now_ns = 1000000000;
+  hb.callback_ns_total = 1000;
+  Control(ClientOf(0), kSentinelWireHeartbeat, hb);
+  hb.now_ns += 1000000000;
+  hb.callback_ns_total += 2000000;  // 2 ms per second
+  hb.records_dropped_ring = 3;
+  Control(ClientOf(0), kSentinelWireHeartbeat, hb);
+  agg_->Read([&](const State& s) {
+    const ProcessState& p = *s.processes.at(ClientOf(0));
+    EXPECT_DOUBLE_EQ(p.overhead_ratio, 0.002);
+    EXPECT_EQ(p.heartbeat.records_dropped_ring, 3u);
+  });
+}
+
+}  // namespace
+}  // namespace sentinel::collector

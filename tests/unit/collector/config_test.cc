@@ -1,0 +1,78 @@
+// Config: durations, the key = value file, the command line, and the default socket rule.
+#include "collector/config/config.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sentinel::collector {
+namespace {
+
+TEST(DurationTest, Units) {
+  EXPECT_EQ(*ParseDurationNs("60s"), 60LL * 1000000000);
+  EXPECT_EQ(*ParseDurationNs("15m"), 15LL * 60 * 1000000000);
+  EXPECT_EQ(*ParseDurationNs("2h"), 2LL * 3600 * 1000000000);
+  EXPECT_EQ(*ParseDurationNs("500ms"), 500LL * 1000000);
+  EXPECT_EQ(*ParseDurationNs("1.5s"), 1500LL * 1000000);
+  EXPECT_EQ(*ParseDurationNs("7"), 7LL * 1000000000);
+  EXPECT_EQ(*ParseDurationNs("1d"), 86400LL * 1000000000);
+}
+
+TEST(DurationTest, Rejects) {
+  for (const char* bad : {"", "s", "-5s", "5x", "abc", "5 m m", "10y", "999999d"}) {
+    EXPECT_FALSE(ParseDurationNs(bad).ok()) << bad;
+  }
+}
+
+TEST(ConfigTest, FileThenCommandLineWins) {
+  char path[] = "/tmp/sentinel-config-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  {
+    std::ofstream out(path);
+    out << "# comment\n\nwindow = 5m\nhang_timeout=10s\nstraggler-fire-k = 3\nlisten = 127.0.0.1:0\n";
+  }
+  std::vector<std::string> args = {"sentineld", "--config", path, "--window=1m", "--socket", "/tmp/x.sock"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  Config c;
+  bool help = false;
+  ASSERT_TRUE(ParseCommandLine(static_cast<int>(argv.size()), argv.data(), &c, &help).ok());
+  EXPECT_FALSE(help);
+  EXPECT_EQ(c.window_ns, 60LL * 1000000000);  // command line beats the file
+  EXPECT_EQ(c.hang_timeout_ns, 10LL * 1000000000);
+  EXPECT_EQ(c.straggler_fire_k, 3);
+  EXPECT_EQ(c.socket_path, "/tmp/x.sock");
+  EXPECT_EQ(c.listen, "127.0.0.1:0");
+  std::remove(path);
+}
+
+TEST(ConfigTest, Errors) {
+  Config c;
+  EXPECT_FALSE(c.Set("no-such-option", "1").ok());
+  EXPECT_FALSE(c.Set("pending-slots", "0").ok());
+  EXPECT_FALSE(c.Set("window", "soon").ok());
+  std::vector<std::string> args = {"sentineld", "--window"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  bool help = false;
+  EXPECT_FALSE(ParseCommandLine(2, argv.data(), &c, &help).ok());
+  EXPECT_FALSE(c.LoadFile("/nonexistent/sentineld.conf").ok());
+}
+
+TEST(ConfigTest, DefaultSocketPathRule) {
+  setenv("SENTINEL_SOCKET", "/run/custom.sock", 1);
+  EXPECT_EQ(DefaultSocketPath(), "/run/custom.sock");
+  unsetenv("SENTINEL_SOCKET");
+  setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
+  EXPECT_EQ(DefaultSocketPath(), "/run/user/1000/sentinel/sentineld.sock");
+  unsetenv("XDG_RUNTIME_DIR");
+  EXPECT_EQ(DefaultSocketPath(), "/tmp/sentinel-" + std::to_string(getuid()) + "/sentineld.sock");
+}
+
+}  // namespace
+}  // namespace sentinel::collector

@@ -1,0 +1,249 @@
+// The real sentineld binary over a temp-dir socket: ranks streaming through our own wire client,
+// every HTTP payload validated against schemas/api, malformed input closing only its client,
+// another uid refused, the major-version refusal, sentinelctl's exit codes, the record log, and
+// `promtool check metrics` on the real /metrics.
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include <nlohmann/json.hpp>
+
+#include "tests/unit/collector/daemon_fixture.h"
+#include "tests/unit/collector/wire_test_util.h"
+
+namespace sentinel::testing {
+namespace {
+
+constexpr uint64_t kComm = 0x1234567890ABCDEFULL;
+constexpr int64_t kMs = 1000000;
+
+class DaemonTest : public DaemonFixture {
+ protected:
+  // n ranks, one connection each, CommInit sent.
+  void ConnectRanks(int n) {
+    for (int r = 0; r < n; ++r) {
+      clients_.push_back(std::make_unique<WireClient>());
+      ASSERT_TRUE(clients_.back()->Connect(socket_, static_cast<uint32_t>(2000 + r)));
+      ASSERT_TRUE(clients_.back()->Send(Frame(kSentinelWireCommInit, MakeCommInit(kComm, r, n))));
+    }
+  }
+  // `count` collectives from every rank (seq from `first`); `late_rank` arrives 40 ms late.
+  void Stream(uint64_t first, int count, int late_rank) {
+    const int n = static_cast<int>(clients_.size());
+    const int64_t base = MonoNow() - 60LL * 1000 * kMs;
+    for (int r = 0; r < n; ++r) {
+      Bytes b;
+      for (uint64_t seq = first; seq < first + static_cast<uint64_t>(count); ++seq) {
+        const int64_t start = base + static_cast<int64_t>(seq) * 100 * kMs;
+        const int64_t arrival = start + (r == late_rank ? 40 * kMs : r * 10000);
+        const auto rec = MakeColl(kComm, r, n, seq, arrival, start + 50 * kMs - arrival);
+        AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
+      }
+      ASSERT_TRUE(clients_[static_cast<size_t>(r)]->Send(b));
+    }
+  }
+  std::vector<std::unique_ptr<WireClient>> clients_;
+};
+
+TEST_F(DaemonTest, RanksTelemetryAlertsTraceMatchSchemas) {
+  Start({"--record-log", dir_ + "/records.jsonl", "--record-log-max-mb", "1"});
+  struct stat st {};
+  ASSERT_EQ(stat(socket_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "socket must be owner-only without --allow-group";
+  ConnectRanks(4);
+  Stream(0, 20, /*late_rank=*/2);
+  for (auto& c : clients_) {
+    SentinelWireHeartbeat hb{};
+    hb.now_ns = MonoNow();
+    hb.records_completed = 20;
+    hb.records_dropped_ring = 1;
+    ASSERT_TRUE(c->Send(Frame(kSentinelWireHeartbeat, hb)));
+  }
+  const nlohmann::json ranks = WaitFor("/v1/ranks", [](const nlohmann::json& j) {
+    if (j["ranks"].size() != 4) return false;
+    for (const auto& r : j["ranks"]) {
+      if (r["collectives"] != 20 || r["drops"] != 1) return false;
+    }
+    return true;
+  });
+  for (const auto& r : ranks["ranks"]) {
+    const int rank = r["rank"];
+    EXPECT_EQ(r["pid"], 2000 + rank);
+    EXPECT_EQ(r["last_seq"], 19);
+    EXPECT_EQ(r["host"], "testhost");
+    const double expected = rank == 2 ? 40.0 : 0.0;
+    EXPECT_NEAR(r["lateness_p50_ms"].get<double>(), expected, 0.05) << rank;
+  }
+  const nlohmann::json alerts = GetJson("/v1/alerts");
+  ASSERT_EQ(alerts["alerts"].size(), 1u) << alerts.dump();
+  EXPECT_EQ(alerts["alerts"][0]["kind"], "straggler");
+  EXPECT_EQ(alerts["alerts"][0]["ranks"], nlohmann::json({2}));
+  const nlohmann::json telemetry = GetJson("/v1/telemetry?window=15m");
+  EXPECT_EQ(telemetry["collectives"], 20);
+  EXPECT_NEAR(telemetry["skew_p99_ms"].get<double>(), 40.0, 0.05);
+  std::string body;
+  EXPECT_EQ(Get("/v1/telemetry?window=soon", &body), 400);
+  const std::string error_file = Save("error.json", body);
+  EXPECT_EQ(Get("/v1/nope", &body), 404);
+  const std::string notfound_file = Save("notfound.json", body);
+  const nlohmann::json trace = GetJson("/v1/trace?last=2h");
+  int complete_events = 0;
+  for (const auto& e : trace["traceEvents"]) complete_events += e["ph"] == "X" ? 1 : 0;
+  EXPECT_EQ(complete_events, 80);
+  std::string out;
+  const int rc = Validate({"ranks=" + Save("ranks.json", ranks.dump()),
+                           "alerts=" + Save("alerts.json", alerts.dump()),
+                           "telemetry=" + Save("telemetry.json", telemetry.dump()),
+                           "healthz=" + Save("healthz.json", GetJson("/healthz").dump()),
+                           "trace=" + Save("trace.json", trace.dump()), "error=" + error_file,
+                           "error=" + notfound_file},
+                          &out);
+  if (rc == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(rc, 0) << out;
+  // The record log has one JSON line per record.
+  std::ifstream log(dir_ + "/records.jsonl");
+  std::string line;
+  int lines = 0;
+  while (std::getline(log, line)) {
+    ++lines;
+    EXPECT_FALSE(nlohmann::json::parse(line, nullptr, false).is_discarded()) << line;
+  }
+  EXPECT_EQ(lines, 80);
+}
+
+TEST_F(DaemonTest, MalformedInputClosesOnlyThatClient) {
+  Start();
+  ConnectRanks(2);
+  Stream(0, 5, -1);
+  // Three bad clients: a truncated frame then EOF, an oversized frame, garbage.
+  WireClient truncated, oversized, garbage;
+  ASSERT_TRUE(truncated.Connect(socket_, 3001));
+  ASSERT_TRUE(oversized.Connect(socket_, 3002));
+  ASSERT_TRUE(garbage.Connect(socket_, 3003));
+  Bytes t = Frame(kSentinelWireColl, MakeColl(kComm, 0, 2, 99, 0, 0));
+  t.resize(50);
+  ASSERT_TRUE(truncated.Send(t));
+  truncated.Close();
+  Bytes o;
+  const uint8_t zeros[64] = {};
+  AppendFrame(&o, kSentinelWireColl, zeros, sizeof(zeros), SENTINEL_WIRE_FRAME_MAX + 8);
+  ASSERT_TRUE(oversized.Send(o));
+  Bytes g(256);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = static_cast<uint8_t>(i * 131 + 7);
+  ASSERT_TRUE(garbage.Send(g));
+  EXPECT_TRUE(oversized.PeerClosed());
+  EXPECT_TRUE(garbage.PeerClosed());
+  // The good clients keep streaming and every record of theirs is counted.
+  Stream(5, 15, -1);
+  WaitFor("/v1/ranks", [](const nlohmann::json& j) {
+    int full = 0;
+    for (const auto& r : j["ranks"]) full += r["collectives"] == 20 ? 1 : 0;
+    return full == 2;
+  });
+  for (int i = 0; i < 100 && Metric("sentinel_malformed_frames_total") < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Metric("sentinel_malformed_frames_total"), 3);
+  EXPECT_EQ(Metric("sentinel_clients_connected"), 2);
+  EXPECT_EQ(Metric("sentinel_records_received_total"), 40);
+}
+
+TEST_F(DaemonTest, MajorMismatchIsRefusedWithAnAck) {
+  Start();
+  WireClient c;
+  SentinelWireHelloAck ack{};
+  EXPECT_FALSE(c.Connect(socket_, 4000, SENTINEL_WIRE_MAJOR + 1, &ack));
+  EXPECT_EQ(ack.status, static_cast<uint32_t>(kSentinelHelloRefusedMajor));
+  EXPECT_TRUE(c.PeerClosed());
+  for (int i = 0; i < 100 && Metric("sentinel_clients_refused_total{reason=\"major\"}") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Metric("sentinel_clients_refused_total{reason=\"major\"}"), 1);
+}
+
+TEST_F(DaemonTest, ClientWithAnotherUidIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch the client to uid 65534";
+  Start();
+  // Open the file modes up so the unprivileged client reaches accept(): the SO_PEERCRED check
+  // is the second line of defence, and this test exercises it.
+  chmod((dir_ + "/run").c_str(), 0755);
+  chmod(dir_.c_str(), 0755);
+  chmod(socket_.c_str(), 0666);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+        setresuid(65534, 65534, 65534) != 0) {
+      _exit(10);
+    }
+    WireClient c;
+    SentinelWireHelloAck ack{};
+    const bool accepted = c.Connect(socket_, 5000, SENTINEL_WIRE_MAJOR, &ack);
+    _exit(accepted ? 11 : 0);  // refused = the connection is closed with no ack
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  for (int i = 0; i < 100 && Metric("sentinel_clients_refused_total{reason=\"uid\"}") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(Metric("sentinel_clients_refused_total{reason=\"uid\"}"), 1);
+  EXPECT_EQ(Metric("sentinel_clients_accepted_total"), 0);
+}
+
+TEST_F(DaemonTest, SentinelctlExitCodes) {
+  Start();
+  ConnectRanks(2);
+  Stream(0, 12, 1);
+  WaitFor("/v1/alerts", [](const nlohmann::json& j) { return j["alerts"].size() == 1; });
+  const std::string ctl = std::string(SENTINELCTL_PATH) + " --port-file " + port_file_;
+  std::string out;
+  EXPECT_EQ(RunCommand(ctl + " status", &out), 0) << out;
+  EXPECT_NE(out.find("1 firing alert"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ctl + " ranks", &out), 0) << out;
+  EXPECT_NE(out.find("LATE_P50"), std::string::npos) << out;
+  EXPECT_EQ(RunCommand(ctl + " top --once", &out), 0) << out;
+  EXPECT_EQ(RunCommand(ctl + " alerts", &out), 3) << out;
+  EXPECT_NE(out.find("straggler"), std::string::npos);
+  EXPECT_EQ(RunCommand(ctl + " trace --last 2h > " + dir_ + "/t.json", &out), 0) << out;
+  std::ifstream in(dir_ + "/t.json");
+  const nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(trace.is_discarded());
+  EXPECT_EQ(trace["traceEvents"].size(), 24u + 2 + 2);  // 24 spans, 2 process + 2 thread names
+  EXPECT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " --addr 127.0.0.1:1 status", &out), 1);
+  EXPECT_EQ(RunCommand(ctl + " frobnicate", &out), 2);
+  EXPECT_EQ(RunCommand(ctl + " ranks --bogus", &out), 2);
+  EXPECT_EQ(RunCommand(ctl + " alerts --help", &out), 0);
+}
+
+TEST_F(DaemonTest, PromtoolAcceptsMetrics) {
+  if (!HaveProgram("promtool")) GTEST_SKIP() << "promtool not installed";
+  Start();
+  ConnectRanks(3);
+  Stream(0, 12, 0);
+  WaitFor("/v1/ranks", [](const nlohmann::json& j) { return j["ranks"].size() == 3 && j["ranks"][2]["collectives"] == 12; });
+  std::string body;
+  ASSERT_EQ(Get("/metrics", &body), 200);
+  EXPECT_EQ(body.find("seq="), std::string::npos) << "no per-sequence labels";
+  EXPECT_NE(body.find("sentinel_rank_last_seq{comm=\"0x1234567890abcdef\",rank=\"1\"} 11"), std::string::npos);
+  const std::string file = Save("metrics.txt", body);
+  std::string out;
+  EXPECT_EQ(RunCommand("promtool check metrics < " + file, &out), 0) << out;
+}
+
+TEST_F(DaemonTest, HelpAndBadFlags) {
+  std::string out;
+  EXPECT_EQ(RunCommand(std::string(SENTINELD_PATH) + " --help", &out), 0);
+  EXPECT_NE(out.find("--hang-timeout"), std::string::npos);
+  EXPECT_EQ(RunCommand(std::string(SENTINELD_PATH) + " --window nope", &out), 2);
+}
+
+}  // namespace
+}  // namespace sentinel::testing

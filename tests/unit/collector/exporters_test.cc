@@ -1,0 +1,188 @@
+// Exporters: Prometheus text rendering (bounded labels, cumulative histograms), the telemetry
+// window, the trace, and the Alertmanager payload and push.
+#include "collector/export/exporters.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+#include "collector/export/alertmanager.h"
+#include "tests/unit/collector/wire_test_util.h"
+
+namespace sentinel::collector {
+namespace {
+
+using testing::FakeClock;
+using testing::MakeColl;
+
+constexpr uint64_t kComm = 0x42;
+constexpr int64_t kMs = 1000000;
+
+class ExportersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    agg_ = std::make_unique<Aggregator>(config_, &clock_);
+    for (int r = 0; r < 2; ++r) {
+      agg_->NoteAccepted(r + 1, static_cast<uint32_t>(100 + r), 0);
+      agg_->OnHello(r + 1, testing::MakeHello(static_cast<uint32_t>(100 + r)));
+    }
+  }
+  void Feed(uint64_t seqs, int64_t late1) {
+    for (uint64_t seq = 0; seq < seqs; ++seq) {
+      const int64_t t = clock_.MonoNs() + static_cast<int64_t>(seq) * kMs;
+      for (int r = 0; r < 2; ++r) {
+        const auto rec = MakeColl(kComm, r, 2, seq, t + (r == 1 ? late1 : 0), 3 * kMs);
+        agg_->OnRecords(r + 1, &rec, 1);
+      }
+    }
+  }
+  std::string Metrics() {
+    std::string out;
+    agg_->Read([&](const State& s) { out = RenderPrometheus(s); });
+    return out;
+  }
+  FakeClock clock_;
+  Config config_;
+  std::unique_ptr<Aggregator> agg_;
+};
+
+TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
+  Feed(5, 2 * kMs);
+  const std::string text = Metrics();
+  EXPECT_NE(text.find("sentinel_rank_last_seq{comm=\"0x0000000000000042\",rank=\"1\"} 4\n"), std::string::npos);
+  EXPECT_NE(text.find("sentinel_rank_collectives_total{comm=\"0x0000000000000042\",rank=\"0\",func=\"AllReduce\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func=\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("# TYPE sentinel_rank_lateness_seconds histogram"), std::string::npos);
+  EXPECT_EQ(text.find("seq="), std::string::npos);
+  // Rank 1's lateness histogram: 5 samples of 2 ms, cumulative, +Inf == count, sum exact.
+  const std::string prefix = "sentinel_rank_lateness_seconds_bucket{comm=\"0x0000000000000042\",rank=\"1\",le=\"";
+  std::istringstream in(text);
+  std::string line;
+  double previous = 0;
+  int buckets = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const double v = std::stod(line.substr(line.rfind(' ') + 1));
+    EXPECT_GE(v, previous) << line;
+    previous = v;
+    ++buckets;
+    if (line.find("le=\"0.001\"") != std::string::npos) EXPECT_EQ(v, 0) << line;
+    if (line.find("le=\"0.002\"") != std::string::npos) EXPECT_EQ(v, 5) << line;
+  }
+  EXPECT_EQ(buckets, 15);
+  EXPECT_EQ(previous, 5);
+  EXPECT_NE(text.find("sentinel_rank_lateness_seconds_sum{comm=\"0x0000000000000042\",rank=\"1\"} 0.01"), std::string::npos);
+  EXPECT_NE(text.find("sentinel_evicted_total{what=\"pending_join\"} 0"), std::string::npos);
+}
+
+TEST_F(ExportersTest, TelemetryWindowExcludesOldCollectives) {
+  Feed(3, 0);
+  clock_.Advance(10LL * 60 * 1000 * kMs);
+  for (uint64_t seq = 3; seq < 5; ++seq) {
+    for (int r = 0; r < 2; ++r) {
+      const auto rec = MakeColl(kComm, r, 2, seq, clock_.MonoNs(), kMs);
+      agg_->OnRecords(r + 1, &rec, 1);
+    }
+  }
+  nlohmann::json t5;
+  nlohmann::json t15;
+  agg_->Read([&](const State& s) {
+    t5 = TelemetryJson(s, 5LL * 60 * 1000 * kMs, clock_.MonoNs());
+    t15 = TelemetryJson(s, 15LL * 60 * 1000 * kMs, clock_.MonoNs());
+  });
+  EXPECT_EQ(t5["collectives"], 2);
+  EXPECT_EQ(t15["collectives"], 5);
+  EXPECT_TRUE(t5["retransmits"].is_null()) << "unmeasured is null, not 0";
+}
+
+TEST_F(ExportersTest, TraceHasOneSpanPerOperationAndNamedTracks) {
+  Feed(3, kMs);
+  nlohmann::json trace;
+  agg_->Read([&](const State& s) { trace = TraceJson(s, 3600LL * 1000 * kMs, clock_.MonoNs() + 10 * kMs); });
+  int spans = 0;
+  int names = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++spans;
+      EXPECT_EQ(e["dur"], 3000.0);
+      EXPECT_EQ(e["name"], "AllReduce");
+    } else {
+      ++names;
+    }
+  }
+  EXPECT_EQ(spans, 6);
+  EXPECT_EQ(names, 4);
+}
+
+TEST(AlertmanagerTest, PayloadAndPush) {
+  Alert a;
+  a.id = "hang-0x1";
+  a.kind = "hang";
+  a.severity = "critical";
+  a.state = "firing";
+  a.comm = "0x0000000000000001";
+  a.ranks = {3, 5};
+  a.host = "n1";
+  a.summary = "stuck";
+  a.runbook = "https://example/runbook";
+  a.started_real_ns = 1767225600000000000LL;
+  const nlohmann::json p = AlertmanagerPayload({a});
+  ASSERT_EQ(p.size(), 1u);
+  EXPECT_EQ(p[0]["labels"]["alertname"], "SentinelHang");
+  EXPECT_EQ(p[0]["labels"]["ranks"], "3,5");
+  EXPECT_EQ(p[0]["startsAt"], "2026-01-01T00:00:00.000Z");
+  EXPECT_FALSE(p[0].contains("endsAt"));
+
+  // Push through a real HTTP server standing in for Alertmanager.
+  httplib::Server server;
+  std::string received;
+  std::mutex mu;
+  server.Post("/api/v2/alerts", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    received = req.body;
+    res.status = 200;
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread t([&] { server.listen_after_bind(); });
+  FakeClock clock;
+  Config config;
+  config.straggler_fire_k = 2;
+  config.straggler_window_m = 2;
+  Aggregator agg(config, &clock);
+  for (int r = 0; r < 2; ++r) agg.NoteAccepted(r + 1, 1, 0);
+  for (uint64_t seq = 0; seq < 2; ++seq) {
+    for (int r = 0; r < 2; ++r) {
+      const auto rec = MakeColl(kComm, r, 2, seq, 1000000000 + (r == 1 ? 50 * kMs : 0), kMs);
+      agg.OnRecords(r + 1, &rec, 1);
+    }
+  }
+  {
+    AlertPusher pusher("http://127.0.0.1:" + std::to_string(port), &agg);
+    pusher.Start();
+    for (int i = 0; i < 100; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!received.empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    pusher.Stop();
+  }
+  server.stop();
+  t.join();
+  const nlohmann::json body = nlohmann::json::parse(received, nullptr, false);
+  ASSERT_FALSE(body.is_discarded()) << received;
+  ASSERT_EQ(body.size(), 1u);
+  EXPECT_EQ(body[0]["labels"]["alertname"], "SentinelStraggler");
+  EXPECT_EQ(body[0]["labels"]["ranks"], "1");
+}
+
+}  // namespace
+}  // namespace sentinel::collector

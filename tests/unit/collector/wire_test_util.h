@@ -1,0 +1,150 @@
+// Test helpers for the collector: encode wire frames, a settable clock, and a real-socket plugin
+// stand-in (our own small client speaking the wire, as the plugin's transport does).
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collector/aggregate/aggregator.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::testing {
+
+class FakeClock : public collector::Clock {
+ public:
+  int64_t MonoNs() const override { return mono_; }
+  int64_t RealNs() const override { return 1767225600000000000LL + mono_; }  // 2026-01-01
+  void Advance(int64_t ns) { mono_ += ns; }
+  void Set(int64_t ns) { mono_ = ns; }
+
+ private:
+  int64_t mono_ = 1000000000000LL;
+};
+
+using Bytes = std::vector<uint8_t>;
+
+inline void AppendFrame(Bytes* out, uint16_t type, const void* body, size_t size, uint32_t declared = 0) {
+  const SentinelWireFrameHeader h{declared != 0 ? declared : static_cast<uint32_t>(8 + size), type, 0};
+  const size_t at = out->size();
+  out->resize(at + 8 + size);
+  std::memcpy(out->data() + at, &h, 8);
+  if (size > 0) std::memcpy(out->data() + at + 8, body, size);
+}
+
+template <typename T>
+Bytes Frame(uint16_t type, const T& body) {
+  Bytes out;
+  AppendFrame(&out, type, &body, sizeof(body));
+  return out;
+}
+
+inline SentinelWireHello MakeHello(uint32_t pid, uint16_t major = SENTINEL_WIRE_MAJOR) {
+  SentinelWireHello h{};
+  h.magic = SENTINEL_WIRE_MAGIC;
+  h.major = major;
+  h.minor = SENTINEL_WIRE_MINOR;
+  h.pid = pid;
+  h.mono_ns = 1;
+  h.realtime_ns = 1700000000000000000LL;
+  std::strcpy(h.host, "testhost");
+  std::strcpy(h.job_id, "job-42");
+  return h;
+}
+
+// A GPU-timed collective of `rank` arriving at `arrival_ns` and running `duration_ns`.
+inline SentinelWireCollRecord MakeColl(uint64_t comm, int rank, int nranks, uint64_t seq,
+                                       int64_t arrival_ns, int64_t duration_ns,
+                                       uint64_t bytes = 1 << 20,
+                                       uint8_t func = kSentinelFuncAllReduce) {
+  SentinelWireCollRecord r{};
+  r.comm_hash = comm;
+  r.seq = seq;
+  r.bytes = bytes;
+  r.rank = rank;
+  r.nranks = nranks;
+  r.peer = -1;
+  r.root = -1;
+  r.func = func;
+  r.algo = kSentinelAlgoRing;
+  r.proto = kSentinelProtoSimple;
+  r.nchannels = 2;
+  r.flags = kSentinelCollGpuTimeValid | kSentinelCollApiTimeValid;
+  r.api_ns = arrival_ns - 2000;
+  r.enqueue_ns = arrival_ns - 1000;
+  r.gpu_start_ns = arrival_ns;
+  r.gpu_end_ns = arrival_ns + duration_ns;
+  r.pid = static_cast<uint32_t>(1000 + rank);
+  return r;
+}
+
+inline SentinelWireCommInit MakeCommInit(uint64_t comm, int rank, int nranks) {
+  SentinelWireCommInit c{};
+  c.comm_hash = comm;
+  c.rank = rank;
+  c.nranks = nranks;
+  c.nnodes = 1;
+  c.pid = static_cast<uint32_t>(1000 + rank);
+  c.abi_version = 5;
+  std::strcpy(c.comm_name, "world");
+  return c;
+}
+
+// A blocking client on a UNIX socket: Connect() sends the hello and reads the ack.
+class WireClient {
+ public:
+  ~WireClient() { Close(); }
+  bool Connect(const std::string& path, uint32_t pid, uint16_t major = SENTINEL_WIRE_MAJOR,
+               SentinelWireHelloAck* ack_out = nullptr) {
+    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+    timeval tv{5, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (!Send(Frame(kSentinelWireHello, MakeHello(pid, major)))) return false;
+    uint8_t buf[24];
+    size_t got = 0;
+    while (got < sizeof(buf)) {
+      const ssize_t n = read(fd_, buf + got, sizeof(buf) - got);
+      if (n <= 0) return false;
+      got += static_cast<size_t>(n);
+    }
+    SentinelWireHelloAck ack{};
+    std::memcpy(&ack, buf + 8, sizeof(ack));
+    if (ack_out != nullptr) *ack_out = ack;
+    return ack.status == kSentinelHelloAccepted;
+  }
+  bool Send(const Bytes& bytes) {
+    size_t off = 0;
+    while (off < bytes.size()) {
+      const ssize_t n = send(fd_, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+  // True when the peer has closed the connection (read returns 0 or an error).
+  bool PeerClosed() {
+    uint8_t b;
+    const ssize_t n = recv(fd_, &b, 1, 0);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace sentinel::testing
