@@ -83,8 +83,8 @@ bool Get(const Options& o, const std::string& path, nlohmann::json* out, std::st
   return true;
 }
 
-std::string Num(const nlohmann::json& v, const char* fmt = "%.2f") {
-  if (v.is_number()) return absl::StrFormat(fmt, v.get<double>());
+std::string Num(const nlohmann::json& v) {
+  if (v.is_number()) return absl::StrFormat("%.2f", v.get<double>());
   return "-";
 }
 

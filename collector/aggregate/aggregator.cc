@@ -35,6 +35,7 @@ class SystemClock : public Clock {
 constexpr size_t kMaxGoneProcesses = 256;
 constexpr size_t kMaxResolvedAlerts = 256;
 constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
+constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
 constexpr const char* kRunbookBase = "https://github.com/nccl-sentinel/nccl-sentinel/blob/main/collector/README.md#";
 
 // Median of `sorted` with one occurrence of `value` removed (value must be present).
@@ -157,7 +158,9 @@ void Aggregator::OnHello(int client, const SentinelWireHello& hello) {
   }
   if (p->host.empty()) p->host = state_.host;
   p->job_id = SafeString(hello.job_id, sizeof(hello.job_id));
-  p->mono_to_real_ns = hello.realtime_ns - hello.mono_ns;
+  // Untrusted values: wrap instead of overflowing.
+  p->mono_to_real_ns = static_cast<int64_t>(static_cast<uint64_t>(hello.realtime_ns) -
+                                            static_cast<uint64_t>(hello.mono_ns));
 }
 
 void Aggregator::OnDisconnect(int client) {
@@ -352,6 +355,13 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
   const int func = rec.func < kFuncSlots - 1 ? rec.func : kFuncSlots - 1;
   const bool gpu = (rec.flags & kSentinelCollGpuTimeValid) != 0;
   const int64_t arrival = gpu ? rec.gpu_start_ns : rec.enqueue_ns;
+  // CLOCK_MONOTONIC stamps are >= 0 and far below 2^62; bounding them keeps every difference
+  // and sum below (skew, lateness, end times) free of overflow.
+  if (arrival < 0 || arrival > kMaxTimestampNs ||
+      (gpu && (rec.gpu_end_ns < 0 || rec.gpu_end_ns > kMaxTimestampNs))) {
+    ++state_.counters.records_invalid;
+    return;
+  }
   int64_t duration = gpu ? rec.gpu_end_ns - rec.gpu_start_ns : -1;
   if (duration < 0 || duration > kMaxDurationNs) duration = -1;
 
@@ -746,7 +756,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
       if (p->has_heartbeat && hb.now_ns > p->heartbeat.now_ns &&
           hb.callback_ns_total >= p->heartbeat.callback_ns_total) {
         p->overhead_ratio = static_cast<double>(hb.callback_ns_total - p->heartbeat.callback_ns_total) /
-                            static_cast<double>(hb.now_ns - p->heartbeat.now_ns);
+                            (static_cast<double>(hb.now_ns) - static_cast<double>(p->heartbeat.now_ns));
       }
       p->heartbeat = hb;
       p->has_heartbeat = true;

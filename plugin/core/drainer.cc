@@ -277,7 +277,14 @@ void DrainerAtExit() noexcept {
     }
     st.wake_cv.notify_all();
     // Bounded: if a drain is stuck (a sink blocked), give up rather than hang the exit.
-    if (st.drain_mu.try_lock_for(kExitWait)) {
+    // Polls try_lock (TSan does not model timed_mutex::try_lock_for).
+    bool locked = false;
+    for (auto waited = std::chrono::milliseconds(0); waited < kExitWait && !locked;
+         waited += std::chrono::milliseconds(1)) {
+      locked = st.drain_mu.try_lock();
+      if (!locked) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (locked) {
       DrainOnce(st, true);
       ForEachSink(st, [](RecordSink* s) { s->Flush(); });
       st.drain_mu.unlock();

@@ -56,23 +56,26 @@ struct alignas(64) Slot {
   std::atomic<uint32_t> stopped;  // set by the first stop; later stops are stale
   std::atomic<uint32_t> done;     // Coll/P2p/CeColl: the record was emitted
   std::atomic<Context*> ctx;
+  // Read through parent pointers that may be stale (a parent stopped before its child started can
+  // be reclaimed after a pool wrap), so relaxed atomics: a stale read is caught by validation
+  // (kind + same function), never a data race.
+  std::atomic<Slot*> parent;
+  std::atomic<int64_t> start_ns;
+  std::atomic<uint8_t> func;
+  std::atomic<uint8_t> datatype;
+  std::atomic<uint8_t> graph_captured;
+  std::atomic<uint8_t> api_override;  // P2pApi: the interposer's current API, or kSentinelFuncUnknown
   // Written by the claiming thread before the handle is returned to NCCL, read by others after
   // NCCL passed the handle on (NCCL's own hand-off orders them).
-  Slot* parent;
-  int64_t start_ns;
   uint64_t seq;
   uint64_t bytes;
   uint64_t count;
   int64_t api_ns;
   int32_t peer;
   int32_t root;
-  uint8_t func;
-  uint8_t datatype;
   uint8_t algo;
   uint8_t proto;
   uint8_t nchannels;
-  uint8_t graph_captured;
-  uint8_t api_override;  // P2pApi: the interposer's current API, or kSentinelFuncUnknown
   uint16_t flags;
   uint32_t kch_expected;
   // Updated concurrently by children on other threads.

@@ -209,8 +209,8 @@ inline void ResetSlot(Slot* s, Context* ctx, Slot* parent, uint32_t refs, int64_
   s->stopped.store(0, std::memory_order_relaxed);
   s->done.store(0, std::memory_order_relaxed);
   s->ctx.store(ctx, std::memory_order_relaxed);
-  s->parent = parent;
-  s->start_ns = now;
+  s->parent.store(parent, std::memory_order_relaxed);
+  s->start_ns.store(now, std::memory_order_relaxed);
 }
 
 inline void ResetRecordFields(Slot* s) {
@@ -220,12 +220,12 @@ inline void ResetRecordFields(Slot* s) {
   s->api_ns = 0;
   s->peer = -1;
   s->root = -1;
-  s->func = kSentinelFuncUnknown;
-  s->datatype = kSentinelDatatypeUnknown;
+  s->func.store(kSentinelFuncUnknown, std::memory_order_relaxed);
+  s->datatype.store(kSentinelDatatypeUnknown, std::memory_order_relaxed);
   s->algo = kSentinelAlgoUnknown;
   s->proto = kSentinelProtoUnknown;
   s->nchannels = 0;
-  s->graph_captured = 0;
+  s->graph_captured.store(0, std::memory_order_relaxed);
   s->flags = 0;
   s->kch_expected = 0;
   s->kch_started.store(0, std::memory_order_relaxed);
@@ -301,11 +301,11 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
   r.seq = s->seq;
   r.bytes = s->bytes;
   r.api_ns = s->api_ns;
-  r.enqueue_ns = s->start_ns;
+  r.enqueue_ns = s->start_ns.load(std::memory_order_relaxed);
   r.peer = s->peer;
   r.root = s->root;
-  r.func = s->func;
-  r.datatype = s->datatype;
+  r.func = s->func.load(std::memory_order_relaxed);
+  r.datatype = s->datatype.load(std::memory_order_relaxed);
   r.algo = s->algo;
   r.proto = s->proto;
   r.nchannels = s->nchannels;
@@ -315,7 +315,7 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
     // CE collectives have no GPU timers: the plugin times them on the host (start..stop).
     int64_t stop = s->stop_ns.load(std::memory_order_relaxed);
     if (stop != 0) {
-      r.gpu_start_ns = s->start_ns;
+      r.gpu_start_ns = s->start_ns.load(std::memory_order_relaxed);
       r.gpu_end_ns = stop;
       flags |= kSentinelCollGpuTimeValid;
     }
@@ -357,7 +357,7 @@ void OnLastRef(Slot* s, ThreadState* ts) {
     // acq_rel: exactly one of (last reference, finalize truncation) emits the record.
     if (s->done.exchange(1, std::memory_order_acq_rel) == 0) BuildAndPush(s, false, ts);
   }
-  Slot* parent = s->parent;
+  Slot* parent = s->parent.load(std::memory_order_relaxed);
   // release: everything we read or wrote in this slot happens before its next claimer.
   s->state.store(kSlotFree, std::memory_order_release);
   // Only Ref-holding kinds keep a parent reference (see CoreStartEvent).
@@ -393,7 +393,7 @@ Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t n
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
   ResetRecordFields(s);
-  s->graph_captured = d.graph_captured ? 1 : 0;
+  s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   s->n_send.store(0, std::memory_order_relaxed);
   s->n_recv.store(0, std::memory_order_relaxed);
   s->group_flags.store(0, std::memory_order_relaxed);
@@ -401,7 +401,7 @@ Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t n
   s->first_count.store(0, std::memory_order_relaxed);
   s->recovered_seq.store(0, std::memory_order_relaxed);
   s->first_ctx.store(nullptr, std::memory_order_relaxed);
-  s->api_override = kSentinelFuncUnknown;
+  s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
   return s;
 }
 
@@ -417,12 +417,12 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   ResetSlot(s, ctx, grp, 1, now);
   ResetRecordFields(s);
   if (k == Kind::kKernelLaunch) return s;
-  s->func = FuncFromString(d.func);
+  s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
   s->count = d.count;
-  s->datatype = DatatypeFromString(d.datatype);
+  s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
   s->root = d.root;
-  s->graph_captured = d.graph_captured ? 1 : 0;
-  s->api_override = kSentinelFuncUnknown;
+  s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
+  s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
   if (grp == nullptr) return s;
   if (k == Kind::kCollApi) {
     grp->group_flags.fetch_or(kGroupHasColl, std::memory_order_relaxed);
@@ -431,27 +431,27 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   // P2pApi: the interposer's current API wins; else feed the AlltoAll heuristic.
   uint8_t api = CurrentApiForThread();
   if (api != kSentinelFuncUnknown && api != kSentinelFuncSend && api != kSentinelFuncRecv) {
-    s->api_override = api;
+    s->api_override.store(api, std::memory_order_relaxed);
     uint32_t expected = 0;
     if (grp->recovered.compare_exchange_strong(expected, 1u + api, std::memory_order_relaxed)) {
       grp->recovered_seq.store(ctx->recovered_seq[api].fetch_add(1, std::memory_order_relaxed),
                                std::memory_order_relaxed);
     }
   }
-  if (s->func == kSentinelFuncSend) {
+  if (s->func.load(std::memory_order_relaxed) == kSentinelFuncSend) {
     grp->n_send.fetch_add(1, std::memory_order_relaxed);
-  } else if (s->func == kSentinelFuncRecv) {
+  } else if (s->func.load(std::memory_order_relaxed) == kSentinelFuncRecv) {
     grp->n_recv.fetch_add(1, std::memory_order_relaxed);
   }
   uint32_t gf = grp->group_flags.load(std::memory_order_relaxed);
   if ((gf & kGroupHasFirst) == 0) {
     grp->first_count.store(d.count, std::memory_order_relaxed);
-    grp->datatype = s->datatype;
+    grp->datatype.store(s->datatype.load(std::memory_order_relaxed), std::memory_order_relaxed);
     grp->first_ctx.store(ctx, std::memory_order_relaxed);
     grp->group_flags.fetch_or(kGroupHasFirst, std::memory_order_relaxed);
   } else {
     if (grp->first_count.load(std::memory_order_relaxed) != d.count ||
-        grp->datatype != s->datatype) {
+        grp->datatype.load(std::memory_order_relaxed) != s->datatype.load(std::memory_order_relaxed)) {
       grp->group_flags.fetch_or(kGroupNotUniform, std::memory_order_relaxed);
     }
     if (grp->first_ctx.load(std::memory_order_relaxed) != ctx) {
@@ -478,21 +478,21 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
   ResetRecordFields(s);
-  s->func = FuncFromString(d.func);
+  s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
   s->seq = d.seq;
-  s->datatype = DatatypeFromString(d.datatype);
-  s->bytes = d.count * DatatypeSize(s->datatype);
+  s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
+  s->bytes = d.count * DatatypeSize(s->datatype.load(std::memory_order_relaxed));
   s->algo = AlgoFromString(d.algo);
   s->proto = ProtoFromString(d.proto);
   s->nchannels = d.n_channels;
-  if (s->func == kSentinelFuncBroadcast || s->func == kSentinelFuncReduce) s->root = d.root;
+  if (s->func.load(std::memory_order_relaxed) == kSentinelFuncBroadcast || s->func.load(std::memory_order_relaxed) == kSentinelFuncReduce) s->root = d.root;
   // Graph replays point at CollApi handles stopped at capture time: use the parent only if it
   // is still a CollApi slot describing the same function.
   Slot* api = AsLiveSlotOfKind(d.parent, Kind::kCollApi);
-  if (api != nullptr && api->func == s->func) {
-    s->api_ns = api->start_ns;
+  if (api != nullptr && api->func.load(std::memory_order_relaxed) == s->func.load(std::memory_order_relaxed)) {
+    s->api_ns = api->start_ns.load(std::memory_order_relaxed);
     s->flags |= kSentinelCollApiTimeValid;
-    if (api->graph_captured) s->flags |= kSentinelCollGraphCaptured;
+    if (api->graph_captured.load(std::memory_order_relaxed)) s->flags |= kSentinelCollGraphCaptured;
   }
   SetCompletionRefs(s, true);
   return s;
@@ -504,25 +504,25 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   ResetSlot(s, ctx, nullptr, 1, now);
   ResetRecordFields(s);
   uint8_t func = FuncFromString(d.func);
-  s->func = func;
-  s->datatype = DatatypeFromString(d.datatype);
-  s->bytes = d.count * DatatypeSize(s->datatype);
+  s->func.store(func, std::memory_order_relaxed);
+  s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
+  s->bytes = d.count * DatatypeSize(s->datatype.load(std::memory_order_relaxed));
   s->nchannels = d.n_channels_valid ? d.n_channels : 0;
   s->peer = d.peer;
   s->flags = kSentinelCollIsP2p;
   bool recovered = false;
   Slot* api = AsLiveSlotOfKind(d.parent, Kind::kP2pApi);
-  if (api != nullptr && api->func == func) {
-    s->api_ns = api->start_ns;
+  if (api != nullptr && api->func.load(std::memory_order_relaxed) == func) {
+    s->api_ns = api->start_ns.load(std::memory_order_relaxed);
     s->flags |= kSentinelCollApiTimeValid;
-    if (api->graph_captured) s->flags |= kSentinelCollGraphCaptured;
-    Slot* grp = api->parent != nullptr && KindOf(api->parent) == Kind::kGroupApi ? api->parent
+    if (api->graph_captured.load(std::memory_order_relaxed)) s->flags |= kSentinelCollGraphCaptured;
+    Slot* grp = api->parent.load(std::memory_order_relaxed) != nullptr && KindOf(api->parent.load(std::memory_order_relaxed)) == Kind::kGroupApi ? api->parent.load(std::memory_order_relaxed)
                                                                                  : nullptr;
     if (grp != nullptr) {
-      if (api->api_override == kSentinelFuncUnknown) RecoverGroupFunc(grp);
+      if (api->api_override.load(std::memory_order_relaxed) == kSentinelFuncUnknown) RecoverGroupFunc(grp);
       uint32_t rec = grp->recovered.load(std::memory_order_relaxed);
       if (rec != 0 && rec != kNoRecovery) {
-        s->func = static_cast<uint8_t>(rec - 1);
+        s->func.store(static_cast<uint8_t>(rec - 1), std::memory_order_relaxed);
         s->seq = grp->recovered_seq.load(std::memory_order_relaxed);
         s->flags |= kSentinelCollFuncRecovered;
         recovered = true;
@@ -587,9 +587,9 @@ Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* c
 
 // The Coll/P2p a ProxyStep contributes to (its ProxyOp's parent), or null.
 inline Slot* StepOwner(Slot* step) {
-  Slot* op = step->parent;
+  Slot* op = step->parent.load(std::memory_order_relaxed);
   if (op == nullptr || KindOf(op) != Kind::kProxyOp) return nullptr;
-  Slot* coll = op->parent;
+  Slot* coll = op->parent.load(std::memory_order_relaxed);
   if (coll == nullptr) return nullptr;
   Kind k = KindOf(coll);
   return (k == Kind::kColl || k == Kind::kP2p) ? coll : nullptr;
@@ -603,13 +603,13 @@ void StopProxyStep(Slot* s, int64_t now) {
   int64_t t11 = s->t_recv_flush.load(std::memory_order_relaxed);
   // relaxed: sums read by the completing thread after the acq_rel refcount release.
   if (t9 != 0) {
-    coll->send_wait_ns.fetch_add(t9 - s->start_ns, std::memory_order_relaxed);
+    coll->send_wait_ns.fetch_add(t9 - s->start_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
     coll->send_xfer_ns.fetch_add(now - t9, std::memory_order_relaxed);
     coll->send_bytes.fetch_add(s->size_send.load(std::memory_order_relaxed),
                                std::memory_order_relaxed);
   }
   if (t11 != 0) {
-    coll->recv_wait_ns.fetch_add(t11 - (t10 != 0 ? t10 : s->start_ns), std::memory_order_relaxed);
+    coll->recv_wait_ns.fetch_add(t11 - (t10 != 0 ? t10 : s->start_ns.load(std::memory_order_relaxed)), std::memory_order_relaxed);
     coll->recv_xfer_ns.fetch_add(now - t11, std::memory_order_relaxed);
     coll->recv_bytes.fetch_add(s->size_recv.load(std::memory_order_relaxed),
                                std::memory_order_relaxed);
@@ -827,11 +827,11 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       if (s == nullptr) break;
       ResetSlot(s, ctx, nullptr, 1, now);
       ResetRecordFields(s);
-      s->func = FuncFromString(d.func);
+      s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
       s->seq = d.seq;
-      s->datatype = DatatypeFromString(d.datatype);
-      s->bytes = d.count * DatatypeSize(s->datatype);
-      if (s->func == kSentinelFuncBroadcast || s->func == kSentinelFuncReduce) s->root = d.root;
+      s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
+      s->bytes = d.count * DatatypeSize(s->datatype.load(std::memory_order_relaxed));
+      if (s->func.load(std::memory_order_relaxed) == kSentinelFuncBroadcast || s->func.load(std::memory_order_relaxed) == kSentinelFuncReduce) s->root = d.root;
       break;
     }
     default:
@@ -892,8 +892,8 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
     }
     case Kind::kKernelCh:
       if (state == kSentinelStateKernelChStop && args != nullptr && args->kernel_ch.p_timer != 0 &&
-          s->parent != nullptr) {
-        AtomicMax(s->parent->gpu_end_raw, static_cast<int64_t>(args->kernel_ch.p_timer));
+          s->parent.load(std::memory_order_relaxed) != nullptr) {
+        AtomicMax(s->parent.load(std::memory_order_relaxed)->gpu_end_raw, static_cast<int64_t>(args->kernel_ch.p_timer));
       }
       break;
     case Kind::kGroupApi:

@@ -23,6 +23,16 @@ using testing::MakeColl;
 constexpr uint64_t kComm = 0x42;
 constexpr int64_t kMs = 1000000;
 
+// As the plugin does before any record: the collector then knows both local ranks.
+void CommInit(Aggregator* agg, int client, int rank) {
+  const SentinelWireCommInit init = testing::MakeCommInit(kComm, rank, 2);
+  Frame f;
+  f.type = kSentinelWireCommInit;
+  f.payload = reinterpret_cast<const uint8_t*>(&init);
+  f.payload_size = sizeof(init);
+  agg->OnControlFrame(client, f);
+}
+
 class ExportersTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -30,6 +40,7 @@ class ExportersTest : public ::testing::Test {
     for (int r = 0; r < 2; ++r) {
       agg_->NoteAccepted(r + 1, static_cast<uint32_t>(100 + r), 0);
       agg_->OnHello(r + 1, testing::MakeHello(static_cast<uint32_t>(100 + r)));
+      CommInit(agg_.get(), r + 1, r);
     }
   }
   void Feed(uint64_t seqs, int64_t late1) {
@@ -73,8 +84,12 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
     EXPECT_GE(v, previous) << line;
     previous = v;
     ++buckets;
-    if (line.find("le=\"0.001\"") != std::string::npos) EXPECT_EQ(v, 0) << line;
-    if (line.find("le=\"0.002\"") != std::string::npos) EXPECT_EQ(v, 5) << line;
+    if (line.find("le=\"0.001\"") != std::string::npos) {
+      EXPECT_EQ(v, 0) << line;
+    }
+    if (line.find("le=\"0.002\"") != std::string::npos) {
+      EXPECT_EQ(v, 5) << line;
+    }
   }
   EXPECT_EQ(buckets, 15);
   EXPECT_EQ(previous, 5);
@@ -156,7 +171,10 @@ TEST(AlertmanagerTest, PayloadAndPush) {
   config.straggler_fire_k = 2;
   config.straggler_window_m = 2;
   Aggregator agg(config, &clock);
-  for (int r = 0; r < 2; ++r) agg.NoteAccepted(r + 1, 1, 0);
+  for (int r = 0; r < 2; ++r) {
+    agg.NoteAccepted(r + 1, 1, 0);
+    CommInit(&agg, r + 1, r);
+  }
   for (uint64_t seq = 0; seq < 2; ++seq) {
     for (int r = 0; r < 2; ++r) {
       const auto rec = MakeColl(kComm, r, 2, seq, 1000000000 + (r == 1 ? 50 * kMs : 0), kMs);
