@@ -15,7 +15,7 @@ constexpr const char* kJson = "application/json";
 
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  // Strings from plugins are untrusted and may not be UTF-8: replace, never throw.
+  // Strings from plugins are untrusted and may not be UTF-8: replace bad bytes, never fail.
   res.set_content(body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), kJson);
 }
 

@@ -7,7 +7,9 @@
 // - `refs` = 1 while the event is started and not stopped, +1 per live child (and, for Coll/P2p,
 //   +1 per expected KernelCh and +1 "grace" while ProxyOp children may still come). When it drops
 //   to 0 the event is finished (a Coll/P2p record is emitted), the slot is freed, and the parent
-//   loses one reference. So parents stay alive until every child has stopped.
+//   loses one reference. So parents stay alive until every child has stopped. Its top bit
+//   (kStoppedBit) says the event was stopped: the stop sets it and drops its own reference in one
+//   CAS, so a second stop is recognised as stale.
 // - Slots are memory-stable for the life of the process and reused in FIFO order, so a stale
 //   pointer aliases a new event only after a full wrap of its pool.
 #pragma once
@@ -45,6 +47,8 @@ inline constexpr uint64_t TagFor(Kind k) { return kSlotMagic | static_cast<uint6
 inline constexpr uint64_t kContextTag = 0x53454e54434f4e54ull;  // "SENTCONT"
 
 enum SlotState : uint32_t { kSlotFree = 0, kSlotLive = 1 };
+inline constexpr uint32_t kStoppedBit = 1u << 31;
+inline constexpr uint32_t kRefCountMask = kStoppedBit - 1;
 enum ContextState : uint32_t { kCtxFree = 0, kCtxLive = 1, kCtxFinalized = 2 };
 
 struct Context;
@@ -52,9 +56,8 @@ struct Context;
 struct alignas(64) Slot {
   std::atomic<uint64_t> tag;  // FIRST field, 64 bits (pitfall §5.6.4)
   std::atomic<uint32_t> state;
-  std::atomic<uint32_t> refs;
-  std::atomic<uint32_t> stopped;  // set by the first stop; later stops are stale
-  std::atomic<uint32_t> done;     // Coll/P2p/CeColl: the record was emitted
+  std::atomic<uint32_t> refs;  // reference count | kStoppedBit
+  std::atomic<uint32_t> done;  // Coll/P2p/CeColl: the record was emitted
   std::atomic<Context*> ctx;
   // Read through parent pointers that may be stale (a parent stopped before its child started can
   // be reclaimed after a pool wrap), so relaxed atomics: a stale read is caught by validation
@@ -65,6 +68,7 @@ struct alignas(64) Slot {
   std::atomic<uint8_t> datatype;
   std::atomic<uint8_t> graph_captured;
   std::atomic<uint8_t> api_override;  // P2pApi: the interposer's current API, or kSentinelFuncUnknown
+  std::atomic<uint8_t> step_states;   // ProxyStep: kStepSaw* bits, which t_* below are valid
   // Written by the claiming thread before the handle is returned to NCCL, read by others after
   // NCCL passed the handle on (NCCL's own hand-off orders them).
   uint64_t seq;
@@ -81,6 +85,7 @@ struct alignas(64) Slot {
   // Updated concurrently by children on other threads.
   std::atomic<uint32_t> kch_started;
   std::atomic<uint32_t> grace;  // 1 while a stopped Coll/P2p may still get ProxyOp children
+  std::atomic<uint32_t> proxy_steps;  // here, not below, so a Coll touches one line fewer
   std::atomic<int64_t> stop_ns;
   std::atomic<int64_t> gpu_start_raw;  // min KernelCh start pTimer (INT64_MAX = none)
   std::atomic<int64_t> gpu_end_raw;    // max KernelCh stop pTimer (0 = none)
@@ -90,7 +95,6 @@ struct alignas(64) Slot {
   std::atomic<int64_t> recv_xfer_ns;
   std::atomic<uint64_t> send_bytes;
   std::atomic<uint64_t> recv_bytes;
-  std::atomic<uint32_t> proxy_steps;
   // ProxyStep: state times/sizes. GroupApi: AlltoAll heuristic state.
   std::atomic<int64_t> t_send_wait;   // ProxyStep state 9
   std::atomic<int64_t> t_recv_wait;   // ProxyStep state 10
@@ -105,6 +109,10 @@ struct alignas(64) Slot {
   std::atomic<uint64_t> recovered_seq;
   std::atomic<Context*> first_ctx;
 };
+
+inline constexpr uint8_t kStepSawSendWait = 1u << 0;
+inline constexpr uint8_t kStepSawRecvWait = 1u << 1;
+inline constexpr uint8_t kStepSawRecvFlush = 1u << 2;
 
 inline constexpr uint32_t kGroupHasColl = 1u << 0;
 inline constexpr uint32_t kGroupNotUniform = 1u << 1;

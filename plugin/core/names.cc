@@ -1,6 +1,8 @@
-// String <-> enum tables for NCCL descriptor strings.
+// String <-> enum tables for NCCL descriptor strings, with a pointer-keyed cache in front.
 #include "plugin/core/names.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "schemas/wire/sentinel_wire.h"
@@ -54,11 +56,11 @@ const char* Name(const Entry (&table)[N], uint8_t v) noexcept {
   return "Unknown";
 }
 
-}  // namespace
+uint8_t FuncFromStringSlow(const char* s) noexcept {
+  return Lookup(kFuncs, s, kSentinelFuncUnknown);
+}
 
-uint8_t FuncFromString(const char* s) noexcept { return Lookup(kFuncs, s, kSentinelFuncUnknown); }
-
-uint8_t DatatypeFromString(const char* s) noexcept {
+uint8_t DatatypeFromStringSlow(const char* s) noexcept {
   // Every name starts with "ncclXxx": skip the common prefix before comparing.
   if (s == nullptr || strncmp(s, "nccl", 4) != 0) return kSentinelDatatypeUnknown;
   for (size_t i = 0; i < sizeof(kDatatypes) / sizeof(kDatatypes[0]); ++i) {
@@ -69,9 +71,67 @@ uint8_t DatatypeFromString(const char* s) noexcept {
   return kSentinelDatatypeUnknown;
 }
 
-uint8_t AlgoFromString(const char* s) noexcept { return Lookup(kAlgos, s, kSentinelAlgoUnknown); }
-uint8_t ProtoFromString(const char* s) noexcept {
+uint8_t AlgoFromStringSlow(const char* s) noexcept {
+  return Lookup(kAlgos, s, kSentinelAlgoUnknown);
+}
+uint8_t ProtoFromStringSlow(const char* s) noexcept {
   return Lookup(kProtos, s, kSentinelProtoUnknown);
+}
+
+// A tiny direct-mapped cache keyed by the string's address. NCCL's descriptor strings are static
+// C strings that live for the whole process (nccl-abi-facts.md §2.6), so the same address always
+// holds the same text and a hit skips every strcmp. One entry packs the pointer (48 bits of user
+// address), the string's first character (a cheap sanity check against a host that reuses a
+// buffer) and the value, so a reader never sees a torn entry. relaxed: each entry is a
+// self-contained value; a racing writer at worst evicts another entry (a later miss).
+class NameCache {
+ public:
+  template <uint8_t (*kSlow)(const char*) noexcept>
+  uint8_t Get(const char* s) noexcept {
+    auto p = reinterpret_cast<uintptr_t>(s);
+    std::atomic<uint64_t>& e = entries_[((p >> 3) ^ (p >> 9)) & (kSize - 1)];
+    uint64_t v = e.load(std::memory_order_relaxed);
+    if (__builtin_expect((v & kPtrMask) == p && p != 0, 1) &&
+        static_cast<uint8_t>(v >> 48) == static_cast<uint8_t>(s[0])) {
+      return static_cast<uint8_t>(v >> 56);
+    }
+    return Miss<kSlow>(s, e);
+  }
+
+ private:
+  static constexpr size_t kSize = 16;
+  static constexpr uint64_t kPtrMask = (1ull << 48) - 1;
+
+  template <uint8_t (*kSlow)(const char*) noexcept>
+  __attribute__((noinline)) static uint8_t Miss(const char* s, std::atomic<uint64_t>& e) noexcept {
+    uint8_t value = kSlow(s);
+    auto p = reinterpret_cast<uintptr_t>(s);
+    if (s != nullptr && (p & ~kPtrMask) == 0) {
+      e.store(p | (static_cast<uint64_t>(static_cast<uint8_t>(s[0])) << 48) |
+                  (static_cast<uint64_t>(value) << 56),
+              std::memory_order_relaxed);
+    }
+    return value;
+  }
+
+  std::atomic<uint64_t> entries_[kSize] = {};
+};
+
+// Separate lines per table so a miss in one never disturbs another's readers.
+alignas(64) NameCache g_func_cache;
+alignas(64) NameCache g_datatype_cache;
+alignas(64) NameCache g_algo_cache;
+alignas(64) NameCache g_proto_cache;
+
+}  // namespace
+
+uint8_t FuncFromString(const char* s) noexcept { return g_func_cache.Get<FuncFromStringSlow>(s); }
+uint8_t DatatypeFromString(const char* s) noexcept {
+  return g_datatype_cache.Get<DatatypeFromStringSlow>(s);
+}
+uint8_t AlgoFromString(const char* s) noexcept { return g_algo_cache.Get<AlgoFromStringSlow>(s); }
+uint8_t ProtoFromString(const char* s) noexcept {
+  return g_proto_cache.Get<ProtoFromStringSlow>(s);
 }
 
 uint32_t DatatypeSize(uint8_t datatype) noexcept {

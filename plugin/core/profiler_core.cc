@@ -33,7 +33,15 @@ ABSL_CONST_INIT std::atomic<int> g_gate{kGateUninit};
 namespace {
 
 constexpr int kClaimProbes = 4;
+// Pool indices a thread takes from a pool's cursor at once (pools of >= 8 chunks only).
+constexpr uint32_t kClaimChunk = 8;
 constexpr int64_t kNoGpuStart = std::numeric_limits<int64_t>::max();
+// Kinds whose start time is read later: Coll/P2p/CeColl (enqueue_ns, CE timing), CollApi/P2pApi
+// (api_ns), ProxyStep (send/recv wait), KernelCh (GPU clock calibration).
+constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
+                                  kSentinelProfileCeColl | kSentinelProfileCollApi |
+                                  kSentinelProfileP2pApi | kSentinelProfileProxyStep |
+                                  kSentinelProfileKernelCh;
 constexpr uint32_t kProxyFamily =
     kSentinelProfileProxyOp | kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
 
@@ -180,13 +188,31 @@ inline Context* AsContext(void* p) {
   return c;
 }
 
-// FIFO claim: a stale pointer aliases a new event only after a full wrap. A few probes skip a
-// slot held by a long-lived event (e.g. a ProxyOp NCCL never stops, §5.5) instead of dropping.
+static_assert(static_cast<int>(Kind::kCount) <= kMaxPoolKinds, "claim chunks per kind");
+
+// The next pool index for this thread. An owned thread state takes a chunk of consecutive indices
+// with one fetch_add and hands them out without atomics; the shared overflow state (several
+// writers) takes one index at a time. Either way indices advance in ring order, so slots are
+// reused FIFO up to the chunk size.
+inline uint64_t NextIndex(Pool& pool, int k, ThreadState* ts) {
+  // relaxed: the cursor only spreads claimers over slots; the CAS in Claim owns the slot.
+  if (ts->shared) return pool.cursor.fetch_add(1, std::memory_order_relaxed);
+  if (ts->claim_left[k] == 0) {
+    uint32_t chunk = pool.size >= 8 * kClaimChunk ? kClaimChunk : 1;
+    ts->claim_next[k] = pool.cursor.fetch_add(chunk, std::memory_order_relaxed);
+    ts->claim_left[k] = chunk;
+  }
+  --ts->claim_left[k];
+  return ts->claim_next[k]++;
+}
+
+// FIFO claim: a stale pointer aliases a new event only after (about) a full wrap. A few probes
+// skip a slot held by a long-lived event (e.g. a ProxyOp NCCL never stops, §5.5) instead of
+// dropping.
 inline Slot* Claim(Kind k, ThreadState* ts) {
   Pool& pool = g->pools[static_cast<int>(k)];
   for (int probe = 0; probe < kClaimProbes; ++probe) {
-    // relaxed: the cursor only spreads claimers over slots; the CAS below owns the slot.
-    uint64_t i = pool.cursor.fetch_add(1, std::memory_order_relaxed) % pool.size;
+    uint64_t i = NextIndex(pool, static_cast<int>(k), ts) % pool.size;
     Slot* s = pool.begin + i;
     uint32_t expected = kSlotFree;
     // acquire: pairs with the release store that freed the slot, so its old users are done.
@@ -205,8 +231,7 @@ inline Slot* Claim(Kind k, ThreadState* ts) {
 inline void ResetSlot(Slot* s, Context* ctx, Slot* parent, uint32_t refs, int64_t now) {
   // relaxed throughout: these become visible to other threads through NCCL's hand-off of the
   // handle (or, for parents, through the acq_rel refcount).
-  s->refs.store(refs, std::memory_order_relaxed);
-  s->stopped.store(0, std::memory_order_relaxed);
+  s->refs.store(refs, std::memory_order_relaxed);  // also clears kStoppedBit
   s->done.store(0, std::memory_order_relaxed);
   s->ctx.store(ctx, std::memory_order_relaxed);
   s->parent.store(parent, std::memory_order_relaxed);
@@ -246,7 +271,7 @@ inline void ResetRecordFields(Slot* s) {
 inline bool TryRef(Slot* p) {
   uint32_t r = p->refs.load(std::memory_order_relaxed);
   do {
-    if (r == 0) return false;
+    if ((r & kRefCountMask) == 0) return false;
     // acq_rel: orders the child's later updates of the parent before the final release.
   } while (!p->refs.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel,
                                           std::memory_order_relaxed));
@@ -258,14 +283,14 @@ void OnLastRef(Slot* s, ThreadState* ts);
 inline void Unref(Slot* s, ThreadState* ts) {
   uint32_t r = s->refs.load(std::memory_order_relaxed);
   do {
-    if (r == 0) {
+    if ((r & kRefCountMask) == 0) {
       ts->Add(kCtrStaleHandles);
       return;
     }
     // acq_rel: the thread that drops the last reference sees every child's accumulations.
   } while (!s->refs.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel,
                                           std::memory_order_relaxed));
-  if (r == 1) OnLastRef(s, ts);
+  if ((r & kRefCountMask) == 1) OnLastRef(s, ts);
 }
 
 // Drops the "ProxyOp children may still come" reference once (a child arrived, or the grace
@@ -289,9 +314,20 @@ inline void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
   }
 }
 
+// Slow-ish path (once per collective): builds the record directly in the thread's ring slot.
 void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
+  if (truncated) ts->Add(kCtrRecordsTruncated);
+  if (ts->shared) {
+    ts->Add(kCtrEventsDroppedThreads);
+    return;
+  }
+  SentinelWireCollRecord* slot = ts->ring.TryClaim();
+  if (slot == nullptr) {
+    ts->Add(kCtrRecordsDroppedRing);
+    return;
+  }
   Context* ctx = s->ctx.load(std::memory_order_relaxed);
-  SentinelWireCollRecord r;
+  SentinelWireCollRecord& r = *slot;
   memset(&r, 0, sizeof(r));
   if (ctx != nullptr) {
     r.comm_hash = ctx->comm_hash;
@@ -337,18 +373,10 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
     r.proxy_recv_bytes = s->recv_bytes.load(std::memory_order_relaxed);
     flags |= kSentinelCollProxyValid;
   }
-  if (truncated) {
-    flags |= kSentinelCollTruncated;
-    ts->Add(kCtrRecordsTruncated);
-  }
+  if (truncated) flags |= kSentinelCollTruncated;
   r.flags = flags;
-  if (ts->shared) {
-    ts->Add(kCtrEventsDroppedThreads);
-  } else if (ts->ring.TryPush(r)) {
-    ts->Add(kCtrRecordsCompleted);
-  } else {
-    ts->Add(kCtrRecordsDroppedRing);
-  }
+  ts->ring.Commit();
+  ts->Add(kCtrRecordsCompleted);
 }
 
 void OnLastRef(Slot* s, ThreadState* ts) {
@@ -555,11 +583,6 @@ Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64
     return nullptr;
   }
   ResetSlot(s, parent->ctx.load(std::memory_order_relaxed), parent, 1, now);
-  s->t_send_wait.store(0, std::memory_order_relaxed);
-  s->t_recv_wait.store(0, std::memory_order_relaxed);
-  s->t_recv_flush.store(0, std::memory_order_relaxed);
-  s->size_send.store(0, std::memory_order_relaxed);
-  s->size_recv.store(0, std::memory_order_relaxed);
   return s;
 }
 
@@ -577,11 +600,9 @@ Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* c
     return nullptr;
   }
   ResetSlot(s, ctx, parent, 1, now);
-  s->t_send_wait.store(0, std::memory_order_relaxed);
-  s->t_recv_wait.store(0, std::memory_order_relaxed);
-  s->t_recv_flush.store(0, std::memory_order_relaxed);
-  s->size_send.store(0, std::memory_order_relaxed);
-  s->size_recv.store(0, std::memory_order_relaxed);
+  // The state times (another cache line) are valid only once their bit is set, so they need no
+  // reset here.
+  s->step_states.store(0, std::memory_order_relaxed);
   return s;
 }
 
@@ -598,9 +619,10 @@ inline Slot* StepOwner(Slot* step) {
 void StopProxyStep(Slot* s, int64_t now) {
   Slot* coll = StepOwner(s);
   if (coll == nullptr) return;
-  int64_t t9 = s->t_send_wait.load(std::memory_order_relaxed);
-  int64_t t10 = s->t_recv_wait.load(std::memory_order_relaxed);
-  int64_t t11 = s->t_recv_flush.load(std::memory_order_relaxed);
+  uint8_t seen = s->step_states.load(std::memory_order_relaxed);
+  int64_t t9 = (seen & kStepSawSendWait) ? s->t_send_wait.load(std::memory_order_relaxed) : 0;
+  int64_t t10 = (seen & kStepSawRecvWait) ? s->t_recv_wait.load(std::memory_order_relaxed) : 0;
+  int64_t t11 = (seen & kStepSawRecvFlush) ? s->t_recv_flush.load(std::memory_order_relaxed) : 0;
   // relaxed: sums read by the completing thread after the acq_rel refcount release.
   if (t9 != 0) {
     coll->send_wait_ns.fetch_add(t9 - s->start_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -768,7 +790,9 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
     return;
   }
-  int64_t now = MonoNs();
+  // The clock is the most expensive thing here (~25 ns on a VM): read it only for the kinds whose
+  // start time is used (record times, ProxyStep waits, GPU calibration).
+  int64_t now = (d.type & kTimedStarts) != 0 ? MonoNs() : 0;
   Slot* s = nullptr;
   switch (d.type) {
     case kSentinelProfileGroupApi: s = StartGroupApi(ctx, d, ts, now); break;
@@ -795,8 +819,15 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
         ts->Add(kCtrOrphanChildren);
         break;
       }
-      uint32_t idx = parent->kch_started.fetch_add(1, std::memory_order_relaxed);
-      s = StartCollChild(Kind::kKernelCh, parent, idx < parent->kch_expected, ts, now);
+      // Only a Coll/P2p that expects KernelCh children (KernelCh in the mask) reserved
+      // references for them; otherwise skip the read-modify-write.
+      bool reserved = false;
+      if (parent->kch_expected != 0) {
+        // relaxed: only hands out distinct indices; the refcount orders the rest.
+        reserved = parent->kch_started.fetch_add(1, std::memory_order_relaxed) <
+                   parent->kch_expected;
+      }
+      s = StartCollChild(Kind::kKernelCh, parent, reserved, ts, now);
       if (s != nullptr && d.p_timer != 0) {
         ctx->calib.Observe(now, d.p_timer);
         AtomicMin(parent->gpu_start_raw, static_cast<int64_t>(d.p_timer));
@@ -844,13 +875,26 @@ void CoreStopEvent(void* handle) noexcept {
   ThreadState* ts = ThreadStates::Current();
   CallbackMeter meter(ts);
   Slot* s = AsSlot(handle);
-  // acq_rel on `stopped`: the first stop wins; repeated stops (e.g. NCCL's stale CollApi,
-  // §5.6.1) and stops of free slots are counted and ignored.
-  if (s == nullptr || s->state.load(std::memory_order_acquire) != kSlotLive ||
-      s->stopped.exchange(1, std::memory_order_acq_rel) != 0) {
+  if (s == nullptr || s->state.load(std::memory_order_acquire) != kSlotLive) {
     ts->Add(kCtrStaleHandles);
     return;
   }
+  // One CAS marks the event stopped (the first stop wins; repeated stops, e.g. NCCL's stale
+  // CollApi (§5.6.1), and stops of finished slots are counted and ignored) and, when no child
+  // holds a reference (the common case), also drops our own reference. acq_rel: as in Unref, the
+  // thread that drops the last reference sees every child's accumulations.
+  uint32_t r = s->refs.load(std::memory_order_relaxed);
+  uint32_t next;
+  do {
+    if ((r & kStoppedBit) != 0 || (r & kRefCountMask) == 0) {
+      ts->Add(kCtrStaleHandles);
+      return;
+    }
+    next = (r & kRefCountMask) == 1 ? kStoppedBit : (r | kStoppedBit);
+  } while (!s->refs.compare_exchange_weak(r, next, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed));
+  // The slot stays ours until OnLastRef (by us below, or by the last child): with the count at 0
+  // no new child can reference it, and its parent is held until OnLastRef.
   switch (KindOf(s)) {
     case Kind::kProxyStep: StopProxyStep(s, MonoNs()); break;
     case Kind::kGroupApi: RecoverGroupFunc(s); break;
@@ -863,7 +907,11 @@ void CoreStopEvent(void* handle) noexcept {
     case Kind::kCeColl: s->stop_ns.store(MonoNs(), std::memory_order_relaxed); break;
     default: break;
   }
-  Unref(s, ts);
+  if (next == kStoppedBit) {
+    OnLastRef(s, ts);
+  } else {
+    Unref(s, ts);
+  }
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
@@ -871,7 +919,7 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
   CallbackMeter meter(ts);
   Slot* s = AsSlot(handle);
   if (s == nullptr || s->state.load(std::memory_order_acquire) != kSlotLive ||
-      s->stopped.load(std::memory_order_relaxed) != 0) {
+      (s->refs.load(std::memory_order_relaxed) & kStoppedBit) != 0) {
     ts->Add(kCtrStaleHandles);
     return;
   }
@@ -879,14 +927,19 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
     case Kind::kProxyStep: {
       uint64_t size = args != nullptr ? args->proxy_step.trans_size : 0;
       // relaxed: read by the same slot's stop, which NCCL issues after these states.
+      // step_states: a plain load+store, no RMW: one proxy thread records a step's states.
+      uint8_t seen = s->step_states.load(std::memory_order_relaxed);
       if (state == kSentinelStateProxyStepSendWait) {
         s->t_send_wait.store(MonoNs(), std::memory_order_relaxed);
         s->size_send.store(size, std::memory_order_relaxed);
+        s->step_states.store(seen | kStepSawSendWait, std::memory_order_relaxed);
       } else if (state == kSentinelStateProxyStepRecvWait) {
         s->t_recv_wait.store(MonoNs(), std::memory_order_relaxed);
+        s->step_states.store(seen | kStepSawRecvWait, std::memory_order_relaxed);
       } else if (state == kSentinelStateProxyStepRecvFlushWait) {
         s->t_recv_flush.store(MonoNs(), std::memory_order_relaxed);
         s->size_recv.store(size, std::memory_order_relaxed);
+        s->step_states.store(seen | kStepSawRecvFlush, std::memory_order_relaxed);
       }
       break;
     }
@@ -943,7 +996,9 @@ void SweepGrace(int64_t now_ns) noexcept {
       Slot* s = pool.begin + i;
       if (s->state.load(std::memory_order_acquire) != kSlotLive) continue;
       if (s->grace.load(std::memory_order_relaxed) == 0) continue;
-      if (s->stopped.load(std::memory_order_acquire) == 0) continue;
+      // acquire: pairs with the stop's acq_rel CAS. The stop stores stop_ns just after that
+      // CAS, so stop_ns == 0 below catches a stop still in progress.
+      if ((s->refs.load(std::memory_order_acquire) & kStoppedBit) == 0) continue;
       int64_t stop = s->stop_ns.load(std::memory_order_relaxed);
       if (stop == 0 || now_ns - stop < g->grace_ns) continue;
       ReleaseGrace(s, ts);

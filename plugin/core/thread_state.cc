@@ -9,15 +9,11 @@
 #include "plugin/base/no_destructor.h"
 
 namespace sentinel::plugin {
+__thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
+__thread uint32_t t_thread_retry __attribute__((tls_model("initial-exec"))) = 0;
+
 namespace {
-
-// initial-exec: a dlopen'ed .so must not trigger a TLS allocation on the hot path. One pointer
-// fits in glibc's static TLS surplus.
-__attribute__((tls_model("initial-exec"))) thread_local ThreadState* t_state = nullptr;
-__attribute__((tls_model("initial-exec"))) thread_local uint32_t t_retry = 0;
-
 static_assert(sizeof(pthread_key_t) <= sizeof(unsigned int), "pthread_key_t fits");
-
 }  // namespace
 
 ThreadStates& ThreadStates::Get() noexcept {
@@ -53,16 +49,7 @@ bool ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
   return true;
 }
 
-ThreadState* ThreadStates::Current() noexcept {
-  ThreadState* ts = t_state;
-  if (__builtin_expect(ts != nullptr, 1)) {
-    // A thread parked on the overflow state retries a real claim now and then.
-    if (__builtin_expect(!ts->shared, 1) || (++t_retry & 4095) != 0) return ts;
-  }
-  return ClaimSlow();
-}
-
-__attribute__((noinline)) ThreadState* ThreadStates::ClaimSlow() noexcept {
+ThreadState* ThreadStates::ClaimSlow() noexcept {
   ThreadStates& self = Get();
   for (uint32_t i = 0; i < self.n_; ++i) {
     ThreadState& s = self.states_[i];
@@ -71,18 +58,18 @@ __attribute__((noinline)) ThreadState* ThreadStates::ClaimSlow() noexcept {
     if (s.use.load(std::memory_order_relaxed) == 0 &&
         s.use.compare_exchange_strong(expected, 1, std::memory_order_acquire,
                                       std::memory_order_relaxed)) {
-      t_state = &s;
+      t_thread_state = &s;
       if (self.key_ok_) pthread_setspecific(static_cast<pthread_key_t>(self.key_), &s);
       return &s;
     }
   }
-  t_state = &self.overflow_;
-  return t_state;
+  t_thread_state = &self.overflow_;
+  return t_thread_state;
 }
 
 void ThreadStates::OnThreadExit(void* state) noexcept {
   auto* s = static_cast<ThreadState*>(state);
-  if (t_state == s) t_state = nullptr;
+  if (t_thread_state == s) t_thread_state = nullptr;
   // release: the drainer must see every record this thread pushed before it frees the state.
   s->use.store(2, std::memory_order_release);
 }

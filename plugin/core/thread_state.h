@@ -26,13 +26,22 @@ enum Counter : int {
   kNumCounters,
 };
 
+// Pool kinds a thread can hold a claim chunk for (profiler_core.cc static_asserts Kind::kCount).
+inline constexpr int kMaxPoolKinds = 16;
+
 struct ThreadState {
   // 0 free, 1 owned by a live thread, 2 owner exited (drain, then free).
   std::atomic<uint32_t> use{0};
   bool shared = false;  // the overflow state: several writers, so counters use fetch_add
   uint32_t tick = 0;    // owner only: callback sampling
+  // Owner only (never used by the shared state): the next pool indices this thread took from each
+  // pool's cursor in one fetch_add, so most claims need no atomic read-modify-write there.
+  uint64_t claim_next[kMaxPoolKinds] = {};
+  uint32_t claim_left[kMaxPoolKinds] = {};
   RecordRing ring;
-  std::atomic<uint64_t> counters[kNumCounters] = {};
+  // Own cache line: written by the owner on every callback, summed by the drainer; keeping it off
+  // the ring's tail_ line (written by the drainer) avoids false sharing.
+  alignas(64) std::atomic<uint64_t> counters[kNumCounters] = {};
 
   void Add(Counter c, uint64_t n = 1) noexcept {
     if (shared) {
@@ -45,6 +54,12 @@ struct ThreadState {
   }
 };
 
+// The calling thread's state (null before its first callback). __thread rather than thread_local:
+// no dynamic-init wrapper call; initial-exec: a dlopen'ed .so must not trigger a TLS allocation on
+// the hot path (two words fit in glibc's static TLS surplus).
+extern __thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t t_thread_retry __attribute__((tls_model("initial-exec")));
+
 class ThreadStates {
  public:
   // Slow path (first init). Returns false if memory could not be mapped.
@@ -52,7 +67,14 @@ class ThreadStates {
   bool initialized() const noexcept { return states_ != nullptr; }
 
   // Hot path: the calling thread's state (claims one on first use; the overflow state if none).
-  static ThreadState* Current() noexcept;
+  static ThreadState* Current() noexcept {
+    ThreadState* ts = t_thread_state;
+    if (__builtin_expect(ts != nullptr, 1)) {
+      // A thread parked on the overflow state retries a real claim now and then.
+      if (__builtin_expect(!ts->shared, 1) || (++t_thread_retry & 4095) != 0) return ts;
+    }
+    return ClaimSlow();
+  }
 
   ThreadState* overflow() noexcept { return &overflow_; }
   uint32_t size() const noexcept { return n_; }
@@ -65,7 +87,7 @@ class ThreadStates {
   static ThreadStates& Get() noexcept;
 
  private:
-  static ThreadState* ClaimSlow() noexcept;
+  static __attribute__((noinline)) ThreadState* ClaimSlow() noexcept;
   static void OnThreadExit(void* state) noexcept;
 
   ThreadState* states_ = nullptr;

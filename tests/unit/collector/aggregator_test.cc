@@ -151,9 +151,12 @@ TEST_F(AggregatorTest, InvalidRecordsAreCountedAndIgnored) {
   agg_->OnRecords(ClientOf(0), &bad, 1);
   bad = MakeColl(kComm, 0, 0, 0, 100, 10);  // nranks 0
   agg_->OnRecords(ClientOf(0), &bad, 1);
-  bad = MakeColl(kComm, 0, 2, 0, INT64_MIN + 5, 10);  // hostile stamps must not overflow the math
+  bad = MakeColl(kComm, 0, 2, 0, 100, 10);  // hostile stamps must not overflow the math
+  bad.gpu_start_ns = INT64_MIN + 5;
   agg_->OnRecords(ClientOf(0), &bad, 1);
-  bad = MakeColl(kComm, 1, 2, 0, INT64_MAX - 5, 10);
+  bad = MakeColl(kComm, 1, 2, 0, 100, 10);
+  bad.gpu_start_ns = INT64_MAX - 5;
+  bad.gpu_end_ns = INT64_MAX;
   agg_->OnRecords(ClientOf(1), &bad, 1);
   EXPECT_EQ(Count().records_invalid, 4u);
   EXPECT_EQ(Count().joined, 0u);
