@@ -1,5 +1,6 @@
 // sentineld: flags, signals and the run loop. Everything else lives in sentinel_collector_lib.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -60,6 +61,17 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(s.message()));
     return 1;
   }
+  // The node default expectation, next to the socket: the plugin reads it in its preload
+  // constructor (a local file read, no network round trip; plugin/guard/README.md).
+  std::string expect_file;
+  if (!config.expect.empty()) {
+    expect_file = NodeExpectPath(ingest.socket_path());
+    absl::Status es = WriteFileAtomically(expect_file, NodeExpectFileContent(config), 0644);
+    if (!es.ok()) {
+      spdlog::critical("{}", std::string(es.message()));
+      return 1;
+    }
+  }
   HttpServer http(&aggregator);
   absl::StatusOr<int> port = http.Start(config.listen);
   if (!port.ok()) {
@@ -90,5 +102,6 @@ int main(int argc, char** argv) {
   if (pusher) pusher->Stop();
   http.Stop();
   if (record_log) record_log->Flush();
+  if (!expect_file.empty()) unlink(expect_file.c_str());
   return 0;
 }

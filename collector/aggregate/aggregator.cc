@@ -536,7 +536,9 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   // The last rank to arrive waits for nobody: its duration is the collective's own cost, the
   // scale that the relative straggler threshold uses.
   if (max_duration >= 0) comm->baselines[static_cast<size_t>(bucket)].duration.Push(min_duration);
-  if (scratch_idx_.size() >= 2) {
+  // The first collectives of a communicator measure how far apart the processes started, not
+  // stragglers; judged, they would also seed the baseline with that start-up skew.
+  if (scratch_idx_.size() >= 2 && comm->joined > static_cast<uint64_t>(config_.straggler_warmup)) {
     EvaluateStragglers(comm, func, bucket, scratch_idx_, scratch_late_, slot.seq);
   }
 }
@@ -559,7 +561,10 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
     // Excess over the median of the *other* local ranks: with two ranks the late one is still
     // measured against an on-time peer, not against a median it drags up itself.
     const int64_t excess = lateness[j] - LeaveOneOutMedian(scratch_sorted_, lateness[j]);
-    const bool late = excess - b.center_ns > threshold;
+    // The excess is already relative to the peers (its median over ranks is ~0 by construction);
+    // the baseline only sets the noise level. Subtracting a baseline centre here let one skewed
+    // warm-up collective shift the centre and mark every rank late for good.
+    const bool late = excess > threshold;
     if (late && (st.late_bits & 1) == 0 && !st.firing) st.first_late_seq = seq;
     st.late_bits = (st.late_bits << 1) | (late ? 1 : 0);
     ++st.observed;
@@ -630,8 +635,8 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
     std::vector<int64_t> v;
     v.reserve(b.excess.size());
     for (size_t k = 0; k < b.excess.size(); ++k) v.push_back(b.excess[k]);
-    b.center_ns = Percentile(&v, 50);
-    for (int64_t& x : v) x = x > b.center_ns ? x - b.center_ns : b.center_ns - x;
+    const int64_t center = Percentile(&v, 50);
+    for (int64_t& x : v) x = x > center ? x - center : center - x;
     b.spread_ns = static_cast<int64_t>(1.4826 * static_cast<double>(Percentile(&v, 50)));
     std::vector<int64_t> d;
     d.reserve(b.duration.size());

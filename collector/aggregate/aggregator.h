@@ -122,7 +122,6 @@ struct Baseline {
   Ring<int64_t> excess{256};
   Ring<int64_t> duration{64};
   uint32_t pushes = 0;
-  int64_t center_ns = 0;
   int64_t spread_ns = 0;  // 1.4826 * MAD
   int64_t median_duration_ns = 0;
 };

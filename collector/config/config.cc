@@ -1,10 +1,15 @@
 // Configuration parsing for sentineld: defaults live in config.h, documentation in README.md.
 #include "collector/config/config.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+
+#include "plugin/guard/expectation.h"
 
 namespace sentinel::collector {
 namespace {
@@ -53,7 +60,65 @@ absl::Status ParseDurationField(absl::string_view key, absl::string_view value, 
   return absl::OkStatus();
 }
 
+// The same grammar and parser as the plugin's guard, so a bad node default fails at startup.
+absl::Status SetExpect(absl::string_view value, std::string* out) {
+  guard::Expectation parsed;
+  guard::ParseError error;
+  if (!guard::ParseExpectation(std::string_view(value.data(), value.size()), &parsed, &error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid expectation: ", guard::FormatParseError("--expect", error)));
+  }
+  if (parsed.Empty()) return absl::InvalidArgumentError("--expect: the expectation has no term");
+  *out = std::string(value);
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+std::string NodeExpectPath(const std::string& socket_path) {
+  const size_t slash = socket_path.rfind('/');
+  if (slash == std::string::npos) return "expect";
+  return absl::StrCat(socket_path.substr(0, slash), "/expect");
+}
+
+std::string NodeExpectFileContent(const Config& config) {
+  std::string content =
+      "# nccl-sentinel node default expectation, published by sentineld --expect (removed when it "
+      "stops)\n";
+  if (!config.expect_on_mismatch.empty()) {
+    absl::StrAppend(&content, "# on_mismatch=", config.expect_on_mismatch, "\n");
+  }
+  absl::StrAppend(&content, config.expect, "\n");
+  return content;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", std::strerror(errno)));
+  size_t off = 0;
+  while (off < content.size()) {
+    const ssize_t n = write(fd, content.data() + off, content.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return absl::InternalError(absl::StrCat("write ", tmp, ": ", std::strerror(err)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (fchmod(fd, mode) != 0 || close(fd) != 0) {
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", std::strerror(errno)));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    unlink(tmp.c_str());
+    return absl::InternalError(absl::StrCat("rename to ", path, ": ", std::strerror(err)));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
   text = absl::StripAsciiWhitespace(text);
@@ -104,6 +169,15 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "record-log") { record_log = std::string(value); return absl::OkStatus(); }
   if (key == "alertmanager") { alertmanager = std::string(value); return absl::OkStatus(); }
   if (key == "log-level") { log_level = std::string(value); return absl::OkStatus(); }
+  if (key == "expect") return SetExpect(value, &expect);
+  if (key == "expect-on-mismatch") {
+    if (value != "fail" && value != "warn" && value != "abort") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--expect-on-mismatch: expected fail, warn or abort, got '", value, "'"));
+    }
+    expect_on_mismatch = std::string(value);
+    return absl::OkStatus();
+  }
   if (key == "window") return ParseDurationField(key, value, &window_ns);
   if (key == "hang-timeout") return ParseDurationField(key, value, &hang_timeout_ns);
   if (key == "tick") return ParseDurationField(key, value, &tick_ns);
@@ -122,6 +196,7 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "straggler-fire-k") return ParseIntField(key, value, 1, 64, &straggler_fire_k);
   if (key == "straggler-window-m") return ParseIntField(key, value, 1, 64, &straggler_window_m);
   if (key == "straggler-resolve-r") return ParseIntField(key, value, 0, 64, &straggler_resolve_r);
+  if (key == "straggler-warmup") return ParseIntField(key, value, 0, 1000000, &straggler_warmup);
   return absl::InvalidArgumentError(absl::StrCat("unknown option '", raw_key, "'"));
 }
 
@@ -203,6 +278,10 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
   --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
   --log-level LEVEL        trace|debug|info|warn|error (default info)
+  --expect 'EXPR'          node default transport/placement expectation for the guard (grammar:
+                           plugin/guard/README.md), validated at startup; served at GET /v1/expect
+                           and published as the file `expect` next to the socket (default none)
+  --expect-on-mismatch M   fail|warn|abort for the node default (default: the plugin's, fail)
   --pending-slots N        in-flight joins per (communicator, function) (default 512)
   --history-per-rank N     samples kept per rank for percentiles and traces (default 1024)
   --history-collectives N  joined collectives kept for telemetry (default 65536)
@@ -212,6 +291,8 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --straggler-rel X        threshold as a fraction of the bucket's median duration (default 0.1)
   --straggler-fire-k K / --straggler-window-m M / --straggler-resolve-r R
                            fire when late in K of the last M collectives, resolve at <= R (8/10/2)
+  --straggler-warmup N     first N joined collectives of a communicator are not judged: they
+                           measure process start-up, not stragglers (default 2)
   --help                   this text
 Durations: 500ms, 30s, 15m, 2h, 1d, or plain seconds.
 )";

@@ -3,6 +3,8 @@
 // collector/README.md; keep the two in sync.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,6 +27,10 @@ struct Config {
   int64_t record_log_max_mb = 256;                  // disk cap over the log and its rotation
   std::string alertmanager;                         // base URL, empty = no push
   std::string log_level = "info";
+  // The node default expectation (plugin/guard/README.md grammar), validated when set; served at
+  // GET /v1/expect and published as the file `expect` next to the socket. Empty = none.
+  std::string expect;
+  std::string expect_on_mismatch;  // fail|warn|abort; empty = the plugin's default
   // Aggregation bounds (memory is bounded by these, whatever the traffic).
   int pending_slots = 512;             // in-flight joins kept per (communicator, function)
   int history_per_rank = 1024;         // per-rank samples kept (percentiles, trace)
@@ -39,6 +45,7 @@ struct Config {
   int straggler_fire_k = 8;            // fire when late in K ...
   int straggler_window_m = 10;         // ... of the last M collectives
   int straggler_resolve_r = 2;         // resolve when late in at most R of the last M
+  int straggler_warmup = 2;            // first joined collectives of a comm not judged (start skew)
   int64_t tick_ns = 200000000;         // hang checks and alert pushes
 
   // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
@@ -58,5 +65,13 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text);
 absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help);
 
 std::string UsageText();
+
+// The node default expectation file: `expect` in the socket's directory (where the plugin looks).
+std::string NodeExpectPath(const std::string& socket_path);
+// Its content: a comment header, "# on_mismatch=X" when set, then the expectation.
+std::string NodeExpectFileContent(const Config& config);
+// Writes `content` to `path` through a temp file and rename(2) (readers never see a partial
+// file), with `mode` regardless of the umask.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode);
 
 }  // namespace sentinel::collector

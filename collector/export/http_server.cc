@@ -98,6 +98,20 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     agg->Read([&](const State& state) { body = TraceJson(state, window, mono); });
     SendJson(res, 200, body);
   });
+  svr.Get("/v1/expect", [agg](const httplib::Request&, httplib::Response& res) {
+    const Config& config = agg->config();
+    if (config.expect.empty()) {
+      SendJson(res, 404, ErrorJson(404, "no node default expectation (sentineld --expect)"));
+      return;
+    }
+    nlohmann::json body;
+    body["expect"] = config.expect;
+    body["on_mismatch"] = config.expect_on_mismatch.empty()
+                              ? nlohmann::json(nullptr)
+                              : nlohmann::json(config.expect_on_mismatch);
+    body["source"] = "node-default";
+    SendJson(res, 200, body);
+  });
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     SendJson(res, res.status, ErrorJson(res.status, absl::StrCat("no such endpoint: ", req.path)));

@@ -1,5 +1,5 @@
 // sentineld's HTTP API (design.md "Collector API") on cpp-httplib: /metrics, /healthz,
-// /v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace. Runs its own threads; reads the aggregator
+// /v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace, /v1/expect. Runs its own threads; reads the aggregator
 // only through Aggregator::Read().
 #pragma once
 

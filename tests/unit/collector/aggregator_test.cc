@@ -211,6 +211,30 @@ TEST_F(AggregatorTest, TwoRankStragglerIsStillFound) {
   EXPECT_EQ(Find("straggler-" + CommLabel(kComm) + "-r0"), nullptr);
 }
 
+TEST_F(AggregatorTest, SkewedStartUpCollectiveDoesNotMakeEveryRankLate) {
+  // Processes start milliseconds apart, so the first collectives are skewed: that must neither
+  // fire nor poison the baseline so that later, normal collectives look late for every rank.
+  config_.straggler_warmup = 0;  // judge the start-up collective too: the baseline must survive it
+  Connect(8);
+  uint64_t seq = 0;
+  // Half the processes started 5 ms later: the early half's excess is -5 ms with no spread.
+  // Collectives are cheap here (about 1 ms), so the relative threshold stays small.
+  Collective(seq++, {0, 0, 0, 0, 5 * kMs, 5 * kMs, 5 * kMs, 5 * kMs}, 6 * kMs);
+  for (int i = 0; i < 30; ++i) {
+    std::vector<int64_t> jitter(8);
+    for (int r = 0; r < 8; ++r) jitter[static_cast<size_t>(r)] = ((seq * 5 + static_cast<uint64_t>(r) * 3) % 9) * 100000;
+    Collective(seq++, jitter, 2 * kMs);
+  }
+  EXPECT_TRUE(Alerts().empty());
+  std::vector<int64_t> late(8, 200000);
+  late[5] = 40 * kMs;
+  for (int i = 0; i < 10; ++i) Collective(seq++, late);
+  const auto alerts = Alerts();
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].ranks, std::vector<int>{5});
+  EXPECT_EQ(alerts[0].evidence["pattern"], "degraded");
+}
+
 TEST_F(AggregatorTest, SmallJitterNeverFires) {
   Connect(8);
   for (uint64_t seq = 0; seq < 200; ++seq) {

@@ -1,9 +1,13 @@
 // Config: durations, the key = value file, the command line, and the default socket rule.
 #include "collector/config/config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -72,6 +76,48 @@ TEST(ConfigTest, DefaultSocketPathRule) {
   EXPECT_EQ(DefaultSocketPath(), "/run/user/1000/sentinel/sentineld.sock");
   unsetenv("XDG_RUNTIME_DIR");
   EXPECT_EQ(DefaultSocketPath(), "/tmp/sentinel-" + std::to_string(getuid()) + "/sentineld.sock");
+}
+
+// --expect is validated with the guard's own parser; the message points at the bad token.
+TEST(ConfigTest, ExpectIsValidatedWithTheGuardGrammar) {
+  Config c;
+  EXPECT_TRUE(c.Set("expect", "net=ib affinity=pcie ranks_per_node>=8").ok());
+  EXPECT_EQ(c.expect, "net=ib affinity=pcie ranks_per_node>=8");
+  absl::Status bad = c.Set("expect", "net=ib gdr=maybe");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.message()).find("--expect:1:12: unknown value 'maybe' for gdr"),
+            std::string::npos)
+      << bad.message();
+  EXPECT_EQ(c.expect, "net=ib affinity=pcie ranks_per_node>=8");  // unchanged
+  EXPECT_FALSE(c.Set("expect", "# only a comment").ok());
+  EXPECT_TRUE(c.Set("expect_on_mismatch", "warn").ok());
+  EXPECT_EQ(c.expect_on_mismatch, "warn");
+  EXPECT_FALSE(c.Set("expect-on-mismatch", "ignore").ok());
+}
+
+TEST(ConfigTest, NodeExpectFileSitsNextToTheSocket) {
+  EXPECT_EQ(NodeExpectPath("/run/user/1000/sentinel/sentineld.sock"), "/run/user/1000/sentinel/expect");
+  Config c;
+  ASSERT_TRUE(c.Set("expect", "net=ib").ok());
+  EXPECT_EQ(NodeExpectFileContent(c).find("# on_mismatch="), std::string::npos);
+  ASSERT_TRUE(c.Set("expect-on-mismatch", "abort").ok());
+  const std::string content = NodeExpectFileContent(c);
+  EXPECT_NE(content.find("\n# on_mismatch=abort\nnet=ib\n"), std::string::npos) << content;
+  char tmpl[] = "/tmp/sncfg-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string path = std::string(tmpl) + "/expect";
+  const mode_t old = umask(077);
+  ASSERT_TRUE(WriteFileAtomically(path, content, 0644).ok());
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  std::ifstream in(path);
+  std::string read((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(read, content);
+  EXPECT_FALSE(WriteFileAtomically(std::string(tmpl) + "/missing/expect", content, 0644).ok());
+  unlink(path.c_str());
+  rmdir(tmpl);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -238,11 +239,50 @@ TEST_F(DaemonTest, PromtoolAcceptsMetrics) {
   EXPECT_EQ(RunCommand("promtool check metrics < " + file, &out), 0) << out;
 }
 
+// The node default expectation: served at /v1/expect (schema-checked), published atomically as
+// `expect` next to the socket (0644), removed at SIGTERM; a bad --expect stops sentineld at start.
+TEST_F(DaemonTest, NodeDefaultExpectationIsServedAndPublished) {
+  const std::string expect_file = dir_ + "/run/expect";
+  Start({"--expect", "net=ib affinity=pcie", "--expect-on-mismatch", "warn"});
+  const nlohmann::json expect = GetJson("/v1/expect");
+  EXPECT_EQ(expect["expect"], "net=ib affinity=pcie");
+  EXPECT_EQ(expect["on_mismatch"], "warn");
+  EXPECT_EQ(expect["source"], "node-default");
+  struct stat st {};
+  ASSERT_EQ(stat(expect_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  std::ifstream in(expect_file);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(content.find("\n# on_mismatch=warn\nnet=ib affinity=pcie\n"), std::string::npos)
+      << content;
+  std::string out;
+  const int rc = Validate({"expect=" + Save("expect.json", expect.dump())}, &out);
+  Stop();
+  EXPECT_TRUE(WIFEXITED(exit_status_) && WEXITSTATUS(exit_status_) == 0) << exit_status_;
+  EXPECT_NE(stat(expect_file.c_str(), &st), 0) << "the node default must go away with sentineld";
+  if (rc == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(rc, 0) << out;
+}
+
+TEST_F(DaemonTest, NoNodeDefaultIs404AndNoFile) {
+  Start();
+  std::string body;
+  EXPECT_EQ(Get("/v1/expect", &body), 404);
+  struct stat st {};
+  EXPECT_NE(stat((dir_ + "/run/expect").c_str(), &st), 0);
+  std::string out;
+  const int rc = Validate({"error=" + Save("expect404.json", body)}, &out);
+  if (rc == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(rc, 0) << out;
+}
+
 TEST_F(DaemonTest, HelpAndBadFlags) {
   std::string out;
   EXPECT_EQ(RunCommand(std::string(SENTINELD_PATH) + " --help", &out), 0);
   EXPECT_NE(out.find("--hang-timeout"), std::string::npos);
   EXPECT_EQ(RunCommand(std::string(SENTINELD_PATH) + " --window nope", &out), 2);
+  EXPECT_EQ(RunCommand(std::string(SENTINELD_PATH) + " --expect 'net=ib gdr=maybe'", &out), 2);
+  EXPECT_NE(out.find("unknown value 'maybe' for gdr"), std::string::npos) << out;
 }
 
 }  // namespace
