@@ -9,7 +9,8 @@
 //   to 0 the event is finished (a Coll/P2p record is emitted), the slot is freed, and the parent
 //   loses one reference. So parents stay alive until every child has stopped. Its top bit
 //   (kStoppedBit) says the event was stopped: the stop sets it and drops its own reference in one
-//   CAS, so a second stop is recognised as stale.
+//   CAS, so a second stop is recognised as stale. kDoneBit: the record was emitted, by the last
+//   reference or, truncated, by finalize (whichever sets the bit first).
 // - Slots are memory-stable for the life of the process and reused in FIFO order, so a stale
 //   pointer aliases a new event only after a full wrap of its pool.
 #pragma once
@@ -47,8 +48,9 @@ inline constexpr uint64_t TagFor(Kind k) { return kSlotMagic | static_cast<uint6
 inline constexpr uint64_t kContextTag = 0x53454e54434f4e54ull;  // "SENTCONT"
 
 enum SlotState : uint32_t { kSlotFree = 0, kSlotLive = 1 };
-inline constexpr uint32_t kStoppedBit = 1u << 31;
-inline constexpr uint32_t kRefCountMask = kStoppedBit - 1;
+inline constexpr uint32_t kStoppedBit = 1u << 31;  // the event was stopped
+inline constexpr uint32_t kDoneBit = 1u << 30;     // Coll/P2p/CeColl: the record was emitted
+inline constexpr uint32_t kRefCountMask = kDoneBit - 1;
 enum ContextState : uint32_t { kCtxFree = 0, kCtxLive = 1, kCtxFinalized = 2 };
 
 struct Context;
@@ -56,8 +58,7 @@ struct Context;
 struct alignas(64) Slot {
   std::atomic<uint64_t> tag;  // FIRST field, 64 bits (pitfall §5.6.4)
   std::atomic<uint32_t> state;
-  std::atomic<uint32_t> refs;  // reference count | kStoppedBit
-  std::atomic<uint32_t> done;  // Coll/P2p/CeColl: the record was emitted
+  std::atomic<uint32_t> refs;  // reference count | kStoppedBit | kDoneBit
   std::atomic<Context*> ctx;
   // Read through parent pointers that may be stale (a parent stopped before its child started can
   // be reclaimed after a pool wrap), so relaxed atomics: a stale read is caught by validation

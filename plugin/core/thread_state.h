@@ -14,7 +14,7 @@ namespace sentinel::plugin {
 
 enum Counter : int {
   kCtrCallbacks = 0,
-  kCtrCallbackNs,          // sampled: 1 in 64 callbacks is timed, x64
+  kCtrCallbackNs,          // sampled: 1 in 256 callbacks is timed, x256
   kCtrRecordsCompleted,    // pushed into a ring
   kCtrRecordsDroppedRing,  // ring full
   kCtrEventsDroppedPool,   // no free slot

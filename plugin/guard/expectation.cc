@@ -226,8 +226,21 @@ class Parser {
       out_->ports_active = true;
       return true;
     }
+    if (IEquals(k, "affinity")) {
+      if (!Once(key, 1u << 7) || !RequireEq(key, op)) return false;
+      if (IEquals(v, "pcie")) {
+        out_->affinity = Affinity::kPcie;
+      } else if (IEquals(v, "numa")) {
+        out_->affinity = Affinity::kNuma;
+      } else {
+        return Fail(value,
+                    "unknown value '" + std::string(v) + "' for affinity (expected pcie or numa)");
+      }
+      return true;
+    }
     return Fail(key, "unknown key '" + std::string(k) +
-                         "' (expected net, gdr, intra, ranks_per_node, link_gbps, nics or ports)");
+                         "' (expected net, gdr, intra, ranks_per_node, link_gbps, nics, ports or "
+                         "affinity)");
   }
 
   Expectation* out_;
@@ -288,6 +301,15 @@ const char* IntraPathName(IntraPath path) {
     case IntraPath::kNvls: return "nvls";
     case IntraPath::kShm: return "shm";
     case IntraPath::kAny: break;
+  }
+  return "any";
+}
+
+const char* AffinityName(Affinity affinity) {
+  switch (affinity) {
+    case Affinity::kPcie: return "pcie";
+    case Affinity::kNuma: return "numa";
+    case Affinity::kAny: break;
   }
   return "any";
 }

@@ -12,9 +12,13 @@ enum class NetKind { kAny, kIb, kRoce, kSocket, kPlugin };
 enum class IntraPath { kAny, kP2p, kNvls, kShm };
 enum class Toggle { kAny, kOn, kOff };
 enum class Compare { kAtLeast, kExactly };
+// GPU<->NIC PCI affinity, weakest to strongest: same NUMA node (or root complex), or a shared
+// PCIe switch below the root complex.
+enum class Affinity { kAny, kNuma, kPcie };
 
 struct Expectation {
   std::string text;  // the expectation as the user wrote it (comments stripped, one line)
+  std::string source;  // where it came from, for messages (set by the caller, not the parser)
   NetKind net = NetKind::kAny;
   std::string net_plugin;  // kPlugin: the net name as NCCL prints it (compared case-insensitively)
   Toggle gdr = Toggle::kAny;
@@ -25,15 +29,17 @@ struct Expectation {
   int nics = 0;          // 0: no NIC-count expectation
   Compare nics_cmp = Compare::kAtLeast;
   bool ports_active = false;  // every NIC port in use must be ACTIVE / LinkUp
+  Affinity affinity = Affinity::kAny;  // the rank's GPU and its NIC, as sysfs shows them
 
   bool Empty() const {
     return net == NetKind::kAny && gdr == Toggle::kAny && intra == IntraPath::kAny &&
-           ranks_per_node == 0 && link_gbps <= 0 && nics == 0 && !ports_active;
+           ranks_per_node == 0 && link_gbps <= 0 && nics == 0 && !ports_active &&
+           affinity == Affinity::kAny;
   }
   // True when anything about the inter-node network is expected (the host probe is worth running).
   bool WantsRdma() const {
     return net == NetKind::kIb || net == NetKind::kRoce || gdr == Toggle::kOn || link_gbps > 0 ||
-           nics > 0 || ports_active;
+           nics > 0 || ports_active || affinity != Affinity::kAny;
   }
 };
 
@@ -54,5 +60,6 @@ std::string FormatParseError(std::string_view source_name, const ParseError& err
 
 const char* NetKindName(NetKind kind);
 const char* IntraPathName(IntraPath path);
+const char* AffinityName(Affinity affinity);
 
 }  // namespace sentinel::guard

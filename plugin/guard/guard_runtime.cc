@@ -1,7 +1,6 @@
 // Guard state, evidence assembly and outcomes (fail / warn / abort); see guard_runtime.h.
 #include "plugin/guard/guard_runtime.h"
 
-#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,18 +78,16 @@ void WriteStderr(const std::string& s) {
   }
 }
 
-bool ReadFile(const std::string& path, std::string* out) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    out->append(buf, static_cast<size_t>(n));
-    if (out->size() > (1u << 16)) break;
+bool ParseMode(const char* text, Mode* mode) {
+  if (std::strcmp(text, "warn") == 0) {
+    *mode = Mode::kWarn;
+  } else if (std::strcmp(text, "abort") == 0) {
+    *mode = Mode::kAbort;
+  } else if (std::strcmp(text, "fail") == 0) {
+    *mode = Mode::kFail;
+  } else {
+    return false;
   }
-  close(fd);
   return true;
 }
 
@@ -102,41 +99,36 @@ void LoadConfigLocked(Runtime& r) {
   const char* disable = getenv("SENTINEL_DISABLE");
   c.disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
   if (c.disabled) return;
-  std::string text;
-  const char* expect = getenv("SENTINEL_EXPECT");
-  const char* file = getenv("SENTINEL_EXPECT_FILE");
-  if (expect != nullptr && *expect != '\0') {
-    text = expect;
-    c.source = "SENTINEL_EXPECT";
-  } else if (file != nullptr && *file != '\0') {
-    c.source = file;
-    if (!ReadFile(file, &text)) {
-      c.active = true;
-      c.parse_error = std::string("[sentinel] cannot read SENTINEL_EXPECT_FILE=") + file + ": " +
-                      std::strerror(errno);
-      return;
-    }
-  } else {
-    return;  // no expectation: the guard stays out of the way
-  }
-  c.active = true;
-  ParseError err;
-  if (!ParseExpectation(text, &c.expect, &err)) {
-    c.parse_error = "[sentinel] invalid expectation: " + FormatParseError(c.source, err);
-  } else if (c.expect.Empty()) {
-    c.active = false;  // only comments/blank
-  }
+  ExpectSource src = ResolveExpectSource(ExpectSourceInputsFromEnv());
+  if (src.kind == ExpectSourceKind::kNone) return;  // no expectation: the guard stays out of the way
+  c.source_kind = src.kind;
+  c.source = src.name;
+  // The job's own SENTINEL_ON_MISMATCH wins over the operator's node default.
   const char* mode = getenv("SENTINEL_ON_MISMATCH");
-  if (mode != nullptr) {
-    if (std::strcmp(mode, "warn") == 0) {
-      c.mode = Mode::kWarn;
-    } else if (std::strcmp(mode, "abort") == 0) {
-      c.mode = Mode::kAbort;
-    } else if (std::strcmp(mode, "fail") != 0 && *mode != '\0') {
+  if (mode != nullptr && *mode != '\0') {
+    if (!ParseMode(mode, &c.mode)) {
       WriteStderr(std::string("[sentinel] unknown SENTINEL_ON_MISMATCH='") + mode +
                   "' (fail|warn|abort): using fail\n");
     }
+  } else if (!src.on_mismatch.empty() && !ParseMode(src.on_mismatch.c_str(), &c.mode)) {
+    WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name +
+                " (fail|warn|abort): using fail\n");
   }
+  c.active = true;
+  if (!src.read_error.empty()) {
+    c.parse_error = "[sentinel] " + src.read_error;
+    c.error_is_warning = src.kind == ExpectSourceKind::kNodeDefault;
+    return;
+  }
+  ParseError err;
+  if (!ParseExpectation(src.text, &c.expect, &err)) {
+    c.parse_error = "[sentinel] invalid expectation: " + FormatParseError(c.source, err);
+    c.error_is_warning = src.kind == ExpectSourceKind::kNodeDefault;
+    if (c.error_is_warning) c.parse_error += "\n  (node default from sentineld: not enforced)";
+  } else if (c.expect.Empty()) {
+    c.active = false;  // only comments/blank
+  }
+  c.expect.source = src.description;
 }
 
 const ProfilerComm* FindProfilerCommLocked(Runtime& r, uint64_t hash) {
@@ -178,6 +170,17 @@ Verdict EvaluateLocked(Runtime& r, Stage stage, void* comm_ptr, uint64_t comm_ha
         ev->nnodes = c.nnodes;
         ev->local_ranks = c.local_ranks;
       }
+    }
+  }
+  if (x.affinity != Affinity::kAny && ev->log != nullptr) {
+    // The GPU of this communicator's rank, from the Init line NCCL printed for it.
+    for (const LogComm& c : log->comms) {
+      if (c.comm_ptr == reinterpret_cast<uintptr_t>(comm_ptr) || comm_ptr == nullptr) {
+        if (!c.bus_id.empty()) ev->gpu.bdf = BusIdToBdf(c.bus_id);
+      }
+    }
+    if (!ev->gpu.bdf.empty()) {
+      ev->gpu = ProbePciDevice(ProbeOptionsFromEnv(false).sysfs_root, ev->gpu.bdf);
     }
   }
   if (hash == 0) hash = tls_last_profiler_hash;
@@ -223,6 +226,7 @@ bool ReportParseErrorLocked(Runtime& r) {
     r.printed.push_back(r.config.parse_error);
     WriteStderr(r.config.parse_error + "\n");
   }
+  if (r.config.error_is_warning) return false;
   if (r.config.mode == Mode::kAbort) std::abort();
   return r.config.mode == Mode::kFail;
 }

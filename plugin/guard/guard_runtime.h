@@ -6,6 +6,7 @@
 #include <atomic>
 #include <string>
 
+#include "plugin/guard/expect_source.h"
 #include "plugin/guard/expectation.h"
 #include "plugin/guard/guard_hooks.h"
 #include "plugin/guard/verdict.h"
@@ -16,13 +17,17 @@ struct GuardConfig {
   bool disabled = false;  // SENTINEL_DISABLE=1
   bool active = false;    // an expectation is set (or failed to parse)
   Expectation expect;
-  Mode mode = Mode::kFail;    // SENTINEL_ON_MISMATCH
-  std::string source;         // "SENTINEL_EXPECT", the file path, or "sentineld"
+  Mode mode = Mode::kFail;    // SENTINEL_ON_MISMATCH, else sentineld's on_mismatch, else fail
+  ExpectSourceKind source_kind = ExpectSourceKind::kNone;
+  std::string source;         // "SENTINEL_EXPECT", the file path, or the node default file
   std::string parse_error;    // non-empty: the expectation did not parse (message with caret)
+  // The node default could not be read: said once as a warning, never fails a job (the job did
+  // not ask for it; the operator's file is broken).
+  bool error_is_warning = false;
 };
 
-// Loaded once from the environment (SENTINEL_EXPECT, SENTINEL_EXPECT_FILE, SENTINEL_ON_MISMATCH,
-// SENTINEL_EXPECT_URL/sentineld). Never fails; problems end up in parse_error.
+// Loaded once from the environment (SENTINEL_EXPECT, SENTINEL_EXPECT_FILE, the node default file
+// published by sentineld, SENTINEL_ON_MISMATCH). Never fails; problems end up in parse_error.
 const GuardConfig& Config();
 void ResetForTest();
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -96,6 +97,77 @@ double ParseRate(const std::string& text, int* lanes, std::string* speed_name, d
   }
   if (gbps <= 0 && *lanes > 0) gbps = *lanes * *lane_gbps;
   return gbps;
+}
+
+std::string BusIdToBdf(const std::string& hex) {
+  if (hex.empty() || hex.size() > 16) return std::string();
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(hex.c_str(), &end, 16);
+  if (end == hex.c_str() || *end != '\0') return std::string();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04llx:%02llx:%02llx.%llx", v >> 20, (v >> 12) & 0xff,
+                (v >> 4) & 0xff, v & 0xf);
+  return buf;
+}
+
+PciLocation ProbePciDevice(const std::string& sysfs_root, const std::string& bdf) {
+  PciLocation loc;
+  loc.bdf = bdf;
+  if (bdf.empty()) return loc;
+  const std::string link = sysfs_root + "/bus/pci/devices/" + bdf;
+  char resolved[PATH_MAX];
+  if (realpath(link.c_str(), resolved) == nullptr) return loc;
+  loc.path = resolved;
+  loc.numa_node = LeadingInt(ReadSmallFile(loc.path + "/numa_node"));
+  return loc;
+}
+
+namespace {
+
+// The components below ".../devices/": {"pci0000:16", "0000:16:02.0", ..., "<bdf>"}.
+std::vector<std::string> PciComponents(const std::string& path) {
+  std::vector<std::string> out;
+  size_t pos = path.rfind("/devices/pci");
+  if (pos == std::string::npos) return out;
+  pos += std::strlen("/devices/");
+  while (pos < path.size()) {
+    size_t slash = path.find('/', pos);
+    size_t end = slash == std::string::npos ? path.size() : slash;
+    if (end > pos) out.push_back(path.substr(pos, end - pos));
+    if (slash == std::string::npos) break;
+    pos = slash + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+PciAffinity ClassifyPciAffinity(const std::string& path_a, int numa_a, const std::string& path_b,
+                                int numa_b) {
+  std::vector<std::string> a = PciComponents(path_a);
+  std::vector<std::string> b = PciComponents(path_b);
+  if (a.size() < 2 || b.size() < 2) return PciAffinity::kUnknown;
+  if (a[0] == b[0]) {
+    // Bridges are the components between the root complex (a[0]) and the device itself (last).
+    size_t i = 1;
+    while (i + 1 < a.size() && i + 1 < b.size() && a[i] == b[i]) ++i;
+    bool shares_bridge = i > 1;
+    return shares_bridge ? PciAffinity::kPcie : PciAffinity::kNuma;
+  }
+  if (numa_a >= 0 && numa_b >= 0) return numa_a == numa_b ? PciAffinity::kNuma : PciAffinity::kCrossNuma;
+  // No NUMA information at all: the kernel reports -1 on machines with one NUMA node.
+  if (numa_a < 0 && numa_b < 0) return PciAffinity::kNuma;
+  return PciAffinity::kUnknown;
+}
+
+const char* PciAffinityName(PciAffinity affinity) {
+  switch (affinity) {
+    case PciAffinity::kPcie: return "share a PCIe switch";
+    case PciAffinity::kNuma: return "same NUMA node, no shared PCIe switch";
+    case PciAffinity::kCrossNuma: return "different NUMA nodes";
+    case PciAffinity::kUnknown: break;
+  }
+  return "unknown";
 }
 
 const RdmaDevice* HostFacts::FindDevice(const std::string& name) const {

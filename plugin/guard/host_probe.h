@@ -71,6 +71,33 @@ const HostFacts& CachedHostFacts(bool want_verbs);
 // Test hook: forget the cached probe.
 void ResetHostProbeCacheForTest();
 
+// A PCI device as sysfs shows it: <sysfs>/bus/pci/devices/<bdf> -> /sys/devices/pciDDDD:BB/.../<bdf>.
+struct PciLocation {
+  std::string bdf;       // 0000:18:00.0
+  std::string path;      // realpath of the sysfs device directory, empty when sysfs lacks it
+  int numa_node = -1;    // -1: unknown or no NUMA
+  bool Known() const { return !path.empty(); }
+};
+
+// NCCL's `busId <hex>` (the PCI address as one hex number: domain, bus, device, function) ->
+// "0000:18:00.0". Empty when `hex` is not a hex number.
+std::string BusIdToBdf(const std::string& hex);
+
+// Looks the device up under `sysfs_root` (file reads only).
+PciLocation ProbePciDevice(const std::string& sysfs_root, const std::string& bdf);
+
+// How close two PCI devices are, weakest first.
+enum class PciAffinity {
+  kUnknown,    // a path is missing, or NUMA nodes are unknown across root complexes
+  kCrossNuma,  // different NUMA nodes
+  kNuma,       // same root complex, or different root complexes on the same NUMA node
+  kPcie,       // a common PCIe bridge/switch below the root complex
+};
+// Compares two realpaths (".../devices/pciDDDD:BB/<bridge>/.../<bdf>") and NUMA nodes.
+PciAffinity ClassifyPciAffinity(const std::string& path_a, int numa_a, const std::string& path_b,
+                                int numa_b);
+const char* PciAffinityName(PciAffinity affinity);
+
 // "400 Gb/sec (4X NDR)" -> 400, lanes 4, "NDR", lane 100. Returns 0 when unparsable.
 double ParseRate(const std::string& text, int* lanes, std::string* speed_name, double* lane_gbps);
 

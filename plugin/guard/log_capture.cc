@@ -17,6 +17,8 @@
 #include <mutex>
 #include <thread>
 
+#include "plugin/guard/expect_source.h"
+
 namespace sentinel::guard {
 namespace {
 
@@ -76,11 +78,9 @@ void RestoreOriginals() {
   }
 }
 
-bool ExpectationConfigured() {
-  const char* e = getenv("SENTINEL_EXPECT");
-  const char* f = getenv("SENTINEL_EXPECT_FILE");
-  return (e != nullptr && *e != '\0') || (f != nullptr && *f != '\0');
-}
+// SENTINEL_EXPECT, SENTINEL_EXPECT_FILE, or sentineld's node default file next to the socket:
+// getenv and one stat(2), cheap enough for a constructor that runs in every child process.
+bool ExpectationConfigured() { return ExpectationMayApply(); }
 
 struct CaptureState {
   std::mutex mu;

@@ -195,6 +195,13 @@ void ParseInfo(std::string_view line, std::string_view msg, LogEvidence* ev) {
     if (hash != 0) c->comm_hash = hash;
     if (c->rank < 0) c->rank = static_cast<int>(IntAfter(msg, " rank ", -1));
     if (c->nranks == 0) c->nranks = static_cast<int>(IntAfter(msg, " nranks ", 0));
+    size_t bus = msg.find(" busId ");
+    if (bus != std::string_view::npos && c->bus_id.empty()) {
+      std::string_view hex = msg.substr(bus + 7);
+      size_t n = 0;
+      while (n < hex.size() && n < 16 && std::isxdigit(static_cast<unsigned char>(hex[n])) != 0) ++n;
+      c->bus_id = std::string(hex.substr(0, n));
+    }
     if (complete) c->init_complete = true;
     return;
   }

@@ -24,6 +24,7 @@ struct LogComm {
   int nranks = 0;
   int nnodes = 0;
   int local_ranks = 0;
+  std::string bus_id;  // the GPU's `busId <hex>` from the Init line, as NCCL prints it ("18000")
   bool init_complete = false;
 };
 

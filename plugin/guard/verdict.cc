@@ -67,6 +67,7 @@ class Evaluator {
     CheckGdr();
     CheckIntra();
     CheckPlacement();
+    CheckAffinity();
     if (log_ != nullptr) {
       for (const std::string& l : log_->lines) AddEvidence(l);
     }
@@ -640,6 +641,105 @@ class Evaluator {
     v_.mismatches.push_back(std::move(f));
   }
 
+  static std::string Where(const std::string& name, int numa, const std::string& path) {
+    return name + " (NUMA node " + (numa >= 0 ? std::to_string(numa) : std::string("unknown")) +
+           ", " + path + ")";
+  }
+
+  // GPU<->NIC affinity: the closest NIC NCCL uses for this rank (the channel lines' netDevs when
+  // printed, else every NIC NCCL opened: NCCL gives each GPU its closest one) against the GPU.
+  void CheckAffinity() {
+    if (x_.affinity == Affinity::kAny) return;
+    const std::string term = std::string("affinity=") + AffinityName(x_.affinity);
+    const PciLocation& gpu = e_.gpu;
+    if (gpu.bdf.empty()) {
+      v_.unverified.push_back(term + " (the GPU's busId is unknown: NCCL's Init line not seen)");
+      return;
+    }
+    if (!gpu.Known() || host_ == nullptr) {
+      v_.unverified.push_back(term + " (sysfs shows no PCI device for GPU " + gpu.bdf + ")");
+      return;
+    }
+    std::vector<const RdmaDevice*> nics;
+    for (const UsedPort& u : used_) {
+      if (u.dev == nullptr || std::find(nics.begin(), nics.end(), u.dev) != nics.end()) continue;
+      if (log_ != nullptr && !log_->channel_net_devs.empty()) {
+        bool used_by_channels = false;
+        for (const NetDevice& nd : log_->ib_devices) {
+          if (nd.name == u.dev->name &&
+              std::find(log_->channel_net_devs.begin(), log_->channel_net_devs.end(), nd.index) !=
+                  log_->channel_net_devs.end()) {
+            used_by_channels = true;
+          }
+        }
+        if (!used_by_channels) continue;
+      }
+      nics.push_back(u.dev);
+    }
+    const RdmaDevice* best = nullptr;
+    PciAffinity best_level = PciAffinity::kUnknown;
+    for (const RdmaDevice* d : nics) {
+      if (d->pci_path.empty()) continue;
+      PciAffinity level = ClassifyPciAffinity(gpu.path, gpu.numa_node, d->pci_path, d->numa_node);
+      if (best == nullptr || level > best_level) {
+        best = d;
+        best_level = level;
+      }
+    }
+    if (best == nullptr) {
+      v_.unverified.push_back(term + " (sysfs shows no PCI path for the NICs in use)");
+      return;
+    }
+    if (best_level == PciAffinity::kUnknown) {
+      v_.unverified.push_back(term + " (NUMA node of GPU " + gpu.bdf + " or NIC " + best->name +
+                              " unknown)");
+      return;
+    }
+    PciAffinity required = x_.affinity == Affinity::kPcie ? PciAffinity::kPcie : PciAffinity::kNuma;
+    if (best_level >= required) return;
+    Finding f;
+    f.kind = kSentinelVerdictPlacement;
+    f.term = term;
+    f.found = "GPU " + Where(gpu.bdf, gpu.numa_node, gpu.path) + " and " +
+              (nics.size() > 1 ? "the closest NIC NCCL uses, " : "the NIC NCCL uses, ") +
+              Where(best->name, best->numa_node, best->pci_path) + ": " +
+              PciAffinityName(best_level);
+    // A NIC of this host that would meet the expectation, if any.
+    std::string closer;
+    for (const RdmaDevice& d : host_->devices) {
+      if (d.pci_path.empty()) continue;
+      if (ClassifyPciAffinity(gpu.path, gpu.numa_node, d.pci_path, d.numa_node) >= required) {
+        closer = d.name;
+        break;
+      }
+    }
+    if (best_level == PciAffinity::kCrossNuma) {
+      f.causes.push_back("the GPU and its NIC sit on different CPU sockets: every transfer crosses the "
+                         "CPU interconnect and GPUDirect RDMA is off at this distance");
+    } else {
+      f.causes.push_back("the GPU and its NIC share no PCIe switch: traffic goes through the CPU's "
+                         "root complex, and NCCL enables GPUDirect RDMA only up to a shared switch "
+                         "by default");
+    }
+    if (!closer.empty()) {
+      f.causes.push_back("this host has a closer NIC, " + closer + ", that NCCL does not use for this "
+                         "GPU" + (e_.env.ib_hca.empty() ? "" : " (NCCL_IB_HCA=" + e_.env.ib_hca + ")"));
+      f.advice.push_back("let NCCL use " + closer + " for this GPU: fix or unset NCCL_IB_HCA (e.g. "
+                         "NCCL_IB_HCA=" + closer + " per local rank)");
+    } else {
+      f.causes.push_back("no NIC of this host is close to GPU " + gpu.bdf +
+                         " (the job was given a GPU without its NIC)");
+      f.advice.push_back("if this GPU's own NIC is hidden (NCCL_IB_HCA, or a container without that "
+                         "device), expose it and let NCCL_IB_HCA include it");
+    }
+    f.advice.push_back("map each local rank to the GPU next to its NIC with CUDA_VISIBLE_DEVICES "
+                       "(check `nvidia-smi topo -m`), or request the GPU and NIC together from the "
+                       "scheduler");
+    f.advice.push_back("in a VM or container whose sysfs hides the real PCI tree, give NCCL the "
+                       "topology with NCCL_TOPO_FILE");
+    v_.mismatches.push_back(std::move(f));
+  }
+
   const Expectation& x_;
   const Evidence& e_;
   Stage stage_;
@@ -690,6 +790,7 @@ std::string FormatVerdict(const Verdict& verdict, const Expectation& expect,
   }
   m += ", at " + where + ")\n";
   m += "  expected: " + expect.text + "\n";
+  if (!expect.source.empty()) m += "  expectation from: " + expect.source + "\n";
   for (const Finding& f : verdict.mismatches) {
     m += "  [" + std::string(KindName(f.kind)) + "] " + f.term + "\n";
     m += "    found: " + f.found + "\n";

@@ -32,6 +32,8 @@ struct Evidence {
   int nranks = 0;
   int nnodes = 0;       // 0 unknown
   int local_ranks = 0;  // 0 unknown
+  // The rank's GPU (busId from NCCL's Init line, looked up in sysfs); bdf empty when unknown.
+  PciLocation gpu;
 };
 
 struct Finding {

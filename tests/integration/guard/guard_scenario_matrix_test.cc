@@ -73,6 +73,25 @@ void HostRoce2(FakeSysfs* fs) {
   fs->AddUverbs(2);
 }
 void HostNoRdma(FakeSysfs* fs) { (void)fs; }
+// The fake NCCL gives local rank r the GPU busId (0x18 + r) * 0x1000: 0000:18:00.0, 0000:19:00.0.
+// Both GPUs sit on NUMA node 0 (root complex pci0000:16, one PCIe switch per GPU).
+void TwoGpusOnNuma0(FakeSysfs* fs) {
+  fs->AddPciDevice("pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0", 0);
+  fs->AddPciDevice("pci0000:16/0000:16:03.0/0000:20:00.0/0000:19:00.0", 0);
+}
+// Wrong: the only NIC is on the other socket (NUMA node 1).
+void HostNicOnOtherSocket(FakeSysfs* fs) {
+  TwoGpusOnNuma0(fs);
+  fs->LinkNicToPci("mlx5_0", "pci0000:97/0000:97:02.0/0000:98:00.0", 1);
+  IbNics(fs, 1);
+}
+// Right: each GPU shares its PCIe switch with a NIC.
+void HostNicPerSwitch(FakeSysfs* fs) {
+  TwoGpusOnNuma0(fs);
+  fs->LinkNicToPci("mlx5_0", "pci0000:16/0000:16:02.0/0000:17:00.0/0000:1a:00.0", 0);
+  fs->LinkNicToPci("mlx5_1", "pci0000:16/0000:16:03.0/0000:20:00.0/0000:21:00.0", 0);
+  IbNics(fs, 2);
+}
 
 // ---- Scenarios ---------------------------------------------------------------------------------
 
@@ -160,6 +179,15 @@ const std::vector<Case>& WrongCases() {
        2, -1, FailsAt::kInit,
        {"[transport] net=IBext_v8", "using network 'Socket'", "was found but failed to initialise"},
        {}},
+      // GPU<->NIC affinity from sysfs: the NIC sits on the other NUMA node (no Init line, hence
+      // no busId, in profiler-only mode: unverified there).
+      {"NicOnTheOtherNumaNode", "net=ib affinity=numa", HostNicOnOtherSocket, {}, 2, -1,
+       FailsAt::kInit,
+       {"[placement] affinity=numa", "(NUMA node 0, ", "/sys/devices/pci0000:16/0000:16:0",
+        "the NIC NCCL uses, mlx5_0 (NUMA node 1, ", "/sys/devices/pci0000:97/0000:97:02.0/0000:98:00.0",
+        "different NUMA nodes", "no NIC of this host is close to GPU 0000:1", "CUDA_VISIBLE_DEVICES",
+        "NCCL_TOPO_FILE"},
+       {}},
   };
   return *cases;
 }
@@ -190,6 +218,8 @@ const std::vector<Case>& CorrectCases() {
        {{"NCCL_IB_HCA", "=mlx5_1,mlx5_3"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1,mlx5_2,mlx5_3"},
         {"FAKE_NCCL_NODES", "2"}},
        4, -1, FailsAt::kNothing, {}, {}},
+      {"GpuAndNicShareAPcieSwitch", "net=ib nics=2 affinity=pcie", HostNicPerSwitch,
+       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}}, 2, -1, FailsAt::kNothing, {}, {}},
   };
   return *cases;
 }
@@ -217,6 +247,8 @@ struct RunOptions {
   std::string api = "rank";
   int split_mod = 1;
   bool dump = false;
+  bool env_expect = true;  // false: no SENTINEL_EXPECT (the node default from sentineld applies)
+  std::string socket;      // SENTINEL_SOCKET; empty: a path where no sentineld listens
   Env extra;
 };
 
@@ -260,6 +292,8 @@ class Job {
     c_.host(&fs_);
   }
   const FakeSysfs& fs() const { return fs_; }
+  // A short directory of this job (socket paths must fit 108 bytes).
+  std::string Dir() const { return fs_.sys() + "/.."; }
 
   std::vector<RankResult> Run(const RunOptions& o) {
     std::string out = fs_.sys() + "/../run" + std::to_string(++runs_);
@@ -277,11 +311,11 @@ class Job {
     env["SENTINEL_VERBS"] = "0";  // this machine's libibverbs must not decide the verdicts
     env["SENTINEL_SYSFS_ROOT"] = fs_.sys();
     env["SENTINEL_DEV_ROOT"] = fs_.dev();
-    env["SENTINEL_SOCKET"] = out + "/no-sentineld.sock";
+    env["SENTINEL_SOCKET"] = o.socket.empty() ? out + "/no-sentineld.sock" : o.socket;
     env["FAKE_NCCL_BARRIER_TIMEOUT_S"] = "20";
     for (const auto& kv : c_.env) env[kv.first] = kv.second;
     for (const auto& kv : o.extra) env[kv.first] = kv.second;
-    if (o.load != Load::kNone) env["SENTINEL_EXPECT"] = c_.expect;
+    if (o.load != Load::kNone && o.env_expect) env["SENTINEL_EXPECT"] = c_.expect;
     if (o.mode != nullptr) env["SENTINEL_ON_MISMATCH"] = o.mode;
     if (o.load == Load::kPreload || o.load == Load::kBoth) env["LD_PRELOAD"] = SENTINEL_PLUGIN_SO;
     if (o.load == Load::kProfilerOnly || o.load == Load::kBoth) {
@@ -695,6 +729,73 @@ TEST(GuardOutcomeTest, DisableSwitchOnlyForwards) {
     EXPECT_EQ(r.coll, 0);
     EXPECT_EQ(r.err, "");
   }
+}
+
+// The node default expectation served by a real sentineld (temp socket dir): the job sets no
+// SENTINEL_EXPECT, the preloaded plugin reads the `expect` file sentineld published next to its
+// socket, and the creation call fails through the fake NCCL naming the node default as the source.
+// sentineld's --expect-on-mismatch applies unless the job sets SENTINEL_ON_MISMATCH.
+TEST(GuardNodeDefaultTest, SentineldDefaultFailsTheCreationCall) {
+#ifndef SENTINELD_PATH
+  GTEST_SKIP() << "sentineld is not built (SENTINEL_BUILD_COLLECTOR=OFF)";
+#else
+  const Case& c = WrongCase("IbDisabledByEnv");
+  Job job(c);
+  const std::string dir = job.Dir() + "/sd";
+  const std::string socket = dir + "/s.sock";
+  const std::string port_file = job.Dir() + "/sd.port";
+  auto start = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {SENTINELD_PATH, "--socket", socket, "--listen", "127.0.0.1:0",
+                                     "--port-file", port_file, "--log-level", "warn", "--expect",
+                                     c.expect};
+    args.insert(args.end(), extra.begin(), extra.end());
+    unlink(port_file.c_str());
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(&a[0]);
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && access(port_file.c_str(), F_OK) != 0; ++i) usleep(50000);
+    EXPECT_EQ(access((dir + "/expect").c_str(), F_OK), 0) << "sentineld did not publish";
+    return pid;
+  };
+  auto stop = [&](pid_t pid) {
+    kill(pid, SIGTERM);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    EXPECT_NE(access((dir + "/expect").c_str(), F_OK), 0) << "not removed at SIGTERM";
+  };
+  RunOptions o;
+  o.env_expect = false;
+  o.socket = socket;
+
+  pid_t pid = start({});
+  for (const RankResult& r : job.Run(o)) {
+    EXPECT_EQ(r.init, kInvalidUsage) << r.err;
+    EXPECT_NE(r.err.find("expectation from: node default from sentineld (" + dir + "/expect)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("NCCL_IB_DISABLE=1 is set"), std::string::npos);
+  }
+  stop(pid);
+  // Without sentineld there is no default: the same job passes, silently.
+  for (const RankResult& r : job.Run(o)) {
+    EXPECT_EQ(r.init, 0) << r.err;
+    EXPECT_FALSE(HasSentinelOutput(r.err)) << r.err;
+  }
+  pid = start({"--expect-on-mismatch", "warn"});
+  for (const RankResult& r : job.Run(o)) {
+    EXPECT_EQ(r.init, 0) << r.err;
+    EXPECT_NE(r.err.find("outcome: continuing"), std::string::npos) << r.err;
+  }
+  o.mode = "fail";  // the job's SENTINEL_ON_MISMATCH wins over sentineld's
+  for (const RankResult& r : job.Run(o)) EXPECT_EQ(r.init, kInvalidUsage) << r.err;
+  stop(pid);
+#endif
 }
 
 // The verdict reaches the plugin core as a control record (kSentinelWireVerdict = 6), which the

@@ -63,6 +63,23 @@ struct BadCase {
   const char* message_part;
 };
 
+TEST(ExpectationTest, Affinity) {
+  Expectation x;
+  ParseError err;
+  ASSERT_TRUE(ParseExpectation("net=ib affinity=PCIe", &x, &err)) << err.message;
+  EXPECT_EQ(x.affinity, Affinity::kPcie);
+  EXPECT_TRUE(x.WantsRdma());  // the host probe (NIC PCI paths) is needed
+  ASSERT_TRUE(ParseExpectation("affinity = numa", &x, &err)) << err.message;
+  EXPECT_EQ(x.affinity, Affinity::kNuma);
+  EXPECT_FALSE(x.Empty());
+  EXPECT_FALSE(ParseExpectation("affinity=socket", &x, &err));
+  EXPECT_EQ(err.column, 10);
+  EXPECT_NE(err.message.find("expected pcie or numa"), std::string::npos) << err.message;
+  EXPECT_FALSE(ParseExpectation("affinity>=pcie", &x, &err));
+  EXPECT_FALSE(ParseExpectation("affinity=pcie affinity=numa", &x, &err));
+  EXPECT_NE(err.message.find("given twice"), std::string::npos);
+}
+
 TEST(ExpectationTest, ErrorsPointAtTheBadToken) {
   const BadCase cases[] = {
       {"net=ib gdr=maybe", 1, 12, 5, "for gdr"},

@@ -62,6 +62,24 @@ class FakeSysfs {
   }
   void EmptyClass() { MkdirP(sys_ + "/class/infiniband"); }
 
+  // A PCI device at <sys>/devices/<pci_path> (e.g. "pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0",
+  // the last component being its address) with its numa_node file, and the
+  // <sys>/bus/pci/devices/<bdf> -> ../../../devices/<pci_path> link, as the kernel lays them out.
+  void AddPciDevice(const std::string& pci_path, int numa_node) {
+    MkdirP(sys_ + "/devices/" + pci_path);
+    Write(sys_ + "/devices/" + pci_path + "/numa_node", std::to_string(numa_node));
+    std::string bdf = pci_path.substr(pci_path.rfind('/') + 1);
+    MkdirP(sys_ + "/bus/pci/devices");
+    Symlink("../../../devices/" + pci_path, sys_ + "/bus/pci/devices/" + bdf);
+  }
+  // The RDMA device's <sys>/class/infiniband/<dev>/device -> ../../../devices/<pci_path> link (the
+  // PCI device is created too).
+  void LinkNicToPci(const std::string& device, const std::string& pci_path, int numa_node) {
+    AddPciDevice(pci_path, numa_node);
+    MkdirP(sys_ + "/class/infiniband/" + device);
+    Symlink("../../../devices/" + pci_path, sys_ + "/class/infiniband/" + device + "/device");
+  }
+
  private:
   static void MkdirP(const std::string& path) {
     std::string cur;
@@ -70,6 +88,11 @@ class FakeSysfs {
         mkdir(path.substr(0, i).c_str(), 0755);
       }
     }
+  }
+  static void Symlink(const std::string& target, const std::string& link) {
+    unlink(link.c_str());
+    int rc = symlink(target.c_str(), link.c_str());
+    (void)rc;
   }
   static void Write(const std::string& path, const std::string& content) {
     FILE* f = std::fopen(path.c_str(), "we");

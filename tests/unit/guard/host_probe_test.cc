@@ -139,5 +139,66 @@ TEST(HostProbeTest, RealLoaderNeverFails) {
   }
 }
 
+// One node: NUMA 0 has root complex pci0000:16 with a PCIe switch (GPU 0000:19:00.0 and mlx5_0
+// below it) and a second root port (mlx5_1), and root complex pci0000:30 (mlx5_2); NUMA 1 has
+// pci0000:97 (mlx5_3).
+constexpr char kGpuPath[] = "pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0";
+void BuildTopology(FakeSysfs* fs) {
+  fs->AddPciDevice(kGpuPath, 0);
+  fs->LinkNicToPci("mlx5_0", "pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:01.0/0000:1a:00.0", 0);
+  fs->LinkNicToPci("mlx5_1", "pci0000:16/0000:16:03.0/0000:1b:00.0", 0);
+  fs->LinkNicToPci("mlx5_2", "pci0000:30/0000:30:02.0/0000:31:00.0", 0);
+  fs->LinkNicToPci("mlx5_3", "pci0000:97/0000:97:02.0/0000:98:00.0", 1);
+  for (const char* nic : {"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}) fs->AddActiveIb(nic);
+}
+
+TEST(HostProbeTest, NcclBusIdToPciAddress) {
+  EXPECT_EQ(BusIdToBdf("19000"), "0000:19:00.0");
+  EXPECT_EQ(BusIdToBdf("1b000"), "0000:1b:00.0");
+  EXPECT_EQ(BusIdToBdf("1bc031"), "0001:bc:03.1");
+  EXPECT_EQ(BusIdToBdf("0"), "0000:00:00.0");
+  EXPECT_EQ(BusIdToBdf(""), "");
+  EXPECT_EQ(BusIdToBdf("xyz"), "");
+}
+
+TEST(HostProbeTest, PciPathsAndNumaNodesFromSymlinks) {
+  FakeSysfs fs;
+  BuildTopology(&fs);
+  PciLocation gpu = ProbePciDevice(fs.sys(), "0000:19:00.0");
+  ASSERT_TRUE(gpu.Known());
+  EXPECT_NE(gpu.path.find("/sys/devices/" + std::string(kGpuPath)), std::string::npos) << gpu.path;
+  EXPECT_EQ(gpu.numa_node, 0);
+  HostFacts f = Probe(fs);
+  const RdmaDevice* nic3 = f.FindDevice("mlx5_3");
+  ASSERT_NE(nic3, nullptr);
+  EXPECT_NE(nic3->pci_path.find("/sys/devices/pci0000:97/0000:97:02.0/0000:98:00.0"),
+            std::string::npos)
+      << nic3->pci_path;
+  EXPECT_EQ(nic3->numa_node, 1);
+  EXPECT_FALSE(ProbePciDevice(fs.sys(), "0000:55:00.0").Known());  // not in sysfs
+}
+
+TEST(HostProbeTest, AffinityClasses) {
+  FakeSysfs fs;
+  BuildTopology(&fs);
+  PciLocation gpu = ProbePciDevice(fs.sys(), "0000:19:00.0");
+  HostFacts f = Probe(fs);
+  auto level = [&](const char* nic) {
+    const RdmaDevice* d = f.FindDevice(nic);
+    return ClassifyPciAffinity(gpu.path, gpu.numa_node, d->pci_path, d->numa_node);
+  };
+  EXPECT_EQ(level("mlx5_0"), PciAffinity::kPcie);       // same switch
+  EXPECT_EQ(level("mlx5_1"), PciAffinity::kNuma);       // same root complex, other root port
+  EXPECT_EQ(level("mlx5_2"), PciAffinity::kNuma);       // other root complex, same NUMA node
+  EXPECT_EQ(level("mlx5_3"), PciAffinity::kCrossNuma);  // other socket
+  // Missing evidence: no path, or NUMA unknown on one side only.
+  EXPECT_EQ(ClassifyPciAffinity("", 0, f.FindDevice("mlx5_0")->pci_path, 0), PciAffinity::kUnknown);
+  EXPECT_EQ(ClassifyPciAffinity(gpu.path, -1, f.FindDevice("mlx5_3")->pci_path, 1),
+            PciAffinity::kUnknown);
+  // No NUMA at all (numa_node -1 everywhere: one NUMA node).
+  EXPECT_EQ(ClassifyPciAffinity(gpu.path, -1, f.FindDevice("mlx5_3")->pci_path, -1),
+            PciAffinity::kNuma);
+}
+
 }  // namespace
 }  // namespace sentinel::guard

@@ -48,6 +48,7 @@ TEST(NcclLogParserTest, IbInitSequence) {
   EXPECT_EQ(c->nranks, 16);
   EXPECT_EQ(c->nnodes, 2);
   EXPECT_EQ(c->local_ranks, 8);
+  EXPECT_EQ(c->bus_id, "1b000");
   EXPECT_TRUE(c->init_complete);
   EXPECT_FALSE(ev.lines.empty());
   EXPECT_EQ(ev.lines.front(), "node1:4242:4242 [0] NCCL INFO NCCL version 2.28.9+cuda13.0");

@@ -36,6 +36,108 @@ struct Case {
   }
 };
 
+// NCCL's Init line for GPU 0000:19:00.0 and the NICs it opened.
+std::string AffinityLog(const std::string& nics) {
+  return "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x5000 rank 1 nranks 2 cudaDev 1 nvmlDev 1 "
+         "busId 19000 commId 0x77 - Init START\n"
+         "h:1:1 [0] NCCL INFO NET/IB : Using " + nics + " ; OOB eth0:10.0.0.1<0>\n"
+         "h:1:1 [0] NCCL INFO Using network IB\n";
+}
+
+// The topology of host_probe_test: GPU 0000:19:00.0 on NUMA 0 behind a switch shared with mlx5_0;
+// mlx5_1 on the same root complex; mlx5_3 on NUMA 1.
+void AffinityHost(FakeSysfs* fs) {
+  fs->AddPciDevice("pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0", 0);
+  fs->LinkNicToPci("mlx5_0", "pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:01.0/0000:1a:00.0", 0);
+  fs->LinkNicToPci("mlx5_1", "pci0000:16/0000:16:03.0/0000:1b:00.0", 0);
+  fs->LinkNicToPci("mlx5_3", "pci0000:97/0000:97:02.0/0000:98:00.0", 1);
+  for (const char* nic : {"mlx5_0", "mlx5_1", "mlx5_3"}) fs->AddActiveIb(nic);
+  fs->AddUverbs(3);
+}
+
+struct AffinityCase : Case {
+  void RunAffinity(const char* expect, const std::string& nics, FakeSysfs* fs) {
+    LogEvidence parsed;
+    ParseNcclLog(AffinityLog(nics), &parsed);
+    ASSERT_EQ(parsed.comms.size(), 1u);
+    if (fs != nullptr) ev.gpu = ProbePciDevice(fs->sys(), BusIdToBdf(parsed.comms[0].bus_id));
+    Run(expect, AffinityLog(nics), fs);
+  }
+};
+
+TEST(VerdictTest, AffinitySameSwitchPasses) {
+  FakeSysfs fs;
+  AffinityHost(&fs);
+  AffinityCase c;
+  c.RunAffinity("net=ib affinity=pcie", "[0]mlx5_0:1/IB", &fs);
+  EXPECT_TRUE(c.v.Passed()) << c.msg;
+  EXPECT_TRUE(c.v.unverified.empty());
+  // Several NICs opened: the closest one is this GPU's.
+  AffinityCase many;
+  many.RunAffinity("affinity=pcie", "[0]mlx5_3:1/IB [1]mlx5_0:1/IB", &fs);
+  EXPECT_TRUE(many.v.Passed()) << many.msg;
+}
+
+TEST(VerdictTest, AffinitySameNumaIsEnoughForNumaNotForPcie) {
+  FakeSysfs fs;
+  AffinityHost(&fs);
+  AffinityCase numa;
+  numa.RunAffinity("affinity=numa", "[0]mlx5_1:1/IB", &fs);
+  EXPECT_TRUE(numa.v.Passed()) << numa.msg;
+  AffinityCase pcie;
+  pcie.RunAffinity("affinity=pcie", "[0]mlx5_1:1/IB", &fs);
+  ASSERT_EQ(pcie.v.mismatches.size(), 1u);
+  EXPECT_EQ(pcie.v.mismatches[0].kind, kSentinelVerdictPlacement);
+  EXPECT_NE(pcie.msg.find("[placement] affinity=pcie"), std::string::npos) << pcie.msg;
+  EXPECT_NE(pcie.msg.find("same NUMA node, no shared PCIe switch"), std::string::npos) << pcie.msg;
+  EXPECT_NE(pcie.msg.find("this host has a closer NIC, mlx5_0"), std::string::npos) << pcie.msg;
+}
+
+TEST(VerdictTest, AffinityCrossNumaNamesBothDevices) {
+  FakeSysfs fs;
+  AffinityHost(&fs);
+  AffinityCase c;
+  c.RunAffinity("net=ib affinity=numa", "[0]mlx5_3:1/IB", &fs);
+  ASSERT_EQ(c.v.mismatches.size(), 1u) << c.msg;
+  const std::string& found = c.v.mismatches[0].found;
+  EXPECT_NE(found.find("GPU 0000:19:00.0 (NUMA node 0, "), std::string::npos) << found;
+  EXPECT_NE(found.find("/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0"),
+            std::string::npos)
+      << found;
+  EXPECT_NE(found.find("mlx5_3 (NUMA node 1, "), std::string::npos) << found;
+  EXPECT_NE(found.find("/sys/devices/pci0000:97/0000:97:02.0/0000:98:00.0"), std::string::npos);
+  EXPECT_NE(found.find("different NUMA nodes"), std::string::npos);
+  EXPECT_NE(c.msg.find("NCCL_IB_HCA"), std::string::npos) << c.msg;
+  EXPECT_NE(c.msg.find("CUDA_VISIBLE_DEVICES"), std::string::npos);
+  EXPECT_NE(c.msg.find("NCCL_TOPO_FILE"), std::string::npos);
+}
+
+TEST(VerdictTest, AffinityWithoutEvidenceIsUnverifiedNotFailed) {
+  // No sysfs at all: the GPU's PCI device is unknown.
+  AffinityCase no_sysfs;
+  no_sysfs.ev.gpu.bdf = "0000:19:00.0";
+  no_sysfs.Run("affinity=pcie", AffinityLog("[0]mlx5_0:1/IB"), nullptr);
+  EXPECT_TRUE(no_sysfs.v.Passed());
+  ASSERT_EQ(no_sysfs.v.unverified.size(), 1u);
+  EXPECT_NE(no_sysfs.v.unverified[0].find("sysfs shows no PCI device for GPU 0000:19:00.0"),
+            std::string::npos);
+  // A NIC without a device link.
+  FakeSysfs fs;
+  fs.AddPciDevice("pci0000:16/0000:16:02.0/0000:19:00.0", 0);
+  fs.AddActiveIb("mlx5_0");
+  AffinityCase no_nic_path;
+  no_nic_path.RunAffinity("affinity=numa", "[0]mlx5_0:1/IB", &fs);
+  EXPECT_TRUE(no_nic_path.v.Passed());
+  ASSERT_EQ(no_nic_path.v.unverified.size(), 1u);
+  EXPECT_NE(no_nic_path.v.unverified[0].find("no PCI path for the NICs"), std::string::npos);
+  // No Init line (profiler-only mode): busId unknown.
+  AffinityCase no_log;
+  no_log.Run("affinity=numa", "", &fs);
+  EXPECT_TRUE(no_log.v.Passed());
+  ASSERT_EQ(no_log.v.unverified.size(), 1u);
+  EXPECT_NE(no_log.v.unverified[0].find("busId is unknown"), std::string::npos);
+}
+
 const char kSocketLog[] =
     "h:1:1 [0] NCCL INFO NET/IB : No device found.\n"
     "h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>\n"

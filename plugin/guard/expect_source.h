@@ -1,0 +1,54 @@
+// Where the guard's expectation comes from: SENTINEL_EXPECT, else SENTINEL_EXPECT_FILE, else the
+// node default that sentineld publishes as the file `expect` next to its socket
+// (plugin/guard/README.md "Where the expectation comes from"). Reads one small local file at most.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+
+namespace sentinel::guard {
+
+enum class ExpectSourceKind { kNone, kEnv, kFile, kNodeDefault };
+
+// The file name sentineld publishes in its socket directory.
+inline constexpr const char* kNodeDefaultFileName = "expect";
+// Header line sentineld writes before the expectation when --expect-on-mismatch is set; a comment
+// for the grammar, so the file stays a valid expectation.
+inline constexpr const char* kNodeDefaultOnMismatchPrefix = "# on_mismatch=";
+
+struct ExpectSource {
+  ExpectSourceKind kind = ExpectSourceKind::kNone;
+  std::string name;         // for parse errors: "SENTINEL_EXPECT", the file path
+  std::string description;  // for verdicts: "SENTINEL_EXPECT (environment)", ...
+  std::string text;         // the expectation text (may hold comments)
+  std::string read_error;   // non-empty: the source is set but could not be read
+  std::string on_mismatch;  // node default only: sentineld's --expect-on-mismatch, else empty
+};
+
+// Inputs as plain values (null = unset) so tests need no environment.
+struct ExpectSourceInputs {
+  const char* expect = nullptr;           // SENTINEL_EXPECT
+  const char* expect_file = nullptr;      // SENTINEL_EXPECT_FILE
+  const char* sentinel_socket = nullptr;  // SENTINEL_SOCKET ("none": no node default)
+  const char* xdg_runtime_dir = nullptr;  // XDG_RUNTIME_DIR
+  uid_t uid = 0;
+};
+ExpectSourceInputs ExpectSourceInputsFromEnv();
+
+// The node default file for these inputs, written into `out` (capacity `cap`). False when there is
+// none (SENTINEL_SOCKET=none, or a path that does not fit). No allocation: the preload
+// constructor calls it.
+bool NodeDefaultExpectPath(const ExpectSourceInputs& in, char* out, size_t cap) noexcept;
+
+// True when an expectation may apply to this process: SENTINEL_EXPECT or SENTINEL_EXPECT_FILE set,
+// or the node default file exists. getenv + one stat(2), no allocation (preload constructor).
+bool ExpectationMayApply() noexcept;
+
+// The first source set, in order; reads its file (at most 64 KiB). A missing node default file is
+// "no expectation"; a missing or unreadable SENTINEL_EXPECT_FILE, or an unreadable node default,
+// sets read_error.
+ExpectSource ResolveExpectSource(const ExpectSourceInputs& in);
+
+}  // namespace sentinel::guard

@@ -1,0 +1,197 @@
+// Where the expectation comes from: SENTINEL_EXPECT, then SENTINEL_EXPECT_FILE, then sentineld's
+// node default next to the socket; missing and unreadable files end as evidence, never a crash.
+#include "plugin/guard/expect_source.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "plugin/guard/guard_runtime.h"
+#include "plugin/guard/verdict.h"
+
+namespace sentinel::guard {
+namespace {
+
+class ExpectSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/snexp-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    socket_ = dir_ + "/s.sock";
+    node_file_ = dir_ + "/expect";
+  }
+  void TearDown() override {
+    for (const char* v : {"SENTINEL_EXPECT", "SENTINEL_EXPECT_FILE", "SENTINEL_SOCKET",
+                          "SENTINEL_ON_MISMATCH"}) {
+      unsetenv(v);
+    }
+    ResetForTest();
+    std::string cmd = "rm -rf '" + dir_ + "'";
+    int rc = system(cmd.c_str());
+    (void)rc;
+  }
+  static void Write(const std::string& path, const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "we");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+  ExpectSourceInputs Inputs() const {
+    ExpectSourceInputs in;
+    in.sentinel_socket = socket_.c_str();
+    in.uid = getuid();
+    return in;
+  }
+
+  std::string dir_;
+  std::string socket_;
+  std::string node_file_;
+};
+
+TEST_F(ExpectSourceTest, NodeDefaultPathFollowsTheSocketRule) {
+  char path[256];
+  ExpectSourceInputs in = Inputs();
+  ASSERT_TRUE(NodeDefaultExpectPath(in, path, sizeof path));
+  EXPECT_EQ(std::string(path), node_file_);
+  in.sentinel_socket = nullptr;
+  in.xdg_runtime_dir = "/run/user/1000";
+  ASSERT_TRUE(NodeDefaultExpectPath(in, path, sizeof path));
+  EXPECT_EQ(std::string(path), "/run/user/1000/sentinel/expect");
+  in.xdg_runtime_dir = nullptr;
+  in.uid = 1234;
+  ASSERT_TRUE(NodeDefaultExpectPath(in, path, sizeof path));
+  EXPECT_EQ(std::string(path), "/tmp/sentinel-1234/expect");
+  in.sentinel_socket = "none";  // streaming off: no node default either
+  EXPECT_FALSE(NodeDefaultExpectPath(in, path, sizeof path));
+  in.sentinel_socket = "/s.sock";
+  ASSERT_TRUE(NodeDefaultExpectPath(in, path, sizeof path));
+  EXPECT_EQ(std::string(path), "/expect");
+  EXPECT_FALSE(NodeDefaultExpectPath(Inputs(), path, 4));  // does not fit
+}
+
+TEST_F(ExpectSourceTest, OrderIsEnvThenFileThenNodeDefault) {
+  const std::string file = dir_ + "/job.expect";
+  Write(file, "net=roce\n");
+  Write(node_file_, "# published by sentineld\n# on_mismatch=warn\nnet=socket\n");
+  ExpectSourceInputs in = Inputs();
+  in.expect = "net=ib";
+  in.expect_file = file.c_str();
+  ExpectSource s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kEnv);
+  EXPECT_EQ(s.text, "net=ib");
+  EXPECT_EQ(s.description, "SENTINEL_EXPECT (environment)");
+  in.expect = "";  // set but empty counts as unset
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kFile);
+  EXPECT_EQ(s.text, "net=roce\n");
+  EXPECT_EQ(s.name, file);
+  in.expect_file = nullptr;
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNodeDefault);
+  EXPECT_EQ(s.name, node_file_);
+  EXPECT_NE(s.text.find("net=socket"), std::string::npos);
+  EXPECT_EQ(s.on_mismatch, "warn");
+  EXPECT_EQ(s.description, "node default from sentineld (" + node_file_ + ")");
+  EXPECT_TRUE(s.read_error.empty());
+  in.sentinel_socket = "none";
+  EXPECT_EQ(ResolveExpectSource(in).kind, ExpectSourceKind::kNone);
+}
+
+TEST_F(ExpectSourceTest, MissingAndUnreadableFiles) {
+  ExpectSourceInputs in = Inputs();
+  // No node default file: simply no expectation.
+  ExpectSource s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+  // A missing SENTINEL_EXPECT_FILE is an error the guard reports.
+  const std::string missing = dir_ + "/nope";
+  in.expect_file = missing.c_str();
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kFile);
+  EXPECT_NE(s.read_error.find("cannot read SENTINEL_EXPECT_FILE=" + missing), std::string::npos);
+  EXPECT_NE(s.read_error.find("No such file"), std::string::npos) << s.read_error;
+  // An unreadable node default (a directory here: root can read any file) is reported too.
+  in.expect_file = nullptr;
+  ASSERT_EQ(mkdir(node_file_.c_str(), 0755), 0);
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNodeDefault);
+  EXPECT_NE(s.read_error.find("cannot read the node default expectation " + node_file_),
+            std::string::npos)
+      << s.read_error;
+}
+
+TEST_F(ExpectSourceTest, ConstructorCheckIsOneStat) {
+  setenv("SENTINEL_SOCKET", socket_.c_str(), 1);
+  EXPECT_FALSE(ExpectationMayApply());
+  Write(node_file_, "net=ib\n");
+  EXPECT_TRUE(ExpectationMayApply());
+  setenv("SENTINEL_SOCKET", "none", 1);
+  EXPECT_FALSE(ExpectationMayApply());
+  setenv("SENTINEL_EXPECT", "net=ib", 1);
+  EXPECT_TRUE(ExpectationMayApply());
+}
+
+// The guard's configuration: the node default applies with sentineld's on_mismatch unless the
+// job says otherwise, the verdict names the source, and a broken node default only warns.
+TEST_F(ExpectSourceTest, GuardConfigFromNodeDefault) {
+  setenv("SENTINEL_SOCKET", socket_.c_str(), 1);
+  Write(node_file_, "# on_mismatch=warn\nnet=ib affinity=numa\n");
+  ResetForTest();
+  const GuardConfig& c = Config();
+  EXPECT_TRUE(c.active);
+  EXPECT_EQ(c.source_kind, ExpectSourceKind::kNodeDefault);
+  EXPECT_EQ(c.mode, Mode::kWarn);
+  EXPECT_EQ(c.expect.affinity, Affinity::kNuma);
+  Verdict v;
+  Finding f;
+  f.term = "net=ib";
+  f.found = "x";
+  v.mismatches.push_back(f);
+  std::string msg = FormatVerdict(v, c.expect, Evidence(), c.mode, "ncclCommInitRank");
+  EXPECT_NE(msg.find("expectation from: node default from sentineld (" + node_file_ + ")"),
+            std::string::npos)
+      << msg;
+
+  setenv("SENTINEL_ON_MISMATCH", "abort", 1);  // the job's own choice wins
+  ResetForTest();
+  EXPECT_EQ(Config().mode, Mode::kAbort);
+  unsetenv("SENTINEL_ON_MISMATCH");
+
+  Write(node_file_, "net=ib gdr=maybe\n");
+  ResetForTest();
+  EXPECT_TRUE(Config().active);
+  EXPECT_TRUE(Config().error_is_warning);
+  EXPECT_NE(Config().parse_error.find(node_file_ + ":1:12: unknown value 'maybe'"),
+            std::string::npos)
+      << Config().parse_error;
+  // The creation call is left alone: the job did not ask for this expectation.
+  testing::internal::CaptureStderr();
+  void* comm = nullptr;
+  EXPECT_EQ(OnCreateEnd("ncclCommInitRank", 0, &comm, 1, nullptr), 0);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("not enforced"), std::string::npos) << err;
+}
+
+TEST_F(ExpectSourceTest, UnreadableExpectFileFailsTheJobThatAskedForIt) {
+  const std::string missing = dir_ + "/nope";
+  setenv("SENTINEL_EXPECT_FILE", missing.c_str(), 1);
+  setenv("SENTINEL_ON_MISMATCH", "warn", 1);
+  ResetForTest();
+  EXPECT_TRUE(Config().active);
+  EXPECT_FALSE(Config().error_is_warning);
+  EXPECT_EQ(Config().mode, Mode::kWarn);  // read even when the file is not
+  unsetenv("SENTINEL_ON_MISMATCH");
+  ResetForTest();
+  testing::internal::CaptureStderr();
+  void* comm = nullptr;
+  EXPECT_EQ(OnCreateEnd("ncclCommInitRank", 0, &comm, 1, nullptr), 5);  // ncclInvalidUsage
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("cannot read SENTINEL_EXPECT_FILE=" + missing), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace sentinel::guard
