@@ -19,3 +19,19 @@ function(sentinel_cc_test name)
     set_tests_properties(${name} PROPERTIES ENVIRONMENT "${T_ENV}")
   endif()
 endfunction()
+
+# sentinel_add_area_subdirs(): adds every sub-folder of the current folder that has a
+# CMakeLists.txt (one area's tests each: plugin/, collector/, guard/, transport/...). The
+# collector's folders need sentineld, so they are skipped when the collector is not built.
+macro(sentinel_add_area_subdirs)
+  file(GLOB _sentinel_area_dirs LIST_DIRECTORIES true ${CMAKE_CURRENT_SOURCE_DIR}/*)
+  foreach(_dir ${_sentinel_area_dirs})
+    get_filename_component(_name ${_dir} NAME)
+    if(_name STREQUAL "collector" AND NOT SENTINEL_BUILD_COLLECTOR)
+      continue()
+    endif()
+    if(IS_DIRECTORY ${_dir} AND EXISTS ${_dir}/CMakeLists.txt)
+      add_subdirectory(${_dir})
+    endif()
+  endforeach()
+endmacro()
