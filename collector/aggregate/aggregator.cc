@@ -36,7 +36,6 @@ constexpr size_t kMaxGoneProcesses = 256;
 constexpr size_t kMaxResolvedAlerts = 256;
 constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
 constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
-constexpr const char* kRunbookBase = "https://github.com/nccl-sentinel/nccl-sentinel/blob/main/collector/README.md#";
 
 // Median of `sorted` with one occurrence of `value` removed (value must be present).
 int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
@@ -623,7 +622,7 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
                     {"baseline_spread_ms", static_cast<double>(b.spread_ns) / 1e6},
                     {"clock_free_lateness_p50_ms",
                      recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
-      a.runbook = absl::StrCat(kRunbookBase, "alert-straggler");
+      a.runbook = absl::StrCat(config_.runbook_base, "alert-straggler");
       a.started_real_ns = st.late_since_real_ns;
       Fire(std::move(a));
     } else if (st.firing && count <= config_.straggler_resolve_r) {
@@ -723,7 +722,7 @@ void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
                 {"lines", lines},
                 {"outcome", v.outcome < 4 ? kOutcomes[v.outcome] : "unknown"},
                 {"nranks", v.nranks}};
-  a.runbook = absl::StrCat(kRunbookBase, "alert-", kind);
+  a.runbook = absl::StrCat(config_.runbook_base, "alert-", kind);
   if (a.started_real_ns == 0) a.started_real_ns = clock_->RealNs();
   Fire(std::move(a));
 }
@@ -842,7 +841,7 @@ void Aggregator::Tick() {
                   {"arrived_ranks", h.arrived}, {"missing_ranks", h.missing},
                   {"waiting_s", static_cast<double>(h.waiting_ns) / 1e9},
                   {"hang_timeout_s", static_cast<double>(config_.hang_timeout_ns) / 1e9}};
-    a.runbook = absl::StrCat(kRunbookBase, "alert-hang");
+    a.runbook = absl::StrCat(config_.runbook_base, "alert-hang");
     a.started_real_ns = clock_->RealNs();
     Fire(std::move(a));
   }

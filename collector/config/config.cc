@@ -169,6 +169,7 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "record-log") { record_log = std::string(value); return absl::OkStatus(); }
   if (key == "alertmanager") { alertmanager = std::string(value); return absl::OkStatus(); }
   if (key == "log-level") { log_level = std::string(value); return absl::OkStatus(); }
+  if (key == "runbook-base") { runbook_base = std::string(value); return absl::OkStatus(); }
   if (key == "expect") return SetExpect(value, &expect);
   if (key == "expect-on-mismatch") {
     if (value != "fail" && value != "warn" && value != "abort") {
@@ -278,6 +279,7 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
   --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
   --log-level LEVEL        trace|debug|info|warn|error (default info)
+  --runbook-base PREFIX    prefix of alert runbook links, + "alert-<kind>" (default collector/README.md#)
   --expect 'EXPR'          node default transport/placement expectation for the guard (grammar:
                            plugin/guard/README.md), validated at startup; served at GET /v1/expect
                            and published as the file `expect` next to the socket (default none)
