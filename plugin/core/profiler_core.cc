@@ -29,6 +29,7 @@
 namespace sentinel::plugin {
 
 ABSL_CONST_INIT std::atomic<int> g_gate{kGateUninit};
+const EventDesc kBlankEventDesc{};
 
 namespace {
 

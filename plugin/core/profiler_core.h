@@ -41,6 +41,11 @@ struct EventDesc {
   bool n_channels_valid = true;  // false for v4 P2p (garbage on 2.28, §3.8)
 };
 
+// A default EventDesc, defined out of line on purpose: the adapters start from a copy of it
+// (vector moves) instead of default-initializing one, which GCC turns into a `rep stos` that cost
+// ~12 ns per event on AMD (measured with the hot-path benchmark).
+extern const EventDesc kBlankEventDesc;
+
 struct InitArgs {
   uint64_t comm_hash = 0;
   const char* comm_name = nullptr;

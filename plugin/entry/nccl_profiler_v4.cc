@@ -25,7 +25,7 @@ SentinelNcclResult StartV4(void* context, void** handle, SentinelEventDescrV4* e
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
-    EventDesc d;
+    EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc
     d.type = e->type;
     d.parent = e->parent_obj;
     d.rank = e->rank;

@@ -25,7 +25,7 @@ SentinelNcclResult StartV5(void* context, void** handle, SentinelEventDescrV5* e
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
-    EventDesc d;
+    EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc
     // NCCL 2.28 never sets the v6 CE bits in a v5 descriptor; ignore them if it ever does.
     if (e->type >= kSentinelProfileCeColl) return;
     DescribeV5(e, &d);

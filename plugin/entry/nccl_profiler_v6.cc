@@ -24,7 +24,7 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* e
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
-    EventDesc d;
+    EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc
     DescribeV5(e, &d);
     switch (d.type) {
       case kSentinelProfileCeColl:
