@@ -114,6 +114,7 @@ struct alignas(64) Slot {
 inline constexpr uint8_t kStepSawSendWait = 1u << 0;
 inline constexpr uint8_t kStepSawRecvWait = 1u << 1;
 inline constexpr uint8_t kStepSawRecvFlush = 1u << 2;
+inline constexpr uint8_t kStepSawSendGpuWait = 1u << 3;  // time in start_ns
 
 inline constexpr uint32_t kGroupHasColl = 1u << 0;
 inline constexpr uint32_t kGroupNotUniform = 1u << 1;

@@ -39,11 +39,12 @@ constexpr uint32_t kCallbackSample = 256;  // a power of two
 constexpr uint32_t kClaimChunk = 8;
 constexpr int64_t kNoGpuStart = std::numeric_limits<int64_t>::max();
 // Kinds whose start time is read later: Coll/P2p/CeColl (enqueue_ns, CE timing), CollApi/P2pApi
-// (api_ns), ProxyStep (send/recv wait), KernelCh (GPU clock calibration).
+// (api_ns), KernelCh (GPU clock calibration). Not ProxyStep: NCCL records SendGPUWait (8) or
+// RecvWait (10) right after a step's start, and the waits are timed from those states instead,
+// which saves one clock read per network transfer.
 constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
                                   kSentinelProfileCeColl | kSentinelProfileCollApi |
-                                  kSentinelProfileP2pApi | kSentinelProfileProxyStep |
-                                  kSentinelProfileKernelCh;
+                                  kSentinelProfileP2pApi | kSentinelProfileKernelCh;
 constexpr uint32_t kProxyFamily =
     kSentinelProfileProxyOp | kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
 
@@ -676,18 +677,20 @@ void StopProxyStep(Slot* s, int64_t now) {
   Slot* coll = StepOwner(s);
   if (coll == nullptr) return;
   uint8_t seen = s->step_states.load(std::memory_order_relaxed);
+  // start_ns holds the SendGPUWait (8) time; a step start reads no clock.
+  int64_t t8 = (seen & kStepSawSendGpuWait) ? s->start_ns.load(std::memory_order_relaxed) : 0;
   int64_t t9 = (seen & kStepSawSendWait) ? s->t_send_wait.load(std::memory_order_relaxed) : 0;
   int64_t t10 = (seen & kStepSawRecvWait) ? s->t_recv_wait.load(std::memory_order_relaxed) : 0;
   int64_t t11 = (seen & kStepSawRecvFlush) ? s->t_recv_flush.load(std::memory_order_relaxed) : 0;
   // relaxed: sums read by the completing thread after the acq_rel refcount release.
   if (t9 != 0) {
-    coll->send_wait_ns.fetch_add(t9 - s->start_ns.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    if (t8 != 0) coll->send_wait_ns.fetch_add(t9 - t8, std::memory_order_relaxed);
     coll->send_xfer_ns.fetch_add(now - t9, std::memory_order_relaxed);
     coll->send_bytes.fetch_add(s->size_send.load(std::memory_order_relaxed),
                                std::memory_order_relaxed);
   }
   if (t11 != 0) {
-    coll->recv_wait_ns.fetch_add(t11 - (t10 != 0 ? t10 : s->start_ns.load(std::memory_order_relaxed)), std::memory_order_relaxed);
+    if (t10 != 0) coll->recv_wait_ns.fetch_add(t11 - t10, std::memory_order_relaxed);
     coll->recv_xfer_ns.fetch_add(now - t11, std::memory_order_relaxed);
     coll->recv_bytes.fetch_add(s->size_recv.load(std::memory_order_relaxed),
                                std::memory_order_relaxed);
@@ -999,7 +1002,10 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
       // relaxed: read by the same slot's stop, which NCCL issues after these states.
       // step_states: a plain load+store, no RMW: one proxy thread records a step's states.
       uint8_t seen = s->step_states.load(std::memory_order_relaxed);
-      if (state == kSentinelStateProxyStepSendWait) {
+      if (state == kSentinelStateProxyStepSendGpuWait) {
+        s->start_ns.store(MonoNs(), std::memory_order_relaxed);
+        s->step_states.store(seen | kStepSawSendGpuWait, std::memory_order_relaxed);
+      } else if (state == kSentinelStateProxyStepSendWait) {
         s->t_send_wait.store(MonoNs(), std::memory_order_relaxed);
         s->size_send.store(size, std::memory_order_relaxed);
         s->step_states.store(seen | kStepSawSendWait, std::memory_order_relaxed);
