@@ -2,6 +2,7 @@
 #include "collector/ingest/ingest_server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <sys/epoll.h>
@@ -54,6 +55,7 @@ IngestServer::~IngestServer() {
   }
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
+  if (spare_fd_ >= 0) close(spare_fd_);
 }
 
 absl::Status IngestServer::Listen() {
@@ -80,6 +82,7 @@ absl::Status IngestServer::Listen() {
   }
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   unlink(socket_path_.c_str());  // a stale socket from a killed sentineld
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket_path_.data(), socket_path_.size());
@@ -156,6 +159,18 @@ bool IngestServer::PeerAllowed(uid_t uid, gid_t gid) const {
 void IngestServer::Accept() {
   for (;;) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
+      // Out of descriptors: refuse the pending peer (it reconnects with backoff) rather than
+      // leave it queued, which would make epoll report the listen socket again at once.
+      close(spare_fd_);
+      const int refused = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (refused >= 0) close(refused);
+      spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (ShouldLog()) spdlog::warn("refused a plugin connection: out of file descriptors");
+      aggregator_->NoteRefused("fd_limit");
+      if (refused < 0) return;
+      continue;
+    }
     if (fd < 0) return;  // EAGAIN, or a transient error: the next wake-up retries
     ucred cred{};
     socklen_t len = sizeof(cred);

@@ -53,6 +53,9 @@ class IngestServer {
   Aggregator* const aggregator_;
   std::string socket_path_;
   int listen_fd_ = -1;
+  // Held open so that, out of descriptors, Accept() can free one to accept and close the pending
+  // connection; otherwise the level-triggered listen socket would wake the loop forever.
+  int spare_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   gid_t allow_gid_ = static_cast<gid_t>(-1);

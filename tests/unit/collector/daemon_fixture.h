@@ -4,6 +4,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -68,6 +69,10 @@ class DaemonFixture : public ::testing::Test {
     pid_ = fork();
     ASSERT_GE(pid_, 0);
     if (pid_ == 0) {
+      if (max_fds_ > 0) {
+        rlimit lim{static_cast<rlim_t>(max_fds_), static_cast<rlim_t>(max_fds_)};
+        setrlimit(RLIMIT_NOFILE, &lim);
+      }
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -89,6 +94,18 @@ class DaemonFixture : public ::testing::Test {
       exit_status_ = status;
       pid_ = -1;
     }
+  }
+  // CPU seconds (user + system) the daemon has used so far, from /proc/<pid>/stat.
+  double CpuSeconds() const {
+    std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string f;
+    unsigned long long ticks = 0;
+    for (int i = 3; i <= 15 && (fields >> f); ++i) {
+      if (i == 14 || i == 15) ticks += std::stoull(f);  // utime, stime
+    }
+    return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK));
   }
   std::string Addr() const { return "127.0.0.1:" + std::to_string(port_); }
   // GET -> status; body in *body.
@@ -146,6 +163,7 @@ class DaemonFixture : public ::testing::Test {
   std::string port_file_;
   pid_t pid_ = -1;
   int port_ = 0;
+  int max_fds_ = 0;  // > 0: RLIMIT_NOFILE of the daemon
   int exit_status_ = 0;
 };
 

@@ -3,6 +3,8 @@
 // another uid refused, the major-version refusal, sentinelctl's exit codes, the record log, and
 // `promtool check metrics` on the real /metrics.
 #include <grp.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -274,6 +276,36 @@ TEST_F(DaemonTest, NoNodeDefaultIs404AndNoFile) {
   const int rc = Validate({"error=" + Save("expect404.json", body)}, &out);
   if (rc == 77) GTEST_SKIP() << out;
   EXPECT_EQ(rc, 0) << out;
+}
+
+TEST_F(DaemonTest, OutOfDescriptorsRefusesPeersWithoutSpinning) {
+  max_fds_ = 24;  // sentineld needs about 10 for itself
+  Start();
+  std::vector<int> peers;
+  for (int i = 0; i < 40; ++i) {  // more connections than descriptors left
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", socket_.c_str());
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+      peers.push_back(fd);
+    } else {
+      close(fd);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const double cpu0 = CpuSeconds();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpu1 = CpuSeconds();
+  // A listen socket left readable would wake the event loop for the whole second.
+  EXPECT_LT(cpu1 - cpu0, 0.3) << "sentineld spins when out of file descriptors";
+  for (int fd : peers) close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string metrics;
+  ASSERT_EQ(Get("/metrics", &metrics), 200);
+  EXPECT_EQ(metrics.find("sentinel_clients_refused_total{reason=\"too_many\"} 0"), std::string::npos)
+      << "peers refused for lack of descriptors are counted";
 }
 
 TEST_F(DaemonTest, HelpAndBadFlags) {
