@@ -249,7 +249,20 @@ int Rss(const Args& a) {
 
 }  // namespace
 
+constexpr const char kUsage[] =
+    "usage: sentinel_ingest_benchmark --mode=throughput|socket|rss [--ranks=N] [--records=N]\n"
+    "                                 [--seconds=S] [--every=S]\n"
+    "  throughput  parse + join + detection in process, one core (default 64 ranks)\n"
+    "  socket      the same through the real IngestServer over a UNIX socket\n"
+    "  rss         N ranks (default 1024) of traffic for --seconds, RSS printed every --every s\n";
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+  }
   Args a;
   a.mode = Arg(argc, argv, "--mode", "throughput");
   a.ranks = std::atoi(Arg(argc, argv, "--ranks", "0").c_str());
@@ -259,7 +272,6 @@ int main(int argc, char** argv) {
   if (a.mode == "throughput") return Throughput(a);
   if (a.mode == "socket") return Socket(a);
   if (a.mode == "rss") return Rss(a);
-  std::fprintf(stderr, "usage: sentinel_ingest_benchmark --mode=throughput|socket|rss [--ranks=N] "
-                       "[--records=N] [--seconds=S] [--every=S]\n");
+  std::fprintf(stderr, "sentinel_ingest_benchmark: unknown mode '%s'\n%s", a.mode.c_str(), kUsage);
   return 2;
 }
