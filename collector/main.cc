@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!s.ok()) {
-    std::fprintf(stderr, "sentineld: %s\n(see sentineld --help)\n", std::string(s.message()).c_str());
+    std::fprintf(stderr, "sentineld: %s\n(see sentineld --help)\n",
+                 std::string(s.message()).c_str());
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(config.log_level));

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,7 +16,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -57,7 +57,8 @@ int Usage(const char* message) {
 }
 
 // GET path -> parsed JSON (or raw text when raw != nullptr). false when unreachable.
-bool Get(const Options& o, const std::string& path, nlohmann::json* out, std::string* raw = nullptr) {
+bool Get(const Options& o, const std::string& path, nlohmann::json* out,
+         std::string* raw = nullptr) {
   httplib::Client client(absl::StrCat("http://", o.addr));
   client.set_connection_timeout(2, 0);
   client.set_read_timeout(30, 0);
@@ -68,7 +69,8 @@ bool Get(const Options& o, const std::string& path, nlohmann::json* out, std::st
     return false;
   }
   if (res->status != 200) {
-    std::fprintf(stderr, "sentinelctl: %s answered %d: %s\n", path.c_str(), res->status, res->body.c_str());
+    std::fprintf(stderr, "sentinelctl: %s answered %d: %s\n", path.c_str(), res->status,
+                 res->body.c_str());
     return false;
   }
   if (raw != nullptr) {
@@ -89,19 +91,21 @@ std::string Num(const nlohmann::json& v) {
 }
 
 std::string RanksTable(const nlohmann::json& ranks) {
-  std::string out = absl::StrFormat("%-6s %-8s %-16s %-10s %-12s %-10s %-10s %-10s %-8s %-6s\n", "RANK",
-                                    "PID", "HOST", "LAST_SEQ", "COLLECTIVES", "LATE_P50", "LATE_P99",
-                                    "DUR_P50", "DROPS", "STATE");
+  std::string out = absl::StrFormat("%-6s %-8s %-16s %-10s %-12s %-10s %-10s %-10s %-8s %-6s\n",
+                                    "RANK", "PID", "HOST", "LAST_SEQ", "COLLECTIVES", "LATE_P50",
+                                    "LATE_P99", "DUR_P50", "DROPS", "STATE");
   for (const auto& r : ranks["ranks"]) {
-    const std::string state = !r.value("connected", false) ? "gone"
-                              : r.value("straggler", false) ? "LATE" : "ok";
-    out += absl::StrFormat("%-6s %-8d %-16s %-10s %-12d %-10s %-10s %-10s %-8d %-6s\n",
-                           r["rank"].is_number() ? std::to_string(r["rank"].get<int>()) : "-",
-                           r.value("pid", 0), r.value("host", ""),
-                           r["last_seq"].is_number() ? std::to_string(r["last_seq"].get<uint64_t>()) : "-",
-                           r.value("collectives", 0), Num(r["lateness_p50_ms"]) + "ms",
-                           Num(r["lateness_p99_ms"]) + "ms", Num(r["duration_p50_ms"]) + "ms",
-                           r.value("drops", 0), state);
+    const std::string state = !r.value("connected", false)  ? "gone"
+                              : r.value("straggler", false) ? "LATE"
+                                                            : "ok";
+    out += absl::StrFormat(
+        "%-6s %-8d %-16s %-10s %-12d %-10s %-10s %-10s %-8d %-6s\n",
+        r["rank"].is_number() ? std::to_string(r["rank"].get<int>()) : "-", r.value("pid", 0),
+        r.value("host", ""),
+        r["last_seq"].is_number() ? std::to_string(r["last_seq"].get<uint64_t>()) : "-",
+        r.value("collectives", 0), Num(r["lateness_p50_ms"]) + "ms",
+        Num(r["lateness_p99_ms"]) + "ms", Num(r["duration_p50_ms"]) + "ms", r.value("drops", 0),
+        state);
   }
   return out;
 }
@@ -113,8 +117,8 @@ int Status(const Options& o) {
   int firing = 0;
   for (const auto& alert : a["alerts"]) firing += alert["state"] == "firing" ? 1 : 0;
   std::printf("sentineld %s on %s: %s, up %.0f s, %d client(s), %llu records, %d firing alert(s)\n",
-              h.value("version", "?").c_str(), h.value("host", "?").c_str(), h.value("status", "?").c_str(),
-              h.value("uptime_s", 0.0), h.value("clients", 0),
+              h.value("version", "?").c_str(), h.value("host", "?").c_str(),
+              h.value("status", "?").c_str(), h.value("uptime_s", 0.0), h.value("clients", 0),
               static_cast<unsigned long long>(h.value("records", 0ULL)), firing);
   return kOk;
 }
@@ -162,9 +166,10 @@ int Top(const Options& o) {
     nlohmann::json t;
     if (!Get(o, "/v1/ranks", &r) || !Get(o, "/v1/telemetry?window=1m", &t)) return kUnreachable;
     std::string screen = tty ? "\x1b[H\x1b[2J" : "";
-    screen += absl::StrFormat("sentineld %s  collectives(1m) %d  skew p99 %sms  latency p50 %sms  hang suspects %d\n\n",
-                              o.addr, t.value("collectives", 0), Num(t["skew_p99_ms"]),
-                              Num(t["latency_p50_ms"]), static_cast<int>(t["collective_hang_suspects"].size()));
+    screen += absl::StrFormat(
+        "sentineld %s  collectives(1m) %d  skew p99 %sms  latency p50 %sms  hang suspects %d\n\n",
+        o.addr, t.value("collectives", 0), Num(t["skew_p99_ms"]), Num(t["latency_p50_ms"]),
+        static_cast<int>(t["collective_hang_suspects"].size()));
     screen += RanksTable(r);
     std::fputs(screen.c_str(), stdout);
     std::fflush(stdout);
@@ -213,7 +218,8 @@ int main(int argc, char** argv) {
       o.once = true;
     } else if (a == "--interval") {
       std::string v;
-      if (!value(&v) || !absl::SimpleAtod(v, &o.interval_s) || o.interval_s <= 0) return Usage("bad --interval");
+      if (!value(&v) || !absl::SimpleAtod(v, &o.interval_s) || o.interval_s <= 0)
+        return Usage("bad --interval");
     } else if (a == "--last") {
       if (!value(&o.last)) return Usage("--last needs a duration");
     } else if (!a.empty() && a[0] == '-') {
@@ -238,5 +244,6 @@ int main(int argc, char** argv) {
   if (o.command == "alerts") return Alerts(o);
   if (o.command == "top") return Top(o);
   if (o.command == "trace") return Trace(o);
-  return Usage(o.command.empty() ? "missing command" : absl::StrCat("unknown command ", o.command).c_str());
+  return Usage(o.command.empty() ? "missing command"
+                                 : absl::StrCat("unknown command ", o.command).c_str());
 }

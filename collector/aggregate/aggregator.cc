@@ -41,7 +41,8 @@ constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
 int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
   const size_t n = sorted.size();
   if (n <= 1) return value;
-  const size_t p = static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
+  const size_t p =
+      static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
   auto at = [&](size_t j) { return j < p ? sorted[j] : sorted[j + 1]; };
   const size_t m = n - 1;
   if (m % 2 == 1) return at(m / 2);
@@ -52,11 +53,14 @@ double BusBwFactor(uint8_t func, int32_t nranks) {
   if (nranks <= 1) return 1.0;
   const double n = nranks;
   switch (func) {
-    case kSentinelFuncAllReduce: return 2.0 * (n - 1) / n;
+    case kSentinelFuncAllReduce:
+      return 2.0 * (n - 1) / n;
     case kSentinelFuncAllGather:
     case kSentinelFuncReduceScatter:
-    case kSentinelFuncAlltoAll: return (n - 1) / n;
-    default: return 1.0;
+    case kSentinelFuncAlltoAll:
+      return (n - 1) / n;
+    default:
+      return 1.0;
   }
 }
 
@@ -130,10 +134,17 @@ void Aggregator::NoteClosed(int client, CloseReason reason, uint64_t frames, uin
   state_.counters.unknown_skipped += unknown;
   switch (reason) {
     case CloseReason::kMalformed:
-    case CloseReason::kUnexpectedAck: ++state_.counters.malformed; break;
-    case CloseReason::kBadHello: ++state_.counters.refused_bad_hello; break;
-    case CloseReason::kMajorMismatch: ++state_.counters.refused_major; break;
-    case CloseReason::kNone: break;
+    case CloseReason::kUnexpectedAck:
+      ++state_.counters.malformed;
+      break;
+    case CloseReason::kBadHello:
+      ++state_.counters.refused_bad_hello;
+      break;
+    case CloseReason::kMajorMismatch:
+      ++state_.counters.refused_major;
+      break;
+    case CloseReason::kNone:
+      break;
   }
 }
 
@@ -582,13 +593,16 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
       st.late_since_real_ns = clock_->RealNs();
       const bool structural = !st.ever_clean;
       std::vector<int64_t> recent;
-      for (size_t k = rs->history.size(); k > 0 && recent.size() < static_cast<size_t>(m_window); --k) {
+      for (size_t k = rs->history.size(); k > 0 && recent.size() < static_cast<size_t>(m_window);
+           --k) {
         if (rs->history[k - 1].lateness_ns >= 0) recent.push_back(rs->history[k - 1].lateness_ns);
       }
       const double p50_ms = static_cast<double>(Percentile(&recent, 50)) / 1e6;
       std::vector<int64_t> recent_cf;
-      for (size_t k = rs->history.size(); k > 0 && recent_cf.size() < static_cast<size_t>(m_window); --k) {
-        if (rs->history[k - 1].clock_free_ns >= 0) recent_cf.push_back(rs->history[k - 1].clock_free_ns);
+      for (size_t k = rs->history.size(); k > 0 && recent_cf.size() < static_cast<size_t>(m_window);
+           --k) {
+        if (rs->history[k - 1].clock_free_ns >= 0)
+          recent_cf.push_back(rs->history[k - 1].clock_free_ns);
       }
       Alert a;
       a.id = id();
@@ -609,19 +623,20 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
             "after being on time (look for a throttled GPU, a noisy neighbour or a degraded link)",
             rs->rank, a.comm, p50_ms, count, m_window);
       }
-      a.evidence = {{"pattern", structural ? "structural" : "degraded"},
-                    {"lateness_p50_ms", p50_ms},
-                    {"excess_ms", static_cast<double>(excess) / 1e6},
-                    {"threshold_ms", static_cast<double>(threshold) / 1e6},
-                    {"late_in_window", count},
-                    {"window", m_window},
-                    {"size_bucket", SizeBucketLabel(bucket)},
-                    {"func", FuncName(static_cast<uint8_t>(func))},
-                    {"first_late_seq", st.first_late_seq},
-                    {"collectives_observed", st.observed},
-                    {"baseline_spread_ms", static_cast<double>(b.spread_ns) / 1e6},
-                    {"clock_free_lateness_p50_ms",
-                     recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
+      a.evidence = {
+          {"pattern", structural ? "structural" : "degraded"},
+          {"lateness_p50_ms", p50_ms},
+          {"excess_ms", static_cast<double>(excess) / 1e6},
+          {"threshold_ms", static_cast<double>(threshold) / 1e6},
+          {"late_in_window", count},
+          {"window", m_window},
+          {"size_bucket", SizeBucketLabel(bucket)},
+          {"func", FuncName(static_cast<uint8_t>(func))},
+          {"first_late_seq", st.first_late_seq},
+          {"collectives_observed", st.observed},
+          {"baseline_spread_ms", static_cast<double>(b.spread_ns) / 1e6},
+          {"clock_free_lateness_p50_ms",
+           recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
       a.runbook = absl::StrCat(config_.runbook_base, "alert-straggler");
       a.started_real_ns = st.late_since_real_ns;
       Fire(std::move(a));
@@ -687,10 +702,18 @@ void Aggregator::Resolve(const std::string& id) {
 void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
   const char* kind = nullptr;
   switch (v.kind) {
-    case kSentinelVerdictTransport: kind = "transport"; break;
-    case kSentinelVerdictPlacement: kind = "placement"; break;
-    case kSentinelVerdictLinkDegraded: kind = "link_degraded"; break;
-    default: ++state_.counters.records_invalid; return;
+    case kSentinelVerdictTransport:
+      kind = "transport";
+      break;
+    case kSentinelVerdictPlacement:
+      kind = "placement";
+      break;
+    case kSentinelVerdictLinkDegraded:
+      kind = "link_degraded";
+      break;
+    default:
+      ++state_.counters.records_invalid;
+      return;
   }
   const std::string id = absl::StrCat(kind, "-", CommLabel(v.comm_hash));
   if (v.outcome == kSentinelOutcomePass) {
@@ -714,8 +737,8 @@ void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
   std::vector<std::string> lines =
       absl::StrSplit(SafeString(v.evidence, sizeof(v.evidence)), '\n', absl::SkipEmpty());
   static constexpr const char* kOutcomes[] = {"pass", "warn", "fail", "abort"};
-  a.summary = absl::StrFormat("%s mismatch on comm %s (%d rank(s)): expected '%s', found '%s'", kind,
-                              a.comm, a.ranks.size(), expected, found);
+  a.summary = absl::StrFormat("%s mismatch on comm %s (%d rank(s)): expected '%s', found '%s'",
+                              kind, a.comm, a.ranks.size(), expected, found);
   a.evidence = {{"expected", expected},
                 {"found", found},
                 {"cause", cause},
@@ -733,7 +756,8 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
   switch (frame.type) {
     case kSentinelWireCommInit: {
       const auto init = ReadPayload<SentinelWireCommInit>(frame);
-      if (init.nranks <= 0 || init.nranks > (1 << 24) || init.rank < 0 || init.rank >= init.nranks) {
+      if (init.nranks <= 0 || init.nranks > (1 << 24) || init.rank < 0 ||
+          init.rank >= init.nranks) {
         ++state_.counters.records_invalid;
         return;
       }
@@ -759,8 +783,9 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
       ProcessState* p = it->second.get();
       if (p->has_heartbeat && hb.now_ns > p->heartbeat.now_ns &&
           hb.callback_ns_total >= p->heartbeat.callback_ns_total) {
-        p->overhead_ratio = static_cast<double>(hb.callback_ns_total - p->heartbeat.callback_ns_total) /
-                            (static_cast<double>(hb.now_ns) - static_cast<double>(p->heartbeat.now_ns));
+        p->overhead_ratio =
+            static_cast<double>(hb.callback_ns_total - p->heartbeat.callback_ns_total) /
+            (static_cast<double>(hb.now_ns) - static_cast<double>(p->heartbeat.now_ns));
       }
       p->heartbeat = hb;
       p->has_heartbeat = true;
@@ -837,8 +862,10 @@ void Aggregator::Tick() {
         "%s seq %d on comm %s: %d local rank(s) arrived and rank(s) %s have not, for %.0f s",
         FuncName(h.func), h.seq, a.comm, h.arrived.size(), absl::StrJoin(h.missing, ","),
         static_cast<double>(h.waiting_ns) / 1e9);
-    a.evidence = {{"func", FuncName(h.func)},   {"seq", h.seq},
-                  {"arrived_ranks", h.arrived}, {"missing_ranks", h.missing},
+    a.evidence = {{"func", FuncName(h.func)},
+                  {"seq", h.seq},
+                  {"arrived_ranks", h.arrived},
+                  {"missing_ranks", h.missing},
                   {"waiting_s", static_cast<double>(h.waiting_ns) / 1e9},
                   {"hang_timeout_s", static_cast<double>(config_.hang_timeout_ns) / 1e9}};
     a.runbook = absl::StrCat(config_.runbook_base, "alert-hang");

@@ -12,13 +12,13 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include <nlohmann/json.hpp>
 
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
@@ -45,9 +45,9 @@ inline constexpr int64_t kUnset = INT64_MIN;
 struct RankSample {
   uint64_t seq = 0;
   uint64_t bytes = 0;
-  int64_t arrival_ns = 0;   // gpu_start_ns when valid, else enqueue_ns
-  int64_t duration_ns = -1; // gpu_end - gpu_start, -1 unknown
-  int64_t lateness_ns = -1; // arrival - earliest local arrival, -1 unknown (p2p, unjoined)
+  int64_t arrival_ns = 0;      // gpu_start_ns when valid, else enqueue_ns
+  int64_t duration_ns = -1;    // gpu_end - gpu_start, -1 unknown
+  int64_t lateness_ns = -1;    // arrival - earliest local arrival, -1 unknown (p2p, unjoined)
   int64_t clock_free_ns = -1;  // (longest local duration) - own duration
   uint8_t func = 0;
   uint8_t algo = 0;
@@ -72,7 +72,7 @@ struct RankState {
   uint64_t comm_hash = 0;
   int32_t rank = 0;
   int32_t nranks = 0;
-  int client = -1;  // the connection feeding it, -1 when gone
+  int client = -1;      // the connection feeding it, -1 when gone
   int local_index = 0;  // position in CommState::members
   uint32_t pid = 0;
   bool active = true;
@@ -113,7 +113,7 @@ struct JoinCell {
 
 struct FuncRing {
   std::vector<JoinSlot> slots;
-  int width = 0;               // per-slot capacity for local ranks
+  int width = 0;                // per-slot capacity for local ranks
   std::vector<JoinCell> cells;  // slots x width, slot-major
 };
 
@@ -131,7 +131,7 @@ struct CommState {
   int32_t nranks = 0;
   int32_t nnodes = 0;
   std::string name;
-  std::vector<RankState*> members;  // by local index
+  std::vector<RankState*> members;          // by local index
   absl::flat_hash_map<int32_t, int> index;  // rank -> local index
   int active_count = 0;
   std::array<std::unique_ptr<FuncRing>, kFuncSlots> rings;
@@ -212,9 +212,9 @@ struct Counters {
   uint64_t joined = 0;
   uint64_t late_joins = 0;
   // Evictions, by what was evicted (sentinel_evicted_total{what}).
-  uint64_t evicted_pending = 0;   // in-flight joins given up (window overrun, or ranks dropped)
-  uint64_t evicted_too_old = 0;   // records for a seq whose slot was reused
-  uint64_t evicted_samples = 0;   // per-rank history overwritten
+  uint64_t evicted_pending = 0;      // in-flight joins given up (window overrun, or ranks dropped)
+  uint64_t evicted_too_old = 0;      // records for a seq whose slot was reused
+  uint64_t evicted_samples = 0;      // per-rank history overwritten
   uint64_t evicted_collectives = 0;  // telemetry summaries overwritten
   uint64_t evicted_ranks = 0;
   uint64_t evicted_comms = 0;

@@ -16,8 +16,8 @@ int SizeBucket(uint64_t bytes) {
 
 const char* SizeBucketLabel(int bucket) {
   static constexpr const char* kLabels[kSizeBuckets] = {
-      "<=1KiB", "<=4KiB", "<=16KiB", "<=64KiB", "<=256KiB", "<=1MiB",
-      "<=4MiB", "<=16MiB", "<=64MiB", "<=256MiB", "<=1GiB", ">1GiB"};
+      "<=1KiB", "<=4KiB",  "<=16KiB", "<=64KiB",  "<=256KiB", "<=1MiB",
+      "<=4MiB", "<=16MiB", "<=64MiB", "<=256MiB", "<=1GiB",   ">1GiB"};
   if (bucket < 0 || bucket >= kSizeBuckets) return "unknown";
   return kLabels[bucket];
 }
@@ -26,46 +26,71 @@ int64_t Percentile(std::vector<int64_t>* values, double pct) {
   if (values->empty()) return 0;
   size_t k = static_cast<size_t>(pct / 100.0 * static_cast<double>(values->size() - 1) + 0.5);
   k = std::min(k, values->size() - 1);
-  std::nth_element(values->begin(), values->begin() + static_cast<std::ptrdiff_t>(k), values->end());
+  std::nth_element(values->begin(), values->begin() + static_cast<std::ptrdiff_t>(k),
+                   values->end());
   return (*values)[k];
 }
 
 const char* FuncName(uint8_t func) {
   switch (func) {
-    case kSentinelFuncBroadcast: return "Broadcast";
-    case kSentinelFuncReduce: return "Reduce";
-    case kSentinelFuncAllGather: return "AllGather";
-    case kSentinelFuncReduceScatter: return "ReduceScatter";
-    case kSentinelFuncAllReduce: return "AllReduce";
-    case kSentinelFuncSendRecv: return "SendRecv";
-    case kSentinelFuncSend: return "Send";
-    case kSentinelFuncRecv: return "Recv";
-    case kSentinelFuncAlltoAll: return "AlltoAll";
-    case kSentinelFuncScatter: return "Scatter";
-    case kSentinelFuncGather: return "Gather";
-    default: return "Unknown";
+    case kSentinelFuncBroadcast:
+      return "Broadcast";
+    case kSentinelFuncReduce:
+      return "Reduce";
+    case kSentinelFuncAllGather:
+      return "AllGather";
+    case kSentinelFuncReduceScatter:
+      return "ReduceScatter";
+    case kSentinelFuncAllReduce:
+      return "AllReduce";
+    case kSentinelFuncSendRecv:
+      return "SendRecv";
+    case kSentinelFuncSend:
+      return "Send";
+    case kSentinelFuncRecv:
+      return "Recv";
+    case kSentinelFuncAlltoAll:
+      return "AlltoAll";
+    case kSentinelFuncScatter:
+      return "Scatter";
+    case kSentinelFuncGather:
+      return "Gather";
+    default:
+      return "Unknown";
   }
 }
 
 const char* AlgoName(uint8_t algo) {
   switch (algo) {
-    case kSentinelAlgoTree: return "TREE";
-    case kSentinelAlgoRing: return "RING";
-    case kSentinelAlgoCollnetDirect: return "COLLNET_DIRECT";
-    case kSentinelAlgoCollnetChain: return "COLLNET_CHAIN";
-    case kSentinelAlgoNvls: return "NVLS";
-    case kSentinelAlgoNvlsTree: return "NVLS_TREE";
-    case kSentinelAlgoPat: return "PAT";
-    default: return "Unknown";
+    case kSentinelAlgoTree:
+      return "TREE";
+    case kSentinelAlgoRing:
+      return "RING";
+    case kSentinelAlgoCollnetDirect:
+      return "COLLNET_DIRECT";
+    case kSentinelAlgoCollnetChain:
+      return "COLLNET_CHAIN";
+    case kSentinelAlgoNvls:
+      return "NVLS";
+    case kSentinelAlgoNvlsTree:
+      return "NVLS_TREE";
+    case kSentinelAlgoPat:
+      return "PAT";
+    default:
+      return "Unknown";
   }
 }
 
 const char* ProtoName(uint8_t proto) {
   switch (proto) {
-    case kSentinelProtoLl: return "LL";
-    case kSentinelProtoLl128: return "LL128";
-    case kSentinelProtoSimple: return "SIMPLE";
-    default: return "Unknown";
+    case kSentinelProtoLl:
+      return "LL";
+    case kSentinelProtoLl128:
+      return "LL128";
+    case kSentinelProtoSimple:
+      return "SIMPLE";
+    default:
+      return "Unknown";
   }
 }
 

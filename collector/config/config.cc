@@ -28,14 +28,15 @@ absl::Status ParseInt(absl::string_view key, absl::string_view value, int64_t lo
                       int64_t* out) {
   int64_t v = 0;
   if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", key, ": expected an integer in [", lo, ", ", hi, "], got '", value, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--", key, ": expected an integer in [", lo,
+                                                   ", ", hi, "], got '", value, "'"));
   }
   *out = v;
   return absl::OkStatus();
 }
 
-absl::Status ParseIntField(absl::string_view key, absl::string_view value, int lo, int hi, int* out) {
+absl::Status ParseIntField(absl::string_view key, absl::string_view value, int lo, int hi,
+                           int* out) {
   int64_t v = 0;
   absl::Status s = ParseInt(key, value, lo, hi, &v);
   if (s.ok()) *out = static_cast<int>(v);
@@ -129,7 +130,8 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
   }
   double number = 0;
   if (digits == 0 || !absl::SimpleAtod(text.substr(0, digits), &number)) {
-    return absl::InvalidArgumentError(absl::StrCat("bad duration '", text, "' (use e.g. 60s, 15m, 2h)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad duration '", text, "' (use e.g. 60s, 15m, 2h)"));
   }
   absl::string_view unit = text.substr(digits);
   double scale = 0;
@@ -144,7 +146,8 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
   } else if (unit == "d") {
     scale = 86400e9;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("bad duration unit in '", text, "' (ms, s, m, h, d)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("bad duration unit in '", text, "' (ms, s, m, h, d)"));
   }
   const double ns = number * scale;
   if (ns > 365.0 * 86400e9) return absl::InvalidArgumentError("duration longer than a year");
@@ -162,14 +165,38 @@ std::string DefaultSocketPath() {
 absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   const std::string key = absl::StrReplaceAll(raw_key, {{"_", "-"}});
   value = absl::StripAsciiWhitespace(value);
-  if (key == "socket") { socket_path = std::string(value); return absl::OkStatus(); }
-  if (key == "listen") { listen = std::string(value); return absl::OkStatus(); }
-  if (key == "port-file") { port_file = std::string(value); return absl::OkStatus(); }
-  if (key == "allow-group") { allow_group = std::string(value); return absl::OkStatus(); }
-  if (key == "record-log") { record_log = std::string(value); return absl::OkStatus(); }
-  if (key == "alertmanager") { alertmanager = std::string(value); return absl::OkStatus(); }
-  if (key == "log-level") { log_level = std::string(value); return absl::OkStatus(); }
-  if (key == "runbook-base") { runbook_base = std::string(value); return absl::OkStatus(); }
+  if (key == "socket") {
+    socket_path = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "listen") {
+    listen = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "port-file") {
+    port_file = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "allow-group") {
+    allow_group = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "record-log") {
+    record_log = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "alertmanager") {
+    alertmanager = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "log-level") {
+    log_level = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "runbook-base") {
+    runbook_base = std::string(value);
+    return absl::OkStatus();
+  }
   if (key == "expect") return SetExpect(value, &expect);
   if (key == "expect-on-mismatch") {
     if (value != "fail" && value != "warn" && value != "abort") {
@@ -215,7 +242,8 @@ absl::Status Config::LoadFile(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": expected key = value"));
     }
     absl::Status s = Set(absl::StripAsciiWhitespace(text.substr(0, eq)), text.substr(eq + 1));
-    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", s.message()));
+    if (!s.ok())
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": ", s.message()));
   }
   return absl::OkStatus();
 }
@@ -240,7 +268,8 @@ absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help)
       value = std::string(arg.substr(eq + 1));
     } else {
       key = std::string(arg);
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
+      if (i + 1 >= argc)
+        return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
       value = argv[++i];
     }
     if (key == "config") {

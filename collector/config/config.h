@@ -16,16 +16,16 @@
 namespace sentinel::collector {
 
 struct Config {
-  std::string socket_path;            // empty = DefaultSocketPath()
+  std::string socket_path;  // empty = DefaultSocketPath()
   std::string listen = "127.0.0.1:9464";
-  std::string port_file;              // written with the bound HTTP port once listening
+  std::string port_file;  // written with the bound HTTP port once listening
   std::string config_file;
-  int64_t window_ns = 15LL * 60 * 1000000000;       // default telemetry window
-  int64_t hang_timeout_ns = 30LL * 1000000000;      // pending join older than this = hang
-  std::string allow_group;                          // extra group allowed to connect
-  std::string record_log;                           // JSONL record log path, empty = off
-  int64_t record_log_max_mb = 256;                  // disk cap over the log and its rotation
-  std::string alertmanager;                         // base URL, empty = no push
+  int64_t window_ns = 15LL * 60 * 1000000000;   // default telemetry window
+  int64_t hang_timeout_ns = 30LL * 1000000000;  // pending join older than this = hang
+  std::string allow_group;                      // extra group allowed to connect
+  std::string record_log;                       // JSONL record log path, empty = off
+  int64_t record_log_max_mb = 256;              // disk cap over the log and its rotation
+  std::string alertmanager;                     // base URL, empty = no push
   std::string log_level = "info";
   // Prefix of every alert's runbook link: a page per alert kind is `<base>alert-<kind>`. The
   // default points into this repository's collector/README.md; operators set their own wiki.
@@ -35,9 +35,9 @@ struct Config {
   std::string expect;
   std::string expect_on_mismatch;  // fail|warn|abort; empty = the plugin's default
   // Aggregation bounds (memory is bounded by these, whatever the traffic).
-  int pending_slots = 512;             // in-flight joins kept per (communicator, function)
-  int history_per_rank = 1024;         // per-rank samples kept (percentiles, trace)
-  int history_collectives = 65536;     // joined collective summaries kept (telemetry)
+  int pending_slots = 512;          // in-flight joins kept per (communicator, function)
+  int history_per_rank = 1024;      // per-rank samples kept (percentiles, trace)
+  int history_collectives = 65536;  // joined collective summaries kept (telemetry)
   int max_comms = 1024;
   int max_ranks = 4096;
   int max_clients = 1024;
@@ -57,7 +57,8 @@ struct Config {
   absl::Status Set(absl::string_view key, absl::string_view value);
 };
 
-// $SENTINEL_SOCKET, else $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock.
+// $SENTINEL_SOCKET, else $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else
+// /tmp/sentinel-<uid>/sentineld.sock.
 std::string DefaultSocketPath();
 
 // "500ms", "30s", "15m", "2h", "1d", or a bare number of seconds. Rejects negatives and garbage.

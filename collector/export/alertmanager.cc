@@ -16,7 +16,8 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
   nlohmann::json out = nlohmann::json::array();
   for (const Alert& a : alerts) {
     std::string kind = a.kind;
-    if (!kind.empty()) kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
+    if (!kind.empty())
+      kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
     nlohmann::json item = {
         {"labels",
          {{"alertname", "Sentinel" + kind},
@@ -26,7 +27,10 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
           {"host", a.host},
           {"ranks", absl::StrJoin(a.ranks, ",")},
           {"sentinel_id", a.id}}},
-        {"annotations", {{"summary", a.summary}, {"runbook_url", a.runbook}, {"evidence", a.evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}}},
+        {"annotations",
+         {{"summary", a.summary},
+          {"runbook_url", a.runbook},
+          {"evidence", a.evidence.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}}},
         {"startsAt", FormatRealTime(a.started_real_ns)}};
     if (a.resolved_real_ns != 0) item["endsAt"] = FormatRealTime(a.resolved_real_ns);
     out.push_back(item);
@@ -39,7 +43,9 @@ AlertPusher::AlertPusher(std::string url, Aggregator* aggregator)
 
 AlertPusher::~AlertPusher() { Stop(); }
 
-void AlertPusher::Start() { thread_ = std::thread([this] { Loop(); }); }
+void AlertPusher::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 void AlertPusher::Stop() {
   {
@@ -55,7 +61,10 @@ bool AlertPusher::Post(const std::vector<Alert>& alerts) {
   httplib::Client client(url_);
   client.set_connection_timeout(2, 0);
   client.set_read_timeout(5, 0);
-  auto res = client.Post("/api/v2/alerts", AlertmanagerPayload(alerts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+  auto res = client.Post(
+      "/api/v2/alerts",
+      AlertmanagerPayload(alerts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+      "application/json");
   const bool ok = res && res->status / 100 == 2;
   if (!ok) spdlog::warn("alertmanager push to {} failed", url_);
   return ok;

@@ -35,15 +35,18 @@ class Writer {
     absl::StrAppend(&out_, name, labels.empty() ? "" : "{", labels, labels.empty() ? "" : "}", " ",
                     absl::StrFormat("%.17g", value), "\n");
   }
-  void Histogram(const std::string& name, const std::string& labels, const collector::Histogram& h) {
+  void Histogram(const std::string& name, const std::string& labels,
+                 const collector::Histogram& h) {
     const std::string sep = labels.empty() ? "" : ",";
     uint64_t cumulative = 0;
     for (size_t i = 0; i < kLatencyBucketsS.size(); ++i) {
       cumulative += h.counts[i];
-      Sample(name + "_bucket", absl::StrCat(labels, sep, "le=\"", absl::StrFormat("%g", kLatencyBucketsS[i]), "\""),
+      Sample(name + "_bucket",
+             absl::StrCat(labels, sep, "le=\"", absl::StrFormat("%g", kLatencyBucketsS[i]), "\""),
              static_cast<double>(cumulative));
     }
-    Sample(name + "_bucket", absl::StrCat(labels, sep, "le=\"+Inf\""), static_cast<double>(h.count));
+    Sample(name + "_bucket", absl::StrCat(labels, sep, "le=\"+Inf\""),
+           static_cast<double>(h.count));
     Sample(name + "_sum", labels, h.sum);
     Sample(name + "_count", labels, static_cast<double>(h.count));
   }
@@ -90,7 +93,9 @@ uint64_t Drops(const SentinelWireHeartbeat& hb) {
          hb.records_dropped_sink;
 }
 
-nlohmann::json NumOrNull(bool valid, double v) { return valid ? nlohmann::json(v) : nlohmann::json(); }
+nlohmann::json NumOrNull(bool valid, double v) {
+  return valid ? nlohmann::json(v) : nlohmann::json();
+}
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
@@ -111,48 +116,56 @@ const RankState* PrimaryRank(const State& state, const ProcessState& process) {
 }
 
 std::string FormatRealTime(int64_t real_ns) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(real_ns), absl::UTCTimeZone());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(real_ns),
+                          absl::UTCTimeZone());
 }
 
 std::string RenderPrometheus(const State& state) {
   Writer w;
   const Counters& c = state.counters;
-  w.Family("sentinel_build_info", "gauge", "Constant 1, labelled with the collector version and host.");
+  w.Family("sentinel_build_info", "gauge",
+           "Constant 1, labelled with the collector version and host.");
   w.Sample("sentinel_build_info", L({{"version", kSentinelVersion}, {"host", state.host}}), 1);
   w.Family("sentinel_clients_connected", "gauge", "Plugin connections currently open.");
   w.Sample("sentinel_clients_connected", "", static_cast<double>(c.clients_connected));
   w.Family("sentinel_clients_accepted_total", "counter", "Plugin connections accepted.");
   w.Sample("sentinel_clients_accepted_total", "", static_cast<double>(c.clients_accepted));
   w.Family("sentinel_clients_refused_total", "counter", "Plugin connections refused, by reason.");
-  w.Sample("sentinel_clients_refused_total", L({{"reason", "uid"}}), static_cast<double>(c.refused_uid));
-  w.Sample("sentinel_clients_refused_total", L({{"reason", "major"}}), static_cast<double>(c.refused_major));
+  w.Sample("sentinel_clients_refused_total", L({{"reason", "uid"}}),
+           static_cast<double>(c.refused_uid));
+  w.Sample("sentinel_clients_refused_total", L({{"reason", "major"}}),
+           static_cast<double>(c.refused_major));
   w.Sample("sentinel_clients_refused_total", L({{"reason", "bad_hello"}}),
            static_cast<double>(c.refused_bad_hello));
   w.Sample("sentinel_clients_refused_total", L({{"reason", "too_many"}}),
            static_cast<double>(c.refused_too_many));
-  w.Family("sentinel_malformed_frames_total", "counter", "Connections closed for a malformed frame.");
+  w.Family("sentinel_malformed_frames_total", "counter",
+           "Connections closed for a malformed frame.");
   w.Sample("sentinel_malformed_frames_total", "", static_cast<double>(c.malformed));
   w.Family("sentinel_records_received_total", "counter", "Collective and p2p records received.");
   w.Sample("sentinel_records_received_total", "", static_cast<double>(c.records));
   w.Family("sentinel_records_invalid_total", "counter", "Records rejected by validation.");
   w.Sample("sentinel_records_invalid_total", "", static_cast<double>(c.records_invalid));
-  w.Family("sentinel_records_duplicate_total", "counter", "Records seen twice for one (comm, rank, seq).");
+  w.Family("sentinel_records_duplicate_total", "counter",
+           "Records seen twice for one (comm, rank, seq).");
   w.Sample("sentinel_records_duplicate_total", "", static_cast<double>(c.records_duplicate));
-  w.Family("sentinel_late_joins_total", "counter", "Records that arrived after their collective was joined.");
+  w.Family("sentinel_late_joins_total", "counter",
+           "Records that arrived after their collective was joined.");
   w.Sample("sentinel_late_joins_total", "", static_cast<double>(c.late_joins));
   w.Family("sentinel_evicted_total", "counter", "State dropped to keep memory bounded, by what.");
   const std::pair<const char*, uint64_t> evicted[] = {
-      {"pending_join", c.evicted_pending},  {"too_old", c.evicted_too_old},
-      {"rank_sample", c.evicted_samples},   {"collective_summary", c.evicted_collectives},
-      {"rank", c.evicted_ranks},            {"comm", c.evicted_comms},
-      {"process", c.evicted_processes},     {"alert", c.evicted_alerts}};
+      {"pending_join", c.evicted_pending}, {"too_old", c.evicted_too_old},
+      {"rank_sample", c.evicted_samples},  {"collective_summary", c.evicted_collectives},
+      {"rank", c.evicted_ranks},           {"comm", c.evicted_comms},
+      {"process", c.evicted_processes},    {"alert", c.evicted_alerts}};
   for (const auto& [what, n] : evicted) {
     w.Sample("sentinel_evicted_total", L({{"what", what}}), static_cast<double>(n));
   }
-  w.Family("sentinel_hang_suspects", "gauge", "Collectives some local ranks reached and others did not, past the hang timeout.");
+  w.Family("sentinel_hang_suspects", "gauge",
+           "Collectives some local ranks reached and others did not, past the hang timeout.");
   w.Sample("sentinel_hang_suspects", "", static_cast<double>(state.hang_suspects.size()));
   w.Family("sentinel_alerts_firing", "gauge", "Alerts currently firing, by kind.");
-  std::map<std::string, int> firing = {{"straggler", 0}, {"hang", 0}, {"transport", 0},
+  std::map<std::string, int> firing = {{"straggler", 0}, {"hang", 0},          {"transport", 0},
                                        {"placement", 0}, {"link_degraded", 0}, {"nic_errors", 0}};
   for (const auto& [id, a] : state.alerts) {
     if (a.state == "firing") ++firing[a.kind];
@@ -163,106 +176,134 @@ std::string RenderPrometheus(const State& state) {
   for (const auto& [hash, comm] : state.comms) comms.push_back(comm.get());
   std::sort(comms.begin(), comms.end(),
             [](const CommState* a, const CommState* b) { return a->hash < b->hash; });
-  w.Family("sentinel_comm_nranks", "gauge", "Ranks of the communicator (job-wide) and local ranks seen.");
+  w.Family("sentinel_comm_nranks", "gauge",
+           "Ranks of the communicator (job-wide) and local ranks seen.");
   for (const CommState* comm : comms) {
-    w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "job"}}), comm->nranks);
+    w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "job"}}),
+             comm->nranks);
     w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "local"}}),
              static_cast<double>(comm->members.size()));
   }
-  w.Family("sentinel_collectives_joined_total", "counter", "Collectives joined across the node's ranks.");
+  w.Family("sentinel_collectives_joined_total", "counter",
+           "Collectives joined across the node's ranks.");
   for (const CommState* comm : comms) {
     for (int f = 0; f < kFuncSlots; ++f) {
       for (int b = 0; b < kSizeBuckets; ++b) {
-        const uint64_t n = comm->joined_by_func_bucket[static_cast<size_t>(f)][static_cast<size_t>(b)];
+        const uint64_t n =
+            comm->joined_by_func_bucket[static_cast<size_t>(f)][static_cast<size_t>(b)];
         if (n == 0) continue;
         w.Sample("sentinel_collectives_joined_total",
-                 L({{"comm", CommLabel(comm->hash)}, {"func", FuncName(static_cast<uint8_t>(f))},
+                 L({{"comm", CommLabel(comm->hash)},
+                    {"func", FuncName(static_cast<uint8_t>(f))},
                     {"size_bucket", SizeBucketLabel(b)}}),
                  static_cast<double>(n));
       }
     }
   }
-  w.Family("sentinel_skew_seconds", "histogram", "Arrival skew across the node's ranks per joined collective (one clock, exact).");
+  w.Family("sentinel_skew_seconds", "histogram",
+           "Arrival skew across the node's ranks per joined collective (one clock, exact).");
   for (const CommState* comm : comms) {
     for (int b = 0; b < kSizeBuckets; ++b) {
       const auto& h = comm->skew[static_cast<size_t>(b)];
       if (h.count == 0) continue;
-      w.Histogram("sentinel_skew_seconds", L({{"comm", CommLabel(comm->hash)}, {"size_bucket", SizeBucketLabel(b)}}), h);
+      w.Histogram("sentinel_skew_seconds",
+                  L({{"comm", CommLabel(comm->hash)}, {"size_bucket", SizeBucketLabel(b)}}), h);
     }
   }
 
   const std::vector<const RankState*> ranks = SortedRanks(state);
-  w.Family("sentinel_rank_up", "gauge", "1 while the rank's process is connected and the communicator alive.");
+  w.Family("sentinel_rank_up", "gauge",
+           "1 while the rank's process is connected and the communicator alive.");
   for (const RankState* r : ranks) {
-    w.Sample("sentinel_rank_up", L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
+    w.Sample("sentinel_rank_up",
+             L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
              r->active ? 1 : 0);
   }
-  w.Family("sentinel_rank_last_seq", "gauge", "Highest collective sequence number the rank completed (hang culprits job-wide).");
+  w.Family("sentinel_rank_last_seq", "gauge",
+           "Highest collective sequence number the rank completed (hang culprits job-wide).");
   for (const RankState* r : ranks) {
     if (!r->has_seq) continue;
-    w.Sample("sentinel_rank_last_seq", L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
+    w.Sample("sentinel_rank_last_seq",
+             L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
              static_cast<double>(r->last_seq));
   }
-  w.Family("sentinel_rank_collectives_total", "counter", "Operations completed by the rank, by function.");
+  w.Family("sentinel_rank_collectives_total", "counter",
+           "Operations completed by the rank, by function.");
   for (const RankState* r : ranks) {
     for (int f = 0; f < kFuncSlots; ++f) {
       const uint64_t n = r->count_by_func[static_cast<size_t>(f)];
       if (n == 0) continue;
       w.Sample("sentinel_rank_collectives_total",
-               L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)},
+               L({{"comm", CommLabel(r->comm_hash)},
+                  {"rank", absl::StrCat(r->rank)},
                   {"func", FuncName(static_cast<uint8_t>(f))}}),
                static_cast<double>(n));
     }
   }
-  w.Family("sentinel_rank_lateness_seconds", "histogram", "Arrival minus the earliest local arrival, per joined collective.");
+  w.Family("sentinel_rank_lateness_seconds", "histogram",
+           "Arrival minus the earliest local arrival, per joined collective.");
   for (const RankState* r : ranks) {
     if (r->lateness.count == 0) continue;
     w.Histogram("sentinel_rank_lateness_seconds",
-                L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}), r->lateness);
+                L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
+                r->lateness);
   }
-  w.Family("sentinel_rank_clock_free_lateness_seconds", "histogram", "Longest local duration minus own duration (clock-free lateness estimate).");
+  w.Family("sentinel_rank_clock_free_lateness_seconds", "histogram",
+           "Longest local duration minus own duration (clock-free lateness estimate).");
   for (const RankState* r : ranks) {
     if (r->clock_free.count == 0) continue;
     w.Histogram("sentinel_rank_clock_free_lateness_seconds",
-                L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}), r->clock_free);
+                L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
+                r->clock_free);
   }
-  w.Family("sentinel_rank_duration_seconds", "histogram", "GPU duration of the rank's operations, by message-size bucket (job-wide straggler view).");
+  w.Family(
+      "sentinel_rank_duration_seconds", "histogram",
+      "GPU duration of the rank's operations, by message-size bucket (job-wide straggler view).");
   for (const RankState* r : ranks) {
     for (int b = 0; b < kSizeBuckets; ++b) {
       const auto& h = r->duration[static_cast<size_t>(b)];
       if (!h) continue;
       w.Histogram("sentinel_rank_duration_seconds",
-                  L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)},
+                  L({{"comm", CommLabel(r->comm_hash)},
+                     {"rank", absl::StrCat(r->rank)},
                      {"size_bucket", SizeBucketLabel(b)}}),
                   *h);
     }
   }
 
   const std::vector<const ProcessState*> processes = SortedProcesses(state);
-  w.Family("sentinel_plugin_dropped_total", "counter", "Records or events the plugin dropped, by reason (from heartbeats).");
+  w.Family("sentinel_plugin_dropped_total", "counter",
+           "Records or events the plugin dropped, by reason (from heartbeats).");
   for (const ProcessState* p : processes) {
     const RankState* r = PrimaryRank(state, *p);
     if (!p->has_heartbeat || r == nullptr || !p->connected) continue;
     const std::string rank = absl::StrCat(r->rank);
     const std::pair<const char*, uint64_t> reasons[] = {
-        {"ring", p->heartbeat.records_dropped_ring}, {"pool", p->heartbeat.events_dropped_pool},
-        {"threads", p->heartbeat.events_dropped_threads}, {"sink", p->heartbeat.records_dropped_sink}};
+        {"ring", p->heartbeat.records_dropped_ring},
+        {"pool", p->heartbeat.events_dropped_pool},
+        {"threads", p->heartbeat.events_dropped_threads},
+        {"sink", p->heartbeat.records_dropped_sink}};
     for (const auto& [reason, n] : reasons) {
-      w.Sample("sentinel_plugin_dropped_total", L({{"rank", rank}, {"reason", reason}}), static_cast<double>(n));
+      w.Sample("sentinel_plugin_dropped_total", L({{"rank", rank}, {"reason", reason}}),
+               static_cast<double>(n));
     }
   }
-  w.Family("sentinel_plugin_overhead_ratio", "gauge", "Time spent in the plugin's callbacks per wall-clock time.");
+  w.Family("sentinel_plugin_overhead_ratio", "gauge",
+           "Time spent in the plugin's callbacks per wall-clock time.");
   for (const ProcessState* p : processes) {
     const RankState* r = PrimaryRank(state, *p);
     if (p->overhead_ratio < 0 || r == nullptr || !p->connected) continue;
-    w.Sample("sentinel_plugin_overhead_ratio", L({{"rank", absl::StrCat(r->rank)}}), p->overhead_ratio);
+    w.Sample("sentinel_plugin_overhead_ratio", L({{"rank", absl::StrCat(r->rank)}}),
+             p->overhead_ratio);
   }
-  w.Family("sentinel_gpu_overlap_ratio", "gauge", "Share of NCCL kernel time overlapped with compute in the last GPU window.");
+  w.Family("sentinel_gpu_overlap_ratio", "gauge",
+           "Share of NCCL kernel time overlapped with compute in the last GPU window.");
   for (const ProcessState* p : processes) {
     const RankState* r = PrimaryRank(state, *p);
     if (!p->has_gpu_window || p->gpu_window.nccl_ns <= 0 || r == nullptr || !p->connected) continue;
-    w.Sample("sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(r->rank)}}),
-             static_cast<double>(p->gpu_window.overlap_ns) / static_cast<double>(p->gpu_window.nccl_ns));
+    w.Sample(
+        "sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(r->rank)}}),
+        static_cast<double>(p->gpu_window.overlap_ns) / static_cast<double>(p->gpu_window.nccl_ns));
   }
   return w.Take();
 }
@@ -320,15 +361,18 @@ nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
          {"nranks", primary ? nlohmann::json(primary->nranks) : nlohmann::json()},
          {"connected", p->connected},
          {"comms", comms},
-         {"last_seq", primary && primary->has_seq ? nlohmann::json(primary->last_seq) : nlohmann::json()},
+         {"last_seq",
+          primary && primary->has_seq ? nlohmann::json(primary->last_seq) : nlohmann::json()},
          {"collectives", primary ? primary->collectives : 0},
          {"lateness_p50_ms", NumOrNull(has_late, has_late ? Ms(Percentile(&late, 50)) : 0)},
          {"lateness_p99_ms", NumOrNull(has_late, has_late ? Ms(Percentile(&late, 99)) : 0)},
-         {"clock_free_lateness_p50_ms", NumOrNull(has_cf, has_cf ? Ms(Percentile(&clock_free, 50)) : 0)},
+         {"clock_free_lateness_p50_ms",
+          NumOrNull(has_cf, has_cf ? Ms(Percentile(&clock_free, 50)) : 0)},
          {"duration_p50_ms", NumOrNull(has_dur, has_dur ? Ms(Percentile(&dur, 50)) : 0)},
-         {"overlap", NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window.overlap_ns) /
-                                                                  static_cast<double>(p->gpu_window.nccl_ns)
-                                                            : 0)},
+         {"overlap",
+          NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window.overlap_ns) /
+                                                       static_cast<double>(p->gpu_window.nccl_ns)
+                                                 : 0)},
          {"drops", p->has_heartbeat ? Drops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
          {"straggler", primary != nullptr && primary->straggler.firing}});
@@ -375,7 +419,9 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
   nlohmann::json by_comm = nlohmann::json::array();
   for (auto& [hash, v] : skew_by_comm) {
     const size_t count = v.size();
-    by_comm.push_back({{"comm", CommLabel(hash)}, {"collectives", count}, {"skew_p99_ms", Ms(Percentile(&v, 99))}});
+    by_comm.push_back({{"comm", CommLabel(hash)},
+                       {"collectives", count},
+                       {"skew_p99_ms", Ms(Percentile(&v, 99))}});
   }
   const Counters& c = state.counters;
   auto pct = [](std::vector<int64_t>* v, double p) {
@@ -390,11 +436,15 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"duration_p99_ms", pct(&duration, 99)},
           {"skew_p50_ms", pct(&skew, 50)},
           {"skew_p99_ms", pct(&skew, 99)},
-          {"busbw_gbps_p50", busbw_mbps.empty() ? nlohmann::json()
-                                                : nlohmann::json(static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000)},
+          {"busbw_gbps_p50",
+           busbw_mbps.empty()
+               ? nlohmann::json()
+               : nlohmann::json(static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000)},
           // Not known to the collector yet (needs the link rate from the plugin's verbs probe).
           {"busbw_link_ratio", nullptr},
-          {"overlap_ratio", nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl)) : nlohmann::json()},
+          {"overlap_ratio",
+           nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl))
+                    : nlohmann::json()},
           // NIC counters from sysfs are not collected yet: null, not zero.
           {"retransmits", nullptr},
           {"cnp_rate", nullptr},
@@ -404,9 +454,13 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"records", c.records},
           {"plugin_dropped", dropped},
           {"evicted",
-           {{"pending_join", c.evicted_pending}, {"too_old", c.evicted_too_old},
-            {"rank_sample", c.evicted_samples}, {"collective_summary", c.evicted_collectives},
-            {"rank", c.evicted_ranks}, {"comm", c.evicted_comms}, {"process", c.evicted_processes},
+           {{"pending_join", c.evicted_pending},
+            {"too_old", c.evicted_too_old},
+            {"rank_sample", c.evicted_samples},
+            {"collective_summary", c.evicted_collectives},
+            {"rank", c.evicted_ranks},
+            {"comm", c.evicted_comms},
+            {"process", c.evicted_processes},
             {"alert", c.evicted_alerts}}}};
 }
 
@@ -422,7 +476,9 @@ nlohmann::json AlertJson(const Alert& a) {
           {"evidence", a.evidence},
           {"runbook", a.runbook},
           {"started_at", FormatRealTime(a.started_real_ns)},
-          {"resolved_at", a.resolved_real_ns == 0 ? nlohmann::json() : nlohmann::json(FormatRealTime(a.resolved_real_ns))}};
+          {"resolved_at", a.resolved_real_ns == 0
+                              ? nlohmann::json()
+                              : nlohmann::json(FormatRealTime(a.resolved_real_ns))}};
 }
 
 nlohmann::json AlertsJson(const State& state) {
@@ -430,7 +486,8 @@ nlohmann::json AlertsJson(const State& state) {
   for (const auto& [id, a] : state.alerts) alerts.push_back(&a);
   std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
     if (a->state != b->state) return a->state == "firing";
-    return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns : a->id < b->id;
+    return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns
+                                                    : a->id < b->id;
   });
   nlohmann::json out = nlohmann::json::array();
   for (const Alert* a : alerts) out.push_back(AlertJson(*a));
@@ -444,7 +501,8 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
   // tid = the rank within the communicator's position among comms (one thread per comm).
   absl::flat_hash_map<uint64_t, int> comm_tid;
   for (const RankState* r : SortedRanks(state)) {
-    if (!comm_tid.contains(r->comm_hash)) comm_tid[r->comm_hash] = static_cast<int>(comm_tid.size()) + 1;
+    if (!comm_tid.contains(r->comm_hash))
+      comm_tid[r->comm_hash] = static_cast<int>(comm_tid.size()) + 1;
   }
   absl::flat_hash_map<uint32_t, bool> named;
   for (const RankState* r : SortedRanks(state)) {
@@ -455,33 +513,51 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
       const RankSample& s = r->history[i];
       if (s.arrival_ns < since) continue;
       any = true;
-      nlohmann::json args = {{"comm", CommLabel(r->comm_hash)}, {"rank", r->rank}, {"seq", s.seq},
-                             {"bytes", s.bytes}, {"size_bucket", SizeBucketLabel(SizeBucket(s.bytes))},
-                             {"algo", AlgoName(s.algo)}, {"proto", ProtoName(s.proto)},
+      nlohmann::json args = {{"comm", CommLabel(r->comm_hash)},
+                             {"rank", r->rank},
+                             {"seq", s.seq},
+                             {"bytes", s.bytes},
+                             {"size_bucket", SizeBucketLabel(SizeBucket(s.bytes))},
+                             {"algo", AlgoName(s.algo)},
+                             {"proto", ProtoName(s.proto)},
                              {"nchannels", s.nchannels}};
       if (s.lateness_ns >= 0) args["lateness_us"] = static_cast<double>(s.lateness_ns) / 1e3;
-      if (s.clock_free_ns >= 0) args["clock_free_lateness_us"] = static_cast<double>(s.clock_free_ns) / 1e3;
-      events.push_back({{"name", FuncName(s.func)},
-                        {"cat", "nccl"},
-                        {"ph", "X"},
-                        {"ts", static_cast<double>(s.arrival_ns) / 1e3},
-                        {"dur", s.duration_ns >= 0 ? static_cast<double>(s.duration_ns) / 1e3 : 0.0},
-                        {"pid", pid},
-                        {"tid", tid},
-                        {"args", args}});
+      if (s.clock_free_ns >= 0)
+        args["clock_free_lateness_us"] = static_cast<double>(s.clock_free_ns) / 1e3;
+      events.push_back(
+          {{"name", FuncName(s.func)},
+           {"cat", "nccl"},
+           {"ph", "X"},
+           {"ts", static_cast<double>(s.arrival_ns) / 1e3},
+           {"dur", s.duration_ns >= 0 ? static_cast<double>(s.duration_ns) / 1e3 : 0.0},
+           {"pid", pid},
+           {"tid", tid},
+           {"args", args}});
     }
     if (!any) continue;
     if (!named[static_cast<uint32_t>(pid)]) {
       named[static_cast<uint32_t>(pid)] = true;
-      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
-                        {"args", {{"name", absl::StrFormat("rank %d (pid %d)", r->rank, r->pid)}}}});
+      events.push_back(
+          {{"name", "process_name"},
+           {"ph", "M"},
+           {"pid", pid},
+           {"tid", 0},
+           {"args", {{"name", absl::StrFormat("rank %d (pid %d)", r->rank, r->pid)}}}});
     }
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
-                      {"args", {{"name", absl::StrFormat("comm %s rank %d", CommLabel(r->comm_hash), r->rank)}}}});
+    events.push_back(
+        {{"name", "thread_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"tid", tid},
+         {"args",
+          {{"name", absl::StrFormat("comm %s rank %d", CommLabel(r->comm_hash), r->rank)}}}});
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},
-          {"metadata", {{"host", state.host}, {"clock", "CLOCK_MONOTONIC"}, {"window_s", static_cast<double>(window_ns) / 1e9}}}};
+          {"metadata",
+           {{"host", state.host},
+            {"clock", "CLOCK_MONOTONIC"},
+            {"window_s", static_cast<double>(window_ns) / 1e9}}}};
 }
 
 nlohmann::json ErrorJson(int code, const std::string& message) {

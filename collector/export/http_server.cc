@@ -26,7 +26,9 @@ bool DurationParam(const httplib::Request& req, httplib::Response& res, const ch
   if (!req.has_param(name)) return true;
   absl::StatusOr<int64_t> d = ParseDurationNs(req.get_param_value(name));
   if (!d.ok() || *d <= 0) {
-    SendJson(res, 400, ErrorJson(400, absl::StrCat("bad ", name, ": ", d.ok() ? "must be > 0" : d.status().message())));
+    SendJson(res, 400,
+             ErrorJson(400, absl::StrCat("bad ", name, ": ",
+                                         d.ok() ? "must be > 0" : d.status().message())));
     return false;
   }
   *out = *d;
@@ -39,7 +41,8 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host, int* po
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos) return absl::InvalidArgumentError("--listen: expected HOST:PORT");
   *host = listen.substr(0, colon);
-  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']')
+    *host = host->substr(1, host->size() - 2);
   if (host->empty()) *host = "127.0.0.1";
   if (!absl::SimpleAtoi(listen.substr(colon + 1), port) || *port < 0 || *port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--listen: bad port in '", listen, "'"));
@@ -116,9 +119,10 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     if (!res.body.empty()) return;
     SendJson(res, res.status, ErrorJson(res.status, absl::StrCat("no such endpoint: ", req.path)));
   });
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
-    SendJson(res, 500, ErrorJson(500, "internal error"));
-  });
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        SendJson(res, 500, ErrorJson(500, "internal error"));
+      });
   int bound = port;
   if (port == 0) {
     bound = svr.bind_to_any_port(host);

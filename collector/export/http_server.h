@@ -1,6 +1,6 @@
 // sentineld's HTTP API (design.md "Collector API") on cpp-httplib: /metrics, /healthz,
-// /v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace, /v1/expect. Runs its own threads; reads the aggregator
-// only through Aggregator::Read().
+// /v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace, /v1/expect. Runs its own threads; reads the
+// aggregator only through Aggregator::Read().
 #pragma once
 
 #include <memory>

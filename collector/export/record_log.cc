@@ -23,7 +23,8 @@ RecordLog::~RecordLog() {
 absl::Status RecordLog::Open() {
   file_ = std::fopen(path_.c_str(), "ae");
   if (file_ == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot open record log ", path_, ": ", std::strerror(errno)));
+    return absl::InternalError(
+        absl::StrCat("cannot open record log ", path_, ": ", std::strerror(errno)));
   }
   struct stat st {};
   if (fstat(fileno(file_), &st) == 0) file_bytes_ = static_cast<uint64_t>(st.st_size);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {

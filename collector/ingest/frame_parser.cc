@@ -7,27 +7,42 @@ namespace sentinel::collector {
 
 const char* FrameErrorName(FrameError error) {
   switch (error) {
-    case FrameError::kNone: return "none";
-    case FrameError::kSizeTooSmall: return "size_too_small";
-    case FrameError::kSizeNotAligned: return "size_not_multiple_of_8";
-    case FrameError::kSizeTooLarge: return "size_too_large";
-    case FrameError::kBodyTooSmall: return "body_too_small";
-    case FrameError::kTruncated: return "truncated";
+    case FrameError::kNone:
+      return "none";
+    case FrameError::kSizeTooSmall:
+      return "size_too_small";
+    case FrameError::kSizeNotAligned:
+      return "size_not_multiple_of_8";
+    case FrameError::kSizeTooLarge:
+      return "size_too_large";
+    case FrameError::kBodyTooSmall:
+      return "body_too_small";
+    case FrameError::kTruncated:
+      return "truncated";
   }
   return "unknown";
 }
 
 size_t KnownPayloadSize(uint16_t type) {
   switch (type) {
-    case kSentinelWireHello: return sizeof(SentinelWireHello);
-    case kSentinelWireCommInit: return sizeof(SentinelWireCommInit);
-    case kSentinelWireColl: return sizeof(SentinelWireCollRecord);
-    case kSentinelWireGpuWindow: return sizeof(SentinelWireGpuWindow);
-    case kSentinelWireHeartbeat: return sizeof(SentinelWireHeartbeat);
-    case kSentinelWireVerdict: return sizeof(SentinelWireVerdict);
-    case kSentinelWireCommEnd: return sizeof(SentinelWireCommEnd);
-    case kSentinelWireHelloAck: return sizeof(SentinelWireHelloAck);
-    default: return 0;
+    case kSentinelWireHello:
+      return sizeof(SentinelWireHello);
+    case kSentinelWireCommInit:
+      return sizeof(SentinelWireCommInit);
+    case kSentinelWireColl:
+      return sizeof(SentinelWireCollRecord);
+    case kSentinelWireGpuWindow:
+      return sizeof(SentinelWireGpuWindow);
+    case kSentinelWireHeartbeat:
+      return sizeof(SentinelWireHeartbeat);
+    case kSentinelWireVerdict:
+      return sizeof(SentinelWireVerdict);
+    case kSentinelWireCommEnd:
+      return sizeof(SentinelWireCommEnd);
+    case kSentinelWireHelloAck:
+      return sizeof(SentinelWireHelloAck);
+    default:
+      return 0;
   }
 }
 

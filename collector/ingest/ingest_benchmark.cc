@@ -135,10 +135,11 @@ int Throughput(const Args& a) {
   const double elapsed = Now() - t0 - encode_s;  // encoding stands in for the kernel's copy
   uint64_t joined = 0;
   agg.Read([&](const sentinel::collector::State& s) { joined = s.counters.joined; });
-  std::printf("mode=throughput ranks=%d records=%lld joined_collectives=%llu seconds=%.3f "
-              "records_per_s=%.0f rss_mib=%.1f\n",
-              ranks, static_cast<long long>(done), static_cast<unsigned long long>(joined), elapsed,
-              static_cast<double>(done) / elapsed, static_cast<double>(RssKiB()) / 1024);
+  std::printf(
+      "mode=throughput ranks=%d records=%lld joined_collectives=%llu seconds=%.3f "
+      "records_per_s=%.0f rss_mib=%.1f\n",
+      ranks, static_cast<long long>(done), static_cast<unsigned long long>(joined), elapsed,
+      static_cast<double>(done) / elapsed, static_cast<double>(RssKiB()) / 1024);
   return 0;
 }
 
@@ -195,9 +196,10 @@ int Socket(const Args& a) {
   for (int fd : fds) close(fd);
   server.Stop();
   loop.join();
-  std::printf("mode=socket ranks=%d records=%lld seconds=%.3f records_per_s=%.0f (writer and "
-              "collector share the CPUs)\n",
-              ranks, static_cast<long long>(sent), elapsed, static_cast<double>(sent) / elapsed);
+  std::printf(
+      "mode=socket ranks=%d records=%lld seconds=%.3f records_per_s=%.0f (writer and "
+      "collector share the CPUs)\n",
+      ranks, static_cast<long long>(sent), elapsed, static_cast<double>(sent) / elapsed);
   return 0;
 }
 

@@ -61,8 +61,8 @@ IngestServer::~IngestServer() {
 absl::Status IngestServer::Listen() {
   sockaddr_un addr{};
   if (socket_path_.size() >= sizeof(addr.sun_path)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("socket path longer than ", sizeof(addr.sun_path) - 1, " bytes: ", socket_path_));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "socket path longer than ", sizeof(addr.sun_path) - 1, " bytes: ", socket_path_));
   }
   const bool use_group = !config_.allow_group.empty();
   if (use_group) {
@@ -71,7 +71,8 @@ absl::Status IngestServer::Listen() {
     std::vector<char> buf(16384);
     if (getgrnam_r(config_.allow_group.c_str(), &grp, buf.data(), buf.size(), &result) != 0 ||
         result == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("--allow-group: unknown group ", config_.allow_group));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--allow-group: unknown group ", config_.allow_group));
     }
     allow_gid_ = grp.gr_gid;
   }
@@ -90,16 +91,19 @@ absl::Status IngestServer::Listen() {
   const mode_t old_mask = umask(use_group ? 0117 : 0177);
   const int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   umask(old_mask);
-  if (rc != 0) return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", std::strerror(errno)));
+  if (rc != 0)
+    return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", std::strerror(errno)));
   if (use_group) {
     if (chown(socket_path_.c_str(), static_cast<uid_t>(-1), allow_gid_) != 0) {
-      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group, std::strerror(errno));
+      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group,
+                   std::strerror(errno));
     }
   }
   if (chmod(socket_path_.c_str(), use_group ? 0660 : 0600) != 0) {
     return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", std::strerror(errno)));
   }
-  if (listen(listen_fd_, 512) != 0) return absl::InternalError(absl::StrCat("listen: ", std::strerror(errno)));
+  if (listen(listen_fd_, 512) != 0)
+    return absl::InternalError(absl::StrCat("listen: ", std::strerror(errno)));
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) return absl::InternalError("epoll/eventfd setup failed");
@@ -123,7 +127,8 @@ void IngestServer::Stop() {
 bool IngestServer::ShouldLog() {
   const int64_t now = aggregator_->clock()->MonoNs();
   if (now - log_window_start_ns_ > 60LL * 1000000000) {
-    if (log_suppressed_ > 0) spdlog::warn("{} client errors not logged in the last minute", log_suppressed_);
+    if (log_suppressed_ > 0)
+      spdlog::warn("{} client errors not logged in the last minute", log_suppressed_);
     log_window_start_ns_ = now;
     log_in_window_ = 0;
     log_suppressed_ = 0;
@@ -174,17 +179,19 @@ void IngestServer::Accept() {
     if (fd < 0) return;  // EAGAIN, or a transient error: the next wake-up retries
     ucred cred{};
     socklen_t len = sizeof(cred);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || !PeerAllowed(cred.uid, cred.gid)) {
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+        !PeerAllowed(cred.uid, cred.gid)) {
       if (ShouldLog()) {
-        spdlog::warn("refused plugin connection from pid {} uid {}: not our uid{}", cred.pid, cred.uid,
-                     config_.allow_group.empty() ? "" : " nor in --allow-group");
+        spdlog::warn("refused plugin connection from pid {} uid {}: not our uid{}", cred.pid,
+                     cred.uid, config_.allow_group.empty() ? "" : " nor in --allow-group");
       }
       aggregator_->NoteRefused("uid");
       close(fd);
       continue;
     }
     if (clients_.size() >= static_cast<size_t>(config_.max_clients)) {
-      if (ShouldLog()) spdlog::warn("refused pid {}: --max-clients {} reached", cred.pid, config_.max_clients);
+      if (ShouldLog())
+        spdlog::warn("refused pid {}: --max-clients {} reached", cred.pid, config_.max_clients);
       aggregator_->NoteRefused("too_many");
       close(fd);
       continue;
@@ -211,8 +218,10 @@ void IngestServer::CloseClient(Client* client, CloseReason reason) {
   Session* s = client->session.get();
   if (reason != CloseReason::kNone && ShouldLog()) {
     if (reason == CloseReason::kMajorMismatch) {
-      spdlog::error("refused plugin pid {}: wire major version {} != ours {}; upgrade the plugin or sentineld",
-                    client->pid, s->refused_major(), SENTINEL_WIRE_MAJOR);
+      spdlog::error(
+          "refused plugin pid {}: wire major version {} != ours {}; upgrade the plugin or "
+          "sentineld",
+          client->pid, s->refused_major(), SENTINEL_WIRE_MAJOR);
     } else {
       spdlog::warn("closed plugin connection pid {}: {} ({})", client->pid, CloseReasonName(reason),
                    s->has_partial() && s->frame_error() == FrameError::kNone

@@ -8,11 +8,16 @@ namespace sentinel::collector {
 
 const char* CloseReasonName(CloseReason reason) {
   switch (reason) {
-    case CloseReason::kNone: return "none";
-    case CloseReason::kMalformed: return "malformed";
-    case CloseReason::kBadHello: return "bad_hello";
-    case CloseReason::kMajorMismatch: return "major_mismatch";
-    case CloseReason::kUnexpectedAck: return "unexpected_ack";
+    case CloseReason::kNone:
+      return "none";
+    case CloseReason::kMalformed:
+      return "malformed";
+    case CloseReason::kBadHello:
+      return "bad_hello";
+    case CloseReason::kMajorMismatch:
+      return "major_mismatch";
+    case CloseReason::kUnexpectedAck:
+      return "unexpected_ack";
   }
   return "unknown";
 }
@@ -23,8 +28,8 @@ Session::Session(int client, IngestSink* sink)
 }
 
 void Session::QueueAck(uint32_t status) {
-  const SentinelWireFrameHeader header{sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHelloAck),
-                                       kSentinelWireHelloAck, 0};
+  const SentinelWireFrameHeader header{
+      sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHelloAck), kSentinelWireHelloAck, 0};
   SentinelWireHelloAck ack{};
   ack.magic = SENTINEL_WIRE_MAGIC;
   ack.major = SENTINEL_WIRE_MAJOR;

@@ -68,8 +68,8 @@ EnvConfig ParseEnvConfig(std::string* errors) {
     struct {
       const char* name;
       LogLevel level;
-    } const kLevels[] = {{"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},
-                         {"info", LogLevel::kInfo},   {"warn", LogLevel::kWarn},
+    } const kLevels[] = {{"trace", LogLevel::kTrace},  {"debug", LogLevel::kDebug},
+                         {"info", LogLevel::kInfo},    {"warn", LogLevel::kWarn},
                          {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
                          {"off", LogLevel::kOff}};
     bool found = false;

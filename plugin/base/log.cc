@@ -9,10 +9,11 @@
 #include <mutex>
 #include <string>
 
-#include "plugin/base/no_destructor.h"
-#include "plugin/base/raw_log.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/base_sink.h"
+
+#include "plugin/base/no_destructor.h"
+#include "plugin/base/raw_log.h"
 
 namespace sentinel::plugin {
 namespace {
@@ -69,12 +70,18 @@ LoggerState* State() noexcept {
 
 spdlog::level::level_enum ToSpd(LogLevel level) {
   switch (level) {
-    case LogLevel::kTrace: return spdlog::level::trace;
-    case LogLevel::kDebug: return spdlog::level::debug;
-    case LogLevel::kInfo: return spdlog::level::info;
-    case LogLevel::kWarn: return spdlog::level::warn;
-    case LogLevel::kError: return spdlog::level::err;
-    case LogLevel::kOff: return spdlog::level::off;
+    case LogLevel::kTrace:
+      return spdlog::level::trace;
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      return spdlog::level::err;
+    case LogLevel::kOff:
+      return spdlog::level::off;
   }
   return spdlog::level::warn;
 }

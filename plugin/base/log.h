@@ -26,10 +26,10 @@ uint64_t LogErrorCount() noexcept;
 }  // namespace sentinel::plugin
 
 // Logs once per call site for the life of the process.
-#define SENTINEL_LOG_ONCE(level, ...)                                            \
-  do {                                                                           \
-    static std::atomic<bool> sentinel_log_once_done{false};                      \
-    if (!sentinel_log_once_done.exchange(true, std::memory_order_relaxed)) {     \
-      ::sentinel::plugin::Log(level, __VA_ARGS__);                               \
-    }                                                                            \
+#define SENTINEL_LOG_ONCE(level, ...)                                        \
+  do {                                                                       \
+    static std::atomic<bool> sentinel_log_once_done{false};                  \
+    if (!sentinel_log_once_done.exchange(true, std::memory_order_relaxed)) { \
+      ::sentinel::plugin::Log(level, __VA_ARGS__);                           \
+    }                                                                        \
   } while (0)

@@ -19,8 +19,7 @@ class GpuClockCalibration {
     if (gpu_ns == 0) return;
     int64_t sample = host_ns - static_cast<int64_t>(gpu_ns);
     int64_t cur = offset_.load(std::memory_order_relaxed);
-    while (sample < cur &&
-           !offset_.compare_exchange_weak(cur, sample, std::memory_order_relaxed)) {
+    while (sample < cur && !offset_.compare_exchange_weak(cur, sample, std::memory_order_relaxed)) {
     }
   }
   bool Valid() const noexcept { return offset_.load(std::memory_order_relaxed) != kUnset; }

@@ -84,7 +84,8 @@ void DrainOnce(DrainerState& st, bool force_heartbeat) {
   }
   // Comm inits first: every record in the rings was pushed after its communicator's init.
   for (const ControlItem& it : items) {
-    if (it.kind == ControlItem::kInit) ForEachSink(st, [&](RecordSink* s) { s->OnCommInit(it.init); });
+    if (it.kind == ControlItem::kInit)
+      ForEachSink(st, [&](RecordSink* s) { s->OnCommInit(it.init); });
   }
   int64_t now = MonoNs();
   SweepGrace(now);

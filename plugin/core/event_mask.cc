@@ -1,10 +1,11 @@
 // Parsing of SENTINEL_EVENTS.
 #include "plugin/core/event_mask.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <strings.h>
 
 namespace sentinel::plugin {
 namespace {
@@ -19,11 +20,11 @@ constexpr Named kPresets[] = {
     {"all", kMaskAll},         {"none", 0},
 };
 constexpr Named kEvents[] = {
-    {"Group", 1u << 0},       {"Coll", 1u << 1},      {"P2p", 1u << 2},
-    {"ProxyOp", 1u << 3},     {"ProxyStep", 1u << 4}, {"ProxyCtrl", 1u << 5},
-    {"KernelCh", 1u << 6},    {"NetPlugin", 1u << 7}, {"GroupApi", 1u << 8},
-    {"CollApi", 1u << 9},     {"P2pApi", 1u << 10},   {"KernelLaunch", 1u << 11},
-    {"CeColl", 1u << 12},     {"CeSync", 1u << 13},   {"CeBatch", 1u << 14},
+    {"Group", 1u << 0},    {"Coll", 1u << 1},      {"P2p", 1u << 2},
+    {"ProxyOp", 1u << 3},  {"ProxyStep", 1u << 4}, {"ProxyCtrl", 1u << 5},
+    {"KernelCh", 1u << 6}, {"NetPlugin", 1u << 7}, {"GroupApi", 1u << 8},
+    {"CollApi", 1u << 9},  {"P2pApi", 1u << 10},   {"KernelLaunch", 1u << 11},
+    {"CeColl", 1u << 12},  {"CeSync", 1u << 13},   {"CeBatch", 1u << 14},
 };
 
 bool LookupName(const char* begin, size_t len, const Named* table, size_t n, uint32_t* bits) {

@@ -6,7 +6,7 @@
 namespace sentinel::plugin {
 
 // Presets (see plugin/README.md).
-inline constexpr uint32_t kMaskMinimal = 0x2 | 0x4 | 0x200 | 0x400;  // Coll|P2p|CollApi|P2pApi
+inline constexpr uint32_t kMaskMinimal = 0x2 | 0x4 | 0x200 | 0x400;    // Coll|P2p|CollApi|P2pApi
 inline constexpr uint32_t kMaskDefault = kMaskMinimal | 0x100 | 0x40;  // + GroupApi|KernelCh
 inline constexpr uint32_t kMaskProxy = kMaskDefault | 0x8 | 0x10;      // + ProxyOp|ProxyStep
 inline constexpr uint32_t kMaskAll = 0x7FFF & ~0x20u;                  // everything but ProxyCtrl

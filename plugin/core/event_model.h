@@ -68,8 +68,9 @@ struct alignas(64) Slot {
   std::atomic<uint8_t> func;
   std::atomic<uint8_t> datatype;
   std::atomic<uint8_t> graph_captured;
-  std::atomic<uint8_t> api_override;  // P2pApi: the interposer's current API, or kSentinelFuncUnknown
-  std::atomic<uint8_t> step_states;   // ProxyStep: kStepSaw* bits, which t_* below are valid
+  std::atomic<uint8_t>
+      api_override;  // P2pApi: the interposer's current API, or kSentinelFuncUnknown
+  std::atomic<uint8_t> step_states;  // ProxyStep: kStepSaw* bits, which t_* below are valid
   // Written by the claiming thread before the handle is returned to NCCL, read by others after
   // NCCL passed the handle on (NCCL's own hand-off orders them).
   uint64_t seq;
@@ -85,7 +86,7 @@ struct alignas(64) Slot {
   uint32_t kch_expected;
   // Updated concurrently by children on other threads.
   std::atomic<uint32_t> kch_started;
-  std::atomic<uint32_t> grace;  // 1 while a stopped Coll/P2p may still get ProxyOp children
+  std::atomic<uint32_t> grace;        // 1 while a stopped Coll/P2p may still get ProxyOp children
   std::atomic<uint32_t> proxy_steps;  // here, not below, so a Coll touches one line fewer
   std::atomic<int64_t> stop_ns;
   std::atomic<int64_t> gpu_start_raw;  // min KernelCh start pTimer (INT64_MAX = none)
@@ -135,7 +136,7 @@ struct Context {
   GpuClockCalibration calib;
   std::atomic<uint64_t>* p2p_seq;  // [peer * 2 + is_recv], 2 * nranks entries
   uint32_t p2p_seq_size;
-  std::atomic<uint64_t> fallback_seq;  // p2p with an out-of-range peer
+  std::atomic<uint64_t> fallback_seq;       // p2p with an out-of-range peer
   std::atomic<uint64_t> recovered_seq[16];  // per kSentinelFunc* recovered from Send/Recv
 };
 

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdarg>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
@@ -23,8 +23,9 @@ void AppendF(std::string* out, const char* fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof(buf), fmt, ap);
   va_end(ap);
-  if (n > 0) out->append(buf, static_cast<size_t>(n) < sizeof(buf) ? static_cast<size_t>(n)
-                                                                     : sizeof(buf) - 1);
+  if (n > 0)
+    out->append(buf,
+                static_cast<size_t>(n) < sizeof(buf) ? static_cast<size_t>(n) : sizeof(buf) - 1);
 }
 
 void AppendJsonString(std::string* out, const char* s, size_t max) {
@@ -86,12 +87,13 @@ std::string JsonlSink::RecordToJson(const SentinelWireCollRecord& r) {
   std::string out;
   out.reserve(640);
   AppendF(&out,
-          "{\"type\":\"coll\",\"comm\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,"
-          "\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"datatype\":\"%s\","
+          "{\"type\":\"coll\",\"comm\":\"0x%016" PRIx64
+          "\",\"rank\":%d,\"nranks\":%d,"
+          "\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64
+          ",\"datatype\":\"%s\","
           "\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%u,\"peer\":%d,\"root\":%d,",
-          r.comm_hash, r.rank, r.nranks, FuncName(r.func), r.seq, r.bytes,
-          DatatypeName(r.datatype), AlgoName(r.algo), ProtoName(r.proto),
-          static_cast<unsigned>(r.nchannels), r.peer, r.root);
+          r.comm_hash, r.rank, r.nranks, FuncName(r.func), r.seq, r.bytes, DatatypeName(r.datatype),
+          AlgoName(r.algo), ProtoName(r.proto), static_cast<unsigned>(r.nchannels), r.peer, r.root);
   AppendF(&out,
           "\"api_ns\":%" PRId64 ",\"enqueue_ns\":%" PRId64 ",\"gpu_start_ns\":%" PRId64
           ",\"gpu_end_ns\":%" PRId64 ",\"proxy_send_wait_ns\":%" PRId64
@@ -108,7 +110,8 @@ std::string JsonlSink::RecordToJson(const SentinelWireCollRecord& r) {
 
 void JsonlSink::OnCommInit(const SentinelWireCommInit& c) {
   AppendF(&buf_,
-          "{\"type\":\"comm_init\",\"comm\":\"0x%016" PRIx64 "\",\"rank\":%d,\"nranks\":%d,"
+          "{\"type\":\"comm_init\",\"comm\":\"0x%016" PRIx64
+          "\",\"rank\":%d,\"nranks\":%d,"
           "\"nnodes\":%d,\"pid\":%u,\"abi_version\":%u,\"event_mask\":%u,\"init_ns\":%" PRId64
           ",\"comm_name\":",
           c.comm_hash, c.rank, c.nranks, c.nnodes, c.pid, c.abi_version, c.event_mask, c.init_ns);

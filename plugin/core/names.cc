@@ -16,23 +16,26 @@ struct Entry {
 };
 
 constexpr Entry kFuncs[] = {
-    {"Broadcast", kSentinelFuncBroadcast},   {"Reduce", kSentinelFuncReduce},
-    {"AllGather", kSentinelFuncAllGather},   {"ReduceScatter", kSentinelFuncReduceScatter},
-    {"AllReduce", kSentinelFuncAllReduce},   {"SendRecv", kSentinelFuncSendRecv},
-    {"Send", kSentinelFuncSend},             {"Recv", kSentinelFuncRecv},
-    {"AlltoAll", kSentinelFuncAlltoAll},     {"Scatter", kSentinelFuncScatter},
+    {"Broadcast", kSentinelFuncBroadcast}, {"Reduce", kSentinelFuncReduce},
+    {"AllGather", kSentinelFuncAllGather}, {"ReduceScatter", kSentinelFuncReduceScatter},
+    {"AllReduce", kSentinelFuncAllReduce}, {"SendRecv", kSentinelFuncSendRecv},
+    {"Send", kSentinelFuncSend},           {"Recv", kSentinelFuncRecv},
+    {"AlltoAll", kSentinelFuncAlltoAll},   {"Scatter", kSentinelFuncScatter},
     {"Gather", kSentinelFuncGather},
 };
 // Index = ncclDataType_t value (§2.6). "ncclUint8" never appears in 2.28 descriptors, but a newer
 // NCCL may fix that, so it is recognised.
-constexpr const char* kDatatypes[] = {"ncclInt8",    "ncclUint8",     "ncclInt32",
-                                      "ncclUint32",  "ncclInt64",     "ncclUint64",
-                                      "ncclFloat16", "ncclFloat32",   "ncclFloat64",
+constexpr const char* kDatatypes[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
+                                      "ncclUint32",   "ncclInt64",      "ncclUint64",
+                                      "ncclFloat16",  "ncclFloat32",    "ncclFloat64",
                                       "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
 constexpr Entry kAlgos[] = {
-    {"TREE", kSentinelAlgoTree},          {"RING", kSentinelAlgoRing},
-    {"COLLNET_DIRECT", kSentinelAlgoCollnetDirect}, {"COLLNET_CHAIN", kSentinelAlgoCollnetChain},
-    {"NVLS", kSentinelAlgoNvls},          {"NVLS_TREE", kSentinelAlgoNvlsTree},
+    {"TREE", kSentinelAlgoTree},
+    {"RING", kSentinelAlgoRing},
+    {"COLLNET_DIRECT", kSentinelAlgoCollnetDirect},
+    {"COLLNET_CHAIN", kSentinelAlgoCollnetChain},
+    {"NVLS", kSentinelAlgoNvls},
+    {"NVLS_TREE", kSentinelAlgoNvlsTree},
     {"PAT", kSentinelAlgoPat},
 };
 constexpr Entry kProtos[] = {
@@ -86,7 +89,8 @@ NameCache g_datatype_cache;
 NameCache g_algo_cache;
 NameCache g_proto_cache;
 
-uint8_t NameCache::Miss(const char* s, std::atomic<uint64_t>& e, uint8_t (*slow)(const char*)) noexcept {
+uint8_t NameCache::Miss(const char* s, std::atomic<uint64_t>& e,
+                        uint8_t (*slow)(const char*)) noexcept {
   uint8_t value = slow(s);
   auto p = reinterpret_cast<uintptr_t>(s);
   if (s != nullptr && (p & ~kPtrMask) == 0) {

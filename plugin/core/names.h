@@ -1,7 +1,7 @@
 // Conversions between the static strings NCCL puts in descriptors (nccl-abi-facts.md §2.6) and
 // the wire enums of schemas/wire/sentinel_wire.h, plus datatype sizes. Hot-path safe: no
-// allocation; a pointer-keyed cache hit (NCCL's strings are static) costs one load and two compares,
-// a miss a first-character filter and a few short strcmp calls.
+// allocation; a pointer-keyed cache hit (NCCL's strings are static) costs one load and two
+// compares, a miss a first-character filter and a few short strcmp calls.
 #pragma once
 
 #include <atomic>
@@ -41,7 +41,8 @@ class alignas(64) NameCache {
   std::atomic<uint64_t> entries_[kSize] = {};
 };
 
-// One cache per table, each on its own lines (alignas above), so a miss in one never disturbs another's readers.
+// One cache per table, each on its own lines (alignas above), so a miss in one never disturbs
+// another's readers.
 extern NameCache g_func_cache;
 extern NameCache g_datatype_cache;
 extern NameCache g_algo_cache;

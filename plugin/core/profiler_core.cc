@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/base/attributes.h"
+
 #include "plugin/base/env_config.h"
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
@@ -88,14 +89,28 @@ void ChildAfterFork() {
 
 uint32_t PoolSizeFor(Kind k, uint32_t p) {
   switch (k) {
-    case Kind::kGroupApi: case Kind::kCollApi: case Kind::kColl: return p;
-    case Kind::kP2pApi: case Kind::kP2p: case Kind::kProxyOp: case Kind::kProxyStep:
-    case Kind::kKernelCh: return 4 * p;
-    case Kind::kNetPlugin: return 2 * p;
-    case Kind::kProxyCtrl: return 64;
-    case Kind::kKernelLaunch: case Kind::kGroup: case Kind::kCeColl: case Kind::kCeSync:
-    case Kind::kCeBatch: return p / 2 > 16 ? p / 2 : 16;
-    default: return 0;
+    case Kind::kGroupApi:
+    case Kind::kCollApi:
+    case Kind::kColl:
+      return p;
+    case Kind::kP2pApi:
+    case Kind::kP2p:
+    case Kind::kProxyOp:
+    case Kind::kProxyStep:
+    case Kind::kKernelCh:
+      return 4 * p;
+    case Kind::kNetPlugin:
+      return 2 * p;
+    case Kind::kProxyCtrl:
+      return 64;
+    case Kind::kKernelLaunch:
+    case Kind::kGroup:
+    case Kind::kCeColl:
+    case Kind::kCeSync:
+    case Kind::kCeBatch:
+      return p / 2 > 16 ? p / 2 : 16;
+    default:
+      return 0;
   }
 }
 
@@ -109,8 +124,10 @@ void GlobalInit() {
   if (!errors.empty()) Log(LogLevel::kWarn, "bad settings ignored:\n%s", errors.c_str());
   uint32_t mask = kMaskDefault;
   if (!ParseEventMask(gl->config.events.c_str(), &mask)) {
-    Log(LogLevel::kWarn, "SENTINEL_EVENTS='%s' is not a preset, event list or number; using "
-        "'default'", gl->config.events.c_str());
+    Log(LogLevel::kWarn,
+        "SENTINEL_EVENTS='%s' is not a preset, event list or number; using "
+        "'default'",
+        gl->config.events.c_str());
     mask = kMaskDefault;
   }
   gl->mask.store(mask, std::memory_order_relaxed);
@@ -512,7 +529,8 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
     grp->group_flags.fetch_or(kGroupHasFirst, std::memory_order_relaxed);
   } else {
     if (grp->first_count.load(std::memory_order_relaxed) != d.count ||
-        grp->datatype.load(std::memory_order_relaxed) != s->datatype.load(std::memory_order_relaxed)) {
+        grp->datatype.load(std::memory_order_relaxed) !=
+            s->datatype.load(std::memory_order_relaxed)) {
       grp->group_flags.fetch_or(kGroupNotUniform, std::memory_order_relaxed);
     }
     if (grp->first_ctx.load(std::memory_order_relaxed) != ctx) {
@@ -601,10 +619,13 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
     s->api_ns = api->start_ns.load(std::memory_order_relaxed);
     s->flags |= kSentinelCollApiTimeValid;
     if (api->graph_captured.load(std::memory_order_relaxed)) s->flags |= kSentinelCollGraphCaptured;
-    Slot* grp = api->parent.load(std::memory_order_relaxed) != nullptr && KindOf(api->parent.load(std::memory_order_relaxed)) == Kind::kGroupApi ? api->parent.load(std::memory_order_relaxed)
-                                                                                 : nullptr;
+    Slot* grp = api->parent.load(std::memory_order_relaxed) != nullptr &&
+                        KindOf(api->parent.load(std::memory_order_relaxed)) == Kind::kGroupApi
+                    ? api->parent.load(std::memory_order_relaxed)
+                    : nullptr;
     if (grp != nullptr) {
-      if (api->api_override.load(std::memory_order_relaxed) == kSentinelFuncUnknown) RecoverGroupFunc(grp);
+      if (api->api_override.load(std::memory_order_relaxed) == kSentinelFuncUnknown)
+        RecoverGroupFunc(grp);
       uint32_t rec = grp->recovered.load(std::memory_order_relaxed);
       if (rec != 0 && rec != kNoRecovery) {
         s->func.store(static_cast<uint8_t>(rec - 1), std::memory_order_relaxed);
@@ -644,8 +665,8 @@ Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64
 }
 
 // Children that only hold their parent alive (ProxyStep, NetPlugin, CeSync, CeBatch).
-Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx,
-                        ThreadState* ts, int64_t now) {
+Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx, ThreadState* ts,
+                        int64_t now) {
   Slot* parent = AsLiveSlotOfKind(d.parent, parent_kind);
   if (parent != nullptr && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
@@ -751,8 +772,10 @@ void* CoreInit(const InitArgs& a) noexcept {
     }
   }
   if (ctx == nullptr) {
-    SENTINEL_LOG_ONCE(LogLevel::kWarn, "more than %u live communicators; extra ones are not "
-                      "profiled (SENTINEL_MAX_COMMS)", g->n_contexts);
+    SENTINEL_LOG_ONCE(LogLevel::kWarn,
+                      "more than %u live communicators; extra ones are not "
+                      "profiled (SENTINEL_MAX_COMMS)",
+                      g->n_contexts);
     if (a.mask_ptr != nullptr) {
       reinterpret_cast<std::atomic<int>*>(a.mask_ptr)
           ->store(static_cast<int>(g->mask.load(std::memory_order_relaxed)),
@@ -866,14 +889,24 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   int64_t now = (d.type & kTimedStarts) != 0 ? MonoNs() : 0;
   Slot* s = nullptr;
   switch (d.type) {
-    case kSentinelProfileGroupApi: s = StartGroupApi(ctx, d, ts, now); break;
-    case kSentinelProfileCollApi: s = StartApiChild(Kind::kCollApi, ctx, d, ts, now); break;
-    case kSentinelProfileP2pApi: s = StartApiChild(Kind::kP2pApi, ctx, d, ts, now); break;
+    case kSentinelProfileGroupApi:
+      s = StartGroupApi(ctx, d, ts, now);
+      break;
+    case kSentinelProfileCollApi:
+      s = StartApiChild(Kind::kCollApi, ctx, d, ts, now);
+      break;
+    case kSentinelProfileP2pApi:
+      s = StartApiChild(Kind::kP2pApi, ctx, d, ts, now);
+      break;
     case kSentinelProfileKernelLaunch:
       s = StartApiChild(Kind::kKernelLaunch, ctx, d, ts, now);
       break;
-    case kSentinelProfileColl: s = StartColl(ctx, d, ts, now); break;
-    case kSentinelProfileP2p: s = StartP2p(ctx, d, ts, now); break;
+    case kSentinelProfileColl:
+      s = StartColl(ctx, d, ts, now);
+      break;
+    case kSentinelProfileP2p:
+      s = StartP2p(ctx, d, ts, now);
+      break;
     case kSentinelProfileProxyOp: {
       Slot* parent = AsSlot(d.parent);
       if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p)) {
@@ -895,8 +928,8 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       bool reserved = false;
       if (parent->kch_expected != 0) {
         // relaxed: only hands out distinct indices; the refcount orders the rest.
-        reserved = parent->kch_started.fetch_add(1, std::memory_order_relaxed) <
-                   parent->kch_expected;
+        reserved =
+            parent->kch_started.fetch_add(1, std::memory_order_relaxed) < parent->kch_expected;
       }
       s = StartCollChild(Kind::kKernelCh, parent, reserved, ts, now);
       if (s != nullptr && d.p_timer != 0) {
@@ -933,7 +966,9 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       s->seq = d.seq;
       s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
       s->bytes = d.count * DatatypeSize(s->datatype.load(std::memory_order_relaxed));
-      if (s->func.load(std::memory_order_relaxed) == kSentinelFuncBroadcast || s->func.load(std::memory_order_relaxed) == kSentinelFuncReduce) s->root = d.root;
+      if (s->func.load(std::memory_order_relaxed) == kSentinelFuncBroadcast ||
+          s->func.load(std::memory_order_relaxed) == kSentinelFuncReduce)
+        s->root = d.root;
       break;
     }
     default:
@@ -969,16 +1004,23 @@ void CoreStopEvent(void* handle) noexcept {
   // The slot stays ours until OnLastRef (by us below, or by the last child): with the count at 0
   // no new child can reference it, and its parent is held until OnLastRef.
   switch (KindOf(s)) {
-    case Kind::kProxyStep: StopProxyStep(s, MonoNs()); break;
-    case Kind::kGroupApi: RecoverGroupFunc(s); break;
+    case Kind::kProxyStep:
+      StopProxyStep(s, MonoNs());
+      break;
+    case Kind::kGroupApi:
+      RecoverGroupFunc(s);
+      break;
     case Kind::kColl:
     case Kind::kP2p:
       if (s->grace.load(std::memory_order_relaxed) != 0) {
         s->stop_ns.store(MonoNs(), std::memory_order_relaxed);
       }
       break;
-    case Kind::kCeColl: s->stop_ns.store(MonoNs(), std::memory_order_relaxed); break;
-    default: break;
+    case Kind::kCeColl:
+      s->stop_ns.store(MonoNs(), std::memory_order_relaxed);
+      break;
+    default:
+      break;
   }
   if ((r & kRefCountMask) == 1) {
     OnLastRef(s, ts, (r & kDoneBit) == 0);
@@ -1022,7 +1064,8 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
     case Kind::kKernelCh:
       if (state == kSentinelStateKernelChStop && args != nullptr && args->kernel_ch.p_timer != 0 &&
           s->parent.load(std::memory_order_relaxed) != nullptr) {
-        AtomicMax(s->parent.load(std::memory_order_relaxed)->gpu_end_raw, static_cast<int64_t>(args->kernel_ch.p_timer));
+        AtomicMax(s->parent.load(std::memory_order_relaxed)->gpu_end_raw,
+                  static_cast<int64_t>(args->kernel_ch.p_timer));
       }
       break;
     case Kind::kGroupApi:

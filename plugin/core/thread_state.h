@@ -14,15 +14,15 @@ namespace sentinel::plugin {
 
 enum Counter : int {
   kCtrCallbacks = 0,
-  kCtrCallbackNs,          // sampled: 1 in 256 callbacks is timed, x256
-  kCtrRecordsCompleted,    // pushed into a ring
-  kCtrRecordsDroppedRing,  // ring full
-  kCtrEventsDroppedPool,   // no free slot
+  kCtrCallbackNs,            // sampled: 1 in 256 callbacks is timed, x256
+  kCtrRecordsCompleted,      // pushed into a ring
+  kCtrRecordsDroppedRing,    // ring full
+  kCtrEventsDroppedPool,     // no free slot
   kCtrEventsDroppedThreads,  // record of a thread without a ring
   kCtrStaleHandles,
   kCtrPxnForeign,
   kCtrRecordsTruncated,
-  kCtrOrphanChildren,      // a child whose parent had already completed
+  kCtrOrphanChildren,  // a child whose parent had already completed
   kNumCounters,
 };
 
@@ -48,8 +48,7 @@ struct ThreadState {
       counters[c].fetch_add(n, std::memory_order_relaxed);  // relaxed: a statistic
     } else {
       // Single writer: a plain load+store is enough; relaxed because the drainer only sums.
-      counters[c].store(counters[c].load(std::memory_order_relaxed) + n,
-                        std::memory_order_relaxed);
+      counters[c].store(counters[c].load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
     }
   }
 };

@@ -7,6 +7,7 @@
 #include <atomic>
 
 #include "absl/base/optimization.h"
+
 #include "plugin/abi/nccl_profiler_abi.h"
 #include "plugin/core/profiler_core.h"
 

@@ -22,23 +22,50 @@ typedef struct {
 } SentinelUniqueId;
 typedef struct SentinelOpaqueStream* SentinelStream;
 // Prototypes of the interposed API (the definitions below replace NCCL's weak ncclX).
-__attribute__((visibility("default"))) int ncclCommInitRank(SentinelComm* comm, int nranks, SentinelUniqueId id, int rank);
-__attribute__((visibility("default"))) int ncclCommInitRankConfig(SentinelComm* comm, int nranks, SentinelUniqueId id, int rank, void* config);
-__attribute__((visibility("default"))) int ncclCommInitRankScalable(SentinelComm* comm, int nranks, int rank, int n_ids, SentinelUniqueId* ids, void* config);
-__attribute__((visibility("default"))) int ncclCommInitAll(SentinelComm* comms, int ndev, const int* devlist);
-__attribute__((visibility("default"))) int ncclCommSplit(SentinelComm comm, int color, int key, SentinelComm* newcomm, void* config);
-__attribute__((visibility("default"))) int ncclCommShrink(SentinelComm comm, int* exclude, int n_exclude, SentinelComm* newcomm, void* config, int flags);
-__attribute__((visibility("default"))) int ncclAllReduce(const void* s, void* r_, size_t n, int dt, int op, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclBroadcast(const void* s, void* r_, size_t n, int dt, int root, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclBcast(void* buf, size_t n, int dt, int root, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclReduce(const void* s, void* r_, size_t n, int dt, int op, int root, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclAllGather(const void* s, void* r_, size_t n, int dt, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclReduceScatter(const void* s, void* r_, size_t n, int dt, int op, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclSend(const void* s, size_t n, int dt, int peer, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclAlltoAll(const void* s, void* r_, size_t n, int dt, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclGather(const void* s, void* r_, size_t n, int dt, int root, SentinelComm comm, SentinelStream st);
-__attribute__((visibility("default"))) int ncclScatter(const void* s, void* r_, size_t n, int dt, int root, SentinelComm comm, SentinelStream st);
+__attribute__((visibility("default"))) int ncclCommInitRank(SentinelComm* comm, int nranks,
+                                                            SentinelUniqueId id, int rank);
+__attribute__((visibility("default"))) int ncclCommInitRankConfig(SentinelComm* comm, int nranks,
+                                                                  SentinelUniqueId id, int rank,
+                                                                  void* config);
+__attribute__((visibility("default"))) int ncclCommInitRankScalable(SentinelComm* comm, int nranks,
+                                                                    int rank, int n_ids,
+                                                                    SentinelUniqueId* ids,
+                                                                    void* config);
+__attribute__((visibility("default"))) int ncclCommInitAll(SentinelComm* comms, int ndev,
+                                                           const int* devlist);
+__attribute__((visibility("default"))) int ncclCommSplit(SentinelComm comm, int color, int key,
+                                                         SentinelComm* newcomm, void* config);
+__attribute__((visibility("default"))) int ncclCommShrink(SentinelComm comm, int* exclude,
+                                                          int n_exclude, SentinelComm* newcomm,
+                                                          void* config, int flags);
+__attribute__((visibility("default"))) int ncclAllReduce(const void* s, void* r_, size_t n, int dt,
+                                                         int op, SentinelComm comm,
+                                                         SentinelStream st);
+__attribute__((visibility("default"))) int ncclBroadcast(const void* s, void* r_, size_t n, int dt,
+                                                         int root, SentinelComm comm,
+                                                         SentinelStream st);
+__attribute__((visibility("default"))) int ncclBcast(void* buf, size_t n, int dt, int root,
+                                                     SentinelComm comm, SentinelStream st);
+__attribute__((visibility("default"))) int ncclReduce(const void* s, void* r_, size_t n, int dt,
+                                                      int op, int root, SentinelComm comm,
+                                                      SentinelStream st);
+__attribute__((visibility("default"))) int ncclAllGather(const void* s, void* r_, size_t n, int dt,
+                                                         SentinelComm comm, SentinelStream st);
+__attribute__((visibility("default"))) int ncclReduceScatter(const void* s, void* r_, size_t n,
+                                                             int dt, int op, SentinelComm comm,
+                                                             SentinelStream st);
+__attribute__((visibility("default"))) int ncclSend(const void* s, size_t n, int dt, int peer,
+                                                    SentinelComm comm, SentinelStream st);
+__attribute__((visibility("default"))) int ncclRecv(void* r_, size_t n, int dt, int peer,
+                                                    SentinelComm comm, SentinelStream st);
+__attribute__((visibility("default"))) int ncclAlltoAll(const void* s, void* r_, size_t n, int dt,
+                                                        SentinelComm comm, SentinelStream st);
+__attribute__((visibility("default"))) int ncclGather(const void* s, void* r_, size_t n, int dt,
+                                                      int root, SentinelComm comm,
+                                                      SentinelStream st);
+__attribute__((visibility("default"))) int ncclScatter(const void* s, void* r_, size_t n, int dt,
+                                                       int root, SentinelComm comm,
+                                                       SentinelStream st);
 }
 
 namespace {
@@ -125,14 +152,15 @@ __attribute__((destructor)) void SentinelPreloadFini() { sentinel::guard::DrainL
 }  // namespace
 
 #define SENTINEL_EXPORT extern "C" __attribute__((visibility("default")))
-#define SENTINEL_REAL(type, name)                          \
-  static std::atomic<void*> slot{nullptr};                 \
-  auto real = Real<type>(&slot, "p" #name);                \
+#define SENTINEL_REAL(type, name)           \
+  static std::atomic<void*> slot{nullptr};  \
+  auto real = Real<type>(&slot, "p" #name); \
   if (real == nullptr) return NoReal(#name)
 
 // ---- communicator creation --------------------------------------------------------------------
 
-SENTINEL_EXPORT int ncclCommInitRank(SentinelComm* comm, int nranks, SentinelUniqueId id, int rank) {
+SENTINEL_EXPORT int ncclCommInitRank(SentinelComm* comm, int nranks, SentinelUniqueId id,
+                                     int rank) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, SentinelUniqueId, int), ncclCommInitRank);
   if (Forwarding()) return real(comm, nranks, id, rank);
   DepthGuard depth;
@@ -203,18 +231,18 @@ SENTINEL_EXPORT int ncclCommShrink(SentinelComm comm, int* exclude, int n_exclud
 
 // The depth is taken before the call and released before the check: the check runs for calls made
 // by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
-#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)                      \
-  SENTINEL_REAL(Fn, name);                                            \
-  const bool outer = tls_depth == 0;                                  \
-  int r;                                                              \
-  {                                                                   \
-    DepthGuard depth;                                                 \
-    r = real(__VA_ARGS__);                                            \
-  }                                                                   \
+#define SENTINEL_COLLECTIVE_BODY(name, comm, ...) \
+  SENTINEL_REAL(Fn, name);                        \
+  const bool outer = tls_depth == 0;              \
+  int r;                                          \
+  {                                               \
+    DepthGuard depth;                             \
+    r = real(__VA_ARGS__);                        \
+  }                                               \
   return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
-SENTINEL_EXPORT int ncclAllReduce(const void* s, void* r_, size_t n, int dt, int op, SentinelComm comm,
-                                  SentinelStream st) {
+SENTINEL_EXPORT int ncclAllReduce(const void* s, void* r_, size_t n, int dt, int op,
+                                  SentinelComm comm, SentinelStream st) {
   using Fn = int (*)(const void*, void*, size_t, int, int, SentinelComm, SentinelStream);
   SENTINEL_COLLECTIVE_BODY(ncclAllReduce, comm, s, r_, n, dt, op, comm, st);
 }
@@ -263,16 +291,16 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
 }
 
 // AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
-#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)         \
-  SENTINEL_REAL(Fn, name);                                            \
-  const bool outer = tls_depth == 0;                                  \
-  int r;                                                              \
-  {                                                                   \
-    DepthGuard depth;                                                 \
-    sentinel::plugin::SetCurrentApiForThread(func);                   \
-    r = real(__VA_ARGS__);                                            \
-    sentinel::plugin::ClearCurrentApiForThread();                     \
-  }                                                                   \
+#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...) \
+  SENTINEL_REAL(Fn, name);                                    \
+  const bool outer = tls_depth == 0;                          \
+  int r;                                                      \
+  {                                                           \
+    DepthGuard depth;                                         \
+    sentinel::plugin::SetCurrentApiForThread(func);           \
+    r = real(__VA_ARGS__);                                    \
+    sentinel::plugin::ClearCurrentApiForThread();             \
+  }                                                           \
   return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAlltoAll(const void* s, void* r_, size_t n, int dt, SentinelComm comm,
@@ -281,14 +309,16 @@ SENTINEL_EXPORT int ncclAlltoAll(const void* s, void* r_, size_t n, int dt, Sent
   SENTINEL_NAMED_COLLECTIVE_BODY(ncclAlltoAll, kSentinelFuncAlltoAll, comm, s, r_, n, dt, comm, st);
 }
 
-SENTINEL_EXPORT int ncclGather(const void* s, void* r_, size_t n, int dt, int root, SentinelComm comm,
-                               SentinelStream st) {
+SENTINEL_EXPORT int ncclGather(const void* s, void* r_, size_t n, int dt, int root,
+                               SentinelComm comm, SentinelStream st) {
   using Fn = int (*)(const void*, void*, size_t, int, int, SentinelComm, SentinelStream);
-  SENTINEL_NAMED_COLLECTIVE_BODY(ncclGather, kSentinelFuncGather, comm, s, r_, n, dt, root, comm, st);
+  SENTINEL_NAMED_COLLECTIVE_BODY(ncclGather, kSentinelFuncGather, comm, s, r_, n, dt, root, comm,
+                                 st);
 }
 
 SENTINEL_EXPORT int ncclScatter(const void* s, void* r_, size_t n, int dt, int root,
                                 SentinelComm comm, SentinelStream st) {
   using Fn = int (*)(const void*, void*, size_t, int, int, SentinelComm, SentinelStream);
-  SENTINEL_NAMED_COLLECTIVE_BODY(ncclScatter, kSentinelFuncScatter, comm, s, r_, n, dt, root, comm, st);
+  SENTINEL_NAMED_COLLECTIVE_BODY(ncclScatter, kSentinelFuncScatter, comm, s, r_, n, dt, root, comm,
+                                 st);
 }

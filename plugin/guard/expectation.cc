@@ -21,13 +21,9 @@ bool IEquals(std::string_view a, std::string_view b) {
   return true;
 }
 
-bool IsSeparator(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == ',' || c == ';';
-}
+bool IsSeparator(char c) { return c == ' ' || c == '\t' || c == '\r' || c == ',' || c == ';'; }
 
-bool IsKeyChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
-}
+bool IsKeyChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; }
 
 bool IsPluginNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.' ||
@@ -58,7 +54,8 @@ class Parser {
       size_t key_begin = i;
       while (i < line.size() && IsKeyChar(line[i])) ++i;
       if (i == key_begin) {
-        return Fail(i, 1, std::string("unexpected character '") + c + "' (expected a key such as net=)");
+        return Fail(i, 1,
+                    std::string("unexpected character '") + c + "' (expected a key such as net=)");
       }
       Token key{line.substr(key_begin, i - key_begin), static_cast<int>(key_begin) + 1};
       while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
@@ -73,9 +70,9 @@ class Parser {
         i += 1;
       } else if (i < line.size() && (line[i] == '<' || line[i] == '>' || line[i] == '!')) {
         size_t len = (i + 1 < line.size() && line[i + 1] == '=') ? 2 : 1;
-        return Fail(i, len,
-                    "unsupported operator '" + std::string(line.substr(i, len)) +
-                        "' (use '=' or '>=')");
+        return Fail(
+            i, len,
+            "unsupported operator '" + std::string(line.substr(i, len)) + "' (use '=' or '>=')");
       } else {
         return Fail(key_begin, key.text.size(),
                     "term '" + std::string(key.text) + "' has no value (write " +
@@ -127,7 +124,8 @@ class Parser {
 
   bool RequireEq(const Token& key, const Token& op) {
     if (op.text != "=") {
-      return Fail(op, "'" + std::string(key.text) + "' takes '=', not '" + std::string(op.text) + "'");
+      return Fail(op,
+                  "'" + std::string(key.text) + "' takes '=', not '" + std::string(op.text) + "'");
     }
     return true;
   }
@@ -138,8 +136,9 @@ class Parser {
     errno = 0;
     long v = std::strtol(s.c_str(), &end, 10);
     if (end == s.c_str() || *end != '\0' || errno != 0 || v < lo || v > hi) {
-      return Fail(value, "'" + s + "' is not a valid " + std::string(key.text) + " (a whole number " +
-                             std::to_string(lo) + ".." + std::to_string(hi) + ")");
+      return Fail(value, "'" + s + "' is not a valid " + std::string(key.text) +
+                             " (a whole number " + std::to_string(lo) + ".." + std::to_string(hi) +
+                             ")");
     }
     *out = static_cast<int>(v);
     return true;
@@ -207,7 +206,8 @@ class Parser {
     if (IEquals(k, "link_gbps")) {
       if (!Once(key, 1u << 5)) return false;
       if (op.text != ">=") {
-        return Fail(op, "link_gbps takes '>=' (a minimum rate), not '" + std::string(op.text) + "'");
+        return Fail(op,
+                    "link_gbps takes '>=' (a minimum rate), not '" + std::string(op.text) + "'");
       }
       std::string s(v);
       char* end = nullptr;
@@ -286,30 +286,42 @@ std::string FormatParseError(std::string_view source_name, const ParseError& err
 
 const char* NetKindName(NetKind kind) {
   switch (kind) {
-    case NetKind::kIb: return "ib";
-    case NetKind::kRoce: return "roce";
-    case NetKind::kSocket: return "socket";
-    case NetKind::kPlugin: return "plugin";
-    case NetKind::kAny: break;
+    case NetKind::kIb:
+      return "ib";
+    case NetKind::kRoce:
+      return "roce";
+    case NetKind::kSocket:
+      return "socket";
+    case NetKind::kPlugin:
+      return "plugin";
+    case NetKind::kAny:
+      break;
   }
   return "any";
 }
 
 const char* IntraPathName(IntraPath path) {
   switch (path) {
-    case IntraPath::kP2p: return "p2p";
-    case IntraPath::kNvls: return "nvls";
-    case IntraPath::kShm: return "shm";
-    case IntraPath::kAny: break;
+    case IntraPath::kP2p:
+      return "p2p";
+    case IntraPath::kNvls:
+      return "nvls";
+    case IntraPath::kShm:
+      return "shm";
+    case IntraPath::kAny:
+      break;
   }
   return "any";
 }
 
 const char* AffinityName(Affinity affinity) {
   switch (affinity) {
-    case Affinity::kPcie: return "pcie";
-    case Affinity::kNuma: return "numa";
-    case Affinity::kAny: break;
+    case Affinity::kPcie:
+      return "pcie";
+    case Affinity::kNuma:
+      return "numa";
+    case Affinity::kAny:
+      break;
   }
   return "any";
 }

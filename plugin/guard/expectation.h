@@ -17,7 +17,7 @@ enum class Compare { kAtLeast, kExactly };
 enum class Affinity { kAny, kNuma, kPcie };
 
 struct Expectation {
-  std::string text;  // the expectation as the user wrote it (comments stripped, one line)
+  std::string text;    // the expectation as the user wrote it (comments stripped, one line)
   std::string source;  // where it came from, for messages (set by the caller, not the parser)
   NetKind net = NetKind::kAny;
   std::string net_plugin;  // kPlugin: the net name as NCCL prints it (compared case-insensitively)
@@ -28,7 +28,7 @@ struct Expectation {
   double link_gbps = 0;  // minimum per-port link rate of the NICs in use; 0: none
   int nics = 0;          // 0: no NIC-count expectation
   Compare nics_cmp = Compare::kAtLeast;
-  bool ports_active = false;  // every NIC port in use must be ACTIVE / LinkUp
+  bool ports_active = false;           // every NIC port in use must be ACTIVE / LinkUp
   Affinity affinity = Affinity::kAny;  // the rank's GPU and its NIC, as sysfs shows them
 
   bool Empty() const {

@@ -14,7 +14,7 @@ struct ProfilerInitInfo {
   int n_nodes = 0;
   int nranks = 0;
   int rank = 0;
-  int abi_version = 0;  // 4, 5 or 6
+  int abi_version = 0;                 // 4, 5 or 6
   SentinelNcclLogger logfn = nullptr;  // may be null
 };
 

@@ -100,7 +100,8 @@ void LoadConfigLocked(Runtime& r) {
   c.disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
   if (c.disabled) return;
   ExpectSource src = ResolveExpectSource(ExpectSourceInputsFromEnv());
-  if (src.kind == ExpectSourceKind::kNone) return;  // no expectation: the guard stays out of the way
+  if (src.kind == ExpectSourceKind::kNone)
+    return;  // no expectation: the guard stays out of the way
   c.source_kind = src.kind;
   c.source = src.name;
   // The job's own SENTINEL_ON_MISMATCH wins over the operator's node default.
@@ -356,7 +357,8 @@ void OnProfilerInit(const ProfilerInitInfo& info) noexcept {
     if (r.config.disabled || !r.config.active) return;
     if (FindProfilerCommLocked(r, info.comm_hash) == nullptr &&
         static_cast<int>(r.profiler_comms.size()) < kMaxComms) {
-      r.profiler_comms.push_back(ProfilerComm{info.comm_hash, info.rank, info.nranks, info.n_nodes});
+      r.profiler_comms.push_back(
+          ProfilerComm{info.comm_hash, info.rank, info.nranks, info.n_nodes});
     }
     tls_last_profiler_hash = info.comm_hash;
     if (r.interposer_seen || !r.config.parse_error.empty()) return;  // the interposer decides

@@ -17,10 +17,10 @@ struct GuardConfig {
   bool disabled = false;  // SENTINEL_DISABLE=1
   bool active = false;    // an expectation is set (or failed to parse)
   Expectation expect;
-  Mode mode = Mode::kFail;    // SENTINEL_ON_MISMATCH, else sentineld's on_mismatch, else fail
+  Mode mode = Mode::kFail;  // SENTINEL_ON_MISMATCH, else sentineld's on_mismatch, else fail
   ExpectSourceKind source_kind = ExpectSourceKind::kNone;
-  std::string source;         // "SENTINEL_EXPECT", the file path, or the node default file
-  std::string parse_error;    // non-empty: the expectation did not parse (message with caret)
+  std::string source;       // "SENTINEL_EXPECT", the file path, or the node default file
+  std::string parse_error;  // non-empty: the expectation did not parse (message with caret)
   // The node default could not be read: said once as a warning, never fails a job (the job did
   // not ask for it; the operator's file is broken).
   bool error_is_warning = false;

@@ -63,9 +63,9 @@ double LaneSpeed(const std::string& name) {
     const char* name;
     double gbps;
   };
-  static constexpr Speed kSpeeds[] = {{"SDR", 2.5},  {"DDR", 5},    {"QDR", 10},
-                                      {"FDR10", 10}, {"FDR", 14},   {"EDR", 25},
-                                      {"HDR", 50},   {"NDR", 100},  {"XDR", 200}};
+  static constexpr Speed kSpeeds[] = {{"SDR", 2.5},  {"DDR", 5},   {"QDR", 10},
+                                      {"FDR10", 10}, {"FDR", 14},  {"EDR", 25},
+                                      {"HDR", 50},   {"NDR", 100}, {"XDR", 200}};
   for (const Speed& s : kSpeeds) {
     if (name == s.name) return s.gbps;
   }
@@ -154,7 +154,8 @@ PciAffinity ClassifyPciAffinity(const std::string& path_a, int numa_a, const std
     bool shares_bridge = i > 1;
     return shares_bridge ? PciAffinity::kPcie : PciAffinity::kNuma;
   }
-  if (numa_a >= 0 && numa_b >= 0) return numa_a == numa_b ? PciAffinity::kNuma : PciAffinity::kCrossNuma;
+  if (numa_a >= 0 && numa_b >= 0)
+    return numa_a == numa_b ? PciAffinity::kNuma : PciAffinity::kCrossNuma;
   // No NUMA information at all: the kernel reports -1 on machines with one NUMA node.
   if (numa_a < 0 && numa_b < 0) return PciAffinity::kNuma;
   return PciAffinity::kUnknown;
@@ -162,10 +163,14 @@ PciAffinity ClassifyPciAffinity(const std::string& path_a, int numa_a, const std
 
 const char* PciAffinityName(PciAffinity affinity) {
   switch (affinity) {
-    case PciAffinity::kPcie: return "share a PCIe switch";
-    case PciAffinity::kNuma: return "same NUMA node, no shared PCIe switch";
-    case PciAffinity::kCrossNuma: return "different NUMA nodes";
-    case PciAffinity::kUnknown: break;
+    case PciAffinity::kPcie:
+      return "share a PCIe switch";
+    case PciAffinity::kNuma:
+      return "same NUMA node, no shared PCIe switch";
+    case PciAffinity::kCrossNuma:
+      return "different NUMA nodes";
+    case PciAffinity::kUnknown:
+      break;
   }
   return "unknown";
 }
@@ -261,7 +266,8 @@ HostFacts* cached_facts = nullptr;  // guarded by ProbeMutex(); leaked on purpos
 
 const HostFacts& CachedHostFacts(bool want_verbs) {
   std::lock_guard<std::mutex> lock(ProbeMutex());
-  if (cached_facts == nullptr) cached_facts = new HostFacts(ProbeHost(ProbeOptionsFromEnv(want_verbs)));
+  if (cached_facts == nullptr)
+    cached_facts = new HostFacts(ProbeHost(ProbeOptionsFromEnv(want_verbs)));
   return *cached_facts;
 }
 

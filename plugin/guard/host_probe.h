@@ -37,13 +37,13 @@ struct RdmaDevice {
 };
 
 struct HostFacts {
-  bool sysfs_class_present = false;  // <sysfs>/class/infiniband exists
-  std::vector<RdmaDevice> devices;   // sorted by name
+  bool sysfs_class_present = false;     // <sysfs>/class/infiniband exists
+  std::vector<RdmaDevice> devices;      // sorted by name
   bool dev_infiniband_present = false;  // <dev>/infiniband exists
   int uverbs_nodes = 0;                 // <dev>/infiniband/uverbsN entries
   bool verbs_loaded = false;            // libibverbs could be loaded
-  int verbs_devices = -1;  // devices libibverbs lists (needs the uverbs nodes); -1 unknown
-  int verbs_errno = 0;     // errno of a failed ibv_get_device_list (ENOSYS: no kernel RDMA)
+  int verbs_devices = -1;       // devices libibverbs lists (needs the uverbs nodes); -1 unknown
+  int verbs_errno = 0;          // errno of a failed ibv_get_device_list (ENOSYS: no kernel RDMA)
   bool peermem_loaded = false;  // nvidia_peermem / nv_peer_mem (the peer-memory GDR path)
   std::string peermem_evidence;
   bool dmabuf_nic_symbol = false;  // libibverbs exports ibv_reg_dmabuf_mr
@@ -71,11 +71,12 @@ const HostFacts& CachedHostFacts(bool want_verbs);
 // Test hook: forget the cached probe.
 void ResetHostProbeCacheForTest();
 
-// A PCI device as sysfs shows it: <sysfs>/bus/pci/devices/<bdf> -> /sys/devices/pciDDDD:BB/.../<bdf>.
+// A PCI device as sysfs shows it: <sysfs>/bus/pci/devices/<bdf> ->
+// /sys/devices/pciDDDD:BB/.../<bdf>.
 struct PciLocation {
-  std::string bdf;       // 0000:18:00.0
-  std::string path;      // realpath of the sysfs device directory, empty when sysfs lacks it
-  int numa_node = -1;    // -1: unknown or no NUMA
+  std::string bdf;     // 0000:18:00.0
+  std::string path;    // realpath of the sysfs device directory, empty when sysfs lacks it
+  int numa_node = -1;  // -1: unknown or no NUMA
   bool Known() const { return !path.empty(); }
 };
 

@@ -36,7 +36,9 @@ bool g_user_file_set = false;
 char g_user_file[1024];
 const char* g_unavailable = "";
 
-bool IsWarnLine(std::string_view line) { return line.find(" NCCL WARN ") != std::string_view::npos; }
+bool IsWarnLine(std::string_view line) {
+  return line.find(" NCCL WARN ") != std::string_view::npos;
+}
 
 void WriteAll(int fd, const std::string& bytes) {
   size_t off = 0;
@@ -185,7 +187,8 @@ bool SubsysShowsInit(const char* value) {
   while (*p != '\0') {
     const char* comma = std::strchr(p, ',');
     size_t len = comma == nullptr ? std::strlen(p) : static_cast<size_t>(comma - p);
-    if ((len == 4 && strncasecmp(p, "INIT", 4) == 0) || (len == 3 && strncasecmp(p, "ALL", 3) == 0)) {
+    if ((len == 4 && strncasecmp(p, "INIT", 4) == 0) ||
+        (len == 3 && strncasecmp(p, "ALL", 3) == 0)) {
       listed = true;
     }
     if (comma == nullptr) break;
@@ -271,8 +274,9 @@ void InstallLogCapture(bool preloaded) noexcept {
   CaptureMode mode = DecideCaptureMode(level, subsys);
   g_user_level = NcclDebugLevel(level);
   if (mode == CaptureMode::kUnavailable) {
-    g_unavailable = "NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS excluding INIT: the user's log "
-                    "settings were left alone";
+    g_unavailable =
+        "NCCL_DEBUG=INFO with NCCL_DEBUG_SUBSYS excluding INIT: the user's log "
+        "settings were left alone";
     g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
     return;
   }

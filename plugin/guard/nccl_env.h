@@ -11,17 +11,17 @@ namespace sentinel::guard {
 
 struct NcclEnv {
   // Empty string: unset.
-  std::string ib_disable;      // NCCL_IB_DISABLE
-  std::string net;             // NCCL_NET
-  std::string net_plugin;      // NCCL_NET_PLUGIN
-  std::string ib_hca;          // NCCL_IB_HCA
-  std::string socket_ifname;   // NCCL_SOCKET_IFNAME
-  std::string net_gdr_level;   // NCCL_NET_GDR_LEVEL
-  std::string dmabuf_enable;   // NCCL_DMABUF_ENABLE
-  std::string p2p_disable;     // NCCL_P2P_DISABLE
-  std::string p2p_level;       // NCCL_P2P_LEVEL
-  std::string shm_disable;     // NCCL_SHM_DISABLE
-  std::string nvls_enable;     // NCCL_NVLS_ENABLE
+  std::string ib_disable;     // NCCL_IB_DISABLE
+  std::string net;            // NCCL_NET
+  std::string net_plugin;     // NCCL_NET_PLUGIN
+  std::string ib_hca;         // NCCL_IB_HCA
+  std::string socket_ifname;  // NCCL_SOCKET_IFNAME
+  std::string net_gdr_level;  // NCCL_NET_GDR_LEVEL
+  std::string dmabuf_enable;  // NCCL_DMABUF_ENABLE
+  std::string p2p_disable;    // NCCL_P2P_DISABLE
+  std::string p2p_level;      // NCCL_P2P_LEVEL
+  std::string shm_disable;    // NCCL_SHM_DISABLE
+  std::string nvls_enable;    // NCCL_NVLS_ENABLE
 
   bool IbDisabled() const { return !ib_disable.empty() && ib_disable != "0"; }
   bool P2pDisabled() const { return !p2p_disable.empty() && p2p_disable != "0"; }

@@ -15,7 +15,8 @@ constexpr size_t kMaxWarnLines = 16;
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\r' || s.back() == '\t'))
+    s.remove_suffix(1);
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   return s;
 }
@@ -71,9 +72,8 @@ void ParseDeviceList(std::string_view list, bool ib, std::vector<NetDevice>* out
       continue;
     }
     size_t stop = list.find_first_of(" \t", close + 1);
-    std::string_view item = list.substr(close + 1, stop == std::string_view::npos
-                                                       ? std::string_view::npos
-                                                       : stop - close - 1);
+    std::string_view item = list.substr(
+        close + 1, stop == std::string_view::npos ? std::string_view::npos : stop - close - 1);
     NetDevice dev;
     dev.index = static_cast<int>(index);
     size_t colon = item.find(':');
@@ -199,7 +199,8 @@ void ParseInfo(std::string_view line, std::string_view msg, LogEvidence* ev) {
     if (bus != std::string_view::npos && c->bus_id.empty()) {
       std::string_view hex = msg.substr(bus + 7);
       size_t n = 0;
-      while (n < hex.size() && n < 16 && std::isxdigit(static_cast<unsigned char>(hex[n])) != 0) ++n;
+      while (n < hex.size() && n < 16 && std::isxdigit(static_cast<unsigned char>(hex[n])) != 0)
+        ++n;
       c->bus_id = std::string(hex.substr(0, n));
     }
     if (complete) c->init_complete = true;

@@ -29,9 +29,9 @@ struct LogComm {
 };
 
 struct LogEvidence {
-  uint64_t lines_seen = 0;  // NCCL lines of any kind
-  std::string version;      // "2.28.9+cuda13.0"
-  std::string net_name;     // from `Using network X` (the last one seen)
+  uint64_t lines_seen = 0;                      // NCCL lines of any kind
+  std::string version;                          // "2.28.9+cuda13.0"
+  std::string net_name;                         // from `Using network X` (the last one seen)
   std::vector<std::string> failed_net_plugins;  // `Failed to initialize NET plugin X`
   bool failed_any_net = false;                  // `Failed to initialize any NET plugin`
   bool ib_no_device = false;                    // `NET/IB : No device found.`
@@ -46,8 +46,8 @@ struct LogEvidence {
   std::vector<int> channel_net_devs;      // distinct netDev indexes used
   int p2p_channels = 0;
   int shm_channels = 0;
-  int nvls_lines = 0;   // `NVLS ...` INIT lines (multicast support / NVLS comm set-up)
-  int ring_gdr = -1;    // `Connected all rings, use ring PXN x GDR g`: g, or -1 if not seen
+  int nvls_lines = 0;         // `NVLS ...` INIT lines (multicast support / NVLS comm set-up)
+  int ring_gdr = -1;          // `Connected all rings, use ring PXN x GDR g`: g, or -1 if not seen
   int gdr_enabled_hcas = 0;   // `GPU Direct RDMA Enabled for HCA`
   int gdr_disabled_hcas = 0;  // `GPU Direct RDMA Disabled for HCA`
   std::vector<LogComm> comms;

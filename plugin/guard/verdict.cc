@@ -50,7 +50,7 @@ std::string PortSummary(const RdmaDevice& d, const PortInfo& p) {
 struct UsedPort {
   const RdmaDevice* dev = nullptr;  // null when sysfs does not know it
   const PortInfo* port = nullptr;
-  std::string name;  // mlx5_0:1
+  std::string name;            // mlx5_0:1
   std::string log_link_layer;  // IB / RoCE from NCCL's list, if known
 };
 
@@ -130,8 +130,9 @@ class Evaluator {
     if (env.IbDisabled()) {
       f->causes.push_back("NCCL_IB_DISABLE=" + env.ib_disable +
                           " is set in the environment: it turns NCCL's IB/RoCE transport off");
-      f->advice.push_back("unset NCCL_IB_DISABLE (check the job script, the container image's "
-                          "ENV and the launcher's exported variables)");
+      f->advice.push_back(
+          "unset NCCL_IB_DISABLE (check the job script, the container image's "
+          "ENV and the launcher's exported variables)");
     }
     if (!env.net.empty() && Lower(env.net) != "ib") {
       f->causes.push_back("NCCL_NET=" + env.net + " forces NCCL to use the '" + env.net +
@@ -144,10 +145,12 @@ class Evaluator {
         f->causes.push_back(
             "the container has no /dev/infiniband: RDMA devices " + Join(names, ", ") +
             " are visible in sysfs but there is no uverbs device node, so NCCL found no usable IB "
-            "device" + (host_->verbs_devices == 0 ? " (libibverbs lists 0 devices)" : ""));
-        f->advice.push_back("give the container the RDMA devices: docker run --device=/dev/infiniband "
-                            "(plus --cap-add=IPC_LOCK and --ulimit memlock=-1), or request the "
-                            "RDMA device-plugin resource in Kubernetes");
+            "device" +
+            (host_->verbs_devices == 0 ? " (libibverbs lists 0 devices)" : ""));
+        f->advice.push_back(
+            "give the container the RDMA devices: docker run --device=/dev/infiniband "
+            "(plus --cap-add=IPC_LOCK and --ulimit memlock=-1), or request the "
+            "RDMA device-plugin resource in Kubernetes");
       } else if (host_->devices.empty()) {
         f->causes.push_back(std::string("this host shows no RDMA device at all (") +
                             (host_->sysfs_class_present ? "/sys/class/infiniband is empty"
@@ -174,20 +177,24 @@ class Evaluator {
         }
       }
       if (any_port && !any_active) {
-        f->causes.push_back("every RDMA port is down or not ACTIVE, and NCCL only uses ACTIVE ports: " +
-                            Join(down, "; "));
-        f->advice.push_back("check cables and switch ports; an IB port stuck in INIT usually means no "
-                            "subnet manager (opensm) is running on the fabric");
+        f->causes.push_back(
+            "every RDMA port is down or not ACTIVE, and NCCL only uses ACTIVE ports: " +
+            Join(down, "; "));
+        f->advice.push_back(
+            "check cables and switch ports; an IB port stuck in INIT usually means no "
+            "subnet manager (opensm) is running on the fabric");
       }
     }
     std::string found = FoundNet();
     if (!found.empty() && Lower(found) != "ib" && Lower(found) != "socket") {
-      f->causes.push_back("an external net plugin ('" + found + "') took precedence over IB" +
-                          (env.net_plugin.empty() ? "" : " (NCCL_NET_PLUGIN=" + env.net_plugin + ")"));
+      f->causes.push_back(
+          "an external net plugin ('" + found + "') took precedence over IB" +
+          (env.net_plugin.empty() ? "" : " (NCCL_NET_PLUGIN=" + env.net_plugin + ")"));
       f->advice.push_back("set NCCL_NET_PLUGIN=none to use NCCL's internal IB transport");
     }
     if (log_ != nullptr && log_->ib_no_device && f->causes.empty()) {
-      f->causes.push_back("NCCL logged 'NET/IB : No device found.': no ACTIVE IB/RoCE port was usable");
+      f->causes.push_back(
+          "NCCL logged 'NET/IB : No device found.': no ACTIVE IB/RoCE port was usable");
     }
     if (f->causes.empty()) {
       f->causes.push_back("NCCL found no usable IB/RoCE device (see the evidence lines)");
@@ -214,8 +221,8 @@ class Evaluator {
   void CheckNet() {
     if (x_.net == NetKind::kAny) return;
     const std::string found = FoundNet();
-    const std::string term = "net=" + (x_.net == NetKind::kPlugin ? x_.net_plugin
-                                                                  : std::string(NetKindName(x_.net)));
+    const std::string term =
+        "net=" + (x_.net == NetKind::kPlugin ? x_.net_plugin : std::string(NetKindName(x_.net)));
     if (x_.net == NetKind::kIb || x_.net == NetKind::kRoce) {
       const char* want = x_.net == NetKind::kIb ? "InfiniBand" : "RoCE";
       bool got_ib_transport = Lower(found) == "ib";
@@ -280,12 +287,14 @@ class Evaluator {
                   " ports: " + Join(which, " ");
         if (x_.net == NetKind::kIb) {
           f.causes.push_back("the NICs' ports are configured as Ethernet (RoCE), not InfiniBand");
-          f.advice.push_back("if the fabric is RoCE, declare net=roce; otherwise set the port link "
-                             "type to IB (mlxconfig LINK_TYPE_P1=1) or select IB HCAs with NCCL_IB_HCA");
+          f.advice.push_back(
+              "if the fabric is RoCE, declare net=roce; otherwise set the port link "
+              "type to IB (mlxconfig LINK_TYPE_P1=1) or select IB HCAs with NCCL_IB_HCA");
         } else {
           f.causes.push_back("the NICs' ports run native InfiniBand, not Ethernet (RoCE)");
-          f.advice.push_back("if the fabric is InfiniBand, declare net=ib; otherwise select the RoCE "
-                             "HCAs with NCCL_IB_HCA");
+          f.advice.push_back(
+              "if the fabric is InfiniBand, declare net=ib; otherwise select the RoCE "
+              "HCAs with NCCL_IB_HCA");
         }
         v_.mismatches.push_back(std::move(f));
       } else if (n_ib + n_roce == 0) {
@@ -301,8 +310,9 @@ class Evaluator {
         f.term = term;
         f.found = "NCCL is using network '" + found + "', not TCP sockets";
         f.causes.push_back("RDMA devices are usable and NCCL prefers them over sockets");
-        f.advice.push_back("if sockets are intended, set NCCL_NET=Socket (or NCCL_IB_DISABLE=1); "
-                           "otherwise update the expectation");
+        f.advice.push_back(
+            "if sockets are intended, set NCCL_NET=Socket (or NCCL_IB_DISABLE=1); "
+            "otherwise update the expectation");
         v_.mismatches.push_back(std::move(f));
       }
       return;
@@ -333,20 +343,27 @@ class Evaluator {
       }
     }
     if (failed_init) {
-      f.causes.push_back("the plugin '" + x_.net_plugin + "' was found but failed to initialise "
-                         "(Failed to initialize NET plugin " + x_.net_plugin + ")");
-      f.advice.push_back("check the plugin's own requirements (its provider libraries, "
-                         "FI_PROVIDER, device access); run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET");
+      f.causes.push_back("the plugin '" + x_.net_plugin +
+                         "' was found but failed to initialise "
+                         "(Failed to initialize NET plugin " +
+                         x_.net_plugin + ")");
+      f.advice.push_back(
+          "check the plugin's own requirements (its provider libraries, "
+          "FI_PROVIDER, device access); run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET");
     } else if (e_.env.net_plugin.empty()) {
-      f.causes.push_back("the external net plugin is not loaded: NCCL_NET_PLUGIN is unset and no "
-                         "libnccl-net.so providing '" + x_.net_plugin + "' was found on the library path");
-      f.advice.push_back("set NCCL_NET_PLUGIN to the plugin's library (e.g. libnccl-net-<name>.so) and "
-                         "make sure it is on LD_LIBRARY_PATH");
+      f.causes.push_back(
+          "the external net plugin is not loaded: NCCL_NET_PLUGIN is unset and no "
+          "libnccl-net.so providing '" +
+          x_.net_plugin + "' was found on the library path");
+      f.advice.push_back(
+          "set NCCL_NET_PLUGIN to the plugin's library (e.g. libnccl-net-<name>.so) and "
+          "make sure it is on LD_LIBRARY_PATH");
     } else {
-      f.causes.push_back("NCCL_NET_PLUGIN=" + e_.env.net_plugin + " did not provide a network named '" +
-                         x_.net_plugin + "' (not found on the library path, or another name)");
-      f.advice.push_back("check that the library exists on LD_LIBRARY_PATH and that '" + x_.net_plugin +
-                         "' is the name NCCL prints in 'Using network ...'");
+      f.causes.push_back("NCCL_NET_PLUGIN=" + e_.env.net_plugin +
+                         " did not provide a network named '" + x_.net_plugin +
+                         "' (not found on the library path, or another name)");
+      f.advice.push_back("check that the library exists on LD_LIBRARY_PATH and that '" +
+                         x_.net_plugin + "' is the name NCCL prints in 'Using network ...'");
     }
     f.advice.push_back("set NCCL_NET=" + x_.net_plugin +
                        " so that NCCL itself refuses to start without the plugin");
@@ -399,8 +416,10 @@ class Evaluator {
             f.causes.push_back("this host has only " + std::to_string(sysfs_ports) +
                                " RDMA port(s) in sysfs: the node has fewer NICs, or only some "
                                "were passed into the container");
-            f.advice.push_back("pass every NIC to the container (all /dev/infiniband/uverbs*), or "
-                               "run on nodes with " + std::to_string(x_.nics) + " NICs");
+            f.advice.push_back(
+                "pass every NIC to the container (all /dev/infiniband/uverbs*), or "
+                "run on nodes with " +
+                std::to_string(x_.nics) + " NICs");
           }
         }
         if (f.causes.empty()) f.causes.push_back("fewer NICs are usable than expected");
@@ -427,12 +446,12 @@ class Evaluator {
         if (x_.link_gbps > 0 && p.rate_gbps > 0 && p.rate_gbps + 1e-9 < x_.link_gbps) {
           slow.push_back(u.name + " at " + Fmt(p.rate_gbps) + " Gb/s ('" + p.rate_text + "')");
           if (p.width_lanes > 0 && (p.width_lanes < best_width || p.width_lanes == 1)) {
-            slow_causes.push_back(u.name + " trained at " + std::to_string(p.width_lanes) +
-                                  "X width" +
-                                  (best_width > p.width_lanes
-                                       ? " while other ports run " + std::to_string(best_width) + "X"
-                                       : std::string(" (links normally train at 4X)")) +
-                                  ": lanes lost to a bad cable, transceiver or port");
+            slow_causes.push_back(
+                u.name + " trained at " + std::to_string(p.width_lanes) + "X width" +
+                (best_width > p.width_lanes
+                     ? " while other ports run " + std::to_string(best_width) + "X"
+                     : std::string(" (links normally train at 4X)")) +
+                ": lanes lost to a bad cable, transceiver or port");
           } else if (p.lane_gbps > 0 && best_lane > p.lane_gbps) {
             slow_causes.push_back(u.name + " trained at a lower speed (" + p.speed_name + ", " +
                                   Fmt(p.lane_gbps) + " Gb/s per lane) while other ports run " +
@@ -448,8 +467,10 @@ class Evaluator {
         f.kind = kSentinelVerdictLinkDegraded;
         f.term = "ports=active";
         f.found = "NIC port(s) not ACTIVE/LinkUp: " + Join(down, "; ");
-        f.causes.push_back("a port is down or still training (cable, switch port, or no subnet manager)");
-        f.advice.push_back("check `ibstat`/`ibv_devinfo` on this node and the switch port; drain the node");
+        f.causes.push_back(
+            "a port is down or still training (cable, switch port, or no subnet manager)");
+        f.advice.push_back(
+            "check `ibstat`/`ibv_devinfo` on this node and the switch port; drain the node");
         v_.mismatches.push_back(std::move(f));
       }
       if (!slow.empty()) {
@@ -458,8 +479,9 @@ class Evaluator {
         f.term = "link_gbps>=" + Fmt(x_.link_gbps);
         f.found = "link rate below " + Fmt(x_.link_gbps) + " Gb/s: " + Join(slow, "; ");
         f.causes = slow_causes;
-        f.advice.push_back("reseat or replace the cable/transceiver, check the switch port, and drain "
-                           "the node until the link trains at full width and speed");
+        f.advice.push_back(
+            "reseat or replace the cable/transceiver, check the switch port, and drain "
+            "the node until the link trains at full width and speed");
         v_.mismatches.push_back(std::move(f));
       }
       bool any_known = false;
@@ -507,27 +529,31 @@ class Evaluator {
       f.found = "NET channels run without GPUDirect RDMA (" + std::to_string(log_->net_channels) +
                 " NET channel(s), none via .../GDRDMA): data is staged through host memory";
       if (host_ != nullptr && !host_->peermem_loaded) {
-        f.causes.push_back("the nvidia_peermem kernel module is not loaded (no "
-                           "/sys/module/nvidia_peermem, no /sys/kernel/mm/memory_peers/nv_mem)" +
-                           std::string(host_->verbs_loaded && !host_->dmabuf_nic_symbol
-                                           ? " and libibverbs has no dma-buf support (ibv_reg_dmabuf_mr)"
-                                           : ""));
-        f.advice.push_back("load the module (modprobe nvidia_peermem) on the host, or use a driver and "
-                           "kernel with dma-buf support (open GPU kernel modules)");
+        f.causes.push_back(
+            "the nvidia_peermem kernel module is not loaded (no "
+            "/sys/module/nvidia_peermem, no /sys/kernel/mm/memory_peers/nv_mem)" +
+            std::string(host_->verbs_loaded && !host_->dmabuf_nic_symbol
+                            ? " and libibverbs has no dma-buf support (ibv_reg_dmabuf_mr)"
+                            : ""));
+        f.advice.push_back(
+            "load the module (modprobe nvidia_peermem) on the host, or use a driver and "
+            "kernel with dma-buf support (open GPU kernel modules)");
       }
       if (log_->gdr_disabled_hcas > 0) {
         f.causes.push_back("NCCL reports 'GPU Direct RDMA Disabled' for " +
                            std::to_string(log_->gdr_disabled_hcas) + " HCA(s)");
       }
       if (!e_.env.net_gdr_level.empty()) {
-        f.causes.push_back("NCCL_NET_GDR_LEVEL=" + e_.env.net_gdr_level + " limits GDR to closer GPU-NIC pairs");
+        f.causes.push_back("NCCL_NET_GDR_LEVEL=" + e_.env.net_gdr_level +
+                           " limits GDR to closer GPU-NIC pairs");
         f.advice.push_back("unset NCCL_NET_GDR_LEVEL");
       }
       if (e_.env.dmabuf_enable == "0") {
         f.causes.push_back("NCCL_DMABUF_ENABLE=0 turns the dma-buf GDR path off");
       }
-      f.causes.push_back("the GPU and the NIC may not share a PCIe switch (NCCL uses GDR only up to "
-                         "NCCL_NET_GDR_LEVEL, by default PXB/P2C)");
+      f.causes.push_back(
+          "the GPU and the NIC may not share a PCIe switch (NCCL uses GDR only up to "
+          "NCCL_NET_GDR_LEVEL, by default PXB/P2C)");
       f.advice.push_back("check the GPU-NIC topology with `nvidia-smi topo -m`");
     } else {
       f.found = "NET channels use GPUDirect RDMA (via .../GDRDMA)";
@@ -541,7 +567,8 @@ class Evaluator {
     if (x_.intra == IntraPath::kAny) return;
     const std::string term = std::string("intra=") + IntraPathName(x_.intra);
     int local = e_.local_ranks;
-    if (local == 0 && log_ != nullptr && log_->LastComm() != nullptr) local = log_->LastComm()->local_ranks;
+    if (local == 0 && log_ != nullptr && log_->LastComm() != nullptr)
+      local = log_->LastComm()->local_ranks;
     if (local == 1) {
       v_.unverified.push_back(term + " (one rank on this node: no intra-node path)");
       return;
@@ -560,21 +587,26 @@ class Evaluator {
     Finding f;
     f.term = term;
     if (x_.intra == IntraPath::kP2p && shm > 0) {
-      f.found = std::to_string(shm) + " intra-node channel(s) via SHM (through host shared memory)" +
+      f.found = std::to_string(shm) +
+                " intra-node channel(s) via SHM (through host shared memory)" +
                 (p2p > 0 ? " and " + std::to_string(p2p) + " via P2P" : ", none via P2P");
       if (e_.env.P2pDisabled()) {
-        f.causes.push_back("NCCL_P2P_DISABLE=" + e_.env.p2p_disable + " turns GPU peer-to-peer off");
+        f.causes.push_back("NCCL_P2P_DISABLE=" + e_.env.p2p_disable +
+                           " turns GPU peer-to-peer off");
         f.advice.push_back("unset NCCL_P2P_DISABLE");
       }
       if (!e_.env.p2p_level.empty()) {
-        f.causes.push_back("NCCL_P2P_LEVEL=" + e_.env.p2p_level + " limits P2P to closer GPU pairs");
+        f.causes.push_back("NCCL_P2P_LEVEL=" + e_.env.p2p_level +
+                           " limits P2P to closer GPU pairs");
         f.advice.push_back("unset NCCL_P2P_LEVEL");
       }
-      f.causes.push_back("the GPUs cannot reach each other peer-to-peer: no NVLink and PCIe P2P "
-                         "blocked (IOMMU/ACS, different CPU sockets), or the processes cannot share "
-                         "CUDA memory (containers without --ipc=host / shared PID namespace)");
-      f.advice.push_back("check `nvidia-smi topo -m` and `nvidia-smi topo -p2p r`; run the ranks of a "
-                         "node in one container with --ipc=host");
+      f.causes.push_back(
+          "the GPUs cannot reach each other peer-to-peer: no NVLink and PCIe P2P "
+          "blocked (IOMMU/ACS, different CPU sockets), or the processes cannot share "
+          "CUDA memory (containers without --ipc=host / shared PID namespace)");
+      f.advice.push_back(
+          "check `nvidia-smi topo -m` and `nvidia-smi topo -p2p r`; run the ranks of a "
+          "node in one container with --ipc=host");
     } else if (x_.intra == IntraPath::kNvls && nvls == 0) {
       f.found = "no NVLS (NVLink SHARP) set-up; intra-node channels via " +
                 std::string(p2p > 0 ? "P2P" : "SHM");
@@ -582,8 +614,9 @@ class Evaluator {
         f.causes.push_back("NCCL_NVLS_ENABLE=0 turns NVLS off");
         f.advice.push_back("unset NCCL_NVLS_ENABLE");
       }
-      f.causes.push_back("NVLS needs NVSwitch systems with multicast support (fabric manager running, "
-                         "CUDA driver with multicast objects)");
+      f.causes.push_back(
+          "NVLS needs NVSwitch systems with multicast support (fabric manager running, "
+          "CUDA driver with multicast objects)");
       f.advice.push_back("check `nvidia-smi -q | grep -i fabric` and the fabric manager service");
     } else if (x_.intra == IntraPath::kShm && p2p > 0) {
       f.found = std::to_string(p2p) + " intra-node channel(s) via P2P, not SHM";
@@ -612,7 +645,8 @@ class Evaluator {
                        (x_.ranks_per_node_cmp == Compare::kAtLeast ? ">=" : "=") +
                        std::to_string(x_.ranks_per_node);
     if (nranks <= 0 || nnodes <= 0) {
-      if (stage_ != Stage::kInit || log_ == nullptr) v_.unverified.push_back(term + " (nNodes unknown)");
+      if (stage_ != Stage::kInit || log_ == nullptr)
+        v_.unverified.push_back(term + " (nNodes unknown)");
       return;
     }
     // A communicator smaller than N (a pipeline pair, a tensor-parallel group) cannot hold N ranks
@@ -620,7 +654,8 @@ class Evaluator {
     if (nranks < x_.ranks_per_node) return;
     int max_nodes = (nranks + x_.ranks_per_node - 1) / x_.ranks_per_node;
     bool bad = nnodes > max_nodes;
-    if (x_.ranks_per_node_cmp == Compare::kExactly && local > 0 && local != x_.ranks_per_node) bad = true;
+    if (x_.ranks_per_node_cmp == Compare::kExactly && local > 0 && local != x_.ranks_per_node)
+      bad = true;
     if (!bad) return;
     Finding f;
     f.kind = kSentinelVerdictPlacement;
@@ -630,14 +665,16 @@ class Evaluator {
                   "%d ranks spread over %d nodes (%.1f per node on average%s), at most %d node(s) "
                   "expected",
                   nranks, nnodes, static_cast<double>(nranks) / nnodes,
-                  local > 0 ? (", " + std::to_string(local) + " on this node").c_str() : "", max_nodes);
+                  local > 0 ? (", " + std::to_string(local) + " on this node").c_str() : "",
+                  max_nodes);
     f.found = buf;
-    f.causes.push_back("the scheduler or launcher spread the ranks: e.g. Slurm without "
-                       "--ntasks-per-node / --gpus-per-node, torchrun --nproc_per_node smaller than the "
-                       "GPUs per node, or a fragmented allocation");
-    f.advice.push_back("request whole nodes (--exclusive, --ntasks-per-node=" +
-                       std::to_string(x_.ranks_per_node) + ") and launch " +
-                       std::to_string(x_.ranks_per_node) + " ranks per node");
+    f.causes.push_back(
+        "the scheduler or launcher spread the ranks: e.g. Slurm without "
+        "--ntasks-per-node / --gpus-per-node, torchrun --nproc_per_node smaller than the "
+        "GPUs per node, or a fragmented allocation");
+    f.advice.push_back(
+        "request whole nodes (--exclusive, --ntasks-per-node=" + std::to_string(x_.ranks_per_node) +
+        ") and launch " + std::to_string(x_.ranks_per_node) + " ranks per node");
     v_.mismatches.push_back(std::move(f));
   }
 
@@ -714,29 +751,38 @@ class Evaluator {
       }
     }
     if (best_level == PciAffinity::kCrossNuma) {
-      f.causes.push_back("the GPU and its NIC sit on different CPU sockets: every transfer crosses the "
-                         "CPU interconnect and GPUDirect RDMA is off at this distance");
+      f.causes.push_back(
+          "the GPU and its NIC sit on different CPU sockets: every transfer crosses the "
+          "CPU interconnect and GPUDirect RDMA is off at this distance");
     } else {
-      f.causes.push_back("the GPU and its NIC share no PCIe switch: traffic goes through the CPU's "
-                         "root complex, and NCCL enables GPUDirect RDMA only up to a shared switch "
-                         "by default");
+      f.causes.push_back(
+          "the GPU and its NIC share no PCIe switch: traffic goes through the CPU's "
+          "root complex, and NCCL enables GPUDirect RDMA only up to a shared switch "
+          "by default");
     }
     if (!closer.empty()) {
-      f.causes.push_back("this host has a closer NIC, " + closer + ", that NCCL does not use for this "
-                         "GPU" + (e_.env.ib_hca.empty() ? "" : " (NCCL_IB_HCA=" + e_.env.ib_hca + ")"));
-      f.advice.push_back("let NCCL use " + closer + " for this GPU: fix or unset NCCL_IB_HCA (e.g. "
-                         "NCCL_IB_HCA=" + closer + " per local rank)");
+      f.causes.push_back("this host has a closer NIC, " + closer +
+                         ", that NCCL does not use for this "
+                         "GPU" +
+                         (e_.env.ib_hca.empty() ? "" : " (NCCL_IB_HCA=" + e_.env.ib_hca + ")"));
+      f.advice.push_back("let NCCL use " + closer +
+                         " for this GPU: fix or unset NCCL_IB_HCA (e.g. "
+                         "NCCL_IB_HCA=" +
+                         closer + " per local rank)");
     } else {
       f.causes.push_back("no NIC of this host is close to GPU " + gpu.bdf +
                          " (the job was given a GPU without its NIC)");
-      f.advice.push_back("if this GPU's own NIC is hidden (NCCL_IB_HCA, or a container without that "
-                         "device), expose it and let NCCL_IB_HCA include it");
+      f.advice.push_back(
+          "if this GPU's own NIC is hidden (NCCL_IB_HCA, or a container without that "
+          "device), expose it and let NCCL_IB_HCA include it");
     }
-    f.advice.push_back("map each local rank to the GPU next to its NIC with CUDA_VISIBLE_DEVICES "
-                       "(check `nvidia-smi topo -m`), or request the GPU and NIC together from the "
-                       "scheduler");
-    f.advice.push_back("in a VM or container whose sysfs hides the real PCI tree, give NCCL the "
-                       "topology with NCCL_TOPO_FILE");
+    f.advice.push_back(
+        "map each local rank to the GPU next to its NIC with CUDA_VISIBLE_DEVICES "
+        "(check `nvidia-smi topo -m`), or request the GPU and NIC together from the "
+        "scheduler");
+    f.advice.push_back(
+        "in a VM or container whose sysfs hides the real PCI tree, give NCCL the "
+        "topology with NCCL_TOPO_FILE");
     v_.mismatches.push_back(std::move(f));
   }
 
@@ -758,9 +804,12 @@ void CopyField(char* dst, size_t cap, const std::string& src) {
 
 const char* KindName(uint16_t kind) {
   switch (kind) {
-    case kSentinelVerdictPlacement: return "placement";
-    case kSentinelVerdictLinkDegraded: return "link degraded";
-    default: return "transport";
+    case kSentinelVerdictPlacement:
+      return "placement";
+    case kSentinelVerdictLinkDegraded:
+      return "link degraded";
+    default:
+      return "transport";
   }
 }
 
@@ -772,9 +821,12 @@ Verdict Evaluate(const Expectation& expect, const Evidence& evidence, Stage stag
 
 const char* ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kWarn: return "warn";
-    case Mode::kAbort: return "abort";
-    case Mode::kFail: break;
+    case Mode::kWarn:
+      return "warn";
+    case Mode::kAbort:
+      return "abort";
+    case Mode::kFail:
+      break;
   }
   return "fail";
 }

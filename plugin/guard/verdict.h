@@ -38,9 +38,9 @@ struct Evidence {
 
 struct Finding {
   uint16_t kind = kSentinelVerdictTransport;  // kSentinelVerdict*
-  std::string term;                            // the expectation term: "net=ib"
-  std::string found;                           // one line
-  std::vector<std::string> causes;             // most likely first
+  std::string term;                           // the expectation term: "net=ib"
+  std::string found;                          // one line
+  std::vector<std::string> causes;            // most likely first
   std::vector<std::string> advice;
 };
 

@@ -88,7 +88,7 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   host_[sizeof(host_) - 1] = '\0';
   if (char* dot = std::strchr(host_, '.')) *dot = '\0';
   static constexpr const char* kJobIdVars[] = {"SENTINEL_JOB_ID", "SLURM_JOB_ID",
-                                                "TORCHELASTIC_RUN_ID"};
+                                               "TORCHELASTIC_RUN_ID"};
   for (const char* var : kJobIdVars) {
     const char* v = std::getenv(var);  // NOLINT(concurrency-mt-unsafe)
     if (v != nullptr && v[0] != '\0') {
@@ -174,12 +174,13 @@ void CollectorSink::ScheduleRetry(int64_t now) {
   rng_ ^= rng_ >> 7;
   rng_ ^= rng_ << 17;
   int64_t jitter_range = backoff_ns_ / 5;  // +-20%
-  int64_t jitter = jitter_range > 0
-                       ? static_cast<int64_t>(rng_ % static_cast<uint64_t>(2 * jitter_range + 1)) -
-                             jitter_range
-                       : 0;
+  int64_t jitter =
+      jitter_range > 0
+          ? static_cast<int64_t>(rng_ % static_cast<uint64_t>(2 * jitter_range + 1)) - jitter_range
+          : 0;
   next_attempt_ns_ = now + backoff_ns_ + jitter;
-  backoff_ns_ = backoff_ns_ * 2 > options_.backoff_max_ns ? options_.backoff_max_ns : backoff_ns_ * 2;
+  backoff_ns_ =
+      backoff_ns_ * 2 > options_.backoff_max_ns ? options_.backoff_max_ns : backoff_ns_ * 2;
 }
 
 void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
@@ -363,7 +364,8 @@ bool CollectorSink::Append(uint16_t type, const void* payload, size_t size) {
   SentinelWireFrameHeader h{static_cast<uint32_t>(frame), type, 0};
   std::memcpy(p, &h, sizeof(h));
   std::memcpy(p + kHeaderBytes, payload, size);
-  if (frame > kHeaderBytes + size) std::memset(p + kHeaderBytes + size, 0, frame - kHeaderBytes - size);
+  if (frame > kHeaderBytes + size)
+    std::memset(p + kHeaderBytes + size, 0, frame - kHeaderBytes - size);
   tail_ += frame;
   return true;
 }

@@ -54,9 +54,9 @@ struct CollectorSinkStats {
   uint64_t control_dropped = 0;     // comm init/end, heartbeat, verdict, GPU window frames lost
   uint64_t send_eagain = 0;         // sends that found the socket full (a slow collector)
   uint64_t bytes_sent = 0;
-  uint64_t send_calls = 0;          // send(2) calls: records per call shows the batching
-  uint64_t comm_replays = 0;        // CommInit frames re-sent after a reconnect
-  uint64_t comm_table_overflow = 0; // communicators not remembered (table full)
+  uint64_t send_calls = 0;           // send(2) calls: records per call shows the batching
+  uint64_t comm_replays = 0;         // CommInit frames re-sent after a reconnect
+  uint64_t comm_table_overflow = 0;  // communicators not remembered (table full)
 };
 
 // OnRecords() always returns n: every record is sent, buffered, or dropped and counted here

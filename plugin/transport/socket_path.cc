@@ -33,8 +33,8 @@ SocketPathKind DefaultSocketDir(const char* xdg_runtime_dir, uid_t uid, char* ou
   return Emit(out, cap, std::snprintf(out, cap, "/tmp/sentinel-%u", static_cast<unsigned>(uid)));
 }
 
-SocketPathKind ResolveSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir, uid_t uid,
-                                 char* out, size_t cap) noexcept {
+SocketPathKind ResolveSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir,
+                                 uid_t uid, char* out, size_t cap) noexcept {
   if (out == nullptr || cap == 0) return SocketPathKind::kTooLong;
   if (Set(sentinel_socket)) {
     if (std::strcmp(sentinel_socket, "none") == 0) {

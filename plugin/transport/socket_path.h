@@ -23,8 +23,8 @@ enum class SocketPathKind {
 //   3. else `/tmp/sentinel-<uid>/sentineld.sock`.
 // Null pointers mean "unset". Writes a NUL-terminated path into `out` (capacity `cap`). Never
 // allocates, never throws.
-SocketPathKind ResolveSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir, uid_t uid,
-                                 char* out, size_t cap) noexcept;
+SocketPathKind ResolveSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir,
+                                 uid_t uid, char* out, size_t cap) noexcept;
 
 // The same rule applied to this process's environment and real uid. Reads the environment, so
 // call it off the hot path (once, when the sink or the daemon starts).

@@ -98,13 +98,13 @@ enum {
 /* One completed collective or p2p operation of one rank. All times are CLOCK_MONOTONIC ns of
  * the rank's host; GPU times are calibrated onto that clock by the plugin. */
 typedef struct {
-  uint64_t comm_hash;        /* NCCL commHash (profiler commId) */
-  uint64_t seq;              /* Coll seqNumber; for p2p our per-(comm, peer, direction) counter */
-  uint64_t bytes;            /* count x datatype size, as the Coll/P2p event reports it */
-  int64_t api_ns;            /* CollApi/P2pApi start: the rank arrived at the API call */
-  int64_t enqueue_ns;        /* Coll/P2p start: NCCL enqueued the work */
-  int64_t gpu_start_ns;      /* earliest KernelCh start over channels */
-  int64_t gpu_end_ns;        /* latest KernelCh stop over channels */
+  uint64_t comm_hash;         /* NCCL commHash (profiler commId) */
+  uint64_t seq;               /* Coll seqNumber; for p2p our per-(comm, peer, direction) counter */
+  uint64_t bytes;             /* count x datatype size, as the Coll/P2p event reports it */
+  int64_t api_ns;             /* CollApi/P2pApi start: the rank arrived at the API call */
+  int64_t enqueue_ns;         /* Coll/P2p start: NCCL enqueued the work */
+  int64_t gpu_start_ns;       /* earliest KernelCh start over channels */
+  int64_t gpu_end_ns;         /* latest KernelCh stop over channels */
   int64_t proxy_send_wait_ns; /* waiting for GPU data and peer credit before isend */
   int64_t proxy_send_xfer_ns; /* isend posted .. completion */
   uint64_t proxy_send_bytes;
@@ -113,9 +113,9 @@ typedef struct {
   uint64_t proxy_recv_bytes;
   int32_t rank;
   int32_t nranks;
-  int32_t peer;  /* p2p peer, -1 for collectives */
-  int32_t root;  /* -1 where not applicable */
-  uint8_t func;  /* kSentinelFunc* */
+  int32_t peer; /* p2p peer, -1 for collectives */
+  int32_t root; /* -1 where not applicable */
+  uint8_t func; /* kSentinelFunc* */
   uint8_t datatype;
   uint8_t algo;
   uint8_t proto;
@@ -130,11 +130,10 @@ SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, rank) == 104, "coll
 SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, func) == 120, "coll record func");
 SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, pid) == 128, "coll record pid");
 
-
 /* A communicator this rank joined (profiler init). */
 typedef struct {
   uint64_t comm_hash;
-  int64_t init_ns;   /* CLOCK_MONOTONIC ns at init */
+  int64_t init_ns; /* CLOCK_MONOTONIC ns at init */
   int32_t rank;
   int32_t nranks;
   int32_t nnodes;
@@ -147,15 +146,15 @@ SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireCommInit) == 104, "comm init size
 
 /* Per-process health counters, cumulative since the process loaded the plugin. */
 typedef struct {
-  int64_t now_ns;               /* CLOCK_MONOTONIC */
+  int64_t now_ns; /* CLOCK_MONOTONIC */
   uint64_t records_completed;
-  uint64_t records_dropped_ring; /* a per-thread ring was full */
-  uint64_t events_dropped_pool;  /* an event pool was exhausted */
+  uint64_t records_dropped_ring;   /* a per-thread ring was full */
+  uint64_t events_dropped_pool;    /* an event pool was exhausted */
   uint64_t events_dropped_threads; /* more event threads than rings */
-  uint64_t stale_handles;        /* stop/record on a stopped or unknown handle */
-  uint64_t pxn_foreign;          /* ProxyOps from another process (not dereferenced) */
-  uint64_t records_truncated;    /* completed at finalize with children missing */
-  uint64_t callback_ns_total;    /* time spent inside our callbacks (sampled estimate) */
+  uint64_t stale_handles;          /* stop/record on a stopped or unknown handle */
+  uint64_t pxn_foreign;            /* ProxyOps from another process (not dereferenced) */
+  uint64_t records_truncated;      /* completed at finalize with children missing */
+  uint64_t callback_ns_total;      /* time spent inside our callbacks (sampled estimate) */
   uint64_t callbacks_total;
   uint64_t records_dropped_sink; /* the sink (file/socket) could not take them */
   uint32_t pid;
@@ -165,9 +164,9 @@ SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHeartbeat) == 96, "heartbeat size
 
 /* First frame on a connection, plugin -> collector. */
 typedef struct {
-  uint32_t magic;   /* SENTINEL_WIRE_MAGIC */
-  uint16_t major;   /* SENTINEL_WIRE_MAJOR */
-  uint16_t minor;   /* SENTINEL_WIRE_MINOR */
+  uint32_t magic; /* SENTINEL_WIRE_MAGIC */
+  uint16_t major; /* SENTINEL_WIRE_MAJOR */
+  uint16_t minor; /* SENTINEL_WIRE_MINOR */
   uint32_t features;
   uint32_t pid;
   int64_t mono_ns;     /* CLOCK_MONOTONIC at hello, with realtime_ns: maps our clock to wall time */
@@ -211,8 +210,17 @@ typedef struct {
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireGpuWindow) == 56, "gpu window size");
 
 /* A transport or placement verdict of the guard. Strings are NUL-terminated UTF-8. */
-enum { kSentinelVerdictTransport = 1, kSentinelVerdictPlacement = 2, kSentinelVerdictLinkDegraded = 3 };
-enum { kSentinelOutcomePass = 0, kSentinelOutcomeWarn = 1, kSentinelOutcomeFail = 2, kSentinelOutcomeAbort = 3 };
+enum {
+  kSentinelVerdictTransport = 1,
+  kSentinelVerdictPlacement = 2,
+  kSentinelVerdictLinkDegraded = 3
+};
+enum {
+  kSentinelOutcomePass = 0,
+  kSentinelOutcomeWarn = 1,
+  kSentinelOutcomeFail = 2,
+  kSentinelOutcomeAbort = 3
+};
 typedef struct {
   uint64_t comm_hash;
   int64_t now_ns;
@@ -221,9 +229,9 @@ typedef struct {
   uint16_t kind;    /* kSentinelVerdict* */
   uint16_t outcome; /* kSentinelOutcome* */
   uint32_t reserved;
-  char expected[256]; /* the expectation as the user wrote it */
-  char found[256];    /* what was found, one line */
-  char cause[512];    /* the most likely cause and what to do */
+  char expected[256];  /* the expectation as the user wrote it */
+  char found[256];     /* what was found, one line */
+  char cause[512];     /* the most likely cause and what to do */
   char evidence[2048]; /* evidence lines, newline-separated */
 } SentinelWireVerdict;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireVerdict) == 3104, "verdict size");

@@ -76,8 +76,8 @@ TEST(AbiExports, ExactlyTheVersionScriptList) {
 TEST(AbiExports, NeededIsOnlyTheRuntime) {
   std::string d = RunCommand(std::string("readelf -d ") + SENTINEL_PLUGIN_SO);
   ASSERT_FALSE(d.empty());
-  const std::set<std::string> ok = {"libc.so.6",      "libm.so.6",        "libstdc++.so.6",
-                                    "libgcc_s.so.1",  "libpthread.so.0",  "libdl.so.2",
+  const std::set<std::string> ok = {"libc.so.6",           "libm.so.6",       "libstdc++.so.6",
+                                    "libgcc_s.so.1",       "libpthread.so.0", "libdl.so.2",
                                     "ld-linux-x86-64.so.2"};
   std::stringstream lines(d);
   std::string line;

@@ -124,7 +124,8 @@ struct Plugin {
     fclose(f);
     const char kKey[] = "\"records_dropped_ring\":";
     size_t at = text.rfind(kKey);
-    return at == std::string::npos ? 0 : strtoull(text.c_str() + at + sizeof(kKey) - 1, nullptr, 10);
+    return at == std::string::npos ? 0
+                                   : strtoull(text.c_str() + at + sizeof(kKey) - 1, nullptr, 10);
   }
   static SentinelEventDescrV5 Descr(uint64_t type, void* parent) {
     SentinelEventDescrV5 d;
@@ -168,8 +169,8 @@ void Pair(benchmark::State& state, SentinelEventDescrV5 d) {
     p.t->start_event(p.ctx, &h, &d);
     p.t->stop_event(h);
   }
-  state.counters["allocs_per_pair"] = benchmark::Counter(
-      static_cast<double>(t_allocs - a0) / static_cast<double>(state.iterations()));
+  state.counters["allocs_per_pair"] = benchmark::Counter(static_cast<double>(t_allocs - a0) /
+                                                         static_cast<double>(state.iterations()));
 }
 
 void BM_Floor(benchmark::State& state) {

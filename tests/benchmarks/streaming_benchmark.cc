@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+
 #include "plugin/transport/collector_sink.h"
 #include "tests/unit/transport/fake_collector_server.h"
 
@@ -137,12 +138,10 @@ void BM_LiveCollector(benchmark::State& state) {
   state.counters["cpu_ns_per_sent_record"] =
       static_cast<double>(cpu_ns) / static_cast<double>(s.records_sent + 1);
   state.SetItemsProcessed(state.iterations() * state.range(0));
-  state.counters["dropped_frac"] =
-      static_cast<double>(s.records_dropped) /
-      static_cast<double>(s.records_dropped + s.records_sent + 1);
+  state.counters["dropped_frac"] = static_cast<double>(s.records_dropped) /
+                                   static_cast<double>(s.records_dropped + s.records_sent + 1);
   state.counters["rec_per_send"] =
-      static_cast<double>(s.records_sent) /
-      static_cast<double>(s.send_calls - s.send_eagain + 1);
+      static_cast<double>(s.records_sent) / static_cast<double>(s.send_calls - s.send_eagain + 1);
 }
 BENCHMARK(BM_LiveCollector)
     ->ArgsProduct({{1, 16, 256}, {16 << 10, 64 << 10, 128 << 10}})

@@ -9,10 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -31,7 +31,8 @@ constexpr const char kUsage[] =
     "  --comms K              communicators per rank, 1..8 (default 1)\n"
     "  --compute-ms MS        compute time per step (default 10)\n"
     "  --jitter-ms MS         extra uniform random compute time in [0, MS) (default 0)\n"
-    "  --bytes SIZE           message size per collective per rank: 4096, 64K, 1M, 1G (default 1M)\n"
+    "  --bytes SIZE           message size per collective per rank: 4096, 64K, 1M, 1G (default "
+    "1M)\n"
     "  --collectives LIST     comma list of allreduce,allgather,reducescatter,broadcast,reduce,\n"
     "                         alltoall,sendrecv, issued in order every step (default allreduce)\n"
     "  --straggler rank=R,delay-ms=D,from=STEP   rank R computes D ms longer from step STEP on\n"
@@ -81,10 +82,14 @@ bool ParseSize(const std::string& s, size_t* out) {
   if (end == s.c_str() || v < 0) return false;
   std::string suffix(end);
   double mult = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1024;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty() && suffix != "B") return false;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    mult = 1024;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    mult = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty() && suffix != "B")
+    return false;
   *out = static_cast<size_t>(v * mult);
   return true;
 }
@@ -107,7 +112,8 @@ int ParseInt(const std::string& flag, const std::string& s, int lo, int hi) {
 }
 
 // "k=v,k=v" -> pairs.
-std::vector<std::pair<std::string, std::string>> ParseKv(const std::string& flag, const std::string& s) {
+std::vector<std::pair<std::string, std::string>> ParseKv(const std::string& flag,
+                                                         const std::string& s) {
   std::vector<std::pair<std::string, std::string>> kv;
   size_t pos = 0;
   while (pos < s.size()) {
@@ -177,7 +183,8 @@ Options Parse(int argc, char** argv) {
           s.rank = ParseInt("--straggler rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
           have_rank = true;
         } else if (k == "delay-ms") {
-          if (!ParseNumber(v, 0, 3.6e6, &s.delay_ms)) Usage("--straggler delay-ms: expected ms >= 0");
+          if (!ParseNumber(v, 0, 3.6e6, &s.delay_ms))
+            Usage("--straggler delay-ms: expected ms >= 0");
         } else if (k == "from") {
           s.from = ParseInt("--straggler from", v, 0, 10000000);
         } else {
@@ -189,9 +196,12 @@ Options Parse(int argc, char** argv) {
     } else if (arg == "--hang") {
       hang_set = true;
       for (auto& [k, v] : ParseKv(arg, value)) {
-        if (k == "rank") o.hang_rank = ParseInt("--hang rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
-        else if (k == "at") o.hang_at = ParseInt("--hang at", v, 0, 10000000);
-        else Usage("--hang: unknown key '" + k + "' (rank, at)");
+        if (k == "rank")
+          o.hang_rank = ParseInt("--hang rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
+        else if (k == "at")
+          o.hang_at = ParseInt("--hang at", v, 0, 10000000);
+        else
+          Usage("--hang: unknown key '" + k + "' (rank, at)");
       }
       if (o.hang_rank < 0) Usage("--hang: rank= is required");
     } else if (arg == "--plugin") {
@@ -280,7 +290,8 @@ int Worker(const Options& o) {
     ncclComm_t comm = nullptr;
     ncclResult_t rc = ncclCommInitRank(&comm, o.ranks, id, rank);
     if (rc != ncclSuccess) {
-      fprintf(stderr, "sentinel-sim: rank %d: ncclCommInitRank failed: %s\n", rank, ncclGetErrorString(rc));
+      fprintf(stderr, "sentinel-sim: rank %d: ncclCommInitRank failed: %s\n", rank,
+              ncclGetErrorString(rc));
       Report(fd, "fail", rc);
       return 1;
     }
@@ -305,12 +316,19 @@ int Worker(const Options& o) {
     for (ncclComm_t c : comms) {
       for (const std::string& name : o.collectives) {
         ncclResult_t rc = ncclSuccess;
-        if (name == "allreduce") rc = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
-        else if (name == "allgather") rc = ncclAllGather(buffer, buffer, count, ncclFloat32, c, nullptr);
-        else if (name == "reducescatter") rc = ncclReduceScatter(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
-        else if (name == "broadcast") rc = ncclBroadcast(buffer, buffer, count, ncclFloat32, 0, c, nullptr);
-        else if (name == "reduce") rc = ncclReduce(buffer, buffer, count, ncclFloat32, ncclSum, 0, c, nullptr);
-        else if (name == "alltoall") rc = ncclAlltoAll(buffer, buffer, std::max<size_t>(1, count / static_cast<size_t>(n)), ncclFloat32, c, nullptr);
+        if (name == "allreduce")
+          rc = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
+        else if (name == "allgather")
+          rc = ncclAllGather(buffer, buffer, count, ncclFloat32, c, nullptr);
+        else if (name == "reducescatter")
+          rc = ncclReduceScatter(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
+        else if (name == "broadcast")
+          rc = ncclBroadcast(buffer, buffer, count, ncclFloat32, 0, c, nullptr);
+        else if (name == "reduce")
+          rc = ncclReduce(buffer, buffer, count, ncclFloat32, ncclSum, 0, c, nullptr);
+        else if (name == "alltoall")
+          rc = ncclAlltoAll(buffer, buffer, std::max<size_t>(1, count / static_cast<size_t>(n)),
+                            ncclFloat32, c, nullptr);
         else if (name == "sendrecv") {
           ncclGroupStart();
           ncclSend(buffer, count, ncclFloat32, (rank + 1) % n, c, nullptr);
@@ -318,7 +336,8 @@ int Worker(const Options& o) {
           rc = ncclGroupEnd();
         }
         if (rc != ncclSuccess) {
-          fprintf(stderr, "sentinel-sim: rank %d: %s failed: %s\n", rank, name.c_str(), ncclGetErrorString(rc));
+          fprintf(stderr, "sentinel-sim: rank %d: %s failed: %s\n", rank, name.c_str(),
+                  ncclGetErrorString(rc));
           Report(fd, "fail", rc);
           return 1;
         }
@@ -327,7 +346,8 @@ int Worker(const Options& o) {
     for (ncclComm_t c : comms) {
       ncclResult_t rc = fakeNcclStreamSynchronize(c);
       if (rc != ncclSuccess) {
-        fprintf(stderr, "sentinel-sim: rank %d: step %d failed: %s\n", rank, step, ncclGetErrorString(rc));
+        fprintf(stderr, "sentinel-sim: rank %d: step %d failed: %s\n", rank, step,
+                ncclGetErrorString(rc));
         Report(fd, "fail", rc);
         return 1;
       }
@@ -372,7 +392,8 @@ int Launcher(const Options& o, char** argv) {
     for (const Straggler& s : o.stragglers) {
       printf("[sim] straggler: rank %d +%.1f ms from step %d\n", s.rank, s.delay_ms, s.from);
     }
-    if (o.hang_rank >= 0) printf("[sim] hang: rank %d stops arriving at step %d\n", o.hang_rank, o.hang_at);
+    if (o.hang_rank >= 0)
+      printf("[sim] hang: rank %d stops arriving at step %d\n", o.hang_rank, o.hang_at);
     fflush(stdout);
   }
   double start = NowS();
@@ -429,9 +450,12 @@ int Launcher(const Options& o, char** argv) {
         std::string line = rs.partial.substr(0, nl);
         rs.partial.erase(0, nl + 1);
         int v = 0;
-        if (sscanf(line.c_str(), "arrive %d", &v) == 1) rs.arrived = v;
-        else if (sscanf(line.c_str(), "done %d", &v) == 1) rs.done = v;
-        else if (sscanf(line.c_str(), "hang %d", &v) == 1) rs.hung_self = true;
+        if (sscanf(line.c_str(), "arrive %d", &v) == 1)
+          rs.arrived = v;
+        else if (sscanf(line.c_str(), "done %d", &v) == 1)
+          rs.done = v;
+        else if (sscanf(line.c_str(), "hang %d", &v) == 1)
+          rs.hung_self = true;
         last_progress = NowS();
       }
     }
@@ -449,8 +473,10 @@ int Launcher(const Options& o, char** argv) {
     int min_done = o.steps;
     for (const RankState& rs : ranks) min_done = std::min(min_done, rs.done);
     double now = NowS();
-    if (!o.quiet && min_done > last_printed && (now - last_print_s > 1.0 || min_done + 1 == o.steps)) {
-      printf("[sim] step %d/%d completed by every rank (%.1f s)\n", min_done + 1, o.steps, now - start);
+    if (!o.quiet && min_done > last_printed &&
+        (now - last_print_s > 1.0 || min_done + 1 == o.steps)) {
+      printf("[sim] step %d/%d completed by every rank (%.1f s)\n", min_done + 1, o.steps,
+             now - start);
       fflush(stdout);
       last_printed = min_done;
       last_print_s = now;
@@ -481,20 +507,25 @@ int Launcher(const Options& o, char** argv) {
       status = "exit " + std::to_string(WEXITSTATUS(rs.status));
       ++failed;
     }
-    if (hung && rs.arrived < max_arrived) status += ", STOPPED ARRIVING after step " + std::to_string(rs.arrived);
+    if (hung && rs.arrived < max_arrived)
+      status += ", STOPPED ARRIVING after step " + std::to_string(rs.arrived);
     printf("  %4d  %10d  %6.2f  %s\n", r, rs.done + 1, rs.end_s, status.c_str());
   }
   if (hung) {
     std::string who;
     for (int r = 0; r < o.ranks; ++r) {
-      if (ranks[static_cast<size_t>(r)].arrived < max_arrived) who += (who.empty() ? "" : ",") + std::to_string(r);
+      if (ranks[static_cast<size_t>(r)].arrived < max_arrived)
+        who += (who.empty() ? "" : ",") + std::to_string(r);
     }
     if (who.empty()) {
-      printf("[sim] HANG: no progress for %.1f s; every rank arrived at step %d but it never "
-             "completed; job killed\n", o.timeout_s, max_arrived);
+      printf(
+          "[sim] HANG: no progress for %.1f s; every rank arrived at step %d but it never "
+          "completed; job killed\n",
+          o.timeout_s, max_arrived);
     } else {
-      printf("[sim] HANG: no progress for %.1f s; rank(s) %s never arrived at step %d; job killed\n",
-             o.timeout_s, who.c_str(), max_arrived);
+      printf(
+          "[sim] HANG: no progress for %.1f s; rank(s) %s never arrived at step %d; job killed\n",
+          o.timeout_s, who.c_str(), max_arrived);
     }
     return 3;
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "benchmark/benchmark.h"
+
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/nccl_log_parser.h"
@@ -32,15 +33,20 @@ sentinel::testing::FakeSysfs& Tree() {
 }
 
 std::string InitLog() {
-  std::string log = "node1:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
-                    "node1:1:1 [0] NCCL INFO NET/IB : Using";
-  for (int i = 0; i < 8; ++i) log += " [" + std::to_string(i) + "]mlx5_" + std::to_string(i) + ":1/IB";
-  log += "; OOB eth0:10.0.0.1<0>\nnode1:1:1 [0] NCCL INFO Using network IB\n"
-         "node1:1:1 [0] NCCL INFO ncclCommInitRank comm 0x10 rank 0 nranks 16 cudaDev 0 nvmlDev 0 "
-         "busId 18000 commId 0x1234 - Init START\n"
-         "node1:1:1 [0] NCCL INFO comm 0x10 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n";
+  std::string log =
+      "node1:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
+      "node1:1:1 [0] NCCL INFO NET/IB : Using";
+  for (int i = 0; i < 8; ++i)
+    log += " [" + std::to_string(i) + "]mlx5_" + std::to_string(i) + ":1/IB";
+  log +=
+      "; OOB eth0:10.0.0.1<0>\nnode1:1:1 [0] NCCL INFO Using network IB\n"
+      "node1:1:1 [0] NCCL INFO ncclCommInitRank comm 0x10 rank 0 nranks 16 cudaDev 0 nvmlDev 0 "
+      "busId 18000 commId 0x1234 - Init START\n"
+      "node1:1:1 [0] NCCL INFO comm 0x10 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL "
+      "0\n";
   for (int c = 0; c < 32; ++c) {
-    log += "node1:1:2 [0] NCCL INFO Channel " + std::to_string(c) + "/0 : 0[0] -> 1[1] via P2P/CUMEM\n";
+    log += "node1:1:2 [0] NCCL INFO Channel " + std::to_string(c) +
+           "/0 : 0[0] -> 1[1] via P2P/CUMEM\n";
     log += "node1:1:2 [0] NCCL INFO Channel " + std::to_string(c) +
            "/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA\n";
   }

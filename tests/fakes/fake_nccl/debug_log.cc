@@ -37,11 +37,12 @@ struct SubsysName {
   const char* name;
   unsigned long bit;
 };
-constexpr SubsysName kSubsysNames[] = {
-    {"INIT", 0x1},    {"COLL", 0x2},   {"P2P", 0x4},        {"SHM", 0x8},    {"NET", 0x10},
-    {"GRAPH", 0x20},  {"TUNING", 0x40}, {"ENV", 0x80},      {"ALLOC", 0x100}, {"CALL", 0x200},
-    {"PROXY", 0x400}, {"NVLS", 0x800}, {"BOOTSTRAP", 0x1000}, {"REG", 0x2000}, {"PROFILE", 0x4000},
-    {"RAS", 0x8000},  {"ALL", ~0UL}};
+constexpr SubsysName kSubsysNames[] = {{"INIT", 0x1},         {"COLL", 0x2},    {"P2P", 0x4},
+                                       {"SHM", 0x8},          {"NET", 0x10},    {"GRAPH", 0x20},
+                                       {"TUNING", 0x40},      {"ENV", 0x80},    {"ALLOC", 0x100},
+                                       {"CALL", 0x200},       {"PROXY", 0x400}, {"NVLS", 0x800},
+                                       {"BOOTSTRAP", 0x1000}, {"REG", 0x2000},  {"PROFILE", 0x4000},
+                                       {"RAS", 0x8000},       {"ALL", ~0UL}};
 
 unsigned long ParseSubsys(const char* value) {
   bool invert = value[0] == '^';
@@ -74,11 +75,16 @@ void InitLocked(LogState& s) {
   s.level = kLogNone;
   const char* level = getenv("NCCL_DEBUG");
   if (level != nullptr) {
-    if (strcasecmp(level, "VERSION") == 0) s.level = kLogVersion;
-    else if (strcasecmp(level, "WARN") == 0) s.level = kLogWarn;
-    else if (strcasecmp(level, "INFO") == 0) s.level = kLogInfo;
-    else if (strcasecmp(level, "ABORT") == 0) s.level = kLogAbort;
-    else if (strcasecmp(level, "TRACE") == 0) s.level = kLogTrace;
+    if (strcasecmp(level, "VERSION") == 0)
+      s.level = kLogVersion;
+    else if (strcasecmp(level, "WARN") == 0)
+      s.level = kLogWarn;
+    else if (strcasecmp(level, "INFO") == 0)
+      s.level = kLogInfo;
+    else if (strcasecmp(level, "ABORT") == 0)
+      s.level = kLogAbort;
+    else if (strcasecmp(level, "TRACE") == 0)
+      s.level = kLogTrace;
   }
   s.subsys = kSubInit | kSubBootstrap | kSubEnv;
   const char* subsys = getenv("NCCL_DEBUG_SUBSYS");
@@ -93,9 +99,12 @@ void InitLocked(LogState& s) {
     for (const char* p = file; *p != '\0'; ++p) {
       if (*p == '%' && p[1] != '\0') {
         ++p;
-        if (*p == 'h') path += s.host;
-        else if (*p == 'p') path += std::to_string(getpid());
-        else if (*p == '%') path += '%';
+        if (*p == 'h')
+          path += s.host;
+        else if (*p == 'p')
+          path += std::to_string(getpid());
+        else if (*p == '%')
+          path += '%';
         else {
           path += '%';
           path += *p;

@@ -5,7 +5,14 @@
 
 namespace sentinel::testing {
 
-enum LogLevel { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 };
+enum LogLevel {
+  kLogNone = 0,
+  kLogVersion = 1,
+  kLogWarn = 2,
+  kLogInfo = 3,
+  kLogAbort = 4,
+  kLogTrace = 5
+};
 
 // Subsystem bits (§2.3).
 constexpr unsigned long kSubInit = 0x1;
@@ -34,7 +41,9 @@ const char* ShortHostname();
 
 }  // namespace sentinel::testing
 
-#define FAKE_INFO(flags, ...) \
-  ::sentinel::testing::DebugLog(::sentinel::testing::kLogInfo, (flags), __FILE__, __LINE__, __VA_ARGS__)
-#define FAKE_WARN(...) \
-  ::sentinel::testing::DebugLog(::sentinel::testing::kLogWarn, ::sentinel::testing::kSubAll, __FILE__, __LINE__, __VA_ARGS__)
+#define FAKE_INFO(flags, ...)                                                               \
+  ::sentinel::testing::DebugLog(::sentinel::testing::kLogInfo, (flags), __FILE__, __LINE__, \
+                                __VA_ARGS__)
+#define FAKE_WARN(...)                                                                       \
+  ::sentinel::testing::DebugLog(::sentinel::testing::kLogWarn, ::sentinel::testing::kSubAll, \
+                                __FILE__, __LINE__, __VA_ARGS__)

@@ -32,9 +32,9 @@
 #include "tests/fakes/fake_nccl/shm_barrier.h"
 
 // Exports `name` as a weak definition and `pname` as a strong alias of it, like NCCL's NCCL_API.
-#define FAKE_NCCL_API(ret, name, ...)                                                       \
-  extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__)                \
-      __attribute__((alias(#name)));                                                        \
+#define FAKE_NCCL_API(ret, name, ...)                                        \
+  extern "C" __attribute__((visibility("default"))) ret p##name(__VA_ARGS__) \
+      __attribute__((alias(#name)));                                         \
   extern "C" __attribute__((visibility("default"), weak)) ret name(__VA_ARGS__)
 #define FAKE_NCCL_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -53,41 +53,71 @@ enum FuncId {
 
 const char* FuncName(int func) {
   switch (func) {
-    case kBroadcast: return "Broadcast";
-    case kReduce: return "Reduce";
-    case kAllGather: return "AllGather";
-    case kReduceScatter: return "ReduceScatter";
-    case kAllReduce: return "AllReduce";
-    case kSend: return "Send";
-    case kRecv: return "Recv";
-    default: return "Invalid";
+    case kBroadcast:
+      return "Broadcast";
+    case kReduce:
+      return "Reduce";
+    case kAllGather:
+      return "AllGather";
+    case kReduceScatter:
+      return "ReduceScatter";
+    case kAllReduce:
+      return "AllReduce";
+    case kSend:
+      return "Send";
+    case kRecv:
+      return "Recv";
+    default:
+      return "Invalid";
   }
 }
 
 // §2.6: the strings NCCL puts in descriptors; ncclUint8 is missing from NCCL's table.
 const char* DatatypeName(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "ncclInt8";
-    case ncclInt32: return "ncclInt32";
-    case ncclUint32: return "ncclUint32";
-    case ncclInt64: return "ncclInt64";
-    case ncclUint64: return "ncclUint64";
-    case ncclFloat16: return "ncclFloat16";
-    case ncclFloat32: return "ncclFloat32";
-    case ncclFloat64: return "ncclFloat64";
-    case ncclBfloat16: return "ncclBfloat16";
-    case ncclFloat8e4m3: return "ncclFloat8e4m3";
-    case ncclFloat8e5m2: return "ncclFloat8e5m2";
-    default: return "Unknown";
+    case ncclInt8:
+      return "ncclInt8";
+    case ncclInt32:
+      return "ncclInt32";
+    case ncclUint32:
+      return "ncclUint32";
+    case ncclInt64:
+      return "ncclInt64";
+    case ncclUint64:
+      return "ncclUint64";
+    case ncclFloat16:
+      return "ncclFloat16";
+    case ncclFloat32:
+      return "ncclFloat32";
+    case ncclFloat64:
+      return "ncclFloat64";
+    case ncclBfloat16:
+      return "ncclBfloat16";
+    case ncclFloat8e4m3:
+      return "ncclFloat8e4m3";
+    case ncclFloat8e5m2:
+      return "ncclFloat8e5m2";
+    default:
+      return "Unknown";
   }
 }
 
 size_t TypeSize(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    default: return 8;
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -98,9 +128,7 @@ int64_t MonoNs() {
 }
 
 // Simulated GPU %globaltimer: a different base than CLOCK_MONOTONIC, so plugins must calibrate.
-uint64_t GpuNow() {
-  return static_cast<uint64_t>(MonoNs() + GetScenario().gpu_clock_offset_ns);
-}
+uint64_t GpuNow() { return static_cast<uint64_t>(MonoNs() + GetScenario().gpu_clock_offset_ns); }
 
 void SleepUntil(int64_t deadline_ns) {
   struct timespec ts;
@@ -230,8 +258,8 @@ struct ncclComm {
   std::atomic<bool> connected{false};
   std::vector<bool> p2p_connected;
   sentinel::testing::ShmBarrier* barrier = nullptr;
-  uint64_t coll_ordinal = 0;           // progress thread only
-  std::vector<uint64_t> p2p_ordinal;   // progress thread only
+  uint64_t coll_ordinal = 0;          // progress thread only
+  std::vector<uint64_t> p2p_ordinal;  // progress thread only
   bool capturing = false;
   fakeNcclGraph* capture = nullptr;
 };
@@ -335,8 +363,8 @@ ncclResult_t SelectNet(ncclComm* comm) {
     }
     if (ext.empty()) {
       if (plugin_env != nullptr) {
-        FAKE_INFO(kSubInit | kSubNet, "NET/Plugin: Could not find: %s libnccl-net-%s.so", plugin_env,
-                  plugin_env);
+        FAKE_INFO(kSubInit | kSubNet, "NET/Plugin: Could not find: %s libnccl-net-%s.so",
+                  plugin_env, plugin_env);
       } else {
         FAKE_INFO(kSubInit | kSubNet, "NET/Plugin: Could not find: libnccl-net.so");
       }
@@ -355,7 +383,8 @@ ncclResult_t SelectNet(ncclComm* comm) {
     bool is_socket = false;
     if (cand == ext) {
       if (sc.ext_plugin_fails) {
-        if (!log.ext_logged) FAKE_INFO(kSubInit | kSubNet, "Failed to initialize NET plugin %s", ext.c_str());
+        if (!log.ext_logged)
+          FAKE_INFO(kSubInit | kSubNet, "Failed to initialize NET plugin %s", ext.c_str());
         log.ext_logged = true;
         continue;
       }
@@ -377,8 +406,8 @@ ncclResult_t SelectNet(ncclComm* comm) {
       if (!log.ib_logged) {
         std::string line = "NET/IB : Using";
         for (size_t i = 0; i < nics.size(); ++i) {
-          line += " [" + std::to_string(i) + "]" + nics[i].name + ":" + std::to_string(nics[i].port) +
-                  (sc.net == "roce" ? "/RoCE" : "/IB");
+          line += " [" + std::to_string(i) + "]" + nics[i].name + ":" +
+                  std::to_string(nics[i].port) + (sc.net == "roce" ? "/RoCE" : "/IB");
         }
         line += sc.relaxed_ordering ? " [RO]" : " ";
         std::string ifname = sc.socket_ifs.empty() ? "eth0" : sc.socket_ifs[0];
@@ -436,8 +465,8 @@ void EnsureConnected(ncclComm* comm) {
   const char* gdr = UseGdr(comm) ? "/GDRDMA" : "";
   for (int c = 0; c < sc.channels; ++c) {
     if (comm->node_of[next] != comm->node_of[r]) {
-      FAKE_INFO(kSubInit | kSubNet, "Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/%s/%d%s", c, r,
-                comm->local_index[r], next, comm->local_index[next], comm->net_name.c_str(),
+      FAKE_INFO(kSubInit | kSubNet, "Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/%s/%d%s", c,
+                r, comm->local_index[r], next, comm->local_index[next], comm->net_name.c_str(),
                 NetDev(comm), gdr);
     } else if (sc.intra == "shm") {
       FAKE_INFO(kSubInit | kSubShm, "Channel %02d : %d[%d] -> %d[%d] via SHM/direct/direct", c, r,
@@ -447,8 +476,8 @@ void EnsureConnected(ncclComm* comm) {
                 comm->local_index[r], next, comm->local_index[next]);
     }
     if (comm->node_of[prev] != comm->node_of[r]) {
-      FAKE_INFO(kSubInit | kSubNet, "Channel %02d/0 : %d[%d] -> %d[%d] [receive] via NET/%s/%d%s", c,
-                prev, comm->local_index[prev], r, comm->local_index[r], comm->net_name.c_str(),
+      FAKE_INFO(kSubInit | kSubNet, "Channel %02d/0 : %d[%d] -> %d[%d] [receive] via NET/%s/%d%s",
+                c, prev, comm->local_index[prev], r, comm->local_index[r], comm->net_name.c_str(),
                 NetDev(comm), gdr);
     }
   }
@@ -460,8 +489,8 @@ void EnsureP2pConnected(ncclComm* comm, int peer, bool is_send) {
   comm->p2p_connected[peer] = true;
   int r = comm->rank;
   if (comm->node_of[peer] != comm->node_of[r]) {
-    FAKE_INFO(kSubInit | kSubNet, "Channel 00/1 : %d[%d] -> %d[%d] [%s] via NET/%s/%d%s", is_send ? r : peer,
-              comm->local_index[is_send ? r : peer], is_send ? peer : r,
+    FAKE_INFO(kSubInit | kSubNet, "Channel 00/1 : %d[%d] -> %d[%d] [%s] via NET/%s/%d%s",
+              is_send ? r : peer, comm->local_index[is_send ? r : peer], is_send ? peer : r,
               comm->local_index[is_send ? peer : r], is_send ? "send" : "receive",
               comm->net_name.c_str(), NetDev(comm), UseGdr(comm) ? "/GDRDMA" : "");
   } else if (GetScenario().intra == "shm") {
@@ -496,9 +525,13 @@ size_t WireBytes(const ncclComm* comm, const Task& t) {
   size_t n = static_cast<size_t>(comm->nranks);
   if (!t.is_coll) return bytes;
   switch (t.func) {
-    case kAllReduce: return 2 * (n - 1) * bytes / n;
-    case kAllGather: case kReduceScatter: return (n - 1) * bytes;
-    default: return bytes;
+    case kAllReduce:
+      return 2 * (n - 1) * bytes / n;
+    case kAllGather:
+    case kReduceScatter:
+      return (n - 1) * bytes;
+    default:
+      return bytes;
   }
 }
 
@@ -658,7 +691,8 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
       }
     }
     double gbps = op.net ? sc.link_gbps : sc.intra_gbps;
-    int64_t xfer_ns = static_cast<int64_t>(static_cast<double>(op.wire_bytes) * 8.0 / std::max(gbps, 1e-3));
+    int64_t xfer_ns =
+        static_cast<int64_t>(static_cast<double>(op.wire_bytes) * 8.0 / std::max(gbps, 1e-3));
     if (op.net) xfer_ns += static_cast<int64_t>(sc.latency_us * 1000.0);
     int64_t begin = MonoNs();
     if (wait == ShmBarrier::WaitResult::kOk && op.net) {
@@ -669,9 +703,10 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
         for (size_t i = 0; i < op.subops.size(); ++i) {
           SubOp& s = op.subops[i];
           if (step >= s.nsteps) continue;
-          size_t trans = std::min<size_t>(kChunkSize, s.bytes > static_cast<size_t>(step) * kChunkSize
-                                                          ? s.bytes - static_cast<size_t>(step) * kChunkSize
-                                                          : 0);
+          size_t trans =
+              std::min<size_t>(kChunkSize, s.bytes > static_cast<size_t>(step) * kChunkSize
+                                               ? s.bytes - static_cast<size_t>(step) * kChunkSize
+                                               : 0);
           if (step == s.nsteps - 1 && s.nsteps == sc.max_steps) {
             trans = s.bytes - std::min(s.bytes, static_cast<size_t>(step) * kChunkSize);
           }
@@ -702,7 +737,8 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
             args.proxy_step.trans_size = std::min<size_t>(
                 kChunkSize, s.bytes - std::min(s.bytes, static_cast<size_t>(step) * kChunkSize));
             if (step == s.nsteps - 1) {
-              args.proxy_step.trans_size = s.bytes - std::min(s.bytes, static_cast<size_t>(step) * kChunkSize);
+              args.proxy_step.trans_size =
+                  s.bytes - std::min(s.bytes, static_cast<size_t>(step) * kChunkSize);
             }
             ProfilerRecord(steps[i], kSentinelStateProxyStepRecvFlushWait, &args);
             ProfilerRecord(steps[i], kSentinelStateProxyStepRecvGpuWait, &args);
@@ -909,8 +945,10 @@ void FillPlacement(ncclComm* comm, const std::vector<int>* node_of) {
     comm->node_of = *node_of;
   } else {
     int rpn = n;
-    if (sc.ranks_per_node > 0) rpn = sc.ranks_per_node;
-    else if (sc.nodes > 0) rpn = (n + sc.nodes - 1) / sc.nodes;
+    if (sc.ranks_per_node > 0)
+      rpn = sc.ranks_per_node;
+    else if (sc.nodes > 0)
+      rpn = (n + sc.nodes - 1) / sc.nodes;
     comm->node_of.resize(static_cast<size_t>(n));
     for (int r = 0; r < n; ++r) comm->node_of[static_cast<size_t>(r)] = r / rpn;
   }
@@ -923,7 +961,8 @@ void FillPlacement(ncclComm* comm, const std::vector<int>* node_of) {
     comm->local_index[static_cast<size_t>(r)] = seen_per_node[static_cast<size_t>(node % 1024)]++;
   }
   comm->nnodes = static_cast<int>(nodes.size());
-  comm->local_ranks = seen_per_node[static_cast<size_t>(comm->node_of[static_cast<size_t>(comm->rank)] % 1024)];
+  comm->local_ranks =
+      seen_per_node[static_cast<size_t>(comm->node_of[static_cast<size_t>(comm->rank)] % 1024)];
   comm->p2p_connected.assign(static_cast<size_t>(n), false);
   comm->p2p_ordinal.assign(static_cast<size_t>(n), 0);
 }
@@ -933,17 +972,19 @@ long BusId(const ncclComm* comm) { return (0x18L + comm->cuda_dev) * 0x1000L; }
 void LogInitLine(const ncclComm* comm, const char* what) {
   if (comm->is_split) {
     // The split variant has no space before "- Init" (§8.2 item 8).
-    FAKE_INFO(kSubInit,
-              "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d "
-              "color %d key %d- Init %s",
-              comm->init_fn, static_cast<const void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
-              comm->cuda_dev, BusId(comm), comm->parent_ptr, comm->split_count_used,
-              comm->split_color, comm->split_key, what);
+    FAKE_INFO(
+        kSubInit,
+        "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d "
+        "color %d key %d- Init %s",
+        comm->init_fn, static_cast<const void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+        comm->cuda_dev, BusId(comm), comm->parent_ptr, comm->split_count_used, comm->split_color,
+        comm->split_key, what);
   } else {
-    FAKE_INFO(kSubInit,
-              "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init %s",
-              comm->init_fn, static_cast<const void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
-              comm->cuda_dev, BusId(comm), static_cast<unsigned long long>(comm->hash), what);
+    FAKE_INFO(
+        kSubInit,
+        "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx commId 0x%llx - Init %s",
+        comm->init_fn, static_cast<const void*>(comm), comm->rank, comm->nranks, comm->cuda_dev,
+        comm->cuda_dev, BusId(comm), static_cast<unsigned long long>(comm->hash), what);
   }
 }
 
@@ -970,8 +1011,8 @@ ncclResult_t InitBody(ncclComm* comm) {
   }
   LogInitLine(comm, "START");
   FAKE_INFO(kSubInit, "comm %p rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0",
-            static_cast<const void*>(comm), comm->rank, comm->nranks, comm->nnodes, comm->local_ranks,
-            comm->local_index[static_cast<size_t>(comm->rank)]);
+            static_cast<const void*>(comm), comm->rank, comm->nranks, comm->nnodes,
+            comm->local_ranks, comm->local_index[static_cast<size_t>(comm->rank)]);
   const Scenario& sc = GetScenario();
   for (int c = 0; c < sc.channels; ++c) {
     std::string ring;
@@ -1029,8 +1070,8 @@ void FreeComm(ncclComm* comm) {
 ncclResult_t CreateComm(const CommArgs& a, ncclComm** out) {
   *out = nullptr;
   if (a.nranks < 1 || a.nranks > kMaxRanks || a.rank < 0 || a.rank >= a.nranks) {
-    FAKE_WARN("Invalid rank requested : %d/%d (fake NCCL supports up to %d ranks)", a.rank, a.nranks,
-              kMaxRanks);
+    FAKE_WARN("Invalid rank requested : %d/%d (fake NCCL supports up to %d ranks)", a.rank,
+              a.nranks, kMaxRanks);
     return ncclInvalidArgument;
   }
   ncclComm* comm = new ncclComm();
@@ -1161,7 +1202,8 @@ ncclResult_t GroupEndOuter() {
   if (group_api != nullptr) ProfilerRecord(group_api, kSentinelStateGroupEndApiStart, nullptr);
   std::vector<std::pair<ncclComm*, std::vector<Task>>> plans;
   for (const Task& t : tasks) {
-    auto it = std::find_if(plans.begin(), plans.end(), [&](const auto& p) { return p.first == t.comm; });
+    auto it =
+        std::find_if(plans.begin(), plans.end(), [&](const auto& p) { return p.first == t.comm; });
     if (it == plans.end()) {
       plans.emplace_back(t.comm, std::vector<Task>());
       it = plans.end() - 1;
@@ -1211,12 +1253,13 @@ ncclResult_t Enqueue(Task t) {
   if (rc != ncclSuccess) return rc;
   int n = t.comm->nranks;
   if ((t.is_coll && (t.root < 0 || t.root >= n)) || (!t.is_coll && (t.peer < 0 || t.peer >= n))) {
-    FAKE_WARN("%s : invalid root/peer %d (nranks %d)", FuncName(t.func), t.is_coll ? t.root : t.peer, n);
+    FAKE_WARN("%s : invalid root/peer %d (nranks %d)", FuncName(t.func),
+              t.is_coll ? t.root : t.peer, n);
     return ncclInvalidArgument;
   }
-  if (t.count == 0) return ncclSuccess;               // discarded before enqueue (§5.5)
-  if (t.is_coll && n == 1) return ncclSuccess;        // a memcpy: no events (§5.5)
-  ++tls_group.depth;                                  // the implicit group
+  if (t.count == 0) return ncclSuccess;         // discarded before enqueue (§5.5)
+  if (t.is_coll && n == 1) return ncclSuccess;  // a memcpy: no events (§5.5)
+  ++tls_group.depth;                            // the implicit group
   TaskAppend(t);
   if (--tls_group.depth > 0) return ncclSuccess;
   return GroupEndOuter();
@@ -1277,8 +1320,9 @@ ncclResult_t SplitImpl(ncclComm* comm, int color, int key, ncclComm** newcomm,
   int split_count = ++comm->split_count;
   std::vector<int> colors;
   std::vector<int> keys;
-  ShmBarrier::WaitResult w = comm->barrier->ExchangeSplit(
-      comm->rank, split_count, color, key, participants, GetScenario().barrier_timeout_s, &colors, &keys);
+  ShmBarrier::WaitResult w =
+      comm->barrier->ExchangeSplit(comm->rank, split_count, color, key, participants,
+                                   GetScenario().barrier_timeout_s, &colors, &keys);
   if (w != ShmBarrier::WaitResult::kOk) {
     FAKE_WARN("%s: timed out waiting for the other ranks", fn);
     return ncclSystemError;
@@ -1319,7 +1363,8 @@ ncclResult_t Teardown(ncclComm* comm, bool abort) {
   {
     std::unique_lock<std::mutex> lock(comm->mu);
     if (abort) comm->abort.store(true);
-    comm->cv.wait(lock, [&] { return comm->pending_launches == 0 && (abort || comm->inflight == 0); });
+    comm->cv.wait(lock,
+                  [&] { return comm->pending_launches == 0 && (abort || comm->inflight == 0); });
     comm->stop = true;
     comm->cv.notify_all();
   }
@@ -1363,15 +1408,24 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id) {
 FAKE_NCCL_API(const char*, ncclGetErrorString, ncclResult_t result);
 const char* ncclGetErrorString(ncclResult_t result) {
   switch (result) {
-    case ncclSuccess: return "no error";
-    case ncclUnhandledCudaError: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
-    case ncclSystemError: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
-    case ncclInternalError: return "internal error - please report this issue to the NCCL developers";
-    case ncclInvalidArgument: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
-    case ncclInvalidUsage: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
-    case ncclRemoteError: return "remote process exited or there was a network error";
-    case ncclInProgress: return "NCCL operation in progress";
-    default: return "unknown result code";
+    case ncclSuccess:
+      return "no error";
+    case ncclUnhandledCudaError:
+      return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case ncclSystemError:
+      return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case ncclInternalError:
+      return "internal error - please report this issue to the NCCL developers";
+    case ncclInvalidArgument:
+      return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case ncclInvalidUsage:
+      return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case ncclRemoteError:
+      return "remote process exited or there was a network error";
+    case ncclInProgress:
+      return "NCCL operation in progress";
+    default:
+      return "unknown result code";
   }
 }
 
@@ -1381,7 +1435,8 @@ ncclResult_t ncclResetDebugInit(void) {
   return ncclSuccess;
 }
 
-FAKE_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank);
+FAKE_NCCL_API(ncclResult_t, ncclCommInitRank, ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
+              int rank);
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) {
   if (comm == nullptr) return ncclInvalidArgument;
   st::CommArgs a;
@@ -1392,8 +1447,8 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id
   return st::CreateComm(a, comm);
 }
 
-FAKE_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks, ncclUniqueId comm_id,
-              int rank, ncclConfig_t* config);
+FAKE_NCCL_API(ncclResult_t, ncclCommInitRankConfig, ncclComm_t* comm, int nranks,
+              ncclUniqueId comm_id, int rank, ncclConfig_t* config);
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
                                     ncclConfig_t* config) {
   if (comm == nullptr) return ncclInvalidArgument;
@@ -1411,8 +1466,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   return rc;
 }
 
-FAKE_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* comm, int nranks, int rank, int n_id,
-              ncclUniqueId* comm_ids, ncclConfig_t* config);
+FAKE_NCCL_API(ncclResult_t, ncclCommInitRankScalable, ncclComm_t* comm, int nranks, int rank,
+              int n_id, ncclUniqueId* comm_ids, ncclConfig_t* config);
 ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_id,
                                       ncclUniqueId* comm_ids, ncclConfig_t* config) {
   if (comm == nullptr || comm_ids == nullptr || n_id < 1) return ncclInvalidArgument;
@@ -1475,7 +1530,8 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude_ranks_list, int exclud
     for (int i = 0; i < exclude_ranks_count; ++i) excluded = excluded || exclude_ranks_list[i] == r;
     if (!excluded) keep.push_back(r);
   }
-  // Derived like a split with color 0 among the survivors; NCCL's shrink hash is unverified (§10.4).
+  // Derived like a split with color 0 among the survivors; NCCL's shrink hash is unverified
+  // (§10.4).
   return st::SplitImpl(comm, 0, comm->rank, newcomm, config, keep, "ncclCommShrink");
 }
 
@@ -1538,18 +1594,21 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
   (void)op;
-  return st::Enqueue(st::CollTask(comm, st::kAllReduce, sendbuff, recvbuff, count, datatype, 0, stream));
+  return st::Enqueue(
+      st::CollTask(comm, st::kAllReduce, sendbuff, recvbuff, count, datatype, 0, stream));
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
               ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
                            ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return st::Enqueue(st::CollTask(comm, st::kAllGather, sendbuff, recvbuff, sendcount, datatype, 0, stream));
+  return st::Enqueue(
+      st::CollTask(comm, st::kAllGather, sendbuff, recvbuff, sendcount, datatype, 0, stream));
 }
 
-FAKE_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff, size_t recvcount,
-              ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+FAKE_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvbuff,
+              size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+              cudaStream_t stream);
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
@@ -1561,8 +1620,10 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
 FAKE_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
               ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
-                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return st::Enqueue(st::CollTask(comm, st::kBroadcast, sendbuff, recvbuff, count, datatype, root, stream));
+                           ncclDataType_t datatype, int root, ncclComm_t comm,
+                           cudaStream_t stream) {
+  return st::Enqueue(
+      st::CollTask(comm, st::kBroadcast, sendbuff, recvbuff, count, datatype, root, stream));
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t datatype, int root,
@@ -1573,11 +1634,13 @@ ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int ro
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
-              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream);
+              ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
+              cudaStream_t stream);
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   (void)op;
-  return st::Enqueue(st::CollTask(comm, st::kReduce, sendbuff, recvbuff, count, datatype, root, stream));
+  return st::Enqueue(
+      st::CollTask(comm, st::kReduce, sendbuff, recvbuff, count, datatype, root, stream));
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,
@@ -1631,8 +1694,8 @@ ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatyp
   return st::Enqueue(t);
 }
 
-FAKE_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-              ncclComm_t comm, cudaStream_t stream);
+FAKE_NCCL_API(ncclResult_t, ncclRecv, void* recvbuff, size_t count, ncclDataType_t datatype,
+              int peer, ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
   st::Task t = st::CollTask(comm, st::kRecv, nullptr, recvbuff, count, datatype, 0, stream);
@@ -1707,7 +1770,9 @@ FAKE_NCCL_EXPORT ncclResult_t fakeNcclGraphDestroy(fakeNcclGraph_t graph) {
   return ncclSuccess;
 }
 
-FAKE_NCCL_EXPORT uint64_t fakeNcclCommHash(ncclComm_t comm) { return comm != nullptr ? comm->hash : 0; }
+FAKE_NCCL_EXPORT uint64_t fakeNcclCommHash(ncclComm_t comm) {
+  return comm != nullptr ? comm->hash : 0;
+}
 
 FAKE_NCCL_EXPORT uint64_t fakeNcclUniqueIdHash(const ncclUniqueId* unique_id) {
   return unique_id != nullptr ? st::HashUniqueId(unique_id->internal) : 0;

@@ -22,7 +22,8 @@ typedef struct {
   char internal[NCCL_UNIQUE_ID_BYTES];
 } ncclUniqueId;
 
-/* Same spelling as CUDA's runtime header, so both may be included. The fake never dereferences it. */
+/* Same spelling as CUDA's runtime header, so both may be included. The fake never dereferences it.
+ */
 typedef struct CUstream_st* cudaStream_t;
 
 /* §2.1 */
@@ -60,7 +61,14 @@ typedef enum {
   ncclNumTypes = 12
 } ncclDataType_t;
 
-typedef enum { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3, ncclAvg = 4, ncclNumOps = 5 } ncclRedOp_t;
+typedef enum {
+  ncclSum = 0,
+  ncclProd = 1,
+  ncclMax = 2,
+  ncclMin = 3,
+  ncclAvg = 4,
+  ncclNumOps = 5
+} ncclRedOp_t;
 
 /* Our own config layout (the fake reads only blocking, netName and commName). */
 typedef struct {
@@ -76,11 +84,11 @@ typedef struct {
   const char* commName;
 } ncclConfig_t;
 
-#define NCCL_CONFIG_INITIALIZER                                                          \
-  {                                                                                      \
-    sizeof(ncclConfig_t), 0xcafebeefu, FAKE_NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT,    \
-        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NULL,       \
-        NCCL_CONFIG_UNDEF_INT, NULL                                                      \
+#define NCCL_CONFIG_INITIALIZER                                                       \
+  {                                                                                   \
+    sizeof(ncclConfig_t), 0xcafebeefu, FAKE_NCCL_VERSION_CODE, NCCL_CONFIG_UNDEF_INT, \
+        NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NCCL_CONFIG_UNDEF_INT, NULL,    \
+        NCCL_CONFIG_UNDEF_INT, NULL                                                   \
   }
 
 /* ---- Public API: each exported as weak ncclX and strong pncclX (§10.1). ---- */

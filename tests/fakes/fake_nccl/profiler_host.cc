@@ -89,7 +89,8 @@ bool LoadLocked(Host& h) {
         } else {
           FAKE_INFO(kSubInit, "PROFILER/Plugin: %s: %s", value, err != nullptr ? err : "");
         }
-        bool lib_so = len > 6 && strncmp(value, "lib", 3) == 0 && strcmp(value + len - 3, ".so") == 0;
+        bool lib_so =
+            len > 6 && strncmp(value, "lib", 3) == 0 && strcmp(value + len - 3, ".so") == 0;
         if (strchr(value, '/') == nullptr && !lib_so) {
           std::string alt = std::string("libnccl-profiler-") + value + ".so";
           lib = dlopen(alt.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -98,7 +99,8 @@ bool LoadLocked(Host& h) {
             if (IsNotFound(err)) {
               not_found += " " + alt;
             } else {
-              FAKE_INFO(kSubInit, "PROFILER/Plugin: %s: %s", alt.c_str(), err != nullptr ? err : "");
+              FAKE_INFO(kSubInit, "PROFILER/Plugin: %s: %s", alt.c_str(),
+                        err != nullptr ? err : "");
             }
           }
         }
@@ -116,7 +118,8 @@ bool LoadLocked(Host& h) {
     }
   }
   if (lib == nullptr) {
-    if (!not_found.empty()) FAKE_INFO(kSubInit, "PROFILER/Plugin: Could not find:%s", not_found.c_str());
+    if (!not_found.empty())
+      FAKE_INFO(kSubInit, "PROFILER/Plugin: Could not find:%s", not_found.c_str());
     h.state = LoadState::kFailed;
     return false;
   }
@@ -139,7 +142,8 @@ bool LoadLocked(Host& h) {
     if (v == 4) h.v4 = static_cast<const SentinelProfilerV4*>(table);
   }
   if (found == 0) {
-    FAKE_INFO(kSubInit, "External profiler plugin %s is unsupported", value != nullptr ? value : "libnccl-profiler.so");
+    FAKE_INFO(kSubInit, "External profiler plugin %s is unsupported",
+              value != nullptr ? value : "libnccl-profiler.so");
     if (!is_static) dlclose(lib);
     h.state = LoadState::kFailed;
     return false;
@@ -197,9 +201,12 @@ void ProfilerFinalizeComm(void* context) {
   std::lock_guard<std::mutex> lock(h.mu);
   if (h.state != LoadState::kLoaded) return;
   if (context != nullptr) {
-    if (h.version == 6) h.v6->finalize(context);
-    else if (h.version == 5) h.v5->finalize(context);
-    else h.v4->finalize(context);
+    if (h.version == 6)
+      h.v6->finalize(context);
+    else if (h.version == 5)
+      h.v5->finalize(context);
+    else
+      h.v4->finalize(context);
   }
   if (--h.refcount > 0) return;
   FAKE_INFO(kSubInit, "PROFILER/Plugin: Closing profiler plugin %s", h.name);
@@ -292,9 +299,12 @@ void ProfilerStop(void* handle) {
   Host& h = H();
   int version = __atomic_load_n(&h.version, __ATOMIC_ACQUIRE);
   if (handle == nullptr) return;
-  if (version == 6) h.v6->stop_event(handle);
-  else if (version == 5) h.v5->stop_event(handle);
-  else if (version == 4) h.v4->stop_event(handle);
+  if (version == 6)
+    h.v6->stop_event(handle);
+  else if (version == 5)
+    h.v5->stop_event(handle);
+  else if (version == 4)
+    h.v4->stop_event(handle);
 }
 
 void ProfilerRecord(void* handle, int state, SentinelEventStateArgs* args) {

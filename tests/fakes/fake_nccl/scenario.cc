@@ -125,12 +125,24 @@ std::string Apply(const std::string& key, const std::string& value, Scenario* s)
   return "unknown key '" + key + "'";
 }
 
-constexpr const char* kKeys[] = {"net",        "nics",       "gdr",
-                                 "intra",      "nodes",      "ranks_per_node",
-                                 "socket_ifs", "ip",         "ext_plugin_fails",
-                                 "relaxed_ordering", "link_gbps", "latency_us",
-                                 "intra_gbps", "channels",   "max_steps",
-                                 "pxn",        "barrier_timeout_s", "gpu_clock_offset_ns",
+constexpr const char* kKeys[] = {"net",
+                                 "nics",
+                                 "gdr",
+                                 "intra",
+                                 "nodes",
+                                 "ranks_per_node",
+                                 "socket_ifs",
+                                 "ip",
+                                 "ext_plugin_fails",
+                                 "relaxed_ordering",
+                                 "link_gbps",
+                                 "latency_us",
+                                 "intra_gbps",
+                                 "channels",
+                                 "max_steps",
+                                 "pxn",
+                                 "barrier_timeout_s",
+                                 "gpu_clock_offset_ns",
                                  "cuda_driver_version"};
 
 }  // namespace

@@ -47,19 +47,32 @@ State& S() {
 
 const char* TypeName(uint64_t type) {
   switch (type) {
-    case kSentinelProfileGroup: return "Group";
-    case kSentinelProfileColl: return "Coll";
-    case kSentinelProfileP2p: return "P2p";
-    case kSentinelProfileProxyOp: return "ProxyOp";
-    case kSentinelProfileProxyStep: return "ProxyStep";
-    case kSentinelProfileProxyCtrl: return "ProxyCtrl";
-    case kSentinelProfileKernelCh: return "KernelCh";
-    case kSentinelProfileNetPlugin: return "NetPlugin";
-    case kSentinelProfileGroupApi: return "GroupApi";
-    case kSentinelProfileCollApi: return "CollApi";
-    case kSentinelProfileP2pApi: return "P2pApi";
-    case kSentinelProfileKernelLaunch: return "KernelLaunch";
-    default: return "Unknown";
+    case kSentinelProfileGroup:
+      return "Group";
+    case kSentinelProfileColl:
+      return "Coll";
+    case kSentinelProfileP2p:
+      return "P2p";
+    case kSentinelProfileProxyOp:
+      return "ProxyOp";
+    case kSentinelProfileProxyStep:
+      return "ProxyStep";
+    case kSentinelProfileProxyCtrl:
+      return "ProxyCtrl";
+    case kSentinelProfileKernelCh:
+      return "KernelCh";
+    case kSentinelProfileNetPlugin:
+      return "NetPlugin";
+    case kSentinelProfileGroupApi:
+      return "GroupApi";
+    case kSentinelProfileCollApi:
+      return "CollApi";
+    case kSentinelProfileP2pApi:
+      return "P2pApi";
+    case kSentinelProfileKernelLaunch:
+      return "KernelLaunch";
+    default:
+      return "Unknown";
   }
 }
 
@@ -74,7 +87,8 @@ void Emit(State& s, const void* ctx, const std::string& body) {
   auto it = s.contexts.find(ctx);
   int ctx_id = it != s.contexts.end() ? it->second->id : 0;
   fprintf(s.out, "%" PRIu64 " tid=%ld thread=%s ctx=%d %s\n", ++s.line,
-          static_cast<long>(syscall(SYS_gettid)), name[0] != '\0' ? name : "-", ctx_id, body.c_str());
+          static_cast<long>(syscall(SYS_gettid)), name[0] != '\0' ? name : "-", ctx_id,
+          body.c_str());
   fflush(s.out);
 }
 
@@ -112,8 +126,9 @@ int InitCommon(void** context, uint64_t comm, int* mask, const char* name, int n
                                   : (0xFFF & ~kSentinelProfileProxyCtrl);
   __atomic_store_n(mask, value, __ATOMIC_RELAXED);
   char body[256];
-  snprintf(body, sizeof(body), "init v=%d comm=0x%016" PRIx64 " rank=%d nranks=%d nnodes=%d name=%s pid=%d",
-           version, comm, rank, nranks, nnodes, Str(name), static_cast<int>(getpid()));
+  snprintf(body, sizeof(body),
+           "init v=%d comm=0x%016" PRIx64 " rank=%d nranks=%d nnodes=%d name=%s pid=%d", version,
+           comm, rank, nranks, nnodes, Str(name), static_cast<int>(getpid()));
   Emit(s, ctx, body);
   return kSentinelNcclSuccess;
 }
@@ -136,11 +151,13 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* d
   bool foreign = false;
   switch (d->type) {
     case kSentinelProfileGroupApi:
-      snprintf(f, sizeof(f), " depth=%d captured=%d", d->group_api.group_depth, d->group_api.graph_captured);
+      snprintf(f, sizeof(f), " depth=%d captured=%d", d->group_api.group_depth,
+               d->group_api.graph_captured);
       break;
     case kSentinelProfileCollApi:
-      snprintf(f, sizeof(f), " func=%s count=%zu dtype=%s root=%d captured=%d", Str(d->coll_api.func),
-               d->coll_api.count, Str(d->coll_api.datatype), d->coll_api.root, d->coll_api.graph_captured);
+      snprintf(f, sizeof(f), " func=%s count=%zu dtype=%s root=%d captured=%d",
+               Str(d->coll_api.func), d->coll_api.count, Str(d->coll_api.datatype),
+               d->coll_api.root, d->coll_api.graph_captured);
       break;
     case kSentinelProfileP2pApi:
       snprintf(f, sizeof(f), " func=%s count=%zu dtype=%s captured=%d", Str(d->p2p_api.func),
@@ -152,9 +169,10 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* d
         std::lock_guard<std::mutex> lock(S().mu);
         pg = HandleId(S(), d->coll.parent_group);
       }
-      snprintf(f, sizeof(f), " seq=%" PRIu64 " func=%s count=%zu dtype=%s root=%d algo=%s proto=%s nch=%d pg=%s",
-               d->coll.seq_number, Str(d->coll.func), d->coll.count, Str(d->coll.datatype), d->coll.root,
-               Str(d->coll.algo), Str(d->coll.proto), d->coll.n_channels, pg.c_str());
+      snprintf(f, sizeof(f),
+               " seq=%" PRIu64 " func=%s count=%zu dtype=%s root=%d algo=%s proto=%s nch=%d pg=%s",
+               d->coll.seq_number, Str(d->coll.func), d->coll.count, Str(d->coll.datatype),
+               d->coll.root, Str(d->coll.algo), Str(d->coll.proto), d->coll.n_channels, pg.c_str());
       break;
     }
     case kSentinelProfileP2p: {
@@ -170,15 +188,16 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* d
     case kSentinelProfileProxyOp:
       // PXN: check the pid before touching context or parent (§5.5).
       foreign = d->proxy_op.pid != S().pid;
-      snprintf(f, sizeof(f), " pid=%d ch=%d peer=%d nsteps=%d chunk=%d send=%d", static_cast<int>(d->proxy_op.pid),
-               d->proxy_op.channel_id, d->proxy_op.peer, d->proxy_op.n_steps, d->proxy_op.chunk_size,
-               d->proxy_op.is_send);
+      snprintf(f, sizeof(f), " pid=%d ch=%d peer=%d nsteps=%d chunk=%d send=%d",
+               static_cast<int>(d->proxy_op.pid), d->proxy_op.channel_id, d->proxy_op.peer,
+               d->proxy_op.n_steps, d->proxy_op.chunk_size, d->proxy_op.is_send);
       break;
     case kSentinelProfileProxyStep:
       snprintf(f, sizeof(f), " step=%d", d->proxy_step.step);
       break;
     case kSentinelProfileKernelCh:
-      snprintf(f, sizeof(f), " ch=%d ptimer=%" PRIu64, d->kernel_ch.channel_id, d->kernel_ch.p_timer);
+      snprintf(f, sizeof(f), " ch=%d ptimer=%" PRIu64, d->kernel_ch.channel_id,
+               d->kernel_ch.p_timer);
       break;
     default:
       break;
@@ -206,18 +225,20 @@ SentinelNcclResult Stop(void* handle) {
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult Record(void* handle, SentinelNcclEventState state, SentinelEventStateArgs* args) {
+SentinelNcclResult Record(void* handle, SentinelNcclEventState state,
+                          SentinelEventStateArgs* args) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   char body[160];
   if (args == nullptr) {
-    snprintf(body, sizeof(body), "state h=%s state=%d arg=null", HandleId(s, handle).c_str(), state);
+    snprintf(body, sizeof(body), "state h=%s state=%d arg=null", HandleId(s, handle).c_str(),
+             state);
   } else if (state == kSentinelStateProxyCtrlAppendEnd) {
     snprintf(body, sizeof(body), "state h=%s state=%d arg=%d", HandleId(s, handle).c_str(), state,
              args->proxy_ctrl.appended_proxy_ops);
   } else {
-    snprintf(body, sizeof(body), "state h=%s state=%d arg=%" PRIu64, HandleId(s, handle).c_str(), state,
-             static_cast<uint64_t>(args->kernel_ch.p_timer));
+    snprintf(body, sizeof(body), "state h=%s state=%d arg=%" PRIu64, HandleId(s, handle).c_str(),
+             state, static_cast<uint64_t>(args->kernel_ch.p_timer));
   }
   Emit(s, nullptr, body);
   return kSentinelNcclSuccess;
@@ -233,17 +254,20 @@ SentinelNcclResult Finalize(void* context) {
 SentinelNcclResult InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes,
                           int nranks, int rank, SentinelNcclLogger logfn) {
   (void)logfn;
-  return static_cast<SentinelNcclResult>(InitCommon(context, comm_id, mask, name, nnodes, nranks, rank, 6));
+  return static_cast<SentinelNcclResult>(
+      InitCommon(context, comm_id, mask, name, nnodes, nranks, rank, 6));
 }
 SentinelNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes,
                           int nranks, int rank, SentinelNcclLogger logfn) {
   (void)logfn;
-  return static_cast<SentinelNcclResult>(InitCommon(context, comm_id, mask, name, nnodes, nranks, rank, 5));
+  return static_cast<SentinelNcclResult>(
+      InitCommon(context, comm_id, mask, name, nnodes, nranks, rank, 5));
 }
-SentinelNcclResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash, int nnodes,
-                          int nranks, int rank, SentinelNcclLogger logfn) {
+SentinelNcclResult InitV4(void** context, int* mask, const char* name, uint64_t comm_hash,
+                          int nnodes, int nranks, int rank, SentinelNcclLogger logfn) {
   (void)logfn;
-  return static_cast<SentinelNcclResult>(InitCommon(context, comm_hash, mask, name, nnodes, nranks, rank, 4));
+  return static_cast<SentinelNcclResult>(
+      InitCommon(context, comm_hash, mask, name, nnodes, nranks, rank, 4));
 }
 
 }  // namespace
@@ -255,10 +279,10 @@ extern "C" {
 __attribute__((visibility("default"))) extern const SentinelProfilerV6 ncclProfiler_v6;
 __attribute__((visibility("default"))) extern const SentinelProfilerV5 ncclProfiler_v5;
 __attribute__((visibility("default"))) extern const SentinelProfilerV4 ncclProfiler_v4;
-const SentinelProfilerV6 ncclProfiler_v6 = {"recording", st::InitV6, st::StartV6, st::Stop, st::Record,
-                                            st::Finalize};
-const SentinelProfilerV5 ncclProfiler_v5 = {"recording", st::InitV5, st::StartV6, st::Stop, st::Record,
-                                            st::Finalize};
-const SentinelProfilerV4 ncclProfiler_v4 = {"recording", st::InitV4, st::StartV4, st::Stop, st::Record,
-                                            st::Finalize};
+const SentinelProfilerV6 ncclProfiler_v6 = {"recording", st::InitV6, st::StartV6,
+                                            st::Stop,    st::Record, st::Finalize};
+const SentinelProfilerV5 ncclProfiler_v5 = {"recording", st::InitV5, st::StartV6,
+                                            st::Stop,    st::Record, st::Finalize};
+const SentinelProfilerV4 ncclProfiler_v4 = {"recording", st::InitV4, st::StartV4,
+                                            st::Stop,    st::Record, st::Finalize};
 }

@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
       d.rank = rank;
       d.group_api.group_depth = 1;
       t.Time([&] { prof->start_event(ctx, &group_api, &d); });
-      t.Time([&] { prof->record_event_state(group_api, kSentinelStateGroupStartApiStop, nullptr); });
+      t.Time(
+          [&] { prof->record_event_state(group_api, kSentinelStateGroupStartApiStop, nullptr); });
     }
     if (mask & kSentinelProfileCollApi) {
       std::memset(&d, 0, sizeof(d));

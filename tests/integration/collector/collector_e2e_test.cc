@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "httplib.h"
 #include "nlohmann/json.hpp"
+
+#include "httplib.h"
 #include "tests/unit/transport/fake_collector_server.h"
 
 extern char** environ;
@@ -315,12 +316,13 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
   HostResult hr = ParseHost(ReadFile(host_log));
   ASSERT_TRUE(hr.parsed) << ReadFile(host_log);
   EXPECT_GT(hr.colls, 5000u);
-  std::printf("timing host: %llu event callbacks, wall max %.3f ms (%llu over 1 ms); blocked "
-              "(voluntary switch) in %llu, longest %.3f ms, %llu over 1 ms; %llu collectives; "
-              "init/finalize max %.1f ms\n",
-              hr.calls, static_cast<double>(hr.max_ns) / 1e6, hr.over_1ms, hr.blocked_calls,
-              static_cast<double>(hr.blocked_max_ns) / 1e6, hr.blocked_over_1ms, hr.colls,
-              static_cast<double>(hr.init_finalize_max_ns) / 1e6);
+  std::printf(
+      "timing host: %llu event callbacks, wall max %.3f ms (%llu over 1 ms); blocked "
+      "(voluntary switch) in %llu, longest %.3f ms, %llu over 1 ms; %llu collectives; "
+      "init/finalize max %.1f ms\n",
+      hr.calls, static_cast<double>(hr.max_ns) / 1e6, hr.over_1ms, hr.blocked_calls,
+      static_cast<double>(hr.blocked_max_ns) / 1e6, hr.blocked_over_1ms, hr.colls,
+      static_cast<double>(hr.init_finalize_max_ns) / 1e6);
   // A callback may be preempted on a loaded 2-core CI machine (an involuntary switch: wall time
   // the plugin did not ask for); it must never block, and never for more than 1 ms.
   EXPECT_EQ(hr.blocked_over_1ms, 0u) << "a callback blocked for " << hr.blocked_max_ns << " ns";
@@ -344,9 +346,10 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
       },
       10000))
       << ranks.dump(2);
-  std::printf("drops reported after reconnection: %.0f by the timing host (pid %d); %.0f in "
-              "/metrics over all connected ranks\n",
-              host_drops, host.pid(), sink_drops_metric);
+  std::printf(
+      "drops reported after reconnection: %.0f by the timing host (pid %d); %.0f in "
+      "/metrics over all connected ranks\n",
+      host_drops, host.pid(), sink_drops_metric);
 }
 
 }  // namespace

@@ -16,13 +16,13 @@
 
 namespace {
 
-#define CHECK_NCCL(expr)                                                                 \
-  do {                                                                                   \
-    ncclResult_t rc_ = (expr);                                                           \
-    if (rc_ != ncclSuccess && rc_ != ncclInProgress) {                                   \
+#define CHECK_NCCL(expr)                                                                    \
+  do {                                                                                      \
+    ncclResult_t rc_ = (expr);                                                              \
+    if (rc_ != ncclSuccess && rc_ != ncclInProgress) {                                      \
       fprintf(stderr, "driver: %s failed: %d (%s)\n", #expr, rc_, ncclGetErrorString(rc_)); \
-      exit(3);                                                                           \
-    }                                                                                    \
+      exit(3);                                                                              \
+    }                                                                                       \
   } while (0)
 
 std::vector<float> g_send(1 << 20);
@@ -75,7 +75,8 @@ std::vector<ncclComm_t> InitPerThread(int n, ncclConfig_t* config) {
 
 void AllReduceEach(const std::vector<ncclComm_t>& comms, size_t count) {
   for (ncclComm_t c : comms) {
-    CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, c, nullptr));
+    CHECK_NCCL(
+        ncclAllReduce(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, c, nullptr));
   }
 }
 
@@ -94,8 +95,10 @@ int Run(const std::string& scenario, int n) {
     auto comms = InitAll(n);
     CHECK_NCCL(ncclGroupStart());
     for (ncclComm_t c : comms) {
-      CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, c, nullptr));
-      CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), 2048, ncclFloat32, ncclSum, c, nullptr));
+      CHECK_NCCL(
+          ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, c, nullptr));
+      CHECK_NCCL(
+          ncclAllReduce(g_send.data(), g_recv.data(), 2048, ncclFloat32, ncclSum, c, nullptr));
     }
     CHECK_NCCL(ncclGroupEnd());
     SyncAll(comms);
@@ -105,7 +108,8 @@ int Run(const std::string& scenario, int n) {
     CHECK_NCCL(ncclGroupStart());
     CHECK_NCCL(ncclGroupStart());
     for (ncclComm_t c : comms) {
-      CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, c, nullptr));
+      CHECK_NCCL(
+          ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, c, nullptr));
     }
     CHECK_NCCL(ncclGroupEnd());
     for (ncclComm_t c : comms) {
@@ -117,11 +121,19 @@ int Run(const std::string& scenario, int n) {
   } else if (scenario == "kinds") {  // every collective kind, once each, in this order
     auto comms = InitAll(n);
     size_t count = 4096;
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, c, nullptr));
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclAllGather(g_send.data(), g_recv.data(), count, ncclFloat32, c, nullptr));
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclReduceScatter(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, c, nullptr));
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclBroadcast(g_send.data(), g_recv.data(), count, ncclFloat32, 0, c, nullptr));
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclReduce(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, 0, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(
+          ncclAllReduce(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(ncclAllGather(g_send.data(), g_recv.data(), count, ncclFloat32, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(
+          ncclReduceScatter(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(ncclBroadcast(g_send.data(), g_recv.data(), count, ncclFloat32, 0, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(
+          ncclReduce(g_send.data(), g_recv.data(), count, ncclFloat32, ncclSum, 0, c, nullptr));
     // Send/Recv ring, one group per rank pair direction.
     CHECK_NCCL(ncclGroupStart());
     for (int r = 0; r < n; ++r) {
@@ -132,7 +144,8 @@ int Run(const std::string& scenario, int n) {
     CHECK_NCCL(ncclGroupEnd());
     // Decomposed collectives; grouped across comms so each rank's pieces can meet their peers.
     CHECK_NCCL(ncclGroupStart());
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclAlltoAll(g_send.data(), g_recv.data(), count, ncclFloat32, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(ncclAlltoAll(g_send.data(), g_recv.data(), count, ncclFloat32, c, nullptr));
     CHECK_NCCL(ncclGroupEnd());
     SyncAll(comms);
     DestroyAll(comms);
@@ -152,7 +165,8 @@ int Run(const std::string& scenario, int n) {
     std::vector<std::thread> threads;
     for (int r = 0; r < n; ++r) {
       threads.emplace_back([&, r] {
-        CHECK_NCCL(ncclCommSplit(comms[static_cast<size_t>(r)], r % 2, r, &children[static_cast<size_t>(r)], nullptr));
+        CHECK_NCCL(ncclCommSplit(comms[static_cast<size_t>(r)], r % 2, r,
+                                 &children[static_cast<size_t>(r)], nullptr));
       });
     }
     for (std::thread& t : threads) t.join();
@@ -177,7 +191,8 @@ int Run(const std::string& scenario, int n) {
     std::vector<fakeNcclGraph_t> graphs;
     for (ncclComm_t c : comms) {
       CHECK_NCCL(fakeNcclGraphBeginCapture(c));
-      CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, c, nullptr));
+      CHECK_NCCL(
+          ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, c, nullptr));
       fakeNcclGraph_t g = nullptr;
       CHECK_NCCL(fakeNcclGraphEndCapture(c, &g));
       graphs.push_back(g);
@@ -190,7 +205,8 @@ int Run(const std::string& scenario, int n) {
     DestroyAll(comms);
   } else if (scenario == "single") {  // nranks 1: no collective events; Send/Recv to self works
     auto comms = InitAll(1);
-    CHECK_NCCL(ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, comms[0], nullptr));
+    CHECK_NCCL(
+        ncclAllReduce(g_send.data(), g_recv.data(), 1024, ncclFloat32, ncclSum, comms[0], nullptr));
     CHECK_NCCL(ncclGroupStart());
     CHECK_NCCL(ncclSend(g_send.data(), 1024, ncclFloat32, 0, comms[0], nullptr));
     CHECK_NCCL(ncclRecv(g_recv.data(), 1024, ncclFloat32, 0, comms[0], nullptr));
@@ -204,7 +220,8 @@ int Run(const std::string& scenario, int n) {
     DestroyAll(comms);
   } else if (scenario == "bcast") {  // ncclBcast reaches ncclBroadcast through the PLT
     auto comms = InitAll(n);
-    for (ncclComm_t c : comms) CHECK_NCCL(ncclBcast(g_send.data(), 1024, ncclFloat32, 0, c, nullptr));
+    for (ncclComm_t c : comms)
+      CHECK_NCCL(ncclBcast(g_send.data(), 1024, ncclFloat32, 0, c, nullptr));
     SyncAll(comms);
     DestroyAll(comms);
   } else if (scenario == "reload") {  // refcount to zero, then a fresh load for a new comm

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+
 #include "tests/integration/fake_nccl/test_util.h"
 
 namespace sentinel::testing {
@@ -126,9 +127,9 @@ TEST_F(FidelityTest, StandaloneAllReduceCallOrderAndThreads) {  // §5.3 A
   }
   std::vector<std::string> sig = Signature(app_lines, [](const RecLine&) { return true; });
   std::vector<std::string> expected = {
-      "start:GroupApi", "state:GroupApi:23", "start:CollApi", "stop:CollApi", "state:GroupApi:24",
-      "start:KernelLaunch", "stop:KernelLaunch", "start:Group", "start:Coll", "stop:Coll",
-      "stop:Group", "stop:GroupApi"};
+      "start:GroupApi",    "state:GroupApi:23",  "start:CollApi",     "stop:CollApi",
+      "state:GroupApi:24", "start:KernelLaunch", "stop:KernelLaunch", "start:Group",
+      "start:Coll",        "stop:Coll",          "stop:Group",        "stop:GroupApi"};
   ASSERT_GE(sig.size(), 2 * expected.size());
   EXPECT_EQ(std::vector<std::string>(sig.begin(), sig.begin() + 12), expected);
   EXPECT_EQ(std::vector<std::string>(sig.begin() + 12, sig.begin() + 24), expected);
@@ -175,9 +176,9 @@ TEST_F(FidelityTest, StandaloneAllReduceCallOrderAndThreads) {  // §5.3 A
   auto first = std::find(psig.begin(), psig.end(), "state:ProxyCtrl:17");
   ASSERT_NE(first, psig.end());
   std::vector<std::string> window(first, first + 7);
-  EXPECT_EQ(window, (std::vector<std::string>{"state:ProxyCtrl:17", "start:ProxyOp", "start:ProxyOp",
-                                              "start:ProxyOp", "start:ProxyOp", "state:ProxyCtrl:18",
-                                              "stop:ProxyCtrl"}));
+  EXPECT_EQ(window, (std::vector<std::string>{"state:ProxyCtrl:17", "start:ProxyOp",
+                                              "start:ProxyOp", "start:ProxyOp", "start:ProxyOp",
+                                              "state:ProxyCtrl:18", "stop:ProxyCtrl"}));
   std::map<std::string, std::vector<std::string>> per_handle;
   for (const RecLine& l : proxy) {
     if (l.verb == "start" && l.Get("type") == "ProxyOp") {
@@ -224,15 +225,13 @@ TEST_F(FidelityTest, UserGroupSharesOneGroupApi) {  // §5.3 B
   long app = MainTid(lines);
   std::vector<std::string> sig = Signature(lines, [&](const RecLine& l) { return l.tid == app; });
   std::vector<std::string> expected = {
-      "start:GroupApi", "state:GroupApi:23",
-      "start:CollApi", "stop:CollApi", "start:CollApi", "stop:CollApi",
-      "start:CollApi", "stop:CollApi", "start:CollApi", "stop:CollApi",
-      "state:GroupApi:24",
-      "start:KernelLaunch", "stop:KernelLaunch", "start:Group", "start:Coll", "start:Coll",
-      "stop:Coll", "stop:Coll", "stop:Group",
-      "start:KernelLaunch", "stop:KernelLaunch", "start:Group", "start:Coll", "start:Coll",
-      "stop:Coll", "stop:Coll", "stop:Group",
-      "stop:GroupApi"};
+      "start:GroupApi",    "state:GroupApi:23", "start:CollApi",     "stop:CollApi",
+      "start:CollApi",     "stop:CollApi",      "start:CollApi",     "stop:CollApi",
+      "start:CollApi",     "stop:CollApi",      "state:GroupApi:24", "start:KernelLaunch",
+      "stop:KernelLaunch", "start:Group",       "start:Coll",        "start:Coll",
+      "stop:Coll",         "stop:Coll",         "stop:Group",        "start:KernelLaunch",
+      "stop:KernelLaunch", "start:Group",       "start:Coll",        "start:Coll",
+      "stop:Coll",         "stop:Coll",         "stop:Group",        "stop:GroupApi"};
   EXPECT_EQ(sig, expected);
   for (const RecLine& l : lines) {
     if (l.verb == "start" && l.Get("type") == "GroupApi") {
@@ -267,7 +266,9 @@ TEST_F(FidelityTest, InitThreads) {  // §4.2
     }
   }
   EXPECT_EQ(init_tids.size(), 2u);
-  EXPECT_EQ(std::count_if(all_lines.begin(), all_lines.end(), [](const RecLine& l) { return l.verb == "finalize"; }), 2);
+  EXPECT_EQ(std::count_if(all_lines.begin(), all_lines.end(),
+                          [](const RecLine& l) { return l.verb == "finalize"; }),
+            2);
 }
 
 TEST_F(FidelityTest, CommHashMatchesHandComputedVector) {  // §10.4
@@ -283,7 +284,8 @@ TEST_F(FidelityTest, CommHashMatchesHandComputedVector) {  // §10.4
     if (l.verb == "init" && l.Get("comm") == hex) ++parents;
   }
   EXPECT_EQ(parents, 2);
-  snprintf(hex, sizeof(hex), "commId 0x%llx - Init START", static_cast<unsigned long long>(expected));
+  snprintf(hex, sizeof(hex), "commId 0x%llx - Init START",
+           static_cast<unsigned long long>(expected));
   EXPECT_NE(r.output.find(hex), std::string::npos);
   // Split: digest of (parent hash, splitCount=1, color) as three strings.
   for (int color = 0; color < 2; ++color) {
@@ -309,18 +311,22 @@ TEST_F(FidelityTest, CommHashMatchesHandComputedVector) {  // §10.4
 TEST_F(FidelityTest, LogLinesToDebugFile) {  // §8.1, §8.2, §8.5
   std::string pattern = dir_ + "/nccl.%h.%p.log";
   RunResult r = RunProgram({FAKE_NCCL_DRIVER, "init_only", "2"},
-                    {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", pattern}, {"FAKE_NCCL_NODES", "2"},
-                     {"NCCL_PROFILER_PLUGIN", FAKE_NCCL_RECORDING_PLUGIN}});
+                           {{"NCCL_DEBUG", "INFO"},
+                            {"NCCL_DEBUG_FILE", pattern},
+                            {"FAKE_NCCL_NODES", "2"},
+                            {"NCCL_PROFILER_PLUGIN", FAKE_NCCL_RECORDING_PLUGIN}});
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("NCCL INFO"), std::string::npos);  // went to the file, not stdout
   std::string files = RunProgram({"/bin/ls", dir_}, {}).output;
   std::smatch m;
-  ASSERT_TRUE(std::regex_search(files, m, std::regex("nccl\\.([^.\\s]+)\\.([0-9]+)\\.log"))) << files;
+  ASSERT_TRUE(std::regex_search(files, m, std::regex("nccl\\.([^.\\s]+)\\.([0-9]+)\\.log")))
+      << files;
   std::string log = ReadFile(dir_ + "/" + m[0].str());
   std::string host = m[1].str();
   std::string pid = m[2].str();
   for (const std::string& line : Lines(log)) {
-    EXPECT_TRUE(std::regex_match(line, std::regex("^" + host + ":" + pid + ":[0-9]+ \\[[0-9]+\\] NCCL INFO .+")))
+    EXPECT_TRUE(std::regex_match(
+        line, std::regex("^" + host + ":" + pid + ":[0-9]+ \\[[0-9]+\\] NCCL INFO .+")))
         << line;
   }
   for (const char* needle :
@@ -333,8 +339,9 @@ TEST_F(FidelityTest, LogLinesToDebugFile) {  // §8.1, §8.2, §8.5
         "PROFILER/Plugin: Closing profiler plugin recording"}) {
     EXPECT_NE(log.find(needle), std::string::npos) << needle;
   }
-  EXPECT_TRUE(std::regex_search(log, std::regex("ncclCommInitRank comm 0x[0-9a-f]+ rank 0 nranks 2 cudaDev 0 "
-                                                "nvmlDev 0 busId [0-9a-f]+ commId 0x[0-9a-f]+ - Init START")));
+  EXPECT_TRUE(std::regex_search(
+      log, std::regex("ncclCommInitRank comm 0x[0-9a-f]+ rank 0 nranks 2 cudaDev 0 "
+                      "nvmlDev 0 busId [0-9a-f]+ commId 0x[0-9a-f]+ - Init START")));
 }
 
 struct NetCase {
@@ -346,45 +353,71 @@ struct NetCase {
 
 TEST_F(FidelityTest, NetworkSelectionFollowsNcclEnvSemantics) {  // §7.2, §8.3
   std::vector<NetCase> cases = {
-      {{{"NCCL_IB_DISABLE", "1"}}, {"NET/Socket : Using [0]eth0:10.0.0.1<0>", "Using network Socket",
-                                    "[send] via NET/Socket/0\n"}, {"NET/IB", "GDRDMA"}, 0},
-      {{{"FAKE_NCCL_NET", "socket"}}, {"NET/IB : No device found.", "Failed to initialize NET plugin IB",
-                                       "Using network Socket"}, {"GDRDMA"}, 0},
+      {{{"NCCL_IB_DISABLE", "1"}},
+       {"NET/Socket : Using [0]eth0:10.0.0.1<0>", "Using network Socket",
+        "[send] via NET/Socket/0\n"},
+       {"NET/IB", "GDRDMA"},
+       0},
+      {{{"FAKE_NCCL_NET", "socket"}},
+       {"NET/IB : No device found.", "Failed to initialize NET plugin IB", "Using network Socket"},
+       {"GDRDMA"},
+       0},
       {{{"NCCL_NET", "Socket"}}, {"Using network Socket"}, {"Using network IB"}, 0},
-      {{{"FAKE_NCCL_NET", "roce"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}, {"FAKE_NCCL_RELAXED_ORDERING", "1"}},
-       {"NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB"}, {}, 0},
-      {{{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}, {"NCCL_IB_HCA", "mlx5_1"}}, {"NET/IB : Using [0]mlx5_1:1/IB ;"}, {"mlx5_0"}, 0},
+      {{{"FAKE_NCCL_NET", "roce"},
+        {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"},
+        {"FAKE_NCCL_RELAXED_ORDERING", "1"}},
+       {"NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB"},
+       {},
+       0},
+      {{{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}, {"NCCL_IB_HCA", "mlx5_1"}},
+       {"NET/IB : Using [0]mlx5_1:1/IB ;"},
+       {"mlx5_0"},
+       0},
       {{{"FAKE_NCCL_GDR", "off"}}, {"[send] via NET/IB/0\n"}, {"GDRDMA"}, 0},
-      {{{"FAKE_NCCL_NET", "aws-ofi"}}, {"Initialized NET plugin aws-ofi", "Using network aws-ofi"}, {}, 0},
-      {{{"FAKE_NCCL_NODES", "1"}, {"FAKE_NCCL_INTRA", "shm"}}, {"Channel 00 : 0[0] -> 1[1] via SHM/direct/direct"}, {"via NET"}, 0},
+      {{{"FAKE_NCCL_NET", "aws-ofi"}},
+       {"Initialized NET plugin aws-ofi", "Using network aws-ofi"},
+       {},
+       0},
+      {{{"FAKE_NCCL_NODES", "1"}, {"FAKE_NCCL_INTRA", "shm"}},
+       {"Channel 00 : 0[0] -> 1[1] via SHM/direct/direct"},
+       {"via NET"},
+       0},
       {{{"FAKE_NCCL_NODES", "1"}}, {"Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"}, {"via NET"}, 0},
-      {{{"NCCL_NET", "IB"}, {"FAKE_NCCL_NET", "socket"}}, {"NCCL WARN Failed to initialize any NET plugin"}, {"Init COMPLETE"}, 3},
+      {{{"NCCL_NET", "IB"}, {"FAKE_NCCL_NET", "socket"}},
+       {"NCCL WARN Failed to initialize any NET plugin"},
+       {"Init COMPLETE"},
+       3},
   };
   for (const NetCase& c : cases) {
     Env env = c.env;
     env.emplace_back("NCCL_DEBUG", "INFO");
     env.emplace_back("NCCL_DEBUG_SUBSYS", "ALL");
-    if (std::none_of(env.begin(), env.end(), [](const auto& kv) { return kv.first == "FAKE_NCCL_NODES"; })) {
+    if (std::none_of(env.begin(), env.end(),
+                     [](const auto& kv) { return kv.first == "FAKE_NCCL_NODES"; })) {
       env.emplace_back("FAKE_NCCL_NODES", "2");
     }
     RunResult r = RunProgram({FAKE_NCCL_DRIVER, "init_only", "2"}, env);
     std::string label = c.env.front().first + "=" + c.env.front().second;
     EXPECT_EQ(r.exit_code, c.exit_code) << label << "\n" << r.output;
-    for (const std::string& e : c.expect) EXPECT_NE(r.output.find(e), std::string::npos) << label << ": " << e;
-    for (const std::string& e : c.reject) EXPECT_EQ(r.output.find(e), std::string::npos) << label << ": " << e;
+    for (const std::string& e : c.expect)
+      EXPECT_NE(r.output.find(e), std::string::npos) << label << ": " << e;
+    for (const std::string& e : c.reject)
+      EXPECT_EQ(r.output.find(e), std::string::npos) << label << ": " << e;
   }
 }
 
-TEST_F(FidelityTest, WarnLevelFormat) {  // §8.1: version line without prefix, WARN after an empty line
+TEST_F(FidelityTest,
+       WarnLevelFormat) {  // §8.1: version line without prefix, WARN after an empty line
   RunResult r = RunProgram({FAKE_NCCL_DRIVER, "init_only", "2"},
-                    {{"NCCL_DEBUG", "WARN"}, {"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "1"}});
+                           {{"NCCL_DEBUG", "WARN"}, {"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "1"}});
   EXPECT_EQ(r.exit_code, 3);
   std::vector<std::string> lines = Lines(r.output);
   ASSERT_GE(lines.size(), 3u) << r.output;
   EXPECT_EQ(lines[0], "NCCL version 2.28.9+cuda13.0");
   EXPECT_EQ(lines[1], "");
-  EXPECT_TRUE(std::regex_match(lines[2], std::regex("^\\[[0-9-]+ [0-9:]+\\] [^:]+:[0-9]+:[0-9]+ \\[[0-9]+\\] "
-                                                    "fake_nccl\\.cc:[0-9]+ NCCL WARN Failed to initialize any NET plugin$")))
+  EXPECT_TRUE(std::regex_match(
+      lines[2], std::regex("^\\[[0-9-]+ [0-9:]+\\] [^:]+:[0-9]+:[0-9]+ \\[[0-9]+\\] "
+                           "fake_nccl\\.cc:[0-9]+ NCCL WARN Failed to initialize any NET plugin$")))
       << lines[2];
   EXPECT_EQ(r.output.find("NCCL INFO"), std::string::npos);
 }
@@ -393,23 +426,29 @@ TEST_F(FidelityTest, PluginNameResolutionAndStickyFailure) {  // §4.1
   std::string lib_dir = FAKE_NCCL_RECORDING_PLUGIN;
   lib_dir = lib_dir.substr(0, lib_dir.rfind('/'));
   std::string log = dir_ + "/short.log";
-  RunResult r = RunProgram({FAKE_NCCL_DRIVER, "allreduce", "2"},
-                    {{"NCCL_PROFILER_PLUGIN", "recording"}, {"LD_LIBRARY_PATH", lib_dir},
-                     {"RECORDING_PLUGIN_LOG", log}, {"NCCL_DEBUG", "INFO"}});
+  RunResult r =
+      RunProgram({FAKE_NCCL_DRIVER, "allreduce", "2"}, {{"NCCL_PROFILER_PLUGIN", "recording"},
+                                                        {"LD_LIBRARY_PATH", lib_dir},
+                                                        {"RECORDING_PLUGIN_LOG", log},
+                                                        {"NCCL_DEBUG", "INFO"}});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.output.find("PROFILER/Plugin: Loaded recording (v5)"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("Successfully loaded external profiler plugin " + lib_dir + "/libnccl-profiler-recording.so"),
+  EXPECT_NE(r.output.find("Successfully loaded external profiler plugin " + lib_dir +
+                          "/libnccl-profiler-recording.so"),
             std::string::npos);
-  r = RunProgram({FAKE_NCCL_DRIVER, "multicomm", "2"}, {{"NCCL_PROFILER_PLUGIN", "nosuch"}, {"NCCL_DEBUG", "INFO"}});
+  r = RunProgram({FAKE_NCCL_DRIVER, "multicomm", "2"},
+                 {{"NCCL_PROFILER_PLUGIN", "nosuch"}, {"NCCL_DEBUG", "INFO"}});
   EXPECT_EQ(r.exit_code, 0);
   std::string nf = "PROFILER/Plugin: Could not find: nosuch libnccl-profiler-nosuch.so";
   size_t first = r.output.find(nf);
   EXPECT_NE(first, std::string::npos) << r.output;
   EXPECT_EQ(r.output.find(nf, first + 1), std::string::npos);  // sticky: 4 comms, one attempt
-  r = RunProgram({FAKE_NCCL_DRIVER, "allreduce", "2"}, {{"NCCL_PROFILER_PLUGIN", "none"}, {"NCCL_DEBUG", "INFO"}});
+  r = RunProgram({FAKE_NCCL_DRIVER, "allreduce", "2"},
+                 {{"NCCL_PROFILER_PLUGIN", "none"}, {"NCCL_DEBUG", "INFO"}});
   EXPECT_EQ(r.output.find("PROFILER/Plugin"), std::string::npos);
   r = RunProgram({FAKE_NCCL_DRIVER, "allreduce", "2"}, {{"NCCL_DEBUG", "INFO"}});  // unset
-  EXPECT_NE(r.output.find("PROFILER/Plugin: Could not find: libnccl-profiler.so"), std::string::npos);
+  EXPECT_NE(r.output.find("PROFILER/Plugin: Could not find: libnccl-profiler.so"),
+            std::string::npos);
   // Refcount to zero closes; the next communicator loads afresh.
   auto lines = Record("reload", {{"NCCL_DEBUG", "INFO"}}, 2, &r);
   size_t loaded = r.output.find("Loaded recording (v5)");
@@ -432,7 +471,8 @@ TEST_F(FidelityTest, AbiVersionsAndV4Adapter) {  // §1, §3.8
   }
   std::string group;
   for (const RecLine& l : v4) {
-    if (l.verb == "start" && l.Get("type") == "Group" && l.ctx == RankZeroCtx(v4)) group = l.Get("h");
+    if (l.verb == "start" && l.Get("type") == "Group" && l.ctx == RankZeroCtx(v4))
+      group = l.Get("h");
     if (l.verb == "start" && l.Get("type") == "Coll" && l.ctx == RankZeroCtx(v4)) {
       EXPECT_EQ(l.Get("parent"), group);
     }
@@ -472,7 +512,9 @@ TEST_F(FidelityTest, CollectiveKindsAndDecomposition) {  // §5.5
   EXPECT_EQ(Count(single, "start", "P2p"), 2);
   // count 0: nothing at all.
   auto zero = Record("count0", {});
-  EXPECT_EQ(std::count_if(zero.begin(), zero.end(), [](const RecLine& l) { return l.verb == "start"; }), 0);
+  EXPECT_EQ(
+      std::count_if(zero.begin(), zero.end(), [](const RecLine& l) { return l.verb == "start"; }),
+      0);
 }
 
 TEST_F(FidelityTest, GraphReplaysFromHostCallbackThread) {  // §5.4, §5.5
@@ -494,7 +536,8 @@ TEST_F(FidelityTest, GraphReplaysFromHostCallbackThread) {  // §5.4, §5.5
       seqs[l.ctx].push_back(l.Get("seq"));
     }
   }
-  EXPECT_EQ(seqs[RankZeroCtx(lines)], (std::vector<std::string>{"0", "1", "2"}));  // KernelCh on: per replay
+  EXPECT_EQ(seqs[RankZeroCtx(lines)],
+            (std::vector<std::string>{"0", "1", "2"}));  // KernelCh on: per replay
   // Intra-node without KernelCh: replays emit nothing (issue #1805).
   auto quiet = Record("graph", {{"RECORDING_PLUGIN_MASK", "0x302"}, {"FAKE_NCCL_NODES", "1"}});
   EXPECT_EQ(Count(quiet, "start", "Coll"), 0);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+
 #include "tests/integration/fake_nccl/test_util.h"
 
 namespace sentinel::testing {
@@ -108,10 +109,10 @@ TEST_F(PluginTest, EveryCollectiveKind) {
 }
 
 TEST_F(PluginTest, AllThreeAbiVersions) {
-  for (const auto& [var, value, abi] :
-       std::vector<std::tuple<std::string, std::string, int>>{{"FAKE_NCCL_PROFILER_MAX_VERSION", "6", 6},
-                                                             {"FAKE_NCCL_PROFILER_MAX_VERSION", "5", 5},
-                                                             {"FAKE_NCCL_PROFILER_VERSION", "4", 4}}) {
+  for (const auto& [var, value, abi] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"FAKE_NCCL_PROFILER_MAX_VERSION", "6", 6},
+           {"FAKE_NCCL_PROFILER_MAX_VERSION", "5", 5},
+           {"FAKE_NCCL_PROFILER_VERSION", "4", 4}}) {
     Dump d = Drive("allreduce", {{var, value}});
     ASSERT_EQ(d.inits.size(), 2u) << abi;
     for (const std::string& i : d.inits) EXPECT_EQ(JsonNum(i, "abi_version"), abi);
@@ -130,7 +131,8 @@ TEST_F(PluginTest, GroupsCommsSplitNonblocking) {
   Dump group = Drive("group", {});
   ASSERT_EQ(WithFunc(group.colls, "AllReduce", 0).size(), 2u);
   std::vector<long long> bytes;
-  for (const std::string& c : WithFunc(group.colls, "AllReduce", 0)) bytes.push_back(JsonNum(c, "bytes"));
+  for (const std::string& c : WithFunc(group.colls, "AllReduce", 0))
+    bytes.push_back(JsonNum(c, "bytes"));
   std::sort(bytes.begin(), bytes.end());
   EXPECT_EQ(bytes, (std::vector<long long>{4096, 8192}));
   Dump multi = Drive("multicomm", {});
@@ -156,20 +158,23 @@ TEST_F(PluginTest, GraphReplaysAndPxn) {
     std::sort(seqs.begin(), seqs.end());
     EXPECT_EQ(seqs, (std::vector<long long>{0, 1, 2}));
   }
-  Dump pxn = Drive("allreduce", {{"FAKE_NCCL_PXN", "1"}, {"FAKE_NCCL_NODES", "2"}, {"SENTINEL_EVENTS", "proxy"}});
+  Dump pxn =
+      Drive("allreduce",
+            {{"FAKE_NCCL_PXN", "1"}, {"FAKE_NCCL_NODES", "2"}, {"SENTINEL_EVENTS", "proxy"}});
   EXPECT_EQ(WithFunc(pxn.colls, "AllReduce").size(), 2u);
   long long foreign = 0;
-  for (const std::string& h : pxn.heartbeats) foreign = std::max(foreign, JsonNum(h, "pxn_foreign"));
+  for (const std::string& h : pxn.heartbeats)
+    foreign = std::max(foreign, JsonNum(h, "pxn_foreign"));
   EXPECT_GE(foreign, 1);
 }
 
 // ---- The job simulator end to end. ----------------------------------------------------------
 TEST_F(PluginTest, SimulatorStragglerShowsInGpuDurations) {
   std::string prefix = "sim.";
-  RunResult r = RunProgram({SENTINEL_SIM_PATH, "--ranks", "8", "--steps", "16", "--compute-ms", "5",
-                            "--bytes", "64K", "--straggler", "rank=5,delay-ms=40,from=6", "--plugin",
-                            SENTINEL_PLUGIN_PATH, "--quiet"},
-                           {{"SENTINEL_DUMP", dir_ + "/" + prefix + "%p.jsonl"}}, 120);
+  RunResult r = RunProgram(
+      {SENTINEL_SIM_PATH, "--ranks", "8", "--steps", "16", "--compute-ms", "5", "--bytes", "64K",
+       "--straggler", "rank=5,delay-ms=40,from=6", "--plugin", SENTINEL_PLUGIN_PATH, "--quiet"},
+      {{"SENTINEL_DUMP", dir_ + "/" + prefix + "%p.jsonl"}}, 120);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   Dump d = ReadDumps(prefix);
   ASSERT_EQ(d.inits.size(), 8u);
@@ -181,7 +186,9 @@ TEST_F(PluginTest, SimulatorStragglerShowsInGpuDurations) {
     dur[static_cast<int>(JsonNum(c, "rank"))].push_back(
         static_cast<double>(JsonNum(c, "gpu_end_ns") - JsonNum(c, "gpu_start_ns")) / 1e6);
   }
-  auto mean = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / v.size(); };
+  auto mean = [](const std::vector<double>& v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+  };
   double straggler = mean(dur[5]);
   for (int rank = 0; rank < 8; ++rank) {
     if (rank == 5) continue;
@@ -196,26 +203,34 @@ TEST_F(PluginTest, SimulatorHangIsDetectedAndNamed) {
                             "--hang", "rank=2,at=3", "--timeout-s", "1.5"},
                            {}, 60);
   EXPECT_EQ(r.exit_code, 3) << r.output;
-  EXPECT_NE(r.output.find("HANG: no progress for 1.5 s; rank(s) 2 never arrived at step 3"), std::string::npos)
+  EXPECT_NE(r.output.find("HANG: no progress for 1.5 s; rank(s) 2 never arrived at step 3"),
+            std::string::npos)
       << r.output;
 }
 
 TEST_F(PluginTest, SimulatorFlags) {
   EXPECT_EQ(RunProgram({SENTINEL_SIM_PATH, "--help"}, {}).exit_code, 0);
-  for (std::vector<std::string> bad : std::vector<std::vector<std::string>>{
-           {"--ranks", "0"}, {"--ranks", "x"}, {"--bytes", "12Q"}, {"--collectives", "allreduce,bogus"},
-           {"--straggler", "delay-ms=3"}, {"--straggler", "rank=9"}, {"--hang", "rank=1,when=2"},
-           {"--scenario", "/nonexistent"}, {"--frobnicate", "1"}}) {
+  for (std::vector<std::string> bad :
+       std::vector<std::vector<std::string>>{{"--ranks", "0"},
+                                             {"--ranks", "x"},
+                                             {"--bytes", "12Q"},
+                                             {"--collectives", "allreduce,bogus"},
+                                             {"--straggler", "delay-ms=3"},
+                                             {"--straggler", "rank=9"},
+                                             {"--hang", "rank=1,when=2"},
+                                             {"--scenario", "/nonexistent"},
+                                             {"--frobnicate", "1"}}) {
     bad.insert(bad.begin(), SENTINEL_SIM_PATH);
     RunResult r = RunProgram(bad, {});
     EXPECT_EQ(r.exit_code, 2) << bad[1] << " " << bad[2] << "\n" << r.output;
     EXPECT_NE(r.output.find("sentinel-sim: "), std::string::npos);
   }
   // Every collective kind through the simulator, several communicators.
-  RunResult r = RunProgram({SENTINEL_SIM_PATH, "--ranks", "3", "--steps", "2", "--comms", "2", "--compute-ms",
-                            "1", "--collectives", "allreduce,allgather,reducescatter,broadcast,reduce,alltoall,sendrecv",
-                            "--quiet"},
-                           {}, 60);
+  RunResult r = RunProgram(
+      {SENTINEL_SIM_PATH, "--ranks", "3", "--steps", "2", "--comms", "2", "--compute-ms", "1",
+       "--collectives", "allreduce,allgather,reducescatter,broadcast,reduce,alltoall,sendrecv",
+       "--quiet"},
+      {}, 60);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("all ranks finished"), std::string::npos);
 }

@@ -44,10 +44,11 @@ struct RunResult {
 
 // Runs argv with every NCCL_/FAKE_NCCL_/SENTINEL_/RECORDING_ variable removed, then `env` set.
 inline RunResult RunProgram(const std::vector<std::string>& argv,
-                     const std::vector<std::pair<std::string, std::string>>& env,
-                     int timeout_s = 60) {
+                            const std::vector<std::pair<std::string, std::string>>& env,
+                            int timeout_s = 60) {
   static int counter = 0;
-  std::string out_path = "/tmp/fakenccl_run_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
+  std::string out_path =
+      "/tmp/fakenccl_run_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
   pid_t pid = fork();
   if (pid == 0) {
     std::vector<std::string> drop;
@@ -111,10 +112,14 @@ inline std::vector<RecLine> ParseRecording(const std::string& text) {
       }
       std::string k = tok.substr(0, eq);
       std::string v = tok.substr(eq + 1);
-      if (!verb_seen && k == "tid") r.tid = atol(v.c_str());
-      else if (!verb_seen && k == "thread") r.thread = v;
-      else if (!verb_seen && k == "ctx") r.ctx = atoi(v.c_str());
-      else r.kv[k] = v;
+      if (!verb_seen && k == "tid")
+        r.tid = atol(v.c_str());
+      else if (!verb_seen && k == "thread")
+        r.thread = v;
+      else if (!verb_seen && k == "ctx")
+        r.ctx = atoi(v.c_str());
+      else
+        r.kv[k] = v;
     }
     // Thread names may contain a space ("NCCL Progress 0"): keep the first word only.
     out.push_back(r);

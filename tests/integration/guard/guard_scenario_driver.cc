@@ -57,14 +57,22 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       continue;
     }
     if ((v = value()) == nullptr) return false;
-    if (a == "--out") o->out = v;
-    else if (a == "--api") o->api = v;
-    else if (a == "--nranks") o->nranks = std::atoi(v);
-    else if (a == "--run") o->run = std::atoi(v);
-    else if (a == "--rank") o->rank = std::atoi(v);
-    else if (a == "--seed") o->seed = std::strtoull(v, nullptr, 10);
-    else if (a == "--split-mod") o->split_mod = std::atoi(v);
-    else return false;
+    if (a == "--out")
+      o->out = v;
+    else if (a == "--api")
+      o->api = v;
+    else if (a == "--nranks")
+      o->nranks = std::atoi(v);
+    else if (a == "--run")
+      o->run = std::atoi(v);
+    else if (a == "--rank")
+      o->rank = std::atoi(v);
+    else if (a == "--seed")
+      o->seed = std::strtoull(v, nullptr, 10);
+    else if (a == "--split-mod")
+      o->split_mod = std::atoi(v);
+    else
+      return false;
   }
   if (o->run < 0 || o->run > o->nranks) o->run = o->nranks;
   return !o->out.empty() && o->nranks >= 1;

@@ -105,8 +105,9 @@ struct Case {
   int nranks = 2;
   int run = -1;  // ranks that run (-1: all); fewer skip the collective
   FailsAt fails_at = FailsAt::kInit;
-  std::vector<std::string> message_has;   // the term and the cause, in the interposer's message
-  std::vector<std::string> profiler_has;  // profiler-only mode: what it can still tell ({}: nothing)
+  std::vector<std::string> message_has;  // the term and the cause, in the interposer's message
+  std::vector<std::string>
+      profiler_has;  // profiler-only mode: what it can still tell ({}: nothing)
 };
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
@@ -114,79 +115,169 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) { return info.p
 
 const std::vector<Case>& WrongCases() {
   static const auto* cases = new std::vector<Case>{
-      {"IbExpectedSocketNoDevInfiniband", "net=ib", HostIbNoDev, {{"FAKE_NCCL_NET", "socket"}}, 2, -1,
+      {"IbExpectedSocketNoDevInfiniband",
+       "net=ib",
+       HostIbNoDev,
+       {{"FAKE_NCCL_NET", "socket"}},
+       2,
+       -1,
        FailsAt::kInit,
        {"[transport] net=ib", "using network 'Socket'", "the container has no /dev/infiniband"},
        {"the container has no /dev/infiniband"}},
-      {"IbDisabledByEnv", "net=ib", HostIb1, {{"NCCL_IB_DISABLE", "1"}}, 2, -1, FailsAt::kInit,
+      {"IbDisabledByEnv",
+       "net=ib",
+       HostIb1,
+       {{"NCCL_IB_DISABLE", "1"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=ib", "using network 'Socket'", "NCCL_IB_DISABLE=1 is set"},
        {"NCCL_IB_DISABLE=1 is set"}},
-      {"NcclNetSocket", "net=ib", HostIb1, {{"NCCL_NET", "Socket"}}, 2, -1, FailsAt::kInit,
+      {"NcclNetSocket",
+       "net=ib",
+       HostIb1,
+       {{"NCCL_NET", "Socket"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=ib", "using network 'Socket'", "NCCL_NET=Socket forces"},
        {"NCCL_NET=Socket forces"}},
-      {"IbHcaMatchesNoDevice", "net=ib", HostIb1, {{"NCCL_IB_HCA", "mlx4"}}, 2, -1, FailsAt::kInit,
+      {"IbHcaMatchesNoDevice",
+       "net=ib",
+       HostIb1,
+       {{"NCCL_IB_HCA", "mlx4"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=ib", "NET/IB : No device found.", "NCCL_IB_HCA=mlx4 matches no device"},
        {"NCCL_IB_HCA=mlx4 matches no device"}},
-      {"EveryPortDown", "net=ib", HostIbDown,
-       {{"FAKE_NCCL_NET", "socket"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}}, 2, -1, FailsAt::kInit,
+      {"EveryPortDown",
+       "net=ib",
+       HostIbDown,
+       {{"FAKE_NCCL_NET", "socket"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=ib", "every RDMA port is down", "mlx5_1:1 state '1: DOWN'"},
        {"every RDMA port is down"}},
-      {"PortTrainedAt1x", "net=ib link_gbps>=400", HostIb1x, {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}}, 2,
-       -1, FailsAt::kInit,
+      {"PortTrainedAt1x",
+       "net=ib link_gbps>=400",
+       HostIb1x,
+       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[link degraded] link_gbps>=400", "mlx5_1:1 at 100 Gb/s", "mlx5_1:1 trained at 1X width"},
        {"mlx5_1:1 trained at 1X width"}},
-      {"PortAtHalfSpeed", "net=ib link_gbps>=400", HostIbHalfSpeed,
-       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}}, 2, -1, FailsAt::kInit,
+      {"PortAtHalfSpeed",
+       "net=ib link_gbps>=400",
+       HostIbHalfSpeed,
+       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[link degraded] link_gbps>=400", "mlx5_1:1 at 200 Gb/s", "trained at a lower speed (HDR"},
        {"trained at a lower speed (HDR"}},
-      {"RoceExpectedIbFound", "net=roce", HostIb1, {}, 2, -1, FailsAt::kInit,
+      {"RoceExpectedIbFound",
+       "net=roce",
+       HostIb1,
+       {},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=roce", "native InfiniBand", "mlx5_0:1/IB"},
        {"native InfiniBand"}},
-      {"IbExpectedRoceFound", "net=ib", HostRoce2,
-       {{"FAKE_NCCL_NET", "roce"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}}, 2, -1, FailsAt::kInit,
+      {"IbExpectedRoceFound",
+       "net=ib",
+       HostRoce2,
+       {{"FAKE_NCCL_NET", "roce"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=ib", "RoCE (Ethernet link layer)", "configured as Ethernet (RoCE)"},
        {"configured as Ethernet (RoCE)"}},
-      {"GdrExpectedNotInUse", "net=ib gdr=on", HostIb1,
-       {{"FAKE_NCCL_GDR", "off"}, {"FAKE_NCCL_NODES", "2"}}, 2, -1, FailsAt::kFirstCollective,
-       {"[transport] gdr=on", "without GPUDirect RDMA", "nvidia_peermem kernel module is not loaded",
+      {"GdrExpectedNotInUse",
+       "net=ib gdr=on",
+       HostIb1,
+       {{"FAKE_NCCL_GDR", "off"}, {"FAKE_NCCL_NODES", "2"}},
+       2,
+       -1,
+       FailsAt::kFirstCollective,
+       {"[transport] gdr=on", "without GPUDirect RDMA",
+        "nvidia_peermem kernel module is not loaded",
         "at the first ncclAllReduce (runtime connect)"},
        {}},
-      {"P2pExpectedShmFoundP2pDisabled", "intra=p2p", HostIb1,
-       {{"NCCL_P2P_DISABLE", "1"}, {"FAKE_NCCL_INTRA", "shm"}}, 2, -1, FailsAt::kFirstCollective,
+      {"P2pExpectedShmFoundP2pDisabled",
+       "intra=p2p",
+       HostIb1,
+       {{"NCCL_P2P_DISABLE", "1"}, {"FAKE_NCCL_INTRA", "shm"}},
+       2,
+       -1,
+       FailsAt::kFirstCollective,
        {"[transport] intra=p2p", "via SHM", "NCCL_P2P_DISABLE=1 turns GPU peer-to-peer off"},
        {}},
-      {"P2pExpectedShmFoundNoPeerAccess", "intra=p2p", HostIb1, {{"FAKE_NCCL_INTRA", "shm"}}, 2, -1,
+      {"P2pExpectedShmFoundNoPeerAccess",
+       "intra=p2p",
+       HostIb1,
+       {{"FAKE_NCCL_INTRA", "shm"}},
+       2,
+       -1,
        FailsAt::kFirstCollective,
        {"[transport] intra=p2p", "via SHM", "the GPUs cannot reach each other peer-to-peer"},
        {}},
-      {"SixteenRanksOnSixteenNodes", "ranks_per_node>=8", HostIb1, {{"FAKE_NCCL_NODES", "16"}}, 16, 1,
+      {"SixteenRanksOnSixteenNodes",
+       "ranks_per_node>=8",
+       HostIb1,
+       {{"FAKE_NCCL_NODES", "16"}},
+       16,
+       1,
        FailsAt::kInit,
        {"[placement] ranks_per_node>=8", "16 ranks spread over 16 nodes", "at most 2 node(s)",
         "--ntasks-per-node"},
        {"16 ranks spread over 16 nodes"}},
-      {"FewerNicsThanExpected", "net=ib nics>=8", HostIb4,
-       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1,mlx5_2,mlx5_3"}}, 2, -1, FailsAt::kInit,
+      {"FewerNicsThanExpected",
+       "net=ib nics>=8",
+       HostIb4,
+       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1,mlx5_2,mlx5_3"}},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] nics>=8", "4 NIC port(s) in use", "this host has only 4 RDMA port(s)"},
        {"this host has only 4 RDMA port(s)"}},
-      {"ExternalPluginNotLoaded", "net=IBext_v8", HostIb1, {}, 2, -1, FailsAt::kInit,
+      {"ExternalPluginNotLoaded",
+       "net=IBext_v8",
+       HostIb1,
+       {},
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=IBext_v8", "'IBext_v8' is not in use",
         "the external net plugin is not loaded: NCCL_NET_PLUGIN is unset"},
        {}},
-      {"ExternalPluginFailedToInitialise", "net=IBext_v8", HostIb1,
+      {"ExternalPluginFailedToInitialise",
+       "net=IBext_v8",
+       HostIb1,
        {{"NCCL_NET_PLUGIN", "IBext_v8"},
         {"FAKE_NCCL_NET", "IBext_v8"},
         {"FAKE_NCCL_EXT_PLUGIN_FAILS", "on"}},
-       2, -1, FailsAt::kInit,
+       2,
+       -1,
+       FailsAt::kInit,
        {"[transport] net=IBext_v8", "using network 'Socket'", "was found but failed to initialise"},
        {}},
       // GPU<->NIC affinity from sysfs: the NIC sits on the other NUMA node (no Init line, hence
       // no busId, in profiler-only mode: unverified there).
-      {"NicOnTheOtherNumaNode", "net=ib affinity=numa", HostNicOnOtherSocket, {}, 2, -1,
+      {"NicOnTheOtherNumaNode",
+       "net=ib affinity=numa",
+       HostNicOnOtherSocket,
+       {},
+       2,
+       -1,
        FailsAt::kInit,
        {"[placement] affinity=numa", "(NUMA node 0, ", "/sys/devices/pci0000:16/0000:16:0",
-        "the NIC NCCL uses, mlx5_0 (NUMA node 1, ", "/sys/devices/pci0000:97/0000:97:02.0/0000:98:00.0",
-        "different NUMA nodes", "no NIC of this host is close to GPU 0000:1", "CUDA_VISIBLE_DEVICES",
-        "NCCL_TOPO_FILE"},
+        "the NIC NCCL uses, mlx5_0 (NUMA node 1, ",
+        "/sys/devices/pci0000:97/0000:97:02.0/0000:98:00.0", "different NUMA nodes",
+        "no NIC of this host is close to GPU 0000:1", "CUDA_VISIBLE_DEVICES", "NCCL_TOPO_FILE"},
        {}},
   };
   return *cases;
@@ -195,31 +286,90 @@ const std::vector<Case>& WrongCases() {
 const std::vector<Case>& CorrectCases() {
   static const auto* cases = new std::vector<Case>{
       // The issue's own example, exactly as written: 16 ranks, 8 per node, 8 NDR NICs, GDR, P2P.
-      {"FullExpectationAsWritten", "net=ib gdr=on intra=p2p ranks_per_node>=8 link_gbps>=400 nics>=8",
+      {"FullExpectationAsWritten",
+       "net=ib gdr=on intra=p2p ranks_per_node>=8 link_gbps>=400 nics>=8",
        HostIb8Peermem,
        {{"FAKE_NCCL_NODES", "2"},
         {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7"}},
-       16, -1, FailsAt::kNothing, {}, {}},
-      {"SocketOnHostWithoutRdma", "net=socket", HostNoRdma,
-       {{"FAKE_NCCL_NET", "socket"}, {"FAKE_NCCL_NODES", "2"}}, 2, -1, FailsAt::kNothing, {}, {}},
-      {"RoceAt200", "net=roce link_gbps>=200 nics=2", HostRoce2,
-       {{"FAKE_NCCL_NET", "roce"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}, {"FAKE_NCCL_NODES", "2"}}, 4,
-       -1, FailsAt::kNothing, {}, {}},
-      {"ExternalPluginWithGdr", "net=IBext_v8 gdr=on", HostIb1Peermem,
-       {{"NCCL_NET_PLUGIN", "IBext_v8"}, {"FAKE_NCCL_NET", "IBext_v8"}, {"FAKE_NCCL_NODES", "2"}}, 2,
-       -1, FailsAt::kNothing, {}, {}},
-      {"ShmExpected", "intra=shm", HostIb1, {{"FAKE_NCCL_INTRA", "shm"}}, 2, -1, FailsAt::kNothing, {},
+       16,
+       -1,
+       FailsAt::kNothing,
+       {},
        {}},
-      {"GdrOffExpected", "net=ib gdr=off nics=1 ports=active", HostIb1,
-       {{"FAKE_NCCL_GDR", "off"}, {"FAKE_NCCL_NODES", "2"}}, 2, -1, FailsAt::kNothing, {}, {}},
-      {"SmallCommunicatorAcrossNodes", "ranks_per_node>=8", HostIb1, {{"FAKE_NCCL_NODES", "2"}}, 2, -1,
-       FailsAt::kNothing, {}, {}},
-      {"IbHcaSubset", "net=ib nics=2 link_gbps>=400", HostIb4,
-       {{"NCCL_IB_HCA", "=mlx5_1,mlx5_3"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1,mlx5_2,mlx5_3"},
+      {"SocketOnHostWithoutRdma",
+       "net=socket",
+       HostNoRdma,
+       {{"FAKE_NCCL_NET", "socket"}, {"FAKE_NCCL_NODES", "2"}},
+       2,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"RoceAt200",
+       "net=roce link_gbps>=200 nics=2",
+       HostRoce2,
+       {{"FAKE_NCCL_NET", "roce"}, {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}, {"FAKE_NCCL_NODES", "2"}},
+       4,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"ExternalPluginWithGdr",
+       "net=IBext_v8 gdr=on",
+       HostIb1Peermem,
+       {{"NCCL_NET_PLUGIN", "IBext_v8"}, {"FAKE_NCCL_NET", "IBext_v8"}, {"FAKE_NCCL_NODES", "2"}},
+       2,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"ShmExpected",
+       "intra=shm",
+       HostIb1,
+       {{"FAKE_NCCL_INTRA", "shm"}},
+       2,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"GdrOffExpected",
+       "net=ib gdr=off nics=1 ports=active",
+       HostIb1,
+       {{"FAKE_NCCL_GDR", "off"}, {"FAKE_NCCL_NODES", "2"}},
+       2,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"SmallCommunicatorAcrossNodes",
+       "ranks_per_node>=8",
+       HostIb1,
+       {{"FAKE_NCCL_NODES", "2"}},
+       2,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"IbHcaSubset",
+       "net=ib nics=2 link_gbps>=400",
+       HostIb4,
+       {{"NCCL_IB_HCA", "=mlx5_1,mlx5_3"},
+        {"FAKE_NCCL_NICS", "mlx5_0,mlx5_1,mlx5_2,mlx5_3"},
         {"FAKE_NCCL_NODES", "2"}},
-       4, -1, FailsAt::kNothing, {}, {}},
-      {"GpuAndNicShareAPcieSwitch", "net=ib nics=2 affinity=pcie", HostNicPerSwitch,
-       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}}, 2, -1, FailsAt::kNothing, {}, {}},
+       4,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
+      {"GpuAndNicShareAPcieSwitch",
+       "net=ib nics=2 affinity=pcie",
+       HostNicPerSwitch,
+       {{"FAKE_NCCL_NICS", "mlx5_0,mlx5_1"}},
+       2,
+       -1,
+       FailsAt::kNothing,
+       {},
+       {}},
   };
   return *cases;
 }
@@ -230,10 +380,14 @@ enum class Debug { kUnset, kWarn, kInfo, kInfoFile };
 constexpr Debug kAllDebug[] = {Debug::kUnset, Debug::kWarn, Debug::kInfo, Debug::kInfoFile};
 const char* DebugName(Debug d) {
   switch (d) {
-    case Debug::kUnset: return "NCCL_DEBUG unset";
-    case Debug::kWarn: return "NCCL_DEBUG=WARN";
-    case Debug::kInfo: return "NCCL_DEBUG=INFO";
-    case Debug::kInfoFile: return "NCCL_DEBUG=INFO + NCCL_DEBUG_FILE";
+    case Debug::kUnset:
+      return "NCCL_DEBUG unset";
+    case Debug::kWarn:
+      return "NCCL_DEBUG=WARN";
+    case Debug::kInfo:
+      return "NCCL_DEBUG=INFO";
+    case Debug::kInfoFile:
+      return "NCCL_DEBUG=INFO + NCCL_DEBUG_FILE";
   }
   return "?";
 }
@@ -300,14 +454,15 @@ class Job {
     mkdir(out.c_str(), 0755);
     std::map<std::string, std::string> env;
     env["PATH"] = "/usr/bin:/bin";
-    for (const char* pass : {"TMPDIR", "LD_LIBRARY_PATH", "UBSAN_OPTIONS", "LSAN_OPTIONS",
-                             "TSAN_OPTIONS"}) {
+    for (const char* pass :
+         {"TMPDIR", "LD_LIBRARY_PATH", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"}) {
       if (const char* v = getenv(pass)) env[pass] = v;
     }
     // An instrumented .so preloaded ahead of the instrumented driver is fine: one runtime.
     const char* asan = getenv("ASAN_OPTIONS");
     env["ASAN_OPTIONS"] = std::string(asan != nullptr ? asan : "") +
-                          (asan != nullptr && *asan != '\0' ? ":" : "") + "verify_asan_link_order=0";
+                          (asan != nullptr && *asan != '\0' ? ":" : "") +
+                          "verify_asan_link_order=0";
     env["SENTINEL_VERBS"] = "0";  // this machine's libibverbs must not decide the verdicts
     env["SENTINEL_SYSFS_ROOT"] = fs_.sys();
     env["SENTINEL_DEV_ROOT"] = fs_.dev();
@@ -323,18 +478,22 @@ class Job {
     }
     if (o.dump) env["SENTINEL_DUMP"] = out + "/dump.%p.jsonl";
     switch (o.debug) {
-      case Debug::kUnset: break;
-      case Debug::kWarn: env["NCCL_DEBUG"] = "WARN"; break;
-      case Debug::kInfo: env["NCCL_DEBUG"] = "INFO"; break;
+      case Debug::kUnset:
+        break;
+      case Debug::kWarn:
+        env["NCCL_DEBUG"] = "WARN";
+        break;
+      case Debug::kInfo:
+        env["NCCL_DEBUG"] = "INFO";
+        break;
       case Debug::kInfoFile:
         env["NCCL_DEBUG"] = "INFO";
         env["NCCL_DEBUG_FILE"] = out + "/nccl.%h.%p.log";
         break;
     }
-    std::vector<std::string> args = {SENTINEL_GUARD_DRIVER, "--out", out, "--nranks",
-                                     std::to_string(c_.nranks), "--seed",
-                                     std::to_string(seed_), "--api", o.api,
-                                     "--split-mod", std::to_string(o.split_mod)};
+    std::vector<std::string> args = {
+        SENTINEL_GUARD_DRIVER, "--out", out,   "--nranks",    std::to_string(c_.nranks),  "--seed",
+        std::to_string(seed_), "--api", o.api, "--split-mod", std::to_string(o.split_mod)};
     if (c_.run >= 0) {
       args.push_back("--run");
       args.push_back(std::to_string(c_.run));
@@ -365,7 +524,8 @@ class Job {
       int rank_pid = 0;
       char what[16] = {0};
       int value = 0;
-      if (std::sscanf(line.c_str(), "rank %d pid %d %15s %d", &rank, &rank_pid, what, &value) != 4) {
+      if (std::sscanf(line.c_str(), "rank %d pid %d %15s %d", &rank, &rank_pid, what, &value) !=
+          4) {
         continue;
       }
       if (std::strcmp(what, "signal") == 0) {
@@ -381,7 +541,8 @@ class Job {
       r.out = ReadAll(base + ".out");
       r.err = ReadAll(base + ".err");
       if (o.debug == Debug::kInfoFile) {
-        r.debug_file = ReadAll(out + "/nccl." + ShortHost() + "." + std::to_string(rank_pid) + ".log");
+        r.debug_file =
+            ReadAll(out + "/nccl." + ShortHost() + "." + std::to_string(rank_pid) + ".log");
       }
       if (o.dump) r.dump = ReadAll(out + "/dump." + std::to_string(rank_pid) + ".jsonl");
       ranks.push_back(r);
@@ -635,7 +796,8 @@ TEST_P(CorrectScenarioTest, ProfilerOnlyModeIsSilentToo) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Matrix, CorrectScenarioTest, ::testing::ValuesIn(CorrectCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Matrix, CorrectScenarioTest, ::testing::ValuesIn(CorrectCases()),
+                         CaseName);
 
 // ---- Outcomes, APIs, records -------------------------------------------------------------------
 
@@ -675,10 +837,10 @@ TEST(GuardOutcomeTest, EveryCreationApiIsChecked) {
     o.api = api;
     for (const RankResult& r : job.Run(o)) {
       EXPECT_EQ(r.init, kInvalidUsage);
-      std::string at = std::string("at ncclCommInit") +
-                       (std::strcmp(api, "config") == 0     ? "RankConfig)"
-                        : std::strcmp(api, "scalable") == 0 ? "RankScalable)"
-                                                            : "All)");
+      std::string at =
+          std::string("at ncclCommInit") + (std::strcmp(api, "config") == 0     ? "RankConfig)"
+                                            : std::strcmp(api, "scalable") == 0 ? "RankScalable)"
+                                                                                : "All)");
       EXPECT_NE(r.err.find(at), std::string::npos) << r.err;
       EXPECT_NE(r.err.find("NCCL_IB_DISABLE=1 is set"), std::string::npos);
     }
@@ -688,8 +850,9 @@ TEST(GuardOutcomeTest, EveryCreationApiIsChecked) {
 // ncclCommSplit: the parent (4 ranks on 2 nodes) meets ranks_per_node>=2, the split by rank parity
 // (2 ranks on 2 nodes) does not, and only the split fails.
 TEST(GuardOutcomeTest, SplitIsCheckedOnItsOwn) {
-  Case c{"Split", "ranks_per_node>=2", HostIb1, {{"FAKE_NCCL_NODES", "2"}}, 4, -1, FailsAt::kInit,
-         {}, {}};
+  Case c{
+      "Split", "ranks_per_node>=2", HostIb1, {{"FAKE_NCCL_NODES", "2"}}, 4, -1, FailsAt::kInit, {},
+      {}};
   Job job(c);
   RunOptions o;
   o.api = "split";
@@ -745,9 +908,9 @@ TEST(GuardNodeDefaultTest, SentineldDefaultFailsTheCreationCall) {
   const std::string socket = dir + "/s.sock";
   const std::string port_file = job.Dir() + "/sd.port";
   auto start = [&](std::vector<std::string> extra) {
-    std::vector<std::string> args = {SENTINELD_PATH, "--socket", socket, "--listen", "127.0.0.1:0",
-                                     "--port-file", port_file, "--log-level", "warn", "--expect",
-                                     c.expect};
+    std::vector<std::string> args = {SENTINELD_PATH, "--socket",    socket,    "--listen",
+                                     "127.0.0.1:0",  "--port-file", port_file, "--log-level",
+                                     "warn",         "--expect",    c.expect};
     args.insert(args.end(), extra.begin(), extra.end());
     unlink(port_file.c_str());
     pid_t pid = fork();

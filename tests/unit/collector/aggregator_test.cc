@@ -32,7 +32,9 @@ class AggregatorTest : public ::testing::Test {
       Control(client, kSentinelWireCommInit, MakeCommInit(comm, r, nranks));
     }
   }
-  static int ClientOf(int rank, uint64_t comm = kComm) { return 1 + rank + static_cast<int>(comm % 7) * 1000; }
+  static int ClientOf(int rank, uint64_t comm = kComm) {
+    return 1 + rank + static_cast<int>(comm % 7) * 1000;
+  }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
     Frame f;
@@ -222,7 +224,8 @@ TEST_F(AggregatorTest, SkewedStartUpCollectiveDoesNotMakeEveryRankLate) {
   Collective(seq++, {0, 0, 0, 0, 5 * kMs, 5 * kMs, 5 * kMs, 5 * kMs}, 6 * kMs);
   for (int i = 0; i < 30; ++i) {
     std::vector<int64_t> jitter(8);
-    for (int r = 0; r < 8; ++r) jitter[static_cast<size_t>(r)] = ((seq * 5 + static_cast<uint64_t>(r) * 3) % 9) * 100000;
+    for (int r = 0; r < 8; ++r)
+      jitter[static_cast<size_t>(r)] = ((seq * 5 + static_cast<uint64_t>(r) * 3) % 9) * 100000;
     Collective(seq++, jitter, 2 * kMs);
   }
   EXPECT_TRUE(Alerts().empty());
@@ -239,7 +242,8 @@ TEST_F(AggregatorTest, SmallJitterNeverFires) {
   Connect(8);
   for (uint64_t seq = 0; seq < 200; ++seq) {
     std::vector<int64_t> late(8);
-    for (int r = 0; r < 8; ++r) late[static_cast<size_t>(r)] = ((seq * 7 + static_cast<uint64_t>(r) * 13) % 11) * 50000;
+    for (int r = 0; r < 8; ++r)
+      late[static_cast<size_t>(r)] = ((seq * 7 + static_cast<uint64_t>(r) * 13) % 11) * 50000;
     Collective(seq, late);
   }
   EXPECT_TRUE(Alerts().empty());

@@ -38,9 +38,11 @@ TEST(ConfigTest, FileThenCommandLineWins) {
   ASSERT_GE(fd, 0);
   {
     std::ofstream out(path);
-    out << "# comment\n\nwindow = 5m\nhang_timeout=10s\nstraggler-fire-k = 3\nlisten = 127.0.0.1:0\n";
+    out << "# comment\n\nwindow = 5m\nhang_timeout=10s\nstraggler-fire-k = 3\nlisten = "
+           "127.0.0.1:0\n";
   }
-  std::vector<std::string> args = {"sentineld", "--config", path, "--window=1m", "--socket", "/tmp/x.sock"};
+  std::vector<std::string> args = {"sentineld",   "--config", path,
+                                   "--window=1m", "--socket", "/tmp/x.sock"};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   Config c;
@@ -96,7 +98,8 @@ TEST(ConfigTest, ExpectIsValidatedWithTheGuardGrammar) {
 }
 
 TEST(ConfigTest, NodeExpectFileSitsNextToTheSocket) {
-  EXPECT_EQ(NodeExpectPath("/run/user/1000/sentinel/sentineld.sock"), "/run/user/1000/sentinel/expect");
+  EXPECT_EQ(NodeExpectPath("/run/user/1000/sentinel/sentineld.sock"),
+            "/run/user/1000/sentinel/expect");
   Config c;
   ASSERT_TRUE(c.Set("expect", "net=ib").ok());
   EXPECT_EQ(NodeExpectFileContent(c).find("# on_mismatch="), std::string::npos);

@@ -3,6 +3,7 @@
 // JSON Schema validation of saved payloads (python3 + jsonschema, as Debian packages it).
 #pragma once
 
+#include <httplib.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -18,8 +19,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
 
 #include "gtest/gtest.h"
 
@@ -63,8 +62,9 @@ class DaemonFixture : public ::testing::Test {
   }
   // Extra flags go after the defaults (the command line's last value wins).
   void Start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0",
-                                     "--port-file", port_file_, "--tick", "100ms", "--log-level", "warn"};
+    std::vector<std::string> args = {SENTINELD_PATH, "--socket",    socket_,    "--listen",
+                                     "127.0.0.1:0",  "--port-file", port_file_, "--tick",
+                                     "100ms",        "--log-level", "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
     pid_ = fork();
     ASSERT_GE(pid_, 0);

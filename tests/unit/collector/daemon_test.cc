@@ -4,18 +4,18 @@
 // `promtool check metrics` on the real /metrics.
 #include <grp.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include <nlohmann/json.hpp>
 
 #include "tests/unit/collector/daemon_fixture.h"
 #include "tests/unit/collector/wire_test_util.h"
@@ -100,13 +100,13 @@ TEST_F(DaemonTest, RanksTelemetryAlertsTraceMatchSchemas) {
   for (const auto& e : trace["traceEvents"]) complete_events += e["ph"] == "X" ? 1 : 0;
   EXPECT_EQ(complete_events, 80);
   std::string out;
-  const int rc = Validate({"ranks=" + Save("ranks.json", ranks.dump()),
-                           "alerts=" + Save("alerts.json", alerts.dump()),
-                           "telemetry=" + Save("telemetry.json", telemetry.dump()),
-                           "healthz=" + Save("healthz.json", GetJson("/healthz").dump()),
-                           "trace=" + Save("trace.json", trace.dump()), "error=" + error_file,
-                           "error=" + notfound_file},
-                          &out);
+  const int rc = Validate(
+      {"ranks=" + Save("ranks.json", ranks.dump()), "alerts=" + Save("alerts.json", alerts.dump()),
+       "telemetry=" + Save("telemetry.json", telemetry.dump()),
+       "healthz=" + Save("healthz.json", GetJson("/healthz").dump()),
+       "trace=" + Save("trace.json", trace.dump()), "error=" + error_file,
+       "error=" + notfound_file},
+      &out);
   if (rc == 77) GTEST_SKIP() << out;
   EXPECT_EQ(rc, 0) << out;
   // The record log has one JSON line per record.
@@ -231,11 +231,14 @@ TEST_F(DaemonTest, PromtoolAcceptsMetrics) {
   Start();
   ConnectRanks(3);
   Stream(0, 12, 0);
-  WaitFor("/v1/ranks", [](const nlohmann::json& j) { return j["ranks"].size() == 3 && j["ranks"][2]["collectives"] == 12; });
+  WaitFor("/v1/ranks", [](const nlohmann::json& j) {
+    return j["ranks"].size() == 3 && j["ranks"][2]["collectives"] == 12;
+  });
   std::string body;
   ASSERT_EQ(Get("/metrics", &body), 200);
   EXPECT_EQ(body.find("seq="), std::string::npos) << "no per-sequence labels";
-  EXPECT_NE(body.find("sentinel_rank_last_seq{comm=\"0x1234567890abcdef\",rank=\"1\"} 11"), std::string::npos);
+  EXPECT_NE(body.find("sentinel_rank_last_seq{comm=\"0x1234567890abcdef\",rank=\"1\"} 11"),
+            std::string::npos);
   const std::string file = Save("metrics.txt", body);
   std::string out;
   EXPECT_EQ(RunCommand("promtool check metrics < " + file, &out), 0) << out;
@@ -304,7 +307,8 @@ TEST_F(DaemonTest, OutOfDescriptorsRefusesPeersWithoutSpinning) {
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   std::string metrics;
   ASSERT_EQ(Get("/metrics", &metrics), 200);
-  EXPECT_EQ(metrics.find("sentinel_clients_refused_total{reason=\"too_many\"} 0"), std::string::npos)
+  EXPECT_EQ(metrics.find("sentinel_clients_refused_total{reason=\"too_many\"} 0"),
+            std::string::npos)
       << "peers refused for lack of descriptors are counted";
 }
 

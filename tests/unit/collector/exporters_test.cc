@@ -65,15 +65,19 @@ class ExportersTest : public ::testing::Test {
 TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   Feed(5, 2 * kMs);
   const std::string text = Metrics();
-  EXPECT_NE(text.find("sentinel_rank_last_seq{comm=\"0x0000000000000042\",rank=\"1\"} 4\n"), std::string::npos);
-  EXPECT_NE(text.find("sentinel_rank_collectives_total{comm=\"0x0000000000000042\",rank=\"0\",func=\"AllReduce\"} 5\n"),
+  EXPECT_NE(text.find("sentinel_rank_last_seq{comm=\"0x0000000000000042\",rank=\"1\"} 4\n"),
             std::string::npos);
-  EXPECT_NE(text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func=\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+  EXPECT_NE(text.find("sentinel_rank_collectives_total{comm=\"0x0000000000000042\",rank=\"0\",func="
+                      "\"AllReduce\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
+                      "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE sentinel_rank_lateness_seconds histogram"), std::string::npos);
   EXPECT_EQ(text.find("seq="), std::string::npos);
   // Rank 1's lateness histogram: 5 samples of 2 ms, cumulative, +Inf == count, sum exact.
-  const std::string prefix = "sentinel_rank_lateness_seconds_bucket{comm=\"0x0000000000000042\",rank=\"1\",le=\"";
+  const std::string prefix =
+      "sentinel_rank_lateness_seconds_bucket{comm=\"0x0000000000000042\",rank=\"1\",le=\"";
   std::istringstream in(text);
   std::string line;
   double previous = 0;
@@ -93,7 +97,9 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   }
   EXPECT_EQ(buckets, 15);
   EXPECT_EQ(previous, 5);
-  EXPECT_NE(text.find("sentinel_rank_lateness_seconds_sum{comm=\"0x0000000000000042\",rank=\"1\"} 0.01"), std::string::npos);
+  EXPECT_NE(
+      text.find("sentinel_rank_lateness_seconds_sum{comm=\"0x0000000000000042\",rank=\"1\"} 0.01"),
+      std::string::npos);
   EXPECT_NE(text.find("sentinel_evicted_total{what=\"pending_join\"} 0"), std::string::npos);
 }
 
@@ -120,7 +126,9 @@ TEST_F(ExportersTest, TelemetryWindowExcludesOldCollectives) {
 TEST_F(ExportersTest, TraceHasOneSpanPerOperationAndNamedTracks) {
   Feed(3, kMs);
   nlohmann::json trace;
-  agg_->Read([&](const State& s) { trace = TraceJson(s, 3600LL * 1000 * kMs, clock_.MonoNs() + 10 * kMs); });
+  agg_->Read([&](const State& s) {
+    trace = TraceJson(s, 3600LL * 1000 * kMs, clock_.MonoNs() + 10 * kMs);
+  });
   int spans = 0;
   int names = 0;
   for (const auto& e : trace["traceEvents"]) {

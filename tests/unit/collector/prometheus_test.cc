@@ -7,11 +7,11 @@
 
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include <nlohmann/json.hpp>
 
 #include "tests/unit/collector/daemon_fixture.h"
 #include "tests/unit/collector/wire_test_util.h"

@@ -30,8 +30,10 @@ class FakeClock : public collector::Clock {
 
 using Bytes = std::vector<uint8_t>;
 
-inline void AppendFrame(Bytes* out, uint16_t type, const void* body, size_t size, uint32_t declared = 0) {
-  const SentinelWireFrameHeader h{declared != 0 ? declared : static_cast<uint32_t>(8 + size), type, 0};
+inline void AppendFrame(Bytes* out, uint16_t type, const void* body, size_t size,
+                        uint32_t declared = 0) {
+  const SentinelWireFrameHeader h{declared != 0 ? declared : static_cast<uint32_t>(8 + size), type,
+                                  0};
   const size_t at = out->size();
   out->resize(at + 8 + size);
   std::memcpy(out->data() + at, &h, 8);

@@ -26,8 +26,8 @@ class ExpectSourceTest : public ::testing::Test {
     node_file_ = dir_ + "/expect";
   }
   void TearDown() override {
-    for (const char* v : {"SENTINEL_EXPECT", "SENTINEL_EXPECT_FILE", "SENTINEL_SOCKET",
-                          "SENTINEL_ON_MISMATCH"}) {
+    for (const char* v :
+         {"SENTINEL_EXPECT", "SENTINEL_EXPECT_FILE", "SENTINEL_SOCKET", "SENTINEL_ON_MISMATCH"}) {
       unsetenv(v);
     }
     ResetForTest();

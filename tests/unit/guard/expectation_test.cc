@@ -45,7 +45,8 @@ TEST(ExpectationTest, IntraPortsSeparatorsCommentsAndFiles) {
   EXPECT_TRUE(x.ports_active);
   EXPECT_EQ(x.nics, 4);
   EXPECT_EQ(x.nics_cmp, Compare::kExactly);
-  ASSERT_TRUE(ParseExpectation("# node default\nnet=ib   # the fabric\n\nintra=shm\n", &x, nullptr));
+  ASSERT_TRUE(
+      ParseExpectation("# node default\nnet=ib   # the fabric\n\nintra=shm\n", &x, nullptr));
   EXPECT_EQ(x.net, NetKind::kIb);
   EXPECT_EQ(x.intra, IntraPath::kShm);
   EXPECT_EQ(x.text, "net=ib intra=shm");

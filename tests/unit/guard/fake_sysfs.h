@@ -62,9 +62,10 @@ class FakeSysfs {
   }
   void EmptyClass() { MkdirP(sys_ + "/class/infiniband"); }
 
-  // A PCI device at <sys>/devices/<pci_path> (e.g. "pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0",
-  // the last component being its address) with its numa_node file, and the
-  // <sys>/bus/pci/devices/<bdf> -> ../../../devices/<pci_path> link, as the kernel lays them out.
+  // A PCI device at <sys>/devices/<pci_path> (e.g.
+  // "pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0", the last component being its address) with
+  // its numa_node file, and the <sys>/bus/pci/devices/<bdf> -> ../../../devices/<pci_path> link, as
+  // the kernel lays them out.
   void AddPciDevice(const std::string& pci_path, int numa_node) {
     MkdirP(sys_ + "/devices/" + pci_path);
     Write(sys_ + "/devices/" + pci_path + "/numa_node", std::to_string(numa_node));

@@ -8,18 +8,23 @@ namespace {
 
 constexpr char kIbInit[] =
     "node1:4242:4242 [0] NCCL INFO NCCL version 2.28.9+cuda13.0\n"
-    "node1:4242:4242 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+    "node1:4242:4242 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB "
+    "eth0:10.0.0.1<0>\n"
     "node1:4242:4242 [0] NCCL INFO Initialized NET plugin IB\n"
     "node1:4242:4242 [0] NCCL INFO Assigned NET plugin IB to comm\n"
     "node1:4242:4242 [0] NCCL INFO Using network IB\n"
-    "node1:4242:4242 [0] NCCL INFO ncclCommInitRank comm 0x55d0c0a0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 1b000 commId 0x9a1b2c3d4e5f6071 - Init START\n"
-    "node1:4242:4242 [0] NCCL INFO comm 0x55d0c0a0 rank 3 nRanks 16 nNodes 2 localRanks 8 localRank 3 MNNVL 0\n"
+    "node1:4242:4242 [0] NCCL INFO ncclCommInitRank comm 0x55d0c0a0 rank 3 nranks 16 cudaDev 3 "
+    "nvmlDev 3 busId 1b000 commId 0x9a1b2c3d4e5f6071 - Init START\n"
+    "node1:4242:4242 [0] NCCL INFO comm 0x55d0c0a0 rank 3 nRanks 16 nNodes 2 localRanks 8 "
+    "localRank 3 MNNVL 0\n"
     "node1:4242:4250 [3] NCCL INFO Channel 00/0 : 3[3] -> 11[3] [send] via NET/IB/0/GDRDMA\n"
-    "node1:4242:4250 [3] NCCL INFO Channel 01/0 : 11[3] -> 3[3] [receive] via NET/IB/1(5)/GDRDMA/Shared\n"
+    "node1:4242:4250 [3] NCCL INFO Channel 01/0 : 11[3] -> 3[3] [receive] via "
+    "NET/IB/1(5)/GDRDMA/Shared\n"
     "node1:4242:4250 [3] NCCL INFO Channel 00/1 : 3[3] -> 4[4] via P2P/CUMEM/read\n"
     "node1:4242:4250 [3] NCCL INFO Channel 01 : 3[3] -> 2[2] via SHM/direct/direct\n"
     "node1:4242:4250 [3] NCCL INFO Connected all rings, use ring PXN 0 GDR 1\n"
-    "node1:4242:4242 [0] NCCL INFO ncclCommInitRank comm 0x55d0c0a0 rank 3 nranks 16 cudaDev 3 nvmlDev 3 busId 1b000 commId 0x9a1b2c3d4e5f6071 - Init COMPLETE\n";
+    "node1:4242:4242 [0] NCCL INFO ncclCommInitRank comm 0x55d0c0a0 rank 3 nranks 16 cudaDev 3 "
+    "nvmlDev 3 busId 1b000 commId 0x9a1b2c3d4e5f6071 - Init COMPLETE\n";
 
 TEST(NcclLogParserTest, IbInitSequence) {
   LogEvidence ev;
@@ -83,7 +88,8 @@ TEST(NcclLogParserTest, WarnLinesVersionAtWarnLevelAndNoise) {
       "\n"
       "[2026-01-02 03:04:05] h:1:1 [0] init.cc:99 NCCL WARN Failed to initialize any NET plugin\n"
       "some application output\n"
-      "h:1:1 [0] NCCL INFO ncclCommSplit comm 0xabc rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 0 parent "
+      "h:1:1 [0] NCCL INFO ncclCommSplit comm 0xabc rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 0 "
+      "parent "
       "0xdef splitCount 1 color 0 key 0- Init START\n",
       &ev);
   EXPECT_EQ(ev.version, "2.28.9+cuda13.0");

@@ -40,7 +40,9 @@ struct Case {
 std::string AffinityLog(const std::string& nics) {
   return "h:1:1 [0] NCCL INFO ncclCommInitRank comm 0x5000 rank 1 nranks 2 cudaDev 1 nvmlDev 1 "
          "busId 19000 commId 0x77 - Init START\n"
-         "h:1:1 [0] NCCL INFO NET/IB : Using " + nics + " ; OOB eth0:10.0.0.1<0>\n"
+         "h:1:1 [0] NCCL INFO NET/IB : Using " +
+         nics +
+         " ; OOB eth0:10.0.0.1<0>\n"
          "h:1:1 [0] NCCL INFO Using network IB\n";
 }
 
@@ -101,8 +103,9 @@ TEST(VerdictTest, AffinityCrossNumaNamesBothDevices) {
   ASSERT_EQ(c.v.mismatches.size(), 1u) << c.msg;
   const std::string& found = c.v.mismatches[0].found;
   EXPECT_NE(found.find("GPU 0000:19:00.0 (NUMA node 0, "), std::string::npos) << found;
-  EXPECT_NE(found.find("/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0"),
-            std::string::npos)
+  EXPECT_NE(
+      found.find("/sys/devices/pci0000:16/0000:16:02.0/0000:17:00.0/0000:18:00.0/0000:19:00.0"),
+      std::string::npos)
       << found;
   EXPECT_NE(found.find("mlx5_3 (NUMA node 1, "), std::string::npos) << found;
   EXPECT_NE(found.find("/sys/devices/pci0000:97/0000:97:02.0/0000:98:00.0"), std::string::npos);
@@ -151,7 +154,9 @@ TEST(VerdictTest, SocketFallbackBecauseNoDevInfiniband) {
   c.Run("net=ib", kSocketLog, &fs);
   ASSERT_EQ(c.v.mismatches.size(), 1u);
   EXPECT_EQ(c.v.mismatches[0].term, "net=ib");
-  EXPECT_NE(c.msg.find("NCCL is using network 'Socket' (TCP sockets), not InfiniBand"), std::string::npos) << c.msg;
+  EXPECT_NE(c.msg.find("NCCL is using network 'Socket' (TCP sockets), not InfiniBand"),
+            std::string::npos)
+      << c.msg;
   EXPECT_NE(c.msg.find("the container has no /dev/infiniband"), std::string::npos) << c.msg;
   EXPECT_NE(c.msg.find("mlx5_0, mlx5_1"), std::string::npos) << c.msg;
   EXPECT_NE(c.msg.find("--device=/dev/infiniband"), std::string::npos) << c.msg;
@@ -174,7 +179,9 @@ TEST(VerdictTest, EnvContradictionsNamed) {
   Case e;
   e.ev.env.ib_hca = "mlx9";
   e.Run("net=ib", kSocketLog, &fs);
-  EXPECT_NE(e.msg.find("NCCL_IB_HCA=mlx9 matches no device on this host (have mlx5_0)"), std::string::npos) << e.msg;
+  EXPECT_NE(e.msg.find("NCCL_IB_HCA=mlx9 matches no device on this host (have mlx5_0)"),
+            std::string::npos)
+      << e.msg;
   // Without any log, the environment alone decides it.
   Case f;
   f.ev.env.ib_disable = "1";
@@ -206,7 +213,8 @@ TEST(VerdictTest, LinkWidthAndSpeed) {
   c.Run("net=ib link_gbps>=400", kIbLog, &fs);
   ASSERT_EQ(c.v.mismatches.size(), 1u);
   EXPECT_EQ(c.v.mismatches[0].kind, kSentinelVerdictLinkDegraded);
-  EXPECT_NE(c.msg.find("mlx5_1:1 trained at 1X width while other ports run 4X"), std::string::npos) << c.msg;
+  EXPECT_NE(c.msg.find("mlx5_1:1 trained at 1X width while other ports run 4X"), std::string::npos)
+      << c.msg;
 
   FakeSysfs half;
   half.AddActiveIb("mlx5_0");
@@ -214,7 +222,9 @@ TEST(VerdictTest, LinkWidthAndSpeed) {
   half.AddUverbs(2);
   Case d;
   d.Run("net=ib link_gbps>=400", kIbLog, &half);
-  EXPECT_NE(d.msg.find("mlx5_1:1 trained at a lower speed (HDR, 50 Gb/s per lane)"), std::string::npos) << d.msg;
+  EXPECT_NE(d.msg.find("mlx5_1:1 trained at a lower speed (HDR, 50 Gb/s per lane)"),
+            std::string::npos)
+      << d.msg;
 }
 
 TEST(VerdictTest, IbVersusRoce) {
@@ -222,7 +232,10 @@ TEST(VerdictTest, IbVersusRoce) {
   fs.AddActiveRoce("mlx5_0");
   fs.AddUverbs(1);
   Case c;
-  c.Run("net=ib", "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE; OOB e<0>\nh:1:1 [0] NCCL INFO Using network IB\n", &fs);
+  c.Run("net=ib",
+        "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE; OOB e<0>\nh:1:1 [0] NCCL INFO Using "
+        "network IB\n",
+        &fs);
   ASSERT_EQ(c.v.mismatches.size(), 1u);
   EXPECT_NE(c.msg.find("runs over RoCE"), std::string::npos) << c.msg;
   Case d;
@@ -245,16 +258,18 @@ TEST(VerdictTest, GdrAndIntraAreDeferredUntilChannelsExist) {
   ASSERT_EQ(d.v.mismatches.size(), 2u) << d.msg;
   EXPECT_NE(d.msg.find("without GPUDirect RDMA"), std::string::npos) << d.msg;
   EXPECT_NE(d.msg.find("via SHM"), std::string::npos) << d.msg;
-  EXPECT_NE(d.msg.find("NCCL_P2P_DISABLE=1 turns GPU peer-to-peer off"), std::string::npos) << d.msg;
+  EXPECT_NE(d.msg.find("NCCL_P2P_DISABLE=1 turns GPU peer-to-peer off"), std::string::npos)
+      << d.msg;
 }
 
 TEST(VerdictTest, PlacementAndNicCount) {
   Case c;
-  c.Run("ranks_per_node>=8 nics>=8",
-        "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB; OOB e<0>\n"
-        "h:1:1 [0] NCCL INFO Using network IB\n"
-        "h:1:1 [0] NCCL INFO comm 0x10 rank 0 nRanks 16 nNodes 16 localRanks 1 localRank 0 MNNVL 0\n",
-        nullptr);
+  c.Run(
+      "ranks_per_node>=8 nics>=8",
+      "h:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB; OOB e<0>\n"
+      "h:1:1 [0] NCCL INFO Using network IB\n"
+      "h:1:1 [0] NCCL INFO comm 0x10 rank 0 nRanks 16 nNodes 16 localRanks 1 localRank 0 MNNVL 0\n",
+      nullptr);
   ASSERT_EQ(c.v.mismatches.size(), 2u) << c.msg;
   EXPECT_NE(c.msg.find("16 ranks spread over 16 nodes"), std::string::npos) << c.msg;
   EXPECT_NE(c.msg.find("2 NIC port(s) in use"), std::string::npos) << c.msg;
@@ -270,9 +285,13 @@ TEST(VerdictTest, ExternalPluginNotLoaded) {
   Case c;
   c.Run("net=AWS-OFI", kSocketLog, nullptr);
   ASSERT_EQ(c.v.mismatches.size(), 1u);
-  EXPECT_NE(c.msg.find("external net plugin is not loaded: NCCL_NET_PLUGIN is unset"), std::string::npos) << c.msg;
+  EXPECT_NE(c.msg.find("external net plugin is not loaded: NCCL_NET_PLUGIN is unset"),
+            std::string::npos)
+      << c.msg;
   Case d;
-  d.Run("net=IBext_v8", "h:1:1 [0] NCCL INFO Failed to initialize NET plugin IBext_v8\n" + std::string(kIbLog), nullptr);
+  d.Run("net=IBext_v8",
+        "h:1:1 [0] NCCL INFO Failed to initialize NET plugin IBext_v8\n" + std::string(kIbLog),
+        nullptr);
   EXPECT_NE(d.msg.find("failed to initialise"), std::string::npos) << d.msg;
 }
 
@@ -282,11 +301,13 @@ TEST(VerdictTest, CorrectConfigurationsPass) {
   fs.AddUverbs(8);
   fs.AddPeermem();
   std::string log = "h:1:1 [0] NCCL INFO NET/IB : Using";
-  for (int i = 0; i < 8; ++i) log += " [" + std::to_string(i) + "]mlx5_" + std::to_string(i) + ":1/IB";
-  log += "; OOB eth0:1<0>\nh:1:1 [0] NCCL INFO Using network IB\n"
-         "h:1:1 [0] NCCL INFO comm 0x10 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"
-         "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
-         "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n";
+  for (int i = 0; i < 8; ++i)
+    log += " [" + std::to_string(i) + "]mlx5_" + std::to_string(i) + ":1/IB";
+  log +=
+      "; OOB eth0:1<0>\nh:1:1 [0] NCCL INFO Using network IB\n"
+      "h:1:1 [0] NCCL INFO comm 0x10 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"
+      "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
+      "h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n";
   Case c;
   c.Run("net=ib gdr=on intra=p2p ranks_per_node>=8 link_gbps>=400 nics>=8 ports=active", log, &fs,
         Stage::kFirstCollective);
@@ -303,7 +324,8 @@ TEST(VerdictTest, WireRecordsAreBoundedAndTyped) {
   c.ev.nranks = 16;
   c.Run("net=ib ranks_per_node>=8",
         std::string(kSocketLog) +
-            "h:1:1 [0] NCCL INFO comm 0x10 rank 3 nRanks 16 nNodes 16 localRanks 1 localRank 0 MNNVL 0\n",
+            "h:1:1 [0] NCCL INFO comm 0x10 rank 3 nRanks 16 nNodes 16 localRanks 1 localRank 0 "
+            "MNNVL 0\n",
         nullptr);
   std::vector<SentinelWireVerdict> w = ToWireVerdicts(c.v, c.x, c.ev, kSentinelOutcomeFail, 42);
   ASSERT_EQ(w.size(), 2u);
@@ -312,7 +334,8 @@ TEST(VerdictTest, WireRecordsAreBoundedAndTyped) {
   EXPECT_EQ(w[0].comm_hash, 0x1234u);
   EXPECT_EQ(w[0].outcome, kSentinelOutcomeFail);
   EXPECT_STREQ(w[0].expected, "net=ib ranks_per_node>=8");
-  EXPECT_NE(std::string(w[0].found).find("net=ib: NCCL is using network 'Socket'"), std::string::npos);
+  EXPECT_NE(std::string(w[0].found).find("net=ib: NCCL is using network 'Socket'"),
+            std::string::npos);
   EXPECT_NE(std::string(w[0].evidence).find("Using network Socket"), std::string::npos);
 }
 

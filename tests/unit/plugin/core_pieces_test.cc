@@ -118,13 +118,27 @@ TEST(JsonlSink, RecordLineNamesEveryField) {
   r.proto = kSentinelProtoLl;
   r.flags = kSentinelCollIsP2p | kSentinelCollTruncated;
   std::string line = JsonlSink::RecordToJson(r);
-  for (const char* key :
-       {"\"type\":\"coll\"", "\"comm\":\"0x0000000000abcdef\"", "\"func\":\"AllGather\"",
-        "\"datatype\":\"ncclFloat32\"", "\"algo\":\"RING\"", "\"proto\":\"LL\"", "\"seq\":",
-        "\"bytes\":", "\"nchannels\":", "\"api_ns\":", "\"enqueue_ns\":", "\"gpu_start_ns\":",
-        "\"gpu_end_ns\":", "\"proxy_send_wait_ns\":", "\"proxy_send_xfer_ns\":",
-        "\"proxy_send_bytes\":", "\"proxy_recv_wait_ns\":", "\"proxy_recv_xfer_ns\":",
-        "\"proxy_recv_bytes\":", "\"pid\":", "\"flags\":[\"p2p\",\"truncated\"]"}) {
+  for (const char* key : {"\"type\":\"coll\"",
+                          "\"comm\":\"0x0000000000abcdef\"",
+                          "\"func\":\"AllGather\"",
+                          "\"datatype\":\"ncclFloat32\"",
+                          "\"algo\":\"RING\"",
+                          "\"proto\":\"LL\"",
+                          "\"seq\":",
+                          "\"bytes\":",
+                          "\"nchannels\":",
+                          "\"api_ns\":",
+                          "\"enqueue_ns\":",
+                          "\"gpu_start_ns\":",
+                          "\"gpu_end_ns\":",
+                          "\"proxy_send_wait_ns\":",
+                          "\"proxy_send_xfer_ns\":",
+                          "\"proxy_send_bytes\":",
+                          "\"proxy_recv_wait_ns\":",
+                          "\"proxy_recv_xfer_ns\":",
+                          "\"proxy_recv_bytes\":",
+                          "\"pid\":",
+                          "\"flags\":[\"p2p\",\"truncated\"]"}) {
     EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
   }
 }

@@ -10,11 +10,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "plugin/abi/nccl_profiler_abi.h"
 #include "plugin/core/clock.h"

@@ -36,8 +36,8 @@ class FakeHostTest : public ::testing::Test {
 
   // §5.3 A on the application thread, then the proxy thread's part on a real second thread.
   void* StandaloneColl(void* ctx, int rank, uint64_t seq, const char* func, size_t api_count,
-                       size_t coll_count, const char* dtype, const char* coll_dtype,
-                       uint8_t nch, bool net, int root = 0) {
+                       size_t coll_count, const char* dtype, const char* coll_dtype, uint8_t nch,
+                       bool net, int root = 0) {
     void* grp = h().GroupApi(ctx, 1);
     void* api = h().CollApi(ctx, grp, func, api_count, dtype, root);
     h().Stop(api);
@@ -45,8 +45,8 @@ class FakeHostTest : public ::testing::Test {
     void* kl = h().Start(ctx, FakeHost::Descr(kSentinelProfileKernelLaunch, grp));
     h().Stop(kl);
     void* group = h().Start(ctx, FakeHost::Descr(kSentinelProfileGroup, nullptr));
-    void* coll = h().Coll(ctx, api, rank, seq, func, coll_count, coll_dtype, nch, "RING",
-                          "SIMPLE", root);
+    void* coll =
+        h().Coll(ctx, api, rank, seq, func, coll_count, coll_dtype, nch, "RING", "SIMPLE", root);
     h().Stop(coll);  // "enqueued"; children still to come
     h().Stop(group);
     h().Stop(grp);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+
 #include "tests/unit/transport/fake_collector_server.h"
 
 namespace sentinel::plugin {
@@ -49,7 +50,8 @@ SentinelWireCommInit MakeComm(uint64_t hash, int rank) {
   c.nnodes = 1;
   c.pid = static_cast<uint32_t>(getpid());
   c.abi_version = 6;
-  std::snprintf(c.comm_name, sizeof(c.comm_name), "comm-%llu", static_cast<unsigned long long>(hash));
+  std::snprintf(c.comm_name, sizeof(c.comm_name), "comm-%llu",
+                static_cast<unsigned long long>(hash));
   return c;
 }
 
@@ -170,8 +172,8 @@ TEST_F(CollectorSinkTest, BatchAgeSendsSmallBatchesWithoutFlush) {
 }
 
 TEST_F(CollectorSinkTest, RefusedMajorTurnsStreamingOffQuietlyForGood) {
-  for (auto mode : {FakeCollectorServer::AckMode::kRefuseMajor,
-                    FakeCollectorServer::AckMode::kWrongMajor}) {
+  for (auto mode :
+       {FakeCollectorServer::AckMode::kRefuseMajor, FakeCollectorServer::AckMode::kWrongMajor}) {
     FakeCollectorServer::Options so;
     so.ack = mode;
     FakeCollectorServer server(path_, so);

@@ -54,8 +54,10 @@ class FakeCollectorServer {
     bool keep_records = true;    // false: count only (the benchmark)
   };
 
-  FakeCollectorServer(std::string path, Options options) : path_(std::move(path)), options_(options) {}
-  explicit FakeCollectorServer(std::string path) : FakeCollectorServer(std::move(path), Options()) {}
+  FakeCollectorServer(std::string path, Options options)
+      : path_(std::move(path)), options_(options) {}
+  explicit FakeCollectorServer(std::string path)
+      : FakeCollectorServer(std::move(path), Options()) {}
   ~FakeCollectorServer() { Stop(); }
 
   bool Start() {
@@ -221,11 +223,11 @@ class FakeCollectorServer {
     frame.h.size = sizeof(frame);
     frame.h.type = kSentinelWireHelloAck;
     frame.ack.magic = SENTINEL_WIRE_MAGIC;
-    frame.ack.major = options_.ack == AckMode::kWrongMajor ? SENTINEL_WIRE_MAJOR + 1
-                                                           : SENTINEL_WIRE_MAJOR;
+    frame.ack.major =
+        options_.ack == AckMode::kWrongMajor ? SENTINEL_WIRE_MAJOR + 1 : SENTINEL_WIRE_MAJOR;
     frame.ack.minor = SENTINEL_WIRE_MINOR;
-    frame.ack.status = options_.ack == AckMode::kRefuseMajor ? kSentinelHelloRefusedMajor
-                                                             : kSentinelHelloAccepted;
+    frame.ack.status =
+        options_.ack == AckMode::kRefuseMajor ? kSentinelHelloRefusedMajor : kSentinelHelloAccepted;
     return send(fd, &frame, sizeof(frame), MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(frame));
   }
 

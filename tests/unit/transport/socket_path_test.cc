@@ -27,8 +27,7 @@ TEST(SocketPathTest, XdgRuntimeDirDefault) {
   EXPECT_EQ(ResolveSocketPath(nullptr, "/run/user/1000", 1000, out, sizeof(out)),
             SocketPathKind::kPath);
   EXPECT_STREQ(out, "/run/user/1000/sentinel/sentineld.sock");
-  EXPECT_EQ(ResolveSocketPath("", "/run/user/1000", 1000, out, sizeof(out)),
-            SocketPathKind::kPath);
+  EXPECT_EQ(ResolveSocketPath("", "/run/user/1000", 1000, out, sizeof(out)), SocketPathKind::kPath);
   EXPECT_STREQ(out, "/run/user/1000/sentinel/sentineld.sock");
 }
 
