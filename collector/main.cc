@@ -15,6 +15,7 @@
 #include "collector/export/http_server.h"
 #include "collector/export/record_log.h"
 #include "collector/ingest/ingest_server.h"
+#include "collector/nic/nic_counters.h"
 
 namespace {
 
@@ -89,6 +90,9 @@ int main(int argc, char** argv) {
     pusher = std::make_unique<AlertPusher>(config.alertmanager, &aggregator);
     pusher->Start();
   }
+  // Own thread: sysfs PMA reads are firmware round trips, kept off the ingest loop.
+  NicPoller nic_poller(config.sysfs_root, config.nic_poll_ns, &aggregator);
+  nic_poller.Start();
   spdlog::info("sentineld {} listening: socket {} http {} (port {})", kSentinelVersion,
                ingest.socket_path(), config.listen, *port);
   g_server = &ingest;
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
   ingest.Run();
   g_server = nullptr;
   spdlog::info("sentineld stopping");
+  nic_poller.Stop();
   if (pusher) pusher->Stop();
   http.Stop();
   if (record_log) record_log->Flush();

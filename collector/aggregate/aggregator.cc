@@ -7,7 +7,10 @@
 #include <bitset>
 #include <cctype>
 #include <cstring>
+#include <map>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -880,6 +883,94 @@ void Aggregator::Tick() {
     if (!still) to_resolve.push_back(id);
   }
   for (const std::string& id : to_resolve) Resolve(id);
+}
+
+void Aggregator::OnNicPoll(const std::vector<NicPortReading>& readings) {
+  absl::MutexLock lock(&mu_);
+  state_.nic.enabled = true;
+  UpdateNicState(&state_.nic, readings, clock_->MonoNs());
+  EvaluateNicAlerts();
+}
+
+// Node-level alerts (no communicator): ids "nic_errors-<dev>-<port>" and
+// "link_degraded-nic-<dev>-<port>" (the guard's link_degraded verdicts are per communicator).
+void Aggregator::EvaluateNicAlerts() {
+  const NicState& nic = state_.nic;
+  std::map<std::string, double> fastest;  // link layer -> fastest ACTIVE rate
+  for (const auto& [key, p] : nic.ports) {
+    if (p.last.active && p.last.rate_gbps > 0) {
+      double& f = fastest[p.last.link_layer];
+      f = std::max(f, p.last.rate_gbps);
+    }
+  }
+  std::set<std::string> live;
+  for (const auto& [key, p] : nic.ports) {
+    const std::string where = absl::StrCat(key.first, "-", key.second);
+    const std::string err_id = absl::StrCat("nic_errors-", where);
+    const std::string link_id = absl::StrCat("link_degraded-nic-", where);
+    live.insert(err_id);
+    live.insert(link_id);
+    if (p.error_polls >= 2) {
+      nlohmann::json deltas = nlohmann::json::object();
+      std::string counter;
+      uint64_t delta = 0;
+      for (int c = 0; c < kNicCounterCount; ++c) {
+        const uint64_t d = p.delta[static_cast<size_t>(c)];
+        if (d == 0 || !NicCounterIsError(c)) continue;
+        deltas[NicCounterName(c)] = d;
+        if (d > delta) {
+          delta = d;
+          counter = NicCounterName(c);
+        }
+      }
+      Alert a;
+      a.id = err_id;
+      a.kind = "nic_errors";
+      a.severity = "critical";
+      a.host = state_.host;
+      a.summary = absl::StrFormat("%s port %d: %s grew by %d (%d consecutive polls)", key.first,
+                                  key.second, counter, delta, p.error_polls);
+      a.evidence = {{"device", key.first}, {"port", key.second}, {"counter", counter},
+                    {"delta", delta},      {"deltas", deltas},   {"polls", p.error_polls},
+                    {"resets", p.resets}};
+      a.runbook = absl::StrCat(config_.runbook_base, "alert-nic_errors");
+      Fire(std::move(a));
+    } else if (p.clean_polls >= 2) {
+      Resolve(err_id);
+    }
+    auto f = fastest.find(p.last.link_layer);
+    if (p.last.active && p.last.rate_gbps > 0 && f != fastest.end() &&
+        p.last.rate_gbps < f->second) {
+      Alert a;
+      a.id = link_id;
+      a.kind = "link_degraded";
+      a.severity = "warning";
+      a.host = state_.host;
+      a.summary =
+          absl::StrFormat("%s port %d runs at %g Gb/s, the node's fastest %s port at %g", key.first,
+                          key.second, p.last.rate_gbps, p.last.link_layer, f->second);
+      a.evidence = {{"device", key.first},
+                    {"port", key.second},
+                    {"counter", "rate"},
+                    {"rate_gbps", p.last.rate_gbps},
+                    {"expected_gbps", f->second},
+                    {"delta", p.last.rate_gbps - f->second},
+                    {"link_layer", p.last.link_layer}};
+      a.runbook = absl::StrCat(config_.runbook_base, "alert-link_degraded");
+      Fire(std::move(a));
+    } else {
+      Resolve(link_id);
+    }
+  }
+  // Ports that vanished resolve their alerts.
+  std::vector<std::string> stale;
+  for (const auto& [id, a] : state_.alerts) {
+    if (a.state != "firing" || live.count(id) != 0) continue;
+    if (absl::StartsWith(id, "nic_errors-") || absl::StartsWith(id, "link_degraded-nic-")) {
+      stale.push_back(id);
+    }
+  }
+  for (const std::string& id : stale) Resolve(id);
 }
 
 }  // namespace sentinel::collector

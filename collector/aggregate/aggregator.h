@@ -23,6 +23,7 @@
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
+#include "collector/nic/nic_counters.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
@@ -239,6 +240,7 @@ struct State {
   std::vector<HangSuspect> hang_suspects;
   absl::flat_hash_map<std::string, Alert> alerts;
   std::deque<std::string> resolved_order;
+  NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
 };
 
 class Aggregator : public IngestSink {
@@ -256,6 +258,9 @@ class Aggregator : public IngestSink {
   void NoteAccepted(int client, uint32_t pid, uint32_t uid);
   void NoteRefused(const char* reason);
   void NoteClosed(int client, CloseReason reason, uint64_t frames, uint64_t unknown_skipped);
+
+  // One NIC poll's readings (NicPoller thread): deltas, rates, nic_errors / link_degraded alerts.
+  void OnNicPoll(const std::vector<NicPortReading>& readings);
 
   // Periodic: hang detection, eviction of idle state. Call every Config::tick_ns.
   void Tick();
@@ -288,6 +293,7 @@ class Aggregator : public IngestSink {
   void Fire(Alert alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Resolve(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PushChange(const Alert& alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvictIdleComm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleVerdict(int client, const SentinelWireVerdict& verdict)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

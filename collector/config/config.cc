@@ -209,6 +209,11 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "window") return ParseDurationField(key, value, &window_ns);
   if (key == "hang-timeout") return ParseDurationField(key, value, &hang_timeout_ns);
   if (key == "tick") return ParseDurationField(key, value, &tick_ns);
+  if (key == "nic-poll") return ParseDurationField(key, value, &nic_poll_ns);
+  if (key == "sysfs-root") {
+    sysfs_root = std::string(value);
+    return absl::OkStatus();
+  }
   if (key == "straggler-min") return ParseDurationField(key, value, &straggler_min_ns);
   if (key == "record-log-max-mb") return ParseInt(key, value, 1, 1 << 20, &record_log_max_mb);
   if (key == "pending-slots") return ParseIntField(key, value, 8, 1 << 16, &pending_slots);
@@ -300,6 +305,8 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --port-file FILE         write the bound HTTP port to FILE once listening
   --config FILE            key = value file with any of these options (command line wins)
   --window DUR             default /v1/telemetry window (default 15m)
+  --nic-poll DUR           period of the RDMA port counter poll from sysfs (default 5s; 0 = off)
+  --sysfs-root DIR         where sysfs is mounted, for the NIC counters (default /sys)
   --hang-timeout DUR       a collective some local ranks reached and others did not, for this long,
                            raises a hang alert (default 30s)
   --allow-group GROUP      also accept peers in this group; the socket becomes 0660 (default: own uid

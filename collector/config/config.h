@@ -50,6 +50,9 @@ struct Config {
   int straggler_resolve_r = 2;         // resolve when late in at most R of the last M
   int straggler_warmup = 2;            // first joined collectives of a comm not judged (start skew)
   int64_t tick_ns = 200000000;         // hang checks and alert pushes
+  // NIC counters (collector/nic/): sysfs mount point and poll period (0 = off).
+  std::string sysfs_root = "/sys";
+  int64_t nic_poll_ns = 5LL * 1000000000;
 
   // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
   absl::Status LoadFile(const std::string& path);

@@ -99,6 +99,33 @@ nlohmann::json NumOrNull(bool valid, double v) {
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
+// NIC counters (collector/nic/): the reset-safe running totals, only for the known counter names
+// (bounded label set), plus each port's link rate and state.
+void RenderNic(const NicState& nic, Writer* w) {
+  w->Family("sentinel_nic_counter_total", "counter",
+            "RDMA port counters from sysfs (reset-safe running totals), by counter.");
+  for (const auto& [key, p] : nic.ports) {
+    const std::string port = std::to_string(key.second);
+    for (int c = 0; c < kNicCounterCount; ++c) {
+      if ((p.last.present & (1u << c)) == 0) continue;
+      w->Sample("sentinel_nic_counter_total",
+                L({{"device", key.first}, {"port", port}, {"counter", NicCounterName(c)}}),
+                static_cast<double>(p.total[static_cast<size_t>(c)]));
+    }
+  }
+  w->Family("sentinel_nic_port_rate_gbps", "gauge", "RDMA port link rate in Gb/s (0 = unknown).");
+  for (const auto& [key, p] : nic.ports) {
+    w->Sample("sentinel_nic_port_rate_gbps",
+              L({{"device", key.first}, {"port", std::to_string(key.second)}}), p.last.rate_gbps);
+  }
+  w->Family("sentinel_nic_port_active", "gauge", "1 when the RDMA port's state is ACTIVE.");
+  for (const auto& [key, p] : nic.ports) {
+    w->Sample("sentinel_nic_port_active",
+              L({{"device", key.first}, {"port", std::to_string(key.second)}}),
+              p.last.active ? 1 : 0);
+  }
+}
+
 }  // namespace
 
 const RankState* PrimaryRank(const State& state, const ProcessState& process) {
@@ -171,6 +198,7 @@ std::string RenderPrometheus(const State& state) {
     if (a.state == "firing") ++firing[a.kind];
   }
   for (const auto& [kind, n] : firing) w.Sample("sentinel_alerts_firing", L({{"kind", kind}}), n);
+  RenderNic(state.nic, &w);
 
   std::vector<const CommState*> comms;
   for (const auto& [hash, comm] : state.comms) comms.push_back(comm.get());
@@ -424,9 +452,14 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
                        {"skew_p99_ms", Ms(Percentile(&v, 99))}});
   }
   const Counters& c = state.counters;
+  const NicWindow nic = ComputeNicWindow(state.nic, window_ns, now_mono_ns);
   auto pct = [](std::vector<int64_t>* v, double p) {
     return v->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(v, p)));
   };
+  // p50 bus bandwidth / the fastest ACTIVE port's rate (sysfs), both Gb/s; null when unknown.
+  const double busbw_p50 =
+      busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
+  const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
   return {{"host", state.host},
           {"window_s", static_cast<double>(window_ns) / 1e9},
           {"collectives", n},
@@ -436,19 +469,16 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"duration_p99_ms", pct(&duration, 99)},
           {"skew_p50_ms", pct(&skew, 50)},
           {"skew_p99_ms", pct(&skew, 99)},
-          {"busbw_gbps_p50",
-           busbw_mbps.empty()
-               ? nlohmann::json()
-               : nlohmann::json(static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000)},
-          // Not known to the collector yet (needs the link rate from the plugin's verbs probe).
-          {"busbw_link_ratio", nullptr},
+          {"busbw_gbps_p50", NumOrNull(busbw_p50 >= 0, busbw_p50)},
+          {"busbw_link_ratio",
+           NumOrNull(has_ratio, has_ratio ? busbw_p50 / nic.fastest_active_gbps : 0)},
           {"overlap_ratio",
            nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl))
                     : nlohmann::json()},
-          // NIC counters from sysfs are not collected yet: null, not zero.
-          {"retransmits", nullptr},
-          {"cnp_rate", nullptr},
-          {"ecn_rate", nullptr},
+          // NIC counters from sysfs over the window: null (not zero) when not available.
+          {"retransmits", nic.has_retransmits ? nlohmann::json(nic.retransmits) : nlohmann::json()},
+          {"cnp_rate", NumOrNull(nic.has_cnp, nic.cnp_per_s)},
+          {"ecn_rate", NumOrNull(nic.has_ecn, nic.ecn_per_s)},
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
           {"records", c.records},
@@ -469,7 +499,7 @@ nlohmann::json AlertJson(const Alert& a) {
           {"kind", a.kind},
           {"severity", a.severity},
           {"state", a.state},
-          {"comm", a.comm},
+          {"comm", a.comm.empty() ? nlohmann::json() : nlohmann::json(a.comm)},  // node-level
           {"ranks", a.ranks},
           {"host", a.host},
           {"summary", a.summary},
