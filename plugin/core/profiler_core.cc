@@ -266,6 +266,22 @@ inline void ResetSlot(Slot* s, Context* ctx, Slot* parent, uint32_t refs, int64_
   s->start_ns.store(now, std::memory_order_relaxed);
 }
 
+// What a Coll/P2p slot accumulates until its record completes: stop and GPU times, proxy sums,
+// KernelCh starts. Relaxed stores: the slot is not yet published to any other thread.
+inline void ResetCompletionState(Slot* s) {
+  s->kch_started.store(0, std::memory_order_relaxed);
+  s->stop_ns.store(0, std::memory_order_relaxed);
+  s->gpu_start_raw.store(kNoGpuStart, std::memory_order_relaxed);
+  s->gpu_end_raw.store(0, std::memory_order_relaxed);
+  s->send_wait_ns.store(0, std::memory_order_relaxed);
+  s->send_xfer_ns.store(0, std::memory_order_relaxed);
+  s->recv_wait_ns.store(0, std::memory_order_relaxed);
+  s->recv_xfer_ns.store(0, std::memory_order_relaxed);
+  s->send_bytes.store(0, std::memory_order_relaxed);
+  s->recv_bytes.store(0, std::memory_order_relaxed);
+  s->proxy_steps.store(0, std::memory_order_relaxed);
+}
+
 inline void ResetRecordFields(Slot* s) {
   s->seq = 0;
   s->bytes = 0;
@@ -281,18 +297,8 @@ inline void ResetRecordFields(Slot* s) {
   s->graph_captured.store(0, std::memory_order_relaxed);
   s->flags = 0;
   s->kch_expected = 0;
-  s->kch_started.store(0, std::memory_order_relaxed);
   s->grace.store(0, std::memory_order_relaxed);
-  s->stop_ns.store(0, std::memory_order_relaxed);
-  s->gpu_start_raw.store(kNoGpuStart, std::memory_order_relaxed);
-  s->gpu_end_raw.store(0, std::memory_order_relaxed);
-  s->send_wait_ns.store(0, std::memory_order_relaxed);
-  s->send_xfer_ns.store(0, std::memory_order_relaxed);
-  s->recv_wait_ns.store(0, std::memory_order_relaxed);
-  s->recv_xfer_ns.store(0, std::memory_order_relaxed);
-  s->send_bytes.store(0, std::memory_order_relaxed);
-  s->recv_bytes.store(0, std::memory_order_relaxed);
-  s->proxy_steps.store(0, std::memory_order_relaxed);
+  ResetCompletionState(s);
 }
 
 // Adds a child reference unless the parent already finished (refs == 0).
@@ -574,17 +580,7 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
   s->algo = AlgoFromString(d.algo);
   s->proto = ProtoFromString(d.proto);
   s->nchannels = d.n_channels;
-  s->kch_started.store(0, std::memory_order_relaxed);
-  s->proxy_steps.store(0, std::memory_order_relaxed);
-  s->stop_ns.store(0, std::memory_order_relaxed);
-  s->gpu_start_raw.store(kNoGpuStart, std::memory_order_relaxed);
-  s->gpu_end_raw.store(0, std::memory_order_relaxed);
-  s->send_wait_ns.store(0, std::memory_order_relaxed);
-  s->send_xfer_ns.store(0, std::memory_order_relaxed);
-  s->recv_wait_ns.store(0, std::memory_order_relaxed);
-  s->recv_xfer_ns.store(0, std::memory_order_relaxed);
-  s->send_bytes.store(0, std::memory_order_relaxed);
-  s->recv_bytes.store(0, std::memory_order_relaxed);
+  ResetCompletionState(s);
   // Graph replays point at CollApi handles stopped at capture time: use the parent only if it
   // is still a CollApi slot describing the same function.
   int64_t api_ns = 0;
