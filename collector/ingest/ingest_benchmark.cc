@@ -100,17 +100,23 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// One in-process session per rank, each past its hello, as if `ranks` plugins had connected.
+std::vector<std::unique_ptr<Session>> ConnectSessions(Aggregator* agg, int ranks) {
+  std::vector<std::unique_ptr<Session>> sessions;
+  for (int r = 0; r < ranks; ++r) {
+    sessions.push_back(std::make_unique<Session>(r + 1, agg));
+    agg->NoteAccepted(r + 1, static_cast<uint32_t>(1000 + r), 0);
+    const auto hello = Hello(static_cast<uint32_t>(1000 + r));
+    sessions.back()->Feed(hello.data(), hello.size());
+  }
+  return sessions;
+}
+
 int Throughput(const Args& a) {
   const int ranks = a.ranks > 0 ? a.ranks : 64;
   Config config;
   Aggregator agg(config, RealClock());
-  std::vector<std::unique_ptr<Session>> sessions;
-  for (int r = 0; r < ranks; ++r) {
-    sessions.push_back(std::make_unique<Session>(r + 1, &agg));
-    agg.NoteAccepted(r + 1, static_cast<uint32_t>(1000 + r), 0);
-    const auto hello = Hello(static_cast<uint32_t>(1000 + r));
-    sessions.back()->Feed(hello.data(), hello.size());
-  }
+  std::vector<std::unique_ptr<Session>> sessions = ConnectSessions(&agg, ranks);
   constexpr int kBatch = 256;  // records per read(): about 35 KiB, as a batching plugin sends
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(ranks));
   const int64_t base = RealClock()->MonoNs();
@@ -207,13 +213,7 @@ int Rss(const Args& a) {
   const int ranks = a.ranks > 0 ? a.ranks : 1024;
   Config config;
   Aggregator agg(config, RealClock());
-  std::vector<std::unique_ptr<Session>> sessions;
-  for (int r = 0; r < ranks; ++r) {
-    sessions.push_back(std::make_unique<Session>(r + 1, &agg));
-    agg.NoteAccepted(r + 1, static_cast<uint32_t>(1000 + r), 0);
-    const auto hello = Hello(static_cast<uint32_t>(1000 + r));
-    sessions.back()->Feed(hello.data(), hello.size());
-  }
+  std::vector<std::unique_ptr<Session>> sessions = ConnectSessions(&agg, ranks);
   // 1,024 ranks on one collector: 8 communicators of 128 local ranks, so joins, baselines and
   // per-rank histories all grow to their caps.
   std::vector<uint8_t> buf;
