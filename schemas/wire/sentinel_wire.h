@@ -41,7 +41,11 @@ enum {
   kSentinelWireHeartbeat = 5,
   kSentinelWireVerdict = 6,
   kSentinelWireCommEnd = 7,
-  kSentinelWireHelloAck = 8, /* collector -> plugin, the only frame sent that way */
+  kSentinelWireHelloAck = 8, /* collector -> plugin */
+  kSentinelWireInFlight = 9, /* per-communicator in-flight state (hang detection) */
+  /* Reserved for work in progress; each is defined by the change that implements it:
+   * 10 net-plugin device, 11 net-plugin connection stats, 12 fabric baseline result,
+   * 13 collector -> plugin hang verdict, 14 overhead budget state, 15 CUPTI kernel attribution. */
 };
 
 /* Features announced in SentinelWireHello.features (bit flags). */
@@ -186,6 +190,35 @@ typedef struct {
   uint32_t reserved;
 } SentinelWireHelloAck;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHelloAck) == 16, "hello ack size");
+
+/* SentinelWireInFlight.flags */
+enum {
+  /* sent early: the oldest collective passed the in-flight threshold */
+  kSentinelInFlightStuck = 1u << 0,
+};
+
+/* Per-communicator in-flight state of one rank: where this rank is in the communicator's sequence
+ * of collectives. Sent at least once a second per live communicator, and promptly when the oldest
+ * incomplete collective has been in flight longer than the plugin's threshold. The counters are
+ * per-communicator ordinals of Coll events (1 = the first collective this rank enqueued on it),
+ * not NCCL's per-function seqNumber, so that ranks compare directly; p2p operations are not
+ * counted (ranks issue different ones). 0 means "none yet". */
+typedef struct {
+  uint64_t comm_hash;
+  int64_t now_ns;          /* CLOCK_MONOTONIC when the state was read */
+  uint64_t enqueued;       /* ordinal of the last collective enqueued (Coll start) */
+  uint64_t gpu_started;    /* ordinal of the last collective whose kernel started (KernelCh) */
+  uint64_t completed;      /* ordinal of the last collective completed */
+  int64_t oldest_since_ns; /* enqueue time of the oldest incomplete collective; 0 if none */
+  uint64_t oldest_seq;     /* its NCCL seqNumber (per function) */
+  int32_t rank;
+  int32_t nranks;
+  uint32_t pid;
+  uint8_t oldest_func; /* kSentinelFunc* of the oldest incomplete collective */
+  uint8_t reserved0;
+  uint16_t flags; /* kSentinelInFlight* */
+} SentinelWireInFlight;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireInFlight) == 72, "in-flight size");
 
 /* A communicator was finalized. */
 typedef struct {
