@@ -35,3 +35,38 @@ macro(sentinel_add_area_subdirs)
     endif()
   endforeach()
 endmacro()
+
+# --- Install layout (cmake --install, and the .deb through cmake/SentinelPackaging.cmake) ---
+# One place decides where each kind of file goes, so a new binary or library is one call in the
+# CMakeLists.txt that defines it:
+#   sentinel_install_programs(sentinel-baseline)              -> <prefix>/bin
+#   sentinel_install_nccl_plugin(sentinel_net_plugin)         -> <libdir>, e.g. libnccl-net-sentinel.so
+#   sentinel_install_data(FILES a.json DESTINATION schemas)   -> <prefix>/share/sentinel/schemas
+# With prefix /usr the library directory is Debian's multiarch one (/usr/lib/x86_64-linux-gnu),
+# which the loader searches by default: NCCL_PROFILER_PLUGIN=sentinel (NCCL dlopens
+# libnccl-profiler-<name>.so by bare name) then finds the plugin with no LD_LIBRARY_PATH.
+include(GNUInstallDirs)
+set(SENTINEL_INSTALL_DATADIR ${CMAKE_INSTALL_DATADIR}/sentinel)
+
+function(sentinel_install_programs)
+  install(TARGETS ${ARGN} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT sentinel)
+endfunction()
+
+# NCCL plugins are dlopen'ed by name, never linked against: no namelink/soname versioning.
+function(sentinel_install_nccl_plugin)
+  install(TARGETS ${ARGN} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT sentinel)
+endfunction()
+
+function(sentinel_install_data)
+  cmake_parse_arguments(D "" "DESTINATION" "FILES;DIRECTORY" ${ARGN})
+  set(_dest ${SENTINEL_INSTALL_DATADIR})
+  if(D_DESTINATION)
+    set(_dest ${_dest}/${D_DESTINATION})
+  endif()
+  if(D_FILES)
+    install(FILES ${D_FILES} DESTINATION ${_dest} COMPONENT sentinel)
+  endif()
+  if(D_DIRECTORY)
+    install(DIRECTORY ${D_DIRECTORY} DESTINATION ${_dest} COMPONENT sentinel)
+  endif()
+endfunction()

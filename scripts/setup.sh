@@ -16,6 +16,8 @@ PACKAGES=(
   prometheus prometheus-alertmanager
   python3 python3-jsonschema
   procps binutils
+  # packaging and operator-view tests (tests/package/): dpkg-shlibdeps, manifests, sentinelctl top
+  dpkg-dev file python3-yaml tmux
 )
 
 missing=()
