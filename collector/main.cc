@@ -15,6 +15,7 @@
 #include "collector/export/http_server.h"
 #include "collector/export/record_log.h"
 #include "collector/ingest/ingest_server.h"
+#include "collector/log/daemon_log.h"
 #include "collector/nic/nic_counters.h"
 
 namespace {
@@ -41,8 +42,8 @@ int main(int argc, char** argv) {
                  std::string(s.message()).c_str());
     return 2;
   }
-  spdlog::set_level(spdlog::level::from_str(config.log_level));
-  spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [sentineld] [%l] %v");
+  // Validated by ParseCommandLine: cannot fail here.
+  (void)ConfigureDaemonLog(config.log_format, config.log_level);
   signal(SIGPIPE, SIG_IGN);
 
   Aggregator aggregator(config, RealClock());

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
+#include "collector/log/daemon_log.h"
 #include "plugin/guard/expectation.h"
 
 namespace sentinel::collector {
@@ -193,6 +194,12 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     log_level = std::string(value);
     return absl::OkStatus();
   }
+  if (key == "log-format") {
+    LogFormat unused;
+    absl::Status s = ParseLogFormat(value, &unused);
+    if (s.ok()) log_format = std::string(value);
+    return s;
+  }
   if (key == "runbook-base") {
     runbook_base = std::string(value);
     return absl::OkStatus();
@@ -315,6 +322,7 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
   --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
   --log-level LEVEL        trace|debug|info|warn|error (default info)
+  --log-format FORMAT      text|json: one line per event on stderr, rate-limited (default text)
   --runbook-base PREFIX    prefix of alert runbook links, + "alert-<kind>" (default collector/README.md#)
   --expect 'EXPR'          node default transport/placement expectation for the guard (grammar:
                            plugin/guard/README.md), validated at startup; served at GET /v1/expect

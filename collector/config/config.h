@@ -27,6 +27,7 @@ struct Config {
   int64_t record_log_max_mb = 256;              // disk cap over the log and its rotation
   std::string alertmanager;                     // base URL, empty = no push
   std::string log_level = "info";
+  std::string log_format = "text";  // text|json (collector/log/daemon_log.h)
   // Prefix of every alert's runbook link: a page per alert kind is `<base>alert-<kind>`. The
   // default points into this repository's collector/README.md; operators set their own wiki.
   std::string runbook_base = "collector/README.md#";
