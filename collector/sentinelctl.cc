@@ -1,6 +1,7 @@
 // sentinelctl: command-line client of sentineld's HTTP API (status, ranks, alerts, top, trace).
 // Exit codes: 0 ok, 1 collector unreachable (or bad answer), 2 usage, 3 firing alerts (alerts).
 #include <httplib.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -159,9 +160,12 @@ int Alerts(const Options& o) {
   return firing > 0 ? kFiring : kOk;
 }
 
-int Top(const Options& o) {
-  const bool tty = isatty(STDOUT_FILENO) != 0 && !o.once;
-  for (;;) {
+// Set by SIGINT/SIGTERM/SIGHUP while `top` runs: the loop ends and restores the terminal.
+volatile sig_atomic_t g_top_stop = 0;
+extern "C" void OnTopSignal(int) { g_top_stop = 1; }
+
+int TopLoop(const Options& o, bool tty) {
+  while (g_top_stop == 0) {
     nlohmann::json r;
     nlohmann::json t;
     if (!Get(o, "/v1/ranks", &r) || !Get(o, "/v1/telemetry?window=1m", &t)) return kUnreachable;
@@ -171,11 +175,35 @@ int Top(const Options& o) {
         o.addr, t.value("collectives", 0), Num(t["skew_p99_ms"]), Num(t["latency_p50_ms"]),
         static_cast<int>(t["collective_hang_suspects"].size()));
     screen += RanksTable(r);
+    if (tty) screen += "\n(Ctrl-C to quit)";
     std::fputs(screen.c_str(), stdout);
     std::fflush(stdout);
     if (o.once) return kOk;
-    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(o.interval_s * 1000)));
+    // Sleep in slices so that Ctrl-C restores the terminal at once.
+    for (int ms = 0; ms < static_cast<int>(o.interval_s * 1000) && g_top_stop == 0; ms += 50) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
+  return kOk;
+}
+
+int Top(const Options& o) {
+  const bool tty = isatty(STDOUT_FILENO) != 0 && !o.once;
+  if (!tty) return TopLoop(o, false);
+  // Like top(1): the alternate screen without a cursor while running; on exit (Ctrl-C, SIGTERM,
+  // a lost collector) the shell's screen and cursor come back as they were.
+  struct sigaction sa {};
+  sa.sa_handler = OnTopSignal;
+  sigemptyset(&sa.sa_mask);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  std::fputs("\x1b[?1049h\x1b[?25l", stdout);
+  const int rc = TopLoop(o, true);
+  std::fputs("\x1b[?25h\x1b[?1049l", stdout);
+  std::fflush(stdout);
+  // The reason was printed on the alternate screen, which is gone now: say it again.
+  if (rc == kUnreachable)
+    std::fprintf(stderr, "sentinelctl top: lost sentineld at %s\n", o.addr.c_str());
+  return rc;
 }
 
 int Trace(const Options& o) {
