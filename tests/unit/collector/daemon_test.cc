@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -219,7 +220,13 @@ TEST_F(DaemonTest, SentinelctlExitCodes) {
   std::ifstream in(dir_ + "/t.json");
   const nlohmann::json trace = nlohmann::json::parse(in, nullptr, false);
   ASSERT_FALSE(trace.is_discarded());
-  EXPECT_EQ(trace["traceEvents"].size(), 24u + 2 + 2);  // 24 spans, 2 process + 2 thread names
+  std::map<std::string, int> by_ph;
+  for (const auto& e : trace["traceEvents"]) ++by_ph[e["ph"].get<std::string>()];
+  EXPECT_EQ(by_ph["X"], 24);  // 24 spans
+  EXPECT_EQ(by_ph["M"], 6);   // per rank: process name and sort index; one thread name each
+  EXPECT_EQ(by_ph["s"], 12);  // one flow per collective: first arrival ...
+  EXPECT_EQ(by_ph["f"], 12);  // ... to the last
+  EXPECT_EQ(by_ph["i"], 1);   // the straggler alert on the late rank's track
   EXPECT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " --addr 127.0.0.1:1 status", &out), 1);
   EXPECT_EQ(RunCommand(ctl + " frobnicate", &out), 2);
   EXPECT_EQ(RunCommand(ctl + " ranks --bogus", &out), 2);

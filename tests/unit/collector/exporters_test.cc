@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 #include "collector/export/alertmanager.h"
@@ -131,17 +132,21 @@ TEST_F(ExportersTest, TraceHasOneSpanPerOperationAndNamedTracks) {
   });
   int spans = 0;
   int names = 0;
+  int flow_steps = 0;
   for (const auto& e : trace["traceEvents"]) {
     if (e["ph"] == "X") {
       ++spans;
       EXPECT_EQ(e["dur"], 3000.0);
-      EXPECT_EQ(e["name"], "AllReduce");
-    } else {
+      EXPECT_EQ(e["name"], absl::StrCat("AllReduce 1MiB #", e["args"]["seq"].get<int>()));
+    } else if (e["ph"] == "M") {
       ++names;
+    } else if (e["ph"] == "s" || e["ph"] == "f") {
+      ++flow_steps;  // one flow per collective, from the first arrival to the last
     }
   }
   EXPECT_EQ(spans, 6);
-  EXPECT_EQ(names, 4);
+  EXPECT_EQ(names, 6);  // process_name + process_sort_index per rank, thread_name per track
+  EXPECT_EQ(flow_steps, 6);
 }
 
 TEST(AlertmanagerTest, PayloadAndPush) {
