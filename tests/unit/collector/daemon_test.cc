@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -16,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 #include "tests/unit/collector/daemon_fixture.h"
@@ -231,6 +233,40 @@ TEST_F(DaemonTest, SentinelctlExitCodes) {
   EXPECT_EQ(RunCommand(ctl + " frobnicate", &out), 2);
   EXPECT_EQ(RunCommand(ctl + " ranks --bogus", &out), 2);
   EXPECT_EQ(RunCommand(ctl + " alerts --help", &out), 0);
+}
+
+// A collective two of three ranks completed and the third never reached: past --hang-timeout
+// the trace marks it with an instant event on the missing rank's track, naming the collective.
+// (sentinel-sim's --hang cannot show this on main: its barrier keeps every rank from completing.)
+TEST_F(DaemonTest, TraceMarksHangOnTheMissingRanksTrack) {
+  Start({"--hang-timeout", "300ms"});
+  ConnectRanks(3);
+  Stream(0, 5, -1);
+  const int64_t now = MonoNow();
+  for (int r = 0; r < 2; ++r) {
+    Bytes b;
+    const auto rec = MakeColl(kComm, r, 3, 5, now - 10 * kMs, kMs);
+    AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
+    ASSERT_TRUE(clients_[static_cast<size_t>(r)]->Send(b));
+  }
+  WaitFor("/v1/telemetry?window=1m",
+          [](const nlohmann::json& j) { return !j["collective_hang_suspects"].empty(); });
+  const nlohmann::json trace = GetJson("/v1/trace?last=10m");
+  std::map<int64_t, int> rank_of_pid;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_sort_index")
+      rank_of_pid[e["pid"].get<int64_t>()] = e["args"]["sort_index"].get<int>();
+  }
+  std::vector<std::string> marks;  // the hang alert at its start, the suspect now
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "i") continue;
+    marks.push_back(e["name"]);
+    EXPECT_EQ(e["s"], "t");
+    EXPECT_EQ(rank_of_pid[e["pid"].get<int64_t>()], 2) << e.dump();
+  }
+  std::sort(marks.begin(), marks.end());
+  EXPECT_THAT(marks,
+              ::testing::ElementsAre("hang alert: rank 2", "hang: AllReduce #5 waits for rank 2"));
 }
 
 TEST_F(DaemonTest, PromtoolAcceptsMetrics) {
