@@ -75,23 +75,28 @@ echo "Depends: $depends"
 pkgs_of_depends="$(tr ',' '\n' <<<"$depends" | sed -E 's/^ *//; s/[ (:].*//' | sort -u)"
 grep -qx adduser <<<"$pkgs_of_depends" || fail "Depends lacks adduser (postinst calls it)"
 nelf=0
+declare -A needed=()  # soname -> the first ELF that needs it (each soname is looked up once)
 while IFS= read -r elf; do
   nelf=$((nelf + 1))
   for soname in $(readelf -d "$elf" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
-    path="$(/sbin/ldconfig -p | awk -v n="$soname" '$1 == n && /x86-64|64bit|AArch64/ {print $NF; exit}')"
-    [[ -n "$path" ]] || path="$(/sbin/ldconfig -p | awk -v n="$soname" '$1 == n {print $NF; exit}')"
-    [[ -n "$path" ]] || fail "$elf needs $soname, which this machine does not have"
-    owner="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null || true)"
-    owner="${owner%%:*}"
-    [[ -n "$owner" ]] || fail "no package owns $path ($soname)"
-    # The owner, or a virtual package it provides (shlibs may name libspdlog1.10-fmt9, which
-    # libspdlog1.10 provides).
-    names="$owner $(dpkg-query -W -f='${Provides}' "$owner" 2>/dev/null | tr ',' '\n' | sed -E 's/^ *//; s/[ (].*//')"
-    found=0
-    for n in $names; do grep -qx "$n" <<<"$pkgs_of_depends" && found=1; done
-    ((found)) || fail "$(basename "$elf") needs $soname from $owner, not in Depends"
+    [[ -n "${needed[$soname]:-}" ]] || needed[$soname]="$(basename "$elf")"
   done
 done < <(find "$ROOT" -type f -exec sh -c 'head -c4 "$1" | grep -q ELF && echo "$1"' _ {} \;)
+for soname in "${!needed[@]}"; do
+  elf="${needed[$soname]}"
+  path="$(/sbin/ldconfig -p | awk -v n="$soname" '$1 == n {print $NF; exit}')"
+  [[ -n "$path" ]] || fail "$elf needs $soname, which this machine does not have"
+  owner="$(dpkg -S "$(readlink -f "$path")" 2>/dev/null || dpkg -S "$path" 2>/dev/null || true)"
+  owner="${owner%%:*}"
+  [[ -n "$owner" ]] || fail "no package owns $path ($soname)"
+  # The owner, or a virtual package it provides (shlibs may name libspdlog1.10-fmt9, which
+  # libspdlog1.10 provides).
+  names="$owner $(dpkg-query -W -f='${Provides}' "$owner" 2>/dev/null | tr ',' '\n' | sed -E 's/^ *//; s/[ (].*//')"
+  found=0
+  for n in $names; do grep -qx "$n" <<<"$pkgs_of_depends" && found=1; done
+  ((found)) || fail "$elf needs $soname from $owner, not in Depends"
+done
+echo "${#needed[@]} sonames NEEDED by $nelf ELF files, each from a package in Depends"
 ((nelf >= 3)) || fail "expected at least 3 ELF files in the package, found $nelf"
 
 # The maintainer scripts, with every system command replaced by a stub that logs its arguments.
