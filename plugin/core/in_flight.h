@@ -1,6 +1,7 @@
 // Per-communicator in-flight state for hang detection: where this rank is in the communicator's
 // sequence of collectives. NCCL's threads update it on the hot path without locks (one relaxed
-// RMW at enqueue, one compare at each KernelCh start, one CAS at completion); the drainer reads it.
+// RMW and five plain stores at enqueue, a compare at each KernelCh start and a CAS at the first,
+// one CAS at completion); the drainer reads it.
 //
 // Ordinals count Coll events per communicator (1 = the first). They are not NCCL's seqNumber,
 // which is per function; p2p operations are not counted (ranks issue different ones). Collectives
@@ -82,11 +83,9 @@ struct InFlightCounters {
   void OnGpuStart(uint64_t ordinal) noexcept { StoreMax(gpu_started, ordinal); }
 
   // When the collective's record completes (in stream order). A completed collective's kernel
-  // certainly started, which keeps completed <= gpu_started when KernelCh events were lost.
-  void OnComplete(uint64_t ordinal) noexcept {
-    StoreMax(gpu_started, ordinal);
-    StoreMax(completed, ordinal);
-  }
+  // certainly started: Read() raises gpu_started to completed (KernelCh lost or not in the mask),
+  // which keeps this to one CAS.
+  void OnComplete(uint64_t ordinal) noexcept { StoreMax(completed, ordinal); }
 
   // The drainer's read. Any thread, any time; never blocks the writers.
   InFlightSnapshot Read() const noexcept {
@@ -97,7 +96,7 @@ struct InFlightCounters {
     s.completed = completed.load(std::memory_order_acquire);
     s.gpu_started = gpu_started.load(std::memory_order_acquire);
     s.enqueued = enqueued.load(std::memory_order_relaxed);
-    if (s.gpu_started < s.completed) s.gpu_started = s.completed;  // defensive, see above
+    if (s.gpu_started < s.completed) s.gpu_started = s.completed;  // see OnComplete
     if (s.enqueued < s.gpu_started) s.enqueued = s.gpu_started;
     if (s.enqueued == s.completed) return s;
     uint64_t want = s.completed + 1;
