@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -20,17 +19,10 @@
 namespace sentinel::testing {
 namespace {
 
-// Sum of a Prometheus family's samples (any labels).
-double MetricSum(const std::string& text, const std::string& name) {
-  double sum = 0;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(name, 0) != 0) continue;
-    if (line.size() > name.size() && line[name.size()] != '{' && line[name.size()] != ' ') continue;
-    sum += std::atof(line.substr(line.rfind(' ') + 1).c_str());
-  }
-  return sum;
+// The value of an unlabelled Prometheus sample ("name value" line), -1 if absent.
+double MetricValue(const std::string& text, const std::string& name) {
+  size_t at = text.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::atof(text.c_str() + at + name.size() + 2);
 }
 
 TEST(InFlightStream, SentinelDSkipsInFlightFramesAndKeepsEveryRecord) {
@@ -80,13 +72,13 @@ TEST(InFlightStream, SentinelDSkipsInFlightFramesAndKeepsEveryRecord) {
     auto res = cli.Get("/metrics");
     if (res && res->status == 200) {
       metrics = res->body;
-      received = MetricSum(metrics, "sentinel_records_received_total");
+      received = MetricValue(metrics, "sentinel_records_received_total");
       if (received >= kRanks * kHangStep) break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(received, kRanks * kHangStep) << metrics;
-  EXPECT_EQ(MetricSum(metrics, "sentinel_malformed_frames_total"), 0) << metrics;
+  EXPECT_EQ(MetricValue(metrics, "sentinel_malformed_frames_total"), 0) << metrics;
 
   kill(daemon.pid, SIGTERM);
   WaitProgram(daemon);
