@@ -94,6 +94,7 @@ EnvConfig ParseEnvConfig(std::string* errors) {
   ReadUint("SENTINEL_DRAIN_INTERVAL_MS", 1, 1000, &c.drain_interval_ms, errors);
   ReadUint("SENTINEL_PROXY_GRACE_MS", 1, 60000, &c.proxy_grace_ms, errors);
   ReadUint("SENTINEL_MAX_COMMS", 1, 1u << 16, &c.max_comms, errors);
+  ReadUint("SENTINEL_INFLIGHT_STUCK_MS", 0, 86400000, &c.inflight_stuck_ms, errors);
   uint32_t pow2 = 2;
   while (pow2 < c.ring_records) pow2 <<= 1;
   c.ring_records = pow2;

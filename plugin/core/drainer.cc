@@ -15,6 +15,7 @@
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/core/clock.h"
+#include "plugin/core/in_flight_monitor.h"
 #include "plugin/core/jsonl_sink.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/thread_state.h"
@@ -53,6 +54,9 @@ struct DrainerState {
   bool sinks_built = false;
   std::vector<SentinelWireCollRecord> batch;
   int64_t last_heartbeat_ns = 0;
+  std::unique_ptr<InFlightMonitor> in_flight;  // built with the sinks
+  std::vector<InFlightSample> in_flight_samples;
+  std::vector<SentinelWireInFlight> in_flight_out;
 
   std::mutex queue_mu;
   std::deque<ControlItem> queue;  // guarded by queue_mu
@@ -105,6 +109,15 @@ void DrainOnce(DrainerState& st, bool force_heartbeat) {
     }
   }
   ts.ReapExited();
+  // After the records: a state that counts a collective complete follows that collective's record.
+  if (st.in_flight != nullptr && !st.sinks.empty()) {
+    SnapshotInFlight(&st.in_flight_samples);
+    st.in_flight_out.clear();
+    st.in_flight->Observe(st.in_flight_samples.data(), st.in_flight_samples.size(), MonoNs(),
+                          force_heartbeat, &st.in_flight_out);
+    for (const SentinelWireInFlight& r : st.in_flight_out)
+      ForEachSink(st, [&](RecordSink* s) { s->OnInFlight(r); });
+  }
   for (const ControlItem& it : items) {
     if (it.kind == ControlItem::kEnd) {
       ForEachSink(st, [&](RecordSink* s) { s->OnCommEnd(it.comm_hash, it.rank); });
@@ -222,6 +235,10 @@ void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config
       st.sinks = BuildSinks(config);
       st.sinks_built = true;
       st.interval_ms = config.drain_interval_ms;
+      InFlightMonitorOptions in_flight;
+      in_flight.fixed_threshold_ns = static_cast<int64_t>(config.inflight_stuck_ms) * 1000000;
+      in_flight.floor_ns = 4 * static_cast<int64_t>(config.drain_interval_ms) * 1000000;
+      st.in_flight = std::make_unique<InFlightMonitor>(in_flight);
       st.owner_pid = getpid();
     }
     {

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include "plugin/core/calibration.h"
+#include "plugin/core/in_flight.h"
 
 namespace sentinel::plugin {
 
@@ -75,7 +76,7 @@ struct alignas(64) Slot {
   // NCCL passed the handle on (NCCL's own hand-off orders them).
   uint64_t seq;
   uint64_t bytes;
-  uint64_t count;
+  uint64_t ordinal;  // Coll: its per-communicator ordinal (in_flight.h); 0 for other kinds
   int64_t api_ns;
   int32_t peer;
   int32_t root;
@@ -138,6 +139,7 @@ struct Context {
   uint32_t p2p_seq_size;
   std::atomic<uint64_t> fallback_seq;       // p2p with an out-of-range peer
   std::atomic<uint64_t> recovered_seq[16];  // per kSentinelFunc* recovered from Send/Recv
+  InFlightCounters inflight;                // hang detection: where this rank is (Coll ordinals)
 };
 
 }  // namespace sentinel::plugin

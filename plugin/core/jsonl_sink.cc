@@ -9,6 +9,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "plugin/base/log.h"
 #include "plugin/core/names.h"
@@ -153,6 +154,32 @@ void JsonlSink::OnControlRecord(uint16_t type, const void* payload, size_t size)
   (void)payload;
   AppendF(&buf_, "{\"type\":\"control\",\"record_type\":%u,\"size\":%zu}\n",
           static_cast<unsigned>(type), size);
+  WriteOut();
+}
+
+std::string JsonlSink::InFlightToJson(const SentinelWireInFlight& r) {
+  std::string out;
+  AppendF(&out,
+          "{\"type\":\"in_flight\",\"comm\":\"0x%016" PRIx64
+          "\",\"rank\":%d,\"nranks\":%d,\"pid\":%u,\"now_ns\":%" PRId64 ",\"enqueued\":%" PRIu64
+          ",\"gpu_started\":%" PRIu64 ",\"completed\":%" PRIu64 ",\"oldest_since_ns\":%" PRId64
+          ",\"oldest_seq\":%" PRIu64 ",\"oldest_func\":\"%s\",\"flags\":[",
+          r.comm_hash, r.rank, r.nranks, r.pid, r.now_ns, r.enqueued, r.gpu_started, r.completed,
+          r.oldest_since_ns, r.oldest_seq, FuncName(r.oldest_func));
+  bool first = true;
+  for (const auto& f : {std::make_pair(kSentinelInFlightStuck, "stuck"),
+                        std::make_pair(kSentinelInFlightNoKernelCh, "no_kernel_ch")}) {
+    if ((r.flags & f.first) == 0) continue;
+    AppendF(&out, "%s\"%s\"", first ? "" : ",", f.second);
+    first = false;
+  }
+  out += "]}";
+  return out;
+}
+
+void JsonlSink::OnInFlight(const SentinelWireInFlight& state) {
+  buf_ += InFlightToJson(state);
+  buf_.push_back('\n');
   WriteOut();
 }
 

@@ -23,10 +23,12 @@ class JsonlSink final : public RecordSink {
   size_t OnRecords(const SentinelWireCollRecord* records, size_t n) override;
   void OnHeartbeat(const SentinelWireHeartbeat& hb) override;
   void OnControlRecord(uint16_t type, const void* payload, size_t size) override;
+  void OnInFlight(const SentinelWireInFlight& state) override;
   void Flush() override;
 
   // The JSON line (without newline) of one record; exposed for tests.
   static std::string RecordToJson(const SentinelWireCollRecord& r);
+  static std::string InFlightToJson(const SentinelWireInFlight& r);
 
  private:
   bool WriteOut();

@@ -285,7 +285,7 @@ inline void ResetCompletionState(Slot* s) {
 inline void ResetRecordFields(Slot* s) {
   s->seq = 0;
   s->bytes = 0;
-  s->count = 0;
+  s->ordinal = 0;
   s->api_ns = 0;
   s->peer = -1;
   s->root = -1;
@@ -440,6 +440,9 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
   Kind k = KindOf(s);
   if (emit && (k == Kind::kColl || k == Kind::kP2p || k == Kind::kCeColl)) {
     BuildAndPush(s, false, ts);
+    // Counted complete even if the ring dropped the record: the collective did finish.
+    Context* ctx = s->ctx.load(std::memory_order_relaxed);
+    if (s->ordinal != 0 && ctx != nullptr) ctx->inflight.OnComplete(s->ordinal);
   }
   Slot* parent = s->parent.load(std::memory_order_relaxed);
   // release: everything we read or wrote in this slot happens before its next claimer.
@@ -502,7 +505,6 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   ResetRecordFields(s);
   if (k == Kind::kKernelLaunch) return s;
   s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
-  s->count = d.count;
   s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
   s->root = d.root;
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
@@ -559,12 +561,15 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid) {
 }
 
 Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
+  uint8_t func = FuncFromString(d.func);
+  // The ordinal is taken even when no slot is free, so that this rank's count of collectives
+  // stays comparable with its peers' (a later completion moves `completed` past it).
+  uint64_t ordinal = ctx->inflight.OnEnqueue(now, d.seq, func);
   Slot* s = Claim(Kind::kColl, ts);
   if (s == nullptr) return nullptr;
   // The hottest start: every field a Coll record reads is written exactly once (what
   // ResetSlot + ResetRecordFields would do, without the double writes). relaxed throughout, as in
   // ResetSlot: NCCL's hand-off of the handle publishes them.
-  uint8_t func = FuncFromString(d.func);
   uint8_t datatype = DatatypeFromString(d.datatype);
   s->ctx.store(ctx, std::memory_order_relaxed);
   s->parent.store(nullptr, std::memory_order_relaxed);
@@ -574,7 +579,7 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
   s->graph_captured.store(0, std::memory_order_relaxed);
   s->seq = d.seq;
   s->bytes = d.count * DatatypeSize(datatype);
-  s->count = 0;
+  s->ordinal = ordinal;
   s->peer = -1;
   s->root = (func == kSentinelFuncBroadcast || func == kSentinelFuncReduce) ? d.root : -1;
   s->algo = AlgoFromString(d.algo);
@@ -805,6 +810,7 @@ void* CoreInit(const InitArgs& a) noexcept {
   }
   ctx->fallback_seq.store(0, std::memory_order_relaxed);
   for (auto& s : ctx->recovered_seq) s.store(0, std::memory_order_relaxed);
+  ctx->inflight.Reset();
   ctx->tag.store(kContextTag, std::memory_order_relaxed);
   ctx->state.store(kCtxLive, std::memory_order_release);  // release: publishes the fields above
 
@@ -928,6 +934,9 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
             parent->kch_started.fetch_add(1, std::memory_order_relaxed) < parent->kch_expected;
       }
       s = StartCollChild(Kind::kKernelCh, parent, reserved, ts, now);
+      // The collective's kernel runs (P2p ordinals are 0: not counted). The parent's fields are
+      // stable while this child holds a reference.
+      if (s != nullptr && parent->ordinal != 0) ctx->inflight.OnGpuStart(parent->ordinal);
       if (s != nullptr && d.p_timer != 0) {
         ctx->calib.Observe(now, d.p_timer);
         AtomicMin(parent->gpu_start_raw, static_cast<int64_t>(d.p_timer));
@@ -1117,6 +1126,32 @@ void SweepGrace(int64_t now_ns) noexcept {
       int64_t stop = s->stop_ns.load(std::memory_order_relaxed);
       if (stop == 0 || now_ns - stop < g->grace_ns) continue;
       ReleaseGrace(s, ts);
+    }
+  }
+}
+
+void SnapshotInFlight(std::vector<InFlightSample>* out) noexcept {
+  out->clear();
+  if (g == nullptr || !g->ready) return;
+  // Only contexts ever claimed: the claim cursor bounds them (each claim advances it).
+  uint64_t used = g->ctx_cursor.load(std::memory_order_relaxed);
+  uint32_t n = used < g->n_contexts ? static_cast<uint32_t>(used) : g->n_contexts;
+  bool kernel_ch = (g->mask.load(std::memory_order_relaxed) & kSentinelProfileKernelCh) != 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    Context* c = g->contexts + i;
+    // acquire: pairs with CoreInit's release of kCtxLive (identity fields and Reset()).
+    if (c->state.load(std::memory_order_acquire) != kCtxLive) continue;
+    InFlightSample sample;
+    sample.comm_hash = c->comm_hash;
+    sample.rank = c->rank;
+    sample.nranks = c->nranks;
+    sample.pid = static_cast<uint32_t>(g->pid);
+    sample.kernel_ch = kernel_ch;
+    sample.snap = c->inflight.Read();
+    try {
+      out->push_back(sample);
+    } catch (...) {
+      return;  // out of memory: fewer records this drain, nothing else
     }
   }
 }

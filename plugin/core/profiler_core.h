@@ -11,8 +11,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "plugin/abi/nccl_profiler_abi.h"
+#include "plugin/core/in_flight_monitor.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
@@ -88,6 +90,8 @@ void* DummyContext() noexcept;
 // longer than the grace period; cumulative counters.
 void SweepGrace(int64_t now_ns) noexcept;
 SentinelWireHeartbeat SnapshotCounters() noexcept;
+// The in-flight state of every live communicator context (drainer thread; allocates into *out).
+void SnapshotInFlight(std::vector<InFlightSample>* out) noexcept;
 void AddSinkDrops(uint64_t n) noexcept;
 
 }  // namespace sentinel::plugin

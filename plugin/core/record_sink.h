@@ -29,6 +29,9 @@ class RecordSink {
     (void)payload;
     (void)size;
   }
+  // The in-flight state of one live communicator (about once a second, and at once when its
+  // oldest collective is stuck). State, not an event: a later one supersedes an earlier one.
+  virtual void OnInFlight(const SentinelWireInFlight& state) { (void)state; }
   // Finalize of the last communicator, or process exit: push out anything buffered.
   virtual void Flush() = 0;
 };

@@ -104,7 +104,8 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   }
   buf_.reset(new (std::nothrow) uint8_t[want]);
   comms_.reset(new (std::nothrow) SentinelWireCommInit[options_.max_comms]);
-  if (buf_ == nullptr || comms_ == nullptr) {
+  in_flight_.reset(new (std::nothrow) SentinelWireInFlight[options_.max_comms]());
+  if (buf_ == nullptr || comms_ == nullptr || in_flight_ == nullptr) {
     state_.store(State::kOff, std::memory_order_relaxed);
     Log("sentinel: no memory for the collector stream buffer; streaming off");
     return;
@@ -158,6 +159,7 @@ CollectorSinkStats CollectorSink::Stats() const {
   s.send_calls = get(send_calls_);
   s.comm_replays = get(comm_replays_);
   s.comm_table_overflow = get(comm_table_overflow_);
+  s.in_flight_sent = get(in_flight_sent_);
   return s;
 }
 
@@ -312,6 +314,15 @@ void CollectorSink::OnStreamStarted() {
       Bump(control_dropped_);
     }
   }
+  // Then where each of them is: a hang in progress must not wait for the next periodic state.
+  for (size_t i = 0; i < n_comms_; ++i) {
+    if (in_flight_[i].comm_hash == 0) continue;
+    if (Append(kSentinelWireInFlight, &in_flight_[i], sizeof(in_flight_[i]))) {
+      Bump(in_flight_sent_);
+    } else {
+      Bump(control_dropped_);
+    }
+  }
   if (have_hb_) {
     SendHeartbeatNow();
   } else {
@@ -428,7 +439,9 @@ void CollectorSink::OnCommInit(const SentinelWireCommInit& comm) {
   }
   if (i < n_comms_) {
     comms_[i] = comm;
+    in_flight_[i] = SentinelWireInFlight{};
   } else if (n_comms_ < options_.max_comms) {
+    in_flight_[n_comms_] = SentinelWireInFlight{};
     comms_[n_comms_++] = comm;
   } else {
     Bump(comm_table_overflow_);
@@ -442,7 +455,9 @@ void CollectorSink::OnCommEnd(uint64_t comm_hash, int rank) {
   if (state_.load(std::memory_order_relaxed) == State::kOff) return;
   for (size_t i = 0; i < n_comms_; ++i) {
     if (comms_[i].comm_hash == comm_hash && comms_[i].rank == rank) {
-      comms_[i] = comms_[--n_comms_];
+      --n_comms_;
+      comms_[i] = comms_[n_comms_];
+      in_flight_[i] = in_flight_[n_comms_];
       break;
     }
   }
@@ -538,6 +553,28 @@ void CollectorSink::OnControlRecord(uint16_t type, const void* payload, size_t s
     return;
   }
   if (!Append(type, payload, size)) Bump(control_dropped_);
+  SendSome();
+}
+
+void CollectorSink::OnInFlight(const SentinelWireInFlight& state) {
+  if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  // Remember it first, so that a connection made just below replays this very state.
+  bool remembered = false;
+  for (size_t i = 0; i < n_comms_ && !remembered; ++i) {
+    if (comms_[i].comm_hash == state.comm_hash && comms_[i].rank == state.rank) {
+      in_flight_[i] = state;
+      remembered = true;
+    }
+  }
+  State before = state_.load(std::memory_order_relaxed);
+  MaybeConnect(Now(), options_.hello_timeout_ns);
+  if (state_.load(std::memory_order_relaxed) != State::kStreaming) return;  // replayed later
+  if (before != State::kStreaming && remembered) return;  // OnStreamStarted just replayed it
+  if (Append(kSentinelWireInFlight, &state, sizeof(state))) {
+    Bump(in_flight_sent_);
+  } else {
+    Bump(control_dropped_);
+  }
   SendSome();
 }
 

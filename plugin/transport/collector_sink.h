@@ -56,6 +56,7 @@ struct CollectorSinkStats {
   uint64_t bytes_sent = 0;
   uint64_t send_calls = 0;           // send(2) calls: records per call shows the batching
   uint64_t comm_replays = 0;         // CommInit frames re-sent after a reconnect
+  uint64_t in_flight_sent = 0;       // InFlight frames appended while streaming (incl. replays)
   uint64_t comm_table_overflow = 0;  // communicators not remembered (table full)
 };
 
@@ -82,6 +83,10 @@ class CollectorSink final : public RecordSink {
   size_t OnRecords(const SentinelWireCollRecord* records, size_t n) override;
   void OnHeartbeat(const SentinelWireHeartbeat& hb) override;
   void OnControlRecord(uint16_t type, const void* payload, size_t size) override;
+  // Sent at once; the latest state of each remembered communicator is also re-sent after a
+  // reconnect (after the CommInit replay). Not counted as dropped while disconnected: a state
+  // supersedes the ones before it, and the replay brings the collector up to date.
+  void OnInFlight(const SentinelWireInFlight& state) override;
   void Flush() override;
 
   // Attempts a connection now if one is due (the RecordSink calls do this themselves).
@@ -137,6 +142,8 @@ class CollectorSink final : public RecordSink {
   int64_t oldest_unsent_ns_ = 0;
 
   std::unique_ptr<SentinelWireCommInit[]> comms_;
+  // The latest in-flight state of comms_[i] (comm_hash 0: none yet), kept in step with comms_.
+  std::unique_ptr<SentinelWireInFlight[]> in_flight_;
   size_t n_comms_ = 0;
   bool have_hb_ = false;
   SentinelWireHeartbeat last_hb_ = {};
@@ -145,7 +152,7 @@ class CollectorSink final : public RecordSink {
   std::atomic<uint64_t> connect_attempts_{0}, connects_{0}, connect_failures_{0},
       handshake_failures_{0}, refused_{0}, disconnects_{0}, records_sent_{0}, records_dropped_{0},
       control_dropped_{0}, send_eagain_{0}, bytes_sent_{0}, send_calls_{0}, comm_replays_{0},
-      comm_table_overflow_{0};
+      comm_table_overflow_{0}, in_flight_sent_{0};
 };
 
 }  // namespace sentinel::plugin

@@ -195,6 +195,9 @@ SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHelloAck) == 16, "hello ack size"
 enum {
   /* sent early: the oldest collective passed the in-flight threshold */
   kSentinelInFlightStuck = 1u << 0,
+  /* KernelCh is not in the plugin's event mask: gpu_started only follows completions (a
+   * completed collective's kernel started), so "launched but not started" cannot be told */
+  kSentinelInFlightNoKernelCh = 1u << 1,
 };
 
 /* Per-communicator in-flight state of one rank: where this rank is in the communicator's sequence
@@ -208,8 +211,9 @@ typedef struct {
   int64_t now_ns;          /* CLOCK_MONOTONIC when the state was read */
   uint64_t enqueued;       /* ordinal of the last collective enqueued (Coll start) */
   uint64_t gpu_started;    /* ordinal of the last collective whose kernel started (KernelCh) */
-  uint64_t completed;      /* ordinal of the last collective completed */
-  int64_t oldest_since_ns; /* enqueue time of the oldest incomplete collective; 0 if none */
+  uint64_t completed;      /* ordinal of the last collective completed (record emitted) */
+  int64_t oldest_since_ns; /* enqueue time of the oldest incomplete collective (completed + 1);
+                              0 if none (or, rarely, unknown) */
   uint64_t oldest_seq;     /* its NCCL seqNumber (per function) */
   int32_t rank;
   int32_t nranks;

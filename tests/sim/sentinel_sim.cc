@@ -37,7 +37,12 @@ constexpr const char kUsage[] =
     "                         alltoall,sendrecv, issued in order every step (default allreduce)\n"
     "  --straggler rank=R,delay-ms=D,from=STEP   rank R computes D ms longer from step STEP on\n"
     "                         (repeatable)\n"
-    "  --hang rank=R,at=STEP  rank R stops arriving at step STEP\n"
+    "  --hang rank=R,at=STEP[,kind=K]   rank R hangs at step STEP; K = never-launched\n"
+    "                         (default: its host thread stops before calling the collective) or\n"
+    "                         kernel-stuck (it enqueues the collective but its stream is stuck\n"
+    "                         behind earlier work: the kernel never starts). The other ranks stay\n"
+    "                         inside the collective, as with NCCL, until --timeout-s kills the "
+    "job\n"
     "  --plugin PATH          profiler plugin: sets NCCL_PROFILER_PLUGIN for every rank\n"
     "  --scenario FILE        fake NCCL scenario (tests/fakes/README.md): sets FAKE_NCCL_SCENARIO\n"
     "  --timeout-s T          kill the job when no rank made progress for T s (default 30)\n"
@@ -63,6 +68,7 @@ struct Options {
   std::vector<Straggler> stragglers;
   int hang_rank = -1;
   int hang_at = 0;
+  bool hang_kernel_stuck = false;  // --hang kind=kernel-stuck (else never-launched)
   std::string plugin;
   std::string scenario;
   double timeout_s = 30;
@@ -200,8 +206,12 @@ Options Parse(int argc, char** argv) {
           o.hang_rank = ParseInt("--hang rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
         else if (k == "at")
           o.hang_at = ParseInt("--hang at", v, 0, 10000000);
+        else if (k == "kind" && (v == "never-launched" || v == "kernel-stuck"))
+          o.hang_kernel_stuck = v == "kernel-stuck";
+        else if (k == "kind")
+          Usage("--hang kind: expected never-launched or kernel-stuck, got '" + v + "'");
         else
-          Usage("--hang: unknown key '" + k + "' (rank, at)");
+          Usage("--hang: unknown key '" + k + "' (rank, at, kind)");
       }
       if (o.hang_rank < 0) Usage("--hang: rank= is required");
     } else if (arg == "--plugin") {
@@ -307,11 +317,18 @@ int Worker(const Options& o) {
     for (const Straggler& s : o.stragglers) {
       if (s.rank == rank && step >= s.from) ms += s.delay_ms;
     }
-    if (rank == o.hang_rank && step >= o.hang_at) {
+    bool hang_here = rank == o.hang_rank && step == o.hang_at;
+    if (hang_here && !o.hang_kernel_stuck) {
       Report(fd, "hang", step);
-      for (;;) pause();  // stops arriving; the launcher kills the job
+      for (;;) pause();  // never launches the collective; the launcher kills the job
     }
     SleepMs(ms);
+    if (hang_here) {
+      // The stream is stuck behind earlier work: the collectives below are enqueued but their
+      // kernels never start, and the synchronize after them never returns.
+      Report(fd, "hang", step);
+      for (ncclComm_t c : comms) fakeNcclStallStream(c);
+    }
     Report(fd, "arrive", step);
     for (ncclComm_t c : comms) {
       for (const std::string& name : o.collectives) {
@@ -392,8 +409,11 @@ int Launcher(const Options& o, char** argv) {
     for (const Straggler& s : o.stragglers) {
       printf("[sim] straggler: rank %d +%.1f ms from step %d\n", s.rank, s.delay_ms, s.from);
     }
-    if (o.hang_rank >= 0)
-      printf("[sim] hang: rank %d stops arriving at step %d\n", o.hang_rank, o.hang_at);
+    if (o.hang_rank >= 0) {
+      printf("[sim] hang: rank %d %s at step %d\n", o.hang_rank,
+             o.hang_kernel_stuck ? "enqueues but its kernel never starts" : "stops arriving",
+             o.hang_at);
+    }
     fflush(stdout);
   }
   double start = NowS();
@@ -517,7 +537,18 @@ int Launcher(const Options& o, char** argv) {
       if (ranks[static_cast<size_t>(r)].arrived < max_arrived)
         who += (who.empty() ? "" : ",") + std::to_string(r);
     }
-    if (who.empty()) {
+    std::string stuck;
+    for (int r = 0; r < o.ranks; ++r) {
+      const RankState& rs = ranks[static_cast<size_t>(r)];
+      if (rs.hung_self && rs.arrived == max_arrived)
+        stuck += (stuck.empty() ? "" : ",") + std::to_string(r);
+    }
+    if (who.empty() && !stuck.empty()) {
+      printf(
+          "[sim] HANG: no progress for %.1f s; rank(s) %s launched step %d but the kernel never "
+          "started; job killed\n",
+          o.timeout_s, stuck.c_str(), max_arrived);
+    } else if (who.empty()) {
       printf(
           "[sim] HANG: no progress for %.1f s; every rank arrived at step %d but it never "
           "completed; job killed\n",

@@ -253,6 +253,7 @@ struct ncclComm {
   std::thread progress;
 
   std::atomic<bool> abort{false};
+  bool stalled = false;  // guarded by mu: fakeNcclStallStream, kernels never start again
   std::atomic<int> async_error{ncclSuccess};
   std::atomic<bool> init_done{false};
   std::atomic<bool> connected{false};
@@ -785,14 +786,16 @@ void ProgressMain(ncclComm* comm) {
     KernelWork work;
     {
       std::unique_lock<std::mutex> lock(comm->mu);
-      if (comm->queue.empty() && !comm->stop) {
+      // A stalled stream (fakeNcclStallStream) takes no kernel: the queue waits like work behind
+      // a hung kernel on a real stream, until an abort.
+      if ((comm->queue.empty() || comm->stalled) && !comm->stop) {
         void* ctrl = nullptr;
         if (ProfilerMask() & kSentinelProfileProxyCtrl) {
           SentinelEventDescrV6 d = NewDescr(kSentinelProfileProxyCtrl, nullptr, 0);
           ctrl = Start(comm->prof_ctx, &d);
           ProfilerRecord(ctrl, kSentinelStateProxyCtrlSleep, nullptr);
         }
-        comm->cv.wait(lock, [&] { return !comm->queue.empty() || comm->stop; });
+        comm->cv.wait(lock, [&] { return (!comm->queue.empty() && !comm->stalled) || comm->stop; });
         if (ctrl != nullptr) {
           ProfilerRecord(ctrl, kSentinelStateProxyCtrlWakeup, nullptr);
           ProfilerStop(ctrl);
@@ -1727,6 +1730,14 @@ FAKE_NCCL_EXPORT ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm) {
   std::unique_lock<std::mutex> lock(comm->mu);
   comm->cv.wait(lock, [&] { return comm->inflight == 0 && comm->pending_launches == 0; });
   return static_cast<ncclResult_t>(comm->async_error.load());
+}
+
+FAKE_NCCL_EXPORT ncclResult_t fakeNcclStallStream(ncclComm_t comm) {
+  if (comm == nullptr) return ncclInvalidArgument;
+  st::WaitInit(comm);
+  std::lock_guard<std::mutex> lock(comm->mu);
+  comm->stalled = true;
+  return ncclSuccess;
 }
 
 FAKE_NCCL_EXPORT ncclResult_t fakeNcclGraphBeginCapture(ncclComm_t comm) {

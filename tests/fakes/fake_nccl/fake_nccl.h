@@ -145,8 +145,14 @@ ncclResult_t ncclGroupEnd(void);
 typedef struct fakeNcclGraph* fakeNcclGraph_t;
 
 /* Like cudaStreamSynchronize on the communicator's simulated stream: waits until every operation
- * enqueued on `comm` so far has completed (or the comm was aborted / its barrier timed out). */
+ * enqueued on `comm` so far has completed (or the comm was aborted, or its barrier timed out when
+ * the opt-in barrier_timeout_s is set). Without a timeout a hung collective blocks it forever. */
 ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm);
+/* The communicator's stream gets stuck behind earlier work, as behind a hung compute kernel: no
+ * kernel it does not already run ever starts. Later operations are still enqueued (their Coll/P2p
+ * events start on the host) but their kernels never start (no KernelCh, no proxy work). Only
+ * ncclCommAbort ends it; ncclCommDestroy and fakeNcclStreamSynchronize wait forever. */
+ncclResult_t fakeNcclStallStream(ncclComm_t comm);
 /* CUDA-graph emulation: operations on `comm` between Begin and End are captured, not run. */
 ncclResult_t fakeNcclGraphBeginCapture(ncclComm_t comm);
 ncclResult_t fakeNcclGraphEndCapture(ncclComm_t comm, fakeNcclGraph_t* graph);

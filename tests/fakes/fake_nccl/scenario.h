@@ -25,7 +25,9 @@ struct Scenario {
   int channels = 2;            // channels for messages >= 64 KiB (1 below)
   int max_steps = 8;           // cap on ProxySteps per ProxyOp
   bool pxn = false;            // also deliver ProxyOps from a foreign pid with foreign pointers
-  double barrier_timeout_s = 120.0;
+  // Rendezvous timeout, opt-in: 0 = wait forever, as NCCL does (a rank that never arrives leaves
+  // its peers inside the collective). > 0 ends the wait with ncclSystemError (tests that must end).
+  double barrier_timeout_s = 0.0;
   long long gpu_clock_offset_ns = 1000000000000LL;  // %globaltimer = CLOCK_MONOTONIC + this
   int cuda_driver_version = 13000;
 };

@@ -21,19 +21,22 @@ double NowSeconds() {
 
 // Polls `done` with short sleeps until it holds, the timeout passes or `abort` is set. Polling
 // (instead of a futex) keeps the segment free of process-shared mutexes that a killed rank could
-// leave locked.
+// leave locked. timeout_s <= 0: no timeout (NCCL's behaviour), only `abort` ends the wait.
 template <typename Pred>
 ShmBarrier::WaitResult PollUntil(Pred done, double timeout_s, const std::atomic<bool>* abort) {
-  double deadline = NowSeconds() + timeout_s;
+  double deadline = timeout_s > 0 ? NowSeconds() + timeout_s : -1;
   int spins = 0;
   while (!done()) {
     if (abort != nullptr && abort->load(std::memory_order_relaxed)) {
       return ShmBarrier::WaitResult::kAborted;
     }
     if (++spins < 64) continue;
-    struct timespec ts = {0, spins < 1000 ? 20000 : 200000};
+    // Back off as the wait grows: a hung collective may wait forever.
+    struct timespec ts = {0, spins < 1000 ? 20000 : (spins < 20000 ? 200000 : 2000000)};
     nanosleep(&ts, nullptr);
-    if ((spins & 15) == 0 && NowSeconds() > deadline) return ShmBarrier::WaitResult::kTimeout;
+    if (deadline > 0 && (spins & 15) == 0 && NowSeconds() > deadline) {
+      return ShmBarrier::WaitResult::kTimeout;
+    }
   }
   return ShmBarrier::WaitResult::kOk;
 }

@@ -42,13 +42,20 @@ struct RunResult {
   std::string output;  // stdout + stderr
 };
 
-// Runs argv with every NCCL_/FAKE_NCCL_/SENTINEL_/RECORDING_ variable removed, then `env` set.
-inline RunResult RunProgram(const std::vector<std::string>& argv,
+// A program started in the background (StartProgram); WaitProgram collects it.
+struct Started {
+  pid_t pid = -1;
+  std::string out_path;  // its stdout + stderr
+};
+
+// Starts argv (under `timeout timeout_s`) with every NCCL_/FAKE_NCCL_/SENTINEL_/RECORDING_
+// variable removed, then `env` set.
+inline Started StartProgram(const std::vector<std::string>& argv,
                             const std::vector<std::pair<std::string, std::string>>& env,
                             int timeout_s = 60) {
   static int counter = 0;
-  std::string out_path =
-      "/tmp/fakenccl_run_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
+  Started st;
+  st.out_path = "/tmp/fakenccl_run_" + std::to_string(getpid()) + "_" + std::to_string(++counter);
   pid_t pid = fork();
   if (pid == 0) {
     std::vector<std::string> drop;
@@ -61,7 +68,7 @@ inline RunResult RunProgram(const std::vector<std::string>& argv,
     }
     for (const std::string& k : drop) unsetenv(k.c_str());
     for (const auto& kv : env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
-    FILE* f = freopen(out_path.c_str(), "w", stdout);
+    FILE* f = freopen(st.out_path.c_str(), "w", stdout);
     if (f == nullptr) _exit(126);
     dup2(fileno(stdout), 2);
     std::vector<std::string> full = {"/usr/bin/timeout", std::to_string(timeout_s)};
@@ -72,13 +79,25 @@ inline RunResult RunProgram(const std::vector<std::string>& argv,
     execv(args[0], args.data());
     _exit(127);
   }
+  st.pid = pid;
+  return st;
+}
+
+inline RunResult WaitProgram(const Started& st) {
   RunResult r;
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(st.pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.output = ReadFile(out_path);
-  unlink(out_path.c_str());
+  r.output = ReadFile(st.out_path);
+  unlink(st.out_path.c_str());
   return r;
+}
+
+// Runs argv to the end (see StartProgram).
+inline RunResult RunProgram(const std::vector<std::string>& argv,
+                            const std::vector<std::pair<std::string, std::string>>& env,
+                            int timeout_s = 60) {
+  return WaitProgram(StartProgram(argv, env, timeout_s));
 }
 
 // One line of the recording plugin's log.

@@ -15,6 +15,7 @@ const std::string& DumpPath() {
     setenv("SENTINEL_DUMP", p.c_str(), 1);
     setenv("SENTINEL_EVENTS", "proxy", 1);  // default | ProxyOp | ProxyStep
     setenv("SENTINEL_PROXY_GRACE_MS", "30", 1);
+    setenv("SENTINEL_INFLIGHT_STUCK_MS", "200", 1);  // fixed, so the stuck record comes fast
     return p;
   }();
   return path;
@@ -466,6 +467,84 @@ TEST_F(FakeHostTest, FinalizeTruncatesRecordsStillWaitingForChildren) {
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_TRUE(HasFlag(recs[0], "truncated"));
   EXPECT_EQ(recs[0]["seq"], 5);
+}
+
+// The in-flight state through the built .so: a collective whose kernel started and never ended,
+// and one behind it that was only enqueued, show as enqueued 3 / GPU-started 2 / completed 1 with
+// the oldest's enqueue time, seqNumber and function, flagged stuck past SENTINEL_INFLIGHT_STUCK_MS;
+// once they finish, the next state says nothing is in flight.
+TEST_F(FakeHostTest, InFlightStateOfAHungCollective) {
+  const uint64_t comm = 0x1F1F1F1Full;
+  void* ctx = h().InitV5(comm, 4, 1, "inflight");
+  StandaloneColl(ctx, 1, 0, "AllReduce", 256, 256, "ncclFloat32", "ncclFloat32", 1, false);
+  int64_t before = plugin::MonoNs();
+  void* b = h().Coll(ctx, nullptr, 1, 1, "AllReduce", 256, "ncclFloat32", 2);
+  int64_t after = plugin::MonoNs();
+  h().Stop(b);  // enqueued; the kernel below starts on channel 0 and never ends
+  void* ch0 = nullptr;
+  std::thread([&] {
+    auto d = FakeHost::Descr(kSentinelProfileKernelCh, b);
+    d.kernel_ch.p_timer = static_cast<uint64_t>(plugin::MonoNs() + kGpuSkew);
+    ch0 = h().Start(ctx, d);
+  }).join();
+  void* c = h().Coll(ctx, nullptr, 1, 0, "AllGather", 256, "ncclInt8", 1);
+  h().Stop(c);  // queued behind it on the stream: no kernel yet
+
+  auto latest = [&] {
+    auto states = Records(Dump(), comm, "in_flight");
+    return states.empty() ? nlohmann::json() : states.back();
+  };
+  nlohmann::json st;
+  for (int i = 0; i < 100; ++i) {
+    st = latest();
+    if (!st.is_null() && HasFlag(st, "stuck")) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(st.is_null());
+  ASSERT_TRUE(HasFlag(st, "stuck")) << st.dump();
+  EXPECT_FALSE(HasFlag(st, "no_kernel_ch"));
+  EXPECT_EQ(st["rank"], 1);
+  EXPECT_EQ(st["nranks"], 4);
+  EXPECT_EQ(st["pid"], getpid());
+  EXPECT_EQ(st["enqueued"], 3);
+  EXPECT_EQ(st["gpu_started"], 2);
+  EXPECT_EQ(st["completed"], 1);
+  EXPECT_EQ(st["oldest_func"], "AllReduce");
+  EXPECT_EQ(st["oldest_seq"], 1);
+  int64_t since = st["oldest_since_ns"];
+  EXPECT_GE(since, before);
+  EXPECT_LE(since, after);
+  EXPECT_GE(static_cast<int64_t>(st["now_ns"]) - since, 200'000'000);
+  // No record of either collective while they hang.
+  EXPECT_EQ(Records(Dump(), comm).size(), 1u);
+
+  // The kernels finish: both records complete and the state drains.
+  std::thread([&] {
+    SentinelEventStateArgs a;
+    memset(&a, 0, sizeof(a));
+    a.kernel_ch.p_timer = static_cast<uint64_t>(plugin::MonoNs() + kGpuSkew);
+    h().Record(ch0, kSentinelStateKernelChStop, &a);
+    h().Stop(ch0);
+    auto d = FakeHost::Descr(kSentinelProfileKernelCh, b);
+    d.kernel_ch.channel_id = 1;
+    d.kernel_ch.p_timer = static_cast<uint64_t>(plugin::MonoNs() + kGpuSkew);
+    void* ch1 = h().Start(ctx, d);
+    h().Record(ch1, kSentinelStateKernelChStop, &a);
+    h().Stop(ch1);
+    h().KernelChs(ctx, c, 1, kGpuSkew, nullptr, nullptr);
+  }).join();
+  for (int i = 0; i < 60; ++i) {
+    st = latest();
+    if (st["completed"] == 3) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(st["enqueued"], 3);
+  EXPECT_EQ(st["gpu_started"], 3);
+  EXPECT_EQ(st["completed"], 3);
+  EXPECT_EQ(st["oldest_since_ns"], 0);
+  EXPECT_FALSE(HasFlag(st, "stuck"));
+  EXPECT_EQ(Records(Dump(), comm).size(), 3u);
+  h().v5->finalize(ctx);
 }
 
 }  // namespace

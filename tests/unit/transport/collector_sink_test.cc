@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <vector>
@@ -417,6 +418,90 @@ TEST_F(CollectorSinkTest, ForkedChildNeverWritesToTheParentsStream) {
   EXPECT_EQ(st.connections, 1);
   EXPECT_EQ(st.records.size(), 10u);  // exactly once: the child added nothing
   EXPECT_EQ(st.malformed, 0);
+}
+
+}  // namespace
+}  // namespace sentinel::plugin
+
+namespace sentinel::plugin {
+namespace {
+
+SentinelWireInFlight MakeInFlight(uint64_t hash, int rank, uint64_t enqueued, uint16_t flags) {
+  SentinelWireInFlight s{};
+  s.comm_hash = hash;
+  s.rank = rank;
+  s.nranks = 8;
+  s.now_ns = FakeNow();
+  s.enqueued = enqueued;
+  s.gpu_started = enqueued;
+  s.completed = enqueued - 1;
+  s.oldest_since_ns = 1234;
+  s.oldest_seq = enqueued - 1;
+  s.oldest_func = kSentinelFuncAllReduce;
+  s.flags = flags;
+  return s;
+}
+
+SentinelWireInFlight AsInFlight(const std::vector<uint8_t>& payload) {
+  SentinelWireInFlight s{};
+  EXPECT_GE(payload.size(), sizeof(s));
+  std::memcpy(&s, payload.data(), std::min(payload.size(), sizeof(s)));
+  return s;
+}
+
+// InFlight (type 9) frames go out at once; after a reconnect the latest state of every live
+// communicator follows the CommInit replay, so a hang in progress is known without waiting.
+TEST_F(CollectorSinkTest, InFlightStateIsSentAndReplayedAfterReconnect) {
+  auto server = std::make_unique<FakeCollectorServer>(path_);
+  ASSERT_TRUE(server->Start());
+  CollectorSink sink(Opts());
+  sink.OnCommInit(MakeComm(0xa, 3));
+  sink.OnCommInit(MakeComm(0xb, 1));
+  sink.OnInFlight(MakeInFlight(0xa, 3, 5, 0));
+  sink.OnInFlight(MakeInFlight(0xa, 3, 6, kSentinelInFlightStuck));  // supersedes the first
+  sink.OnInFlight(MakeInFlight(0xb, 1, 2, 0));
+  ASSERT_TRUE(server->WaitFor([&] { return server->state().others.size() == 3; }));
+  auto st = server->Snapshot();
+  for (const auto& [type, payload] : st.others) {
+    EXPECT_EQ(type, kSentinelWireInFlight);
+    EXPECT_EQ(payload.size(), sizeof(SentinelWireInFlight));
+  }
+  SentinelWireInFlight got = AsInFlight(st.others[1].second);
+  EXPECT_EQ(got.comm_hash, 0xau);
+  EXPECT_EQ(got.enqueued, 6u);
+  EXPECT_EQ(got.completed, 5u);
+  EXPECT_EQ(got.flags, kSentinelInFlightStuck);
+  EXPECT_EQ(sink.Stats().in_flight_sent, 3u);
+
+  server->Stop();
+  server.reset();
+  sink.OnCommEnd(0xb, 1);  // ended while away: neither it nor its state is replayed
+  auto recs = MakeRecords(5, 0, 0xa);
+  for (int i = 0; i < 3; ++i) {
+    sink.OnRecords(recs.data(), 5);  // notices the broken stream
+    sink.Flush();
+  }
+  EXPECT_EQ(sink.state(), CollectorSink::State::kDisconnected);
+  sink.OnInFlight(MakeInFlight(0xa, 3, 7, kSentinelInFlightStuck));  // remembered, not sent
+
+  FakeCollectorServer server2(path_);
+  ASSERT_TRUE(server2.Start());
+  Advance(6'000'000'000);
+  sink.OnHeartbeat(MakeHeartbeat(5));  // reconnects: comm replay, state replay, counts
+  EXPECT_EQ(sink.state(), CollectorSink::State::kStreaming);
+  sink.Flush();
+  ASSERT_TRUE(server2.WaitFor([&] { return server2.state().heartbeats.size() == 1; }));
+  auto st2 = server2.Snapshot();
+  ASSERT_EQ(st2.comm_inits.size(), 1u);
+  ASSERT_EQ(st2.others.size(), 1u);
+  SentinelWireInFlight replayed = AsInFlight(st2.others[0].second);
+  EXPECT_EQ(replayed.comm_hash, 0xau);
+  EXPECT_EQ(replayed.enqueued, 7u);
+  EXPECT_EQ(replayed.flags, kSentinelInFlightStuck);
+  ASSERT_GE(st2.types.size(), 3u);
+  EXPECT_EQ(st2.types[0], kSentinelWireCommInit);
+  EXPECT_EQ(st2.types[1], kSentinelWireInFlight);
+  EXPECT_EQ(st2.types[2], kSentinelWireHeartbeat);
 }
 
 }  // namespace
