@@ -92,6 +92,7 @@ CuptiTracer::CuptiTracer(const CuptiApi* api, const CuptiConfig& config, Env env
       env_(std::move(env)),
       classifier_(config.comm_kernels),
       accounting_(static_cast<int64_t>(config.window_ms) * 1000000) {
+  accounting_.set_attributions_per_window(config.attributions_per_window);
   if (!env_.mono_now) env_.mono_now = [] { return MonoNs(); };
   if (!env_.realtime_now) env_.realtime_now = [] { return RealtimeNs(); };
   if (!env_.nccl_progress) env_.nccl_progress = [] { return uint64_t{0}; };
@@ -451,13 +452,9 @@ void CuptiTracer::Emit(int64_t watermark) {
     }
     if (env_.emit_window) env_.emit_window(r);
   }
-  uint64_t budget = static_cast<uint64_t>(config_.attributions_per_window) * out_.windows.size();
-  uint64_t sent = 0, suppressed = 0;
+  // The accounting already capped them at SENTINEL_CUPTI_ATTRIBUTIONS per window.
+  uint64_t sent = 0;
   for (const Attribution& a : out_.attributions) {
-    if (sent >= budget) {
-      ++suppressed;
-      continue;
-    }
     SentinelWireKernelAttribution r;
     memset(&r, 0, sizeof(r));
     r.start_ns = a.kernel.start;
@@ -474,7 +471,7 @@ void CuptiTracer::Emit(int64_t watermark) {
   std::lock_guard<std::mutex> lk(counters_mu_);
   counters_.windows += out_.windows.size();
   counters_.attributions += sent;
-  counters_.attributions_suppressed += suppressed;
+  counters_.attributions_suppressed = accounting_.attributions_suppressed();
 }
 
 CuptiTracer::Counters CuptiTracer::counters() const {

@@ -105,6 +105,10 @@ class GpuAccounting {
   // Closes every window whose end <= watermark, appending results to *out.
   void Advance(int64_t watermark, AccountingOutput* out);
 
+  // At most n attributions per closed window (the rest are counted, not computed).
+  void set_attributions_per_window(uint32_t n) { attributions_per_window_ = n; }
+  uint64_t attributions_suppressed() const { return attributions_suppressed_; }
+
   int64_t closed_until() const { return closed_until_; }
   uint64_t late_total() const { return late_total_; }
   size_t pending() const { return pending_.size(); }
@@ -120,14 +124,17 @@ class GpuAccounting {
     uint32_t reason;
   };
   void CloseWindow(int64_t a, int64_t b, AccountingOutput* out);
-  void AttributeClosed(AccountingOutput* out);
+  void AttributeClosed(uint64_t windows_closed, AccountingOutput* out);
 
   int64_t window_ns_;
   bool begun_ = false;
   int64_t closed_until_ = 0;
-  std::vector<Interval> pending_;  // intervals that reach past closed_until_
-  std::vector<Interval> carry_;    // scratch for pruning
-  std::vector<Point> points_;      // scratch for the sweep
+  std::vector<Interval> pending_;                      // intervals that reach past closed_until_
+  std::vector<Interval> carry_;                        // scratch for pruning
+  std::vector<Point> points_;                          // scratch for the sweep
+  std::vector<Point> starts_, ends_, extra_, merged_;  // scratch: sorted runs merged in O(n)
+  bool pending_sorted_ = true;  // pending_ is in start order (the usual case: no sort needed)
+  int64_t last_start_ = INT64_MIN;
   std::vector<Span> not_measured_;
   std::vector<int64_t> boundaries_;  // step boundaries > closed_until_, sorted on use
   // The current (open) step and its running figures.
@@ -137,6 +144,8 @@ class GpuAccounting {
   // Compute union of recently closed time (disjoint, sorted) for NCCL attribution.
   std::vector<std::pair<int64_t, int64_t>> compute_union_;
   std::vector<Interval> nccl_open_;  // NCCL kernels not yet attributed (end > closed_until_)
+  uint32_t attributions_per_window_ = UINT32_MAX;
+  uint64_t attributions_suppressed_ = 0;
   uint64_t dropped_ = 0;
   uint64_t late_ = 0;
   uint64_t late_total_ = 0;

@@ -20,28 +20,15 @@
 
 #include "plugin/cupti/cupti_tracer.h"
 #include "tests/fakes/fake_cupti/fake_cupti.h"
+#include "tests/fakes/fake_cupti/fake_cupti_api.h"
 
 namespace sentinel::plugin::cupti {
 namespace {
 
 constexpr int64_t kMs = 1000000;
 const char kGemm[] = "_Z11gemm_kernelPKfS0_Pfiii";
-const char kNccl[] = "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
-
-CuptiApi FakeApi() {
-  CuptiApi api;
-  api.get_version = &cuptiGetVersion;
-  api.get_timestamp = &cuptiGetTimestamp;
-  api.activity_register_callbacks = &cuptiActivityRegisterCallbacks;
-  api.activity_enable = &cuptiActivityEnable;
-  api.activity_disable = &cuptiActivityDisable;
-  api.activity_flush_all = &cuptiActivityFlushAll;
-  api.activity_get_next_record = &cuptiActivityGetNextRecord;
-  api.activity_get_num_dropped_records = &cuptiActivityGetNumDroppedRecords;
-  api.activity_set_attribute = &cuptiActivitySetAttribute;
-  api.get_result_string = &cuptiGetResultString;
-  return api;
-}
+const char kNccl[] =
+    "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
 
 int64_t ThreadCpuNs() {
   timespec ts;
@@ -89,7 +76,7 @@ void BM_ProcessRecords(benchmark::State& state) {
   const int64_t offset = 1790000000LL * 1000 * kMs;
   int64_t now = 1000LL * 1000 * kMs;
   fake_cupti_set_fixed_time(now + offset);
-  CuptiApi api = FakeApi();
+  CuptiApi api = testing::FakeCuptiApi();
   CuptiConfig config;
   config.attributions_per_window = 256;
   uint64_t windows = 0;
@@ -119,9 +106,8 @@ void BM_ProcessRecords(benchmark::State& state) {
     records += kPerBuffer;
   }
   state.SetItemsProcessed(records);
-  state.counters["ns_per_record"] =
-      benchmark::Counter(static_cast<double>(records), benchmark::Counter::kIsRate |
-                                                           benchmark::Counter::kInvert);
+  state.counters["ns_per_record"] = benchmark::Counter(
+      static_cast<double>(records), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   state.counters["windows"] = static_cast<double>(windows);
   state.counters["pending"] = static_cast<double>(tracer.accounting().pending());
 }
@@ -134,7 +120,7 @@ void BM_FlushThreadAt100kKernelsPerSecond(benchmark::State& state) {
     fake_cupti_reset();
     setenv("FAKE_CUPTI_GEN", "1", 1);
     setenv("FAKE_CUPTI_PERIOD_US", "20", 1);  // 2 kernels per 20 us = 100k kernels/s
-    CuptiApi api = FakeApi();
+    CuptiApi api = testing::FakeCuptiApi();
     // The fake's record generation happens inside FlushAll: time it to subtract it.
     static int64_t fake_ns;
     fake_ns = 0;
@@ -173,10 +159,12 @@ void BM_FlushThreadAt100kKernelsPerSecond(benchmark::State& state) {
     }
     const int64_t cpu = ThreadCpuNs() - cpu0;
     const int64_t wall = MonoNow() - wall0;
-    state.counters["cpu_share_total_pct"] = 100.0 * static_cast<double>(cpu) / static_cast<double>(wall);
+    state.counters["cpu_share_total_pct"] =
+        100.0 * static_cast<double>(cpu) / static_cast<double>(wall);
     state.counters["cpu_share_ours_pct"] =
         100.0 * static_cast<double>(cpu - fake_ns) / static_cast<double>(wall);
-    state.counters["kernels_per_s"] = static_cast<double>(kernels) * 1e9 / static_cast<double>(wall);
+    state.counters["kernels_per_s"] =
+        static_cast<double>(kernels) * 1e9 / static_cast<double>(wall);
     state.counters["windows"] = static_cast<double>(windows);
     state.counters["dropped"] = static_cast<double>(dropped);
     state.counters["rss_start_kib"] = static_cast<double>(rss_start);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/fakes/fake_cupti/fake_cupti.h"
+#include "tests/fakes/fake_cupti/fake_cupti_api.h"
 
 namespace sentinel::plugin::cupti {
 namespace {
@@ -21,26 +22,11 @@ const char kNccl[] =
     "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
 const char kSymk[] = "_Z29ncclSymkDevKernel_AllGather_ST21ncclSymkDevWorkArgs4K";
 
-CuptiApi FakeApi() {
-  CuptiApi api;
-  api.get_version = &cuptiGetVersion;
-  api.get_timestamp = &cuptiGetTimestamp;
-  api.activity_register_callbacks = &cuptiActivityRegisterCallbacks;
-  api.activity_enable = &cuptiActivityEnable;
-  api.activity_disable = &cuptiActivityDisable;
-  api.activity_flush_all = &cuptiActivityFlushAll;
-  api.activity_get_next_record = &cuptiActivityGetNextRecord;
-  api.activity_get_num_dropped_records = &cuptiActivityGetNumDroppedRecords;
-  api.activity_set_attribute = &cuptiActivitySetAttribute;
-  api.get_result_string = &cuptiGetResultString;
-  return api;
-}
-
 class CuptiTracerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     fake_cupti_reset();
-    api_ = FakeApi();
+    api_ = testing::FakeCuptiApi();
     config_.window_ms = 1000;
     config_.flush_ms = 100;
     config_.starve_ms = 2000;
