@@ -228,6 +228,15 @@ void CuptiTracer::AddStepBoundary(int64_t t) {
   if (step_in_.size() < 4096) step_in_.push_back(t);
 }
 
+void CuptiTracer::TakeStepBoundaries() {
+  {
+    std::lock_guard<std::mutex> lk(steps_mu_);
+    step_work_.swap(step_in_);
+  }
+  for (int64_t t : step_work_) accounting_.AddStepBoundary(t);
+  step_work_.clear();
+}
+
 void CuptiTracer::ParseBuffer(uint8_t* buffer, size_t valid_size) {
   void* rec_ptr = nullptr;
   uint64_t parsed = 0, foreign = 0;
@@ -333,12 +342,7 @@ void CuptiTracer::Tick() {
       counters_.records_dropped += dropped;
     }
   }
-  {
-    std::lock_guard<std::mutex> lk(steps_mu_);
-    step_work_.swap(step_in_);
-  }
-  for (int64_t t : step_work_) accounting_.AddStepBoundary(t);
-  step_work_.clear();
+  TakeStepBoundaries();
 
   const int64_t now = env_.mono_now();
   const uint64_t progress = env_.nccl_progress();
@@ -404,12 +408,7 @@ void CuptiTracer::Finish() {
   } else {
     accounting_.MarkNotMeasured(aside_from_, env_.mono_now(), kReasonForeignOwner);
   }
-  {
-    std::lock_guard<std::mutex> lk(steps_mu_);
-    step_work_.swap(step_in_);
-  }
-  for (int64_t t : step_work_) accounting_.AddStepBoundary(t);
-  step_work_.clear();
+  TakeStepBoundaries();
   Emit(env_.mono_now());
 }
 

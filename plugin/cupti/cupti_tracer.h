@@ -111,6 +111,7 @@ class CuptiTracer {
   [[nodiscard]] bool Register(std::string* why);
   void SampleClock();
   void DrainCompleted();
+  void TakeStepBoundaries();
   void ParseBuffer(uint8_t* buffer, size_t valid_size);
   void Emit(int64_t watermark);
   void StepAside(int64_t from);
