@@ -240,19 +240,19 @@ typedef struct {
   int32_t device;
   uint32_t pid;
   /* Added with the CUPTI tracer (issue 8); all times CLOCK_MONOTONIC ns of the rank's host. */
-  int64_t memcpy_ns;            /* GPU busy in memcpy/memset */
-  uint64_t kernels;             /* kernels that started in the window */
-  uint64_t nccl_kernels;        /* of which NCCL */
-  uint64_t records_dropped;     /* CUPTI dropped, or gave no timestamps, since the last window */
-  uint64_t records_late;        /* arrived after their window closed, since the last window */
-  int64_t clock_offset_ns;      /* CUPTI clock minus CLOCK_MONOTONIC, as used for the mapping */
-  int64_t step_start_ns;        /* the last step that ended in this window; 0 = none */
+  int64_t memcpy_ns;        /* GPU busy in memcpy/memset */
+  uint64_t kernels;         /* kernels that started in the window */
+  uint64_t nccl_kernels;    /* of which NCCL */
+  uint64_t records_dropped; /* CUPTI dropped, or gave no timestamps, since the last window */
+  uint64_t records_late;    /* arrived after their window closed, since the last window */
+  int64_t clock_offset_ns;  /* CUPTI clock minus CLOCK_MONOTONIC, as used for the mapping */
+  int64_t step_start_ns;    /* the last step that ended in this window; 0 = none */
   int64_t step_end_ns;
   int64_t step_compute_ns;
   int64_t step_exposed_comm_ns; /* communication not hidden under compute */
   int64_t step_idle_ns;
-  uint32_t status;              /* kSentinelGpuWindow* bits; 0 = measured */
-  uint32_t steps;               /* steps that ended in the window */
+  uint32_t status; /* kSentinelGpuWindow* bits; 0 = measured */
+  uint32_t steps;  /* steps that ended in the window */
 } SentinelWireGpuWindow;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireGpuWindow) == 152, "gpu window size");
 
@@ -295,9 +295,9 @@ SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireVerdict) == 3104, "verdict size")
  * collective record of the same pid whose GPU span it overlaps (the collector does the match). */
 enum { kSentinelWireKernelAttribution = 15 };
 typedef struct {
-  int64_t start_ns;   /* kernel start, CUPTI timestamp mapped to CLOCK_MONOTONIC */
-  int64_t end_ns;     /* kernel end, same clock */
-  int64_t overlap_ns; /* part of [start, end) overlapped by compute kernels */
+  int64_t start_ns;       /* kernel start, CUPTI timestamp mapped to CLOCK_MONOTONIC */
+  int64_t end_ns;         /* kernel end, same clock */
+  int64_t overlap_ns;     /* part of [start, end) overlapped by compute kernels */
   uint64_t graph_node_id; /* non-zero when launched from a CUDA graph */
   uint32_t pid;
   uint32_t device;
