@@ -91,10 +91,28 @@ std::string Num(const nlohmann::json& v) {
   return "-";
 }
 
+// CUPTI GPU activity columns (the /v1/ranks "gpu" object): "-" = no data, "n/m" = not measured
+// (another tool owned CUPTI).
+std::string GpuHeader() {
+  return absl::StrFormat(" %-8s %-8s %-8s %-8s", "COMPUTE%", "COMM%", "OVERLAP%", "EXPOSED%");
+}
+std::string GpuCells(const nlohmann::json& rank) {
+  const nlohmann::json gpu = rank.value("gpu", nlohmann::json::object());
+  auto pct = [&](const char* key) -> std::string {
+    if (gpu.value("windows", 0) > 0 && !gpu.value("measured", false)) return "n/m";
+    const auto it = gpu.find(key);
+    if (it == gpu.end() || !it->is_number()) return "-";
+    return absl::StrFormat("%.1f", 100 * it->get<double>());
+  };
+  return absl::StrFormat(" %-8s %-8s %-8s %-8s", pct("compute_ratio"), pct("comm_ratio"),
+                         pct("overlap_ratio"), pct("exposed_comm_ratio"));
+}
+
 std::string RanksTable(const nlohmann::json& ranks) {
   std::string out = absl::StrFormat("%-6s %-8s %-16s %-10s %-12s %-10s %-10s %-10s %-8s %-6s\n",
                                     "RANK", "PID", "HOST", "LAST_SEQ", "COLLECTIVES", "LATE_P50",
                                     "LATE_P99", "DUR_P50", "DROPS", "STATE");
+  out.insert(out.size() - 1, GpuHeader());
   for (const auto& r : ranks["ranks"]) {
     const std::string state = !r.value("connected", false)  ? "gone"
                               : r.value("straggler", false) ? "LATE"
@@ -107,6 +125,7 @@ std::string RanksTable(const nlohmann::json& ranks) {
         r.value("collectives", 0), Num(r["lateness_p50_ms"]) + "ms",
         Num(r["lateness_p99_ms"]) + "ms", Num(r["duration_p50_ms"]) + "ms", r.value("drops", 0),
         state);
+    out.insert(out.size() - 1, GpuCells(r));
   }
   return out;
 }

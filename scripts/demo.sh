@@ -2,6 +2,8 @@
 # The README's first command. Installs what is missing, builds, starts sentineld on a private socket
 # and a free loopback port, runs an 8-rank simulated job through the fake NCCL with rank 5 injected
 # 40 ms late from step 10, then shows the straggler alert, the per-rank table and the trace file.
+# Every rank also loads the fake libcupti (tests/fakes/fake_cupti), whose compute and NCCL kernels
+# overlap 80 %, except rank 3 at 10 %: the table's COMPUTE%/COMM%/OVERLAP%/EXPOSED% columns show it.
 # Usage: scripts/demo.sh [BUILD_DIR]     (default: build/)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,6 +15,7 @@ SENTINELD="$BUILD/collector/sentineld"
 SENTINELCTL="$BUILD/collector/sentinelctl"
 SIM="$BUILD/tests/sim/sentinel-sim"
 PLUGIN="$BUILD/plugin/libnccl-profiler-sentinel.so"
+FAKE_CUPTI="$BUILD/tests/fakes/libsentinel_fake_cupti.so"
 for f in "$SENTINELD" "$SENTINELCTL" "$SIM" "$PLUGIN"; do
   [[ -x "$f" || -f "$f" ]] || { echo "demo: $f was not built" >&2; exit 1; }
 done
@@ -30,6 +33,9 @@ echo "== sentineld is up: socket $SOCK, HTTP 127.0.0.1:$(cat "$WORK/port")"
 
 echo
 echo "== sentinel-sim: 8 ranks x 40 steps, AllReduce 4 MiB, rank 5 +40 ms from step 10"
+echo "   (fake CUPTI: compute 60 %, NCCL 30 % of the GPU, overlap 80 %, rank 3 only 10 %)"
+SENTINEL_CUPTI_PATH="$FAKE_CUPTI" SENTINEL_CUPTI_WINDOW_MS=200 FAKE_CUPTI_GEN=1 \
+  FAKE_CUPTI_OVERLAP=0.8 FAKE_CUPTI_LOW_RANK=3 FAKE_CUPTI_LOW_OVERLAP=0.1 \
 SENTINEL_SOCKET="$SOCK" SENTINEL_DUMP="$WORK/plugin.%p.jsonl" \
   "$SIM" --ranks 8 --steps 40 --compute-ms 10 --jitter-ms 1 --bytes 4M \
          --straggler rank=5,delay-ms=40,from=10 --plugin "$PLUGIN"

@@ -797,8 +797,31 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
     case kSentinelWireGpuWindow: {
       auto it = state_.processes.find(client);
       if (it == state_.processes.end()) return;
-      it->second->gpu_window = ReadPayload<SentinelWireGpuWindow>(frame);
+      const auto w = ReadPayload<SentinelWireGpuWindow>(frame);
+      if (!IngestGpuWindow(&it->second->gpu, w)) {
+        ++state_.counters.records_invalid;
+        return;
+      }
+      it->second->gpu_window = w;
       it->second->has_gpu_window = true;
+      return;
+    }
+    case kSentinelWireKernelAttribution: {
+      auto it = state_.processes.find(client);
+      if (it == state_.processes.end()) return;
+      // Candidates: the recent samples of every rank this process feeds.
+      std::vector<AttributionCandidate> candidates;
+      for (const auto& key : it->second->ranks) {
+        auto r = state_.ranks.find(key);
+        if (r == state_.ranks.end()) continue;
+        const RankState* rs = r->second.get();
+        const size_t n = rs->history.size();
+        for (size_t i = n > 64 ? n - 64 : 0; i < n; ++i) {
+          candidates.push_back({&rs->history[i], rs->comm_hash, rs->rank});
+        }
+      }
+      IngestAttribution(&it->second->gpu, ReadPayload<SentinelWireKernelAttribution>(frame),
+                        candidates);
       return;
     }
     case kSentinelWireVerdict:

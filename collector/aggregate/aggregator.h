@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
+#include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
@@ -157,6 +158,7 @@ struct ProcessState {
   double overhead_ratio = -1;  // callback ns per wall ns between the last two heartbeats
   SentinelWireGpuWindow gpu_window{};
   bool has_gpu_window = false;
+  GpuActivity gpu;  // CUPTI windows and kernel attributions (gpu_activity.h)
   std::vector<std::pair<uint64_t, int32_t>> ranks;  // (comm, rank) it fed
 };
 

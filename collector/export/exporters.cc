@@ -333,6 +333,23 @@ std::string RenderPrometheus(const State& state) {
         "sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(r->rank)}}),
         static_cast<double>(p->gpu_window.overlap_ns) / static_cast<double>(p->gpu_window.nccl_ns));
   }
+  {  // CUPTI GPU activity families (collector/aggregate/gpu_activity.h).
+    std::vector<GpuRankView> views;
+    for (const ProcessState* p : processes) {
+      const RankState* r = PrimaryRank(state, *p);
+      if (r != nullptr && p->connected) views.push_back({absl::StrCat(r->rank), &p->gpu});
+    }
+    for (const GpuMetricFamily& f : GpuPrometheusFamilies(views)) {
+      w.Family(f.name, f.type, f.help);
+      for (const GpuMetricSample& s : f.samples) {
+        w.Sample(f.name,
+                 s.extra_key.empty()
+                     ? L({{"rank", s.labels_rank}})
+                     : L({{"rank", s.labels_rank}, {s.extra_key.c_str(), s.extra_value}}),
+                 s.value);
+      }
+    }
+  }
   return w.Take();
 }
 
@@ -401,6 +418,7 @@ nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
           NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window.overlap_ns) /
                                                        static_cast<double>(p->gpu_window.nccl_ns)
                                                  : 0)},
+         {"gpu", GpuRankJson(p->gpu)},
          {"drops", p->has_heartbeat ? Drops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
          {"straggler", primary != nullptr && primary->straggler.firing}});
@@ -428,7 +446,9 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
   uint64_t dropped = 0;
   int64_t overlap = 0;
   int64_t nccl = 0;
+  std::vector<const GpuActivity*> gpus;
   for (const auto& [client, p] : state.processes) {
+    gpus.push_back(&p->gpu);
     if (p->has_heartbeat) dropped += Drops(p->heartbeat);
     if (p->has_gpu_window && p->gpu_window.end_ns >= since) {
       overlap += p->gpu_window.overlap_ns;
@@ -479,6 +499,7 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"retransmits", nic.has_retransmits ? nlohmann::json(nic.retransmits) : nlohmann::json()},
           {"cnp_rate", NumOrNull(nic.has_cnp, nic.cnp_per_s)},
           {"ecn_rate", NumOrNull(nic.has_ecn, nic.ecn_per_s)},
+          {"gpu", GpuTelemetryJson(gpus, since)},
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
           {"records", c.records},
@@ -672,6 +693,11 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
               {"seq", h.seq},
               {"waiting_ms", static_cast<double>(h.waiting_ns) / 1e6}});
     }
+  }
+  for (const ProcessState* p : SortedProcesses(state)) {  // CUPTI compute / NCCL tracks
+    const RankState* r = PrimaryRank(state, *p);
+    AppendGpuTraceEvents(p->gpu, p->pid != 0 ? p->pid : (r ? r->rank : 0), r ? r->rank : -1, since,
+                         &events);
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},

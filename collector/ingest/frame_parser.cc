@@ -33,6 +33,8 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireCollRecord);
     case kSentinelWireGpuWindow:
       return sizeof(SentinelWireGpuWindow);
+    case kSentinelWireKernelAttribution:
+      return sizeof(SentinelWireKernelAttribution);
     case kSentinelWireHeartbeat:
       return sizeof(SentinelWireHeartbeat);
     case kSentinelWireVerdict:

@@ -87,6 +87,7 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireCommEnd:
     case kSentinelWireHeartbeat:
     case kSentinelWireGpuWindow:
+    case kSentinelWireKernelAttribution:
     case kSentinelWireVerdict:
       FlushBatch();  // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);

@@ -19,6 +19,8 @@
 #include "plugin/core/jsonl_sink.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/thread_state.h"
+#include "plugin/cupti/cupti_tracer.h"
+#include "plugin/cupti/step_marker.h"
 #include "plugin/transport/collector_sink.h"
 
 namespace sentinel::plugin {
@@ -199,6 +201,8 @@ std::vector<std::unique_ptr<RecordSink>> BuildSinks(const EnvConfig& config) {
   collector_options.log_info = [](const char* line) { Log(LogLevel::kInfo, "%s", line); };
   auto collector = std::make_unique<CollectorSink>(collector_options);
   if (collector->state() != CollectorSink::State::kOff) sinks.push_back(std::move(collector));
+  // Step boundaries for the CUPTI tracer (a no-op sink when CUPTI is off).
+  sinks.push_back(std::make_unique<cupti::StepMarkerSink>(&cupti::CuptiStepBoundary));
   if (!config.dump_path.empty()) {
     auto jsonl = std::make_unique<JsonlSink>(config.dump_path);
     if (jsonl->ok()) sinks.push_back(std::move(jsonl));
@@ -250,6 +254,7 @@ void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config
     }
     ++st.live_comms;
     StartThread(st);
+    cupti::CuptiOnCommInit();  // once per process; CUPTI work runs on its own thread
   } catch (...) {
     SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: cannot register a communicator");
   }
@@ -269,6 +274,7 @@ void DrainerOnCommEnd(uint64_t comm_hash, int rank) noexcept {
     std::lock_guard<std::mutex> lk(st.lifecycle_mu);
     if (st.live_comms > 0) --st.live_comms;
     if (st.live_comms == 0) {
+      cupti::CuptiOnLastCommEnd();  // its last windows go out with the final drain
       StopThread(st);
       FinalDrain(st);
     }

@@ -151,9 +151,38 @@ void JsonlSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
 }
 
 void JsonlSink::OnControlRecord(uint16_t type, const void* payload, size_t size) {
-  (void)payload;
-  AppendF(&buf_, "{\"type\":\"control\",\"record_type\":%u,\"size\":%zu}\n",
-          static_cast<unsigned>(type), size);
+  if (type == kSentinelWireGpuWindow && size >= sizeof(SentinelWireGpuWindow)) {
+    SentinelWireGpuWindow w;
+    memcpy(&w, payload, sizeof(w));
+    AppendF(&buf_,
+            "{\"type\":\"gpu_window\",\"start_ns\":%lld,\"end_ns\":%lld,\"compute_ns\":%lld,"
+            "\"nccl_ns\":%lld,\"overlap_ns\":%lld,\"memcpy_ns\":%lld,\"idle_ns\":%lld,"
+            "\"kernels\":%llu,\"nccl_kernels\":%llu,\"records_dropped\":%llu,"
+            "\"records_late\":%llu,\"clock_offset_ns\":%lld,\"status\":%u,\"steps\":%u,"
+            "\"step_compute_ns\":%lld,\"step_exposed_comm_ns\":%lld,\"step_idle_ns\":%lld}\n",
+            static_cast<long long>(w.start_ns), static_cast<long long>(w.end_ns),
+            static_cast<long long>(w.compute_ns), static_cast<long long>(w.nccl_ns),
+            static_cast<long long>(w.overlap_ns), static_cast<long long>(w.memcpy_ns),
+            static_cast<long long>(w.idle_ns), static_cast<unsigned long long>(w.kernels),
+            static_cast<unsigned long long>(w.nccl_kernels),
+            static_cast<unsigned long long>(w.records_dropped),
+            static_cast<unsigned long long>(w.records_late),
+            static_cast<long long>(w.clock_offset_ns), w.status, w.steps,
+            static_cast<long long>(w.step_compute_ns),
+            static_cast<long long>(w.step_exposed_comm_ns), static_cast<long long>(w.step_idle_ns));
+  } else if (type == kSentinelWireKernelAttribution &&
+             size >= sizeof(SentinelWireKernelAttribution)) {
+    SentinelWireKernelAttribution a;
+    memcpy(&a, payload, sizeof(a));
+    AppendF(&buf_,
+            "{\"type\":\"kernel_attribution\",\"start_ns\":%lld,\"end_ns\":%lld,"
+            "\"overlap_ns\":%lld,\"stream\":%u,\"correlation\":%u}\n",
+            static_cast<long long>(a.start_ns), static_cast<long long>(a.end_ns),
+            static_cast<long long>(a.overlap_ns), a.stream_id, a.correlation_id);
+  } else {
+    AppendF(&buf_, "{\"type\":\"control\",\"record_type\":%u,\"size\":%zu}\n",
+            static_cast<unsigned>(type), size);
+  }
   WriteOut();
 }
 

@@ -243,8 +243,30 @@ typedef struct {
   int64_t idle_ns;
   int32_t device;
   uint32_t pid;
+  /* Added with the CUPTI tracer (issue 8); all times CLOCK_MONOTONIC ns of the rank's host. */
+  int64_t memcpy_ns;        /* GPU busy in memcpy/memset */
+  uint64_t kernels;         /* kernels that started in the window */
+  uint64_t nccl_kernels;    /* of which NCCL */
+  uint64_t records_dropped; /* CUPTI dropped, or gave no timestamps, since the last window */
+  uint64_t records_late;    /* arrived after their window closed, since the last window */
+  int64_t clock_offset_ns;  /* CUPTI clock minus CLOCK_MONOTONIC, as used for the mapping */
+  int64_t step_start_ns;    /* the last step that ended in this window; 0 = none */
+  int64_t step_end_ns;
+  int64_t step_compute_ns;
+  int64_t step_exposed_comm_ns; /* communication not hidden under compute */
+  int64_t step_idle_ns;
+  uint32_t status; /* kSentinelGpuWindow* bits; 0 = measured */
+  uint32_t steps;  /* steps that ended in the window */
 } SentinelWireGpuWindow;
-SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireGpuWindow) == 56, "gpu window size");
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireGpuWindow) == 152, "gpu window size");
+
+/* SentinelWireGpuWindow.status: the window was not measured (its time figures are 0, never a
+ * guess) because ... */
+enum {
+  kSentinelGpuWindowForeignOwner = 1u << 0, /* another tool took CUPTI's activity buffers */
+  kSentinelGpuWindowForeignClock = 1u << 1, /* CUPTI timestamps were not on its normal clock */
+  kSentinelGpuWindowOff = 1u << 2           /* collection was stopped */
+};
 
 /* A transport or placement verdict of the guard. Strings are NUL-terminated UTF-8. */
 enum {
@@ -272,6 +294,21 @@ typedef struct {
   char evidence[2048]; /* evidence lines, newline-separated */
 } SentinelWireVerdict;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireVerdict) == 3104, "verdict size");
+
+/* Type 15 (CUPTI kernel attribution): one NCCL kernel as CUPTI saw it, for matching to the
+ * collective record of the same pid whose GPU span it overlaps (the collector does the match). */
+enum { kSentinelWireKernelAttribution = 15 };
+typedef struct {
+  int64_t start_ns;       /* kernel start, CUPTI timestamp mapped to CLOCK_MONOTONIC */
+  int64_t end_ns;         /* kernel end, same clock */
+  int64_t overlap_ns;     /* part of [start, end) overlapped by compute kernels */
+  uint64_t graph_node_id; /* non-zero when launched from a CUDA graph */
+  uint32_t pid;
+  uint32_t device;
+  uint32_t stream_id;
+  uint32_t correlation_id;
+} SentinelWireKernelAttribution;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireKernelAttribution) == 48, "kernel attribution size");
 
 #ifdef __cplusplus
 } /* extern "C" */

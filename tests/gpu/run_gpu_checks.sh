@@ -25,6 +25,8 @@ BUILD="$ROOT/build-gpu"
     echo "=== guard_real_nccl"
     timeout 240 bash "$ROOT/tests/gpu/guard_real_nccl.sh" "$LIB" || status=1
   fi
+  echo "=== cupti_overlap_check"
+  timeout 400 python3 "$ROOT/tests/gpu/cupti_overlap_check.py" --plugin "$LIB" || status=1
   echo "=== overall status $status"
   exit $status
 } 2>&1 | tee "$OUT/gpu_checks.log"

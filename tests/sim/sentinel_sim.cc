@@ -432,6 +432,7 @@ int Launcher(const Options& o, char** argv) {
       int wfd = fcntl(fds[1], F_DUPFD, 3);
       fcntl(wfd, F_SETFL, 0);  // the rank's writes block normally
       setenv("SENTINEL_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
+      setenv("RANK", std::to_string(r).c_str(), 1);  // as torchrun does (the fake CUPTI reads it)
       std::string rank_flag = "--worker-rank=" + std::to_string(r);
       std::vector<char*> args = child_argv;
       args.push_back(const_cast<char*>(rank_flag.c_str()));

@@ -352,5 +352,120 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
       host_drops, host.pid(), sink_drops_metric);
 }
 
+// CUPTI end to end: every rank's plugin loads the fake libcupti (SENTINEL_CUPTI_PATH), which emits
+// a compute + NCCL kernel pattern; rank 2 is injected with low overlap. The collector's /v1/ranks,
+// /metrics and sentinelctl-facing fields show it; the rest overlap as configured.
+TEST_F(CollectorE2eTest, SimFakeCuptiLowOverlapRankIsVisible) {
+  if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
+  Collector collector(dir_, socket_, 0);
+  ASSERT_TRUE(collector.Ready()) << ReadFile(collector.log());
+  std::string sim_log = dir_.File("sim_cupti.log");
+  Child sim({SENTINEL_SIM_PATH, "--ranks", "4", "--steps", "300", "--compute-ms", "10", "--plugin",
+             SENTINEL_PLUGIN_PATH, "--timeout-s", "60", "--quiet"},
+            {{"SENTINEL_SOCKET", socket_},
+             {"SENTINEL_CUPTI", "on"},
+             {"SENTINEL_CUPTI_PATH", SENTINEL_FAKE_CUPTI_PATH},
+             {"SENTINEL_CUPTI_WINDOW_MS", "200"},
+             {"SENTINEL_CUPTI_FLUSH_MS", "20"},
+             {"FAKE_CUPTI_GEN", "1"},
+             {"FAKE_CUPTI_PERIOD_US", "10000"},
+             {"FAKE_CUPTI_COMPUTE", "0.6"},
+             {"FAKE_CUPTI_NCCL", "0.3"},
+             {"FAKE_CUPTI_OVERLAP", "0.8"},
+             {"FAKE_CUPTI_LOW_RANK", "2"},
+             {"FAKE_CUPTI_LOW_OVERLAP", "0.1"}},
+            sim_log);
+  ASSERT_GT(sim.pid(), 0);
+  // While the job runs (Prometheus shows connected ranks only): the per-rank overlap series.
+  std::string metrics;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        metrics = collector.Get("/metrics").second;
+        return metrics.find("sentinel_gpu_overlap_ratio{rank=\"2\"}") != std::string::npos &&
+               metrics.find("sentinel_gpu_overlap_ratio{rank=\"0\"}") != std::string::npos;
+      },
+      30000))
+      << metrics << ReadFile(sim_log);
+  EXPECT_NEAR(MetricSum(metrics, "sentinel_gpu_overlap_ratio", "rank=\"2\""), 0.1, 0.05);
+  EXPECT_NEAR(MetricSum(metrics, "sentinel_gpu_overlap_ratio", "rank=\"0\""), 0.8, 0.05);
+  EXPECT_NEAR(MetricSum(metrics, "sentinel_gpu_compute_ratio", "rank=\"1\""), 0.6, 0.04);
+  ASSERT_EQ(sim.Wait(90000), 0) << ReadFile(sim_log);
+  nlohmann::json ranks;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        ranks = collector.Ranks();
+        if (!ranks.contains("ranks") || ranks["ranks"].size() != 4) return false;
+        for (const auto& r : ranks["ranks"]) {
+          if (!r["gpu"]["measured"].is_boolean() || !r["gpu"]["measured"].get<bool>()) return false;
+        }
+        return true;
+      },
+      15000))
+      << ranks.dump(2) << "\n"
+      << ReadFile(sim_log);
+  for (const auto& r : ranks["ranks"]) {
+    const int rank = r["rank"].get<int>();
+    const nlohmann::json& g = r["gpu"];
+    std::printf("rank %d: compute %.3f comm %.3f overlap %.3f exposed %.3f windows %d\n", rank,
+                NumOr(g, "compute_ratio", -1), NumOr(g, "comm_ratio", -1),
+                NumOr(g, "overlap_ratio", -1), NumOr(g, "exposed_comm_ratio", -1),
+                static_cast<int>(NumOr(g, "windows", -1)));
+    // 10 ms periods: compute 6 ms, NCCL 3 ms of which 80 % (rank 2: 10 %) under compute. A
+    // 200 ms window holds 20 periods; a period cut by the window edge moves the ratios by < 5 %.
+    EXPECT_NEAR(NumOr(g, "compute_ratio", -1), 0.6, 0.04) << g.dump();
+    EXPECT_NEAR(NumOr(g, "comm_ratio", -1), 0.3, 0.03) << g.dump();
+    const double want = rank == 2 ? 0.1 : 0.8;
+    EXPECT_NEAR(NumOr(g, "overlap_ratio", -1), want, 0.05) << g.dump();
+    EXPECT_NEAR(NumOr(r, "overlap", -1), want, 0.05) << r.dump();
+    EXPECT_NEAR(NumOr(g, "exposed_comm_ratio", -1), 0.3 * (1 - want), 0.03) << g.dump();
+    EXPECT_EQ(NumOr(g, "records_dropped", -1), 0) << g.dump();
+    EXPECT_GT(NumOr(g, "kernels_attributed", -1), 0) << g.dump();
+  }
+  // The trace carries a compute track and an NCCL kernel track per rank.
+  auto [tstatus, trace] = collector.Get("/v1/trace?last=5m");
+  ASSERT_EQ(tstatus, 200);
+  EXPECT_NE(trace.find("GPU compute (CUPTI)"), std::string::npos);
+  EXPECT_NE(trace.find("NCCL kernels (CUPTI)"), std::string::npos);
+}
+
+// The CUDA toolkit's real libcupti on a machine without a GPU: the job completes unharmed, the
+// feature reports itself off with the reason, and the collector reports no GPU figures.
+TEST_F(CollectorE2eTest, RealLibcuptiWithoutGpuIsOffWithTheReason) {
+  if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
+  if (std::string(SENTINEL_REAL_CUPTI_PATH).empty()) GTEST_SKIP() << "no libcupti in the toolkit";
+  Collector collector(dir_, socket_, 0);
+  ASSERT_TRUE(collector.Ready()) << ReadFile(collector.log());
+  std::string sim_log = dir_.File("sim_real_cupti.log");
+  Child sim({SENTINEL_SIM_PATH, "--ranks", "2", "--steps", "20", "--compute-ms", "2", "--plugin",
+             SENTINEL_PLUGIN_PATH, "--timeout-s", "60"},
+            {{"SENTINEL_SOCKET", socket_},
+             {"SENTINEL_CUPTI", "on"},
+             {"SENTINEL_CUPTI_PATH", SENTINEL_REAL_CUPTI_PATH},
+             {"SENTINEL_LOG_LEVEL", "info"},
+             {"NCCL_DEBUG", "INFO"}},
+            sim_log);
+  ASSERT_GT(sim.pid(), 0);
+  ASSERT_EQ(sim.Wait(90000), 0) << ReadFile(sim_log);
+  const std::string log = ReadFile(sim_log);
+  EXPECT_NE(log.find("CUPTI GPU activity is off"), std::string::npos) << log;
+  EXPECT_NE(log.find("CONCURRENT_KERNEL"), std::string::npos) << log;
+  nlohmann::json ranks;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        ranks = collector.Ranks();
+        if (!ranks.contains("ranks") || ranks["ranks"].size() != 2) return false;
+        for (const auto& r : ranks["ranks"]) {
+          if (NumOr(r, "collectives", -1) != 20) return false;
+        }
+        return true;
+      },
+      15000))
+      << ranks.dump(2);
+  for (const auto& r : ranks["ranks"]) {
+    EXPECT_EQ(r["gpu"]["windows"], 0) << r.dump();
+    EXPECT_TRUE(r["overlap"].is_null()) << r.dump();
+  }
+}
+
 }  // namespace
 }  // namespace sentinel::testing

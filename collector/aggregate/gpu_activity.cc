@@ -1,0 +1,432 @@
+// GPU activity figures (see gpu_activity.h).
+#include "collector/aggregate/gpu_activity.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "collector/aggregate/aggregator.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr int64_t kHourNs = 3600LL * 1000 * 1000 * 1000;
+
+nlohmann::json Num(bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(); }
+
+GpuFigures FromSums(int64_t len, int64_t compute, int64_t nccl, int64_t overlap, int64_t memcpy,
+                    int64_t idle) {
+  GpuFigures f;
+  f.valid = true;
+  f.measured = true;
+  f.length_ns = len;
+  if (len <= 0) return f;
+  const double l = static_cast<double>(len);
+  f.compute_ratio = static_cast<double>(compute) / l;
+  f.comm_ratio = static_cast<double>(nccl) / l;
+  f.overlap_ratio = nccl > 0 ? static_cast<double>(overlap) / static_cast<double>(nccl) : -1;
+  f.exposed_comm_ratio = static_cast<double>(nccl - overlap) / l;
+  f.memcpy_ratio = static_cast<double>(memcpy) / l;
+  f.idle_ratio = static_cast<double>(idle) / l;
+  return f;
+}
+
+nlohmann::json FiguresJson(const GpuFigures& f) {
+  const bool m = f.valid && f.measured;
+  return {{"compute_ratio", Num(m, f.compute_ratio)},
+          {"comm_ratio", Num(m, f.comm_ratio)},
+          {"overlap_ratio", Num(m && f.overlap_ratio >= 0, f.overlap_ratio)},
+          {"exposed_comm_ratio", Num(m, f.exposed_comm_ratio)},
+          {"memcpy_ratio", Num(m, f.memcpy_ratio)},
+          {"idle_ratio", Num(m, f.idle_ratio)}};
+}
+
+}  // namespace
+
+bool ValidGpuWindow(const SentinelWireGpuWindow& w) {
+  const int64_t len = w.end_ns - w.start_ns;
+  if (len <= 0 || len > kHourNs) return false;
+  for (int64_t v : {w.compute_ns, w.nccl_ns, w.idle_ns, w.memcpy_ns}) {
+    if (v < 0 || v > len) return false;
+  }
+  if (w.overlap_ns < 0 || w.overlap_ns > w.compute_ns || w.overlap_ns > w.nccl_ns) return false;
+  if (w.steps > 0 && (w.step_end_ns < w.step_start_ns || w.step_compute_ns < 0 ||
+                      w.step_exposed_comm_ns < 0 || w.step_idle_ns < 0)) {
+    return false;
+  }
+  return true;
+}
+
+bool IngestGpuWindow(GpuActivity* g, const SentinelWireGpuWindow& w) {
+  if (!ValidGpuWindow(w)) {
+    ++g->invalid_total;
+    return false;
+  }
+  g->windows.Push(w);
+  ++g->windows_total;
+  if (w.status != 0) ++g->not_measured_total;
+  g->records_dropped_total += w.records_dropped;
+  g->records_late_total += w.records_late;
+  if (w.steps > 0) {
+    g->has_step = true;
+    g->last_step = w;
+  }
+  return true;
+}
+
+void IngestAttribution(GpuActivity* g, const SentinelWireKernelAttribution& a,
+                       const std::vector<AttributionCandidate>& candidates) {
+  if (a.end_ns <= a.start_ns || a.end_ns - a.start_ns > kHourNs || a.overlap_ns < 0 ||
+      a.overlap_ns > a.end_ns - a.start_ns) {
+    ++g->invalid_total;
+    return;
+  }
+  KernelAttributionSample s;
+  s.kernel = a;
+  int64_t best = 0;
+  for (const AttributionCandidate& c : candidates) {
+    const RankSample& r = *c.sample;
+    if (r.duration_ns < 0) continue;
+    const int64_t lo = std::max(a.start_ns, r.arrival_ns);
+    const int64_t hi = std::min(a.end_ns, r.arrival_ns + r.duration_ns);
+    if (hi - lo > best) {
+      best = hi - lo;
+      s.comm_hash = c.comm_hash;
+      s.seq = r.seq;
+      s.func = r.func;
+      s.rank = c.rank;
+      s.kernelch_minus_cupti_ns = r.arrival_ns - a.start_ns;
+    }
+  }
+  ++g->attributions_total;
+  if (s.comm_hash != 0) {
+    ++g->attributions_matched;
+    g->clock_disagreement.Push(s.kernelch_minus_cupti_ns);
+  }
+  g->attributions.Push(s);
+}
+
+GpuFigures LatestGpuFigures(const GpuActivity& g) {
+  GpuFigures f;
+  if (g.windows.size() == 0) return f;
+  const SentinelWireGpuWindow& w = g.windows.Newest();
+  if (w.status != 0) {
+    f.valid = true;
+    f.status = w.status;
+    f.length_ns = w.end_ns - w.start_ns;
+    return f;
+  }
+  return FromSums(w.end_ns - w.start_ns, w.compute_ns, w.nccl_ns, w.overlap_ns, w.memcpy_ns,
+                  w.idle_ns);
+}
+
+GpuFigures GpuFiguresSince(const GpuActivity& g, int64_t since_ns) {
+  int64_t len = 0, compute = 0, nccl = 0, overlap = 0, memcpy = 0, idle = 0;
+  bool any = false;
+  uint32_t status = 0;
+  for (size_t i = 0; i < g.windows.size(); ++i) {
+    const SentinelWireGpuWindow& w = g.windows[i];
+    if (w.end_ns < since_ns) continue;
+    any = true;
+    if (w.status != 0) {
+      status |= w.status;
+      continue;
+    }
+    len += w.end_ns - w.start_ns;
+    compute += w.compute_ns;
+    nccl += w.nccl_ns;
+    overlap += w.overlap_ns;
+    memcpy += w.memcpy_ns;
+    idle += w.idle_ns;
+  }
+  GpuFigures f;
+  if (!any) return f;
+  if (len == 0) {
+    f.valid = true;
+    f.status = status;
+    return f;
+  }
+  f = FromSums(len, compute, nccl, overlap, memcpy, idle);
+  f.status = status;
+  return f;
+}
+
+bool ClockDisagreementNs(const GpuActivity& g, int64_t* out) {
+  if (g.clock_disagreement.size() == 0) return false;
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < g.clock_disagreement.size(); ++i) v.push_back(g.clock_disagreement[i]);
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  *out = v[v.size() / 2];
+  return true;
+}
+
+nlohmann::json GpuStatusJson(uint32_t status) {
+  nlohmann::json out = nlohmann::json::array();
+  if (status & kSentinelGpuWindowForeignOwner) out.push_back("foreign_owner");
+  if (status & kSentinelGpuWindowForeignClock) out.push_back("foreign_clock");
+  if (status & kSentinelGpuWindowOff) out.push_back("off");
+  return out;
+}
+
+nlohmann::json GpuRankJson(const GpuActivity& g) {
+  const GpuFigures f = LatestGpuFigures(g);
+  nlohmann::json out = FiguresJson(f);
+  out["measured"] = f.valid && f.measured;
+  out["not_measured_reasons"] = GpuStatusJson(f.status);
+  out["window_s"] = Num(f.valid, static_cast<double>(f.length_ns) / 1e9);
+  out["windows"] = g.windows_total;
+  out["windows_not_measured"] = g.not_measured_total;
+  out["records_dropped"] = g.records_dropped_total;
+  out["records_late"] = g.records_late_total;
+  if (g.has_step && g.last_step.status == 0) {
+    const SentinelWireGpuWindow& s = g.last_step;
+    const double len = static_cast<double>(s.step_end_ns - s.step_start_ns);
+    out["step"] = {{"duration_ms", len / 1e6},
+                   {"compute_ms", static_cast<double>(s.step_compute_ns) / 1e6},
+                   {"exposed_comm_ms", static_cast<double>(s.step_exposed_comm_ns) / 1e6},
+                   {"idle_ms", static_cast<double>(s.step_idle_ns) / 1e6}};
+  } else {
+    out["step"] = nullptr;
+  }
+  const bool has_clock = g.windows.size() > 0;
+  out["cupti_clock_offset_ns"] =
+      has_clock ? nlohmann::json(g.windows.Newest().clock_offset_ns) : nlohmann::json();
+  int64_t dis = 0;
+  const bool has_dis = ClockDisagreementNs(g, &dis);
+  out["kernelch_minus_cupti_ns"] = has_dis ? nlohmann::json(dis) : nlohmann::json();
+  out["kernels_attributed"] = g.attributions_total;
+  out["kernels_matched"] = g.attributions_matched;
+  return out;
+}
+
+ExposedCommOutlier EvaluateExposedComm(uint32_t pid,
+                                       const std::vector<std::pair<uint32_t, double>>& ratios) {
+  ExposedCommOutlier o;
+  std::vector<double> peers;
+  bool found = false;
+  for (const auto& [p, r] : ratios) {
+    if (p == pid) {
+      o.ratio = r;
+      found = true;
+    } else {
+      peers.push_back(r);
+    }
+  }
+  if (!found || peers.size() < 2) return o;
+  std::sort(peers.begin(), peers.end());
+  const size_t n = peers.size();
+  o.peer_median = n % 2 == 1 ? peers[n / 2] : (peers[n / 2 - 1] + peers[n / 2]) / 2;
+  o.far_above = o.ratio >= std::max(2 * o.peer_median, o.peer_median + 0.10);
+  return o;
+}
+
+nlohmann::json ExposedCommEvidenceJson(uint32_t pid,
+                                       const std::vector<std::pair<uint32_t, double>>& ratios) {
+  bool found = false;
+  for (const auto& pr : ratios) found = found || pr.first == pid;
+  if (!found) return nullptr;
+  const ExposedCommOutlier o = EvaluateExposedComm(pid, ratios);
+  return {
+      {"exposed_comm_ratio", o.ratio}, {"peer_median", o.peer_median}, {"far_above", o.far_above}};
+}
+
+std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView>& ranks) {
+  std::vector<GpuMetricFamily> fams = {
+      {"sentinel_gpu_compute_ratio",
+       "gauge",
+       "Share of the last GPU window with a compute (non-NCCL) kernel running.",
+       {}},
+      {"sentinel_gpu_comm_ratio",
+       "gauge",
+       "Share of the last GPU window with an NCCL kernel running.",
+       {}},
+      {"sentinel_gpu_exposed_comm_ratio",
+       "gauge",
+       "Share of the last GPU window with NCCL running and no compute (exposed communication).",
+       {}},
+      {"sentinel_gpu_memcpy_ratio", "gauge", "Share of the last GPU window in memcpy/memset.", {}},
+      {"sentinel_gpu_idle_ratio",
+       "gauge",
+       "Share of the last GPU window with nothing running.",
+       {}},
+      {"sentinel_gpu_step_seconds",
+       "gauge",
+       "The last step's split (part=compute|exposed_comm|idle|total).",
+       {}},
+      {"sentinel_gpu_windows_not_measured_total",
+       "counter",
+       "GPU windows not measured (another tool owned CUPTI, or its clock was foreign).",
+       {}},
+      {"sentinel_gpu_records_dropped_total",
+       "counter",
+       "CUPTI activity records dropped or without timestamps.",
+       {}},
+      {"sentinel_gpu_clock_disagreement_seconds",
+       "gauge",
+       "Median KernelCh GPU start minus CUPTI start of matched NCCL kernels.",
+       {}},
+  };
+  for (const GpuRankView& v : ranks) {
+    const GpuActivity& g = *v.gpu;
+    if (g.windows_total == 0) continue;
+    const GpuFigures f = LatestGpuFigures(g);
+    if (f.measured) {
+      fams[0].samples.push_back({v.rank, "", "", f.compute_ratio});
+      fams[1].samples.push_back({v.rank, "", "", f.comm_ratio});
+      fams[2].samples.push_back({v.rank, "", "", f.exposed_comm_ratio});
+      fams[3].samples.push_back({v.rank, "", "", f.memcpy_ratio});
+      fams[4].samples.push_back({v.rank, "", "", f.idle_ratio});
+    }
+    if (g.has_step && g.last_step.status == 0) {
+      const SentinelWireGpuWindow& s = g.last_step;
+      fams[5].samples.push_back(
+          {v.rank, "part", "compute", static_cast<double>(s.step_compute_ns) / 1e9});
+      fams[5].samples.push_back(
+          {v.rank, "part", "exposed_comm", static_cast<double>(s.step_exposed_comm_ns) / 1e9});
+      fams[5].samples.push_back(
+          {v.rank, "part", "idle", static_cast<double>(s.step_idle_ns) / 1e9});
+      fams[5].samples.push_back(
+          {v.rank, "part", "total", static_cast<double>(s.step_end_ns - s.step_start_ns) / 1e9});
+    }
+    fams[6].samples.push_back({v.rank, "", "", static_cast<double>(g.not_measured_total)});
+    fams[7].samples.push_back({v.rank, "", "", static_cast<double>(g.records_dropped_total)});
+    int64_t dis = 0;
+    if (ClockDisagreementNs(g, &dis)) {
+      fams[8].samples.push_back({v.rank, "", "", static_cast<double>(dis) / 1e9});
+    }
+  }
+  return fams;
+}
+
+void AppendGpuTraceEvents(const GpuActivity& g, int64_t pid, int32_t rank, int64_t since_ns,
+                          nlohmann::json* events) {
+  constexpr int kComputeTid = 1000;  // above the per-communicator tids
+  constexpr int kNcclTid = 1001;
+  bool any = false;
+  for (size_t i = 0; i < g.windows.size(); ++i) {
+    const SentinelWireGpuWindow& w = g.windows[i];
+    if (w.end_ns < since_ns) continue;
+    any = true;
+    const double len = static_cast<double>(w.end_ns - w.start_ns);
+    nlohmann::json compute = nullptr, overlap = nullptr;
+    if (w.status == 0) {
+      compute = 100.0 * static_cast<double>(w.compute_ns) / len;
+      overlap = w.nccl_ns > 0 ? nlohmann::json(100.0 * static_cast<double>(w.overlap_ns) /
+                                               static_cast<double>(w.nccl_ns))
+                              : nlohmann::json(0.0);
+    }
+    // Counter tracks: a not-measured window shows as a gap (no value), never as 0.
+    if (!compute.is_null()) {
+      events->push_back({{"name", "GPU compute %"},
+                         {"ph", "C"},
+                         {"ts", static_cast<double>(w.start_ns) / 1e3},
+                         {"pid", pid},
+                         {"tid", kComputeTid},
+                         {"args", {{"compute", compute}, {"nccl_overlap", overlap}}}});
+    } else {
+      events->push_back({{"name", "GPU not measured"},
+                         {"cat", "gpu"},
+                         {"ph", "X"},
+                         {"ts", static_cast<double>(w.start_ns) / 1e3},
+                         {"dur", len / 1e3},
+                         {"pid", pid},
+                         {"tid", kComputeTid},
+                         {"args", {{"reasons", GpuStatusJson(w.status)}}}});
+    }
+  }
+  for (size_t i = 0; i < g.attributions.size(); ++i) {
+    const KernelAttributionSample& s = g.attributions[i];
+    if (s.kernel.end_ns < since_ns) continue;
+    any = true;
+    const double dur = static_cast<double>(s.kernel.end_ns - s.kernel.start_ns);
+    nlohmann::json args = {{"overlapped_fraction", static_cast<double>(s.kernel.overlap_ns) / dur},
+                           {"stream", s.kernel.stream_id},
+                           {"graph_node", s.kernel.graph_node_id}};
+    if (s.comm_hash != 0) {
+      args["comm"] = CommLabel(s.comm_hash);
+      args["seq"] = s.seq;
+      args["kernelch_minus_cupti_us"] = static_cast<double>(s.kernelch_minus_cupti_ns) / 1e3;
+    }
+    events->push_back({{"name", "NCCL kernel"},
+                       {"cat", "gpu"},
+                       {"ph", "X"},
+                       {"ts", static_cast<double>(s.kernel.start_ns) / 1e3},
+                       {"dur", dur / 1e3},
+                       {"pid", pid},
+                       {"tid", kNcclTid},
+                       {"args", args}});
+  }
+  if (!any) return;
+  events->push_back({{"name", "thread_name"},
+                     {"ph", "M"},
+                     {"pid", pid},
+                     {"tid", kComputeTid},
+                     {"args", {{"name", absl::StrFormat("rank %d GPU compute (CUPTI)", rank)}}}});
+  events->push_back({{"name", "thread_name"},
+                     {"ph", "M"},
+                     {"pid", pid},
+                     {"tid", kNcclTid},
+                     {"args", {{"name", absl::StrFormat("rank %d NCCL kernels (CUPTI)", rank)}}}});
+}
+
+}  // namespace sentinel::collector
+
+namespace sentinel::collector {
+
+nlohmann::json GpuTelemetryJson(const std::vector<const GpuActivity*>& processes,
+                                int64_t since_ns) {
+  int64_t len = 0;
+  double compute = 0, comm = 0, exposed = 0, idle = 0, overlap_num = 0, overlap_den = 0;
+  double exposed_max = -1;
+  int measured = 0, not_measured = 0;
+  uint64_t dropped = 0;
+  for (const GpuActivity* g : processes) {
+    const GpuFigures f = GpuFiguresSince(*g, since_ns);
+    if (!f.valid) continue;
+    dropped += g->records_dropped_total;
+    if (!f.measured) {
+      ++not_measured;
+      continue;
+    }
+    ++measured;
+    const double l = static_cast<double>(f.length_ns);
+    len += f.length_ns;
+    compute += f.compute_ratio * l;
+    comm += f.comm_ratio * l;
+    exposed += f.exposed_comm_ratio * l;
+    idle += f.idle_ratio * l;
+    if (f.overlap_ratio >= 0) {
+      overlap_num += f.overlap_ratio * f.comm_ratio * l;
+      overlap_den += f.comm_ratio * l;
+    }
+    exposed_max = std::max(exposed_max, f.exposed_comm_ratio);
+  }
+  const bool m = len > 0;
+  const double l = static_cast<double>(len);
+  return {{"ranks_measured", measured},
+          {"ranks_not_measured", not_measured},
+          {"compute_ratio", Num(m, m ? compute / l : 0)},
+          {"comm_ratio", Num(m, m ? comm / l : 0)},
+          {"overlap_ratio", Num(overlap_den > 0, overlap_den > 0 ? overlap_num / overlap_den : 0)},
+          {"exposed_comm_ratio", Num(m, m ? exposed / l : 0)},
+          {"exposed_comm_ratio_max", Num(exposed_max >= 0, exposed_max)},
+          {"idle_ratio", Num(m, m ? idle / l : 0)},
+          {"records_dropped", dropped}};
+}
+
+std::vector<std::pair<uint32_t, double>> ExposedCommRatios(const State& state, int64_t since_ns) {
+  std::vector<std::pair<uint32_t, double>> out;
+  for (const auto& [client, p] : state.processes) {
+    if (!p->connected) continue;
+    const GpuFigures f = GpuFiguresSince(p->gpu, since_ns);
+    if (f.valid && f.measured) out.emplace_back(p->pid, f.exposed_comm_ratio);
+  }
+  return out;
+}
+
+nlohmann::json ExposedCommEvidence(const State& state, uint32_t pid, int64_t since_ns) {
+  return ExposedCommEvidenceJson(pid, ExposedCommRatios(state, since_ns));
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,648 @@
+// The CUPTI Activity API client (see cupti_tracer.h).
+#include "plugin/cupti/cupti_tracer.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <thread>
+
+#include "plugin/base/log.h"
+#include "plugin/base/no_destructor.h"
+#include "plugin/core/clock.h"
+#include "plugin/core/drainer.h"
+#include "plugin/core/profiler_core.h"
+
+namespace sentinel::plugin::cupti {
+namespace {
+
+// The one armed tracer (CUPTI's callbacks carry no user pointer).
+std::atomic<CuptiTracer*> g_armed{nullptr};
+
+// CUPTI's normal clock is CLOCK_REALTIME ns; a timestamp callback installed by another tool
+// (Kineto's TSC) moves it far away. Farther than this from the real time = foreign clock.
+constexpr int64_t kClockTolerance = 10LL * 1000 * 1000 * 1000;
+constexpr int64_t kRecordTolerance = 3600LL * 1000 * 1000 * 1000;
+
+template <typename T>
+T Read(const uint8_t* rec, size_t off) {
+  T v;
+  memcpy(&v, rec + off, sizeof(v));
+  return v;
+}
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+bool ParseU32(const char* name, uint32_t lo, uint32_t hi, uint32_t* out, std::string* errors) {
+  const char* v = getenv(name);
+  if (v == nullptr || *v == '\0') return true;
+  char* end = nullptr;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (end == v || *end != '\0' || x < lo || x > hi) {
+    *errors += std::string(name) + "=" + v + " is not an integer in [" + std::to_string(lo) + ", " +
+               std::to_string(hi) + "]; using " + std::to_string(*out) + "\n";
+    return false;
+  }
+  *out = static_cast<uint32_t>(x);
+  return true;
+}
+
+}  // namespace
+
+CuptiConfig ParseCuptiConfig(std::string* errors) {
+  CuptiConfig c;
+  if (const char* m = getenv("SENTINEL_CUPTI"); m != nullptr && *m != '\0') {
+    std::string s(m);
+    if (s == "off" || s == "0") {
+      c.mode = CuptiMode::kOff;
+    } else if (s == "on" || s == "1") {
+      c.mode = CuptiMode::kOn;
+    } else if (s == "auto") {
+      c.mode = CuptiMode::kAuto;
+    } else {
+      *errors += "SENTINEL_CUPTI=" + s + " is not off|on|auto; using auto\n";
+    }
+  }
+  if (const char* p = getenv("SENTINEL_CUPTI_PATH")) c.path = p;
+  if (const char* k = getenv("SENTINEL_CUPTI_COMM_KERNELS")) c.comm_kernels = k;
+  ParseU32("SENTINEL_CUPTI_WINDOW_MS", 10, 600000, &c.window_ms, errors);
+  ParseU32("SENTINEL_CUPTI_FLUSH_MS", 5, 60000, &c.flush_ms, errors);
+  ParseU32("SENTINEL_CUPTI_STARVE_MS", 10, 3600000, &c.starve_ms, errors);
+  ParseU32("SENTINEL_CUPTI_REARM_S", 0, 86400, &c.rearm_s, errors);
+  ParseU32("SENTINEL_CUPTI_BUFFER_KIB", 64, 65536, &c.buffer_kib, errors);
+  ParseU32("SENTINEL_CUPTI_BUFFERS", 2, 256, &c.buffers, errors);
+  ParseU32("SENTINEL_CUPTI_ATTRIBUTIONS", 0, 100000, &c.attributions_per_window, errors);
+  return c;
+}
+
+CuptiTracer::CuptiTracer(const CuptiApi* api, const CuptiConfig& config, Env env)
+    : api_(api),
+      config_(config),
+      env_(std::move(env)),
+      classifier_(config.comm_kernels),
+      accounting_(static_cast<int64_t>(config.window_ms) * 1000000) {
+  accounting_.set_attributions_per_window(config.attributions_per_window);
+  if (!env_.mono_now) env_.mono_now = [] { return MonoNs(); };
+  if (!env_.realtime_now) env_.realtime_now = [] { return RealtimeNs(); };
+  if (!env_.nccl_progress) env_.nccl_progress = [] { return uint64_t{0}; };
+}
+
+CuptiTracer::~CuptiTracer() {
+  CuptiTracer* self = this;
+  g_armed.compare_exchange_strong(self, nullptr);
+  // Buffers are leaked on purpose when CUPTI may still hold them (armed at some point): a late
+  // completion must never write into freed memory. Tests that never armed free them.
+  if (state_.load() == TracerState::kIdle) {
+    for (uint8_t* b : all_buffers_) free(b);
+  }
+}
+
+void CuptiTracer::RequestTrampoline(uint8_t** buffer, size_t* size, size_t* max_records) {
+  CuptiTracer* t = g_armed.load(std::memory_order_acquire);
+  if (t == nullptr) {
+    *buffer = nullptr;
+    *size = 0;
+    *max_records = 0;
+    return;
+  }
+  t->OnRequest(buffer, size, max_records);
+}
+
+void CuptiTracer::CompleteTrampoline(void*, uint32_t, uint8_t* buffer, size_t, size_t valid_size) {
+  CuptiTracer* t = g_armed.load(std::memory_order_acquire);
+  if (t != nullptr && buffer != nullptr) t->OnComplete(buffer, valid_size);
+}
+
+void CuptiTracer::OnRequest(uint8_t** buffer, size_t* size, size_t* max_records) {
+  std::lock_guard<std::mutex> lk(pool_mu_);
+  ++requests_;
+  *max_records = 0;
+  if (free_.empty()) {
+    ++declined_;  // CUPTI drops records and counts them (GetNumDroppedRecords)
+    *buffer = nullptr;
+    *size = 0;
+    return;
+  }
+  *buffer = free_.back();
+  free_.pop_back();
+  *size = static_cast<size_t>(config_.buffer_kib) * 1024;
+}
+
+void CuptiTracer::OnComplete(uint8_t* buffer, size_t valid_size) {
+  std::lock_guard<std::mutex> lk(pool_mu_);
+  ++completions_;
+  // The vector was reserved for every buffer: no allocation here.
+  if (completed_.size() < completed_.capacity()) completed_.emplace_back(buffer, valid_size);
+}
+
+bool CuptiTracer::Register(std::string* why) {
+  {
+    std::lock_guard<std::mutex> lk(pool_mu_);
+    // Top the pool up: buffers another tool's callbacks received while it owned CUPTI are gone.
+    size_t held = all_buffers_.size();
+    size_t bytes = static_cast<size_t>(config_.buffer_kib) * 1024;
+    size_t outstanding = held - free_.size() - completed_.size();
+    size_t want = config_.buffers + outstanding;
+    while (all_buffers_.size() < want) {
+      auto* b = static_cast<uint8_t*>(aligned_alloc(kRecordAlignment, bytes));
+      if (b == nullptr) break;
+      memset(b, 0, bytes);
+      all_buffers_.push_back(b);
+      free_.push_back(b);
+    }
+    free_.reserve(all_buffers_.size() * 2);
+    completed_.reserve(all_buffers_.size() * 2);
+    work_.reserve(all_buffers_.size() * 2);
+    if (free_.empty()) {
+      *why = "cannot allocate CUPTI activity buffers";
+      return false;
+    }
+  }
+  if (api_->activity_set_attribute != nullptr) {
+    uint8_t one = 1;
+    size_t sz = sizeof(one);
+    api_->activity_set_attribute(kAttrZeroedOutActivityBuffer, &sz, &one);  // best effort
+  }
+  g_armed.store(this, std::memory_order_release);
+  int rc = api_->activity_register_callbacks(&RequestTrampoline, &CompleteTrampoline);
+  if (rc != kSuccess) {
+    *why = "cuptiActivityRegisterCallbacks: " + ResultName(*api_, rc);
+    return false;
+  }
+  rc = api_->activity_enable(kKindConcurrentKernel);
+  if (rc != kSuccess) {
+    *why = "cuptiActivityEnable(CONCURRENT_KERNEL): " + ResultName(*api_, rc) +
+           (rc == kErrorUnknown || rc == kErrorNotInitialized ? " (no usable GPU driver?)" : "");
+    return false;
+  }
+  // Copies are optional: without them memcpy_ns stays 0.
+  for (uint32_t k : {kKindMemcpy, kKindMemset, kKindMemcpy2}) api_->activity_enable(k);
+  return true;
+}
+
+bool CuptiTracer::Arm(std::string* why) {
+  CuptiTracer* expected = nullptr;
+  if (!g_armed.compare_exchange_strong(expected, this) && expected != this) {
+    *why = "another sentinel CUPTI tracer is armed in this process";
+    return false;
+  }
+  if (!Register(why)) {
+    off_reason_ = *why;
+    state_.store(TracerState::kOff);
+    return false;
+  }
+  SampleClock();
+  int64_t now = env_.mono_now();
+  accounting_.Begin(now);
+  last_evidence_ns_ = now;
+  progress_at_evidence_ = env_.nccl_progress();
+  state_.store(TracerState::kArmed);
+  return true;
+}
+
+void CuptiTracer::SampleClock() {
+  uint64_t cupti_now = 0;
+  int64_t m0 = env_.mono_now();
+  int rc = api_->get_timestamp(&cupti_now);
+  int64_t m1 = env_.mono_now();
+  int64_t real = env_.realtime_now();
+  if (rc != kSuccess) return;
+  clock_offset_ns_ = static_cast<int64_t>(cupti_now) - (m0 + (m1 - m0) / 2);
+  int64_t diff = static_cast<int64_t>(cupti_now) - real;
+  clock_ok_ = diff < kClockTolerance && diff > -kClockTolerance;
+}
+
+void CuptiTracer::AddStepBoundary(int64_t t) {
+  std::lock_guard<std::mutex> lk(steps_mu_);
+  if (step_in_.size() < 4096) step_in_.push_back(t);
+}
+
+void CuptiTracer::TakeStepBoundaries() {
+  {
+    std::lock_guard<std::mutex> lk(steps_mu_);
+    step_work_.swap(step_in_);
+  }
+  for (int64_t t : step_work_) accounting_.AddStepBoundary(t);
+  step_work_.clear();
+}
+
+void CuptiTracer::ParseBuffer(uint8_t* buffer, size_t valid_size) {
+  void* rec_ptr = nullptr;
+  uint64_t parsed = 0, foreign = 0;
+  const int64_t offset = clock_offset_ns_;
+  const int64_t now_cupti = env_.mono_now() + offset;
+  while (api_->activity_get_next_record(buffer, valid_size, &rec_ptr) == kSuccess) {
+    const auto* rec = static_cast<const uint8_t*>(rec_ptr);
+    uint32_t kind = Read<uint32_t>(rec, 0);
+    Interval iv;
+    uint64_t start, end;
+    if (kind == kKindConcurrentKernel || kind == kKindKernel) {
+      start = Read<uint64_t>(rec, kernel::kStart);
+      end = Read<uint64_t>(rec, kernel::kEnd);
+      iv.device = Read<uint32_t>(rec, kernel::kDeviceId);
+      iv.stream = Read<uint32_t>(rec, kernel::kStreamId);
+      iv.correlation = Read<uint32_t>(rec, kernel::kCorrelationId);
+      iv.graph_node = Read<uint64_t>(rec, kernel::kGraphNodeId);
+      iv.kind =
+          classifier_.ClassifyCached(Read<const char*>(rec, kernel::kName)) == KernelClass::kNccl
+              ? Activity::kNccl
+              : Activity::kCompute;
+    } else if (kind == kKindMemcpy || kind == kKindMemset || kind == kKindMemcpy2) {
+      start = Read<uint64_t>(rec, copy::kStart);
+      end = Read<uint64_t>(rec, copy::kEnd);
+      iv.device = Read<uint32_t>(rec, copy::kDeviceId);
+      iv.stream = Read<uint32_t>(rec, copy::kStreamId);
+      iv.correlation = Read<uint32_t>(rec, copy::kCorrelationId);
+      iv.kind = Activity::kMemcpy;
+    } else {
+      continue;  // a kind we did not enable (another client's): skip
+    }
+    ++parsed;
+    if (start == 0 && end == 0) {
+      accounting_.AddDropped(1);
+      continue;
+    }
+    int64_t d = static_cast<int64_t>(start) - now_cupti;
+    if (!clock_ok_ || d > kRecordTolerance || d < -kRecordTolerance) {
+      ++foreign;
+      continue;
+    }
+    iv.start = static_cast<int64_t>(start) - offset;
+    iv.end = static_cast<int64_t>(end) - offset;
+    accounting_.Add(iv);
+  }
+  std::lock_guard<std::mutex> lk(counters_mu_);
+  counters_.records += parsed;
+  counters_.foreign_clock_records += foreign;
+}
+
+void CuptiTracer::DrainCompleted() {
+  work_.clear();
+  {
+    std::lock_guard<std::mutex> lk(pool_mu_);
+    work_.swap(completed_);
+    completed_.reserve(work_.capacity());
+  }
+  for (auto& [buf, valid] : work_) {
+    ParseBuffer(buf, valid);
+    memset(buf, 0, static_cast<size_t>(config_.buffer_kib) * 1024);  // we promised zeroed buffers
+  }
+  std::lock_guard<std::mutex> lk(pool_mu_);
+  for (auto& [buf, valid] : work_) free_.push_back(buf);
+  std::lock_guard<std::mutex> ck(counters_mu_);
+  counters_.buffers_completed += work_.size();
+  counters_.buffers_declined = declined_;
+}
+
+void CuptiTracer::StepAside(int64_t from) {
+  int64_t now = env_.mono_now();
+  state_.store(TracerState::kSteppedAside);
+  stepped_aside_at_ = now;
+  aside_from_ = from;
+  accounting_.MarkNotMeasured(from, now, kReasonForeignOwner);
+  {
+    std::lock_guard<std::mutex> lk(counters_mu_);
+    ++counters_.step_asides;
+  }
+  Log(LogLevel::kInfo,
+      "CUPTI: no activity record reached sentinel for %u ms while NCCL made progress; another "
+      "tool owns CUPTI's activity buffers. Stepping aside: GPU windows are reported as not "
+      "measured%s",
+      config_.starve_ms, config_.rearm_s > 0 ? " until a re-arm succeeds" : "");
+}
+
+void CuptiTracer::Tick() {
+  TracerState st = state_.load();
+  if (st != TracerState::kArmed && st != TracerState::kSteppedAside) return;
+  SampleClock();
+  // Never flush while stepped aside: the buffers now belong to the other tool.
+  if (st == TracerState::kArmed) api_->activity_flush_all(0);
+  uint64_t before;
+  {
+    std::lock_guard<std::mutex> lk(counters_mu_);
+    before = counters_.records;
+  }
+  DrainCompleted();
+  if (st == TracerState::kArmed) {
+    size_t dropped = 0;
+    if (api_->activity_get_num_dropped_records(nullptr, 0, &dropped) == kSuccess && dropped > 0) {
+      accounting_.AddDropped(dropped);
+      std::lock_guard<std::mutex> lk(counters_mu_);
+      counters_.records_dropped += dropped;
+    }
+  }
+  TakeStepBoundaries();
+
+  const int64_t now = env_.mono_now();
+  const uint64_t progress = env_.nccl_progress();
+  const int64_t grace =
+      std::max<int64_t>(500000000LL, 3LL * static_cast<int64_t>(config_.flush_ms) * 1000000);
+  uint64_t after;
+  uint64_t foreign_clock;
+  {
+    std::lock_guard<std::mutex> lk(counters_mu_);
+    after = counters_.records;
+    foreign_clock = counters_.foreign_clock_records;
+  }
+  if (!clock_ok_ || foreign_clock != foreign_clock_seen_) {
+    // Records on another clock cannot be placed: the recent past is not measured.
+    accounting_.MarkNotMeasured(accounting_.closed_until(), now, kReasonForeignClock);
+    foreign_clock_seen_ = foreign_clock;
+  }
+  int64_t watermark = now - grace;
+  if (st == TracerState::kArmed) {
+    if (after != before) {
+      last_evidence_ns_ = now;
+      progress_at_evidence_ = progress;
+    } else if (progress != progress_at_evidence_) {
+      // NCCL ran but no record came: either late buffers or another owner. Hold the windows
+      // back until we know, so that they are never closed as idle by mistake.
+      if (now - last_evidence_ns_ > static_cast<int64_t>(config_.starve_ms) * 1000000) {
+        StepAside(last_evidence_ns_ - grace);
+      } else {
+        watermark = std::min(watermark, last_evidence_ns_ - grace);
+      }
+    }
+  }
+  if (state_.load() == TracerState::kSteppedAside) {
+    accounting_.MarkNotMeasured(aside_from_, now, kReasonForeignOwner);
+    if (config_.rearm_s > 0 &&
+        now - stepped_aside_at_ >= static_cast<int64_t>(config_.rearm_s) * 1000000000LL) {
+      std::string why;
+      if (Register(&why)) {
+        state_.store(TracerState::kArmed);
+        last_evidence_ns_ = now;
+        progress_at_evidence_ = progress;
+        std::lock_guard<std::mutex> lk(counters_mu_);
+        ++counters_.rearms;
+        Log(LogLevel::kInfo, "CUPTI: re-armed after stepping aside");
+      } else {
+        stepped_aside_at_ = now;  // try again after another interval
+      }
+    }
+  }
+  Emit(watermark);
+}
+
+void CuptiTracer::Finish() {
+  TracerState st = state_.load();
+  if (st != TracerState::kArmed && st != TracerState::kSteppedAside) return;
+  if (st == TracerState::kArmed) {
+    api_->activity_flush_all(kFlushForced);
+    DrainCompleted();
+    size_t dropped = 0;
+    if (api_->activity_get_num_dropped_records(nullptr, 0, &dropped) == kSuccess) {
+      accounting_.AddDropped(dropped);
+    }
+  } else {
+    accounting_.MarkNotMeasured(aside_from_, env_.mono_now(), kReasonForeignOwner);
+  }
+  TakeStepBoundaries();
+  Emit(env_.mono_now());
+}
+
+void CuptiTracer::Emit(int64_t watermark) {
+  out_.clear();
+  accounting_.Advance(watermark, &out_);
+  size_t step_i = 0;
+  for (const WindowResult& w : out_.windows) {
+    SentinelWireGpuWindow r;
+    memset(&r, 0, sizeof(r));
+    r.start_ns = w.start_ns;
+    r.end_ns = w.end_ns;
+    r.compute_ns = w.compute_ns;
+    r.nccl_ns = w.nccl_ns;
+    r.overlap_ns = w.overlap_ns;
+    r.idle_ns = w.idle_ns;
+    r.device = static_cast<int32_t>(w.device);
+    r.pid = env_.pid;
+    r.memcpy_ns = w.memcpy_ns;
+    r.kernels = w.kernels;
+    r.nccl_kernels = w.nccl_kernels;
+    r.records_dropped = w.dropped;
+    r.records_late = w.late;
+    r.clock_offset_ns = clock_offset_ns_;
+    r.status = 0;
+    if (w.not_measured & kReasonForeignOwner) r.status |= kSentinelGpuWindowForeignOwner;
+    if (w.not_measured & kReasonForeignClock) r.status |= kSentinelGpuWindowForeignClock;
+    if (w.not_measured & kReasonOff) r.status |= kSentinelGpuWindowOff;
+    // Steps come out in time order, interleaved with windows: a step belongs to the window in
+    // which it ended.
+    while (step_i < out_.steps.size() && out_.steps[step_i].end_ns <= w.end_ns) {
+      const StepResult& s = out_.steps[step_i++];
+      ++r.steps;
+      r.step_start_ns = s.start_ns;
+      r.step_end_ns = s.end_ns;
+      r.step_compute_ns = s.compute_ns;
+      r.step_exposed_comm_ns = s.exposed_comm_ns;
+      r.step_idle_ns = s.idle_ns;
+      if (s.not_measured != 0) r.status |= kSentinelGpuWindowForeignOwner;
+    }
+    if (env_.emit_window) env_.emit_window(r);
+  }
+  // The accounting already capped them at SENTINEL_CUPTI_ATTRIBUTIONS per window.
+  uint64_t sent = 0;
+  for (const Attribution& a : out_.attributions) {
+    SentinelWireKernelAttribution r;
+    memset(&r, 0, sizeof(r));
+    r.start_ns = a.kernel.start;
+    r.end_ns = a.kernel.end;
+    r.overlap_ns = a.overlap_ns;
+    r.graph_node_id = a.kernel.graph_node;
+    r.pid = env_.pid;
+    r.device = a.kernel.device;
+    r.stream_id = a.kernel.stream;
+    r.correlation_id = a.kernel.correlation;
+    if (env_.emit_attribution) env_.emit_attribution(r);
+    ++sent;
+  }
+  std::lock_guard<std::mutex> lk(counters_mu_);
+  counters_.windows += out_.windows.size();
+  counters_.attributions += sent;
+  counters_.attributions_suppressed = accounting_.attributions_suppressed();
+}
+
+CuptiTracer::Counters CuptiTracer::counters() const {
+  std::lock_guard<std::mutex> lk(counters_mu_);
+  return counters_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Production wiring.
+
+namespace {
+
+struct Runtime {
+  std::mutex mu;  // guards everything below
+  bool started = false;
+  CuptiConfig config;
+  std::thread* thread = nullptr;
+  pid_t owner_pid = 0;
+  std::condition_variable cv;
+  bool stop = false;
+  bool done = false;
+  std::string status = "idle";
+  std::mutex tick_mu;  // one Tick/Finish at a time
+  std::unique_ptr<CuptiTracer> tracer;
+};
+
+Runtime& Rt() {
+  static NoDestructor<Runtime> rt;  // leaked: used by atexit and the thread
+  return *rt;
+}
+
+void SetStatus(const std::string& s) {
+  std::lock_guard<std::mutex> lk(Rt().mu);
+  Rt().status = s;
+}
+
+void TurnOffWithReason(const CuptiConfig& c, const std::string& why) {
+  SetStatus("off: " + why);
+  // Logged once: `on` asked for it (warn), `auto` only tried (info).
+  Log(c.mode == CuptiMode::kOn ? LogLevel::kWarn : LogLevel::kInfo,
+      "CUPTI GPU activity is off: %s. The job is not affected; sentineld reports GPU overlap "
+      "as not measured.",
+      why.c_str());
+}
+
+void ThreadMain() {
+  Runtime& rt = Rt();
+  CuptiConfig c;
+  {
+    std::lock_guard<std::mutex> lk(rt.mu);
+    c = rt.config;
+  }
+  CuptiLoadResult lr = LoadCuptiApi(c.path);
+  if (lr.api == nullptr) {
+    TurnOffWithReason(c, lr.why);
+  } else {
+    CuptiTracer::Env env;
+    env.pid = static_cast<uint32_t>(getpid());
+    env.nccl_progress = [] { return SnapshotCounters().records_completed; };
+    env.emit_window = [](const SentinelWireGpuWindow& w) {
+      EnqueueControlRecord(kSentinelWireGpuWindow, &w, sizeof(w));
+    };
+    env.emit_attribution = [](const SentinelWireKernelAttribution& a) {
+      EnqueueControlRecord(kSentinelWireKernelAttribution, &a, sizeof(a));
+    };
+    auto tracer = std::make_unique<CuptiTracer>(lr.api, c, std::move(env));
+    std::string why;
+    if (!tracer->Arm(&why)) {
+      TurnOffWithReason(c, lr.path + ": " + why);
+    } else {
+      Log(LogLevel::kInfo, "CUPTI GPU activity on (%s, API %u, window %u ms)", lr.path.c_str(),
+          lr.version, c.window_ms);
+      std::unique_lock<std::mutex> lk(rt.mu);
+      rt.status = "armed";
+      rt.tracer = std::move(tracer);
+      while (!rt.stop) {
+        rt.cv.wait_for(lk, std::chrono::milliseconds(c.flush_ms));
+        if (rt.stop) break;
+        CuptiTracer* t = rt.tracer.get();
+        lk.unlock();
+        {
+          std::lock_guard<std::mutex> tl(rt.tick_mu);
+          t->Tick();
+        }
+        lk.lock();
+        rt.status = t->state() == TracerState::kSteppedAside ? "stepped aside" : "armed";
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lk(rt.mu);
+  rt.done = true;
+  rt.cv.notify_all();
+}
+
+void AtExit() {
+  Runtime& rt = Rt();
+  std::unique_lock<std::mutex> lk(rt.mu);
+  if (rt.thread == nullptr || rt.owner_pid != getpid()) return;
+  rt.stop = true;
+  rt.cv.notify_all();
+  // Bounded: a CUPTI call stuck at exit must not hang the host's exit.
+  rt.cv.wait_for(lk, std::chrono::milliseconds(500), [&] { return rt.done; });
+  if (!rt.done || rt.tracer == nullptr) return;
+  CuptiTracer* t = rt.tracer.get();
+  lk.unlock();
+  std::unique_lock<std::mutex> tl(rt.tick_mu, std::try_to_lock);
+  if (tl.owns_lock()) t->Finish();
+}
+
+}  // namespace
+
+void CuptiOnCommInit() noexcept {
+  try {
+    Runtime& rt = Rt();
+    std::lock_guard<std::mutex> lk(rt.mu);
+    if (rt.started) return;
+    rt.started = true;
+    std::string errors;
+    rt.config = ParseCuptiConfig(&errors);
+    if (!errors.empty()) Log(LogLevel::kWarn, "%s", errors.c_str());
+    if (rt.config.mode == CuptiMode::kOff) {
+      rt.status = "off: SENTINEL_CUPTI=off";
+      return;
+    }
+    rt.owner_pid = getpid();
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rt.thread = new std::thread([] {
+      pthread_setname_np(pthread_self(), "sentinel-cupti");
+      ThreadMain();
+    });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    rt.thread->detach();
+    atexit(&AtExit);
+  } catch (...) {
+    SENTINEL_LOG_ONCE(LogLevel::kWarn, "CUPTI: cannot start the tracer thread; GPU activity off");
+  }
+}
+
+void CuptiOnLastCommEnd() noexcept {
+  try {
+    Runtime& rt = Rt();
+    CuptiTracer* t = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(rt.mu);
+      if (rt.owner_pid != getpid()) return;
+      t = rt.tracer.get();
+    }
+    if (t == nullptr) return;
+    std::lock_guard<std::mutex> tl(rt.tick_mu);
+    t->Finish();
+  } catch (...) {
+  }
+}
+
+void CuptiStepBoundary(int64_t t) noexcept {
+  try {
+    Runtime& rt = Rt();
+    CuptiTracer* tr = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(rt.mu);
+      tr = rt.tracer.get();
+    }
+    if (tr != nullptr) tr->AddStepBoundary(t);
+  } catch (...) {
+  }
+}
+
+std::string CuptiStatusLine() {
+  std::lock_guard<std::mutex> lk(Rt().mu);
+  return Rt().status;
+}
+
+}  // namespace sentinel::plugin::cupti

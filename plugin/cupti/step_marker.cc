@@ -1,0 +1,28 @@
+// Step boundaries from collective records (see step_marker.h).
+#include "plugin/cupti/step_marker.h"
+
+namespace sentinel::plugin::cupti {
+
+size_t StepMarkerSink::OnRecords(const SentinelWireCollRecord* records, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const SentinelWireCollRecord& r = records[i];
+    if (r.func >= kSentinelFuncSendRecv && r.func != kSentinelFuncAlltoAll &&
+        r.func != kSentinelFuncScatter && r.func != kSentinelFuncGather) {
+      continue;  // point-to-point operations differ between ranks: not a step marker
+    }
+    if (!have_signature_) {
+      have_signature_ = true;
+      comm_hash_ = r.comm_hash;
+      func_ = r.func;
+      bytes_ = r.bytes;
+    } else if (r.comm_hash != comm_hash_ || r.func != func_ || r.bytes != bytes_) {
+      continue;
+    }
+    int64_t t = r.gpu_start_ns != 0 ? r.gpu_start_ns : r.enqueue_ns;
+    ++boundaries_;
+    if (on_boundary_) on_boundary_(t);
+  }
+  return n;
+}
+
+}  // namespace sentinel::plugin::cupti
