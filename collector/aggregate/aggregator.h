@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
+#include "collector/aggregate/baseline_store.h"
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
@@ -241,6 +242,7 @@ struct State {
   absl::flat_hash_map<std::string, Alert> alerts;
   std::deque<std::string> resolved_order;
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
+  BaselineStore baseline;  // the latest sentinel-baseline run (wire type 12)
 };
 
 class Aggregator : public IngestSink {

@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 
+#include "collector/export/baseline_export.h"
+
 namespace sentinel::collector {
 namespace {
 
@@ -333,7 +335,9 @@ std::string RenderPrometheus(const State& state) {
         "sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(r->rank)}}),
         static_cast<double>(p->gpu_window.overlap_ns) / static_cast<double>(p->gpu_window.nccl_ns));
   }
-  return w.Take();
+  std::string out = w.Take();
+  AppendBaselinePrometheus(state, INT64_MIN, &out);  // baseline_export.h
+  return out;
 }
 
 nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -481,6 +485,9 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"ecn_rate", NumOrNull(nic.has_ecn, nic.ecn_per_s)},
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
+          // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
+          {"busbw_by_size", JobBusbwBySizeJson(state, since)},
+          {"baseline", BaselineJson(state, since)},
           {"records", c.records},
           {"plugin_dropped", dropped},
           {"evicted",

@@ -147,6 +147,9 @@ typedef struct fakeNcclGraph* fakeNcclGraph_t;
 /* Like cudaStreamSynchronize on the communicator's simulated stream: waits until every operation
  * enqueued on `comm` so far has completed (or the comm was aborted / its barrier timed out). */
 ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm);
+/* Like cudaStreamSynchronize(stream): waits for every communicator's operations enqueued on
+ * `stream` so far (a fake CUDA runtime calls it; see tests/fakes/fake_cudart). */
+ncclResult_t fakeNcclSynchronizeStream(cudaStream_t stream);
 /* CUDA-graph emulation: operations on `comm` between Begin and End are captured, not run. */
 ncclResult_t fakeNcclGraphBeginCapture(ncclComm_t comm);
 ncclResult_t fakeNcclGraphEndCapture(ncclComm_t comm, fakeNcclGraph_t* graph);
