@@ -91,8 +91,7 @@ struct Options {
 };
 
 int Usage(const std::string& message) {
-  std::fprintf(stderr, "sentinel-baseline: %s\n(see sentinel-baseline --help)\n",
-               message.c_str());
+  std::fprintf(stderr, "sentinel-baseline: %s\n(see sentinel-baseline --help)\n", message.c_str());
   return kUsage;
 }
 
@@ -103,6 +102,11 @@ bool ParseNum(const std::string& text, double lo, double hi, double* out) {
   *out = v;
   return true;
 }
+
+constexpr const char* kValueOptions[] = {"--collectives", "--sizes",  "--min-bytes", "--max-bytes",
+                                         "--warmup",      "--iters",  "--collector", "--link-gbps",
+                                         "--fabric-ok",   "--job-ok", "--nccl",      "--cudart",
+                                         "--device",      "--port",   "--timeout"};
 
 // Returns -1 when parsing succeeded, else the exit code.
 int ParseArgs(int argc, char** argv, Options* o) {
@@ -120,16 +124,19 @@ int ParseArgs(int argc, char** argv, Options* o) {
       return kOk;
     } else if (a == "--no-collector") {
       o->no_collector = true;
+    } else if (std::find(std::begin(kValueOptions), std::end(kValueOptions), a) ==
+               std::end(kValueOptions)) {
+      return Usage(a.rfind("-", 0) == 0 ? "unknown option '" + a + "'"
+                                        : "unexpected argument '" + a + "'");
     } else if (!next(&v)) {
-      return a.rfind("--", 0) == 0 ? Usage(a + " needs a value (or is unknown)")
-                                   : Usage("unexpected argument '" + a + "'");
+      return Usage(a + " needs a value");
     } else if (a == "--collectives") {
       o->colls.clear();
       size_t start = 0;
       while (start <= v.size()) {
         size_t comma = v.find(',', start);
-        std::string item = v.substr(start, comma == std::string::npos ? std::string::npos
-                                                                      : comma - start);
+        std::string item =
+            v.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         Coll c;
         if (!ParseColl(item, &c)) return Usage("unknown collective '" + item + "'");
         if (std::find(o->colls.begin(), o->colls.end(), c) == o->colls.end()) {
@@ -282,10 +289,9 @@ void SendResults(const std::vector<SizeResult>& results, int nranks, int iters, 
   sink.Flush();
   plugin::CollectorSinkStats s = sink.Stats();
   if (s.connects == 0 || s.control_dropped > 0) {
-    std::fprintf(stderr,
-                 "sentinel-baseline: results not sent: no sentineld at %s (%llu of %zu dropped)\n",
-                 sink.socket_path(), static_cast<unsigned long long>(s.control_dropped),
-                 results.size());
+    std::fprintf(
+        stderr, "sentinel-baseline: results not sent: no sentineld at %s (%llu of %zu dropped)\n",
+        sink.socket_path(), static_cast<unsigned long long>(s.control_dropped), results.size());
   } else {
     std::printf("# sent %zu results to sentineld (%s)\n", results.size(), sink.socket_path());
   }
@@ -324,8 +330,8 @@ int Run(const Options& o) {
   }
   const int device = o.device >= 0 ? o.device : li.local_rank % ndev;
   if ((crc = cuda.set_device(device)) != 0) {
-    return Fail(rank, "cudaSetDevice(" + std::to_string(device) +
-                          "): " + cuda.get_error_string(crc));
+    return Fail(rank,
+                "cudaSetDevice(" + std::to_string(device) + "): " + cuda.get_error_string(crc));
   }
   NcclApi nccl;
   if (!LoadNccl(o.nccl.empty() ? EnvOr("SENTINEL_BASELINE_NCCL", "libnccl.so.2") : o.nccl, &nccl,
@@ -341,8 +347,8 @@ int Run(const Options& o) {
   if (rank == 0) {
     link_gbps = o.link_gbps > 0 ? o.link_gbps : ProbeLinkGbps();
     if (!o.no_collector && o.sizes_mode != "sweep") {
-      std::string addr = o.collector.empty() ? EnvOr("SENTINEL_ADDR", "127.0.0.1:9464")
-                                             : o.collector;
+      std::string addr =
+          o.collector.empty() ? EnvOr("SENTINEL_ADDR", "127.0.0.1:9464") : o.collector;
       std::string body;
       have_job = HttpGet(addr, "/v1/telemetry", &body, &err) && ParseJobBuckets(body, &job, &err);
       if (!have_job) std::printf("# job figures: none (%s)\n", err.c_str());
@@ -403,9 +409,8 @@ int Run(const Options& o) {
       (crc = cuda.memset(recv, 0, max_bytes)) != 0 || (crc = cuda.stream_create(&stream)) != 0 ||
       (crc = cuda.event_create(&start)) != 0 || (crc = cuda.event_create(&stop)) != 0) {
     nccl.comm_abort(comm);
-    return Fail(rank, "allocating 2 x " + FormatBytes(max_bytes) +
-                          " of device memory: " + cuda.get_error_string(crc) +
-                          " (lower --max-bytes)");
+    return Fail(rank, "allocating 2 x " + FormatBytes(max_bytes) + " of device memory: " +
+                          cuda.get_error_string(crc) + " (lower --max-bytes)");
   }
   auto launch = [&](Coll c, uint64_t count) {
     switch (c) {
@@ -455,8 +460,7 @@ int Run(const Options& o) {
       if (nrc != 0 || crc != 0) {
         nccl.comm_abort(comm);
         return Fail(rank, std::string(CollName(c)) + " of " + FormatBytes(bytes) + ": " +
-                              (nrc != 0 ? nccl.get_error_string(nrc)
-                                        : cuda.get_error_string(crc)));
+                              (nrc != 0 ? nccl.get_error_string(nrc) : cuda.get_error_string(crc)));
       }
       r.time_ns = static_cast<double>(ms) * 1e6 / o.iters;
       ComputeBandwidth(li.world, &r);

@@ -214,8 +214,8 @@ bool ServeRendezvous(int port, int world, const Rendezvous& rv, double timeout_s
   return true;
 }
 
-bool FetchRendezvous(const std::string& addr, int port, int rank, double timeout_s,
-                     Rendezvous* rv, std::string* error) {
+bool FetchRendezvous(const std::string& addr, int port, int rank, double timeout_s, Rendezvous* rv,
+                     std::string* error) {
   const double deadline = NowS() + timeout_s;
   std::string last = "no attempt";
   while (NowS() < deadline) {
@@ -241,8 +241,8 @@ bool FetchRendezvous(const std::string& addr, int port, int rank, double timeout
         memcpy(hello + 4, &r, 4);
         char magic[4];
         uint32_t n = 0;
-        bool ok = WriteAll(fd, hello, sizeof hello, deadline) &&
-                  ReadAll(fd, magic, 4, deadline) && memcmp(magic, kMagic, 4) == 0 &&
+        bool ok = WriteAll(fd, hello, sizeof hello, deadline) && ReadAll(fd, magic, 4, deadline) &&
+                  memcmp(magic, kMagic, 4) == 0 &&
                   ReadAll(fd, rv->id.internal, kNcclUniqueIdBytes, deadline) &&
                   ReadAll(fd, &n, 4, deadline) && n <= kMaxSizes;
         if (ok) {

@@ -14,13 +14,14 @@
 namespace sentinel::baseline {
 namespace {
 
-std::string Fmt(const char* fmt, double v) {
+// `v` with `digits` decimals.
+std::string Fixed(double v, int digits) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
   return buf;
 }
 
-std::string Pct(double ratio) { return Fmt("%.0f %%", ratio * 100); }
+std::string Pct(double ratio) { return Fixed(ratio * 100, 0) + " %"; }
 
 }  // namespace
 
@@ -53,10 +54,14 @@ bool ParseColl(const std::string& text, Coll* out) {
   for (char ch : text) {
     if (ch != '_' && ch != '-') t.push_back(static_cast<char>(tolower(ch)));
   }
-  if (t == "allreduce") *out = Coll::kAllReduce;
-  else if (t == "allgather") *out = Coll::kAllGather;
-  else if (t == "reducescatter") *out = Coll::kReduceScatter;
-  else return false;
+  if (t == "allreduce")
+    *out = Coll::kAllReduce;
+  else if (t == "allgather")
+    *out = Coll::kAllGather;
+  else if (t == "reducescatter")
+    *out = Coll::kReduceScatter;
+  else
+    return false;
   return true;
 }
 
@@ -91,7 +96,7 @@ std::string FormatBytes(uint64_t bytes) {
     v /= 1024;
     ++u;
   }
-  std::string num = v == std::floor(v) ? Fmt("%.0f", v) : Fmt("%.1f", v);
+  std::string num = v == std::floor(v) ? Fixed(v, 0) : Fixed(v, 1);
   return num + " " + units[u];
 }
 
@@ -102,11 +107,16 @@ bool ParseBytes(const std::string& text, uint64_t* out) {
   if (end == text.c_str() || v < 0) return false;
   std::string unit(end);
   double mult = 1;
-  if (unit.empty() || strcasecmp(unit.c_str(), "b") == 0) mult = 1;
-  else if (strcasecmp(unit.c_str(), "k") == 0 || strcasecmp(unit.c_str(), "kib") == 0) mult = 1024.0;
-  else if (strcasecmp(unit.c_str(), "m") == 0 || strcasecmp(unit.c_str(), "mib") == 0) mult = 1048576.0;
-  else if (strcasecmp(unit.c_str(), "g") == 0 || strcasecmp(unit.c_str(), "gib") == 0) mult = 1073741824.0;
-  else return false;
+  if (unit.empty() || strcasecmp(unit.c_str(), "b") == 0)
+    mult = 1;
+  else if (strcasecmp(unit.c_str(), "k") == 0 || strcasecmp(unit.c_str(), "kib") == 0)
+    mult = 1024.0;
+  else if (strcasecmp(unit.c_str(), "m") == 0 || strcasecmp(unit.c_str(), "mib") == 0)
+    mult = 1048576.0;
+  else if (strcasecmp(unit.c_str(), "g") == 0 || strcasecmp(unit.c_str(), "gib") == 0)
+    mult = 1073741824.0;
+  else
+    return false;
   double bytes = v * mult;
   if (bytes > 1.8e19) return false;
   *out = static_cast<uint64_t>(bytes);
@@ -181,21 +191,20 @@ std::string FormatTable(const std::vector<SizeResult>& results, int nranks, doub
   char line[256];
   const double link = link_gbps / 8;  // GB/s
   std::snprintf(line, sizeof line, "# %d rank(s); bandwidths in GB/s (1e9 bytes/s); link %s\n",
-                nranks, link_gbps > 0 ? Fmt("%.1f Gb/s", link_gbps).c_str() : "unknown");
+                nranks, link_gbps > 0 ? (Fixed(link_gbps, 1) + " Gb/s").c_str() : "unknown");
   out += line;
   std::snprintf(line, sizeof line, "%-13s %10s %12s %10s %10s %10s %10s %8s %9s %11s\n", "#coll",
                 "size", "count", "time(us)", "algbw", "busbw", "job_busbw", "link", "bus/link",
                 "job/base");
   out += line;
   for (const SizeResult& r : results) {
-    std::string job = r.job_busbw_gbs >= 0 ? Fmt("%.2f", r.job_busbw_gbs) : "-";
-    std::string lk = link > 0 ? Fmt("%.2f", link) : "-";
+    std::string job = r.job_busbw_gbs >= 0 ? Fixed(r.job_busbw_gbs, 2) : "-";
+    std::string lk = link > 0 ? Fixed(link, 2) : "-";
     std::string bl = link > 0 ? Pct(r.busbw_gbs / link) : "-";
-    std::string jb = r.job_busbw_gbs >= 0 && r.busbw_gbs > 0 ? Pct(r.job_busbw_gbs / r.busbw_gbs)
-                                                              : "-";
-    std::snprintf(line, sizeof line,
-                  "%-13s %10s %12llu %10.1f %10.2f %10.2f %10s %8s %9s %11s\n", CollName(r.coll),
-                  FormatBytes(r.bytes).c_str(),
+    std::string jb =
+        r.job_busbw_gbs >= 0 && r.busbw_gbs > 0 ? Pct(r.job_busbw_gbs / r.busbw_gbs) : "-";
+    std::snprintf(line, sizeof line, "%-13s %10s %12llu %10.1f %10.2f %10.2f %10s %8s %9s %11s\n",
+                  CollName(r.coll), FormatBytes(r.bytes).c_str(),
                   static_cast<unsigned long long>(CountFor(r.coll, r.bytes, nranks)),
                   r.time_ns / 1e3, r.algbw_gbs, r.busbw_gbs, job.c_str(), lk.c_str(), bl.c_str(),
                   jb.c_str());
@@ -212,8 +221,9 @@ Verdict Judge(const std::vector<SizeResult>& results, int nranks, double link_gb
     return v;
   }
   if (nranks <= 1) {
-    v.line = "one rank: nothing crosses the fabric (bus bandwidth is 0 by definition); run one "
-             "rank per GPU on the job's nodes to judge the network";
+    v.line =
+        "one rank: nothing crosses the fabric (bus bandwidth is 0 by definition); run one "
+        "rank per GPU on the job's nodes to judge the network";
     return v;
   }
   // The size to judge at: the largest one the job also used (AllReduce first), else the largest.
@@ -234,10 +244,9 @@ Verdict Judge(const std::vector<SizeResult>& results, int nranks, double link_gb
   const double link_ratio = link_known ? ref->busbw_gbs / (link_gbps / 8) : -1;
   const bool job_known = ref->job_busbw_gbs >= 0 && ref->busbw_gbs > 0;
   const double job_ratio = job_known ? ref->job_busbw_gbs / ref->busbw_gbs : -1;
-  std::string fabric = link_known
-                           ? "fabric reaches " + Pct(link_ratio) + " of link rate at " + at
-                           : "fabric reaches " + Fmt("%.2f", ref->busbw_gbs) +
-                                 " GB/s bus bandwidth at " + at + " (link rate unknown)";
+  std::string fabric = link_known ? "fabric reaches " + Pct(link_ratio) + " of link rate at " + at
+                                  : "fabric reaches " + Fixed(ref->busbw_gbs, 2) +
+                                        " GB/s bus bandwidth at " + at + " (link rate unknown)";
   std::string job = job_known ? "; the job reaches " + Pct(job_ratio) + " of the baseline" : "";
   if (link_known && link_ratio < thresholds.fabric_ok) {
     v.blame = Blame::kNetwork;

@@ -34,11 +34,11 @@ std::string FormatBytes(uint64_t bytes);
 
 // One (function, size bucket) of the job, from /v1/telemetry "busbw_by_size".
 struct JobBucket {
-  std::string func;           // "AllReduce"
-  uint64_t bytes_p50 = 0;     // the job's typical message in the bucket
-  uint64_t bucket_max = 0;    // upper bound of the bucket; 0 = unbounded
-  uint64_t bucket_min = 0;    // exclusive lower bound (the previous bucket's max)
-  double busbw_gbs = -1;      // p50 GB/s
+  std::string func;         // "AllReduce"
+  uint64_t bytes_p50 = 0;   // the job's typical message in the bucket
+  uint64_t bucket_max = 0;  // upper bound of the bucket; 0 = unbounded
+  uint64_t bucket_min = 0;  // exclusive lower bound (the previous bucket's max)
+  double busbw_gbs = -1;    // p50 GB/s
   uint64_t collectives = 0;
 };
 // Parses the telemetry body; false when it is not JSON or lacks "busbw_by_size" (an older
