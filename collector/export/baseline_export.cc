@@ -40,9 +40,11 @@ double JobBusbwAt(std::map<std::pair<int, int>, JobBucket>* buckets, int func, u
 
 nlohmann::json NumOrNull(double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(); }
 
+// Bounds of a size bucket (stats.h: powers of 4 from 1 KiB): (min, max]; max 0 = unbounded.
 uint64_t BucketMax(int bucket) {
   return bucket >= kSizeBuckets - 1 ? 0 : uint64_t{1024} << (2 * bucket);
 }
+uint64_t BucketMin(int bucket) { return bucket <= 0 ? 0 : uint64_t{1024} << (2 * (bucket - 1)); }
 
 void Family(std::string* out, const char* name, const char* help) {
   absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n");
@@ -62,6 +64,7 @@ nlohmann::json JobBusbwBySizeJson(const State& state, int64_t since_mono_ns) {
     out.push_back(
         {{"func", FuncName(static_cast<uint8_t>(key.first))},
          {"size_bucket", SizeBucketLabel(key.second)},
+         {"bucket_min_bytes", BucketMin(key.second)},
          {"bucket_max_bytes", max == 0 ? nlohmann::json() : nlohmann::json(max)},
          {"bytes_p50", Percentile(&b.bytes, 50)},
          {"collectives", n},

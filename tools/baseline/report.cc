@@ -141,24 +141,12 @@ bool ParseJobBuckets(const std::string& telemetry_json, std::vector<JobBucket>* 
     JobBucket b;
     b.func = e.value("func", std::string());
     b.bytes_p50 = e.value("bytes_p50", uint64_t{0});
+    b.bucket_min = e.value("bucket_min_bytes", uint64_t{0});
     const auto max = e.find("bucket_max_bytes");
     b.bucket_max = max != e.end() && max->is_number_unsigned() ? max->get<uint64_t>() : 0;
     b.busbw_gbs = e.value("busbw_gbytes_per_s_p50", -1.0);
     b.collectives = e.value("collectives", uint64_t{0});
     out->push_back(b);
-  }
-  // Lower bound of each bucket: the largest smaller upper bound of the same function; the
-  // collector's buckets are contiguous, so only the ones the job used are needed.
-  for (JobBucket& b : *out) {
-    for (const JobBucket& o : *out) {
-      if (o.func != b.func || o.bucket_max == 0) continue;
-      if ((b.bucket_max == 0 || o.bucket_max < b.bucket_max) && o.bucket_max > b.bucket_min) {
-        b.bucket_min = o.bucket_max;
-      }
-    }
-    // A bucket's upper bound is 4x its lower one (collector/aggregate/stats.h); without a
-    // neighbour the bound is derived from it.
-    if (b.bucket_min == 0 && b.bucket_max > 1024) b.bucket_min = b.bucket_max / 4;
   }
   return true;
 }

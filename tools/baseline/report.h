@@ -42,7 +42,7 @@ struct JobBucket {
   uint64_t collectives = 0;
 };
 // Parses the telemetry body; false when it is not JSON or lacks "busbw_by_size" (an older
-// sentineld). Bucket lower bounds are derived from the sorted upper bounds per function.
+// sentineld).
 [[nodiscard]] bool ParseJobBuckets(const std::string& telemetry_json, std::vector<JobBucket>* out,
                                    std::string* error);
 // The job's p50 bus bandwidth for `c` in the bucket holding `bytes`, or -1.

@@ -57,11 +57,11 @@ TEST(Sweep, DoublingAndCounts) {
 }
 
 constexpr const char* kTelemetry = R"({"busbw_by_size":[
-  {"func":"AllReduce","size_bucket":"<=64MiB","bucket_max_bytes":67108864,"bytes_p50":50000000,
+  {"func":"AllReduce","size_bucket":"<=64MiB","bucket_min_bytes":16777216,"bucket_max_bytes":67108864,"bytes_p50":50000000,
    "collectives":10,"busbw_gbytes_per_s_p50":4.5},
-  {"func":"AllReduce","size_bucket":"<=1KiB","bucket_max_bytes":1024,"bytes_p50":512,
+  {"func":"AllReduce","size_bucket":"<=1KiB","bucket_min_bytes":0,"bucket_max_bytes":1024,"bytes_p50":512,
    "collectives":3,"busbw_gbytes_per_s_p50":0.01},
-  {"func":"AllGather","size_bucket":">1GiB","bucket_max_bytes":null,"bytes_p50":2147483648,
+  {"func":"AllGather","size_bucket":">1GiB","bucket_min_bytes":1073741824,"bucket_max_bytes":null,"bytes_p50":2147483648,
    "collectives":1,"busbw_gbytes_per_s_p50":9.0}]})";
 
 TEST(JobFigures, BucketsAndSizes) {
@@ -133,7 +133,7 @@ TEST(Table, ColumnsAndRatios) {
   EXPECT_NE(t.find("job_busbw"), std::string::npos);
   // size, count (floats), busbw, job busbw, link in GB/s, busbw/link, job/baseline.
   EXPECT_NE(t.find("64 MiB     16777216"), std::string::npos) << t;
-  EXPECT_NE(t.find("46.00      18.86    50.00     92 %        41 %"), std::string::npos) << t;
+  EXPECT_NE(t.find("46.00      18.86    50.00      92 %        41 %"), std::string::npos) << t;
   std::string unknown = FormatTable({Row(8, 0.001, -1)}, 2, 0);
   EXPECT_NE(unknown.find("link unknown"), std::string::npos);
 }
