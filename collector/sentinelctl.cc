@@ -220,10 +220,10 @@ int Baseline(const Options& o) {
     results.push_back(r);
   }
   const double link = b["link_gbps"].is_number() ? b["link_gbps"].get<double>() : 0;
-  std::cout << absl::StrFormat("baseline %s from %s (job %s), received %s%s\n",
-                               b.value("run_id", ""), b.value("host", ""), b.value("job_id", ""),
-                               b.value("received_at", ""),
-                               b.value("complete", false) ? "" : " (incomplete)");
+  std::cout << absl::StrFormat(
+      "baseline %s from %s (job %s), received %s%s\n", b.value("run_id", ""), b.value("host", ""),
+      b.value("job_id", "").empty() ? "-" : b.value("job_id", ""), b.value("received_at", ""),
+      b.value("complete", false) ? "" : " (incomplete)");
   std::cout << bl::FormatTable(results, nranks, link);
   std::cout << "verdict: " << bl::Judge(results, nranks, link, bl::VerdictThresholds()).line
             << "\n";

@@ -41,7 +41,8 @@ Usage: sentinel-baseline [options]
 
   --collectives LIST   allreduce (default), allgather, reducescatter, comma separated
   --sizes MODE         auto (default): the job's sizes from sentineld, else a doubling sweep;
-                       job: the job's sizes only (fails without a collector); sweep: doubling only
+                       job: the job's sizes only (fails without them); sweep: doubling only (the
+                       job's figures are still shown where its sizes fall in the same bucket)
   --min-bytes N        doubling sweep start (default 8)
   --max-bytes N        largest size, sweep end and cap on the job's sizes (default 8G); K/M/G suffixes
   --warmup N           warm-up iterations per size (default 5)
@@ -346,7 +347,7 @@ int Run(const Options& o) {
   bool have_job = false;
   if (rank == 0) {
     link_gbps = o.link_gbps > 0 ? o.link_gbps : ProbeLinkGbps();
-    if (!o.no_collector && o.sizes_mode != "sweep") {
+    if (!o.no_collector) {
       std::string addr =
           o.collector.empty() ? EnvOr("SENTINEL_ADDR", "127.0.0.1:9464") : o.collector;
       std::string body;
@@ -354,6 +355,7 @@ int Run(const Options& o) {
       if (!have_job) std::printf("# job figures: none (%s)\n", err.c_str());
     }
     for (Coll c : o.colls) {
+      if (o.sizes_mode == "sweep") break;  // the job's figures are still shown beside the sweep
       for (uint64_t s : SizesFromJob(job, c, o.max_bytes)) rv.sizes.push_back(s);
     }
     std::sort(rv.sizes.begin(), rv.sizes.end());

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End to end, without a GPU: a real sentineld, a 2-rank simulated job (fake NCCL, 2 nodes, 100 Gb/s
+# End to end, without a GPU: a real sentineld, a 2-rank simulated job (fake NCCL, 2 nodes, 10 Gb/s
 # links) streaming through the profiler plugin, then sentinel-baseline on 2 ranks (torchrun-style
-# variables) with the fake CUDA runtime and a fake sysfs NIC of 100 Gb/s. Checks the table, the
+# variables) with the fake CUDA runtime and a fake sysfs NIC of 10 Gb/s. Checks the table, the
 # verdict in both directions (a straggling job: "look at the job"; a degraded rank in the fabric:
 # "look at the network"), the fail-fast path (SENTINEL_EXPECT net=ib on a socket fabric: exit 3,
 # no table), and that the results reach sentineld (/v1/telemetry, /metrics, sentinelctl baseline).
@@ -21,13 +21,14 @@ cleanup() { [[ -n "$DPID" ]] && kill "$DPID" 2>/dev/null; wait 2>/dev/null; rm -
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$TMP"/*.out "$TMP"/*.err; do [[ -f $f ]] && { echo "--- $f"; cat "$f"; }; done; exit 1; }
 
-# Fake host: one active 100 Gb/s InfiniBand port.
+# Fake host: one active 10 Gb/s InfiniBand port. A slow link keeps the modelled time of a 64 MiB
+# all-reduce (54 ms) far above the fake's own overhead on a loaded CI machine (a few ms).
 mkdir -p "$TMP/sys/class/infiniband/mlx5_0/ports/1" "$TMP/dev"
 P="$TMP/sys/class/infiniband/mlx5_0/ports/1"
 echo "4: ACTIVE" > "$P/state"; echo "5: LinkUp" > "$P/phys_state"
-echo "100 Gb/sec (4X EDR)" > "$P/rate"; echo "InfiniBand" > "$P/link_layer"
+echo "10 Gb/sec (4X SDR)" > "$P/rate"; echo "InfiniBand" > "$P/link_layer"
 export SENTINEL_SYSFS_ROOT="$TMP/sys" SENTINEL_DEV_ROOT="$TMP/dev" SENTINEL_VERBS=0
-export SENTINEL_SOCKET="$TMP/s.sock" FAKE_NCCL_NODES=2 FAKE_NCCL_LINK_GBPS=100 FAKE_NCCL_LATENCY_US=5
+export SENTINEL_SOCKET="$TMP/s.sock" FAKE_NCCL_NODES=2 FAKE_NCCL_LINK_GBPS=10 FAKE_NCCL_LATENCY_US=5
 unset SENTINEL_EXPECT SENTINEL_EXPECT_FILE NCCL_PROFILER_PLUGIN
 
 "$SENTINELD" --socket "$SENTINEL_SOCKET" --listen 127.0.0.1:0 --port-file "$TMP/port" \
@@ -42,9 +43,9 @@ ADDR="127.0.0.1:$(cat "$TMP/port")"
 "$BASELINE" --bogus > /dev/null 2>&1; [[ $? -eq 2 ]] || fail "--bogus should exit 2"
 "$BASELINE" --help | grep -q "Exit codes" || fail "--help"
 
-# The job: rank 1 computes 40 ms longer every step, so rank 0's 64 MiB all-reduces wait for it.
+# The job: rank 1 computes 100 ms longer every step, so rank 0's 64 MiB all-reduces wait for it.
 "$SIM" --ranks 2 --steps 8 --bytes 64M --compute-ms 1 --plugin "$PLUGIN" \
-  --straggler rank=1,delay-ms=40,from=0 --quiet > "$TMP/sim.out" 2>&1 || fail "sim job failed"
+  --straggler rank=1,delay-ms=100,from=0 --quiet > "$TMP/sim.out" 2>&1 || fail "sim job failed"
 for _ in $(seq 50); do
   curl -sf "http://$ADDR/v1/telemetry" | grep -q '"busbw_by_size":\[{' && break; sleep 0.1
 done
@@ -58,23 +59,27 @@ run_baseline() {
   while [[ $# -gt 0 && "$1" != "--" ]]; do envs+=("$1"); shift; done
   shift
   local port=$((20000 + RANDOM % 20000))
-  for r in 1 0; do
+  local pids=()
+  for r in 0 1; do
     env "${envs[@]}" RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
       timeout 120 "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" --collector "$ADDR" \
       --warmup 1 --iters 3 --timeout 60 "$@" > "$TMP/$name.$r.out" 2> "$TMP/$name.$r.err" &
+    pids+=($!)
   done
-  wait %1; local rc1=$?; wait %2; local rc0=$?
-  echo "$rc0 $rc1"
+  local rcs=()
+  for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
+  echo "${rcs[0]} ${rcs[1]}"
 }
 
 # 1) Healthy fabric, straggling job: the sweep is the job's size; verdict blames the job.
-rcs=$(run_baseline job --)
+# --fabric-ok 0.7 leaves room for the fake's overhead (the degraded fabric below reaches 25 %).
+rcs=$(run_baseline job -- --fabric-ok 0.7)
 [[ "$rcs" == "0 0" ]] || fail "baseline (job case) exit codes $rcs"
 OUT="$TMP/job.0.out"
 grep -q "# sizes: the job's message sizes as sentineld saw them (1)" "$OUT" || fail "sizes not from the job"
 grep -Eq '^AllReduce +64 MiB +16777216 ' "$OUT" || fail "no 64 MiB row"
-grep -q "link 100.0 Gb/s" "$OUT" || fail "link rate not from the host probe"
-grep -Eq "^verdict: fabric reaches (8[0-9]|9[0-9]|10[0-9]) % of link rate at 64 MiB; the job reaches [0-9]+ % of the baseline: look at the job \(overlap, arrival skew\), not the network$" "$OUT" \
+grep -q "link 10.0 Gb/s" "$OUT" || fail "link rate not from the host probe"
+grep -Eq "^verdict: fabric reaches ([7-9][0-9]|10[0-9]) % of link rate at 64 MiB; the job reaches [0-9]+ % of the baseline: look at the job \(overlap, arrival skew\), not the network$" "$OUT" \
   || fail "job verdict"
 grep -q "# sent 1 results to sentineld" "$OUT" || fail "results not sent"
 [[ ! -s "$TMP/job.1.out" ]] || fail "rank 1 printed a table"
@@ -86,32 +91,32 @@ import json, sys
 t = json.load(open(sys.argv[1]))
 b = t["baseline"]
 assert b is not None and b["complete"] is True, b
-assert b["link_gbps"] == 100.0, b["link_gbps"]
+assert b["link_gbps"] == 10.0, b["link_gbps"]
 (s,) = b["sizes"]
 assert s["func"] == "AllReduce" and s["bytes"] == 64 << 20 and s["nranks"] == 2 and s["iters"] == 3, s
 # nccl-tests formulas on the record's own figures: algbw = bytes/time, busbw = algbw * 2(n-1)/n.
 algbw = s["bytes"] / (s["time_us"] * 1e3)
 assert abs(s["algbw_gbytes_per_s"] - algbw) / algbw < 1e-3, (s, algbw)
 assert abs(s["busbw_gbytes_per_s"] - algbw * 2 * (2 - 1) / 2) / algbw < 1e-3, s
-assert 0.8 <= s["link_ratio"] <= 1.05, s
+assert 0.7 <= s["link_ratio"] <= 1.05, s
 assert s["job_busbw_gbytes_per_s"] is not None and s["job_ratio"] < 0.8, s
 assert abs(s["job_ratio"] - s["job_busbw_gbytes_per_s"] / s["busbw_gbytes_per_s"]) < 1e-9, s
 PY
 curl -sf "http://$ADDR/metrics" > "$TMP/metrics.txt" || fail "metrics"
 grep -Eq '^sentinel_baseline_busbw_gbytes_per_second\{func="AllReduce",bytes="67108864"\} [0-9.]+' "$TMP/metrics.txt" || fail "metrics busbw"
-grep -Eq '^sentinel_baseline_link_ratio\{func="AllReduce",bytes="67108864"\} 0\.[89]' "$TMP/metrics.txt" || fail "metrics link ratio"
+grep -Eq '^sentinel_baseline_link_ratio\{func="AllReduce",bytes="67108864"\} (0\.[7-9]|1\.0)' "$TMP/metrics.txt" || fail "metrics link ratio"
 grep -Eq '^sentinel_baseline_job_ratio\{func="AllReduce",bytes="67108864"\} 0\.' "$TMP/metrics.txt" || fail "metrics job ratio"
 grep -Eq '^sentinel_job_busbw_gbytes_per_second\{func="AllReduce",size_bucket="<=64MiB"\}' "$TMP/metrics.txt" || fail "metrics job busbw"
 "$CTL" --addr "$ADDR" baseline > "$TMP/ctl.out" 2>&1 || fail "sentinelctl baseline"
 grep -Eq '^AllReduce +64 MiB' "$TMP/ctl.out" || fail "sentinelctl baseline table"
 grep -q "look at the job" "$TMP/ctl.out" || fail "sentinelctl baseline verdict"
 
-# 2) Degraded fabric (rank 1's NIC at 25 Gb/s): the verdict blames the network.
-rcs=$(run_baseline net FAKE_NCCL_DEGRADED_RANK=1 FAKE_NCCL_DEGRADED_GBPS=25 -- --sizes sweep --min-bytes 64M --max-bytes 64M)
+# 2) Degraded fabric (rank 1's NIC at 2.5 Gb/s): the verdict blames the network.
+rcs=$(run_baseline net FAKE_NCCL_DEGRADED_RANK=1 FAKE_NCCL_DEGRADED_GBPS=2.5 -- --sizes sweep --min-bytes 64M --max-bytes 64M)
 [[ "$rcs" == "0 0" ]] || fail "baseline (network case) exit codes $rcs"
 OUT="$TMP/net.0.out"
 grep -q "# sizes: doubling sweep 64 MiB .. 64 MiB" "$OUT" || fail "sweep sizes"
-grep -Eq "^verdict: fabric reaches (2[0-9]) % of link rate at 64 MiB; the job reaches [0-9]+ % of the baseline: look at the network \(links, NICs, switches, transport\), not the job$" "$OUT" \
+grep -Eq "^verdict: fabric reaches ([0-9]|1[0-9]|2[0-5]) % of link rate at 64 MiB; the job reaches [0-9]+ % of the baseline: look at the network \(links, NICs, switches, transport\), not the job$" "$OUT" \
   || fail "network verdict"
 
 # 3) Fail-fast: the job expects IB, the fabric falls back to sockets: exit 3 and no table.
