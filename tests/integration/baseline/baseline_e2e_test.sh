@@ -2,8 +2,8 @@
 # End to end, without a GPU: a real sentineld, a 2-rank simulated job (fake NCCL, 2 nodes, 10 Gb/s
 # links) streaming through the profiler plugin, then sentinel-baseline on 2 ranks (torchrun-style
 # variables) with the fake CUDA runtime and a fake sysfs NIC of 10 Gb/s. Checks the table, the
-# verdict in both directions (a straggling job: "look at the job"; a degraded rank in the fabric:
-# "look at the network"), the fail-fast path (SENTINEL_EXPECT net=ib on a socket fabric: exit 3,
+# verdict in both directions (a straggling job: "look at the job"; a degraded rank or ring link in
+# the fabric: "look at the network"), the fail-fast path (SENTINEL_EXPECT net=ib on a socket fabric: exit 3,
 # no table), and that the results reach sentineld (/v1/telemetry, /metrics, sentinelctl baseline).
 # Usage: baseline_e2e_test.sh BUILD_DIR
 set -uo pipefail
@@ -118,6 +118,12 @@ OUT="$TMP/net.0.out"
 grep -q "# sizes: doubling sweep 64 MiB .. 64 MiB" "$OUT" || fail "sweep sizes"
 grep -Eq "^verdict: fabric reaches ([0-9]|1[0-9]|2[0-5]) % of link rate at 64 MiB; the job reaches [0-9]+ % of the baseline: look at the network \(links, NICs, switches, transport\), not the job$" "$OUT" \
   || fail "network verdict"
+
+# 2b) A degraded ring link (ranks 0-1) instead of a rank: the same verdict.
+rcs=$(run_baseline link FAKE_NCCL_DEGRADED_LINK=0-1 FAKE_NCCL_DEGRADED_GBPS=2.5 -- --sizes sweep --min-bytes 64M --max-bytes 64M --no-collector)
+[[ "$rcs" == "0 0" ]] || fail "baseline (link case) exit codes $rcs"
+grep -Eq "^verdict: fabric reaches ([0-9]|1[0-9]|2[0-5]) % of link rate at 64 MiB: look at the network" "$TMP/link.0.out" \
+  || fail "degraded link verdict"
 
 # 3) Fail-fast: the job expects IB, the fabric falls back to sockets: exit 3 and no table.
 rcs=$(run_baseline expect SENTINEL_EXPECT=net=ib FAKE_NCCL_NET=socket -- --no-collector --max-bytes 1K)
