@@ -275,20 +275,20 @@ SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireVerdict) == 3104, "verdict size")
  * use the nccl-tests formulas: algbw = bytes / time, busbw = algbw * factor(func, nranks). */
 enum { kSentinelBaselineLast = 1 /* flags: the last record of its sweep */ };
 typedef struct {
-  uint64_t run_id;        /* the same for every record of one sweep */
-  int64_t now_ns;         /* CLOCK_MONOTONIC when the size was measured */
-  uint64_t bytes;         /* nccl-tests "size": the whole buffer (AllGather: the gathered one) */
-  int64_t time_ns;        /* mean time of one collective over the timed iterations */
-  uint64_t algbw_bps;     /* bytes per second */
-  uint64_t busbw_bps;     /* bytes per second */
-  uint64_t link_mbps;     /* the host probe's link rate, Mb/s; 0 when unknown */
-  int32_t nranks;         /* ranks in the baseline's communicator */
-  int32_t iters;          /* timed iterations */
-  uint8_t func;           /* kSentinelFunc* */
+  uint64_t run_id;    /* the same for every record of one sweep */
+  int64_t now_ns;     /* CLOCK_MONOTONIC when the size was measured */
+  uint64_t bytes;     /* nccl-tests "size": the whole buffer (AllGather: the gathered one) */
+  int64_t time_ns;    /* mean time of one collective over the timed iterations */
+  uint64_t algbw_bps; /* bytes per second */
+  uint64_t busbw_bps; /* bytes per second */
+  uint64_t link_mbps; /* the host probe's link rate, Mb/s; 0 when unknown */
+  int32_t nranks;     /* ranks in the baseline's communicator */
+  int32_t iters;      /* timed iterations */
+  uint8_t func;       /* kSentinelFunc* */
   uint8_t reserved0;
-  uint16_t flags;         /* kSentinelBaseline* */
-  uint16_t index;         /* position of this size in the sweep, 0-based */
-  uint16_t count;         /* sizes in the sweep */
+  uint16_t flags; /* kSentinelBaseline* */
+  uint16_t index; /* position of this size in the sweep, 0-based */
+  uint16_t count; /* sizes in the sweep */
 } SentinelWireBaseline;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireBaseline) == 72, "baseline size");
 
