@@ -241,8 +241,9 @@ struct State {
   std::vector<HangSuspect> hang_suspects;
   absl::flat_hash_map<std::string, Alert> alerts;
   std::deque<std::string> resolved_order;
-  NicState nic;            // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
-  BaselineStore baseline;  // the latest sentinel-baseline run (wire type 12)
+  NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
+  // The latest sentinel-baseline run (wire type 12).
+  BaselineStore baseline;
 };
 
 class Aggregator : public IngestSink {
