@@ -18,12 +18,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "tools/baseline/report.h"
+
 namespace {
 
 constexpr int kOk = 0;
 constexpr int kUnreachable = 1;
 constexpr int kUsage = 2;
 constexpr int kFiring = 3;
+constexpr int kNoBaseline = 4;
 
 constexpr const char* kUsageText = R"(sentinelctl: talk to the node's sentineld.
 
@@ -35,10 +38,13 @@ Commands:
   alerts [--json] [--all]  firing alerts (--all: resolved too); exit 3 when any is firing
   top [--once] [--interval S]  live per-rank table refreshing in the terminal
   trace [--last DUR]     Chrome/Perfetto JSON of the collectives per rank (default 60s) to stdout
+  baseline [--json]      the latest sentinel-baseline run beside the job's bus bandwidth, with the
+                         verdict; exit 4 when no baseline arrived yet
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
-Exit codes: 0 ok, 1 collector unreachable, 2 usage, 3 firing alerts (alerts only).
+Exit codes: 0 ok, 1 collector unreachable, 2 usage, 3 firing alerts (alerts only), 4 no baseline
+yet (baseline only).
 )";
 
 struct Options {
@@ -234,6 +240,43 @@ int Trace(const Options& o) {
   return kOk;
 }
 
+// The baseline comparison, rendered by sentinel-baseline's own table and verdict code.
+int Baseline(const Options& o) {
+  nlohmann::json t;
+  if (!Get(o, "/v1/telemetry", &t)) return kUnreachable;
+  const nlohmann::json& b = t["baseline"];
+  if (o.json) std::cout << b.dump(2) << "\n";
+  if (!b.is_object()) {
+    if (!o.json) std::cout << "no baseline yet: run sentinel-baseline on the job's allocation\n";
+    return kNoBaseline;
+  }
+  if (o.json) return kOk;
+  namespace bl = sentinel::baseline;
+  std::vector<bl::SizeResult> results;
+  int nranks = 0;
+  for (const auto& s : b["sizes"]) {
+    bl::SizeResult r;
+    if (!bl::ParseColl(s.value("func", ""), &r.coll)) continue;
+    r.bytes = s.value("bytes", uint64_t{0});
+    r.time_ns = s.value("time_us", 0.0) * 1e3;
+    r.algbw_gbs = s.value("algbw_gbytes_per_s", 0.0);
+    r.busbw_gbs = s.value("busbw_gbytes_per_s", 0.0);
+    const auto& job = s["job_busbw_gbytes_per_s"];
+    r.job_busbw_gbs = job.is_number() ? job.get<double>() : -1;
+    nranks = s.value("nranks", 0);
+    results.push_back(r);
+  }
+  const double link = b["link_gbps"].is_number() ? b["link_gbps"].get<double>() : 0;
+  std::cout << absl::StrFormat(
+      "baseline %s from %s (job %s), received %s%s\n", b.value("run_id", ""), b.value("host", ""),
+      b.value("job_id", "").empty() ? "-" : b.value("job_id", ""), b.value("received_at", ""),
+      b.value("complete", false) ? "" : " (incomplete)");
+  std::cout << bl::FormatTable(results, nranks, link);
+  std::cout << "verdict: " << bl::Judge(results, nranks, link, bl::VerdictThresholds()).line
+            << "\n";
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -291,6 +334,7 @@ int main(int argc, char** argv) {
   if (o.command == "alerts") return Alerts(o);
   if (o.command == "top") return Top(o);
   if (o.command == "trace") return Trace(o);
+  if (o.command == "baseline") return Baseline(o);
   return Usage(o.command.empty() ? "missing command"
                                  : absl::StrCat("unknown command ", o.command).c_str());
 }

@@ -827,6 +827,15 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
     case kSentinelWireVerdict:
       HandleVerdict(client, ReadPayload<SentinelWireVerdict>(frame));
       return;
+    case kSentinelWireBaselineResult: {  // sentinel-baseline (collector/aggregate/baseline_store.h)
+      auto it = state_.processes.find(client);
+      const ProcessState* p = it == state_.processes.end() ? nullptr : it->second.get();
+      if (!state_.baseline.Add(ReadPayload<SentinelWireBaseline>(frame), p ? p->host : "",
+                               p ? p->job_id : "", clock_->RealNs())) {
+        ++state_.counters.records_invalid;
+      }
+      return;
+    }
     default:
       return;
   }

@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/baseline_store.h"
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
@@ -243,6 +244,8 @@ struct State {
   absl::flat_hash_map<std::string, Alert> alerts;
   std::deque<std::string> resolved_order;
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
+  // The latest sentinel-baseline run (wire type 12).
+  BaselineStore baseline;
 };
 
 class Aggregator : public IngestSink {

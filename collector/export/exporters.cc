@@ -8,6 +8,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
 
+#include "collector/export/baseline_export.h"
+
 namespace sentinel::collector {
 namespace {
 
@@ -350,7 +352,9 @@ std::string RenderPrometheus(const State& state) {
       }
     }
   }
-  return w.Take();
+  std::string out = w.Take();
+  AppendBaselinePrometheus(state, INT64_MIN, &out);  // baseline_export.h
+  return out;
 }
 
 nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -502,6 +506,9 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"gpu", GpuTelemetryJson(gpus, since)},
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
+          // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
+          {"busbw_by_size", JobBusbwBySizeJson(state, since)},
+          {"baseline", BaselineJson(state, since)},
           {"records", c.records},
           {"plugin_dropped", dropped},
           {"evicted",

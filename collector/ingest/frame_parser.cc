@@ -43,6 +43,8 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireCommEnd);
     case kSentinelWireHelloAck:
       return sizeof(SentinelWireHelloAck);
+    case kSentinelWireBaselineResult:
+      return sizeof(SentinelWireBaseline);
     default:
       return 0;
   }

@@ -89,6 +89,7 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireGpuWindow:
     case kSentinelWireKernelAttribution:
     case kSentinelWireVerdict:
+    case kSentinelWireBaselineResult:
       FlushBatch();  // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;

@@ -44,8 +44,10 @@ enum {
   kSentinelWireHelloAck = 8, /* collector -> plugin */
   kSentinelWireInFlight = 9, /* per-communicator in-flight state (hang detection) */
   /* Reserved for work in progress; each is defined by the change that implements it:
-   * 10 net-plugin device, 11 net-plugin connection stats, 12 fabric baseline result,
-   * 13 collector -> plugin hang verdict, 14 overhead budget state, 15 CUPTI kernel attribution. */
+   * 10 net-plugin device, 11 net-plugin connection stats,
+   * 13 collector -> plugin hang verdict, 14 overhead budget state. 15 (CUPTI kernel attribution)
+   * is defined next to its struct below. */
+  kSentinelWireBaselineResult = 12, /* sentinel-baseline: one swept size (SentinelWireBaseline) */
 };
 
 /* Features announced in SentinelWireHello.features (bit flags). */
@@ -309,6 +311,27 @@ typedef struct {
   uint32_t correlation_id;
 } SentinelWireKernelAttribution;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireKernelAttribution) == 48, "kernel attribution size");
+/* ---- Type 12: fabric baseline result (tools/baseline, sentinel-baseline). ---- */
+/* One message size of one sentinel-baseline sweep, sent by its rank 0 (wire_format.md). Bandwidths
+ * use the nccl-tests formulas: algbw = bytes / time, busbw = algbw * factor(func, nranks). */
+enum { kSentinelBaselineLast = 1 /* flags: the last record of its sweep */ };
+typedef struct {
+  uint64_t run_id;    /* the same for every record of one sweep */
+  int64_t now_ns;     /* CLOCK_MONOTONIC when the size was measured */
+  uint64_t bytes;     /* nccl-tests "size": the whole buffer (AllGather: the gathered one) */
+  int64_t time_ns;    /* mean time of one collective over the timed iterations */
+  uint64_t algbw_bps; /* bytes per second */
+  uint64_t busbw_bps; /* bytes per second */
+  uint64_t link_mbps; /* the host probe's link rate, Mb/s; 0 when unknown */
+  int32_t nranks;     /* ranks in the baseline's communicator */
+  int32_t iters;      /* timed iterations */
+  uint8_t func;       /* kSentinelFunc* */
+  uint8_t reserved0;
+  uint16_t flags; /* kSentinelBaseline* */
+  uint16_t index; /* position of this size in the sweep, 0-based */
+  uint16_t count; /* sizes in the sweep */
+} SentinelWireBaseline;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireBaseline) == 72, "baseline size");
 
 #ifdef __cplusplus
 } /* extern "C" */

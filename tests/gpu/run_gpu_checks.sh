@@ -27,6 +27,18 @@ BUILD="$ROOT/build-gpu"
   fi
   echo "=== cupti_overlap_check"
   timeout 400 python3 "$ROOT/tests/gpu/cupti_overlap_check.py" --plugin "$LIB" || status=1
+  # sentinel-baseline (tools/baseline): a carried binary (SENTINEL_BASELINE_BIN), else built here.
+  BL="${SENTINEL_BASELINE_BIN:-}"
+  if [[ -z "$BL" ]]; then
+    cmake -S "$ROOT" -B "$BUILD" >/dev/null && cmake --build "$BUILD" --target sentinel-baseline -j 8 >/dev/null &&
+      BL="$BUILD/tools/baseline/sentinel-baseline"
+  fi
+  echo "=== baseline_gpu_check"
+  if [[ -n "$BL" && -x "$BL" ]]; then
+    timeout 150 bash "$ROOT/tests/gpu/baseline_gpu_check.sh" "$BL" || status=1
+  else
+    echo "sentinel-baseline could not be built here (needs nlohmann-json3-dev)"; status=1
+  fi
   echo "=== overall status $status"
   exit $status
 } 2>&1 | tee "$OUT/gpu_checks.log"

@@ -25,11 +25,13 @@
 #include <vector>
 
 #include "plugin/abi/nccl_profiler_abi.h"
+#include "tests/fakes/fake_nccl/bandwidth_model.h"
 #include "tests/fakes/fake_nccl/comm_hash.h"
 #include "tests/fakes/fake_nccl/debug_log.h"
 #include "tests/fakes/fake_nccl/profiler_host.h"
 #include "tests/fakes/fake_nccl/scenario.h"
 #include "tests/fakes/fake_nccl/shm_barrier.h"
+#include "tests/fakes/fake_nccl/stream_sync.h"
 
 // Exports `name` as a weak definition and `pname` as a strong alias of it, like NCCL's NCCL_API.
 #define FAKE_NCCL_API(ret, name, ...)                                        \
@@ -691,7 +693,9 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
         ProfilerRecord(s.handle, kSentinelStateProxyOpInProgress, &args);
       }
     }
-    double gbps = op.net ? sc.link_gbps : sc.intra_gbps;
+    // Bandwidth model (bandwidth_model.h): the slowest link of the ring or pair sets the pace.
+    double gbps =
+        op.net ? ModelNetGbps(sc, comm->nranks, comm->rank, t.is_coll, t.peer) : sc.intra_gbps;
     int64_t xfer_ns =
         static_cast<int64_t>(static_cast<double>(op.wire_bytes) * 8.0 / std::max(gbps, 1e-3));
     if (op.net) xfer_ns += static_cast<int64_t>(sc.latency_us * 1000.0);
@@ -1260,6 +1264,7 @@ ncclResult_t Enqueue(Task t) {
               t.is_coll ? t.root : t.peer, n);
     return ncclInvalidArgument;
   }
+  NoteStreamUse(t.stream, t.comm);              // for fakeNcclSynchronizeStream (stream_sync.h)
   if (t.count == 0) return ncclSuccess;         // discarded before enqueue (§5.5)
   if (t.is_coll && n == 1) return ncclSuccess;  // a memcpy: no events (§5.5)
   ++tls_group.depth;                            // the implicit group
@@ -1377,6 +1382,7 @@ ncclResult_t Teardown(ncclComm* comm, bool abort) {
   FAKE_INFO(kSubInit, "comm %p rank %d nranks %d cudaDev %d busId %lx - %s COMPLETE",
             static_cast<const void*>(comm), comm->rank, comm->nranks, comm->cuda_dev, BusId(comm),
             abort ? "Abort" : "Destroy");
+  ForgetComm(comm);  // stream_sync.h
   FreeComm(comm);
   return ncclSuccess;
 }

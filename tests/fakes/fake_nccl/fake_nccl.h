@@ -153,6 +153,9 @@ ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm);
  * events start on the host) but their kernels never start (no KernelCh, no proxy work). Only
  * ncclCommAbort ends it; ncclCommDestroy and fakeNcclStreamSynchronize wait forever. */
 ncclResult_t fakeNcclStallStream(ncclComm_t comm);
+/* Like cudaStreamSynchronize(stream): waits for every communicator's operations enqueued on
+ * `stream` so far (a fake CUDA runtime calls it; see tests/fakes/fake_cudart). */
+ncclResult_t fakeNcclSynchronizeStream(cudaStream_t stream);
 /* CUDA-graph emulation: operations on `comm` between Begin and End are captured, not run. */
 ncclResult_t fakeNcclGraphBeginCapture(ncclComm_t comm);
 ncclResult_t fakeNcclGraphEndCapture(ncclComm_t comm, fakeNcclGraph_t* graph);

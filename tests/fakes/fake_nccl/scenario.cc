@@ -122,6 +122,34 @@ std::string Apply(const std::string& key, const std::string& value, Scenario* s)
     if (key == "barrier_timeout_s") s->barrier_timeout_s = d;
     return "";
   }
+  // Bandwidth model: a degraded rank or ring link (bandwidth_model.h).
+  if (key == "degraded_rank") {
+    if (!ParseInt(value, &i) || i < -1 || i >= 1000000) return key + ": expected a rank or -1";
+    s->degraded_rank = static_cast<int>(i);
+    return "";
+  }
+  if (key == "degraded_link") {
+    long long a = 0;
+    long long b = 0;
+    size_t dash = value.find('-');
+    if (value.empty() || value == "none") {
+      s->degraded_link_a = s->degraded_link_b = -1;
+      return "";
+    }
+    if (dash == std::string::npos || !ParseInt(value.substr(0, dash), &a) ||
+        !ParseInt(value.substr(dash + 1), &b) || a < 0 || b < 0 || a == b || a > 1000000 ||
+        b > 1000000) {
+      return key + ": expected RANK-RANK (two different ranks) or none";
+    }
+    s->degraded_link_a = static_cast<int>(a);
+    s->degraded_link_b = static_cast<int>(b);
+    return "";
+  }
+  if (key == "degraded_gbps") {
+    if (!ParseDouble(value, &d)) return key + ": expected a non-negative number";
+    s->degraded_gbps = d;
+    return "";
+  }
   return "unknown key '" + key + "'";
 }
 
@@ -143,7 +171,10 @@ constexpr const char* kKeys[] = {"net",
                                  "pxn",
                                  "barrier_timeout_s",
                                  "gpu_clock_offset_ns",
-                                 "cuda_driver_version"};
+                                 "cuda_driver_version",
+                                 "degraded_rank",
+                                 "degraded_link",
+                                 "degraded_gbps"};
 
 }  // namespace
 

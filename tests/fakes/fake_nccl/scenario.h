@@ -30,6 +30,12 @@ struct Scenario {
   double barrier_timeout_s = 0.0;
   long long gpu_clock_offset_ns = 1000000000000LL;  // %globaltimer = CLOCK_MONOTONIC + this
   int cuda_driver_version = 13000;
+  // Bandwidth model (bandwidth_model.h): one degraded rank's NIC, or one degraded ring link
+  // between ranks degraded_link_a and degraded_link_b, runs at degraded_gbps (0: nothing degraded).
+  int degraded_rank = -1;
+  int degraded_link_a = -1;
+  int degraded_link_b = -1;
+  double degraded_gbps = 0.0;
 };
 
 // Parses `text` (file contents) into `out`, applying to its current values. Returns "" or an error.

@@ -1,0 +1,150 @@
+// JSON and Prometheus renderings of the baseline comparison; see baseline_export.h.
+#include "collector/export/baseline_export.h"
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "collector/export/exporters.h"
+
+namespace sentinel::collector {
+namespace {
+
+// Job figures of one (func, bucket) over the window.
+struct JobBucket {
+  std::vector<int64_t> bytes;
+  std::vector<int64_t> busbw_mbytes;  // MB/s, so that Percentile's integers keep 3 digits
+};
+
+std::map<std::pair<int, int>, JobBucket> JobBuckets(const State& state, int64_t since) {
+  std::map<std::pair<int, int>, JobBucket> out;
+  for (size_t i = 0; i < state.collectives.size(); ++i) {
+    const CollSummary& s = state.collectives[i];
+    if (s.end_mono_ns < since || s.busbw_gbps < 0) continue;
+    JobBucket& b = out[{s.func, SizeBucket(s.bytes)}];
+    b.bytes.push_back(static_cast<int64_t>(s.bytes));
+    b.busbw_mbytes.push_back(static_cast<int64_t>(s.busbw_gbps * 1000));
+  }
+  return out;
+}
+
+// p50 bus bandwidth of the job's bucket, GB/s; -1 when the job has none.
+double JobBusbwAt(std::map<std::pair<int, int>, JobBucket>* buckets, int func, uint64_t bytes) {
+  auto it = buckets->find({func, SizeBucket(bytes)});
+  if (it == buckets->end()) return -1;
+  return static_cast<double>(Percentile(&it->second.busbw_mbytes, 50)) / 1000;
+}
+
+nlohmann::json NumOrNull(double v) { return v >= 0 ? nlohmann::json(v) : nlohmann::json(); }
+
+// Bounds of a size bucket (stats.h: powers of 4 from 1 KiB): (min, max]; max 0 = unbounded.
+uint64_t BucketMax(int bucket) {
+  return bucket >= kSizeBuckets - 1 ? 0 : uint64_t{1024} << (2 * bucket);
+}
+uint64_t BucketMin(int bucket) { return bucket <= 0 ? 0 : uint64_t{1024} << (2 * (bucket - 1)); }
+
+void Family(std::string* out, const char* name, const char* help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n");
+}
+
+void Sample(std::string* out, const char* name, const std::string& labels, double v) {
+  absl::StrAppend(out, name, "{", labels, "} ", absl::StrFormat("%.17g", v), "\n");
+}
+
+}  // namespace
+
+nlohmann::json JobBusbwBySizeJson(const State& state, int64_t since_mono_ns) {
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& [key, b] : JobBuckets(state, since_mono_ns)) {
+    const size_t n = b.bytes.size();
+    const uint64_t max = BucketMax(key.second);
+    out.push_back(
+        {{"func", FuncName(static_cast<uint8_t>(key.first))},
+         {"size_bucket", SizeBucketLabel(key.second)},
+         {"bucket_min_bytes", BucketMin(key.second)},
+         {"bucket_max_bytes", max == 0 ? nlohmann::json() : nlohmann::json(max)},
+         {"bytes_p50", Percentile(&b.bytes, 50)},
+         {"collectives", n},
+         {"busbw_gbytes_per_s_p50", static_cast<double>(Percentile(&b.busbw_mbytes, 50)) / 1000}});
+  }
+  return out;
+}
+
+nlohmann::json BaselineJson(const State& state, int64_t since_mono_ns) {
+  const BaselineStore::Run* run = state.baseline.latest();
+  if (run == nullptr) return nlohmann::json();
+  auto buckets = JobBuckets(state, since_mono_ns);
+  nlohmann::json sizes = nlohmann::json::array();
+  double link_gbps = -1;
+  for (const SentinelWireBaseline& r : run->records) {
+    const double busbw = static_cast<double>(r.busbw_bps) / 1e9;
+    const double link = r.link_mbps > 0 ? static_cast<double>(r.link_mbps) / 1000 : -1;
+    if (link > 0) link_gbps = link;
+    // The job's figure only for AllReduce: the plugin's bytes for AllGather/ReduceScatter are
+    // per rank, the baseline's (nccl-tests) are the whole buffer.
+    const double job =
+        r.func == kSentinelFuncAllReduce ? JobBusbwAt(&buckets, r.func, r.bytes) : -1;
+    sizes.push_back({{"func", FuncName(r.func)},
+                     {"bytes", r.bytes},
+                     {"nranks", r.nranks},
+                     {"iters", r.iters},
+                     {"time_us", static_cast<double>(r.time_ns) / 1e3},
+                     {"algbw_gbytes_per_s", static_cast<double>(r.algbw_bps) / 1e9},
+                     {"busbw_gbytes_per_s", busbw},
+                     {"job_busbw_gbytes_per_s", NumOrNull(job)},
+                     {"link_ratio", NumOrNull(link > 0 ? busbw / (link / 8) : -1)},
+                     {"job_ratio", NumOrNull(job >= 0 && busbw > 0 ? job / busbw : -1)}});
+  }
+  return {{"run_id", absl::StrFormat("%016x", run->run_id)},
+          {"host", run->host},
+          {"job_id", run->job_id},
+          {"received_at", FormatRealTime(run->received_real_ns)},
+          {"complete", run->complete},
+          {"link_gbps", NumOrNull(link_gbps)},
+          {"sizes", sizes}};
+}
+
+void AppendBaselinePrometheus(const State& state, int64_t since_mono_ns, std::string* out) {
+  auto buckets = JobBuckets(state, since_mono_ns);
+  Family(out, "sentinel_job_busbw_gbytes_per_second",
+         "The job's p50 bus bandwidth (GB/s) over the window, by function and size bucket.");
+  for (auto& [key, b] : buckets) {
+    Sample(out, "sentinel_job_busbw_gbytes_per_second",
+           absl::StrCat("func=\"", FuncName(static_cast<uint8_t>(key.first)), "\",size_bucket=\"",
+                        SizeBucketLabel(key.second), "\""),
+           static_cast<double>(Percentile(&b.busbw_mbytes, 50)) / 1000);
+  }
+  const BaselineStore::Run* run = state.baseline.latest();
+  if (run == nullptr) return;
+  Family(
+      out, "sentinel_baseline_busbw_gbytes_per_second",
+      "Bus bandwidth (GB/s) sentinel-baseline measured on this allocation, by function and size.");
+  for (const SentinelWireBaseline& r : run->records) {
+    Sample(out, "sentinel_baseline_busbw_gbytes_per_second",
+           absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
+           static_cast<double>(r.busbw_bps) / 1e9);
+  }
+  Family(out, "sentinel_baseline_link_ratio",
+         "Baseline bus bandwidth / the host probe's link rate, by function and size.");
+  for (const SentinelWireBaseline& r : run->records) {
+    if (r.link_mbps == 0) continue;
+    Sample(out, "sentinel_baseline_link_ratio",
+           absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
+           static_cast<double>(r.busbw_bps) / 1e9 / (static_cast<double>(r.link_mbps) / 8000));
+  }
+  Family(out, "sentinel_baseline_job_ratio",
+         "The job's p50 bus bandwidth in the size's bucket / the baseline's (AllReduce).");
+  for (const SentinelWireBaseline& r : run->records) {
+    if (r.func != kSentinelFuncAllReduce || r.busbw_bps == 0) continue;
+    const double job = JobBusbwAt(&buckets, r.func, r.bytes);
+    if (job < 0) continue;
+    Sample(out, "sentinel_baseline_job_ratio",
+           absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
+           job / (static_cast<double>(r.busbw_bps) / 1e9));
+  }
+}
+
+}  // namespace sentinel::collector
