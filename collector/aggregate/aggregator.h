@@ -20,8 +20,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
-#include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/baseline_store.h"
+#include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
