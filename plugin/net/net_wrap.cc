@@ -28,6 +28,7 @@
 #include "plugin/base/raw_log.h"
 #include "plugin/net/net_abi.h"
 #include "plugin/net/net_observer.h"
+#include "plugin/net/net_reporter.h"
 
 namespace sentinel::net {
 namespace {
@@ -182,7 +183,9 @@ void* Tag(Conn* c, void* real_req, uint64_t bytes, int n) {
 
 SentinelNcclResult WInit(void** ctx, uint64_t comm_id, SentinelNetCommConfigV11* config,
                          SentinelNcclLogger log_fn, SentinelNetProfilerCallback prof_fn) {
-  return g_real.init(ctx, comm_id, config, log_fn, prof_fn);
+  SentinelNcclResult rc = g_real.init(ctx, comm_id, config, log_fn, prof_fn);
+  if (rc == kSentinelNcclSuccess) StartReporter();  // slow path: once per process
+  return rc;
 }
 
 SentinelNcclResult WDevices(int* ndev) { return g_real.devices(ndev); }

@@ -35,6 +35,7 @@ struct Loaded {
 
 // Sets the environment, then loads the wrapper as NCCL does (RTLD_NOW | RTLD_LOCAL, §7.1).
 Loaded LoadWrapper(const char* wrap, const std::vector<std::pair<const char*, const char*>>& env) {
+  setenv("SENTINEL_SOCKET", "none", 1);  // the reporter: tests/integration/net
   for (const auto& kv : env) setenv(kv.first, kv.second, 1);
   if (wrap != nullptr) setenv("SENTINEL_NET_WRAP", wrap, 1);
   Loaded l;
