@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
+#include "collector/aggregate/net_links.h"
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
@@ -241,6 +242,7 @@ struct State {
   absl::flat_hash_map<std::string, Alert> alerts;
   std::deque<std::string> resolved_order;
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
+  NetLinks net;  // links of the wrapping net plugin (wire types 10/11, net_links.h)
 };
 
 class Aggregator : public IngestSink {
@@ -294,6 +296,7 @@ class Aggregator : public IngestSink {
   void Resolve(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PushChange(const Alert& alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvaluateNetLinkAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // net_links.h hook
   void EvictIdleComm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleVerdict(int client, const SentinelWireVerdict& verdict)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

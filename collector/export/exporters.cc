@@ -333,7 +333,7 @@ std::string RenderPrometheus(const State& state) {
         "sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(r->rank)}}),
         static_cast<double>(p->gpu_window.overlap_ns) / static_cast<double>(p->gpu_window.nccl_ns));
   }
-  return w.Take();
+  return w.Take() + state.net.PrometheusText();  // net plugin links (net_links.h)
 }
 
 nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -482,6 +482,7 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
           {"records", c.records},
+          {"net", state.net.ToJson()},  // net plugin devices and links (net_links.h)
           {"plugin_dropped", dropped},
           {"evicted",
            {{"pending_join", c.evicted_pending},

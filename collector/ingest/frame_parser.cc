@@ -41,6 +41,10 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireCommEnd);
     case kSentinelWireHelloAck:
       return sizeof(SentinelWireHelloAck);
+    case kSentinelWireNetDevice:  // libnccl-net-sentinel.so
+      return sizeof(SentinelWireNetDevice);
+    case kSentinelWireNetConnStats:
+      return sizeof(SentinelWireNetConnStats);
     default:
       return 0;
   }

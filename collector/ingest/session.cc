@@ -88,6 +88,8 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireHeartbeat:
     case kSentinelWireGpuWindow:
     case kSentinelWireVerdict:
+    case kSentinelWireNetDevice:  // libnccl-net-sentinel.so
+    case kSentinelWireNetConnStats:
       FlushBatch();  // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;

@@ -10,6 +10,7 @@
 //   connect,
 //                                accept, isend, irecv, test)
 //   FAKE_NET_SEND_DELAY_US=<us>  a send completes only this long after isend (a slow link)
+//   FAKE_NET_SLOW_DEV=<dev>      ... only on connections of that device (default: all)
 //   FAKE_NET_NULL_OPTIONAL=1     the optional slots (getDeviceMr, irecvConsumed, makeVDevice,
 //                                setNetAttr, regMrDmaBuf) are NULL
 //   FAKE_NET_NULL_IO=1           isend/irecv/test touch no socket: a static request, done at once
@@ -68,6 +69,7 @@ std::atomic<uint64_t> g_calls[kNumCalls];
 int g_ndev = 2;
 int g_fail = -1;
 int64_t g_send_delay_ns = 0;
+int g_slow_dev = -1;
 bool g_null_io = false;
 
 // Last arguments, for forwarding checks.
@@ -263,7 +265,7 @@ SentinelNcclResult Isend(void* send_comm, void* data, size_t size, int tag, void
   auto* r = new Request{};
   r->send = true;
   r->size = size;
-  r->done_at = Now() + g_send_delay_ns;
+  r->done_at = Now() + (g_slow_dev < 0 || g_slow_dev == c->dev ? g_send_delay_ns : 0);
   *request = r;
   return kSentinelNcclSuccess;
 }
@@ -421,6 +423,7 @@ __attribute__((constructor)) void ReadEnv() {
     }
   }
   if (const char* v = getenv("FAKE_NET_SEND_DELAY_US")) g_send_delay_ns = atoll(v) * 1000;
+  if (const char* v = getenv("FAKE_NET_SLOW_DEV")) g_slow_dev = atoi(v);
   g_null_io = getenv("FAKE_NET_NULL_IO") != nullptr;
   if (getenv("FAKE_NET_NULL_OPTIONAL") != nullptr) {
     FAKE_NET_TABLE.get_device_mr = nullptr;
