@@ -6,13 +6,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "gtest/gtest.h"
 
 #include "plugin/net/net_abi.h"
 #include "tests/unit/collector/daemon_fixture.h"
 
-namespace sentinel::collector {
+namespace sentinel::testing {
 namespace {
 
 // The child: what NCCL's proxy would do over four links. Exit code 0 = all transfers correct.
@@ -113,4 +117,4 @@ TEST_F(NetE2eTest, SlowLinkRaisesLinkDegradedNamingBothEnds) {
 }
 
 }  // namespace
-}  // namespace sentinel::collector
+}  // namespace sentinel::testing
