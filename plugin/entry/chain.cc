@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "plugin/base/log.h"
+#include "plugin/base/plugin_dlopen.h"
 #include "plugin/entry/common_shims.h"
 
 extern "C" {
@@ -150,24 +151,9 @@ void PublishHandle(void** handle, void* own_h, void* their_h) {
   *handle = own_h;
 }
 
-void* OpenLibrary(const char* value, char* tried, size_t tried_size) {
-  void* dl = dlopen(value, RTLD_NOW | RTLD_LOCAL);
-  snprintf(tried, tried_size, "%s", value);
-  if (dl != nullptr) return dl;
-  // The NCCL_PROFILER_PLUGIN name rule (§4.1): then libnccl-profiler-<value>.so, unless the value
-  // has a '/' or already is lib*.so.
-  size_t n = strlen(value);
-  bool lib_so = n >= 6 && strncmp(value, "lib", 3) == 0 && strcmp(value + n - 3, ".so") == 0;
-  if (strchr(value, '/') != nullptr || lib_so) return nullptr;
-  char name[512];
-  snprintf(name, sizeof(name), "libnccl-profiler-%s.so", value);
-  snprintf(tried, tried_size, "%s, %s", value, name);
-  return dlopen(name, RTLD_NOW | RTLD_LOCAL);
-}
-
 bool LoadTarget(const char* value, int version) {
   char tried[1100];
-  void* dl = OpenLibrary(value, tried, sizeof(tried));
+  void* dl = DlopenLikeNccl(value, "nccl-profiler", tried, sizeof(tried));
   if (dl == nullptr) {
     const char* err = dlerror();
     Log(LogLevel::kWarn,

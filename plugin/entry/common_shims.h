@@ -44,6 +44,21 @@ inline SentinelNcclResult InitShim(void** context, int* mask, const ChainInitArg
   return OwnInit(context, mask, c);
 }
 
+// The v5/v6 init (same signature, §3.2) for `version`.
+inline SentinelNcclResult InitV5Style(int version, void** context, uint64_t comm_id, int* mask,
+                                      const char* comm_name, int n_nodes, int nranks, int rank,
+                                      SentinelNcclLogger logfn) noexcept {
+  ChainInitArgs a;
+  a.comm_hash = comm_id;
+  a.comm_name = comm_name;
+  a.n_nodes = n_nodes;
+  a.nranks = nranks;
+  a.rank = rank;
+  a.version = version;
+  a.logfn = logfn;
+  return InitShim(context, mask, a);
+}
+
 inline SentinelNcclResult OwnStop(void* handle) noexcept {
   return Guarded("stopEvent", [&] { CoreStopEvent(handle); });
 }

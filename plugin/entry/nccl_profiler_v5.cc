@@ -7,15 +7,7 @@ namespace {
 
 SentinelNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* comm_name,
                           int n_nodes, int nranks, int rank, SentinelNcclLogger logfn) noexcept {
-  ChainInitArgs a;
-  a.comm_hash = comm_id;
-  a.comm_name = comm_name;
-  a.n_nodes = n_nodes;
-  a.nranks = nranks;
-  a.rank = rank;
-  a.version = 5;
-  a.logfn = logfn;
-  return InitShim(context, mask, a);
+  return InitV5Style(5, context, comm_id, mask, comm_name, n_nodes, nranks, rank, logfn);
 }
 
 SentinelNcclResult OwnStartV5(void* context, void** handle, SentinelEventDescrV5* e) noexcept {

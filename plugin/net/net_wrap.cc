@@ -25,6 +25,7 @@
 
 #include "absl/base/optimization.h"
 
+#include "plugin/base/plugin_dlopen.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/net/net_abi.h"
 #include "plugin/net/net_observer.h"
@@ -410,20 +411,6 @@ SentinelNetV11 ncclNetPlugin_v11 = {"sentinel",
 namespace sentinel::net {
 namespace {
 
-void* OpenReal(const char* value, char* tried, size_t tried_size) {
-  // NCCL_NET_PLUGIN's rule (§7.1): the value verbatim, then libnccl-net-<value>.so.
-  snprintf(tried, tried_size, "%s", value);
-  void* dl = dlopen(value, RTLD_NOW | RTLD_LOCAL);
-  if (dl != nullptr) return dl;
-  size_t n = strlen(value);
-  bool lib_so = n >= 6 && strncmp(value, "lib", 3) == 0 && strcmp(value + n - 3, ".so") == 0;
-  if (strchr(value, '/') != nullptr || lib_so) return nullptr;
-  char name[512];
-  snprintf(name, sizeof(name), "libnccl-net-%s.so", value);
-  snprintf(tried, tried_size, "%s, %s", value, name);
-  return dlopen(name, RTLD_NOW | RTLD_LOCAL);
-}
-
 #define SENTINEL_WRAP_SLOT(field, fn) ours.field = g_real.field != nullptr ? &fn : nullptr
 
 void Load() {
@@ -437,7 +424,7 @@ void Load() {
     return;
   }
   char tried[1100];
-  void* dl = OpenReal(value, tried, sizeof(tried));
+  void* dl = plugin::DlopenLikeNccl(value, "nccl-net", tried, sizeof(tried));
   if (dl == nullptr) {
     const char* err = dlerror();
     plugin::RawLog(
