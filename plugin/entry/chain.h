@@ -47,7 +47,7 @@ using OwnStartV6Fn = SentinelNcclResult (*)(void*, void**, SentinelEventDescrV6*
 // A second call with another version never changes the decision.
 bool ChainRequested(int version) noexcept;
 
-// The chain's callbacks. Never throw, always return ncclSuccess.
+// The chain's callbacks: no exception leaves them, and they always return ncclSuccess.
 SentinelNcclResult ChainInit(void** context, int* nccl_mask, const ChainInitArgs& a,
                              OwnInitFn own) noexcept;
 SentinelNcclResult ChainStartV4(void* context, void** handle, SentinelEventDescrV4* e,

@@ -269,7 +269,7 @@ typedef struct {
 } SentinelWireVerdict;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireVerdict) == 3104, "verdict size");
 
-/* ---- Net plugin observation (libnccl-net-sentinel.so, plugin/net/README.md): types 10, 11. ---- */
+/* ---- Net plugin observation (libnccl-net-sentinel.so, plugin/net/README.md): types 10, 11 ---- */
 enum {
   kSentinelWireNetDevice = 10,    /* SentinelWireNetDevice: a device the real net plugin offers */
   kSentinelWireNetConnStats = 11, /* SentinelWireNetConnStats: one connection, periodic */
@@ -305,7 +305,8 @@ typedef struct {
   uint64_t errors;
   uint64_t latency_ns_sum; /* isend/irecv -> the test() that completed it */
   uint64_t latency_ns_max;
-  uint64_t class_requests[SENTINEL_WIRE_NET_SIZE_CLASSES]; /* <4K,<16K,<64K,<256K,<1M,<4M,<16M,more */
+  /* Size classes: <4K, <16K, <64K, <256K, <1M, <4M, <16M, more. */
+  uint64_t class_requests[SENTINEL_WIRE_NET_SIZE_CLASSES];
   uint64_t class_latency_ns_sum[SENTINEL_WIRE_NET_SIZE_CLASSES];
   uint32_t pid;
   int32_t dev;
