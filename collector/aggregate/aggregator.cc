@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -779,6 +780,17 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
       last_rank_ = nullptr;
       return;
     }
+    case kSentinelWireNetDevice:
+    case kSentinelWireNetConnStats: {  // the wrapping net plugin (net_links.h)
+      auto it = state_.processes.find(client);
+      const std::string host = it != state_.processes.end() ? it->second->host : "";
+      if (frame.type == kSentinelWireNetDevice) {
+        state_.net.OnDevice(host, ReadPayload<SentinelWireNetDevice>(frame));
+      } else {
+        state_.net.OnConnStats(host, ReadPayload<SentinelWireNetConnStats>(frame), batch_now_ns_);
+      }
+      return;
+    }
     case kSentinelWireHeartbeat: {
       const auto hb = ReadPayload<SentinelWireHeartbeat>(frame);
       auto it = state_.processes.find(client);
@@ -915,6 +927,27 @@ void Aggregator::Tick() {
     if (!still) to_resolve.push_back(id);
   }
   for (const std::string& id : to_resolve) Resolve(id);
+  EvaluateNetLinkAlerts();
+}
+
+// Fires link_degraded for the net links net_links.h finds degraded; resolves the recovered ones.
+void Aggregator::EvaluateNetLinkAlerts() {
+  std::vector<Alert> alerts =
+      LinkDegradedAlerts(state_.net.DetectDegraded(NetLinkPolicy{}), config_.runbook_base);
+  absl::flat_hash_set<std::string> firing;
+  for (Alert& a : alerts) {
+    firing.insert(a.id);
+    a.started_real_ns = clock_->RealNs();
+    Fire(std::move(a));
+  }
+  std::vector<std::string> recovered;
+  for (const auto& [id, alert] : state_.alerts) {
+    if (absl::StartsWith(id, kNetLinkAlertPrefix) && alert.state == "firing" &&
+        !firing.contains(id)) {
+      recovered.push_back(id);
+    }
+  }
+  for (const std::string& id : recovered) Resolve(id);
 }
 
 void Aggregator::OnNicPoll(const std::vector<NicPortReading>& readings) {

@@ -22,6 +22,7 @@
 
 #include "collector/aggregate/baseline_store.h"
 #include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/net_links.h"
 #include "collector/aggregate/stats.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
@@ -246,6 +247,7 @@ struct State {
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
   // The latest sentinel-baseline run (wire type 12).
   BaselineStore baseline;
+  NetLinks net;  // links of the wrapping net plugin (wire types 10/11, net_links.h)
 };
 
 class Aggregator : public IngestSink {
@@ -299,6 +301,7 @@ class Aggregator : public IngestSink {
   void Resolve(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PushChange(const Alert& alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvaluateNetLinkAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // net_links.h hook
   void EvictIdleComm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleVerdict(int client, const SentinelWireVerdict& verdict)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

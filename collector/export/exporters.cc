@@ -354,6 +354,7 @@ std::string RenderPrometheus(const State& state) {
   }
   std::string out = w.Take();
   AppendBaselinePrometheus(state, INT64_MIN, &out);  // baseline_export.h
+  out += state.net.PrometheusText();                 // net plugin links (net_links.h)
   return out;
 }
 
@@ -510,6 +511,7 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"busbw_by_size", JobBusbwBySizeJson(state, since)},
           {"baseline", BaselineJson(state, since)},
           {"records", c.records},
+          {"net", state.net.ToJson()},  // net plugin devices and links (net_links.h)
           {"plugin_dropped", dropped},
           {"evicted",
            {{"pending_join", c.evicted_pending},

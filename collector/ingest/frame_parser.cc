@@ -45,6 +45,10 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireHelloAck);
     case kSentinelWireBaselineResult:
       return sizeof(SentinelWireBaseline);
+    case kSentinelWireNetDevice:  // libnccl-net-sentinel.so
+      return sizeof(SentinelWireNetDevice);
+    case kSentinelWireNetConnStats:
+      return sizeof(SentinelWireNetConnStats);
     default:
       return 0;
   }

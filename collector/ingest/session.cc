@@ -90,6 +90,8 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireKernelAttribution:
     case kSentinelWireVerdict:
     case kSentinelWireBaselineResult:
+    case kSentinelWireNetDevice:  // libnccl-net-sentinel.so
+    case kSentinelWireNetConnStats:
       FlushBatch();  // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "plugin/entry/abi_guard.h"
+#include "plugin/entry/chain.h"
 #include "plugin/guard/guard_hooks.h"
 
 namespace sentinel::plugin {
@@ -20,16 +21,65 @@ inline void InitBody(void** context, const InitArgs& args) {
   guard::OnProfilerInit(info);
 }
 
-inline SentinelNcclResult StopShim(void* handle) noexcept {
+// Our init for every version, with the mask pointer it should write (NCCL's, or the chain's
+// private one).
+inline SentinelNcclResult OwnInit(void** context, int* mask, const ChainInitArgs& c) noexcept {
+  return GuardedInit(context, mask, [&] {
+    InitArgs a;
+    a.comm_hash = c.comm_hash;
+    a.comm_name = c.comm_name;
+    a.n_nodes = c.n_nodes;
+    a.nranks = c.nranks;
+    a.rank = c.rank;
+    a.abi_version = c.version;
+    a.logfn = c.logfn;
+    a.mask_ptr = mask;
+    InitBody(context, a);
+  });
+}
+
+// The exported init of every version: the chain (SENTINEL_CHAIN_PROFILER) or ours alone.
+inline SentinelNcclResult InitShim(void** context, int* mask, const ChainInitArgs& c) noexcept {
+  if (ChainRequested(c.version)) return ChainInit(context, mask, c, &OwnInit);
+  return OwnInit(context, mask, c);
+}
+
+// The v5/v6 init (same signature, §3.2) for `version`.
+inline SentinelNcclResult InitV5Style(int version, void** context, uint64_t comm_id, int* mask,
+                                      const char* comm_name, int n_nodes, int nranks, int rank,
+                                      SentinelNcclLogger logfn) noexcept {
+  ChainInitArgs a;
+  a.comm_hash = comm_id;
+  a.comm_name = comm_name;
+  a.n_nodes = n_nodes;
+  a.nranks = nranks;
+  a.rank = rank;
+  a.version = version;
+  a.logfn = logfn;
+  return InitShim(context, mask, a);
+}
+
+inline SentinelNcclResult OwnStop(void* handle) noexcept {
   return Guarded("stopEvent", [&] { CoreStopEvent(handle); });
+}
+
+inline SentinelNcclResult StopShim(void* handle) noexcept {
+  if (ABSL_PREDICT_FALSE(ChainOn())) return ChainStop(handle);
+  return OwnStop(handle);
+}
+
+inline SentinelNcclResult OwnRecord(void* handle, SentinelNcclEventState state,
+                                    SentinelEventStateArgs* args) noexcept {
+  return Guarded("recordEventState", [&] { CoreRecordState(handle, state, args); });
 }
 
 inline SentinelNcclResult RecordShim(void* handle, SentinelNcclEventState state,
                                      SentinelEventStateArgs* args) noexcept {
-  return Guarded("recordEventState", [&] { CoreRecordState(handle, state, args); });
+  if (ABSL_PREDICT_FALSE(ChainOn())) return ChainRecord(handle, state, args);
+  return OwnRecord(handle, state, args);
 }
 
-inline SentinelNcclResult FinalizeShim(void* context) noexcept {
+inline SentinelNcclResult OwnFinalize(void* context) noexcept {
   // Not gated: the guard is told about every finalize even when the core is off.
   uint64_t comm_hash = 0;
   int rank = 0;
@@ -41,6 +91,11 @@ inline SentinelNcclResult FinalizeShim(void* context) noexcept {
   }
   guard::OnProfilerFinalize(comm_hash, rank);
   return kSentinelNcclSuccess;
+}
+
+inline SentinelNcclResult FinalizeShim(void* context) noexcept {
+  if (ChainOn()) return ChainFinalize(context);
+  return OwnFinalize(context);
 }
 
 // v5 and v6 share the descriptor layout; v6 adds the CE members.

@@ -7,21 +7,18 @@ namespace {
 
 SentinelNcclResult InitV4(void** context, int* mask, const char* comm_name, uint64_t comm_hash,
                           int n_nodes, int nranks, int rank, SentinelNcclLogger logfn) noexcept {
-  return GuardedInit(context, mask, [&] {
-    InitArgs a;
-    a.comm_hash = comm_hash;
-    a.comm_name = comm_name;
-    a.n_nodes = n_nodes;
-    a.nranks = nranks;
-    a.rank = rank;
-    a.abi_version = 4;
-    a.logfn = logfn;
-    a.mask_ptr = mask;
-    InitBody(context, a);
-  });
+  ChainInitArgs a;
+  a.comm_hash = comm_hash;
+  a.comm_name = comm_name;
+  a.n_nodes = n_nodes;
+  a.nranks = nranks;
+  a.rank = rank;
+  a.version = 4;
+  a.logfn = logfn;
+  return InitShim(context, mask, a);
 }
 
-SentinelNcclResult StartV4(void* context, void** handle, SentinelEventDescrV4* e) noexcept {
+SentinelNcclResult OwnStartV4(void* context, void** handle, SentinelEventDescrV4* e) noexcept {
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
@@ -65,6 +62,11 @@ SentinelNcclResult StartV4(void* context, void** handle, SentinelEventDescrV4* e
     }
     CoreStartEvent(context, handle, d);
   });
+}
+
+SentinelNcclResult StartV4(void* context, void** handle, SentinelEventDescrV4* e) noexcept {
+  if (ABSL_PREDICT_FALSE(ChainOn())) return ChainStartV4(context, handle, e, &OwnStartV4);
+  return OwnStartV4(context, handle, e);
 }
 
 SentinelNcclResult StopV4(void* h) noexcept { return StopShim(h); }

@@ -7,21 +7,10 @@ namespace {
 
 SentinelNcclResult InitV5(void** context, uint64_t comm_id, int* mask, const char* comm_name,
                           int n_nodes, int nranks, int rank, SentinelNcclLogger logfn) noexcept {
-  return GuardedInit(context, mask, [&] {
-    InitArgs a;
-    a.comm_hash = comm_id;
-    a.comm_name = comm_name;
-    a.n_nodes = n_nodes;
-    a.nranks = nranks;
-    a.rank = rank;
-    a.abi_version = 5;
-    a.logfn = logfn;
-    a.mask_ptr = mask;
-    InitBody(context, a);
-  });
+  return InitV5Style(5, context, comm_id, mask, comm_name, n_nodes, nranks, rank, logfn);
 }
 
-SentinelNcclResult StartV5(void* context, void** handle, SentinelEventDescrV5* e) noexcept {
+SentinelNcclResult OwnStartV5(void* context, void** handle, SentinelEventDescrV5* e) noexcept {
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
@@ -31,6 +20,11 @@ SentinelNcclResult StartV5(void* context, void** handle, SentinelEventDescrV5* e
     DescribeV5(e, &d);
     CoreStartEvent(context, handle, d);
   });
+}
+
+SentinelNcclResult StartV5(void* context, void** handle, SentinelEventDescrV5* e) noexcept {
+  if (ABSL_PREDICT_FALSE(ChainOn())) return ChainStartV6(context, handle, e, &OwnStartV5);
+  return OwnStartV5(context, handle, e);
 }
 
 SentinelNcclResult StopV5(void* h) noexcept { return StopShim(h); }

@@ -6,21 +6,10 @@ namespace {
 
 SentinelNcclResult InitV6(void** context, uint64_t comm_id, int* mask, const char* comm_name,
                           int n_nodes, int nranks, int rank, SentinelNcclLogger logfn) noexcept {
-  return GuardedInit(context, mask, [&] {
-    InitArgs a;
-    a.comm_hash = comm_id;
-    a.comm_name = comm_name;
-    a.n_nodes = n_nodes;
-    a.nranks = nranks;
-    a.rank = rank;
-    a.abi_version = 6;
-    a.logfn = logfn;
-    a.mask_ptr = mask;
-    InitBody(context, a);
-  });
+  return InitV5Style(6, context, comm_id, mask, comm_name, n_nodes, nranks, rank, logfn);
 }
 
-SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* e) noexcept {
+SentinelNcclResult OwnStartV6(void* context, void** handle, SentinelEventDescrV6* e) noexcept {
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
@@ -39,6 +28,11 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* e
     }
     CoreStartEvent(context, handle, d);
   });
+}
+
+SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* e) noexcept {
+  if (ABSL_PREDICT_FALSE(ChainOn())) return ChainStartV6(context, handle, e, &OwnStartV6);
+  return OwnStartV6(context, handle, e);
 }
 
 SentinelNcclResult StopV6(void* h) noexcept { return StopShim(h); }

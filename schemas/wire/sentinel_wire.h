@@ -44,9 +44,8 @@ enum {
   kSentinelWireHelloAck = 8, /* collector -> plugin */
   kSentinelWireInFlight = 9, /* per-communicator in-flight state (hang detection) */
   /* Reserved for work in progress; each is defined by the change that implements it:
-   * 10 net-plugin device, 11 net-plugin connection stats,
-   * 13 collector -> plugin hang verdict, 14 overhead budget state. 15 (CUPTI kernel attribution)
-   * is defined next to its struct below. */
+   * 13 collector -> plugin hang verdict, 14 overhead budget state. 10, 11 (net plugin) and 15
+   * (CUPTI kernel attribution) are defined next to their structs below. */
   kSentinelWireBaselineResult = 12, /* sentinel-baseline: one swept size (SentinelWireBaseline) */
 };
 
@@ -332,6 +331,51 @@ typedef struct {
   uint16_t count; /* sizes in the sweep */
 } SentinelWireBaseline;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireBaseline) == 72, "baseline size");
+/* ---- Net plugin observation (libnccl-net-sentinel.so, plugin/net/README.md): types 10, 11 ---- */
+enum {
+  kSentinelWireNetDevice = 10,    /* SentinelWireNetDevice: a device the real net plugin offers */
+  kSentinelWireNetConnStats = 11, /* SentinelWireNetConnStats: one connection, periodic */
+};
+#define SENTINEL_WIRE_NET_SIZE_CLASSES 8
+
+/* Sent once per device, after NCCL read its properties. Strings are NUL-terminated. */
+typedef struct {
+  int64_t now_ns;
+  uint64_t guid;
+  uint32_t pid;
+  int32_t dev;
+  int32_t ptr_support; /* NCCL_PTR_* bits: 0x2 = GPUDirect RDMA offered */
+  int32_t speed_mbps;
+  int32_t port;
+  int32_t max_comms;
+  float latency_us;
+  int32_t wrapped_version; /* net API version of the real plugin */
+  char name[64];
+  char pci_path[128];
+  char plugin_name[64]; /* the real plugin's name */
+} SentinelWireNetDevice;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireNetDevice) == 304, "net device size");
+
+/* One connection's cumulative counters, sent periodically (SENTINEL_NET_REPORT_MS) while they
+ * change. link_id is the same on both ends of a connection (hash of the listen handle), so the
+ * collector pairs the sender's and the receiver's records, host and pid from each session. */
+typedef struct {
+  int64_t now_ns;
+  uint64_t link_id;
+  uint64_t bytes;
+  uint64_t requests;
+  uint64_t errors;
+  uint64_t latency_ns_sum; /* isend/irecv -> the test() that completed it */
+  uint64_t latency_ns_max;
+  /* Size classes: <4K, <16K, <64K, <256K, <1M, <4M, <16M, more. */
+  uint64_t class_requests[SENTINEL_WIRE_NET_SIZE_CLASSES];
+  uint64_t class_latency_ns_sum[SENTINEL_WIRE_NET_SIZE_CLASSES];
+  uint32_t pid;
+  int32_t dev;
+  int32_t is_send;
+  uint32_t conn_index; /* per process, in creation order */
+} SentinelWireNetConnStats;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireNetConnStats) == 200, "net conn stats size");
 
 #ifdef __cplusplus
 } /* extern "C" */

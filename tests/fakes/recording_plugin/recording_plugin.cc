@@ -78,6 +78,15 @@ const char* TypeName(uint64_t type) {
 
 const char* Str(const char* s) { return s != nullptr ? s : "(null)"; }
 
+// RECORDING_PLUGIN_RESULT=<n>: every callback still records, then returns n (a failing plugin).
+SentinelNcclResult Result() {
+  static const int result = [] {
+    const char* v = getenv("RECORDING_PLUGIN_RESULT");
+    return v != nullptr ? atoi(v) : 0;
+  }();
+  return static_cast<SentinelNcclResult>(result);
+}
+
 // Caller holds mu. Writes the common prefix, then `body`.
 void Emit(State& s, const void* ctx, const std::string& body) {
   if (s.out == nullptr) return;
@@ -130,7 +139,7 @@ int InitCommon(void** context, uint64_t comm, int* mask, const char* name, int n
            "init v=%d comm=0x%016" PRIx64 " rank=%d nranks=%d nnodes=%d name=%s pid=%d", version,
            comm, rank, nranks, nnodes, Str(name), static_cast<int>(getpid()));
   Emit(s, ctx, body);
-  return kSentinelNcclSuccess;
+  return Result();
 }
 
 void StartCommon(void* context, void** handle, uint64_t type, void* parent, int rank,
@@ -203,7 +212,7 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* d
       break;
   }
   StartCommon(context, handle, d->type, d->parent_obj, d->rank, f, foreign);
-  return kSentinelNcclSuccess;
+  return Result();
 }
 
 SentinelNcclResult StartV4(void* context, void** handle, SentinelEventDescrV4* d4) {
@@ -222,7 +231,7 @@ SentinelNcclResult Stop(void* handle) {
   std::string body = "stop h=" + HandleId(s, handle);
   if (it != s.handles.end()) body += std::string(" type=") + TypeName(it->second->type);
   Emit(s, nullptr, body);
-  return kSentinelNcclSuccess;
+  return Result();
 }
 
 SentinelNcclResult Record(void* handle, SentinelNcclEventState state,
@@ -241,14 +250,14 @@ SentinelNcclResult Record(void* handle, SentinelNcclEventState state,
              state, static_cast<uint64_t>(args->kernel_ch.p_timer));
   }
   Emit(s, nullptr, body);
-  return kSentinelNcclSuccess;
+  return Result();
 }
 
 SentinelNcclResult Finalize(void* context) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   Emit(s, context, "finalize");
-  return kSentinelNcclSuccess;
+  return Result();
 }
 
 SentinelNcclResult InitV6(void** context, uint64_t comm_id, int* mask, const char* name, int nnodes,

@@ -1,0 +1,141 @@
+// The net plugin's background reporter: every SENTINEL_NET_REPORT_MS it snapshots what the wrapper
+// observed (sentinelNetSnapshot) and streams it to sentineld through the plugin's own socket client
+// (plugin/transport's CollectorSink): one NetDevice record per device, one NetConnStats record per
+// connection whose counters changed. Runs on its own thread (signals blocked), never on NCCL's.
+#include "plugin/net/net_reporter.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+
+#include "plugin/net/net_observer.h"
+#include "plugin/transport/collector_sink.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::net {
+namespace {
+
+static_assert(SENTINEL_WIRE_NET_SIZE_CLASSES == SENTINEL_NET_SIZE_CLASSES, "size classes");
+
+std::once_flag g_start_once;
+std::atomic<bool> g_stop{false};
+pthread_t g_thread;
+bool g_started = false;
+plugin::CollectorSink* g_sink = nullptr;  // leaked on purpose (the .so is never unmapped)
+SentinelNetSnapshot* g_snap = nullptr;
+bool g_device_sent[SENTINEL_NET_MAX_DEVICES];
+uint64_t g_last_requests[SENTINEL_NET_MAX_CONNS];
+uint64_t g_last_errors[SENTINEL_NET_MAX_CONNS];
+int64_t g_period_ns = 1'000'000'000;
+
+int64_t MonoNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
+}
+
+// One round: the reporter thread, or the exit handler after the thread stopped (never both).
+void ReportOnce() {
+  if (sentinelNetSnapshot(g_snap) != 0) return;
+  int64_t now = MonoNs();
+  auto pid = static_cast<uint32_t>(getpid());
+  for (int d = 0; d < g_snap->ndevices && d < SENTINEL_NET_MAX_DEVICES; ++d) {
+    const SentinelNetDevice& dev = g_snap->devices[d];
+    if (g_device_sent[d] || dev.name[0] == '\0') continue;
+    SentinelWireNetDevice r;
+    memset(&r, 0, sizeof(r));
+    r.now_ns = now;
+    r.guid = dev.guid;
+    r.pid = pid;
+    r.dev = d;
+    r.ptr_support = dev.ptr_support;
+    r.speed_mbps = dev.speed_mbps;
+    r.port = dev.port;
+    r.max_comms = dev.max_comms;
+    r.latency_us = dev.latency_us;
+    r.wrapped_version = g_snap->wrapped_version;
+    snprintf(r.name, sizeof(r.name), "%s", dev.name);
+    snprintf(r.pci_path, sizeof(r.pci_path), "%s", dev.pci_path);
+    snprintf(r.plugin_name, sizeof(r.plugin_name), "%s", g_snap->real_name);
+    g_sink->OnControlRecord(kSentinelWireNetDevice, &r, sizeof(r));
+    g_device_sent[d] = true;
+  }
+  for (int i = 0; i < g_snap->nconns; ++i) {
+    const SentinelNetConnStats& c = g_snap->conns[i];
+    if (c.requests == g_last_requests[i] && c.errors == g_last_errors[i]) continue;
+    SentinelWireNetConnStats r;
+    memset(&r, 0, sizeof(r));
+    r.now_ns = now;
+    r.link_id = c.link_id;
+    r.bytes = c.bytes;
+    r.requests = c.requests;
+    r.errors = c.errors;
+    r.latency_ns_sum = c.latency_ns_sum;
+    r.latency_ns_max = c.latency_ns_max;
+    memcpy(r.class_requests, c.class_requests, sizeof(r.class_requests));
+    memcpy(r.class_latency_ns_sum, c.class_latency_ns_sum, sizeof(r.class_latency_ns_sum));
+    r.pid = pid;
+    r.dev = c.dev;
+    r.is_send = c.is_send;
+    r.conn_index = static_cast<uint32_t>(i);
+    g_sink->OnControlRecord(kSentinelWireNetConnStats, &r, sizeof(r));
+    g_last_requests[i] = c.requests;
+    g_last_errors[i] = c.errors;
+  }
+}
+
+void* Loop(void*) {
+  pthread_setname_np(pthread_self(), "sentinel-net");
+  int64_t next = MonoNs() + g_period_ns;
+  while (!g_stop.load(std::memory_order_relaxed)) {
+    // 10 ms slices: the exit handler never waits long for the join.
+    timespec ts{0, 10'000'000};
+    nanosleep(&ts, nullptr);
+    if (MonoNs() < next) continue;
+    next += g_period_ns;
+    ReportOnce();
+  }
+  return nullptr;
+}
+
+void AtExit() {
+  if (!g_started) return;
+  g_stop.store(true, std::memory_order_relaxed);
+  pthread_join(g_thread, nullptr);
+  ReportOnce();  // the last counters
+  g_sink->Flush();
+}
+
+}  // namespace
+
+void StartReporter() noexcept {
+  std::call_once(g_start_once, [] {
+    if (const char* v = getenv("SENTINEL_NET_REPORT_MS")) {
+      long ms = atol(v);
+      if (ms >= 10 && ms <= 600000) g_period_ns = ms * 1000000LL;
+    }
+    g_snap = new (std::nothrow) SentinelNetSnapshot;
+    g_sink = new (std::nothrow) plugin::CollectorSink();
+    if (g_snap == nullptr || g_sink == nullptr ||
+        g_sink->state() == plugin::CollectorSink::State::kOff) {
+      return;  // SENTINEL_SOCKET=none, or no memory: observation stays local (sentinelNetSnapshot)
+    }
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    g_started = pthread_create(&g_thread, nullptr, &Loop, nullptr) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (g_started) atexit(&AtExit);
+  });
+}
+
+}  // namespace sentinel::net
