@@ -88,6 +88,7 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireHeartbeat:
     case kSentinelWireGpuWindow:
     case kSentinelWireVerdict:
+    case kSentinelWireInFlight:
       FlushBatch();  // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;

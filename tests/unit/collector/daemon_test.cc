@@ -55,7 +55,8 @@ class DaemonTest : public DaemonFixture {
 };
 
 TEST_F(DaemonTest, RanksTelemetryAlertsTraceMatchSchemas) {
-  Start({"--record-log", dir_ + "/records.jsonl", "--record-log-max-mb", "1"});
+  Start({"--record-log", dir_ + "/records.jsonl", "--record-log-max-mb", "1", "--straggler-learn",
+         "4"});
   struct stat st {};
   ASSERT_EQ(stat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "socket must be owner-only without --allow-group";
@@ -202,7 +203,7 @@ TEST_F(DaemonTest, ClientWithAnotherUidIsRefused) {
 }
 
 TEST_F(DaemonTest, SentinelctlExitCodes) {
-  Start();
+  Start({"--straggler-learn", "4"});
   ConnectRanks(2);
   Stream(0, 12, 1);
   WaitFor("/v1/alerts", [](const nlohmann::json& j) { return j["alerts"].size() == 1; });
