@@ -27,10 +27,11 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   auto gone = [&](const InFlightView& r) {
     return !r.connected || (r.has_state && now_ns - r.last_update_ns > params.silent_ns);
   };
-  // Stuck: a live rank whose oldest incomplete collective is older than the timeout.
+  // Stuck: a connected rank whose oldest incomplete collective is older than the timeout (a
+  // stuck rank that also went silent stays stuck: silence does not clear a hang).
   const InFlightView* longest = nullptr;
   for (const InFlightView& r : ranks) {
-    if (!r.has_state || r.ended || gone(r) || r.oldest_since_ns <= 0) continue;
+    if (!r.has_state || r.ended || !r.connected || r.oldest_since_ns <= 0) continue;
     if (r.enqueued <= r.completed) continue;
     const int64_t age = now_ns - r.oldest_since_ns;
     if (age < params.timeout_ns) continue;
@@ -42,7 +43,7 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   v.waiting_ns = now_ns - longest->oldest_since_ns;
   // func / seq from a rank stuck at the target ordinal.
   for (const InFlightView& r : ranks) {
-    if (r.has_state && !gone(r) && !r.ended && r.completed + 1 == v.ordinal &&
+    if (r.has_state && r.connected && !r.ended && r.completed + 1 == v.ordinal &&
         r.enqueued >= v.ordinal && r.oldest_since_ns > 0) {
       v.func = r.oldest_func;
       v.seq = r.oldest_seq;
@@ -57,9 +58,10 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
     hr.enqueued = r.enqueued;
     hr.gpu_started = r.gpu_started;
     hr.completed = r.completed;
+    const bool reached = r.has_state && r.enqueued >= t && r.gpu_started >= t;
     if (r.completed >= t) {
       hr.role = HangRole::kPassed;
-    } else if (gone(r)) {
+    } else if (!r.connected || (gone(r) && !reached)) {
       hr.role = HangRole::kGone;
     } else if (!r.has_state || r.enqueued < t) {
       hr.role = HangRole::kNeverLaunched;
