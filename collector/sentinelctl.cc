@@ -2,11 +2,14 @@
 // Exit codes: 0 ok, 1 collector unreachable (or bad answer), 2 usage, 3 firing alerts (alerts).
 #include <httplib.h>
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -35,7 +38,10 @@ Usage: sentinelctl [--addr HOST:PORT | --port-file FILE] COMMAND [options]
 Commands:
   status                 collector health and a one-line summary
   ranks [--json]         per-rank table: pid, rank, last seq, lateness p50/p99, drops
-  alerts [--json] [--all]  firing alerts (--all: resolved too); exit 3 when any is firing
+  alerts [--json] [--all | --since DUR]
+                         firing alerts (--all: the resolved ones sentineld still keeps too;
+                         --since 10m: and those resolved in the last 10 minutes); exit 3 when
+                         any is firing
   top [--once] [--interval S]  live per-rank table refreshing in the terminal
   trace [--last DUR]     Chrome/Perfetto JSON of the collectives per rank (default 60s) to stdout
   baseline [--json]      the latest sentinel-baseline run beside the job's bus bandwidth, with the
@@ -55,7 +61,31 @@ struct Options {
   bool once = false;
   double interval_s = 1.0;
   std::string last = "60s";
+  int64_t since_s = -1;  // alerts --since: resolved within this many seconds, -1 = not given
 };
+
+// "90s", "10m", "2h", "1d", or plain seconds; -1 when malformed.
+int64_t ParseSeconds(const std::string& text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
+    ++digits;
+  }
+  int64_t n = 0;
+  if (digits == 0 || digits > 9 || !absl::SimpleAtoi(text.substr(0, digits), &n)) return -1;
+  const std::string unit = text.substr(digits);
+  if (unit.empty() || unit == "s") return n;
+  if (unit == "m") return n * 60;
+  if (unit == "h") return n * 3600;
+  if (unit == "d") return n * 86400;
+  return -1;
+}
+
+// Seconds since the epoch of an RFC 3339 UTC time as sentineld writes it; -1 when malformed.
+int64_t ParseUtc(const std::string& text) {
+  std::tm tm{};
+  if (strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr) return -1;
+  return static_cast<int64_t>(timegm(&tm));
+}
 
 int Usage(const char* message) {
   if (message != nullptr) std::fprintf(stderr, "sentinelctl: %s\n", message);
@@ -168,18 +198,30 @@ int Alerts(const Options& o) {
   for (const auto& alert : a["alerts"]) {
     const bool is_firing = alert["state"] == "firing";
     firing += is_firing ? 1 : 0;
-    if (is_firing || o.all) shown.push_back(alert);
+    bool recent = false;
+    if (!is_firing && o.since_s >= 0 && alert["resolved_at"].is_string()) {
+      const int64_t at = ParseUtc(alert["resolved_at"].get<std::string>());
+      recent = at >= 0 && std::time(nullptr) - at <= o.since_s;
+    }
+    if (is_firing || o.all || recent) shown.push_back(alert);
   }
   if (o.json) {
     std::cout << nlohmann::json({{"alerts", shown}}).dump(2) << "\n";
   } else if (shown.empty()) {
-    std::cout << "no firing alerts\n";
+    std::cout << (o.all || o.since_s >= 0 ? "no alerts\n" : "no firing alerts\n");
   } else {
     for (const auto& alert : shown) {
-      std::cout << absl::StrFormat("%-8s %-9s %-10s %s\n    %s\n    runbook: %s\n",
+      std::string when = alert.value("started_at", "");
+      if (alert["resolved_at"].is_string()) {
+        when += " -> " + alert["resolved_at"].get<std::string>() + " (" +
+                (alert["resolve_reason"].is_string() ? alert["resolve_reason"].get<std::string>()
+                                                     : std::string("resolved")) +
+                ")";
+      }
+      std::cout << absl::StrFormat("%-8s %-9s %-10s %s\n    %s\n    %s\n    runbook: %s\n",
                                    alert.value("state", ""), alert.value("kind", ""),
                                    alert.value("severity", ""), alert.value("id", ""),
-                                   alert.value("summary", ""), alert.value("runbook", ""));
+                                   alert.value("summary", ""), when, alert.value("runbook", ""));
     }
   }
   return firing > 0 ? kFiring : kOk;
@@ -304,6 +346,11 @@ int main(int argc, char** argv) {
       o.json = true;
     } else if (a == "--all") {
       o.all = true;
+    } else if (a == "--since") {
+      std::string v;
+      if (!value(&v) || (o.since_s = ParseSeconds(v)) < 0) {
+        return Usage("--since needs a duration (e.g. 90s, 10m, 2h)");
+      }
     } else if (a == "--once") {
       o.once = true;
     } else if (a == "--interval") {

@@ -4,8 +4,8 @@
 #include <time.h>
 
 #include <algorithm>
-#include <bitset>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
@@ -37,21 +37,9 @@ class SystemClock : public Clock {
 };
 
 constexpr size_t kMaxGoneProcesses = 256;
-constexpr size_t kMaxResolvedAlerts = 256;
+constexpr size_t kMaxResolvedAlerts = 1024;
 constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
 constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
-
-// Median of `sorted` with one occurrence of `value` removed (value must be present).
-int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
-  const size_t n = sorted.size();
-  if (n <= 1) return value;
-  const size_t p =
-      static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
-  auto at = [&](size_t j) { return j < p ? sorted[j] : sorted[j + 1]; };
-  const size_t m = n - 1;
-  if (m % 2 == 1) return at(m / 2);
-  return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2;
-}
 
 double BusBwFactor(uint8_t func, int32_t nranks) {
   if (nranks <= 1) return 1.0;
@@ -81,6 +69,16 @@ Clock* RealClock() {
 
 std::string CommLabel(uint64_t comm_hash) { return absl::StrFormat("0x%016x", comm_hash); }
 
+StragglerParams StragglerParamsFrom(const Config& config) {
+  StragglerParams p;
+  p.rel = config.straggler_rel;
+  p.noise_h = config.straggler_noise_h;
+  p.floor_h = config.straggler_floor_h;
+  p.floor_ns = config.straggler_min_ns;
+  p.learn = config.straggler_learn;
+  return p;
+}
+
 Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
   absl::MutexLock lock(&mu_);
   char host[256] = {};
@@ -89,6 +87,7 @@ Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), cl
   state_.start_real_ns = clock_->RealNs();
   state_.start_mono_ns = clock_->MonoNs();
   state_.collectives.Reset(static_cast<size_t>(config_.history_collectives));
+  state_.alerts = AlertBook(config_.alert_retention_ns, kMaxResolvedAlerts);
 }
 
 Aggregator::~Aggregator() = default;
@@ -105,9 +104,7 @@ void Aggregator::Read(const std::function<void(const State&)>& fn) const {
 
 std::vector<Alert> Aggregator::TakeAlertChanges() {
   absl::MutexLock lock(&mu_);
-  std::vector<Alert> out;
-  out.swap(alert_changes_);
-  return out;
+  return state_.alerts.TakeChanges();
 }
 
 void Aggregator::NoteAccepted(int client, uint32_t pid, uint32_t uid) {
@@ -190,8 +187,13 @@ void Aggregator::OnDisconnect(int client) {
     auto r = state_.ranks.find(key);
     if (r != state_.ranks.end() && r->second->client == client) {
       r->second->client = -1;
+      r->second->inflight.connected = false;
       Deactivate(r->second.get());
     }
+  }
+  for (const auto& key : p->ranks) {
+    auto c = state_.comms.find(key.first);
+    if (c != state_.comms.end()) MaybeEndComm(c->second.get());
   }
   state_.gone_processes.push_back(client);
   while (state_.gone_processes.size() > kMaxGoneProcesses) {
@@ -275,6 +277,7 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
     rs = owned.get();
     rs->comm_hash = comm->hash;
     rs->rank = rank;
+    rs->inflight.rank = rank;
     rs->nranks = comm->nranks;
     rs->history.Reset(static_cast<size_t>(config_.history_per_rank));
     rs->client = -2;  // set below
@@ -293,8 +296,12 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
       ++comm->active_count;
     }
   }
+  comm->ended_resolved = false;
   if (rs->client != client) {
     rs->client = client;
+    rs->inflight.connected = client >= 0;
+    rs->ended = false;
+    rs->inflight.ended = false;
     auto p = state_.processes.find(client);
     if (p != state_.processes.end()) {
       rs->pid = p->second->pid;
@@ -479,6 +486,10 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   const JoinCell* cells = &ring->cells[s * width];
   scratch_idx_.clear();
   scratch_late_.clear();
+  scratch_seg_.clear();
+  // The first collectives of a communicator measure how far apart the processes started, not
+  // stragglers: neither judged nor counted in the lateness percentiles.
+  const bool warm = comm->joined >= static_cast<uint64_t>(config_.straggler_warmup);
   int64_t min_arrival = INT64_MAX;
   int64_t max_arrival = INT64_MIN;
   int64_t max_duration = -1;
@@ -522,9 +533,17 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
     sample.proto = slot.proto;
     sample.nchannels = slot.nchannels;
     if (!partial) {
-      sample.lateness_ns = c.arrival - min_arrival;
+      const int64_t lateness = c.arrival - min_arrival;
+      if (warm) sample.lateness_ns = lateness;
       if (c.duration >= 0) sample.clock_free_ns = max_duration - c.duration;
-      scratch_late_.push_back(sample.lateness_ns);
+      scratch_late_.push_back(lateness);
+      // The compute segment: from the end of its previous collective here to this arrival.
+      scratch_seg_.push_back(m->prev_end_ns != kUnset && c.arrival >= m->prev_end_ns
+                                 ? c.arrival - m->prev_end_ns
+                                 : -1);
+    }
+    if (m->prev_end_ns == kUnset || c.arrival >= m->prev_end_ns) {
+      m->prev_end_ns = c.arrival + std::max<int64_t>(c.duration, 0);
     }
     AddSample(m, sample, &state_.counters.evicted_samples);
   }
@@ -547,189 +566,135 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   summary.func = static_cast<uint8_t>(func);
   summary.ranks = static_cast<int32_t>(scratch_idx_.size());
   if (state_.collectives.Push(summary)) ++state_.counters.evicted_collectives;
-  // The last rank to arrive waits for nobody: its duration is the collective's own cost, the
-  // scale that the relative straggler threshold uses.
-  if (max_duration >= 0) comm->baselines[static_cast<size_t>(bucket)].duration.Push(min_duration);
-  // The first collectives of a communicator measure how far apart the processes started, not
-  // stragglers; judged, they would also seed the baseline with that start-up skew.
-  if (scratch_idx_.size() >= 2 && comm->joined > static_cast<uint64_t>(config_.straggler_warmup)) {
-    EvaluateStragglers(comm, func, bucket, scratch_idx_, scratch_late_, slot.seq);
+  if (scratch_idx_.size() >= 2 && warm) {
+    EvaluateStragglers(comm, func, bucket, scratch_idx_, scratch_late_, scratch_seg_, slot.seq);
   }
 }
 
 void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
                                     const std::vector<int>& idx,
-                                    const std::vector<int64_t>& lateness, uint64_t seq) {
-  Baseline& b = comm->baselines[static_cast<size_t>(bucket)];
-  scratch_sorted_.assign(lateness.begin(), lateness.end());
-  std::sort(scratch_sorted_.begin(), scratch_sorted_.end());
-  const int64_t threshold = std::max<int64_t>(
-      {config_.straggler_min_ns,
-       static_cast<int64_t>(config_.straggler_k_mad * static_cast<double>(b.spread_ns)),
-       static_cast<int64_t>(config_.straggler_rel * static_cast<double>(b.median_duration_ns))});
-  const int m_window = config_.straggler_window_m;
-  const uint64_t mask = m_window >= 64 ? ~0ULL : ((1ULL << m_window) - 1);
+                                    const std::vector<int64_t>& lateness,
+                                    const std::vector<int64_t>& segments, uint64_t seq) {
+  if (!comm->straggler) {
+    comm->straggler = std::make_unique<StragglerDetector>(StragglerParamsFrom(config_));
+  }
+  scratch_obs_.resize(idx.size());
   for (size_t j = 0; j < idx.size(); ++j) {
-    RankState* rs = comm->members[static_cast<size_t>(idx[j])];
-    StragglerState& st = rs->straggler;
-    // Excess over the median of the *other* local ranks: with two ranks the late one is still
-    // measured against an on-time peer, not against a median it drags up itself.
-    const int64_t excess = lateness[j] - LeaveOneOutMedian(scratch_sorted_, lateness[j]);
-    // The excess is already relative to the peers (its median over ranks is ~0 by construction);
-    // the baseline only sets the noise level. Subtracting a baseline centre here let one skewed
-    // warm-up collective shift the centre and mark every rank late for good.
-    const bool late = excess > threshold;
-    if (late && (st.late_bits & 1) == 0 && !st.firing) st.first_late_seq = seq;
-    st.late_bits = (st.late_bits << 1) | (late ? 1 : 0);
-    ++st.observed;
-    st.last_excess_ns = excess;
-    st.last_threshold_ns = threshold;
-    st.last_bucket = bucket;
-    // Only on-time ranks feed the baseline, so a straggler cannot widen its own threshold.
-    if (!late) b.excess.Push(excess);
-    const int count = static_cast<int>(std::bitset<64>(st.late_bits & mask).count());
-    if (st.observed >= static_cast<uint64_t>(m_window) && count <= config_.straggler_resolve_r) {
-      st.ever_clean = true;
-    }
-    auto id = [&] { return absl::StrCat("straggler-", CommLabel(comm->hash), "-r", rs->rank); };
-    if (!st.firing && count >= config_.straggler_fire_k) {
-      st.firing = true;
-      st.late_since_real_ns = clock_->RealNs();
-      const bool structural = !st.ever_clean;
-      std::vector<int64_t> recent;
-      for (size_t k = rs->history.size(); k > 0 && recent.size() < static_cast<size_t>(m_window);
-           --k) {
-        if (rs->history[k - 1].lateness_ns >= 0) recent.push_back(rs->history[k - 1].lateness_ns);
-      }
-      const double p50_ms = static_cast<double>(Percentile(&recent, 50)) / 1e6;
-      std::vector<int64_t> recent_cf;
-      for (size_t k = rs->history.size(); k > 0 && recent_cf.size() < static_cast<size_t>(m_window);
-           --k) {
-        if (rs->history[k - 1].clock_free_ns >= 0)
-          recent_cf.push_back(rs->history[k - 1].clock_free_ns);
-      }
-      Alert a;
-      a.id = id();
-      a.kind = "straggler";
-      a.severity = structural ? "warning" : "critical";
-      a.comm = CommLabel(comm->hash);
-      a.ranks = {rs->rank};
-      a.host = state_.host;
-      if (structural) {
-        a.summary = absl::StrFormat(
-            "rank %d on comm %s has been late since the communicator started: %.1f ms behind the "
-            "other local ranks in %d of the last %d collectives (structural: e.g. a last pipeline "
-            "stage, or a placement that is always slower)",
-            rs->rank, a.comm, p50_ms, count, m_window);
-      } else {
-        a.summary = absl::StrFormat(
-            "rank %d on comm %s newly degraded: %.1f ms late in %d of the last %d collectives, "
-            "after being on time (look for a throttled GPU, a noisy neighbour or a degraded link)",
-            rs->rank, a.comm, p50_ms, count, m_window);
-      }
-      a.evidence = {
-          {"pattern", structural ? "structural" : "degraded"},
-          {"lateness_p50_ms", p50_ms},
-          {"excess_ms", static_cast<double>(excess) / 1e6},
-          {"threshold_ms", static_cast<double>(threshold) / 1e6},
-          {"late_in_window", count},
-          {"window", m_window},
-          {"size_bucket", SizeBucketLabel(bucket)},
-          {"func", FuncName(static_cast<uint8_t>(func))},
-          {"first_late_seq", st.first_late_seq},
-          {"collectives_observed", st.observed},
-          {"baseline_spread_ms", static_cast<double>(b.spread_ns) / 1e6},
-          {"clock_free_lateness_p50_ms",
-           recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
-      a.runbook = absl::StrCat(config_.runbook_base, "alert-straggler");
-      a.started_real_ns = st.late_since_real_ns;
-      Fire(std::move(a));
-    } else if (st.firing && count <= config_.straggler_resolve_r) {
-      st.firing = false;
-      Resolve(id());
-    }
+    scratch_obs_[j] = {idx[j], lateness[j], segments[j]};
   }
-  if (++b.pushes % 32 == 1 || b.pushes < 32) {
-    std::vector<int64_t> v;
-    v.reserve(b.excess.size());
-    for (size_t k = 0; k < b.excess.size(); ++k) v.push_back(b.excess[k]);
-    const int64_t center = Percentile(&v, 50);
-    for (int64_t& x : v) x = x > center ? x - center : center - x;
-    b.spread_ns = static_cast<int64_t>(1.4826 * static_cast<double>(Percentile(&v, 50)));
-    std::vector<int64_t> d;
-    d.reserve(b.duration.size());
-    for (size_t k = 0; k < b.duration.size(); ++k) d.push_back(b.duration[k]);
-    b.median_duration_ns = Percentile(&d, 50);
+  scratch_events_.clear();
+  comm->straggler->Observe(scratch_obs_, seq, &scratch_events_);
+  for (const StragglerEvent& e : scratch_events_) {
+    RankState* rs = comm->members[static_cast<size_t>(e.member)];
+    if (e.change == StragglerChange::kFired) {
+      rs->straggler_firing = true;
+      FireStraggler(comm, rs, func, bucket);
+    } else {
+      rs->straggler_firing = false;
+      Resolve(absl::StrCat("straggler-", CommLabel(comm->hash), "-r", rs->rank));
+    }
   }
 }
 
-void Aggregator::Fire(Alert alert) {
-  auto it = state_.alerts.find(alert.id);
-  if (it != state_.alerts.end() && it->second.state == "firing") {
-    const int64_t started = it->second.started_real_ns;
-    it->second = std::move(alert);
-    it->second.started_real_ns = started;
-    it->second.state = "firing";
-    return;
+void Aggregator::FireStraggler(CommState* comm, RankState* rs, int func, int bucket) {
+  const StragglerDetector& det = *comm->straggler;
+  const StragglerRankState& st = *det.rank(rs->local_index);
+  const bool structural = st.pattern == StragglerPattern::kStructural;
+  // Recent lateness and clock-free lateness of the rank, for the summary.
+  std::vector<int64_t> recent;
+  std::vector<int64_t> recent_cf;
+  for (size_t k = rs->history.size(); k > 0 && recent.size() < 64; --k) {
+    const RankSample& h = rs->history[k - 1];
+    if (h.lateness_ns >= 0) recent.push_back(h.lateness_ns);
+    if (h.clock_free_ns >= 0) recent_cf.push_back(h.clock_free_ns);
   }
-  alert.state = "firing";
-  alert.resolved_real_ns = 0;
-  spdlog::warn("alert {} firing: {}", alert.id, alert.summary);
-  PushChange(alert);
-  state_.alerts[alert.id] = std::move(alert);
+  const double p50_ms = static_cast<double>(Percentile(&recent, 50)) / 1e6;
+  const double rel = det.RelativeExcess(rs->local_index);
+  const double seg_ms = st.mean_segment_ns / 1e6;
+  Alert a;
+  a.id = absl::StrCat("straggler-", CommLabel(comm->hash), "-r", rs->rank);
+  a.kind = AlertKind::kStraggler;
+  a.severity = structural ? AlertSeverity::kWarning : AlertSeverity::kCritical;
+  a.comm = CommLabel(comm->hash);
+  a.ranks = {rs->rank};
+  a.host = state_.host;
+  if (structural) {
+    a.summary = absl::StrFormat(
+        "rank %d on comm %s has been late since the communicator started: %.0f%% of its compute "
+        "between collectives (%.2f ms per %.2f ms segment) behind the other local ranks "
+        "(structural: e.g. a last pipeline stage, or a placement that is always slower)",
+        rs->rank, a.comm, rel * 100, rel * seg_ms, seg_ms);
+  } else {
+    a.summary = absl::StrFormat(
+        "rank %d on comm %s newly degraded: %.0f%% of its compute between collectives "
+        "(%.2f ms per %.2f ms segment) behind the other local ranks, after being on time (look "
+        "for a throttled GPU, a noisy neighbour or a degraded link)",
+        rs->rank, a.comm, rel * 100, rel * seg_ms, seg_ms);
+  }
+  a.evidence = {{"pattern", StragglerPatternName(st.pattern)},
+                {"relative_excess", rel},
+                {"segment_ms", seg_ms},
+                {"lateness_p50_ms", p50_ms},
+                {"evidence_ms", st.g_ns / 1e6},
+                {"threshold_ms", det.threshold_ns() / 1e6},
+                {"noise_sd_ms", std::sqrt(det.noise_var()) / 1e6},
+                {"min_relative_slowdown", config_.straggler_rel},
+                {"size_bucket", SizeBucketLabel(bucket)},
+                {"func", FuncName(static_cast<uint8_t>(func))},
+                {"first_late_seq", st.onset_seq},
+                {"collectives_observed", st.judged},
+                {"clock_free_lateness_p50_ms",
+                 recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
+  a.runbook = absl::StrCat(config_.runbook_base, "alert-straggler");
+  a.started_real_ns = clock_->RealNs();
+  Fire(std::move(a));
 }
 
-void Aggregator::PushChange(const Alert& alert) {
-  // Bounded: without an Alertmanager nobody drains the queue.
-  if (alert_changes_.size() >= 1024) alert_changes_.erase(alert_changes_.begin());
-  alert_changes_.push_back(alert);
+void Aggregator::Fire(Alert alert) { state_.alerts.Fire(std::move(alert), clock_->RealNs()); }
+
+void Aggregator::Resolve(const std::string& id, ResolveReason reason) {
+  state_.alerts.Resolve(id, reason, clock_->RealNs());
 }
 
-void Aggregator::Resolve(const std::string& id) {
-  auto it = state_.alerts.find(id);
-  if (it == state_.alerts.end() || it->second.state != "firing") return;
-  it->second.state = "resolved";
-  it->second.resolved_real_ns = clock_->RealNs();
-  spdlog::info("alert {} resolved", id);
-  PushChange(it->second);
-  state_.resolved_order.push_back(id);
-  while (state_.resolved_order.size() > kMaxResolvedAlerts) {
-    auto old = state_.alerts.find(state_.resolved_order.front());
-    if (old != state_.alerts.end() && old->second.state == "resolved") {
-      state_.alerts.erase(old);
-      ++state_.counters.evicted_alerts;
-    }
-    state_.resolved_order.pop_front();
-  }
+void Aggregator::MaybeEndComm(CommState* comm) {
+  if (comm->active_count > 0 || comm->ended_resolved) return;
+  comm->ended_resolved = true;
+  const std::string label = CommLabel(comm->hash);
+  state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
+                          clock_->RealNs());
+  if (comm->straggler) comm->straggler->Reset();
+  for (RankState* m : comm->members) m->straggler_firing = false;
 }
 
 void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
-  const char* kind = nullptr;
+  AlertKind kind_id = AlertKind::kTransport;
   switch (v.kind) {
     case kSentinelVerdictTransport:
-      kind = "transport";
+      kind_id = AlertKind::kTransport;
       break;
     case kSentinelVerdictPlacement:
-      kind = "placement";
+      kind_id = AlertKind::kPlacement;
       break;
     case kSentinelVerdictLinkDegraded:
-      kind = "link_degraded";
+      kind_id = AlertKind::kLinkDegraded;
       break;
     default:
       ++state_.counters.records_invalid;
       return;
   }
+  const char* kind = AlertKindName(kind_id);
   const std::string id = absl::StrCat(kind, "-", CommLabel(v.comm_hash));
   if (v.outcome == kSentinelOutcomePass) {
     Resolve(id);
     return;
   }
   Alert a;
-  auto existing = state_.alerts.find(id);
-  if (existing != state_.alerts.end() && existing->second.state == "firing") a = existing->second;
+  const Alert* existing = state_.alerts.Find(id);
+  if (existing != nullptr && existing->firing()) a = *existing;
   a.id = id;
-  a.kind = kind;
-  a.severity = v.outcome == kSentinelOutcomeWarn ? "warning" : "critical";
+  a.kind = kind_id;
+  a.severity =
+      v.outcome == kSentinelOutcomeWarn ? AlertSeverity::kWarning : AlertSeverity::kCritical;
   a.comm = CommLabel(v.comm_hash);
   if (std::find(a.ranks.begin(), a.ranks.end(), v.rank) == a.ranks.end()) a.ranks.push_back(v.rank);
   std::sort(a.ranks.begin(), a.ranks.end());
@@ -776,7 +741,13 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
     case kSentinelWireCommEnd: {
       const auto end = ReadPayload<SentinelWireCommEnd>(frame);
       auto it = state_.ranks.find(std::make_pair(end.comm_hash, end.rank));
-      if (it != state_.ranks.end()) Deactivate(it->second.get());
+      if (it != state_.ranks.end()) {
+        it->second->ended = true;
+        it->second->inflight.ended = true;
+        Deactivate(it->second.get());
+        auto c = state_.comms.find(end.comm_hash);
+        if (c != state_.comms.end()) MaybeEndComm(c->second.get());
+      }
       last_rank_ = nullptr;
       return;
     }
@@ -791,6 +762,9 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
       }
       return;
     }
+    case kSentinelWireInFlight:
+      OnInFlight(client, ReadPayload<SentinelWireInFlight>(frame));
+      return;
     case kSentinelWireHeartbeat: {
       const auto hb = ReadPayload<SentinelWireHeartbeat>(frame);
       auto it = state_.processes.find(client);
@@ -858,6 +832,7 @@ void Aggregator::Tick() {
   batch_now_ns_ = clock_->MonoNs();
   if (record_log_ != nullptr) record_log_->Flush();
   const int64_t now = clock_->MonoNs();
+  state_.now_mono_ns = now;
   state_.hang_suspects.clear();
   absl::flat_hash_map<uint64_t, size_t> worst;  // comm -> index of its longest-waiting suspect
   for (auto& [hash, comm] : state_.comms) {
@@ -896,12 +871,16 @@ void Aggregator::Tick() {
       }
     }
   }
+  // Communicators with in-flight state are judged from it (it sees collectives that never
+  // complete); the pending joins are the fallback for plugins that do not send it.
   for (const auto& [hash, i] : worst) {
     const HangSuspect& h = state_.hang_suspects[i];
+    auto c = state_.comms.find(hash);
+    if (c != state_.comms.end() && c->second->has_inflight) continue;
     Alert a;
     a.id = absl::StrCat("hang-", CommLabel(hash));
-    a.kind = "hang";
-    a.severity = "critical";
+    a.kind = AlertKind::kHang;
+    a.severity = AlertSeverity::kCritical;
     a.comm = CommLabel(hash);
     a.ranks = h.missing;
     a.host = state_.host;
@@ -909,7 +888,8 @@ void Aggregator::Tick() {
         "%s seq %d on comm %s: %d local rank(s) arrived and rank(s) %s have not, for %.0f s",
         FuncName(h.func), h.seq, a.comm, h.arrived.size(), absl::StrJoin(h.missing, ","),
         static_cast<double>(h.waiting_ns) / 1e9);
-    a.evidence = {{"func", FuncName(h.func)},
+    a.evidence = {{"source", "join"},
+                  {"func", FuncName(h.func)},
                   {"seq", h.seq},
                   {"arrived_ranks", h.arrived},
                   {"missing_ranks", h.missing},
@@ -919,15 +899,16 @@ void Aggregator::Tick() {
     a.started_real_ns = clock_->RealNs();
     Fire(std::move(a));
   }
-  std::vector<std::string> to_resolve;
-  for (const auto& [id, alert] : state_.alerts) {
-    if (alert.kind != "hang" || alert.state != "firing") continue;
-    bool still = false;
-    for (const auto& [hash, i] : worst) still = still || CommLabel(hash) == alert.comm;
-    if (!still) to_resolve.push_back(id);
-  }
-  for (const std::string& id : to_resolve) Resolve(id);
+  EvaluateHangs(now);
+  std::set<std::string> hung;
+  for (const auto& [hash, i] : worst) hung.insert(CommLabel(hash));
+  for (const auto& [hash, v] : state_.hangs) hung.insert(CommLabel(hash));
+  state_.alerts.ResolveIf(
+      [&](const Alert& a) { return a.kind == AlertKind::kHang && hung.count(a.comm) == 0; },
+      ResolveReason::kCleared, clock_->RealNs());
   EvaluateNetLinkAlerts();
+  state_.alerts.Expire(clock_->RealNs());
+  state_.counters.evicted_alerts = state_.alerts.evicted();
 }
 
 // Fires link_degraded for the net links net_links.h finds degraded; resolves the recovered ones.
@@ -940,14 +921,105 @@ void Aggregator::EvaluateNetLinkAlerts() {
     a.started_real_ns = clock_->RealNs();
     Fire(std::move(a));
   }
-  std::vector<std::string> recovered;
-  for (const auto& [id, alert] : state_.alerts) {
-    if (absl::StartsWith(id, kNetLinkAlertPrefix) && alert.state == "firing" &&
-        !firing.contains(id)) {
-      recovered.push_back(id);
+  state_.alerts.ResolveIf(
+      [&](const Alert& a) {
+        return absl::StartsWith(a.id, kNetLinkAlertPrefix) && !firing.contains(a.id);
+      },
+      ResolveReason::kCleared, clock_->RealNs());
+}
+
+void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
+  if (in.nranks <= 0 || in.nranks > (1 << 24) || in.rank < 0 || in.rank >= in.nranks ||
+      in.completed > in.enqueued || in.oldest_since_ns < 0 ||
+      in.oldest_since_ns > kMaxTimestampNs) {
+    ++state_.counters.records_invalid;
+    return;
+  }
+  CommState* comm = FindOrCreateComm(in.comm_hash, in.nranks);
+  RankState* rs = FindOrCreateRank(comm, in.rank, client);
+  if (rs == nullptr) {
+    ++state_.counters.evicted_ranks;
+    return;
+  }
+  last_rank_ = nullptr;
+  comm->has_inflight = true;
+  comm->last_activity_mono_ns = batch_now_ns_;
+  InFlightView& v = rs->inflight;
+  v.has_state = true;
+  v.connected = true;
+  v.last_update_ns = batch_now_ns_;
+  v.enqueued = in.enqueued;
+  v.gpu_started = in.gpu_started;
+  v.completed = in.completed;
+  v.oldest_since_ns = in.oldest_since_ns;
+  v.oldest_seq = in.oldest_seq;
+  v.oldest_func = in.oldest_func;
+  rs->inflight_flags = in.flags;
+}
+
+void Aggregator::EvaluateHangs(int64_t now) {
+  state_.hangs.clear();
+  HangParams params;
+  params.timeout_ns = config_.hang_timeout_ns;
+  params.silent_ns = config_.hang_silent_ns;
+  std::vector<InFlightView> views;
+  for (auto& [hash, comm] : state_.comms) {
+    if (!comm->has_inflight || comm->ended_resolved) continue;
+    views.clear();
+    for (const RankState* m : comm->members) views.push_back(m->inflight);
+    HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
+    if (!v.hung) continue;
+    FireHang(*comm, v);
+    state_.hangs.emplace_back(hash, std::move(v));
+  }
+}
+
+void Aggregator::FireHang(const CommState& comm, const HangVerdict& v) {
+  Alert a;
+  a.id = absl::StrCat("hang-", CommLabel(comm.hash));
+  a.kind = AlertKind::kHang;
+  a.severity = AlertSeverity::kCritical;
+  a.comm = CommLabel(comm.hash);
+  a.ranks = v.culprits;
+  a.host = state_.host;
+  nlohmann::json ranks = nlohmann::json::array();
+  std::vector<std::string> parts;
+  for (const HangRank& r : v.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"role", HangRoleName(r.role)},
+                     {"enqueued", r.enqueued},
+                     {"gpu_started", r.gpu_started},
+                     {"completed", r.completed}});
+    if (IsCulprit(r.role)) {
+      parts.push_back(absl::StrFormat("rank %d %s (enqueued %d, gpu_started %d, completed %d)",
+                                      r.rank, HangRoleName(r.role), r.enqueued, r.gpu_started,
+                                      r.completed));
     }
   }
-  for (const std::string& id : recovered) Resolve(id);
+  std::string verdict;
+  if (!parts.empty()) {
+    verdict = absl::StrJoin(parts, "; ");
+  } else if (v.outside_node) {
+    verdict = "waiting on a rank outside this node (no local rank is behind)";
+  } else {
+    verdict = "every rank is inside it and none is behind (a device or network fault)";
+  }
+  a.summary = absl::StrFormat(
+      "hang on comm %s: %d local rank(s) stuck for %.0f s in %s (collective #%d, NCCL seq %d): %s",
+      a.comm, v.waiting.size(), static_cast<double>(v.waiting_ns) / 1e9, FuncName(v.func),
+      v.ordinal, v.seq, verdict);
+  a.evidence = {{"source", "inflight"},
+                {"func", FuncName(v.func)},
+                {"seq", v.seq},
+                {"ordinal", v.ordinal},
+                {"culprits", v.culprits},
+                {"waiting_ranks", v.waiting},
+                {"ranks", ranks},
+                {"outside_node", v.outside_node},
+                {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},
+                {"hang_timeout_s", static_cast<double>(config_.hang_timeout_ns) / 1e9}};
+  a.runbook = absl::StrCat(config_.runbook_base, "alert-hang");
+  Fire(std::move(a));
 }
 
 void Aggregator::OnNicPoll(const std::vector<NicPortReading>& readings) {
@@ -990,8 +1062,8 @@ void Aggregator::EvaluateNicAlerts() {
       }
       Alert a;
       a.id = err_id;
-      a.kind = "nic_errors";
-      a.severity = "critical";
+      a.kind = AlertKind::kNicErrors;
+      a.severity = AlertSeverity::kCritical;
       a.host = state_.host;
       a.summary = absl::StrFormat("%s port %d: %s grew by %d (%d consecutive polls)", key.first,
                                   key.second, counter, delta, p.error_polls);
@@ -1008,8 +1080,8 @@ void Aggregator::EvaluateNicAlerts() {
         p.last.rate_gbps < f->second) {
       Alert a;
       a.id = link_id;
-      a.kind = "link_degraded";
-      a.severity = "warning";
+      a.kind = AlertKind::kLinkDegraded;
+      a.severity = AlertSeverity::kWarning;
       a.host = state_.host;
       a.summary =
           absl::StrFormat("%s port %d runs at %g Gb/s, the node's fastest %s port at %g", key.first,
@@ -1028,14 +1100,12 @@ void Aggregator::EvaluateNicAlerts() {
     }
   }
   // Ports that vanished resolve their alerts.
-  std::vector<std::string> stale;
-  for (const auto& [id, a] : state_.alerts) {
-    if (a.state != "firing" || live.count(id) != 0) continue;
-    if (absl::StartsWith(id, "nic_errors-") || absl::StartsWith(id, "link_degraded-nic-")) {
-      stale.push_back(id);
-    }
-  }
-  for (const std::string& id : stale) Resolve(id);
+  state_.alerts.ResolveIf(
+      [&](const Alert& a) {
+        return live.count(a.id) == 0 && (absl::StartsWith(a.id, "nic_errors-") ||
+                                         absl::StartsWith(a.id, "link_degraded-nic-"));
+      },
+      ResolveReason::kCleared, clock_->RealNs());
 }
 
 }  // namespace sentinel::collector

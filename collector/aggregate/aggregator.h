@@ -20,10 +20,13 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 
+#include "collector/aggregate/alert_book.h"
 #include "collector/aggregate/baseline_store.h"
 #include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/stats.h"
+#include "collector/aggregate/straggler_detector.h"
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
 #include "collector/nic/nic_counters.h"
@@ -59,18 +62,6 @@ struct RankSample {
   uint8_t nchannels = 0;
 };
 
-struct StragglerState {
-  uint64_t late_bits = 0;  // bit 0 = the most recent collective
-  uint64_t observed = 0;
-  bool firing = false;
-  bool ever_clean = false;  // a window with <= R late collectives was seen
-  int64_t last_excess_ns = 0;
-  int64_t last_threshold_ns = 0;
-  int last_bucket = 0;
-  uint64_t first_late_seq = 0;
-  int64_t late_since_real_ns = 0;
-};
-
 // One rank of one communicator.
 struct RankState {
   uint64_t comm_hash = 0;
@@ -92,7 +83,12 @@ struct RankState {
   Histogram lateness;
   Histogram clock_free;
   std::array<std::unique_ptr<Histogram>, kSizeBuckets> duration;  // lazily, per size bucket
-  StragglerState straggler;
+  bool straggler_firing = false;
+  int64_t prev_end_ns = kUnset;  // end of its previous joined collective (compute segment start)
+  bool ended = false;            // CommEnd received
+  // Last SentinelWireInFlight (hang detection); inflight.last_update_ns is collector time.
+  InFlightView inflight;
+  uint16_t inflight_flags = 0;
 };
 
 // One in-flight or recently joined (comm, func, seq). Per-rank data lives in FuncRing arrays.
@@ -121,15 +117,6 @@ struct FuncRing {
   std::vector<JoinCell> cells;  // slots x width, slot-major
 };
 
-// Per (comm, size bucket) robust baseline of "excess lateness" of on-time ranks.
-struct Baseline {
-  Ring<int64_t> excess{256};
-  Ring<int64_t> duration{64};
-  uint32_t pushes = 0;
-  int64_t spread_ns = 0;  // 1.4826 * MAD
-  int64_t median_duration_ns = 0;
-};
-
 struct CommState {
   uint64_t hash = 0;
   int32_t nranks = 0;
@@ -139,7 +126,9 @@ struct CommState {
   absl::flat_hash_map<int32_t, int> index;  // rank -> local index
   int active_count = 0;
   std::array<std::unique_ptr<FuncRing>, kFuncSlots> rings;
-  std::array<Baseline, kSizeBuckets> baselines;
+  std::unique_ptr<StragglerDetector> straggler;
+  bool has_inflight = false;    // some rank sends in-flight state: hangs are judged from it
+  bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
   std::array<std::array<uint64_t, kSizeBuckets>, kFuncSlots> joined_by_func_bucket{};
@@ -175,21 +164,6 @@ struct CollSummary {
   double busbw_gbps = -1;
   uint8_t func = 0;
   int32_t ranks = 0;
-};
-
-struct Alert {
-  std::string id;
-  std::string kind;      // straggler hang transport placement link_degraded nic_errors
-  std::string severity;  // info warning critical
-  std::string state;     // firing resolved
-  std::string comm;
-  std::vector<int> ranks;
-  std::string host;
-  std::string summary;
-  nlohmann::json evidence = nlohmann::json::object();
-  std::string runbook;
-  int64_t started_real_ns = 0;
-  int64_t resolved_real_ns = 0;  // 0 = still firing
 };
 
 struct HangSuspect {
@@ -235,6 +209,7 @@ struct State {
   std::string host;
   int64_t start_real_ns = 0;
   int64_t start_mono_ns = 0;
+  int64_t now_mono_ns = 0;  // as of the last tick (in-flight ages)
   Counters counters;
   absl::flat_hash_map<uint64_t, std::unique_ptr<CommState>> comms;
   absl::flat_hash_map<std::pair<uint64_t, int32_t>, std::unique_ptr<RankState>> ranks;
@@ -242,8 +217,8 @@ struct State {
   std::deque<int> gone_processes;  // disconnected, oldest first (bounded)
   Ring<CollSummary> collectives;
   std::vector<HangSuspect> hang_suspects;
-  absl::flat_hash_map<std::string, Alert> alerts;
-  std::deque<std::string> resolved_order;
+  std::vector<std::pair<uint64_t, HangVerdict>> hangs;  // in-flight verdicts of the last tick
+  AlertBook alerts{3600LL * 1000000000, 1024};
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
   // The latest sentinel-baseline run (wire type 12).
   BaselineStore baseline;
@@ -295,11 +270,19 @@ class Aggregator : public IngestSink {
   void RecheckPending(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deactivate(RankState* rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateStragglers(CommState* comm, int func, int bucket, const std::vector<int>& idx,
-                          const std::vector<int64_t>& lateness, uint64_t seq)
+                          const std::vector<int64_t>& lateness,
+                          const std::vector<int64_t>& segments, uint64_t seq)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FireStraggler(CommState* comm, RankState* rs, int func, int bucket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fire(Alert alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Resolve(const std::string& id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PushChange(const Alert& alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Resolve(const std::string& id, ResolveReason reason = ResolveReason::kCleared)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void OnInFlight(int client, const SentinelWireInFlight& in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EvaluateHangs(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FireHang(const CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Resolves the communicator's firing alerts with reason `ended` once no local rank is active.
+  void MaybeEndComm(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNetLinkAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // net_links.h hook
   void EvictIdleComm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -311,16 +294,18 @@ class Aggregator : public IngestSink {
   mutable absl::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_);
   RecordLog* record_log_ ABSL_GUARDED_BY(mu_) = nullptr;
-  std::vector<Alert> alert_changes_ ABSL_GUARDED_BY(mu_);
   // One-entry cache: consecutive records nearly always hit the same (comm, rank).
   RankState* last_rank_ ABSL_GUARDED_BY(mu_) = nullptr;
   CommState* last_comm_ ABSL_GUARDED_BY(mu_) = nullptr;
   int64_t batch_now_ns_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<int> scratch_idx_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> scratch_late_ ABSL_GUARDED_BY(mu_);
-  std::vector<int64_t> scratch_sorted_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> scratch_seg_ ABSL_GUARDED_BY(mu_);
+  std::vector<StragglerDetector::Observation> scratch_obs_ ABSL_GUARDED_BY(mu_);
+  std::vector<StragglerEvent> scratch_events_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string CommLabel(uint64_t comm_hash);  // "0x%016x"
+StragglerParams StragglerParamsFrom(const Config& config);
 
 }  // namespace sentinel::collector

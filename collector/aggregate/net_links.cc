@@ -235,8 +235,8 @@ std::vector<Alert> LinkDegradedAlerts(const std::vector<DegradedLink>& degraded,
   for (const DegradedLink& d : degraded) {
     Alert a;
     a.id = absl::StrFormat("%s%016x", kNetLinkAlertPrefix, d.link_id);
-    a.kind = "link_degraded";
-    a.severity = "warning";
+    a.kind = AlertKind::kLinkDegraded;
+    a.severity = AlertSeverity::kWarning;
     a.host = d.send_host;
     a.summary = absl::StrFormat(
         "net link %s (pid %u) -> %s (pid %u): sends of %s take %.0f us on average, %.1fx the "

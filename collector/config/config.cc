@@ -140,6 +140,8 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
     scale = 1e9;
   } else if (unit == "ms") {
     scale = 1e6;
+  } else if (unit == "us") {
+    scale = 1e3;
   } else if (unit == "m") {
     scale = 60e9;
   } else if (unit == "h") {
@@ -148,7 +150,7 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
     scale = 86400e9;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("bad duration unit in '", text, "' (ms, s, m, h, d)"));
+        absl::StrCat("bad duration unit in '", text, "' (us, ms, s, m, h, d)"));
   }
   const double ns = number * scale;
   if (ns > 365.0 * 86400e9) return absl::InvalidArgumentError("duration longer than a year");
@@ -231,11 +233,12 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "max-comms") return ParseIntField(key, value, 1, 1 << 20, &max_comms);
   if (key == "max-ranks") return ParseIntField(key, value, 1, 1 << 20, &max_ranks);
   if (key == "max-clients") return ParseIntField(key, value, 1, 1 << 20, &max_clients);
-  if (key == "straggler-k-mad") return ParseDouble(key, value, &straggler_k_mad);
   if (key == "straggler-rel") return ParseDouble(key, value, &straggler_rel);
-  if (key == "straggler-fire-k") return ParseIntField(key, value, 1, 64, &straggler_fire_k);
-  if (key == "straggler-window-m") return ParseIntField(key, value, 1, 64, &straggler_window_m);
-  if (key == "straggler-resolve-r") return ParseIntField(key, value, 0, 64, &straggler_resolve_r);
+  if (key == "straggler-noise-h") return ParseDouble(key, value, &straggler_noise_h);
+  if (key == "straggler-floor-h") return ParseDouble(key, value, &straggler_floor_h);
+  if (key == "straggler-learn") return ParseIntField(key, value, 0, 1000000, &straggler_learn);
+  if (key == "hang-silent") return ParseDurationField(key, value, &hang_silent_ns);
+  if (key == "alert-retention") return ParseDurationField(key, value, &alert_retention_ns);
   if (key == "straggler-warmup") return ParseIntField(key, value, 0, 1000000, &straggler_warmup);
   return absl::InvalidArgumentError(absl::StrCat("unknown option '", raw_key, "'"));
 }
@@ -316,6 +319,8 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --sysfs-root DIR         where sysfs is mounted, for the NIC counters (default /sys)
   --hang-timeout DUR       a collective some local ranks reached and others did not, for this long,
                            raises a hang alert (default 30s)
+  --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s)
+  --alert-retention DUR    resolved alerts stay in /v1/alerts this long (default 1h)
   --allow-group GROUP      also accept peers in this group; the socket becomes 0660 (default: own uid
                            only, socket 0600)
   --record-log PATH        append every joined record as JSON lines (default off)
@@ -332,15 +337,16 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --history-per-rank N     samples kept per rank for percentiles and traces (default 1024)
   --history-collectives N  joined collectives kept for telemetry (default 65536)
   --max-comms N / --max-ranks N / --max-clients N   hard bounds (1024 / 4096 / 1024)
-  --straggler-min DUR      lateness never counted as late below this (default 1ms)
-  --straggler-k-mad X      robust threshold in MADs (default 6)
-  --straggler-rel X        threshold as a fraction of the bucket's median duration (default 0.1)
-  --straggler-fire-k K / --straggler-window-m M / --straggler-resolve-r R
-                           fire when late in K of the last M collectives, resolve at <= R (8/10/2)
+  --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
+                           between collectives (default 0.05)
+  --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)
+  --straggler-floor-h X    ... plus this many compute segments of excess (default 2)
+  --straggler-min DUR      clock-noise floor of a compute segment (default 50us)
+  --straggler-learn N      judged collectives that only learn the noise level (default 32)
   --straggler-warmup N     first N joined collectives of a communicator are not judged: they
                            measure process start-up, not stragglers (default 2)
   --help                   this text
-Durations: 500ms, 30s, 15m, 2h, 1d, or plain seconds.
+Durations: 50us, 500ms, 30s, 15m, 2h, 1d, or plain seconds.
 )";
 }
 

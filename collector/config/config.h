@@ -42,15 +42,16 @@ struct Config {
   int max_comms = 1024;
   int max_ranks = 4096;
   int max_clients = 1024;
-  // Straggler detection.
-  int64_t straggler_min_ns = 1000000;  // lateness below this never counts as late
-  double straggler_k_mad = 6.0;        // late = excess > k * 1.4826 * MAD of the baseline
-  double straggler_rel = 0.10;         // ... and > rel * median duration of the size bucket
-  int straggler_fire_k = 8;            // fire when late in K ...
-  int straggler_window_m = 10;         // ... of the last M collectives
-  int straggler_resolve_r = 2;         // resolve when late in at most R of the last M
-  int straggler_warmup = 2;            // first joined collectives of a comm not judged (start skew)
-  int64_t tick_ns = 200000000;         // hang checks and alert pushes
+  // Straggler detection (straggler_detector.h; defaults from detection_eval, README).
+  double straggler_rel = 0.05;       // smallest relative slowdown worth an alert
+  double straggler_noise_h = 12.0;   // CUSUM threshold in units of noise variance / drift
+  double straggler_floor_h = 2.0;    // ... plus this many compute segments
+  int64_t straggler_min_ns = 50000;  // clock-noise floor of a compute segment
+  int straggler_learn = 32;          // judged collectives that only train the noise estimate
+  int straggler_warmup = 2;          // first joined collectives of a comm not judged (start skew)
+  int64_t hang_silent_ns = 5LL * 1000000000;  // no in-flight record for this long = rank gone
+  int64_t alert_retention_ns = 3600LL * 1000000000;  // resolved alerts kept in /v1/alerts
+  int64_t tick_ns = 200000000;                       // hang checks and alert pushes
   // NIC counters (collector/nic/): sysfs mount point and poll period (0 = off).
   std::string sysfs_root = "/sys";
   int64_t nic_poll_ns = 5LL * 1000000000;

@@ -15,14 +15,14 @@ namespace sentinel::collector {
 nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
   nlohmann::json out = nlohmann::json::array();
   for (const Alert& a : alerts) {
-    std::string kind = a.kind;
+    std::string kind = AlertKindName(a.kind);
     if (!kind.empty())
       kind[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(kind[0])));
     nlohmann::json item = {
         {"labels",
          {{"alertname", "Sentinel" + kind},
-          {"kind", a.kind},
-          {"severity", a.severity},
+          {"kind", AlertKindName(a.kind)},
+          {"severity", AlertSeverityName(a.severity)},
           {"comm", a.comm},
           {"host", a.host},
           {"ranks", absl::StrJoin(a.ranks, ",")},
@@ -82,8 +82,8 @@ void AlertPusher::Loop() {
     if (std::chrono::steady_clock::now() - last_resend > std::chrono::seconds(60)) {
       last_resend = std::chrono::steady_clock::now();
       aggregator_->Read([&](const State& state) {
-        for (const auto& [id, a] : state.alerts) {
-          if (a.state == "firing") changes.push_back(a);
+        for (const auto& [id, a] : state.alerts.all()) {
+          if (a.firing()) changes.push_back(a);
         }
       });
     }

@@ -149,6 +149,11 @@ std::string FormatRealTime(int64_t real_ns) {
                           absl::UTCTimeZone());
 }
 
+double InFlightAgeSeconds(const State& state, const InFlightView& v) {
+  if (v.oldest_since_ns <= 0 || v.enqueued <= v.completed) return 0;
+  return std::max(0.0, static_cast<double>(state.now_mono_ns - v.oldest_since_ns) / 1e9);
+}
+
 std::string RenderPrometheus(const State& state) {
   Writer w;
   const Counters& c = state.counters;
@@ -196,8 +201,8 @@ std::string RenderPrometheus(const State& state) {
   w.Family("sentinel_alerts_firing", "gauge", "Alerts currently firing, by kind.");
   std::map<std::string, int> firing = {{"straggler", 0}, {"hang", 0},          {"transport", 0},
                                        {"placement", 0}, {"link_degraded", 0}, {"nic_errors", 0}};
-  for (const auto& [id, a] : state.alerts) {
-    if (a.state == "firing") ++firing[a.kind];
+  for (const auto& [id, a] : state.alerts.all()) {
+    if (a.firing()) ++firing[AlertKindName(a.kind)];
   }
   for (const auto& [kind, n] : firing) w.Sample("sentinel_alerts_firing", L({{"kind", kind}}), n);
   RenderNic(state.nic, &w);
@@ -268,6 +273,47 @@ std::string RenderPrometheus(const State& state) {
                   {"rank", absl::StrCat(r->rank)},
                   {"func", FuncName(static_cast<uint8_t>(f))}}),
                static_cast<double>(n));
+    }
+  }
+  // In-flight state (hang detection), one series per (comm, rank) that sends it: bounded by
+  // --max-ranks. The job-wide hang-culprit rule compares these across nodes.
+  struct InFlightFamily {
+    const char* name;
+    const char* help;
+  };
+  static constexpr InFlightFamily kInFlight[] = {
+      {"sentinel_inflight_enqueued", "Ordinal of the rank's last collective enqueued on the comm."},
+      {"sentinel_inflight_gpu_started",
+       "Ordinal of the rank's last collective whose kernel started."},
+      {"sentinel_inflight_completed", "Ordinal of the rank's last collective completed."},
+      {"sentinel_inflight_oldest_age_seconds",
+       "How long the rank's oldest incomplete collective has been in flight (0 when none)."},
+      {"sentinel_inflight_connected", "1 while the rank's process is connected, 0 once gone."}};
+  for (size_t f = 0; f < std::size(kInFlight); ++f) {
+    w.Family(kInFlight[f].name, "gauge", kInFlight[f].help);
+    for (const RankState* r : ranks) {
+      const InFlightView& v = r->inflight;
+      if (!v.has_state || v.ended) continue;
+      double value = 0;
+      switch (f) {
+        case 0:
+          value = static_cast<double>(v.enqueued);
+          break;
+        case 1:
+          value = static_cast<double>(v.gpu_started);
+          break;
+        case 2:
+          value = static_cast<double>(v.completed);
+          break;
+        case 3:
+          value = InFlightAgeSeconds(state, v);
+          break;
+        default:
+          value = v.connected ? 1 : 0;
+          break;
+      }
+      w.Sample(kInFlight[f].name,
+               L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}), value);
     }
   }
   w.Family("sentinel_rank_lateness_seconds", "histogram",
@@ -369,6 +415,20 @@ nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_
           {"records", state.counters.records}};
 }
 
+nlohmann::json InFlightJson(const State& state, const InFlightView& v) {
+  if (!v.has_state) return nullptr;
+  return {{"enqueued", v.enqueued},
+          {"gpu_started", v.gpu_started},
+          {"completed", v.completed},
+          {"oldest_age_s", InFlightAgeSeconds(state, v)},
+          {"oldest_func", v.oldest_since_ns > 0 && v.enqueued > v.completed
+                              ? nlohmann::json(FuncName(v.oldest_func))
+                              : nlohmann::json()},
+          {"oldest_seq", v.oldest_since_ns > 0 && v.enqueued > v.completed
+                             ? nlohmann::json(v.oldest_seq)
+                             : nlohmann::json()}};
+}
+
 nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
   (void)now_mono_ns;
   nlohmann::json ranks = nlohmann::json::array();
@@ -386,7 +446,8 @@ nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
                        {"last_seq", r->has_seq ? nlohmann::json(r->last_seq) : nlohmann::json()},
                        {"collectives", r->collectives},
                        {"p2p", r->p2p},
-                       {"active", r->active}});
+                       {"active", r->active},
+                       {"inflight", InFlightJson(state, r->inflight)}});
     }
     std::vector<int64_t> late;
     std::vector<int64_t> clock_free;
@@ -426,7 +487,7 @@ nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
          {"gpu", GpuRankJson(p->gpu)},
          {"drops", p->has_heartbeat ? Drops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
-         {"straggler", primary != nullptr && primary->straggler.firing}});
+         {"straggler", primary != nullptr && primary->straggler_firing}});
   }
   return {{"host", state.host}, {"ranks", ranks}};
 }
@@ -526,9 +587,12 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
 
 nlohmann::json AlertJson(const Alert& a) {
   return {{"id", a.id},
-          {"kind", a.kind},
-          {"severity", a.severity},
-          {"state", a.state},
+          {"kind", AlertKindName(a.kind)},
+          {"severity", AlertSeverityName(a.severity)},
+          {"state", AlertStateName(a.state)},
+          {"resolve_reason", a.resolve_reason == ResolveReason::kNone
+                                 ? nlohmann::json()
+                                 : nlohmann::json(ResolveReasonName(a.resolve_reason))},
           {"comm", a.comm.empty() ? nlohmann::json() : nlohmann::json(a.comm)},  // node-level
           {"ranks", a.ranks},
           {"host", a.host},
@@ -543,9 +607,9 @@ nlohmann::json AlertJson(const Alert& a) {
 
 nlohmann::json AlertsJson(const State& state) {
   std::vector<const Alert*> alerts;
-  for (const auto& [id, a] : state.alerts) alerts.push_back(&a);
+  for (const auto& [id, a] : state.alerts.all()) alerts.push_back(&a);
   std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
-    if (a->state != b->state) return a->state == "firing";
+    if (a->state != b->state) return a->firing();
     return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns
                                                     : a->id < b->id;
   });
@@ -685,13 +749,13 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
     events.push_back(std::move(e));
   };
   const int64_t real_to_mono = state.start_mono_ns - state.start_real_ns;
-  for (const auto& [id, a] : state.alerts) {
-    if (a.kind != "straggler" && a.kind != "hang") continue;
+  for (const auto& [id, a] : state.alerts.all()) {
+    if (a.kind != AlertKind::kStraggler && a.kind != AlertKind::kHang) continue;
     const int64_t ts = a.started_real_ns + real_to_mono;
     if (ts < since) continue;
     for (const int rank : a.ranks) {
-      marker(absl::StrCat(a.kind, " alert: rank ", rank), a.comm, rank, ts,
-             {{"alert", a.id}, {"state", a.state}, {"summary", a.summary}});
+      marker(absl::StrCat(AlertKindName(a.kind), " alert: rank ", rank), a.comm, rank, ts,
+             {{"alert", a.id}, {"state", AlertStateName(a.state)}, {"summary", a.summary}});
     }
   }
   for (const HangSuspect& h : state.hang_suspects) {

@@ -22,6 +22,10 @@ nlohmann::json AlertJson(const Alert& alert);
 // Chrome/Perfetto trace of every kept sample that started within the last `window_ns`.
 nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono_ns);
 nlohmann::json ErrorJson(int code, const std::string& message);
+// A rank's in-flight state for /v1/ranks (null when it never sent any), and the age of its
+// oldest incomplete collective as of the last tick.
+nlohmann::json InFlightJson(const State& state, const InFlightView& v);
+double InFlightAgeSeconds(const State& state, const InFlightView& v);
 // RFC 3339 UTC with milliseconds.
 std::string FormatRealTime(int64_t real_ns);
 // The rank a process is best known by: its rank in the largest communicator it joined.

@@ -41,6 +41,8 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireVerdict);
     case kSentinelWireCommEnd:
       return sizeof(SentinelWireCommEnd);
+    case kSentinelWireInFlight:
+      return sizeof(SentinelWireInFlight);
     case kSentinelWireHelloAck:
       return sizeof(SentinelWireHelloAck);
     case kSentinelWireBaselineResult:

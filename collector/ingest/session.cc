@@ -92,6 +92,7 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireBaselineResult:
     case kSentinelWireNetDevice:  // libnccl-net-sentinel.so
     case kSentinelWireNetConnStats:
+    case kSentinelWireInFlight:
       FlushBatch();  // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;

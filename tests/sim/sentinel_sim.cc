@@ -35,7 +35,9 @@ constexpr const char kUsage[] =
     "1M)\n"
     "  --collectives LIST     comma list of allreduce,allgather,reducescatter,broadcast,reduce,\n"
     "                         alltoall,sendrecv, issued in order every step (default allreduce)\n"
-    "  --straggler rank=R,delay-ms=D,from=STEP   rank R computes D ms longer from step STEP on\n"
+    "  --straggler rank=R,delay-ms=D,pct=P,from=STEP,until=STEP\n"
+    "                         rank R computes D ms longer and P % slower (of --compute-ms) from\n"
+    "                         step `from` on, until step `until` (exclusive; default: the end)\n"
     "                         (repeatable)\n"
     "  --hang rank=R,at=STEP[,kind=K]   rank R hangs at step STEP; K = never-launched\n"
     "                         (default: its host thread stops before calling the collective) or\n"
@@ -54,7 +56,9 @@ constexpr const char kUsage[] =
 struct Straggler {
   int rank = -1;
   double delay_ms = 0;
+  double pct = 0;  // relative slowdown of the compute, percent
   int from = 0;
+  int until = -1;  // first step no longer slowed; -1 = never
 };
 
 struct Options {
@@ -193,8 +197,12 @@ Options Parse(int argc, char** argv) {
             Usage("--straggler delay-ms: expected ms >= 0");
         } else if (k == "from") {
           s.from = ParseInt("--straggler from", v, 0, 10000000);
+        } else if (k == "until") {
+          s.until = ParseInt("--straggler until", v, 0, 10000000);
+        } else if (k == "pct") {
+          if (!ParseNumber(v, 0, 10000, &s.pct)) Usage("--straggler pct: expected percent >= 0");
         } else {
-          Usage("--straggler: unknown key '" + k + "' (rank, delay-ms, from)");
+          Usage("--straggler: unknown key '" + k + "' (rank, delay-ms, pct, from, until)");
         }
       }
       if (!have_rank) Usage("--straggler: rank= is required");
@@ -315,7 +323,9 @@ int Worker(const Options& o) {
   for (int step = 0; step < o.steps; ++step) {
     double ms = o.compute_ms + (o.jitter_ms > 0 ? jitter(rng) : 0.0);
     for (const Straggler& s : o.stragglers) {
-      if (s.rank == rank && step >= s.from) ms += s.delay_ms;
+      if (s.rank == rank && step >= s.from && (s.until < 0 || step < s.until)) {
+        ms += s.delay_ms + o.compute_ms * s.pct / 100.0;
+      }
     }
     bool hang_here = rank == o.hang_rank && step == o.hang_at;
     if (hang_here && !o.hang_kernel_stuck) {
@@ -407,7 +417,8 @@ int Launcher(const Options& o, char** argv) {
     printf("[sim] %d ranks x %d steps, %d comm(s), %zu bytes, compute %.1f ms (+jitter %.1f ms)\n",
            o.ranks, o.steps, o.comms, o.bytes, o.compute_ms, o.jitter_ms);
     for (const Straggler& s : o.stragglers) {
-      printf("[sim] straggler: rank %d +%.1f ms from step %d\n", s.rank, s.delay_ms, s.from);
+      printf("[sim] straggler: rank %d +%.1f ms +%.0f%% from step %d until %d\n", s.rank,
+             s.delay_ms, s.pct, s.from, s.until);
     }
     if (o.hang_rank >= 0) {
       printf("[sim] hang: rank %d %s at step %d\n", o.hang_rank,

@@ -38,7 +38,7 @@ TEST(ConfigTest, FileThenCommandLineWins) {
   ASSERT_GE(fd, 0);
   {
     std::ofstream out(path);
-    out << "# comment\n\nwindow = 5m\nhang_timeout=10s\nstraggler-fire-k = 3\nlisten = "
+    out << "# comment\n\nwindow = 5m\nhang_timeout=10s\nstraggler-learn = 3\nlisten = "
            "127.0.0.1:0\n";
   }
   std::vector<std::string> args = {"sentineld",   "--config", path,
@@ -51,7 +51,7 @@ TEST(ConfigTest, FileThenCommandLineWins) {
   EXPECT_FALSE(help);
   EXPECT_EQ(c.window_ns, 60LL * 1000000000);  // command line beats the file
   EXPECT_EQ(c.hang_timeout_ns, 10LL * 1000000000);
-  EXPECT_EQ(c.straggler_fire_k, 3);
+  EXPECT_EQ(c.straggler_learn, 3);
   EXPECT_EQ(c.socket_path, "/tmp/x.sock");
   EXPECT_EQ(c.listen, "127.0.0.1:0");
   std::remove(path);

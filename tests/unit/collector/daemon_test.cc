@@ -58,7 +58,8 @@ class DaemonTest : public DaemonFixture {
 };
 
 TEST_F(DaemonTest, RanksTelemetryAlertsTraceMatchSchemas) {
-  Start({"--record-log", dir_ + "/records.jsonl", "--record-log-max-mb", "1"});
+  Start({"--record-log", dir_ + "/records.jsonl", "--record-log-max-mb", "1", "--straggler-learn",
+         "4"});
   struct stat st {};
   ASSERT_EQ(stat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "socket must be owner-only without --allow-group";
@@ -205,7 +206,7 @@ TEST_F(DaemonTest, ClientWithAnotherUidIsRefused) {
 }
 
 TEST_F(DaemonTest, SentinelctlExitCodes) {
-  Start();
+  Start({"--straggler-learn", "4"});
   ConnectRanks(2);
   Stream(0, 12, 1);
   WaitFor("/v1/alerts", [](const nlohmann::json& j) { return j["alerts"].size() == 1; });
@@ -267,6 +268,107 @@ TEST_F(DaemonTest, TraceMarksHangOnTheMissingRanksTrack) {
   std::sort(marks.begin(), marks.end());
   EXPECT_THAT(marks,
               ::testing::ElementsAre("hang alert: rank 2", "hang: AllReduce #5 waits for rank 2"));
+}
+
+// Hangs through the real daemon and socket: synthetic in-flight frames as the plugin sends
+// them (each rank once a second), one rank behind. The alert names it within the timeout + 5 s,
+// /metrics and /v1/ranks carry the in-flight state, every payload matches its schema, and when
+// the processes go the alert resolves as ended and stays listed (sentinelctl --all / --since).
+TEST_F(DaemonTest, InFlightHangNamesTheCulpritAndEndsWithTheJob) {
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kind);  // 0 never launched, 1 kernel not started, 2 killed (gone)
+    Stop();
+    port_ = 0;
+    RunCommand("rm -f " + port_file_);
+    clients_.clear();
+    Start({"--hang-timeout", "2s", "--hang-silent", "2s"});
+    ConnectRanks(4);
+    const int64_t since = MonoNow();
+    auto send = [&](int r, uint64_t enq, uint64_t gpu) {
+      SentinelWireInFlight in{};
+      in.comm_hash = kComm;
+      in.now_ns = MonoNow();
+      in.enqueued = enq;
+      in.gpu_started = gpu;
+      in.completed = 6;
+      in.oldest_since_ns = enq > 6 ? since : 0;
+      in.oldest_seq = 2;
+      in.oldest_func = kSentinelFuncAllReduce;
+      in.rank = r;
+      in.nranks = 4;
+      in.pid = static_cast<uint32_t>(2000 + r);
+      ASSERT_TRUE(clients_[static_cast<size_t>(r)]->Send(Frame(kSentinelWireInFlight, in)));
+    };
+    if (kind == 2) clients_[1]->Close();  // rank 1's process is killed
+    const int64_t t0 = MonoNow();
+    nlohmann::json alert;
+    for (int i = 0; i < 70 && alert.is_null(); ++i) {
+      for (int r = 0; r < 4; ++r) {
+        if (r == 1 && kind == 2) continue;
+        send(r, r == 1 && kind == 0 ? 6 : 7, r == 1 ? 6 : 7);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      const nlohmann::json now = GetJson("/v1/alerts");
+      for (const auto& a : now["alerts"]) {
+        if (a["kind"] == "hang" && a["state"] == "firing") alert = a;
+      }
+    }
+    ASSERT_FALSE(alert.is_null()) << "no hang alert: " << GetJson("/v1/alerts").dump()
+                                  << GetJson("/v1/ranks").dump();
+    EXPECT_LE(MonoNow() - t0, 7LL * 1000 * kMs) << "within the timeout + 5 s";
+    EXPECT_EQ(alert["ranks"], nlohmann::json({1}));
+    const char* role[] = {"never_launched", "launched_kernel_not_started", "gone"};
+    EXPECT_EQ(alert["evidence"]["ranks"][1]["role"], role[kind]) << alert.dump();
+    EXPECT_EQ(alert["evidence"]["func"], "AllReduce");
+    EXPECT_EQ(alert["evidence"]["ordinal"], 7);
+    if (kind == 0) {
+      // The in-flight series and /v1/ranks.
+      EXPECT_EQ(Metric("sentinel_inflight_enqueued{comm=\"" + collector::CommLabel(kComm) +
+                       "\",rank=\"1\"}"),
+                6);
+      EXPECT_EQ(Metric("sentinel_inflight_gpu_started{comm=\"" + collector::CommLabel(kComm) +
+                       "\",rank=\"0\"}"),
+                7);
+      EXPECT_GE(Metric("sentinel_inflight_oldest_age_seconds{comm=\"" +
+                       collector::CommLabel(kComm) + "\",rank=\"0\"}"),
+                2.0);
+      const nlohmann::json ranks = GetJson("/v1/ranks");
+      std::string body;
+      ASSERT_EQ(Get("/v1/alerts", &body), 200);
+      const std::string alerts_file = Save("hang_alerts.json", body);
+      const std::string ranks_file = Save("hang_ranks.json", ranks.dump());
+      std::string out;
+      const int rc = Validate({"alerts=" + alerts_file, "ranks=" + ranks_file}, &out);
+      if (rc != 77) {
+        EXPECT_EQ(rc, 0) << out;
+      }
+      bool seen = false;
+      for (const auto& r : ranks["ranks"]) {
+        for (const auto& c : r["comms"]) {
+          if (c["rank"] == 1) {
+            seen = true;
+            EXPECT_EQ(c["inflight"]["enqueued"], 6);
+          }
+        }
+      }
+      EXPECT_TRUE(seen);
+    }
+    // The job ends: every process goes, the alert resolves as ended and stays listed.
+    for (auto& c : clients_) c->Close();
+    const nlohmann::json after = WaitFor("/v1/alerts", [](const nlohmann::json& j) {
+      return j["alerts"].size() == 1 && j["alerts"][0]["state"] == "resolved";
+    });
+    EXPECT_EQ(after["alerts"][0]["resolve_reason"], "ended");
+    const std::string ctl = std::string(SENTINELCTL_PATH) + " --port-file " + port_file_;
+    std::string out;
+    EXPECT_EQ(RunCommand(ctl + " alerts", &out), 0) << out;
+    EXPECT_NE(out.find("no firing alerts"), std::string::npos) << out;
+    EXPECT_EQ(RunCommand(ctl + " alerts --all", &out), 0) << out;
+    EXPECT_NE(out.find("(ended)"), std::string::npos) << out;
+    EXPECT_EQ(RunCommand(ctl + " alerts --since 10m --json", &out), 0) << out;
+    EXPECT_NE(out.find("\"hang\""), std::string::npos) << out;
+    EXPECT_EQ(RunCommand(ctl + " alerts --since soon", &out), 2) << out;
+  }
 }
 
 TEST_F(DaemonTest, PromtoolAcceptsMetrics) {

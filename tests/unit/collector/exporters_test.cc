@@ -59,7 +59,12 @@ class ExportersTest : public ::testing::Test {
     return out;
   }
   FakeClock clock_;
-  Config config_;
+  // Every collective's lateness counts here (no start-up collectives excluded).
+  Config config_ = [] {
+    Config c;
+    c.straggler_warmup = 0;
+    return c;
+  }();
   std::unique_ptr<Aggregator> agg_;
 };
 
@@ -152,9 +157,9 @@ TEST_F(ExportersTest, TraceHasOneSpanPerOperationAndNamedTracks) {
 TEST(AlertmanagerTest, PayloadAndPush) {
   Alert a;
   a.id = "hang-0x1";
-  a.kind = "hang";
-  a.severity = "critical";
-  a.state = "firing";
+  a.kind = AlertKind::kHang;
+  a.severity = AlertSeverity::kCritical;
+  a.state = AlertState::kFiring;
   a.comm = "0x0000000000000001";
   a.ranks = {3, 5};
   a.host = "n1";
@@ -181,17 +186,17 @@ TEST(AlertmanagerTest, PayloadAndPush) {
   std::thread t([&] { server.listen_after_bind(); });
   FakeClock clock;
   Config config;
-  config.straggler_fire_k = 2;
-  config.straggler_window_m = 2;
-  config.straggler_warmup = 0;  // two collectives only: judge them all
+  config.straggler_learn = 4;  // a short stream: learn the noise from 4 collectives
   Aggregator agg(config, &clock);
   for (int r = 0; r < 2; ++r) {
     agg.NoteAccepted(r + 1, 1, 0);
     CommInit(&agg, r + 1, r);
   }
-  for (uint64_t seq = 0; seq < 2; ++seq) {
+  for (uint64_t seq = 0; seq < 20; ++seq) {
     for (int r = 0; r < 2; ++r) {
-      const auto rec = MakeColl(kComm, r, 2, seq, 1000000000 + (r == 1 ? 50 * kMs : 0), kMs);
+      const int64_t start = 1000000000 + static_cast<int64_t>(seq) * 100 * kMs;
+      const auto rec =
+          MakeColl(kComm, r, 2, seq, start + (r == 1 ? 50 * kMs : 0), (r == 1 ? 1 : 51) * kMs);
       agg.OnRecords(r + 1, &rec, 1);
     }
   }

@@ -175,8 +175,7 @@ class NicAlertsTest : public ::testing::Test {
   const collector::Alert* Find(const std::string& id) {
     const collector::Alert* found = nullptr;
     agg_.Read([&](const collector::State& st) {
-      auto it = st.alerts.find(id);
-      if (it != st.alerts.end()) found = &it->second;  // alerts outlive Read (no writer here)
+      found = st.alerts.Find(id);  // alerts outlive Read (no writer here)
     });
     return found;
   }
@@ -200,8 +199,8 @@ TEST_F(NicAlertsTest, NicErrorsFiresAfterTwoGrowingPollsAndResolvesAfterTwoClean
   Poll();
   const collector::Alert* a = Find("nic_errors-mlx5_0-1");
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->state, "firing");
-  EXPECT_EQ(a->kind, "nic_errors");
+  EXPECT_EQ(a->state, collector::AlertState::kFiring);
+  EXPECT_EQ(a->kind, collector::AlertKind::kNicErrors);
   EXPECT_EQ(a->evidence["device"], "mlx5_0");
   EXPECT_EQ(a->evidence["port"], 1);
   EXPECT_EQ(a->evidence["counter"], "symbol_error");
@@ -210,9 +209,9 @@ TEST_F(NicAlertsTest, NicErrorsFiresAfterTwoGrowingPollsAndResolvesAfterTwoClean
   const nlohmann::json j = collector::AlertJson(*a);
   EXPECT_TRUE(j["comm"].is_null());
   Poll();  // one clean poll: still firing
-  EXPECT_EQ(Find("nic_errors-mlx5_0-1")->state, "firing");
+  EXPECT_EQ(Find("nic_errors-mlx5_0-1")->state, collector::AlertState::kFiring);
   Poll();
-  EXPECT_EQ(Find("nic_errors-mlx5_0-1")->state, "resolved");
+  EXPECT_EQ(Find("nic_errors-mlx5_0-1")->state, collector::AlertState::kResolved);
 }
 
 TEST_F(NicAlertsTest, LinkDegradedComparesPortsOfTheSameLinkLayer) {
@@ -223,8 +222,8 @@ TEST_F(NicAlertsTest, LinkDegradedComparesPortsOfTheSameLinkLayer) {
   Poll();
   const collector::Alert* a = Find("link_degraded-nic-mlx5_1-1");
   ASSERT_NE(a, nullptr);
-  EXPECT_EQ(a->state, "firing");
-  EXPECT_EQ(a->severity, "warning");
+  EXPECT_EQ(a->state, collector::AlertState::kFiring);
+  EXPECT_EQ(a->severity, collector::AlertSeverity::kWarning);
   EXPECT_DOUBLE_EQ(a->evidence["rate_gbps"].get<double>(), 200);
   EXPECT_DOUBLE_EQ(a->evidence["expected_gbps"].get<double>(), 400);
   EXPECT_EQ(Find("link_degraded-nic-mlx5_0-1"), nullptr);
@@ -233,7 +232,7 @@ TEST_F(NicAlertsTest, LinkDegradedComparesPortsOfTheSameLinkLayer) {
   // The link retrains to full speed: resolved.
   fs_.AddPort("mlx5_1", 1, "400 Gb/sec (4X NDR)");
   Poll();
-  EXPECT_EQ(Find("link_degraded-nic-mlx5_1-1")->state, "resolved");
+  EXPECT_EQ(Find("link_degraded-nic-mlx5_1-1")->state, collector::AlertState::kResolved);
 }
 
 TEST_F(NicAlertsTest, MetricsAndTelemetry) {

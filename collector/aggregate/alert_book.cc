@@ -1,0 +1,150 @@
+// Alert book: see alert_book.h.
+#include "collector/aggregate/alert_book.h"
+
+#include <utility>
+
+#include "spdlog/spdlog.h"
+
+namespace sentinel::collector {
+
+const char* AlertKindName(AlertKind kind) {
+  switch (kind) {
+    case AlertKind::kStraggler:
+      return "straggler";
+    case AlertKind::kHang:
+      return "hang";
+    case AlertKind::kTransport:
+      return "transport";
+    case AlertKind::kPlacement:
+      return "placement";
+    case AlertKind::kLinkDegraded:
+      return "link_degraded";
+    case AlertKind::kNicErrors:
+      return "nic_errors";
+  }
+  return "unknown";
+}
+
+const char* AlertSeverityName(AlertSeverity severity) {
+  switch (severity) {
+    case AlertSeverity::kInfo:
+      return "info";
+    case AlertSeverity::kWarning:
+      return "warning";
+    case AlertSeverity::kCritical:
+      return "critical";
+  }
+  return "unknown";
+}
+
+const char* AlertStateName(AlertState state) {
+  return state == AlertState::kFiring ? "firing" : "resolved";
+}
+
+const char* ResolveReasonName(ResolveReason reason) {
+  switch (reason) {
+    case ResolveReason::kNone:
+      return "";
+    case ResolveReason::kCleared:
+      return "cleared";
+    case ResolveReason::kEnded:
+      return "ended";
+  }
+  return "";
+}
+
+bool AlertBook::Fire(Alert alert, int64_t now_real_ns) {
+  auto it = alerts_.find(alert.id);
+  if (it != alerts_.end() && it->second.firing()) {
+    const int64_t started = it->second.started_real_ns;
+    it->second = std::move(alert);
+    it->second.started_real_ns = started;
+    it->second.state = AlertState::kFiring;
+    it->second.resolve_reason = ResolveReason::kNone;
+    it->second.resolved_real_ns = 0;
+    return false;
+  }
+  alert.state = AlertState::kFiring;
+  alert.resolve_reason = ResolveReason::kNone;
+  alert.resolved_real_ns = 0;
+  if (alert.started_real_ns == 0) alert.started_real_ns = now_real_ns;
+  spdlog::warn("alert {} firing: {}", alert.id, alert.summary);
+  PushChange(alert);
+  alerts_[alert.id] = std::move(alert);
+  return true;
+}
+
+bool AlertBook::Resolve(const std::string& id, ResolveReason reason, int64_t now_real_ns) {
+  auto it = alerts_.find(id);
+  if (it == alerts_.end() || !it->second.firing()) return false;
+  it->second.state = AlertState::kResolved;
+  it->second.resolve_reason = reason == ResolveReason::kNone ? ResolveReason::kCleared : reason;
+  it->second.resolved_real_ns = now_real_ns;
+  spdlog::info("alert {} resolved ({})", id, ResolveReasonName(it->second.resolve_reason));
+  PushChange(it->second);
+  resolved_order_.push_back(id);
+  while (resolved_order_.size() > max_resolved_) {
+    auto old = alerts_.find(resolved_order_.front());
+    if (old != alerts_.end() && !old->second.firing()) {
+      alerts_.erase(old);
+      ++evicted_;
+    }
+    resolved_order_.pop_front();
+  }
+  return true;
+}
+
+int AlertBook::ResolveIf(const std::function<bool(const Alert&)>& pred, ResolveReason reason,
+                         int64_t now_real_ns) {
+  std::vector<std::string> ids;
+  for (const auto& [id, a] : alerts_) {
+    if (a.firing() && pred(a)) ids.push_back(id);
+  }
+  for (const std::string& id : ids) Resolve(id, reason, now_real_ns);
+  return static_cast<int>(ids.size());
+}
+
+uint64_t AlertBook::Expire(int64_t now_real_ns) {
+  uint64_t dropped = 0;
+  while (!resolved_order_.empty()) {
+    auto it = alerts_.find(resolved_order_.front());
+    // An id that fired again since is no longer this resolution's to drop.
+    if (it != alerts_.end() && !it->second.firing()) {
+      if (now_real_ns - it->second.resolved_real_ns < retention_ns_) break;
+      alerts_.erase(it);
+      ++dropped;
+    }
+    resolved_order_.pop_front();
+  }
+  evicted_ += dropped;
+  return dropped;
+}
+
+bool AlertBook::IsFiring(const std::string& id) const {
+  auto it = alerts_.find(id);
+  return it != alerts_.end() && it->second.firing();
+}
+
+const Alert* AlertBook::Find(const std::string& id) const {
+  auto it = alerts_.find(id);
+  return it == alerts_.end() ? nullptr : &it->second;
+}
+
+int AlertBook::FiringCount() const {
+  int n = 0;
+  for (const auto& [id, a] : alerts_) n += a.firing() ? 1 : 0;
+  return n;
+}
+
+std::vector<Alert> AlertBook::TakeChanges() {
+  std::vector<Alert> out;
+  out.swap(changes_);
+  return out;
+}
+
+void AlertBook::PushChange(const Alert& alert) {
+  if (changes_.size() >= 1024) changes_.erase(changes_.begin());
+  changes_.push_back(alert);
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,101 @@
+// The alert book: every alert sentineld raised, firing or recently resolved. Fire and resolve
+// (with a reason), time- and count-bounded retention of resolved alerts, and the queue of state
+// changes that the Alertmanager pusher drains. Not thread-safe: the aggregator owns it under its
+// lock.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace sentinel::collector {
+
+enum class AlertKind : uint8_t {
+  kStraggler,
+  kHang,
+  kTransport,
+  kPlacement,
+  kLinkDegraded,
+  kNicErrors,
+};
+inline constexpr int kAlertKindCount = 6;
+
+enum class AlertSeverity : uint8_t { kInfo, kWarning, kCritical };
+enum class AlertState : uint8_t { kFiring, kResolved };
+
+// Why a firing alert stopped.
+enum class ResolveReason : uint8_t {
+  kNone,     // still firing
+  kCleared,  // the condition is gone (the rank caught up, the collective completed, ...)
+  kEnded,    // the communicator ended or its processes are gone
+};
+
+// Names used in JSON, Prometheus labels and Alertmanager labels.
+const char* AlertKindName(AlertKind kind);
+const char* AlertSeverityName(AlertSeverity severity);
+const char* AlertStateName(AlertState state);
+const char* ResolveReasonName(ResolveReason reason);  // kNone -> "" (JSON null)
+
+struct Alert {
+  std::string id;
+  AlertKind kind = AlertKind::kStraggler;
+  AlertSeverity severity = AlertSeverity::kWarning;
+  AlertState state = AlertState::kFiring;
+  ResolveReason resolve_reason = ResolveReason::kNone;
+  std::string comm;  // empty for node-level alerts
+  std::vector<int> ranks;
+  std::string host;
+  std::string summary;
+  nlohmann::json evidence = nlohmann::json::object();
+  std::string runbook;
+  int64_t started_real_ns = 0;
+  int64_t resolved_real_ns = 0;  // 0 = still firing
+
+  bool firing() const { return state == AlertState::kFiring; }
+};
+
+class AlertBook {
+ public:
+  // Resolved alerts are kept for `retention_ns` after they resolved, and at most `max_resolved`.
+  AlertBook(int64_t retention_ns, size_t max_resolved)
+      : retention_ns_(retention_ns), max_resolved_(max_resolved) {}
+
+  // Raises `alert`, or refreshes the firing alert of that id (summary, evidence; the start time is
+  // kept). A resolved alert of the same id is replaced by the new firing one. Returns true when
+  // the alert newly fired.
+  bool Fire(Alert alert, int64_t now_real_ns);
+  // Resolves the firing alert `id`; false when none is firing.
+  bool Resolve(const std::string& id, ResolveReason reason, int64_t now_real_ns);
+  // Resolves every firing alert for which `pred` holds. Returns how many.
+  int ResolveIf(const std::function<bool(const Alert&)>& pred, ResolveReason reason,
+                int64_t now_real_ns);
+  // Drops resolved alerts past the retention. Returns how many were dropped.
+  uint64_t Expire(int64_t now_real_ns);
+
+  bool IsFiring(const std::string& id) const;
+  const Alert* Find(const std::string& id) const;
+  const absl::flat_hash_map<std::string, Alert>& all() const { return alerts_; }
+  int FiringCount() const;
+
+  // Alerts whose state changed since the last call (bounded: nobody may be draining).
+  std::vector<Alert> TakeChanges();
+  // Evicted for the count bound or the retention (sentinel_evicted_total{what="alert"}).
+  uint64_t evicted() const { return evicted_; }
+
+ private:
+  void PushChange(const Alert& alert);
+
+  int64_t retention_ns_;
+  size_t max_resolved_;
+  absl::flat_hash_map<std::string, Alert> alerts_;
+  std::deque<std::string> resolved_order_;  // oldest resolution first
+  std::vector<Alert> changes_;
+  uint64_t evicted_ = 0;
+};
+
+}  // namespace sentinel::collector

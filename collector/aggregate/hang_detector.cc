@@ -1,0 +1,85 @@
+// In-flight hang detection: see hang_detector.h.
+#include "collector/aggregate/hang_detector.h"
+
+#include <algorithm>
+
+namespace sentinel::collector {
+
+const char* HangRoleName(HangRole role) {
+  switch (role) {
+    case HangRole::kWaiting:
+      return "waiting";
+    case HangRole::kNeverLaunched:
+      return "never_launched";
+    case HangRole::kLaunchedKernelNotStarted:
+      return "launched_kernel_not_started";
+    case HangRole::kGone:
+      return "gone";
+    case HangRole::kPassed:
+      return "passed";
+  }
+  return "unknown";
+}
+
+HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
+                         const HangParams& params) {
+  HangVerdict v;
+  auto gone = [&](const InFlightView& r) {
+    return !r.connected || (r.has_state && now_ns - r.last_update_ns > params.silent_ns);
+  };
+  // Stuck: a connected rank whose oldest incomplete collective is older than the timeout (a
+  // stuck rank that also went silent stays stuck: silence does not clear a hang).
+  const InFlightView* longest = nullptr;
+  for (const InFlightView& r : ranks) {
+    if (!r.has_state || r.ended || !r.connected || r.oldest_since_ns <= 0) continue;
+    if (r.enqueued <= r.completed) continue;
+    const int64_t age = now_ns - r.oldest_since_ns;
+    if (age < params.timeout_ns) continue;
+    if (r.completed + 1 > v.ordinal) v.ordinal = r.completed + 1;
+    if (longest == nullptr || r.oldest_since_ns < longest->oldest_since_ns) longest = &r;
+  }
+  if (longest == nullptr) return v;
+  v.hung = true;
+  v.waiting_ns = now_ns - longest->oldest_since_ns;
+  // func / seq from a rank stuck at the target ordinal.
+  for (const InFlightView& r : ranks) {
+    if (r.has_state && r.connected && !r.ended && r.completed + 1 == v.ordinal &&
+        r.enqueued >= v.ordinal && r.oldest_since_ns > 0) {
+      v.func = r.oldest_func;
+      v.seq = r.oldest_seq;
+      break;
+    }
+  }
+  const uint64_t t = v.ordinal;
+  for (const InFlightView& r : ranks) {
+    if (r.ended) continue;
+    HangRank hr;
+    hr.rank = r.rank;
+    hr.enqueued = r.enqueued;
+    hr.gpu_started = r.gpu_started;
+    hr.completed = r.completed;
+    const bool reached = r.has_state && r.enqueued >= t && r.gpu_started >= t;
+    if (r.completed >= t) {
+      hr.role = HangRole::kPassed;
+    } else if (!r.connected || (gone(r) && !reached)) {
+      hr.role = HangRole::kGone;
+    } else if (!r.has_state || r.enqueued < t) {
+      hr.role = HangRole::kNeverLaunched;
+    } else if (r.gpu_started < t) {
+      hr.role = HangRole::kLaunchedKernelNotStarted;
+    } else {
+      hr.role = HangRole::kWaiting;
+    }
+    if (IsCulprit(hr.role)) v.culprits.push_back(r.rank);
+    if (hr.role == HangRole::kWaiting) v.waiting.push_back(r.rank);
+    v.ranks.push_back(hr);
+  }
+  std::sort(v.ranks.begin(), v.ranks.end(),
+            [](const HangRank& a, const HangRank& b) { return a.rank < b.rank; });
+  std::sort(v.culprits.begin(), v.culprits.end());
+  std::sort(v.waiting.begin(), v.waiting.end());
+  v.outside_node = v.culprits.empty() && static_cast<int32_t>(ranks.size()) < nranks;
+  return v;
+}
+
+}  // namespace sentinel::collector

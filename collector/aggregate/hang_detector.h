@@ -1,0 +1,79 @@
+// Hang detection for one communicator from the ranks' in-flight state (SentinelWireInFlight):
+// which collective ordinal each local rank enqueued, saw its kernel start, and completed.
+//
+// A rank is stuck when its oldest incomplete collective has been in flight for the hang timeout.
+// The collective the stuck ranks wait in is ordinal T = (their completed) + 1. Every other local
+// rank is then classified against T:
+//   - gone: its process disconnected, or stopped sending in-flight state (silent);
+//   - never_launched: it has not enqueued T (a stuck host thread, a data loader, a deadlock);
+//   - launched_kernel_not_started: it enqueued T but T's kernel never started (the GPU is busy
+//     or stuck in earlier work);
+//   - otherwise it reached T too (waiting) or passed it.
+// With stuck ranks and no local culprit, the rank they wait for is on another node (when the
+// communicator spans more ranks than this node has).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sentinel::collector {
+
+enum class HangRole : uint8_t {
+  kWaiting,                   // reached the stuck collective
+  kNeverLaunched,             // culprit: did not enqueue it
+  kLaunchedKernelNotStarted,  // culprit: enqueued, kernel never started
+  kGone,                      // culprit: process gone or silent
+  kPassed,                    // completed it (not involved)
+};
+const char* HangRoleName(HangRole role);
+inline bool IsCulprit(HangRole role) {
+  return role == HangRole::kNeverLaunched || role == HangRole::kLaunchedKernelNotStarted ||
+         role == HangRole::kGone;
+}
+
+// One local rank's last in-flight state, as the aggregator keeps it.
+struct InFlightView {
+  int32_t rank = 0;
+  bool has_state = false;      // at least one in-flight record received
+  bool connected = true;       // its process is still connected
+  bool ended = false;          // CommEnd received: it left the communicator
+  int64_t last_update_ns = 0;  // collector monotonic time of the last record
+  uint64_t enqueued = 0;
+  uint64_t gpu_started = 0;
+  uint64_t completed = 0;
+  int64_t oldest_since_ns = 0;  // 0: nothing in flight
+  uint64_t oldest_seq = 0;
+  uint8_t oldest_func = 0;
+};
+
+struct HangRank {
+  int32_t rank = 0;
+  HangRole role = HangRole::kWaiting;
+  uint64_t enqueued = 0;
+  uint64_t gpu_started = 0;
+  uint64_t completed = 0;
+};
+
+struct HangVerdict {
+  bool hung = false;
+  uint64_t ordinal = 0;  // the collective the waiting ranks are stuck in
+  uint8_t func = 0;
+  uint64_t seq = 0;             // its NCCL seqNumber
+  int64_t waiting_ns = 0;       // how long the longest-waiting rank has been in it
+  bool outside_node = false;    // no local culprit, and the communicator has non-local ranks
+  std::vector<HangRank> ranks;  // every local rank with its role, by rank
+  std::vector<int> culprits;
+  std::vector<int> waiting;
+};
+
+struct HangParams {
+  int64_t timeout_ns = 30LL * 1000000000;
+  int64_t silent_ns = 5LL * 1000000000;  // no in-flight record for this long = gone
+};
+
+// Pure: `ranks` are the communicator's local ranks, `nranks` its size job-wide.
+HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
+                         const HangParams& params);
+
+}  // namespace sentinel::collector

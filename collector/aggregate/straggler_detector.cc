@@ -1,0 +1,150 @@
+// Straggler CUSUM: see straggler_detector.h.
+#include "collector/aggregate/straggler_detector.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sentinel::collector {
+namespace {
+
+// Median of `sorted` with one occurrence of `value` removed (value must be present).
+int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
+  const size_t n = sorted.size();
+  if (n <= 1) return value;
+  const size_t p =
+      static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
+  auto at = [&](size_t j) { return j < p ? sorted[j] : sorted[j + 1]; };
+  const size_t m = n - 1;
+  if (m % 2 == 1) return at(m / 2);
+  return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2;
+}
+
+// The median of chi-square(1): median(x^2) = 0.4549 sigma^2 for Gaussian x.
+constexpr double kChi2Median = 0.4549;
+
+}  // namespace
+
+const char* StragglerPatternName(StragglerPattern pattern) {
+  return pattern == StragglerPattern::kStructural ? "structural" : "degraded";
+}
+
+double StragglerDetector::threshold_ns() const {
+  const double k = params_.rel / 2;
+  const double seg = std::max(seg_, static_cast<double>(params_.floor_ns));
+  return params_.noise_h * var_ / (k * seg) + params_.floor_h * seg;
+}
+
+double StragglerDetector::RelativeExcess(int member) const {
+  const StragglerRankState* st = rank(member);
+  if (st == nullptr) return 0;
+  if (st->onset_segment_ns > 0) return st->onset_excess_ns / st->onset_segment_ns;
+  return st->mean_excess_ns / std::max(st->mean_segment_ns, static_cast<double>(params_.floor_ns));
+}
+
+void StragglerDetector::Reset() {
+  for (StragglerRankState& st : ranks_) {
+    st.firing = false;
+    st.g_ns = 0;
+    st.d_ns = 0;
+    st.clean_run = 0;
+  }
+}
+
+void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t seq,
+                                std::vector<StragglerEvent>* events) {
+  const size_t n = obs.size();
+  if (n < 2) return;
+  int max_member = 0;
+  for (const Observation& o : obs) max_member = std::max(max_member, o.member);
+  if (ranks_.size() <= static_cast<size_t>(max_member)) {
+    ranks_.resize(static_cast<size_t>(max_member) + 1);
+  }
+
+  sorted_.clear();
+  segments_.clear();
+  for (const Observation& o : obs) {
+    sorted_.push_back(o.lateness_ns);
+    if (o.segment_ns >= 0) segments_.push_back(o.segment_ns);
+  }
+  std::sort(sorted_.begin(), sorted_.end());
+  double s = static_cast<double>(params_.floor_ns);
+  if (!segments_.empty()) {
+    auto mid = segments_.begin() + static_cast<std::ptrdiff_t>(segments_.size() / 2);
+    std::nth_element(segments_.begin(), mid, segments_.end());
+    s = std::max(s, static_cast<double>(*mid));
+  }
+  // Excess over the median of the *other* ranks: with two ranks the late one is still measured
+  // against an on-time peer, not against a median it drags up itself.
+  excess_.resize(n);
+  dev_.clear();
+  for (size_t j = 0; j < n; ++j) {
+    const int64_t e = obs[j].lateness_ns - LeaveOneOutMedian(sorted_, obs[j].lateness_ns);
+    excess_[j] = static_cast<double>(e);
+    // Noise is the excess's variation around each rank's own mean: a rank that is steadily late
+    // does not widen the threshold that is to catch it. A rank's first excess has no mean yet.
+    const StragglerRankState& st = ranks_[static_cast<size_t>(obs[j].member)];
+    if (st.judged == 0) continue;
+    const double d = excess_[j] - st.mean_excess_ns;
+    dev_.push_back(d * d);
+  }
+  ++observed_;
+  const bool learning = observed_ <= static_cast<uint64_t>(params_.learn);
+  if (!dev_.empty()) {
+    auto mid = dev_.begin() + static_cast<std::ptrdiff_t>(dev_.size() / 2);
+    std::nth_element(dev_.begin(), mid, dev_.end());
+    double v = *mid / kChi2Median;
+    ++var_samples_;
+    if (var_samples_ > static_cast<uint64_t>(params_.learn)) {
+      // One outlier (a pause, a burst) moves the estimate, it does not reset it.
+      v = std::min(v, 16 * var_ + static_cast<double>(params_.floor_ns) * params_.floor_ns);
+    }
+    var_ += std::max(1.0 / static_cast<double>(var_samples_), 1.0 / 256) * (v - var_);
+  }
+  const double s_upd = learning ? s : std::min(s, 8 * seg_);
+  seg_ += std::max(1.0 / static_cast<double>(observed_), 1.0 / 256) * (s_upd - seg_);
+
+  const double k = params_.rel / 2;
+  const double h = threshold_ns();
+  const double clip = std::max(params_.clip_sigmas * std::sqrt(var_), s);
+  for (size_t j = 0; j < n; ++j) {
+    StragglerRankState& st = ranks_[static_cast<size_t>(obs[j].member)];
+    ++st.judged;
+    const double ar = std::max(1.0 / static_cast<double>(st.judged), 1.0 / 64);
+    st.mean_excess_ns += ar * (excess_[j] - st.mean_excess_ns);
+    st.mean_segment_ns += ar * (s - st.mean_segment_ns);
+    if (learning) continue;
+    const double x = std::clamp(excess_[j], -clip, clip);
+    if (!st.firing) {
+      if (st.g_ns == 0) {
+        st.onset_seq = seq;
+        st.onset_excess_ns = 0;
+        st.onset_segment_ns = 0;
+      }
+      st.g_ns = std::max(0.0, st.g_ns + x - k * s);
+      st.onset_excess_ns += x;
+      st.onset_segment_ns += s;
+      if (st.g_ns < h / 2) {
+        if (++st.clean_run >= params_.structural_clean) st.ever_clean = true;
+      } else {
+        st.clean_run = 0;
+      }
+      if (st.g_ns > h) {
+        st.firing = true;
+        st.d_ns = 0;
+        st.pattern = st.ever_clean ? StragglerPattern::kDegraded : StragglerPattern::kStructural;
+        events->push_back({obs[j].member, StragglerChange::kFired});
+      }
+    } else {
+      // Resolution reference 3/4 rel (1.5 k): see the header.
+      st.d_ns = std::max(0.0, st.d_ns + 1.5 * k * s - x);
+      if (st.d_ns > h) {
+        st.firing = false;
+        st.g_ns = 0;
+        st.clean_run = 0;
+        events->push_back({obs[j].member, StragglerChange::kResolved});
+      }
+    }
+  }
+}
+
+}  // namespace sentinel::collector
