@@ -125,6 +125,8 @@ void Aggregator::NoteRefused(const char* reason) {
   absl::MutexLock lock(&mu_);
   if (std::strcmp(reason, "uid") == 0) {
     ++state_.counters.refused_uid;
+  } else if (std::strcmp(reason, "hello_timeout") == 0) {
+    ++state_.counters.refused_hello_timeout;
   } else {
     ++state_.counters.refused_too_many;
   }

@@ -204,6 +204,7 @@ struct Counters {
   uint64_t refused_major = 0;
   uint64_t refused_bad_hello = 0;
   uint64_t refused_too_many = 0;
+  uint64_t refused_hello_timeout = 0;  // no hello in time, or evicted for a client that said it
   uint64_t malformed = 0;
   uint64_t frames = 0;
   uint64_t records = 0;

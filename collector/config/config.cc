@@ -215,6 +215,15 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     return absl::OkStatus();
   }
   if (key == "straggler-min") return ParseDurationField(key, value, &straggler_min_ns);
+  if (key == "http-timeout") return ParseDurationField(key, value, &http_timeout_ns);
+  if (key == "hello-timeout") return ParseDurationField(key, value, &hello_timeout_ns);
+  if (key == "max-handshaking") return ParseIntField(key, value, 1, 1 << 20, &max_handshaking);
+  if (key == "max-ranks-per-client") {
+    return ParseIntField(key, value, 1, 1 << 20, &max_ranks_per_client);
+  }
+  if (key == "max-comms-per-client") {
+    return ParseIntField(key, value, 1, 1 << 20, &max_comms_per_client);
+  }
   if (key == "record-log-max-mb") return ParseInt(key, value, 1, 1 << 20, &record_log_max_mb);
   if (key == "pending-slots") return ParseIntField(key, value, 8, 1 << 16, &pending_slots);
   if (key == "history-per-rank") return ParseIntField(key, value, 16, 1 << 20, &history_per_rank);
@@ -234,8 +243,16 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
 }
 
 absl::Status Config::LoadFile(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("--config: cannot read config file ", path, ": ", std::strerror(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("--config: ", path, " is not a regular file"));
+  }
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot read config file ", path));
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
@@ -291,6 +308,52 @@ absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help)
     absl::Status s = config->Set(key, value);
     if (!s.ok()) return s;
   }
+  return config->Validate();
+}
+
+absl::Status Config::Validate() const {
+  static constexpr const char* kLevels[] = {"trace",   "debug", "info",     "warn",
+                                            "warning", "error", "critical", "off"};
+  bool level_ok = false;
+  for (const char* l : kLevels) level_ok = level_ok || log_level == l;
+  if (!level_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--log-level: expected trace|debug|info|warn|error|critical|off, got '", log_level, "'"));
+  }
+  // Zero durations would spin a core (tick) or make every window/timeout empty.
+  const struct {
+    const char* name;
+    int64_t value;
+    int64_t min;
+  } durations[] = {{"tick", tick_ns, 1000000},
+                   {"window", window_ns, 1000000},
+                   {"hang-timeout", hang_timeout_ns, 1000000},
+                   {"http-timeout", http_timeout_ns, 1000000},
+                   {"hello-timeout", hello_timeout_ns, 1000000}};
+  for (const auto& d : durations) {
+    if (d.value < d.min) {
+      return absl::InvalidArgumentError(absl::StrCat("--", d.name, ": must be at least 1ms"));
+    }
+  }
+  if (straggler_fire_k > straggler_window_m) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler-fire-k ", straggler_fire_k, " is larger than --straggler-window-m ",
+        straggler_window_m, ": the alert could never fire"));
+  }
+  if (straggler_resolve_r >= straggler_fire_k) {
+    return absl::InvalidArgumentError(absl::StrCat("--straggler-resolve-r ", straggler_resolve_r,
+                                                   " must be below --straggler-fire-k ",
+                                                   straggler_fire_k));
+  }
+  if (!port_file.empty()) {
+    const size_t slash = port_file.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : port_file.substr(0, slash + 1);
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--port-file: directory ", dir, " does not exist"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -324,6 +387,13 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --history-per-rank N     samples kept per rank for percentiles and traces (default 1024)
   --history-collectives N  joined collectives kept for telemetry (default 65536)
   --max-comms N / --max-ranks N / --max-clients N   hard bounds (1024 / 4096 / 1024)
+  --max-comms-per-client N / --max-ranks-per-client N
+                           state one plugin connection may create (256 / 64); past them its
+                           records are dropped and counted (collector/README.md, memory ceiling)
+  --http-timeout DUR       a whole HTTP connection, request and reply, gets this long (default 10s)
+  --hello-timeout DUR      a plugin connection that has not said hello by then is closed (5s)
+  --max-handshaking N      of --max-clients, slots for connections still in their hello (64,
+                           and at most a quarter of --max-clients)
   --straggler-min DUR      lateness never counted as late below this (default 1ms)
   --straggler-k-mad X      robust threshold in MADs (default 6)
   --straggler-rel X        threshold as a fraction of the bucket's median duration (default 0.1)
