@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/env_bool.h"
+
 namespace sentinel::plugin {
 namespace {
 
@@ -57,10 +59,11 @@ EnvConfig ParseEnvConfig(std::string* errors) {
   EnvConfig c;
   // NOLINTBEGIN(concurrency-mt-unsafe): read once at the first init.
   if (const char* v = getenv("SENTINEL_DISABLE"); v != nullptr && *v != '\0') {
-    if (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0) {
-      c.disable = true;
-    } else if (strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0) {
-      *errors += std::string("SENTINEL_DISABLE='") + v + "' is not 0/1; the plugin stays on\n";
+    const rules::EnvBool b = rules::ParseEnvBool(v);  // the rule the guard applies too
+    c.disable = b == rules::EnvBool::kTrue;
+    if (b == rules::EnvBool::kInvalid) {
+      *errors += std::string("SENTINEL_DISABLE='") + v +
+                 "' is not 1/true/yes/on or 0/false/no/off; sentinel stays on\n";
     }
   }
   if (const char* v = getenv("SENTINEL_EVENTS"); v != nullptr && *v != '\0') c.events = v;
