@@ -277,6 +277,7 @@ class Aggregator : public IngestSink {
 
  private:
   CommState* FindOrCreateComm(uint64_t hash, int32_t nranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ClientMayAddRank(int client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   RankState* FindOrCreateRank(CommState* comm, int32_t rank, int client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Ingest(int client, const SentinelWireCollRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

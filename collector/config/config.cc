@@ -221,9 +221,7 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "max-ranks-per-client") {
     return ParseIntField(key, value, 1, 1 << 20, &max_ranks_per_client);
   }
-  if (key == "max-comms-per-client") {
-    return ParseIntField(key, value, 1, 1 << 20, &max_comms_per_client);
-  }
+
   if (key == "record-log-max-mb") return ParseInt(key, value, 1, 1 << 20, &record_log_max_mb);
   if (key == "pending-slots") return ParseIntField(key, value, 8, 1 << 16, &pending_slots);
   if (key == "history-per-rank") return ParseIntField(key, value, 16, 1 << 20, &history_per_rank);
@@ -387,9 +385,9 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --history-per-rank N     samples kept per rank for percentiles and traces (default 1024)
   --history-collectives N  joined collectives kept for telemetry (default 65536)
   --max-comms N / --max-ranks N / --max-clients N   hard bounds (1024 / 4096 / 1024)
-  --max-comms-per-client N / --max-ranks-per-client N
-                           state one plugin connection may create (256 / 64); past them its
-                           records are dropped and counted (collector/README.md, memory ceiling)
+  --max-ranks-per-client N ranks (communicator, rank) one plugin connection may create (default
+                           64); past it its records are dropped and counted as evicted ranks
+                           (collector/README.md: worst-case memory ceiling)
   --http-timeout DUR       a whole HTTP connection, request and reply, gets this long (default 10s)
   --hello-timeout DUR      a plugin connection that has not said hello by then is closed (5s)
   --max-handshaking N      of --max-clients, slots for connections still in their hello (64,

@@ -61,7 +61,6 @@ struct Config {
   int max_handshaking = 64;
   // Per-client bounds on the state one connection can create (issue 9, defect 6).
   int max_ranks_per_client = 64;
-  int max_comms_per_client = 256;
 
   // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
   absl::Status LoadFile(const std::string& path);

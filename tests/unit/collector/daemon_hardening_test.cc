@@ -260,6 +260,54 @@ TEST_F(HardeningTest, TruncatedHelloIsCountedAsRefusedHello) {
   EXPECT_EQ(Metric("sentinel_clients_refused_total{reason=\"bad_hello\"}"), 1);
 }
 
+// Reads VmRSS of `pid` in KiB.
+long RssKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+  }
+  return -1;
+}
+
+// Defect 6: one client claiming 4,095 ranks x 11 functions (the issue's ~9 MB amplification,
+// which took resident memory from 14 MB to 810 MB) stays within --max-ranks-per-client: the
+// daemon stays small and the excess records are dropped and counted.
+TEST_F(HardeningTest, OneClientCannotAmplifyState) {
+  Start({"--max-ranks-per-client", "64"});
+  const long rss0 = RssKiB(pid_);
+  WireClient c;
+  ASSERT_TRUE(c.Connect(socket_, 99));
+  constexpr uint64_t kComm = 0xABCDEF;
+  constexpr int kRanks = 4095;
+  Bytes b;
+  for (int r = 0; r < kRanks; ++r) {
+    const auto init = MakeCommInit(kComm, r, kRanks);
+    AppendFrame(&b, kSentinelWireCommInit, &init, sizeof(init));
+  }
+  ASSERT_TRUE(c.Send(b));
+  const int64_t base = MonoNow();
+  for (int f = 0; f <= kSentinelFuncGather; ++f) {
+    b.clear();
+    for (int r = 0; r < kRanks; ++r) {
+      const auto rec =
+          MakeColl(kComm, r, kRanks, 1, base + r, 1000, 1 << 20, static_cast<uint8_t>(f));
+      AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
+    }
+    ASSERT_TRUE(c.Send(b));
+  }
+  SentinelWireHeartbeat hb{};
+  hb.now_ns = MonoNow();
+  ASSERT_TRUE(c.Send(Frame(kSentinelWireHeartbeat, hb)));
+  WaitFor("/v1/ranks", [](const nlohmann::json& j) { return j["ranks"].size() == 64; });
+  std::string metrics;
+  ASSERT_EQ(Get("/metrics", &metrics), 200);
+  const long rss1 = RssKiB(pid_);
+  EXPECT_LT(rss1 - rss0, 64 * 1024) << "resident memory grew by " << (rss1 - rss0) << " KiB";
+  EXPECT_LT(metrics.size(), 2u << 20) << "/metrics is " << metrics.size() << " bytes";
+  EXPECT_GE(Metric("sentinel_evicted_total{what=\"rank\"}"), 1);
+}
+
 // Defect 7: flags that cannot work are refused with a message and exit 2.
 TEST_F(HardeningTest, UnworkableFlagsExitTwo) {
   const std::string base = BaseArgs(dir_ + "/s.sock", "127.0.0.1:0");
