@@ -76,6 +76,11 @@ absl::Status SetExpect(absl::string_view value, std::string* out) {
 
 }  // namespace
 
+std::string ErrnoText(int err) {
+  char buf[256];
+  return strerror_r(err, buf, sizeof(buf));  // GNU strerror_r: returns the message
+}
+
 std::string NodeExpectPath(const std::string& socket_path) {
   const size_t slash = socket_path.rfind('/');
   if (slash == std::string::npos) return "expect";
@@ -96,7 +101,7 @@ std::string NodeExpectFileContent(const Config& config) {
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", std::strerror(errno)));
+  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
   size_t off = 0;
   while (off < content.size()) {
     const ssize_t n = write(fd, content.data() + off, content.size() - off);
@@ -105,18 +110,18 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
       const int err = errno;
       close(fd);
       unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write ", tmp, ": ", std::strerror(err)));
+      return absl::InternalError(absl::StrCat("write ", tmp, ": ", ErrnoText(err)));
     }
     off += static_cast<size_t>(n);
   }
   if (fchmod(fd, mode) != 0 || close(fd) != 0) {
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", ErrnoText(errno)));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename to ", path, ": ", std::strerror(err)));
+    return absl::InternalError(absl::StrCat("rename to ", path, ": ", ErrnoText(err)));
   }
   return absl::OkStatus();
 }
@@ -244,7 +249,7 @@ absl::Status Config::LoadFile(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
     return absl::NotFoundError(
-        absl::StrCat("--config: cannot read config file ", path, ": ", std::strerror(errno)));
+        absl::StrCat("--config: cannot read config file ", path, ": ", ErrnoText(errno)));
   }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(absl::StrCat("--config: ", path, " is not a regular file"));

@@ -83,6 +83,9 @@ absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help)
 
 std::string UsageText();
 
+// strerror(err) without strerror's shared buffer (clang-tidy concurrency-mt-unsafe).
+std::string ErrnoText(int err);
+
 // The node default expectation file: `expect` in the socket's directory (where the plugin looks).
 std::string NodeExpectPath(const std::string& socket_path);
 // Its content: a comment header, "# on_mismatch=X" when set, then the expectation.

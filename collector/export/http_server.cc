@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
+#include "collector/config/config.h"
 #include "collector/export/exporters.h"
 
 namespace sentinel::collector {
@@ -162,8 +163,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   }
   freeaddrinfo(result);
   if (listen_fd_ < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", listen, ": ", std::strerror(err)));
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", listen, ": ", ErrnoText(err)));
   }
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);

@@ -36,7 +36,7 @@ absl::Status MakeDirs(const std::string& dir, mode_t mode) {
     if (!s.ok()) return s;
   }
   if (mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
@@ -51,7 +51,7 @@ absl::Status IngestServer::ClaimSocketPath(const sockaddr_un& addr) {
   struct stat st {};
   if (lstat(socket_path_.c_str(), &st) != 0) {
     if (errno != ENOENT) {
-      return absl::InternalError(absl::StrCat("stat ", socket_path_, ": ", std::strerror(errno)));
+      return absl::InternalError(absl::StrCat("stat ", socket_path_, ": ", ErrnoText(errno)));
     }
     if (!locked) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -82,12 +82,12 @@ absl::Status IngestServer::ClaimSocketPath(const sockaddr_un& addr) {
   }
   if (err != ECONNREFUSED) {
     return absl::FailedPreconditionError(
-        absl::StrCat("cannot tell whether ", socket_path_, " is in use: ", std::strerror(err)));
+        absl::StrCat("cannot tell whether ", socket_path_, " is in use: ", ErrnoText(err)));
   }
   // Nobody listens and nobody holds the lock: a killed daemon's socket.
   if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
     return absl::InternalError(
-        absl::StrCat("remove stale socket ", socket_path_, ": ", std::strerror(errno)));
+        absl::StrCat("remove stale socket ", socket_path_, ": ", ErrnoText(errno)));
   }
   spdlog::info("removed the stale socket {}", socket_path_);
   return absl::OkStatus();
@@ -143,14 +143,14 @@ absl::Status IngestServer::Listen() {
   absl::Status owned = ClaimSocketPath(addr);
   if (!owned.ok()) return owned;
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
+  if (listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
   spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   // Bind with a tight umask so there is no window where the socket is world-connectable.
   const mode_t old_mask = umask(use_group ? 0117 : 0177);
   const int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   umask(old_mask);
   if (rc != 0)
-    return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", ErrnoText(errno)));
   struct stat bound {};
   if (lstat(socket_path_.c_str(), &bound) == 0) {
     socket_dev_ = bound.st_dev;
@@ -158,15 +158,14 @@ absl::Status IngestServer::Listen() {
   }
   if (use_group) {
     if (chown(socket_path_.c_str(), static_cast<uid_t>(-1), allow_gid_) != 0) {
-      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group,
-                   std::strerror(errno));
+      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group, ErrnoText(errno));
     }
   }
   if (chmod(socket_path_.c_str(), use_group ? 0660 : 0600) != 0) {
-    return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", ErrnoText(errno)));
   }
   if (listen(listen_fd_, 512) != 0)
-    return absl::InternalError(absl::StrCat("listen: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("listen: ", ErrnoText(errno)));
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) return absl::InternalError("epoll/eventfd setup failed");

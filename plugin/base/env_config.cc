@@ -71,8 +71,9 @@ void CheckDump(const std::string& path, std::string* errors) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   if (access(dir.c_str(), W_OK) != 0) {
+    char buf[128];
     *errors += "SENTINEL_DUMP='" + path + "': directory " + dir + " is not writable (" +
-               strerror(errno) + "); no dump\n";
+               strerror_r(errno, buf, sizeof(buf)) + "); no dump\n";
   }
 }
 
