@@ -299,7 +299,11 @@ TEST_F(HardeningTest, OneClientCannotAmplifyState) {
   SentinelWireHeartbeat hb{};
   hb.now_ns = MonoNow();
   ASSERT_TRUE(c.Send(Frame(kSentinelWireHeartbeat, hb)));
-  WaitFor("/v1/ranks", [](const nlohmann::json& j) { return j["ranks"].size() == 64; });
+  // /v1/ranks lists processes, each with its (communicator, rank) entries.
+  WaitFor("/v1/ranks", [](const nlohmann::json& j) {
+    return j["ranks"].size() == 1 && j["ranks"][0]["comms"].size() == 64 &&
+           j["ranks"][0]["collectives"] == 11;
+  });
   std::string metrics;
   ASSERT_EQ(Get("/metrics", &metrics), 200);
   const long rss1 = RssKiB(pid_);
