@@ -5,3 +5,9 @@ if(SENTINEL_SANITIZE)
   add_compile_options(${_san_flags})
   add_link_options(-fsanitize=${SENTINEL_SANITIZE})
 endif()
+
+# Fuzz builds: every library gets libFuzzer's coverage instrumentation (not its main), so the
+# fuzzers are guided by the code under test, not only by their own small entry file.
+if(SENTINEL_BUILD_FUZZERS AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()

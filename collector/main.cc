@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "spdlog/spdlog.h"
@@ -82,9 +81,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!config.port_file.empty()) {
-    const std::string tmp = config.port_file + ".tmp";
-    std::ofstream(tmp) << *port << "\n";
-    std::rename(tmp.c_str(), config.port_file.c_str());  // readers never see a partial file
+    // Atomic (readers never see a partial file); a failure is fatal, not a silent no-file.
+    absl::Status ps = WriteFileAtomically(config.port_file, std::to_string(*port) + "\n", 0644);
+    if (!ps.ok()) {
+      spdlog::critical("--port-file: {}", std::string(ps.message()));
+      return 1;
+    }
   }
   std::unique_ptr<AlertPusher> pusher;
   if (!config.alertmanager.empty()) {

@@ -87,6 +87,15 @@ int64_t ParseUtc(const std::string& text) {
   return static_cast<int64_t>(timegm(&tm));
 }
 
+// HOST:PORT ("[::1]:9464" allowed) with a port in 1..65535: anything else is a usage error,
+// not an unreachable collector.
+bool ValidAddr(const std::string& addr) {
+  const size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  int port = 0;
+  return absl::SimpleAtoi(addr.substr(colon + 1), &port) && port >= 1 && port <= 65535;
+}
+
 int Usage(const char* message) {
   if (message != nullptr) std::fprintf(stderr, "sentinelctl: %s\n", message);
   std::fputs(kUsageText, stderr);
@@ -375,6 +384,10 @@ int main(int argc, char** argv) {
       return kUnreachable;
     }
     o.addr = absl::StrCat("127.0.0.1:", port);
+  }
+  if (!ValidAddr(o.addr)) {
+    return Usage(
+        absl::StrCat("--addr/SENTINEL_ADDR: expected HOST:PORT, got '", o.addr, "'").c_str());
   }
   if (o.command == "status") return Status(o);
   if (o.command == "ranks") return Ranks(o);

@@ -123,6 +123,8 @@ void Aggregator::NoteRefused(const char* reason) {
   absl::MutexLock lock(&mu_);
   if (std::strcmp(reason, "uid") == 0) {
     ++state_.counters.refused_uid;
+  } else if (std::strcmp(reason, "hello_timeout") == 0) {
+    ++state_.counters.refused_hello_timeout;
   } else {
     ++state_.counters.refused_too_many;
   }
@@ -224,6 +226,15 @@ void Aggregator::EvictIdleComm() {
   last_comm_ = nullptr;
 }
 
+// One connection may create at most --max-ranks-per-client ranks: a single client cannot turn
+// a few MB of valid records into gigabytes of join state (collector/README.md, memory ceiling).
+// Creation is rare (once per rank), so a scan keeps this free of extra per-client state.
+bool Aggregator::ClientMayAddRank(int client) const {
+  size_t owned = 0;
+  for (const auto& [key, rank] : state_.ranks) owned += rank->client == client ? 1 : 0;
+  return owned < static_cast<size_t>(config_.max_ranks_per_client);
+}
+
 CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks) {
   auto it = state_.comms.find(hash);
   if (it != state_.comms.end()) return it->second.get();
@@ -267,6 +278,7 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
   auto it = state_.ranks.find(key);
   RankState* rs = nullptr;
   if (it == state_.ranks.end()) {
+    if (!ClientMayAddRank(client)) return nullptr;  // --max-ranks-per-client (issue 9)
     if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
       EvictIdleComm();
       // The victim may have been this very communicator.

@@ -182,6 +182,7 @@ struct Counters {
   uint64_t refused_major = 0;
   uint64_t refused_bad_hello = 0;
   uint64_t refused_too_many = 0;
+  uint64_t refused_hello_timeout = 0;  // no hello in time, or evicted for a client that said it
   uint64_t malformed = 0;
   uint64_t frames = 0;
   uint64_t records = 0;
@@ -258,6 +259,7 @@ class Aggregator : public IngestSink {
 
  private:
   CommState* FindOrCreateComm(uint64_t hash, int32_t nranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ClientMayAddRank(int client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   RankState* FindOrCreateRank(CommState* comm, int32_t rank, int client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Ingest(int client, const SentinelWireCollRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -77,6 +77,11 @@ absl::Status SetExpect(absl::string_view value, std::string* out) {
 
 }  // namespace
 
+std::string ErrnoText(int err) {
+  char buf[256];
+  return strerror_r(err, buf, sizeof(buf));  // GNU strerror_r: returns the message
+}
+
 std::string NodeExpectPath(const std::string& socket_path) {
   const size_t slash = socket_path.rfind('/');
   if (slash == std::string::npos) return "expect";
@@ -97,7 +102,7 @@ std::string NodeExpectFileContent(const Config& config) {
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", std::strerror(errno)));
+  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
   size_t off = 0;
   while (off < content.size()) {
     const ssize_t n = write(fd, content.data() + off, content.size() - off);
@@ -106,18 +111,18 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
       const int err = errno;
       close(fd);
       unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write ", tmp, ": ", std::strerror(err)));
+      return absl::InternalError(absl::StrCat("write ", tmp, ": ", ErrnoText(err)));
     }
     off += static_cast<size_t>(n);
   }
   if (fchmod(fd, mode) != 0 || close(fd) != 0) {
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", ErrnoText(errno)));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename to ", path, ": ", std::strerror(err)));
+    return absl::InternalError(absl::StrCat("rename to ", path, ": ", ErrnoText(err)));
   }
   return absl::OkStatus();
 }
@@ -224,6 +229,13 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     return absl::OkStatus();
   }
   if (key == "straggler-min") return ParseDurationField(key, value, &straggler_min_ns);
+  if (key == "http-timeout") return ParseDurationField(key, value, &http_timeout_ns);
+  if (key == "hello-timeout") return ParseDurationField(key, value, &hello_timeout_ns);
+  if (key == "max-handshaking") return ParseIntField(key, value, 1, 1 << 20, &max_handshaking);
+  if (key == "max-ranks-per-client") {
+    return ParseIntField(key, value, 1, 1 << 20, &max_ranks_per_client);
+  }
+
   if (key == "record-log-max-mb") return ParseInt(key, value, 1, 1 << 20, &record_log_max_mb);
   if (key == "pending-slots") return ParseIntField(key, value, 8, 1 << 16, &pending_slots);
   if (key == "history-per-rank") return ParseIntField(key, value, 16, 1 << 20, &history_per_rank);
@@ -244,8 +256,16 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
 }
 
 absl::Status Config::LoadFile(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("--config: cannot read config file ", path, ": ", ErrnoText(errno)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("--config: ", path, " is not a regular file"));
+  }
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read config file ", path));
+  if (!in) return absl::NotFoundError(absl::StrCat("--config: cannot read config file ", path));
   std::string line;
   int line_no = 0;
   while (std::getline(in, line)) {
@@ -301,6 +321,46 @@ absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help)
     absl::Status s = config->Set(key, value);
     if (!s.ok()) return s;
   }
+  return config->Validate();
+}
+
+absl::Status Config::Validate() const {
+  static constexpr const char* kLevels[] = {"trace",   "debug", "info",     "warn",
+                                            "warning", "error", "critical", "off"};
+  bool level_ok = false;
+  for (const char* l : kLevels) level_ok = level_ok || log_level == l;
+  if (!level_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--log-level: expected trace|debug|info|warn|error|critical|off, got '", log_level, "'"));
+  }
+  // Zero durations would spin a core (tick) or make every window/timeout empty.
+  const struct {
+    const char* name;
+    int64_t value;
+    int64_t min;
+  } durations[] = {{"tick", tick_ns, 1000000},
+                   {"window", window_ns, 1000000},
+                   {"hang-timeout", hang_timeout_ns, 1000000},
+                   {"http-timeout", http_timeout_ns, 1000000},
+                   {"hello-timeout", hello_timeout_ns, 1000000}};
+  for (const auto& d : durations) {
+    if (d.value < d.min) {
+      return absl::InvalidArgumentError(absl::StrCat("--", d.name, ": must be at least 1ms"));
+    }
+  }
+  if (straggler_rel <= 0 || straggler_noise_h <= 0 || straggler_floor_h < 0) {
+    return absl::InvalidArgumentError(
+        "--straggler-rel and --straggler-noise-h must be positive, --straggler-floor-h >= 0");
+  }
+  if (!port_file.empty()) {
+    const size_t slash = port_file.rfind('/');
+    const std::string dir = slash == std::string::npos ? "." : port_file.substr(0, slash + 1);
+    struct stat st {};
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--port-file: directory ", dir, " does not exist"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -337,6 +397,13 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --history-per-rank N     samples kept per rank for percentiles and traces (default 1024)
   --history-collectives N  joined collectives kept for telemetry (default 65536)
   --max-comms N / --max-ranks N / --max-clients N   hard bounds (1024 / 4096 / 1024)
+  --max-ranks-per-client N ranks (communicator, rank) one plugin connection may create (default
+                           64); past it its records are dropped and counted as evicted ranks
+                           (collector/README.md: worst-case memory ceiling)
+  --http-timeout DUR       a whole HTTP connection, request and reply, gets this long (default 10s)
+  --hello-timeout DUR      a plugin connection that has not said hello by then is closed (5s)
+  --max-handshaking N      of --max-clients, slots for connections still in their hello (64,
+                           and at most a quarter of --max-clients)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
                            between collectives (default 0.05)
   --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)

@@ -55,11 +55,21 @@ struct Config {
   // NIC counters (collector/nic/): sysfs mount point and poll period (0 = off).
   std::string sysfs_root = "/sys";
   int64_t nic_poll_ns = 5LL * 1000000000;
+  // Hardening (issue 9): a whole HTTP connection (request read + reply written) and a plugin
+  // connection's hello each get this long; connections still in their handshake hold at most
+  // max_handshaking of the max_clients slots, so clients that said hello are preferred.
+  int64_t http_timeout_ns = 10LL * 1000000000;
+  int64_t hello_timeout_ns = 5LL * 1000000000;
+  int max_handshaking = 64;
+  // Per-client bounds on the state one connection can create (issue 9, defect 6).
+  int max_ranks_per_client = 64;
 
   // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
   absl::Status LoadFile(const std::string& path);
   // Sets one option from its key; unknown key -> InvalidArgument.
   absl::Status Set(absl::string_view key, absl::string_view value);
+  // Cross-option checks after every option is set: values that parse but cannot work.
+  absl::Status Validate() const;
 };
 
 // $SENTINEL_SOCKET, else $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else
@@ -74,6 +84,9 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text);
 absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help);
 
 std::string UsageText();
+
+// strerror(err) without strerror's shared buffer (clang-tidy concurrency-mt-unsafe).
+std::string ErrnoText(int err);
 
 // The node default expectation file: `expect` in the socket's directory (where the plugin looks).
 std::string NodeExpectPath(const std::string& socket_path);

@@ -173,6 +173,8 @@ std::string RenderPrometheus(const State& state) {
            static_cast<double>(c.refused_bad_hello));
   w.Sample("sentinel_clients_refused_total", L({{"reason", "too_many"}}),
            static_cast<double>(c.refused_too_many));
+  w.Sample("sentinel_clients_refused_total", L({{"reason", "hello_timeout"}}),
+           static_cast<double>(c.refused_hello_timeout));
   w.Family("sentinel_malformed_frames_total", "counter",
            "Connections closed for a malformed frame.");
   w.Sample("sentinel_malformed_frames_total", "", static_cast<double>(c.malformed));

@@ -7,6 +7,7 @@
 #include <pwd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -35,12 +36,62 @@ absl::Status MakeDirs(const std::string& dir, mode_t mode) {
     if (!s.ok()) return s;
   }
   if (mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", ErrnoText(errno)));
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+absl::Status IngestServer::ClaimSocketPath(const sockaddr_un& addr) {
+  // One daemon per path, also when two start at once: the lock is held for our lifetime.
+  const std::string lock_path = socket_path_ + ".lock";
+  lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  const bool locked = lock_fd_ >= 0 && flock(lock_fd_, LOCK_EX | LOCK_NB) == 0;
+  struct stat st {};
+  if (lstat(socket_path_.c_str(), &st) != 0) {
+    if (errno != ENOENT) {
+      return absl::InternalError(absl::StrCat("stat ", socket_path_, ": ", ErrnoText(errno)));
+    }
+    if (!locked) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "another sentineld is starting on ", socket_path_, " (", lock_path, " is locked)"));
+    }
+    return absl::OkStatus();
+  }
+  if (!S_ISSOCK(st.st_mode)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        socket_path_, " exists and is not a socket: not removing it (choose another --socket)"));
+  }
+  // A live daemon accepts; its pid is the listener's credentials on our connection.
+  const int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe >= 0 && connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    const bool have = getsockopt(probe, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+    close(probe);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "sentineld is already running on ", socket_path_,
+        have ? absl::StrCat(" (pid ", cred.pid, ")") : std::string(), "; not starting a second"));
+  }
+  const int err = errno;
+  if (probe >= 0) close(probe);
+  if (!locked) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "another sentineld holds ", lock_path, " for ", socket_path_, "; not starting a second"));
+  }
+  if (err != ECONNREFUSED) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot tell whether ", socket_path_, " is in use: ", ErrnoText(err)));
+  }
+  // Nobody listens and nobody holds the lock: a killed daemon's socket.
+  if (unlink(socket_path_.c_str()) != 0 && errno != ENOENT) {
+    return absl::InternalError(
+        absl::StrCat("remove stale socket ", socket_path_, ": ", ErrnoText(errno)));
+  }
+  spdlog::info("removed the stale socket {}", socket_path_);
+  return absl::OkStatus();
+}
 
 IngestServer::IngestServer(const Config& config, Aggregator* aggregator)
     : config_(config), aggregator_(aggregator) {
@@ -51,8 +102,14 @@ IngestServer::~IngestServer() {
   for (auto& [fd, client] : clients_) close(fd);
   if (listen_fd_ >= 0) {
     close(listen_fd_);
-    unlink(socket_path_.c_str());
+    // Only the file we created: another process may have put its own socket at the path.
+    struct stat st {};
+    if (socket_ino_ != 0 && lstat(socket_path_.c_str(), &st) == 0 && st.st_ino == socket_ino_ &&
+        st.st_dev == socket_dev_) {
+      unlink(socket_path_.c_str());
+    }
   }
+  if (lock_fd_ >= 0) close(lock_fd_);  // the lock file stays: removing it would race a starter
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (wake_fd_ >= 0) close(wake_fd_);
   if (spare_fd_ >= 0) close(spare_fd_);
@@ -81,29 +138,34 @@ absl::Status IngestServer::Listen() {
     absl::Status s = MakeDirs(socket_path_.substr(0, slash), use_group ? 0750 : 0700);
     if (!s.ok()) return s;
   }
-  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket: ", std::strerror(errno)));
-  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
-  unlink(socket_path_.c_str());  // a stale socket from a killed sentineld
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket_path_.data(), socket_path_.size());
+  absl::Status owned = ClaimSocketPath(addr);
+  if (!owned.ok()) return owned;
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) return absl::InternalError(absl::StrCat("socket: ", ErrnoText(errno)));
+  spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   // Bind with a tight umask so there is no window where the socket is world-connectable.
   const mode_t old_mask = umask(use_group ? 0117 : 0177);
   const int rc = bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   umask(old_mask);
   if (rc != 0)
-    return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("bind ", socket_path_, ": ", ErrnoText(errno)));
+  struct stat bound {};
+  if (lstat(socket_path_.c_str(), &bound) == 0) {
+    socket_dev_ = bound.st_dev;
+    socket_ino_ = bound.st_ino;
+  }
   if (use_group) {
     if (chown(socket_path_.c_str(), static_cast<uid_t>(-1), allow_gid_) != 0) {
-      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group,
-                   std::strerror(errno));
+      spdlog::warn("chown {} to group {}: {}", socket_path_, config_.allow_group, ErrnoText(errno));
     }
   }
   if (chmod(socket_path_.c_str(), use_group ? 0660 : 0600) != 0) {
-    return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", ErrnoText(errno)));
   }
   if (listen(listen_fd_, 512) != 0)
-    return absl::InternalError(absl::StrCat("listen: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("listen: ", ErrnoText(errno)));
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (epoll_fd_ < 0 || wake_fd_ < 0) return absl::InternalError("epoll/eventfd setup failed");
@@ -189,7 +251,13 @@ void IngestServer::Accept() {
       close(fd);
       continue;
     }
-    if (clients_.size() >= static_cast<size_t>(config_.max_clients)) {
+    // Connections still in their hello hold a bounded share of the slots, and give theirs up
+    // first: a job that said hello is never refused behind idle connections.
+    const size_t handshake_cap = static_cast<size_t>(
+        std::max(1, std::min(config_.max_handshaking, config_.max_clients / 4)));
+    if ((Handshaking() >= handshake_cap ||
+         clients_.size() >= static_cast<size_t>(config_.max_clients)) &&
+        !EvictOldestHandshake() && clients_.size() >= static_cast<size_t>(config_.max_clients)) {
       if (ShouldLog())
         spdlog::warn("refused pid {}: --max-clients {} reached", cred.pid, config_.max_clients);
       aggregator_->NoteRefused("too_many");
@@ -201,6 +269,7 @@ void IngestServer::Accept() {
     client->id = next_client_id_++;
     client->pid = cred.pid;
     client->uid = cred.uid;
+    client->accepted_ns = aggregator_->clock()->MonoNs();
     client->session = std::make_unique<Session>(client->id, aggregator_);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -211,6 +280,40 @@ void IngestServer::Accept() {
     }
     aggregator_->NoteAccepted(client->id, static_cast<uint32_t>(cred.pid), cred.uid);
     clients_.emplace(fd, std::move(client));
+  }
+}
+
+size_t IngestServer::Handshaking() const {
+  size_t n = 0;
+  for (const auto& [fd, c] : clients_) n += c->session->hello_done() ? 0 : 1;
+  return n;
+}
+
+bool IngestServer::EvictOldestHandshake() {
+  Client* oldest = nullptr;
+  for (const auto& [fd, c] : clients_) {
+    if (c->session->hello_done()) continue;
+    if (oldest == nullptr || c->accepted_ns < oldest->accepted_ns) oldest = c.get();
+  }
+  if (oldest == nullptr) return false;
+  if (ShouldLog()) spdlog::warn("closed pid {}: slot needed, no hello yet", oldest->pid);
+  aggregator_->NoteRefused("hello_timeout");
+  CloseClient(oldest, CloseReason::kNone);
+  return true;
+}
+
+void IngestServer::ExpireHandshakes() {
+  const int64_t now = aggregator_->clock()->MonoNs();
+  std::vector<Client*> expired;
+  for (const auto& [fd, c] : clients_) {
+    if (!c->session->hello_done() && now - c->accepted_ns >= config_.hello_timeout_ns) {
+      expired.push_back(c.get());
+    }
+  }
+  for (Client* c : expired) {
+    if (ShouldLog()) spdlog::warn("closed pid {}: no hello within --hello-timeout", c->pid);
+    aggregator_->NoteRefused("hello_timeout");
+    CloseClient(c, CloseReason::kNone);
   }
 }
 
@@ -242,7 +345,10 @@ void IngestServer::ReadClient(Client* client) {
   for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
     const ssize_t n = read(client->fd, s->WritableTail(), s->WritableSize());
     if (n == 0) {
-      CloseClient(client, s->has_partial() ? CloseReason::kMalformed : CloseReason::kNone);
+      // A hello cut short is a refused hello, not a malformed frame of a known client.
+      CloseClient(client, !s->has_partial() ? CloseReason::kNone
+                          : s->hello_done() ? CloseReason::kMalformed
+                                            : CloseReason::kBadHello);
       return;
     }
     if (n < 0) {
@@ -286,6 +392,7 @@ void IngestServer::Run() {
       }
     }
     if (aggregator_->clock()->MonoNs() >= next_tick) {
+      ExpireHandshakes();
       aggregator_->Tick();
       next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/un.h>
 
 #include <atomic>
 #include <cstdint>
@@ -27,8 +28,10 @@ class IngestServer {
   IngestServer(const IngestServer&) = delete;
   IngestServer& operator=(const IngestServer&) = delete;
 
-  // Creates the socket's directory (0700, or 0750 with --allow-group), removes a stale socket,
-  // binds and listens; the socket file gets mode 0600 (0660 with --allow-group).
+  // Creates the socket's directory (0700, or 0750 with --allow-group), binds and listens; the
+  // socket file gets mode 0600 (0660 with --allow-group). A live daemon answering on the path is
+  // an error naming its pid; only a stale socket (nobody listening) is removed, and a path that
+  // is not a socket is never touched.
   absl::Status Listen();
   // Runs until Stop(). Calls aggregator->Tick() every config.tick_ns.
   void Run();
@@ -41,8 +44,15 @@ class IngestServer {
     int id = 0;
     pid_t pid = 0;
     uid_t uid = 0;
+    int64_t accepted_ns = 0;
     std::unique_ptr<Session> session;
   };
+  // Closes connections still in their hello after --hello-timeout.
+  void ExpireHandshakes();
+  // Makes room for a new connection by closing the oldest one still in its hello; false if none.
+  bool EvictOldestHandshake();
+  size_t Handshaking() const;
+  absl::Status ClaimSocketPath(const sockaddr_un& addr);
   void Accept();
   bool PeerAllowed(uid_t uid, gid_t gid) const;
   void ReadClient(Client* client);
@@ -53,6 +63,10 @@ class IngestServer {
   Aggregator* const aggregator_;
   std::string socket_path_;
   int listen_fd_ = -1;
+  // The socket file we bound (device, inode): unlinked at exit only if the path still is it.
+  dev_t socket_dev_ = 0;
+  ino_t socket_ino_ = 0;
+  int lock_fd_ = -1;  // flock on <socket>.lock for our lifetime: one daemon per path
   // Held open so that, out of descriptors, Accept() can free one to accept and close the pending
   // connection; otherwise the level-triggered listen socket would wake the loop forever.
   int spare_fd_ = -1;

@@ -31,7 +31,7 @@ const char* CloseReasonName(CloseReason reason);
 
 class Session {
  public:
-  static constexpr size_t kBufferSize = 64 * 1024;
+  static constexpr size_t kBufferSize = size_t{64} * 1024;
 
   Session(int client, IngestSink* sink);
 

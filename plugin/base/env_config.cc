@@ -6,6 +6,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+
+#include "common/env_bool.h"
+#include "plugin/core/event_mask.h"
 
 namespace sentinel::plugin {
 namespace {
@@ -25,7 +29,72 @@ void ReadUint(const char* name, uint32_t lo, uint32_t hi, uint32_t* value, std::
   *value = static_cast<uint32_t>(n);
 }
 
+// SENTINEL_EVENTS must parse as core/event_mask.h reads it; say precisely why it does not.
+void CheckEvents(EnvConfig* c, std::string* errors) {
+  uint32_t mask = 0;
+  if (ParseEventMask(c->events.c_str(), &mask)) return;
+  const std::string& v = c->events;
+  std::string why;
+  if (!v.empty() && v[0] >= '0' && v[0] <= '9') {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long n = strtoull(v.c_str(), &end, 0);
+    if (errno == 0 && end != nullptr && *end == '\0' && n > 0x7FFF) {
+      why = "sets bits above 0x7fff (the 15 event types of the profiler ABI)";
+    } else {
+      why = "is not a decimal or 0x number";
+    }
+  } else {
+    // The first list item that is not an event name.
+    size_t pos = 0;
+    while (pos <= v.size()) {
+      size_t comma = v.find(',', pos);
+      if (comma == std::string::npos) comma = v.size();
+      std::string item = v.substr(pos, comma - pos);
+      while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+      while (!item.empty() && item.back() == ' ') item.pop_back();
+      uint32_t one = 0;
+      if (!ParseEventMask(item.c_str(), &one)) {
+        why = "has unknown event '" + item + "' (presets: default, proxy, minimal, all, none)";
+        break;
+      }
+      pos = comma + 1;
+    }
+    if (why.empty()) why = "is not a preset, an event list or a number";
+  }
+  *errors += "SENTINEL_EVENTS='" + v + "' " + why + "; using 'default'\n";
+  c->events = "default";
+}
+
+// The dump's directory must exist and be writable now, not at the first record.
+void CheckDump(const std::string& path, std::string* errors) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  if (access(dir.c_str(), W_OK) != 0) {
+    char buf[128];
+    *errors += "SENTINEL_DUMP='" + path + "': directory " + dir + " is not writable (" +
+               strerror_r(errno, buf, sizeof(buf)) + "); no dump\n";
+  }
+}
+
 }  // namespace
+
+void ReportEnvProblems(const std::string& errors) {
+  static std::mutex mu;
+  static std::string* told = new std::string();  // leaked: reports may come during exit
+  std::lock_guard<std::mutex> lock(mu);
+  size_t pos = 0;
+  while (pos < errors.size()) {
+    size_t nl = errors.find('\n', pos);
+    if (nl == std::string::npos) nl = errors.size();
+    const std::string line = errors.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (line.empty() || told->find(line + "\n") != std::string::npos) continue;
+    *told += line + "\n";
+    const std::string out = "[sentinel] " + line + "\n";
+    (void)!write(STDERR_FILENO, out.data(), out.size());
+  }
+}
 
 std::string ExpandDumpPath(const std::string& pattern, int pid, const char* short_host) {
   std::string out;
@@ -57,10 +126,11 @@ EnvConfig ParseEnvConfig(std::string* errors) {
   EnvConfig c;
   // NOLINTBEGIN(concurrency-mt-unsafe): read once at the first init.
   if (const char* v = getenv("SENTINEL_DISABLE"); v != nullptr && *v != '\0') {
-    if (strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "yes") == 0) {
-      c.disable = true;
-    } else if (strcmp(v, "0") != 0 && strcasecmp(v, "false") != 0 && strcasecmp(v, "no") != 0) {
-      *errors += std::string("SENTINEL_DISABLE='") + v + "' is not 0/1; the plugin stays on\n";
+    const rules::EnvBool b = rules::ParseEnvBool(v);  // the rule the guard applies too
+    c.disable = b == rules::EnvBool::kTrue;
+    if (b == rules::EnvBool::kInvalid) {
+      *errors += std::string("SENTINEL_DISABLE='") + v +
+                 "' is not 1/true/yes/on or 0/false/no/off; sentinel stays on\n";
     }
   }
   if (const char* v = getenv("SENTINEL_EVENTS"); v != nullptr && *v != '\0') c.events = v;
@@ -86,10 +156,13 @@ EnvConfig ParseEnvConfig(std::string* errors) {
     if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "unknown");
     if (char* dot = strchr(host, '.')) *dot = '\0';
     c.dump_path = ExpandDumpPath(v, static_cast<int>(getpid()), host);
+    CheckDump(c.dump_path, errors);
   }
   // NOLINTEND(concurrency-mt-unsafe)
   ReadUint("SENTINEL_POOL_SIZE", 16, 1u << 20, &c.pool_size, errors);
-  ReadUint("SENTINEL_RINGS", 1, 4096, &c.rings, errors);
+  // Fewer rings than the threads NCCL records from (the application's, the proxy's) sends every
+  // other thread's records to the shared overflow, where they are dropped.
+  ReadUint("SENTINEL_RINGS", 8, 4096, &c.rings, errors);
   ReadUint("SENTINEL_RING_RECORDS", 2, 1u << 20, &c.ring_records, errors);
   ReadUint("SENTINEL_DRAIN_INTERVAL_MS", 1, 1000, &c.drain_interval_ms, errors);
   ReadUint("SENTINEL_PROXY_GRACE_MS", 1, 60000, &c.proxy_grace_ms, errors);
@@ -98,6 +171,8 @@ EnvConfig ParseEnvConfig(std::string* errors) {
   uint32_t pow2 = 2;
   while (pow2 < c.ring_records) pow2 <<= 1;
   c.ring_records = pow2;
+  CheckEvents(&c, errors);
+  ReportEnvProblems(*errors);
   return c;
 }
 

@@ -23,8 +23,13 @@ struct EnvConfig {
   uint32_t inflight_stuck_ms = 0;        // SENTINEL_INFLIGHT_STUCK_MS: 0 = adaptive threshold
 };
 
-// Parses the environment (getenv) into a config. Problems are appended to *errors (one line each).
+// Parses the environment (getenv) into a config. Problems are appended to *errors (one line each)
+// and told on stderr (ReportEnvProblems): a bad setting must not depend on NCCL_DEBUG to be seen.
 EnvConfig ParseEnvConfig(std::string* errors);
+
+// Writes each problem line to stderr as "[sentinel] ..." unless this process already told it:
+// once per process, whatever NCCL's log level (NCCL's logger may be silent).
+void ReportEnvProblems(const std::string& errors);
 
 // Expands %p (pid) and %h (short hostname) in a SENTINEL_DUMP path.
 std::string ExpandDumpPath(const std::string& pattern, int pid, const char* short_host);

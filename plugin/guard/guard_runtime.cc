@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/env_bool.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
 #include "plugin/guard/nccl_env.h"
@@ -96,8 +97,7 @@ void LoadConfigLocked(Runtime& r) {
   if (r.loaded) return;
   r.loaded = true;
   GuardConfig& c = r.config;
-  const char* disable = getenv("SENTINEL_DISABLE");
-  c.disabled = disable != nullptr && std::strcmp(disable, "1") == 0;
+  c.disabled = rules::SentinelDisabled();  // the one boolean rule (common/env_bool.h)
   if (c.disabled) return;
   ExpectSource src = ResolveExpectSource(ExpectSourceInputsFromEnv());
   if (src.kind == ExpectSourceKind::kNone)

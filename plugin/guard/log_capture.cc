@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/env_bool.h"
 #include "plugin/guard/expect_source.h"
 
 namespace sentinel::guard {
@@ -262,8 +263,7 @@ void LineForwarder::Line(std::string_view line, bool had_newline, LogEvidence* e
 }
 
 void InstallLogCapture(bool preloaded) noexcept {
-  const char* disable = getenv("SENTINEL_DISABLE");
-  if (disable != nullptr && std::strcmp(disable, "1") == 0) {
+  if (rules::SentinelDisabled()) {  // the one boolean rule (common/env_bool.h)
     RestoreOriginals();
     return;
   }

@@ -885,12 +885,15 @@ TEST(GuardOutcomeTest, InvalidExpectationFailsWithACaret) {
 
 TEST(GuardOutcomeTest, DisableSwitchOnlyForwards) {
   Job job(WrongCase("IbDisabledByEnv"));
-  RunOptions o;
-  o.extra = {{"SENTINEL_DISABLE", "1"}};
-  for (const RankResult& r : job.Run(o)) {
-    EXPECT_EQ(r.init, 0);
-    EXPECT_EQ(r.coll, 0);
-    EXPECT_EQ(r.err, "");
+  // Every true spelling of the shared rule (common/env_bool.h), not only "1" (issue 9, defect 3).
+  for (const char* value : {"1", "true", "yes", "on", "TRUE"}) {
+    RunOptions o;
+    o.extra = {{"SENTINEL_DISABLE", value}};
+    for (const RankResult& r : job.Run(o)) {
+      EXPECT_EQ(r.init, 0) << "SENTINEL_DISABLE=" << value << ": " << r.err;
+      EXPECT_EQ(r.coll, 0) << value;
+      EXPECT_EQ(r.err, "") << value;
+    }
   }
 }
 
