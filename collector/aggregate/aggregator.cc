@@ -657,6 +657,10 @@ void Aggregator::FireStraggler(CommState* comm, RankState* rs, int func, int buc
                 {"collectives_observed", st.judged},
                 {"clock_free_lateness_p50_ms",
                  recent_cf.empty() ? 0.0 : static_cast<double>(Percentile(&recent_cf, 50)) / 1e6}};
+  // CUPTI (gpu_activity.h): the rank's exposed communication against its peers' over the window;
+  // null when the process has no measured GPU window.
+  a.evidence["exposed_comm"] =
+      ExposedCommEvidence(state_, rs->pid, clock_->MonoNs() - config_.window_ns);
   a.runbook = absl::StrCat(config_.runbook_base, "alert-straggler");
   a.started_real_ns = clock_->RealNs();
   Fire(std::move(a));

@@ -161,7 +161,7 @@ struct CollSummary {
   int64_t skew_ns = 0;
   int64_t duration_ns = -1;  // longest local GPU duration
   int64_t latency_ns = -1;   // latest end - earliest arrival
-  double busbw_gbps = -1;
+  double busbw_gbps = -1;    // GB/s (gigabytes per second, nccl-tests' busbw), -1 unknown
   uint8_t func = 0;
   int32_t ranks = 0;
 };

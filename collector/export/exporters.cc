@@ -544,7 +544,8 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
   auto pct = [](std::vector<int64_t>* v, double p) {
     return v->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(v, p)));
   };
-  // p50 bus bandwidth / the fastest ACTIVE port's rate (sysfs), both Gb/s; null when unknown.
+  // p50 bus bandwidth (GB/s: gigabytes, as nccl-tests prints it) over the fastest ACTIVE port's
+  // rate (sysfs, Gb/s: gigabits), so the ratio converts bytes to bits; null when unknown.
   const double busbw_p50 =
       busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
   const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
@@ -559,7 +560,7 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"skew_p99_ms", pct(&skew, 99)},
           {"busbw_gbps_p50", NumOrNull(busbw_p50 >= 0, busbw_p50)},
           {"busbw_link_ratio",
-           NumOrNull(has_ratio, has_ratio ? busbw_p50 / nic.fastest_active_gbps : 0)},
+           NumOrNull(has_ratio, has_ratio ? busbw_p50 * 8 / nic.fastest_active_gbps : 0)},
           {"overlap_ratio",
            nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl))
                     : nlohmann::json()},
