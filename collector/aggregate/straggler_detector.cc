@@ -96,7 +96,8 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
     ++var_samples_;
     if (var_samples_ > static_cast<uint64_t>(params_.learn)) {
       // One outlier (a pause, a burst) moves the estimate, it does not reset it.
-      v = std::min(v, 16 * var_ + static_cast<double>(params_.floor_ns) * params_.floor_ns);
+      v = std::min(v, 16 * var_ + static_cast<double>(params_.floor_ns) *
+                                      static_cast<double>(params_.floor_ns));
     }
     var_ += std::max(1.0 / static_cast<double>(var_samples_), 1.0 / 256) * (v - var_);
   }
