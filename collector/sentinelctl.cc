@@ -1,4 +1,5 @@
-// sentinelctl: command-line client of sentineld's HTTP API (status, ranks, alerts, top, trace).
+// sentinelctl: command-line client of sentineld's HTTP API (status, ranks, alerts, top, trace,
+// baseline, exclude).
 // Exit codes: 0 ok, 1 collector unreachable (or bad answer), 2 usage, 3 firing alerts (alerts).
 #include <httplib.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 #include "tools/baseline/report.h"
 
@@ -46,6 +48,12 @@ Commands:
   trace [--last DUR]     Chrome/Perfetto JSON of the collectives per rank (default 60s) to stdout
   baseline [--json]      the latest sentinel-baseline run beside the job's bus bandwidth, with the
                          verdict; exit 4 when no baseline arrived yet
+  exclude [--format slurm|hostfile|json]
+                         hosts a restart should avoid (firing and recently resolved straggler,
+                         NIC-error and degraded-link alerts; policy: sentineld --exclude-kinds,
+                         --exclude-hold). slurm (default): one comma-separated line for
+                         `sbatch --exclude=`, empty when none; hostfile: one host per line;
+                         json: GET /v1/exclude as is
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -62,6 +70,7 @@ struct Options {
   double interval_s = 1.0;
   std::string last = "60s";
   int64_t since_s = -1;  // alerts --since: resolved within this many seconds, -1 = not given
+  std::string format = "slurm";  // exclude --format
 };
 
 // "90s", "10m", "2h", "1d", or plain seconds; -1 when malformed.
@@ -328,6 +337,26 @@ int Baseline(const Options& o) {
   return kOk;
 }
 
+// Hosts to exclude, in the format a scheduler or launcher reads.
+int Exclude(const Options& o) {
+  nlohmann::json e;
+  if (!Get(o, "/v1/exclude", &e)) return kUnreachable;
+  if (o.format == "json") {
+    std::cout << e.dump(2) << "\n";
+    return kOk;
+  }
+  std::vector<std::string> hosts;
+  for (const auto& h : e["hosts"]) {
+    if (h["host"].is_string()) hosts.push_back(h["host"].get<std::string>());
+  }
+  if (o.format == "slurm") {
+    std::cout << absl::StrJoin(hosts, ",") << "\n";
+  } else {
+    for (const auto& h : hosts) std::cout << h << "\n";
+  }
+  return kOk;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -366,6 +395,11 @@ int main(int argc, char** argv) {
       std::string v;
       if (!value(&v) || !absl::SimpleAtod(v, &o.interval_s) || o.interval_s <= 0)
         return Usage("bad --interval");
+    } else if (a == "--format") {
+      if (!value(&o.format) ||
+          (o.format != "slurm" && o.format != "hostfile" && o.format != "json")) {
+        return Usage("--format needs slurm, hostfile or json");
+      }
     } else if (a == "--last") {
       if (!value(&o.last)) return Usage("--last needs a duration");
     } else if (!a.empty() && a[0] == '-') {
@@ -395,6 +429,7 @@ int main(int argc, char** argv) {
   if (o.command == "top") return Top(o);
   if (o.command == "trace") return Trace(o);
   if (o.command == "baseline") return Baseline(o);
+  if (o.command == "exclude") return Exclude(o);
   return Usage(o.command.empty() ? "missing command"
                                  : absl::StrCat("unknown command ", o.command).c_str());
 }

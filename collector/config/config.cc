@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
+#include "collector/aggregate/exclusion.h"
 #include "collector/log/daemon_log.h"
 #include "plugin/guard/expectation.h"
 
@@ -251,6 +252,13 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "straggler-learn") return ParseIntField(key, value, 0, 1000000, &straggler_learn);
   if (key == "hang-silent") return ParseDurationField(key, value, &hang_silent_ns);
   if (key == "alert-retention") return ParseDurationField(key, value, &alert_retention_ns);
+  if (key == "exclude-kinds") {
+    absl::StatusOr<uint32_t> kinds = ParseExcludeKinds(value);
+    if (!kinds.ok()) return kinds.status();
+    exclude_kinds = std::string(absl::StripAsciiWhitespace(value));
+    return absl::OkStatus();
+  }
+  if (key == "exclude-hold") return ParseDurationField(key, value, &exclude_hold_ns);
   if (key == "straggler-warmup") return ParseIntField(key, value, 0, 1000000, &straggler_warmup);
   return absl::InvalidArgumentError(absl::StrCat("unknown option '", raw_key, "'"));
 }
@@ -381,6 +389,11 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            raises a hang alert (default 30s)
   --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s)
   --alert-retention DUR    resolved alerts stay in /v1/alerts this long (default 1h)
+  --exclude-kinds LIST     alert kinds that put a host on GET /v1/exclude: comma list of straggler,
+                           hang, transport, placement, link_degraded, nic_errors, or none
+                           (default straggler,nic_errors,link_degraded)
+  --exclude-hold DUR       a host stays on /v1/exclude this long after its alert resolved (default
+                           30m; capped by --alert-retention: older resolved alerts are gone)
   --allow-group GROUP      also accept peers in this group; the socket becomes 0660 (default: own uid
                            only, socket 0600)
   --record-log PATH        append every joined record as JSON lines (default off)

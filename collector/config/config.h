@@ -63,6 +63,10 @@ struct Config {
   int max_handshaking = 64;
   // Per-client bounds on the state one connection can create (issue 9, defect 6).
   int max_ranks_per_client = 64;
+  // Node exclusion (issue 10 §4, collector/aggregate/exclusion.h): the alert kinds that put a
+  // host on GET /v1/exclude, and how long it stays listed after its alert resolved.
+  std::string exclude_kinds = "straggler,nic_errors,link_degraded";
+  int64_t exclude_hold_ns = 30LL * 60 * 1000000000;
 
   // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
   absl::Status LoadFile(const std::string& path);

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
+#include "collector/aggregate/exclusion.h"
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
 
@@ -79,9 +80,16 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   absl::Status s = SplitHostPort(listen, &host, &port);
   if (!s.ok()) return s;
   Aggregator* agg = aggregator_;
-  Get("/metrics", [agg](const HttpRequest&, HttpResponse& res) {
+  // The kinds were validated when the config was parsed.
+  ExcludePolicy exclude{ParseExcludeKinds(aggregator_->config().exclude_kinds).value_or(0),
+                        aggregator_->config().exclude_hold_ns};
+  Get("/metrics", [agg, exclude](const HttpRequest&, HttpResponse& res) {
     std::string text;
-    agg->Read([&](const State& state) { text = RenderPrometheus(state); });
+    const int64_t real = agg->clock()->RealNs();
+    agg->Read([&](const State& state) {
+      text = RenderPrometheus(state);
+      text += ExcludePrometheus(DeriveExclusions(state.alerts, exclude, real));
+    });
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   Get("/healthz", [agg](const HttpRequest&, HttpResponse& res) {
@@ -108,6 +116,14 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
     nlohmann::json body;
     agg->Read([&](const State& state) { body = AlertsJson(state); });
+    SendJson(res, 200, body);
+  });
+  Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {
+    nlohmann::json body;
+    const int64_t real = agg->clock()->RealNs();
+    agg->Read([&](const State& state) {
+      body = ExcludeJson(DeriveExclusions(state.alerts, exclude, real), exclude);
+    });
     SendJson(res, 200, body);
   });
   Get("/v1/trace", [agg](const HttpRequest& req, HttpResponse& res) {

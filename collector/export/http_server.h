@@ -1,7 +1,7 @@
 // sentineld's HTTP API (design.md "Collector API"): /metrics, /healthz, /v1/ranks, /v1/telemetry,
-// /v1/alerts, /v1/trace, /v1/expect. One epoll thread serves every connection without blocking:
-// a slow client costs a buffer, never a worker, and each connection has a deadline
-// (--http-timeout) for its whole request and reply. GET only; one request per connection.
+// /v1/alerts, /v1/trace, /v1/expect, /v1/exclude. One epoll thread serves every connection
+// without blocking: a slow client costs a buffer, never a worker, and each connection has a
+// deadline (--http-timeout) for its whole request and reply. GET only; one request per connection.
 // Reads the aggregator only through Aggregator::Read().
 #pragma once
 

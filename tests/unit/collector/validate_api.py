@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validates sentineld HTTP payloads against schemas/api/*.schema.json.
 
-usage: validate_api.py SCHEMA_DIR NAME=FILE...   (NAME: alerts, ranks, telemetry, healthz, trace, error, expect)
+usage: validate_api.py SCHEMA_DIR NAME=FILE...   (NAME: alerts, ranks, telemetry, healthz, trace, error, expect, exclude)
 Exit 0 when every file is valid, 1 otherwise, 77 when the jsonschema module is missing.
 """
 import json
