@@ -147,7 +147,6 @@ class CuptiTracer {
   int64_t stepped_aside_at_ = 0;
   int64_t aside_from_ = 0;
   uint64_t foreign_clock_seen_ = 0;
-  int64_t attributions_this_window_ = 0;
   mutable std::mutex counters_mu_;
   Counters counters_;  // guarded by counters_mu_ when read from other threads
 };
