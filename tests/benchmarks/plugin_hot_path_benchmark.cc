@@ -90,7 +90,10 @@ struct Plugin {
       rmdir(g_cleanup_dir);
     });
     setenv("SENTINEL_DUMP", dump.c_str(), 1);
-    void* h = dlopen(SENTINEL_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
+    // SENTINEL_BENCH_PLUGIN: another build of the .so (before/after comparisons).
+    const char* so = getenv("SENTINEL_BENCH_PLUGIN");
+    if (so == nullptr || *so == '\0') so = SENTINEL_PLUGIN_SO;
+    void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) abort();
     t = static_cast<const SentinelProfilerV5*>(dlsym(h, "ncclProfiler_v5"));
     Init();
