@@ -21,6 +21,7 @@
 #include "plugin/base/no_destructor.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
+#include "plugin/core/callback_meter.h"
 #include "plugin/core/clock.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/drainer.h"
@@ -41,7 +42,6 @@ const EventDesc kBlankEventDesc{};
 
 namespace {
 
-constexpr uint32_t kCallbackSample = 256;  // a power of two
 // Pool indices a thread takes from a pool's cursor at once (pools of >= 8 chunks only).
 constexpr uint32_t kClaimChunk = 8;
 // Kinds whose start time is read later: Coll/P2p/CeColl (enqueue_ns, CE timing), CollApi/P2pApi
@@ -471,25 +471,6 @@ void StopProxyStep(Slot* s, int64_t now) {
   }
   if (t9 != 0 || t11 != 0) coll->proxy_steps.fetch_add(1, std::memory_order_relaxed);
 }
-
-// Times one callback in kCallbackSample (two extra clock reads, ~50 ns here, so sampling rarely
-// keeps their average cost under 0.5 ns), so callback_ns_total is an estimate.
-class CallbackMeter {
- public:
-  explicit CallbackMeter(ThreadState* ts) : ts_(ts) {
-    ts->Add(kCtrCallbacks);
-    if (!ts->shared && (++ts->tick & (kCallbackSample - 1)) == 0) t0_ = MonoNs();
-  }
-  ~CallbackMeter() {
-    if (t0_ != 0) ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kCallbackSample);
-  }
-  CallbackMeter(const CallbackMeter&) = delete;
-  CallbackMeter& operator=(const CallbackMeter&) = delete;
-
- private:
-  ThreadState* ts_;
-  int64_t t0_ = 0;
-};
 
 }  // namespace
 
