@@ -55,8 +55,8 @@ constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
 // GPU clock calibration samples (a host clock read at a KernelCh start): every collective's first
 // channel for the first kCalibWarmup collectives of a communicator, then one collective in
 // kCalibEvery. The offset is a running minimum, which later samples rarely lower, and a clock read
-// is the costliest step of a KernelCh start (~25 ns on a VM): sampling took a collective at
-// Inspector's mask from 397 to ... ns CPU with 4 channels (sentinel_collective_benchmark).
+// is the costliest step of a KernelCh start (~25 ns on a VM; A/B with
+// sentinel_collective_benchmark).
 constexpr uint64_t kCalibWarmup = 256;
 constexpr uint64_t kCalibEvery = 8;  // a power of two
 constexpr uint32_t kProxyFamily =
