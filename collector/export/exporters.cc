@@ -489,6 +489,8 @@ nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
          {"gpu", GpuRankJson(p->gpu)},
          {"drops", p->has_heartbeat ? Drops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
+         // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
+         {"budget_level", p->has_heartbeat ? p->heartbeat.budget_level : 0},
          {"straggler", primary != nullptr && primary->straggler_firing}});
   }
   return {{"host", state.host}, {"ranks", ranks}};

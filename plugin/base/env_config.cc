@@ -77,6 +77,22 @@ void CheckDump(const std::string& path, std::string* errors) {
   }
 }
 
+// SENTINEL_BUDGET: a percentage of the job's time in [0, 100], "0.5" or "0.5%"; 0 = no budget.
+void ReadBudgetPercent(double* value, std::string* errors) {
+  const char* v = getenv("SENTINEL_BUDGET");  // NOLINT(concurrency-mt-unsafe): first init
+  if (v == nullptr || *v == '\0') return;
+  char* end = nullptr;
+  errno = 0;
+  double d = strtod(v, &end);
+  if (end != v && *end == '%') ++end;
+  if (errno != 0 || end == v || *end != '\0' || !(d >= 0.0 && d <= 100.0)) {
+    *errors += std::string("SENTINEL_BUDGET='") + v + "' is not a percentage in [0, 100]; using " +
+               std::to_string(*value) + "\n";
+    return;
+  }
+  *value = d;
+}
+
 }  // namespace
 
 void ReportEnvProblems(const std::string& errors) {
@@ -168,6 +184,7 @@ EnvConfig ParseEnvConfig(std::string* errors) {
   ReadUint("SENTINEL_PROXY_GRACE_MS", 1, 60000, &c.proxy_grace_ms, errors);
   ReadUint("SENTINEL_MAX_COMMS", 1, 1u << 16, &c.max_comms, errors);
   ReadUint("SENTINEL_INFLIGHT_STUCK_MS", 0, 86400000, &c.inflight_stuck_ms, errors);
+  ReadBudgetPercent(&c.budget_percent, errors);
   uint32_t pow2 = 2;
   while (pow2 < c.ring_records) pow2 <<= 1;
   c.ring_records = pow2;

@@ -21,6 +21,7 @@ struct EnvConfig {
   uint32_t proxy_grace_ms = 200;         // SENTINEL_PROXY_GRACE_MS
   uint32_t max_comms = 1024;             // SENTINEL_MAX_COMMS
   uint32_t inflight_stuck_ms = 0;        // SENTINEL_INFLIGHT_STUCK_MS: 0 = adaptive threshold
+  double budget_percent = 0.5;           // SENTINEL_BUDGET: % of the job's time; 0 = no budget
 };
 
 // Parses the environment (getenv) into a config. Problems are appended to *errors (one line each)

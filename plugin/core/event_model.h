@@ -1,5 +1,5 @@
 // The event model's storage: handle slots in fixed pools, and communicator contexts. Private to
-// plugin/core (profiler_core.cc and its tests).
+// plugin/core (profiler_core.cc, the units it is built from, and their tests).
 //
 // Lifetime rules:
 // - A handle is a pointer to a Slot. Its FIRST field is a 64-bit type tag (kind + magic), so any
@@ -48,17 +48,23 @@ inline constexpr uint64_t kSlotMagicMask = 0xFFFFFFFFFFFF0000ull;
 inline constexpr uint64_t TagFor(Kind k) { return kSlotMagic | static_cast<uint64_t>(k); }
 inline constexpr uint64_t kContextTag = 0x53454e54434f4e54ull;  // "SENTCONT"
 
-enum SlotState : uint32_t { kSlotFree = 0, kSlotLive = 1 };
+// A slot's life: kFree (zero pages, or released by its last reference) -> kLive (claimed).
+enum class SlotState : uint32_t { kFree = 0, kLive = 1 };
 inline constexpr uint32_t kStoppedBit = 1u << 31;  // the event was stopped
 inline constexpr uint32_t kDoneBit = 1u << 30;     // Coll/P2p/CeColl: the record was emitted
 inline constexpr uint32_t kRefCountMask = kDoneBit - 1;
-enum ContextState : uint32_t { kCtxFree = 0, kCtxLive = 1, kCtxFinalized = 2 };
+// A context's life: kFree (zero pages) -> kClaiming (init fills it) -> kLive (published) ->
+// kFinalized, which a later init may claim again after a full wrap of the table.
+enum class ContextState : uint32_t { kFree = 0, kLive = 1, kFinalized = 2, kClaiming = 3 };
+
+// gpu_start_raw before any KernelCh start reported a GPU timer.
+inline constexpr int64_t kNoGpuStart = INT64_MAX;
 
 struct Context;
 
 struct alignas(64) Slot {
   std::atomic<uint64_t> tag;  // FIRST field, 64 bits (pitfall §5.6.4)
-  std::atomic<uint32_t> state;
+  std::atomic<SlotState> state;
   std::atomic<uint32_t> refs;  // reference count | kStoppedBit | kDoneBit
   std::atomic<Context*> ctx;
   // Read through parent pointers that may be stale (a parent stopped before its child started can
@@ -107,7 +113,7 @@ struct alignas(64) Slot {
   std::atomic<uint32_t> n_send;       // GroupApi: Send P2pApi pieces
   std::atomic<uint32_t> n_recv;       // GroupApi: Recv P2pApi pieces
   std::atomic<uint32_t> group_flags;  // GroupApi: kGroup* bits below
-  std::atomic<uint32_t> recovered;    // GroupApi: 0 undecided, 1 + func, or kNoRecovery
+  std::atomic<uint32_t> recovered;    // GroupApi: kRecoveryUndecided, 1 + func, or kNoRecovery
   std::atomic<uint64_t> first_count;  // GroupApi: count of the first P2pApi piece
   std::atomic<uint64_t> recovered_seq;
   std::atomic<Context*> first_ctx;
@@ -122,11 +128,13 @@ inline constexpr uint32_t kGroupHasColl = 1u << 0;
 inline constexpr uint32_t kGroupNotUniform = 1u << 1;
 inline constexpr uint32_t kGroupMixedCtx = 1u << 2;
 inline constexpr uint32_t kGroupHasFirst = 1u << 3;
+// GroupApi `recovered`: undecided, 1 + the recovered kSentinelFunc*, or nothing recovered.
+inline constexpr uint32_t kRecoveryUndecided = 0;
 inline constexpr uint32_t kNoRecovery = 0xFFFF;
 
 struct Context {
   std::atomic<uint64_t> tag;  // kContextTag once ever used
-  std::atomic<uint32_t> state;
+  std::atomic<ContextState> state;
   uint64_t comm_hash;
   int32_t rank;
   int32_t nranks;

@@ -57,6 +57,8 @@ void AppendFlags(std::string* out, uint16_t flags) {
       {kSentinelCollProxyValid, "proxy_valid"},
       {kSentinelCollApiTimeValid, "api_time_valid"},
       {kSentinelCollTruncated, "truncated"},
+      {kSentinelCollGpuSkipped, "gpu_skipped"},
+      {kSentinelCollSampled, "sampled"},
   };
   out->push_back('[');
   bool first = true;
@@ -143,10 +145,10 @@ void JsonlSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
           ",\"events_dropped_threads\":%" PRIu64 ",\"stale_handles\":%" PRIu64
           ",\"pxn_foreign\":%" PRIu64 ",\"records_truncated\":%" PRIu64
           ",\"callback_ns_total\":%" PRIu64 ",\"callbacks_total\":%" PRIu64
-          ",\"records_dropped_sink\":%" PRIu64 "}\n",
+          ",\"records_dropped_sink\":%" PRIu64 ",\"budget_level\":%u}\n",
           hb.pid, hb.now_ns, hb.records_completed, hb.records_dropped_ring, hb.events_dropped_pool,
           hb.events_dropped_threads, hb.stale_handles, hb.pxn_foreign, hb.records_truncated,
-          hb.callback_ns_total, hb.callbacks_total, hb.records_dropped_sink);
+          hb.callback_ns_total, hb.callbacks_total, hb.records_dropped_sink, hb.budget_level);
   WriteOut();
 }
 

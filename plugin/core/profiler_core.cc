@@ -1,4 +1,6 @@
-// The plugin core: pools, contexts, the per-event logic and record completion.
+// The plugin core: the per-event logic and record completion, over the slot pools
+// (slot_pool.h), reference counts (slot_refs.h), context table (context_table.h), function
+// recovery (func_recovery.h) and record building (record_builder.h).
 // See event_model.h for the lifetime rules and plugin/README.md for the completion rule.
 #include "plugin/core/profiler_core.h"
 
@@ -8,7 +10,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <mutex>
 #include <new>
 #include <string>
@@ -20,11 +21,18 @@
 #include "plugin/base/no_destructor.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
+#include "plugin/core/callback_meter.h"
 #include "plugin/core/clock.h"
+#include "plugin/core/context_table.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/event_mask.h"
 #include "plugin/core/event_model.h"
+#include "plugin/core/func_recovery.h"
 #include "plugin/core/names.h"
+#include "plugin/core/overhead_budget.h"
+#include "plugin/core/record_builder.h"
+#include "plugin/core/slot_pool.h"
+#include "plugin/core/slot_refs.h"
 #include "plugin/core/thread_state.h"
 
 namespace sentinel::plugin {
@@ -34,45 +42,43 @@ const EventDesc kBlankEventDesc{};
 
 namespace {
 
-constexpr int kClaimProbes = 4;
-constexpr uint32_t kCallbackSample = 256;  // a power of two
 // Pool indices a thread takes from a pool's cursor at once (pools of >= 8 chunks only).
 constexpr uint32_t kClaimChunk = 8;
-constexpr int64_t kNoGpuStart = std::numeric_limits<int64_t>::max();
 // Kinds whose start time is read later: Coll/P2p/CeColl (enqueue_ns, CE timing), CollApi/P2pApi
-// (api_ns), KernelCh (GPU clock calibration). Not ProxyStep: NCCL records SendGPUWait (8) or
-// RecvWait (10) right after a step's start, and the waits are timed from those states instead,
-// which saves one clock read per network transfer.
+// (api_ns). Not ProxyStep: NCCL records SendGPUWait (8) or RecvWait (10) right after a step's
+// start, and the waits are timed from those states instead, which saves one clock read per
+// network transfer. Not KernelCh: it reads the clock only when it feeds the GPU clock calibration
+// (CalibrationSample).
 constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
                                   kSentinelProfileCeColl | kSentinelProfileCollApi |
-                                  kSentinelProfileP2pApi | kSentinelProfileKernelCh;
+                                  kSentinelProfileP2pApi;
+// GPU clock calibration samples (a host clock read at a KernelCh start): every collective's first
+// channel for the first kCalibWarmup collectives of a communicator, then one collective in
+// kCalibEvery. The offset is a running minimum, which later samples rarely lower, and a clock read
+// is the costliest step of a KernelCh start (~25 ns on a VM; A/B with
+// sentinel_collective_benchmark).
+constexpr uint64_t kCalibWarmup = 256;
+constexpr uint64_t kCalibEvery = 8;  // a power of two
 constexpr uint32_t kProxyFamily =
     kSentinelProfileProxyOp | kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
-
-struct Pool {
-  Slot* begin = nullptr;
-  uint32_t size = 0;
-  Kind kind = Kind::kNone;
-  alignas(64) std::atomic<uint64_t> cursor{0};
-};
 
 // Process-wide state, created at the first init and never destroyed (leaked on purpose: NCCL
 // may call us from threads that outlive every communicator, and dlclose never unmaps us).
 struct Globals {
   EnvConfig config;
   pid_t pid = 0;
-  Slot* arena = nullptr;
-  size_t arena_slots = 0;
-  Pool pools[static_cast<int>(Kind::kCount)];
-  Context* contexts = nullptr;
-  uint32_t n_contexts = 0;
-  std::atomic<uint64_t> ctx_cursor{0};
+  SlotArena slots;
+  ContextTable contexts;
   std::atomic<int*> mask_ptr{nullptr};
   std::atomic<uint32_t> mask{0};
+  // The overhead budget's step (a BudgetLevel), read on the hot path next to `mask`.
+  std::atomic<uint8_t> budget_level{0};
   std::atomic<uint64_t> turn_offs{0};
   std::atomic<uint64_t> sink_drops{0};
   int64_t grace_ns = 0;
-  bool ready = false;  // pools and threads set up (false when disabled)
+  bool ready = false;    // pools and threads set up (false when disabled)
+  std::mutex budget_mu;  // the budget's judgement (heartbeat snapshots), off the hot path
+  OverheadBudget budget{0.0};
 };
 
 // Written once inside std::call_once; read afterwards only (call_once orders it).
@@ -85,33 +91,6 @@ std::atomic<bool> g_forked_child{false};
 void ChildAfterFork() {
   g_forked_child.store(true, std::memory_order_relaxed);
   g_gate.store(kGateOff, std::memory_order_relaxed);
-}
-
-uint32_t PoolSizeFor(Kind k, uint32_t p) {
-  switch (k) {
-    case Kind::kGroupApi:
-    case Kind::kCollApi:
-    case Kind::kColl:
-      return p;
-    case Kind::kP2pApi:
-    case Kind::kP2p:
-    case Kind::kProxyOp:
-    case Kind::kProxyStep:
-    case Kind::kKernelCh:
-      return 4 * p;
-    case Kind::kNetPlugin:
-      return 2 * p;
-    case Kind::kProxyCtrl:
-      return 64;
-    case Kind::kKernelLaunch:
-    case Kind::kGroup:
-    case Kind::kCeColl:
-    case Kind::kCeSync:
-    case Kind::kCeBatch:
-      return p / 2 > 16 ? p / 2 : 16;
-    default:
-      return 0;
-  }
 }
 
 void GlobalInit() {
@@ -132,128 +111,24 @@ void GlobalInit() {
   }
   gl->mask.store(mask, std::memory_order_relaxed);
   gl->grace_ns = static_cast<int64_t>(gl->config.proxy_grace_ms) * 1000000;
+  gl->budget = OverheadBudget(gl->config.budget_percent);
   if (gl->config.disable) {
     g = gl;
     g_gate.store(kGateOff, std::memory_order_relaxed);
     return;
   }
-  // The handle arena: one anonymous mapping (zero pages, resident only once used).
-  size_t total = 0;
-  for (int k = 1; k < static_cast<int>(Kind::kCount); ++k) {
-    total += PoolSizeFor(static_cast<Kind>(k), gl->config.pool_size);
-  }
-  size_t ctx_bytes = sizeof(Context) * gl->config.max_comms;
-  void* arena = mmap(nullptr, total * sizeof(Slot), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  void* ctxs = mmap(nullptr, ctx_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (arena == MAP_FAILED || ctxs == MAP_FAILED ||
+  if (!gl->slots.Map(gl->config.pool_size) || !gl->contexts.Map(gl->config.max_comms) ||
       !ThreadStates::Get().Init(gl->config.rings, gl->config.ring_records)) {
     Log(LogLevel::kWarn, "cannot map the plugin's pools; the plugin stays off");
     g = gl;
     g_gate.store(kGateOff, std::memory_order_relaxed);
     return;
   }
-  gl->arena = static_cast<Slot*>(arena);
-  gl->arena_slots = total;
-  size_t offset = 0;
-  for (int k = 1; k < static_cast<int>(Kind::kCount); ++k) {
-    Pool& pool = gl->pools[k];
-    pool.kind = static_cast<Kind>(k);
-    pool.size = PoolSizeFor(pool.kind, gl->config.pool_size);
-    pool.begin = gl->arena + offset;
-    offset += pool.size;
-  }
-  gl->contexts = static_cast<Context*>(ctxs);
-  gl->n_contexts = gl->config.max_comms;
   gl->ready = true;
   pthread_atfork(nullptr, nullptr, &ChildAfterFork);
   atexit(&DrainerAtExit);
   g = gl;
   g_gate.store(kGateOn, std::memory_order_relaxed);
-}
-
-inline Kind KindOf(const Slot* s) {
-  return static_cast<Kind>(s->tag.load(std::memory_order_relaxed) & 0xFF);
-}
-
-// Any pointer NCCL gives back: range + alignment + tag, before reading anything else.
-inline Slot* AsSlot(void* p) {
-  auto u = reinterpret_cast<uintptr_t>(p);
-  auto b = reinterpret_cast<uintptr_t>(g->arena);
-  if (u < b || u >= b + g->arena_slots * sizeof(Slot) || (u - b) % sizeof(Slot) != 0) {
-    return nullptr;
-  }
-  auto* s = static_cast<Slot*>(p);
-  // relaxed: the tag of a slot never changes once set (one pool = one kind).
-  uint64_t tag = s->tag.load(std::memory_order_relaxed);
-  return (tag & kSlotMagicMask) == kSlotMagic ? s : nullptr;
-}
-
-inline Slot* AsLiveSlotOfKind(void* p, Kind k) {
-  Slot* s = AsSlot(p);
-  if (s == nullptr || KindOf(s) != k) return nullptr;
-  return s;
-}
-
-inline Context* AsContext(void* p) {
-  auto u = reinterpret_cast<uintptr_t>(p);
-  auto b = reinterpret_cast<uintptr_t>(g->contexts);
-  if (u < b || u >= b + g->n_contexts * sizeof(Context) || (u - b) % sizeof(Context) != 0) {
-    return nullptr;
-  }
-  auto* c = static_cast<Context*>(p);
-  if (c->tag.load(std::memory_order_relaxed) != kContextTag) return nullptr;
-  // acquire: pairs with the release in CoreInit that published the context's fields.
-  if (c->state.load(std::memory_order_acquire) != kCtxLive) return nullptr;
-  return c;
-}
-
-static_assert(static_cast<int>(Kind::kCount) <= kMaxPoolKinds, "claim chunks per kind");
-
-// The next pool index for this thread. An owned thread state takes a chunk of consecutive indices
-// with one fetch_add and hands them out without atomics; the shared overflow state (several
-// writers) takes one index at a time. Either way indices advance in ring order, so slots are
-// reused FIFO up to the chunk size.
-inline uint64_t NextIndex(Pool& pool, int k, ThreadState* ts) {
-  // relaxed: the cursor only spreads claimers over slots; the CAS in Claim owns the slot.
-  if (ts->shared) return pool.cursor.fetch_add(1, std::memory_order_relaxed);
-  if (ts->claim_left[k] == 0) {
-    uint32_t chunk = pool.size >= 8 * kClaimChunk ? kClaimChunk : 1;
-    ts->claim_next[k] = pool.cursor.fetch_add(chunk, std::memory_order_relaxed);
-    ts->claim_left[k] = chunk;
-  }
-  --ts->claim_left[k];
-  return ts->claim_next[k]++;
-}
-
-// FIFO claim: a stale pointer aliases a new event only after (about) a full wrap. A few probes
-// skip a slot held by a long-lived event (e.g. a ProxyOp NCCL never stops, §5.5) instead of
-// dropping.
-inline Slot* Claim(Kind k, ThreadState* ts) {
-  Pool& pool = g->pools[static_cast<int>(k)];
-  for (int probe = 0; probe < kClaimProbes; ++probe) {
-    uint64_t i = NextIndex(pool, static_cast<int>(k), ts) % pool.size;
-    Slot* s = pool.begin + i;
-    uint32_t expected = kSlotFree;
-    // acquire: pairs with the release store that freed the slot, so its old users are done.
-    if (s->state.load(std::memory_order_relaxed) == kSlotFree &&
-        s->state.compare_exchange_strong(expected, kSlotLive, std::memory_order_acquire,
-                                         std::memory_order_relaxed)) {
-      s->tag.store(TagFor(k), std::memory_order_relaxed);  // relaxed: constant per slot
-      if (k == Kind::kColl || k == Kind::kP2p) {
-        // The slot this thread most likely claims next (FIFO): start loading the three lines a
-        // Coll/P2p uses now, so that claim does not wait for cache misses. (Measured: helps
-        // Coll/P2p; costs the one-line child kinds more than it saves.)
-        const char* next = reinterpret_cast<const char*>(pool.begin + (i + 1) % pool.size);
-        __builtin_prefetch(next, 1, 3);
-        __builtin_prefetch(next + 64, 1, 3);
-        __builtin_prefetch(next + 128, 1, 3);
-      }
-      return s;
-    }
-  }
-  ts->Add(kCtrEventsDroppedPool);
-  return nullptr;
 }
 
 // Resets the fields every kind uses. The handle is not yet visible to anyone else.
@@ -301,38 +176,27 @@ inline void ResetRecordFields(Slot* s) {
   ResetCompletionState(s);
 }
 
-// Adds a child reference unless the parent already finished (refs == 0).
-inline bool TryRef(Slot* p) {
-  uint32_t r = p->refs.load(std::memory_order_relaxed);
-  do {
-    if ((r & kRefCountMask) == 0) return false;
-    // acq_rel: orders the child's later updates of the parent before the final release.
-  } while (!p->refs.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel,
-                                          std::memory_order_relaxed));
-  return true;
-}
-
 void OnLastRef(Slot* s, ThreadState* ts, bool emit);
 
-// The refs value after dropping one reference from `r`: the last reference also sets kDoneBit,
-// so "finished" and "who emits the record" are decided by the same CAS.
-inline uint32_t AfterUnref(uint32_t r) {
-  return (r & kRefCountMask) == 1 ? ((r - 1) | kDoneBit) : r - 1;
+// Finishes what a dropped reference decided: the last one frees the slot and emits its record
+// unless finalize already emitted it (truncated).
+inline void AfterDrop(RefDrop drop, Slot* s, ThreadState* ts) {
+  switch (drop) {
+    case RefDrop::kStale:
+      ts->Add(kCtrStaleHandles);
+      break;
+    case RefDrop::kHeld:
+      break;
+    case RefDrop::kLast:
+      OnLastRef(s, ts, true);
+      break;
+    case RefDrop::kLastEmitted:
+      OnLastRef(s, ts, false);
+      break;
+  }
 }
 
-inline void Unref(Slot* s, ThreadState* ts) {
-  uint32_t r = s->refs.load(std::memory_order_relaxed);
-  do {
-    if ((r & kRefCountMask) == 0) {
-      ts->Add(kCtrStaleHandles);
-      return;
-    }
-    // acq_rel: the thread that drops the last reference sees every child's accumulations.
-  } while (!s->refs.compare_exchange_weak(r, AfterUnref(r), std::memory_order_acq_rel,
-                                          std::memory_order_relaxed));
-  // The record is emitted unless finalize already emitted it (truncated).
-  if ((r & kRefCountMask) == 1) OnLastRef(s, ts, (r & kDoneBit) == 0);
-}
+inline void Unref(Slot* s, ThreadState* ts) { AfterDrop(DropRef(s), s, ts); }
 
 // Drops the "ProxyOp children may still come" reference once (a child arrived, or the grace
 // period ran out).
@@ -355,9 +219,7 @@ inline void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
   }
 }
 
-// Once per collective: builds the record directly in the thread's ring slot. Every field is
-// written exactly once (no memset: the record has no padding, and a `rep stos` start-up cost more
-// than the stores).
+// Once per collective: builds the record directly in the thread's ring slot.
 void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
   if (truncated) ts->Add(kCtrRecordsTruncated);
   if (ts->shared) {
@@ -369,67 +231,14 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
     ts->Add(kCtrRecordsDroppedRing);
     return;
   }
-  static_assert(sizeof(SentinelWireCollRecord) == 136, "every field is assigned below");
-  Context* ctx = s->ctx.load(std::memory_order_relaxed);
-  SentinelWireCollRecord& r = *slot;
-  r.comm_hash = ctx != nullptr ? ctx->comm_hash : 0;
-  r.rank = ctx != nullptr ? ctx->rank : 0;
-  r.nranks = ctx != nullptr ? ctx->nranks : 0;
-  r.seq = s->seq;
-  r.bytes = s->bytes;
-  r.api_ns = s->api_ns;
-  int64_t start = s->start_ns.load(std::memory_order_relaxed);
-  r.enqueue_ns = start;
-  r.peer = s->peer;
-  r.root = s->root;
-  r.func = s->func.load(std::memory_order_relaxed);
-  r.datatype = s->datatype.load(std::memory_order_relaxed);
-  r.algo = s->algo;
-  r.proto = s->proto;
-  r.nchannels = s->nchannels;
-  r.reserved0 = 0;
-  r.pid = static_cast<uint32_t>(g->pid);
-  r.reserved1 = 0;
-  uint16_t flags = s->flags;
-  int64_t gpu_start = 0;
-  int64_t gpu_end = 0;
-  if (KindOf(s) == Kind::kCeColl) {
-    // CE collectives have no GPU timers: the plugin times them on the host (start..stop).
-    int64_t stop = s->stop_ns.load(std::memory_order_relaxed);
-    if (stop != 0) {
-      gpu_start = start;
-      gpu_end = stop;
-      flags |= kSentinelCollGpuTimeValid;
-    }
-  } else {
-    int64_t gs = s->gpu_start_raw.load(std::memory_order_relaxed);
-    int64_t ge = s->gpu_end_raw.load(std::memory_order_relaxed);
-    if (ctx != nullptr && gs != kNoGpuStart && ge != 0 && ctx->calib.Valid()) {
-      gpu_start = ctx->calib.ToHost(static_cast<uint64_t>(gs));
-      gpu_end = ctx->calib.ToHost(static_cast<uint64_t>(ge));
-      flags |= kSentinelCollGpuTimeValid;
-    }
+  BuildCollRecord(*s, truncated, static_cast<uint32_t>(g->pid), slot);
+  if (s->ordinal != 0 && g->budget_level.load(std::memory_order_relaxed) >=
+                             static_cast<uint8_t>(BudgetLevel::kRecordsSampled)) {
+    // Over budget: 1 Coll record in kBudgetSampleEvery is queued, marked as standing for the
+    // others (the slot was filled; not committing it discards it).
+    if ((s->ordinal & (kBudgetSampleEvery - 1)) != 0) return;
+    slot->flags |= kSentinelCollSampled;
   }
-  r.gpu_start_ns = gpu_start;
-  r.gpu_end_ns = gpu_end;
-  if (s->proxy_steps.load(std::memory_order_relaxed) != 0) {
-    r.proxy_send_wait_ns = s->send_wait_ns.load(std::memory_order_relaxed);
-    r.proxy_send_xfer_ns = s->send_xfer_ns.load(std::memory_order_relaxed);
-    r.proxy_send_bytes = s->send_bytes.load(std::memory_order_relaxed);
-    r.proxy_recv_wait_ns = s->recv_wait_ns.load(std::memory_order_relaxed);
-    r.proxy_recv_xfer_ns = s->recv_xfer_ns.load(std::memory_order_relaxed);
-    r.proxy_recv_bytes = s->recv_bytes.load(std::memory_order_relaxed);
-    flags |= kSentinelCollProxyValid;
-  } else {
-    r.proxy_send_wait_ns = 0;
-    r.proxy_send_xfer_ns = 0;
-    r.proxy_send_bytes = 0;
-    r.proxy_recv_wait_ns = 0;
-    r.proxy_recv_xfer_ns = 0;
-    r.proxy_recv_bytes = 0;
-  }
-  if (truncated) flags |= kSentinelCollTruncated;
-  r.flags = flags;
   ts->ring.Commit();
   ts->Add(kCtrRecordsCompleted);
 }
@@ -446,57 +255,28 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
   }
   Slot* parent = s->parent.load(std::memory_order_relaxed);
   // release: everything we read or wrote in this slot happens before its next claimer.
-  s->state.store(kSlotFree, std::memory_order_release);
+  s->state.store(SlotState::kFree, std::memory_order_release);
   // Only Ref-holding kinds keep a parent reference (see CoreStartEvent).
   if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) Unref(parent, ts);
-}
-
-// Decides, once, whether a GroupApi's P2pApi pieces form an AlltoAll (see README).
-void RecoverGroupFunc(Slot* grp) {
-  if (grp->recovered.load(std::memory_order_relaxed) != 0) return;
-  uint32_t flags = grp->group_flags.load(std::memory_order_relaxed);
-  uint32_t ns = grp->n_send.load(std::memory_order_relaxed);
-  uint32_t nr = grp->n_recv.load(std::memory_order_relaxed);
-  Context* ctx = grp->first_ctx.load(std::memory_order_relaxed);
-  uint32_t result = kNoRecovery;
-  if (ctx != nullptr && (flags & (kGroupHasColl | kGroupNotUniform | kGroupMixedCtx)) == 0 &&
-      ctx->nranks >= 2 && ns == static_cast<uint32_t>(ctx->nranks) && nr == ns) {
-    result = 1u + kSentinelFuncAlltoAll;
-  }
-  uint32_t expected = 0;
-  // relaxed: the value is read by P2p starts that NCCL orders after this (state 24 / stop).
-  if (grp->recovered.compare_exchange_strong(expected, result, std::memory_order_relaxed) &&
-      result != kNoRecovery) {
-    grp->recovered_seq.store(
-        ctx->recovered_seq[kSentinelFuncAlltoAll].fetch_add(1, std::memory_order_relaxed),
-        std::memory_order_relaxed);
-  }
 }
 
 // ---- per-kind starts ------------------------------------------------------------------------
 
 Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
-  Slot* s = Claim(Kind::kGroupApi, ts);
+  Slot* s = g->slots.Claim(Kind::kGroupApi, ts);
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
   ResetRecordFields(s);
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
-  s->n_send.store(0, std::memory_order_relaxed);
-  s->n_recv.store(0, std::memory_order_relaxed);
-  s->group_flags.store(0, std::memory_order_relaxed);
-  s->recovered.store(0, std::memory_order_relaxed);
-  s->first_count.store(0, std::memory_order_relaxed);
-  s->recovered_seq.store(0, std::memory_order_relaxed);
-  s->first_ctx.store(nullptr, std::memory_order_relaxed);
-  s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
+  ResetGroupRecovery(s);
   return s;
 }
 
 // CollApi, P2pApi, KernelLaunch: children of GroupApi, holding it until they stop.
 Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
-  Slot* grp = AsLiveSlotOfKind(d.parent, Kind::kGroupApi);
+  Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
   if (grp != nullptr && !TryRef(grp)) grp = nullptr;
-  Slot* s = Claim(k, ts);
+  Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
     if (grp != nullptr) Unref(grp, ts);
     return nullptr;
@@ -511,39 +291,9 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
   if (grp == nullptr) return s;
   if (k == Kind::kCollApi) {
-    grp->group_flags.fetch_or(kGroupHasColl, std::memory_order_relaxed);
-    return s;
-  }
-  // P2pApi: the interposer's current API wins; else feed the AlltoAll heuristic.
-  uint8_t api = CurrentApiForThread();
-  if (api != kSentinelFuncUnknown && api != kSentinelFuncSend && api != kSentinelFuncRecv) {
-    s->api_override.store(api, std::memory_order_relaxed);
-    uint32_t expected = 0;
-    if (grp->recovered.compare_exchange_strong(expected, 1u + api, std::memory_order_relaxed)) {
-      grp->recovered_seq.store(ctx->recovered_seq[api].fetch_add(1, std::memory_order_relaxed),
-                               std::memory_order_relaxed);
-    }
-  }
-  if (s->func.load(std::memory_order_relaxed) == kSentinelFuncSend) {
-    grp->n_send.fetch_add(1, std::memory_order_relaxed);
-  } else if (s->func.load(std::memory_order_relaxed) == kSentinelFuncRecv) {
-    grp->n_recv.fetch_add(1, std::memory_order_relaxed);
-  }
-  uint32_t gf = grp->group_flags.load(std::memory_order_relaxed);
-  if ((gf & kGroupHasFirst) == 0) {
-    grp->first_count.store(d.count, std::memory_order_relaxed);
-    grp->datatype.store(s->datatype.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    grp->first_ctx.store(ctx, std::memory_order_relaxed);
-    grp->group_flags.fetch_or(kGroupHasFirst, std::memory_order_relaxed);
+    NoteCollApiPiece(grp);
   } else {
-    if (grp->first_count.load(std::memory_order_relaxed) != d.count ||
-        grp->datatype.load(std::memory_order_relaxed) !=
-            s->datatype.load(std::memory_order_relaxed)) {
-      grp->group_flags.fetch_or(kGroupNotUniform, std::memory_order_relaxed);
-    }
-    if (grp->first_ctx.load(std::memory_order_relaxed) != ctx) {
-      grp->group_flags.fetch_or(kGroupMixedCtx, std::memory_order_relaxed);
-    }
+    NoteP2pApiPiece(grp, s, ctx, d.count, CurrentApiForThread());
   }
   return s;
 }
@@ -552,10 +302,19 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
 inline void SetCompletionRefs(Slot* s, bool n_channels_valid) {
   uint32_t mask = g->mask.load(std::memory_order_relaxed);
   uint32_t kch = 0;
-  if ((mask & kSentinelProfileKernelCh) != 0 && n_channels_valid) kch = s->nchannels;
+  uint32_t waits_for = kProxyFamily | kSentinelProfileKernelCh;
+  if (s->ordinal != 0 && (s->ordinal & (kBudgetSampleEvery - 1)) != 0 &&
+      g->budget_level.load(std::memory_order_relaxed) >=
+          static_cast<uint8_t>(BudgetLevel::kKernelChSampled)) {
+    // Over budget: this collective's KernelCh events are ignored (see the KernelCh start).
+    s->flags |= kSentinelCollGpuSkipped;
+    waits_for = kProxyFamily;
+  } else if ((mask & kSentinelProfileKernelCh) != 0 && n_channels_valid) {
+    kch = s->nchannels;
+  }
   s->kch_expected = kch;
   uint32_t grace = 0;
-  if (kch == 0 && (mask & (kProxyFamily | kSentinelProfileKernelCh)) != 0) grace = 1;
+  if (kch == 0 && (mask & waits_for) != 0) grace = 1;
   s->grace.store(grace, std::memory_order_relaxed);
   s->refs.store(1 + kch + grace, std::memory_order_relaxed);
 }
@@ -565,7 +324,7 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
   // The ordinal is taken even when no slot is free, so that this rank's count of collectives
   // stays comparable with its peers' (a later completion moves `completed` past it).
   uint64_t ordinal = ctx->inflight.OnEnqueue(now, d.seq, func);
-  Slot* s = Claim(Kind::kColl, ts);
+  Slot* s = g->slots.Claim(Kind::kColl, ts);
   if (s == nullptr) return nullptr;
   // The hottest start: every field a Coll record reads is written exactly once (what
   // ResetSlot + ResetRecordFields would do, without the double writes). relaxed throughout, as in
@@ -590,7 +349,7 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
   // is still a CollApi slot describing the same function.
   int64_t api_ns = 0;
   uint16_t flags = 0;
-  Slot* api = d.parent != nullptr ? AsLiveSlotOfKind(d.parent, Kind::kCollApi) : nullptr;
+  Slot* api = d.parent != nullptr ? g->slots.AsSlotOfKind(d.parent, Kind::kCollApi) : nullptr;
   if (api != nullptr && api->func.load(std::memory_order_relaxed) == func) {
     api_ns = api->start_ns.load(std::memory_order_relaxed);
     flags |= kSentinelCollApiTimeValid;
@@ -603,7 +362,7 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
 }
 
 Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
-  Slot* s = Claim(Kind::kP2p, ts);
+  Slot* s = g->slots.Claim(Kind::kP2p, ts);
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
   ResetRecordFields(s);
@@ -615,25 +374,18 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   s->peer = d.peer;
   s->flags = kSentinelCollIsP2p;
   bool recovered = false;
-  Slot* api = AsLiveSlotOfKind(d.parent, Kind::kP2pApi);
+  Slot* api = g->slots.AsSlotOfKind(d.parent, Kind::kP2pApi);
   if (api != nullptr && api->func.load(std::memory_order_relaxed) == func) {
     s->api_ns = api->start_ns.load(std::memory_order_relaxed);
     s->flags |= kSentinelCollApiTimeValid;
     if (api->graph_captured.load(std::memory_order_relaxed)) s->flags |= kSentinelCollGraphCaptured;
-    Slot* grp = api->parent.load(std::memory_order_relaxed) != nullptr &&
-                        KindOf(api->parent.load(std::memory_order_relaxed)) == Kind::kGroupApi
-                    ? api->parent.load(std::memory_order_relaxed)
-                    : nullptr;
-    if (grp != nullptr) {
-      if (api->api_override.load(std::memory_order_relaxed) == kSentinelFuncUnknown)
-        RecoverGroupFunc(grp);
-      uint32_t rec = grp->recovered.load(std::memory_order_relaxed);
-      if (rec != 0 && rec != kNoRecovery) {
-        s->func.store(static_cast<uint8_t>(rec - 1), std::memory_order_relaxed);
-        s->seq = grp->recovered_seq.load(std::memory_order_relaxed);
-        s->flags |= kSentinelCollFuncRecovered;
-        recovered = true;
-      }
+    uint8_t rfunc = 0;
+    uint64_t rseq = 0;
+    if (RecoveredFunc(api, &rfunc, &rseq)) {
+      s->func.store(rfunc, std::memory_order_relaxed);
+      s->seq = rseq;
+      s->flags |= kSentinelCollFuncRecovered;
+      recovered = true;
     }
   }
   if (!recovered) {
@@ -656,7 +408,7 @@ Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64
     return nullptr;
   }
   ReleaseGrace(parent, ts);  // we hold a reference, so this cannot finish the parent
-  Slot* s = Claim(k, ts);
+  Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
     Unref(parent, ts);
     return nullptr;
@@ -668,12 +420,12 @@ Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64
 // Children that only hold their parent alive (ProxyStep, NetPlugin, CeSync, CeBatch).
 Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx, ThreadState* ts,
                         int64_t now) {
-  Slot* parent = AsLiveSlotOfKind(d.parent, parent_kind);
+  Slot* parent = g->slots.AsSlotOfKind(d.parent, parent_kind);
   if (parent != nullptr && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
     parent = nullptr;
   }
-  Slot* s = Claim(k, ts);
+  Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
     if (parent != nullptr) Unref(parent, ts);
     return nullptr;
@@ -720,25 +472,6 @@ void StopProxyStep(Slot* s, int64_t now) {
   if (t9 != 0 || t11 != 0) coll->proxy_steps.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Times one callback in kCallbackSample (two extra clock reads, ~50 ns here, so sampling rarely
-// keeps their average cost under 0.5 ns), so callback_ns_total is an estimate.
-class CallbackMeter {
- public:
-  explicit CallbackMeter(ThreadState* ts) : ts_(ts) {
-    ts->Add(kCtrCallbacks);
-    if (!ts->shared && (++ts->tick & (kCallbackSample - 1)) == 0) t0_ = MonoNs();
-  }
-  ~CallbackMeter() {
-    if (t0_ != 0) ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kCallbackSample);
-  }
-  CallbackMeter(const CallbackMeter&) = delete;
-  CallbackMeter& operator=(const CallbackMeter&) = delete;
-
- private:
-  ThreadState* ts_;
-  int64_t t0_ = 0;
-};
-
 }  // namespace
 
 // ---- entry points ---------------------------------------------------------------------------
@@ -758,25 +491,12 @@ void* CoreInit(const InitArgs& a) noexcept {
   if (g->mask_ptr.compare_exchange_strong(expected_ptr, a.mask_ptr, std::memory_order_relaxed)) {
     SetLogRank(a.rank);
   }
-  // Claim a context (FIFO over the table; a finalized one is reused only after a full wrap).
-  Context* ctx = nullptr;
-  for (uint32_t probe = 0; probe < g->n_contexts && ctx == nullptr; ++probe) {
-    uint64_t i = g->ctx_cursor.fetch_add(1, std::memory_order_relaxed) % g->n_contexts;
-    Context* c = g->contexts + i;
-    for (uint32_t st : {static_cast<uint32_t>(kCtxFree), static_cast<uint32_t>(kCtxFinalized)}) {
-      uint32_t expected = st;
-      // relaxed: the fields are published by the release store of kCtxLive below.
-      if (c->state.compare_exchange_strong(expected, 3u, std::memory_order_relaxed)) {
-        ctx = c;
-        break;
-      }
-    }
-  }
+  Context* ctx = g->contexts.Claim();
   if (ctx == nullptr) {
     SENTINEL_LOG_ONCE(LogLevel::kWarn,
                       "more than %u live communicators; extra ones are not "
                       "profiled (SENTINEL_MAX_COMMS)",
-                      g->n_contexts);
+                      g->contexts.size());
     if (a.mask_ptr != nullptr) {
       reinterpret_cast<std::atomic<int>*>(a.mask_ptr)
           ->store(static_cast<int>(g->mask.load(std::memory_order_relaxed)),
@@ -811,8 +531,7 @@ void* CoreInit(const InitArgs& a) noexcept {
   ctx->fallback_seq.store(0, std::memory_order_relaxed);
   for (auto& s : ctx->recovered_seq) s.store(0, std::memory_order_relaxed);
   ctx->inflight.Reset();
-  ctx->tag.store(kContextTag, std::memory_order_relaxed);
-  ctx->state.store(kCtxLive, std::memory_order_release);  // release: publishes the fields above
+  ContextTable::Publish(ctx);
 
   uint32_t mask = g->mask.load(std::memory_order_relaxed);
   if (a.mask_ptr != nullptr) {
@@ -837,37 +556,21 @@ void* CoreInit(const InitArgs& a) noexcept {
 
 void CoreFinalize(void* context) noexcept {
   if (g == nullptr || !g->ready) return;
-  Context* ctx = AsContext(context);
+  Context* ctx = g->contexts.AsContext(context);
   if (ctx == nullptr) return;
   ThreadState* ts = ThreadStates::Current();
   // Records still waiting for children are emitted now, marked truncated.
   for (Kind k : {Kind::kColl, Kind::kP2p, Kind::kCeColl}) {
-    Pool& pool = g->pools[static_cast<int>(k)];
+    Pool& pool = g->slots.pool(k);
     for (uint32_t i = 0; i < pool.size; ++i) {
       Slot* s = pool.begin + i;
-      if (s->state.load(std::memory_order_acquire) != kSlotLive) continue;
+      if (s->state.load(std::memory_order_acquire) != SlotState::kLive) continue;
       if (s->ctx.load(std::memory_order_relaxed) != ctx) continue;
-      // Claim the record by setting kDoneBit while references remain; if the count already hit 0
-      // (or the bit is set) the last reference emits it. acq_rel: pairs with the children's
-      // acq_rel refcount updates, so their accumulations so far are visible.
-      uint32_t r = s->refs.load(std::memory_order_relaxed);
-      bool claimed = false;
-      while ((r & kDoneBit) == 0 && (r & kRefCountMask) != 0) {
-        if (s->refs.compare_exchange_weak(r, r | kDoneBit, std::memory_order_acq_rel,
-                                          std::memory_order_relaxed)) {
-          claimed = true;
-          break;
-        }
-      }
-      if (claimed) BuildAndPush(s, true, ts);
+      // Otherwise the last reference emits it.
+      if (ClaimForTruncation(s)) BuildAndPush(s, true, ts);
     }
   }
-  uint32_t expected = kCtxLive;
-  // release: pairs with AsContext's acquire; later events for this context are ignored.
-  if (!ctx->state.compare_exchange_strong(expected, kCtxFinalized, std::memory_order_release,
-                                          std::memory_order_relaxed)) {
-    return;
-  }
+  if (!ContextTable::MarkFinalized(ctx)) return;
   DrainerOnCommEnd(ctx->comm_hash, ctx->rank);
 }
 
@@ -881,7 +584,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     ts->Add(kCtrPxnForeign);
     return;
   }
-  Context* ctx = AsContext(context);
+  Context* ctx = g->contexts.AsContext(context);
   if (ctx == nullptr) {
     if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
     return;
@@ -910,7 +613,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       s = StartP2p(ctx, d, ts, now);
       break;
     case kSentinelProfileProxyOp: {
-      Slot* parent = AsSlot(d.parent);
+      Slot* parent = g->slots.AsSlot(d.parent);
       if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p)) {
         ts->Add(kCtrOrphanChildren);
         break;
@@ -919,26 +622,33 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       break;
     }
     case kSentinelProfileKernelCh: {
-      Slot* parent = AsSlot(d.parent);
+      Slot* parent = g->slots.AsSlot(d.parent);
       if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p) ||
-          parent->state.load(std::memory_order_acquire) != kSlotLive) {
+          parent->state.load(std::memory_order_acquire) != SlotState::kLive) {
         ts->Add(kCtrOrphanChildren);
         break;
       }
+      // Skipped under the overhead budget: no handle, so NCCL's stop and states cost nothing.
+      if ((parent->flags & kSentinelCollGpuSkipped) != 0) break;
       // Only a Coll/P2p that expects KernelCh children (KernelCh in the mask) reserved
       // references for them; otherwise skip the read-modify-write.
       bool reserved = false;
+      bool first_channel = true;
       if (parent->kch_expected != 0) {
         // relaxed: only hands out distinct indices; the refcount orders the rest.
-        reserved =
-            parent->kch_started.fetch_add(1, std::memory_order_relaxed) < parent->kch_expected;
+        uint32_t index = parent->kch_started.fetch_add(1, std::memory_order_relaxed);
+        reserved = index < parent->kch_expected;
+        first_channel = index == 0;
       }
-      s = StartCollChild(Kind::kKernelCh, parent, reserved, ts, now);
+      s = StartCollChild(Kind::kKernelCh, parent, reserved, ts, 0);
       // The collective's kernel runs (P2p ordinals are 0: not counted). The parent's fields are
       // stable while this child holds a reference.
-      if (s != nullptr && parent->ordinal != 0) ctx->inflight.OnGpuStart(parent->ordinal);
+      uint64_t ordinal = parent->ordinal;
+      if (s != nullptr && ordinal != 0) ctx->inflight.OnGpuStart(ordinal);
       if (s != nullptr && d.p_timer != 0) {
-        ctx->calib.Observe(now, d.p_timer);
+        if (first_channel && (ordinal <= kCalibWarmup || (ordinal & (kCalibEvery - 1)) == 0)) {
+          ctx->calib.Observe(MonoNs(), d.p_timer);
+        }
         AtomicMin(parent->gpu_start_raw, static_cast<int64_t>(d.p_timer));
       }
       break;
@@ -958,12 +668,12 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     case kSentinelProfileGroup:
     case kSentinelProfileProxyCtrl: {
       Kind k = d.type == kSentinelProfileGroup ? Kind::kGroup : Kind::kProxyCtrl;
-      s = Claim(k, ts);
+      s = g->slots.Claim(k, ts);
       if (s != nullptr) ResetSlot(s, ctx, nullptr, 1, now);
       break;
     }
     case kSentinelProfileCeColl: {
-      s = Claim(Kind::kCeColl, ts);
+      s = g->slots.Claim(Kind::kCeColl, ts);
       if (s == nullptr) break;
       ResetSlot(s, ctx, nullptr, 1, now);
       ResetRecordFields(s);
@@ -985,27 +695,18 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
 void CoreStopEvent(void* handle) noexcept {
   ThreadState* ts = ThreadStates::Current();
   CallbackMeter meter(ts);
-  Slot* s = AsSlot(handle);
-  if (s == nullptr || s->state.load(std::memory_order_acquire) != kSlotLive) {
+  Slot* s = g->slots.AsSlot(handle);
+  if (s == nullptr || s->state.load(std::memory_order_acquire) != SlotState::kLive) {
     ts->Add(kCtrStaleHandles);
     return;
   }
-  // One CAS marks the event stopped (the first stop wins; repeated stops, e.g. NCCL's stale
-  // CollApi (§5.6.1), and stops of finished slots are counted and ignored) and, when no child
-  // holds a reference (the common case), also drops our own reference. acq_rel: as in Unref, the
-  // thread that drops the last reference sees every child's accumulations.
-  uint32_t r = s->refs.load(std::memory_order_relaxed);
-  uint32_t next;
-  do {
-    if ((r & kStoppedBit) != 0 || (r & kRefCountMask) == 0) {
-      ts->Add(kCtrStaleHandles);
-      return;
-    }
-    // Sole reference: drop it now (which also sets kDoneBit); else only mark it stopped and drop
-    // ours after the stop's work below.
-    next = (r & kRefCountMask) == 1 ? AfterUnref(r | kStoppedBit) : (r | kStoppedBit);
-  } while (!s->refs.compare_exchange_weak(r, next, std::memory_order_acq_rel,
-                                          std::memory_order_relaxed));
+  // Repeated stops (e.g. NCCL's stale CollApi, §5.6.1) and stops of finished slots are counted
+  // and ignored; see MarkStopped.
+  RefDrop stopped = MarkStopped(s);
+  if (stopped == RefDrop::kStale) {
+    ts->Add(kCtrStaleHandles);
+    return;
+  }
   // The slot stays ours until OnLastRef (by us below, or by the last child): with the count at 0
   // no new child can reference it, and its parent is held until OnLastRef.
   switch (KindOf(s)) {
@@ -1027,18 +728,18 @@ void CoreStopEvent(void* handle) noexcept {
     default:
       break;
   }
-  if ((r & kRefCountMask) == 1) {
-    OnLastRef(s, ts, (r & kDoneBit) == 0);
+  if (stopped == RefDrop::kHeld) {
+    Unref(s, ts);  // our own reference, after the stop's work above
   } else {
-    Unref(s, ts);
+    AfterDrop(stopped, s, ts);
   }
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
   ThreadState* ts = ThreadStates::Current();
   CallbackMeter meter(ts);
-  Slot* s = AsSlot(handle);
-  if (s == nullptr || s->state.load(std::memory_order_acquire) != kSlotLive ||
+  Slot* s = g->slots.AsSlot(handle);
+  if (s == nullptr || s->state.load(std::memory_order_acquire) != SlotState::kLive ||
       (s->refs.load(std::memory_order_relaxed) & kStoppedBit) != 0) {
     ts->Add(kCtrStaleHandles);
     return;
@@ -1104,7 +805,7 @@ void* DummyContext() noexcept { return g_dummy_context; }
 
 bool ContextIdentity(void* context, uint64_t* comm_hash, int* rank) noexcept {
   if (g == nullptr || !g->ready) return false;
-  Context* ctx = AsContext(context);
+  Context* ctx = g->contexts.AsContext(context);
   if (ctx == nullptr) return false;
   *comm_hash = ctx->comm_hash;
   *rank = ctx->rank;
@@ -1115,10 +816,10 @@ void SweepGrace(int64_t now_ns) noexcept {
   if (g == nullptr || !g->ready) return;
   ThreadState* ts = ThreadStates::Current();
   for (Kind k : {Kind::kColl, Kind::kP2p}) {
-    Pool& pool = g->pools[static_cast<int>(k)];
+    Pool& pool = g->slots.pool(k);
     for (uint32_t i = 0; i < pool.size; ++i) {
       Slot* s = pool.begin + i;
-      if (s->state.load(std::memory_order_acquire) != kSlotLive) continue;
+      if (s->state.load(std::memory_order_acquire) != SlotState::kLive) continue;
       if (s->grace.load(std::memory_order_relaxed) == 0) continue;
       // acquire: pairs with the stop's acq_rel CAS. The stop stores stop_ns just after that
       // CAS, so stop_ns == 0 below catches a stop still in progress.
@@ -1133,14 +834,10 @@ void SweepGrace(int64_t now_ns) noexcept {
 void SnapshotInFlight(std::vector<InFlightSample>* out) noexcept {
   out->clear();
   if (g == nullptr || !g->ready) return;
-  // Only contexts ever claimed: the claim cursor bounds them (each claim advances it).
-  uint64_t used = g->ctx_cursor.load(std::memory_order_relaxed);
-  uint32_t n = used < g->n_contexts ? static_cast<uint32_t>(used) : g->n_contexts;
   bool kernel_ch = (g->mask.load(std::memory_order_relaxed) & kSentinelProfileKernelCh) != 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    Context* c = g->contexts + i;
-    // acquire: pairs with CoreInit's release of kCtxLive (identity fields and Reset()).
-    if (c->state.load(std::memory_order_acquire) != kCtxLive) continue;
+  bool out_of_memory = false;
+  g->contexts.ForEachLive([&](Context* c) {
+    if (out_of_memory) return;
     InFlightSample sample;
     sample.comm_hash = c->comm_hash;
     sample.rank = c->rank;
@@ -1151,10 +848,38 @@ void SnapshotInFlight(std::vector<InFlightSample>* out) noexcept {
     try {
       out->push_back(sample);
     } catch (...) {
-      return;  // out of memory: fewer records this drain, nothing else
+      out_of_memory = true;  // fewer records this drain, nothing else
+    }
+  });
+}
+
+namespace {
+
+// Once per heartbeat: the budget's judgement, and the step it takes when over budget.
+uint32_t JudgeBudget(int64_t now_ns, uint64_t callback_ns_total) noexcept {
+  std::lock_guard<std::mutex> lock(g->budget_mu);
+  if (!g->budget.Observe(now_ns, callback_ns_total))
+    return static_cast<uint32_t>(g->budget.level());
+  BudgetLevel level = g->budget.level();
+  if (level >= BudgetLevel::kNoProxy) {
+    // The mask is process-global in NCCL (§4.5): new events of every communicator stop coming.
+    uint32_t mask = g->mask.load(std::memory_order_relaxed) &
+                    ~(kProxyFamily | static_cast<uint32_t>(kSentinelProfileProxyCtrl));
+    g->mask.store(mask, std::memory_order_relaxed);
+    if (int* m = g->mask_ptr.load(std::memory_order_relaxed)) {
+      reinterpret_cast<std::atomic<int>*>(m)->store(static_cast<int>(mask),
+                                                    std::memory_order_relaxed);
     }
   }
+  g->budget_level.store(static_cast<uint8_t>(level), std::memory_order_relaxed);
+  Log(LogLevel::kWarn,
+      "own overhead %.3f%% of the time exceeds SENTINEL_BUDGET=%.3f%%: degraded to step %u (%s)",
+      g->budget.last_ratio() * 100.0, g->budget.fraction() * 100.0, static_cast<unsigned>(level),
+      BudgetLevelName(level));
+  return static_cast<uint32_t>(level);
 }
+
+}  // namespace
 
 SentinelWireHeartbeat SnapshotCounters() noexcept {
   SentinelWireHeartbeat hb;
@@ -1173,6 +898,7 @@ SentinelWireHeartbeat SnapshotCounters() noexcept {
   hb.callbacks_total = st.Sum(kCtrCallbacks);
   hb.records_dropped_sink = g->sink_drops.load(std::memory_order_relaxed);
   hb.pid = static_cast<uint32_t>(g->pid);
+  hb.budget_level = JudgeBudget(hb.now_ns, hb.callback_ns_total);
   return hb;
 }
 

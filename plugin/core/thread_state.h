@@ -13,7 +13,7 @@
 namespace sentinel::plugin {
 
 enum Counter : int {
-  kCtrCallbacks = 0,
+  kCtrCallbacks = 0,         // owner: also CallbackMeter's sampling tick
   kCtrCallbackNs,            // sampled: 1 in 256 callbacks is timed, x256
   kCtrRecordsCompleted,      // pushed into a ring
   kCtrRecordsDroppedRing,    // ring full
@@ -33,7 +33,6 @@ struct ThreadState {
   // 0 free, 1 owned by a live thread, 2 owner exited (drain, then free).
   std::atomic<uint32_t> use{0};
   bool shared = false;  // the overflow state: several writers, so counters use fetch_add
-  uint32_t tick = 0;    // owner only: callback sampling
   // Owner only (never used by the shared state): the next pool indices this thread took from each
   // pool's cursor in one fetch_add, so most claims need no atomic read-modify-write there.
   uint64_t claim_next[kMaxPoolKinds] = {};

@@ -44,7 +44,8 @@ enum {
   kSentinelWireHelloAck = 8, /* collector -> plugin */
   kSentinelWireInFlight = 9, /* per-communicator in-flight state (hang detection) */
   /* Reserved for work in progress; each is defined by the change that implements it:
-   * 13 collector -> plugin hang verdict, 14 overhead budget state. 10, 11 (net plugin) and 15
+   * 13 collector -> plugin hang verdict; 14 stays unused (budget state is in the heartbeat). 10,
+   * 11 (net plugin) and 15
    * (CUPTI kernel attribution) are defined next to their structs below. */
   kSentinelWireBaselineResult = 12, /* sentinel-baseline: one swept size (SentinelWireBaseline) */
 };
@@ -98,6 +99,12 @@ enum {
   kSentinelCollProxyValid = 1u << 4,    /* proxy_* fields are set */
   kSentinelCollApiTimeValid = 1u << 5,  /* api_ns is set */
   kSentinelCollTruncated = 1u << 6,     /* completed by finalize/flush, children missing */
+  /* Overhead budget (heartbeat budget_level >= 2): KernelCh was skipped for this collective, so
+   * it has no GPU times (not zero-length ones). */
+  kSentinelCollGpuSkipped = 1u << 7,
+  /* Overhead budget (budget_level 3): this record stands for 8 collectives of its rank (the
+   * other 7 were completed but not sent); counts built from records must scale it. */
+  kSentinelCollSampled = 1u << 8,
 };
 
 /* One completed collective or p2p operation of one rank. All times are CLOCK_MONOTONIC ns of
@@ -163,7 +170,9 @@ typedef struct {
   uint64_t callbacks_total;
   uint64_t records_dropped_sink; /* the sink (file/socket) could not take them */
   uint32_t pid;
-  uint32_t reserved;
+  /* Overhead budget step (SENTINEL_BUDGET): 0 full, 1 proxy events off, 2 KernelCh on 1 of 8
+   * collectives, 3 records sampled 1 of 8. Was `reserved` (always 0 = full) before. */
+  uint32_t budget_level;
 } SentinelWireHeartbeat;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHeartbeat) == 96, "heartbeat size");
 

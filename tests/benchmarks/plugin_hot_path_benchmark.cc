@@ -72,6 +72,9 @@ struct Plugin {
     // minimal: Coll completes at its stop, so the Coll pair includes building and queueing its
     // record.
     setenv("SENTINEL_EVENTS", "minimal", 1);
+    // A driver that does nothing but call the plugin spends most of its time in it, so the
+    // default SENTINEL_BUDGET would degrade the plugin within seconds: measure it undegraded.
+    setenv("SENTINEL_BUDGET", "0", 0);
     setenv("SENTINEL_RING_RECORDS", kBenchRingRecords, 0);
     g_drain_every = atoi(getenv("SENTINEL_RING_RECORDS")) / 2;
     if (g_drain_every < 1) g_drain_every = 1;
@@ -90,7 +93,10 @@ struct Plugin {
       rmdir(g_cleanup_dir);
     });
     setenv("SENTINEL_DUMP", dump.c_str(), 1);
-    void* h = dlopen(SENTINEL_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
+    // SENTINEL_BENCH_PLUGIN: another build of the .so (before/after comparisons).
+    const char* so = getenv("SENTINEL_BENCH_PLUGIN");
+    if (so == nullptr || *so == '\0') so = SENTINEL_PLUGIN_SO;
+    void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) abort();
     t = static_cast<const SentinelProfilerV5*>(dlsym(h, "ncclProfiler_v5"));
     Init();

@@ -221,5 +221,30 @@ TEST(AlertmanagerTest, PayloadAndPush) {
   EXPECT_EQ(body[0]["labels"]["ranks"], "1");
 }
 
+// The plugin's overhead-budget step reaches /v1/ranks with the measured overhead ratio.
+TEST_F(ExportersTest, RanksShowOverheadRatioAndBudgetLevel) {
+  SentinelWireHeartbeat hb{};
+  Frame f;
+  f.type = kSentinelWireHeartbeat;
+  f.payload = reinterpret_cast<const uint8_t*>(&hb);
+  f.payload_size = sizeof(hb);
+  hb.now_ns = 1000000000;
+  agg_->OnControlFrame(1, f);
+  hb.now_ns += 1000000000;
+  hb.callback_ns_total = 8000000;  // 8 ms of plugin time per second
+  hb.budget_level = 2;
+  agg_->OnControlFrame(1, f);
+  nlohmann::json ranks;
+  agg_->Read([&](const State& s) { ranks = RanksJson(s, clock_.MonoNs()); });
+  bool seen = false;
+  for (const auto& r : ranks["ranks"]) {
+    if (r["rank"] != 0) continue;
+    seen = true;
+    EXPECT_DOUBLE_EQ(r["overhead_ratio"].get<double>(), 0.008);
+    EXPECT_EQ(r["budget_level"], 2);
+  }
+  EXPECT_TRUE(seen) << ranks.dump();
+}
+
 }  // namespace
 }  // namespace sentinel::collector

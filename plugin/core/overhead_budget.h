@@ -1,0 +1,52 @@
+// The overhead budget (SENTINEL_BUDGET): the drainer compares the plugin's own CPU time on NCCL's
+// threads (the sampled callback_ns_total of the heartbeat) with the wall time that passed, once
+// per window. Over budget, the plugin degrades one step per window, and never silently:
+//   1 kNoProxy         ProxyOp/ProxyStep/NetPlugin/ProxyCtrl events off (NCCL's mask);
+//   2 kKernelChSampled KernelCh kept on 1 collective in kBudgetSampleEvery; the others' records
+//                      carry kSentinelCollGpuSkipped and no GPU times;
+//   3 kRecordsSampled  1 record in kBudgetSampleEvery is queued, marked kSentinelCollSampled.
+// The level is logged at each step and sent in every heartbeat (budget_level). It never steps back
+// up within a process: the cost that crossed the budget would come back with the events.
+#pragma once
+
+#include <cstdint>
+
+namespace sentinel::plugin {
+
+enum class BudgetLevel : uint8_t {
+  kFull = 0,
+  kNoProxy = 1,
+  kKernelChSampled = 2,
+  kRecordsSampled = 3,
+};
+inline constexpr uint32_t kBudgetSampleEvery = 8;  // a power of two
+
+const char* BudgetLevelName(BudgetLevel level) noexcept;
+
+class OverheadBudget {
+ public:
+  // `percent` of the wall time (SENTINEL_BUDGET); 0 turns the budget off. `window_ns`: how much
+  // wall time one judgement spans (and how long each step is watched before the next).
+  explicit OverheadBudget(double percent, int64_t window_ns = 1000000000) noexcept
+      : fraction_(percent / 100.0), window_ns_(window_ns) {}
+
+  // Drainer thread only. `callback_ns_total`: cumulative (sampled) ns inside our callbacks on
+  // every thread. Returns true when this call moved the level one step down.
+  bool Observe(int64_t now_ns, uint64_t callback_ns_total) noexcept;
+
+  BudgetLevel level() const noexcept { return level_; }
+  // The overhead of the last complete window (callback ns per wall ns), -1 before the first.
+  double last_ratio() const noexcept { return last_ratio_; }
+  double fraction() const noexcept { return fraction_; }
+
+ private:
+  double fraction_;
+  int64_t window_ns_;
+  bool started_ = false;
+  int64_t window_start_ns_ = 0;
+  uint64_t window_start_cb_ = 0;
+  double last_ratio_ = -1;
+  BudgetLevel level_ = BudgetLevel::kFull;
+};
+
+}  // namespace sentinel::plugin

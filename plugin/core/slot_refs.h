@@ -1,0 +1,84 @@
+// A Slot's reference count (event_model.h has the rules): the child references that keep a parent
+// alive, the stop that marks an event stopped, and who emits a Coll/P2p/CeColl record. Every
+// transition is one CAS on `refs`, so "finished" and "who emits" are decided once.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "plugin/core/event_model.h"
+
+namespace sentinel::plugin {
+
+// What dropping a reference did.
+enum class RefDrop : uint8_t {
+  kStale,        // the count was already 0 (a stale handle); nothing changed
+  kHeld,         // other references remain
+  kLast,         // the last reference: the caller finishes the slot and emits its record
+  kLastEmitted,  // the last reference, but finalize already emitted the record (truncated)
+};
+
+// Adds a child reference unless the parent already finished (count == 0).
+inline bool TryRef(Slot* p) noexcept {
+  uint32_t r = p->refs.load(std::memory_order_relaxed);
+  do {
+    if ((r & kRefCountMask) == 0) return false;
+    // acq_rel: orders the child's later updates of the parent before the final release.
+  } while (!p->refs.compare_exchange_weak(r, r + 1, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed));
+  return true;
+}
+
+// The refs value after dropping one reference from `r`: the last reference also sets kDoneBit.
+inline uint32_t AfterUnref(uint32_t r) noexcept {
+  return (r & kRefCountMask) == 1 ? ((r - 1) | kDoneBit) : r - 1;
+}
+
+// The outcome of a CAS that took `before` to AfterUnref(before).
+inline RefDrop DropOutcome(uint32_t before) noexcept {
+  if ((before & kRefCountMask) != 1) return RefDrop::kHeld;
+  return (before & kDoneBit) == 0 ? RefDrop::kLast : RefDrop::kLastEmitted;
+}
+
+inline RefDrop DropRef(Slot* s) noexcept {
+  uint32_t r = s->refs.load(std::memory_order_relaxed);
+  do {
+    if ((r & kRefCountMask) == 0) return RefDrop::kStale;
+    // acq_rel: the thread that drops the last reference sees every child's accumulations.
+  } while (!s->refs.compare_exchange_weak(r, AfterUnref(r), std::memory_order_acq_rel,
+                                          std::memory_order_relaxed));
+  return DropOutcome(r);
+}
+
+// The stop of an event: one CAS marks it stopped (the first stop wins; a repeated stop, e.g.
+// NCCL's stale CollApi (§5.6.1), or a stop of a finished slot gives kStale) and, when no child
+// holds a reference (the common case), also drops the event's own reference (kLast /
+// kLastEmitted). kHeld: only marked stopped; the caller drops its reference with DropRef after
+// the stop's own work.
+inline RefDrop MarkStopped(Slot* s) noexcept {
+  uint32_t r = s->refs.load(std::memory_order_relaxed);
+  uint32_t next;
+  do {
+    if ((r & kStoppedBit) != 0 || (r & kRefCountMask) == 0) return RefDrop::kStale;
+    next = (r & kRefCountMask) == 1 ? AfterUnref(r | kStoppedBit) : (r | kStoppedBit);
+    // acq_rel: as in DropRef.
+  } while (!s->refs.compare_exchange_weak(r, next, std::memory_order_acq_rel,
+                                          std::memory_order_relaxed));
+  return (r & kRefCountMask) == 1 ? DropOutcome(r) : RefDrop::kHeld;
+}
+
+// Finalize: claims a record still waiting for children by setting kDoneBit while references
+// remain. False when the last reference already emitted it, or will (the count hit 0 or the bit
+// is set). acq_rel: pairs with the children's refcount updates, so their sums so far are visible.
+inline bool ClaimForTruncation(Slot* s) noexcept {
+  uint32_t r = s->refs.load(std::memory_order_relaxed);
+  while ((r & kDoneBit) == 0 && (r & kRefCountMask) != 0) {
+    if (s->refs.compare_exchange_weak(r, r | kDoneBit, std::memory_order_acq_rel,
+                                      std::memory_order_relaxed)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace sentinel::plugin

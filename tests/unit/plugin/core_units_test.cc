@@ -1,0 +1,252 @@
+// Unit tests of the units profiler_core.cc is built from: the slot pools, the reference counts,
+// the context table, function recovery, record building and the overhead budget.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <set>
+
+#include "plugin/core/context_table.h"
+#include "plugin/core/event_model.h"
+#include "plugin/core/func_recovery.h"
+#include "plugin/core/overhead_budget.h"
+#include "plugin/core/record_builder.h"
+#include "plugin/core/slot_pool.h"
+#include "plugin/core/slot_refs.h"
+#include "plugin/core/thread_state.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::plugin {
+namespace {
+
+std::unique_ptr<Slot> NewSlot(Kind k) {
+  std::unique_ptr<Slot> s(new Slot());  // value-initialized: zero
+  s->tag.store(TagFor(k));
+  s->state.store(SlotState::kLive);
+  return s;
+}
+
+TEST(SlotArena, ClaimsEverySlotOnceThenDropsAndCounts) {
+  static SlotArena arena;  // never unmapped, like the plugin's
+  ASSERT_TRUE(arena.Map(16));
+  ASSERT_EQ(arena.pool(Kind::kColl).size, 16u);
+  static ThreadState ts;
+  std::set<Slot*> seen;
+  for (int i = 0; i < 16; ++i) {
+    Slot* s = arena.Claim(Kind::kColl, &ts);
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(KindOf(s), Kind::kColl);
+    EXPECT_TRUE(seen.insert(s).second);
+  }
+  EXPECT_EQ(arena.Claim(Kind::kColl, &ts), nullptr);
+  EXPECT_EQ(ts.counters[kCtrEventsDroppedPool].load(), 1u);
+  // FIFO: the failed claim's 4 probes moved the cursor past slots 0-3, so the next claim looks
+  // at slots 4-7 first: a freed slot 4 is found, a freed slot 0 only after a wrap.
+  Slot* first = arena.pool(Kind::kColl).begin;
+  Slot* fifth = first + 4;
+  first->state.store(SlotState::kFree);
+  fifth->state.store(SlotState::kFree);
+  EXPECT_EQ(arena.Claim(Kind::kColl, &ts), fifth);
+
+  EXPECT_EQ(arena.AsSlot(first), first);
+  EXPECT_EQ(arena.AsSlotOfKind(first, Kind::kColl), first);
+  EXPECT_EQ(arena.AsSlotOfKind(first, Kind::kP2p), nullptr);
+  EXPECT_EQ(arena.AsSlot(reinterpret_cast<char*>(first) + 8), nullptr);  // misaligned
+  auto outside = NewSlot(Kind::kColl);  // a valid tag, outside the arena
+  EXPECT_EQ(arena.AsSlot(outside.get()), nullptr);
+  Slot* never_claimed = arena.pool(Kind::kCeBatch).begin;  // tag still 0
+  EXPECT_EQ(arena.AsSlot(never_claimed), nullptr);
+}
+
+TEST(SlotRefs, StopOfASoleReferenceFinishesOnceAndASecondStopIsStale) {
+  auto s = NewSlot(Kind::kColl);
+  s->refs.store(1);
+  EXPECT_EQ(MarkStopped(s.get()), RefDrop::kLast);
+  EXPECT_EQ(MarkStopped(s.get()), RefDrop::kStale);
+  EXPECT_FALSE(TryRef(s.get()));
+  EXPECT_EQ(DropRef(s.get()), RefDrop::kStale);
+}
+
+TEST(SlotRefs, ChildKeepsTheParentAliveAndTheLastDropEmits) {
+  auto s = NewSlot(Kind::kColl);
+  s->refs.store(1);
+  ASSERT_TRUE(TryRef(s.get()));
+  EXPECT_EQ(MarkStopped(s.get()), RefDrop::kHeld);
+  EXPECT_EQ(DropRef(s.get()), RefDrop::kHeld);  // the stop's own reference
+  EXPECT_EQ(DropRef(s.get()), RefDrop::kLast);  // the child's
+  EXPECT_NE(s->refs.load() & kDoneBit, 0u);
+  EXPECT_NE(s->refs.load() & kStoppedBit, 0u);
+}
+
+TEST(SlotRefs, TruncationClaimsTheRecordSoTheLastReferenceDoesNotEmitIt) {
+  auto s = NewSlot(Kind::kColl);
+  s->refs.store(2);
+  EXPECT_TRUE(ClaimForTruncation(s.get()));
+  EXPECT_FALSE(ClaimForTruncation(s.get()));  // once
+  EXPECT_EQ(DropRef(s.get()), RefDrop::kHeld);
+  EXPECT_EQ(DropRef(s.get()), RefDrop::kLastEmitted);
+  auto done = NewSlot(Kind::kColl);
+  done->refs.store(0 | kDoneBit);
+  EXPECT_FALSE(ClaimForTruncation(done.get()));
+}
+
+TEST(ContextTable, ClaimPublishFinalizeAndReuseAfterAWrap) {
+  static ContextTable table;
+  ASSERT_TRUE(table.Map(2));
+  Context* a = table.Claim();
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->state.load(), ContextState::kClaiming);
+  EXPECT_EQ(table.AsContext(a), nullptr);  // not yet published
+  a->rank = 3;
+  ContextTable::Publish(a);
+  EXPECT_EQ(table.AsContext(a), a);
+  EXPECT_EQ(table.AsContext(reinterpret_cast<char*>(a) + 8), nullptr);
+  Context* b = table.Claim();
+  ASSERT_NE(b, nullptr);
+  EXPECT_NE(a, b);
+  ContextTable::Publish(b);
+  EXPECT_EQ(table.Claim(), nullptr);  // both live
+  int live = 0;
+  table.ForEachLive([&](Context*) { ++live; });
+  EXPECT_EQ(live, 2);
+  EXPECT_TRUE(ContextTable::MarkFinalized(a));
+  EXPECT_FALSE(ContextTable::MarkFinalized(a));
+  EXPECT_EQ(table.AsContext(a), nullptr);
+  EXPECT_EQ(table.Claim(), a);  // the finalized one, after the wrap
+}
+
+TEST(RecordBuilder, CalibratedGpuTimesProxySumsAndFlags) {
+  std::unique_ptr<Context> ctx(new Context());
+  ctx->comm_hash = 0xC0;
+  ctx->rank = 1;
+  ctx->nranks = 4;
+  ctx->calib.Reset();
+  ctx->calib.Observe(1000, 600);  // offset 400
+  auto s = NewSlot(Kind::kColl);
+  s->ctx.store(ctx.get());
+  s->seq = 7;
+  s->bytes = 4096;
+  s->start_ns.store(900);
+  s->func.store(kSentinelFuncAllReduce);
+  s->flags = kSentinelCollApiTimeValid;
+  s->gpu_start_raw.store(700);
+  s->gpu_end_raw.store(800);
+  s->proxy_steps.store(1);
+  s->send_bytes.store(10);
+  SentinelWireCollRecord r;
+  BuildCollRecord(*s, false, 42, &r);
+  EXPECT_EQ(r.comm_hash, 0xC0u);
+  EXPECT_EQ(r.rank, 1);
+  EXPECT_EQ(r.nranks, 4);
+  EXPECT_EQ(r.seq, 7u);
+  EXPECT_EQ(r.enqueue_ns, 900);
+  EXPECT_EQ(r.gpu_start_ns, 1100);
+  EXPECT_EQ(r.gpu_end_ns, 1200);
+  EXPECT_EQ(r.proxy_send_bytes, 10u);
+  EXPECT_EQ(r.pid, 42u);
+  EXPECT_EQ(r.flags,
+            kSentinelCollApiTimeValid | kSentinelCollGpuTimeValid | kSentinelCollProxyValid);
+
+  // No KernelCh timer: no GPU time (zeros, flag clear); truncated marked.
+  s->gpu_start_raw.store(kNoGpuStart);
+  s->proxy_steps.store(0);
+  BuildCollRecord(*s, true, 42, &r);
+  EXPECT_EQ(r.gpu_start_ns, 0);
+  EXPECT_EQ(r.proxy_send_bytes, 0u);
+  EXPECT_EQ(r.flags, kSentinelCollApiTimeValid | kSentinelCollTruncated);
+
+  // CeColl: host-timed from start to stop.
+  auto ce = NewSlot(Kind::kCeColl);
+  ce->ctx.store(ctx.get());
+  ce->start_ns.store(50);
+  ce->stop_ns.store(80);
+  BuildCollRecord(*ce, false, 42, &r);
+  EXPECT_EQ(r.gpu_start_ns, 50);
+  EXPECT_EQ(r.gpu_end_ns, 80);
+  EXPECT_EQ(r.flags, kSentinelCollGpuTimeValid);
+}
+
+struct Group {
+  std::unique_ptr<Context> ctx{new Context()};
+  std::unique_ptr<Slot> grp = NewSlot(Kind::kGroupApi);
+  std::vector<std::unique_ptr<Slot>> pieces;
+  Slot* Piece(uint8_t func, uint64_t count, uint8_t datatype, uint8_t api = kSentinelFuncUnknown) {
+    pieces.push_back(NewSlot(Kind::kP2pApi));
+    Slot* p = pieces.back().get();
+    p->func.store(func);
+    p->datatype.store(datatype);
+    p->parent.store(grp.get());
+    p->api_override.store(kSentinelFuncUnknown);
+    NoteP2pApiPiece(grp.get(), p, ctx.get(), count, api);
+    return p;
+  }
+  Group() {
+    ctx->nranks = 2;
+    ResetGroupRecovery(grp.get());
+  }
+};
+
+TEST(FuncRecovery, OneSendAndRecvPerRankOfOneShapeIsAnAlltoAll) {
+  Group g;
+  g.Piece(kSentinelFuncSend, 8, 7);
+  g.Piece(kSentinelFuncRecv, 8, 7);
+  g.Piece(kSentinelFuncSend, 8, 7);
+  Slot* last = g.Piece(kSentinelFuncRecv, 8, 7);
+  uint8_t func = 0;
+  uint64_t seq = 99;
+  ASSERT_TRUE(RecoveredFunc(last, &func, &seq));
+  EXPECT_EQ(func, kSentinelFuncAlltoAll);
+  EXPECT_EQ(seq, 0u);  // the communicator's first recovered AlltoAll
+
+  Group uneven;
+  uneven.Piece(kSentinelFuncSend, 8, 7);
+  uneven.Piece(kSentinelFuncRecv, 8, 7);
+  uneven.Piece(kSentinelFuncSend, 16, 7);
+  Slot* p = uneven.Piece(kSentinelFuncRecv, 8, 7);
+  EXPECT_FALSE(RecoveredFunc(p, &func, &seq));
+
+  Group with_coll;
+  NoteCollApiPiece(with_coll.grp.get());
+  with_coll.Piece(kSentinelFuncSend, 8, 7);
+  with_coll.Piece(kSentinelFuncRecv, 8, 7);
+  with_coll.Piece(kSentinelFuncSend, 8, 7);
+  p = with_coll.Piece(kSentinelFuncRecv, 8, 7);
+  EXPECT_FALSE(RecoveredFunc(p, &func, &seq));
+}
+
+TEST(FuncRecovery, TheInterposersApiWins) {
+  Group g;
+  Slot* p = g.Piece(kSentinelFuncSend, 8, 7, kSentinelFuncGather);
+  uint8_t func = 0;
+  uint64_t seq = 0;
+  ASSERT_TRUE(RecoveredFunc(p, &func, &seq));
+  EXPECT_EQ(func, kSentinelFuncGather);
+}
+
+TEST(OverheadBudget, StepsDownOneLevelPerWindowOverBudgetAndStopsAtTheLast) {
+  OverheadBudget b(1.0, 100);  // 1 % of a 100 ns window
+  EXPECT_FALSE(b.Observe(0, 0));
+  EXPECT_LT(b.last_ratio(), 0);
+  EXPECT_FALSE(b.Observe(50, 50));  // window not over yet
+  EXPECT_TRUE(b.Observe(100, 2));   // 2 ns in 100: 2 %
+  EXPECT_EQ(b.level(), BudgetLevel::kNoProxy);
+  EXPECT_DOUBLE_EQ(b.last_ratio(), 0.02);
+  EXPECT_FALSE(b.Observe(200, 3));  // 1 %: not over
+  EXPECT_EQ(b.level(), BudgetLevel::kNoProxy);
+  EXPECT_TRUE(b.Observe(300, 10));
+  EXPECT_EQ(b.level(), BudgetLevel::kKernelChSampled);
+  EXPECT_TRUE(b.Observe(400, 20));
+  EXPECT_EQ(b.level(), BudgetLevel::kRecordsSampled);
+  EXPECT_FALSE(b.Observe(500, 90));  // nothing below the last step
+  EXPECT_EQ(b.level(), BudgetLevel::kRecordsSampled);
+}
+
+TEST(OverheadBudget, ZeroBudgetNeverDegrades) {
+  OverheadBudget b(0.0, 100);
+  b.Observe(0, 0);
+  EXPECT_FALSE(b.Observe(100, 100));
+  EXPECT_EQ(b.level(), BudgetLevel::kFull);
+  EXPECT_DOUBLE_EQ(b.last_ratio(), 1.0);
+}
+
+}  // namespace
+}  // namespace sentinel::plugin
