@@ -43,10 +43,8 @@ enum {
   kSentinelWireCommEnd = 7,
   kSentinelWireHelloAck = 8, /* collector -> plugin */
   kSentinelWireInFlight = 9, /* per-communicator in-flight state (hang detection) */
-  /* Reserved for work in progress; each is defined by the change that implements it:
-   * 13 collector -> plugin hang verdict; 14 stays unused (budget state is in the heartbeat). 10,
-   * 11 (net plugin) and 15
-   * (CUPTI kernel attribution) are defined next to their structs below. */
+  /* 13 is reserved for the collector -> plugin hang verdict; 14 stays unused (the budget state is
+   * in the heartbeat). 10, 11 (net plugin) and 15 (CUPTI) are defined next to their structs. */
   kSentinelWireBaselineResult = 12, /* sentinel-baseline: one swept size (SentinelWireBaseline) */
 };
 
