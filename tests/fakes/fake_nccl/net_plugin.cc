@@ -22,7 +22,7 @@ namespace sentinel::testing {
 namespace {
 
 constexpr size_t kMaxMessage = 32 * 1024;  // fits the loopback socket buffers: sends never block
-constexpr int kMaxPluginEntries = 14;       // §7.1
+constexpr int kMaxPluginEntries = 14;      // §7.1
 
 struct Host {
   std::mutex mu;
@@ -293,8 +293,8 @@ bool NetComm::Exchange(ShmBarrier* barrier, const std::vector<Transfer>& transfe
     size_t len = static_cast<size_t>(std::max(sizes[i], 0));
     for (size_t b = 0; b < len; ++b) {
       if (buf[b] != Pattern(t.peer, rank_, msg, b)) {
-        FAKE_WARN("NET/Plugin: data from rank %d corrupted at byte %zu of message %llu", t.peer,
-                  b, static_cast<unsigned long long>(msg));
+        FAKE_WARN("NET/Plugin: data from rank %d corrupted at byte %zu of message %llu", t.peer, b,
+                  static_cast<unsigned long long>(msg));
         failed_ = true;
         return false;
       }

@@ -127,11 +127,10 @@ void ShmBarrier::PublishNetHandle(int receiver, int sender, const void* handle) 
 }
 
 ShmBarrier::WaitResult ShmBarrier::WaitNetHandle(int receiver, int sender, void* handle,
-                                                 double timeout_s,
-                                                 const std::atomic<bool>& abort) {
+                                                 double timeout_s, const std::atomic<bool>& abort) {
   Area::NetSlot& slot = area_->net[receiver][sender];
-  WaitResult result = PollUntil([&] { return slot.ready.load(std::memory_order_acquire) != 0; },
-                                timeout_s, &abort);
+  WaitResult result =
+      PollUntil([&] { return slot.ready.load(std::memory_order_acquire) != 0; }, timeout_s, &abort);
   if (result == WaitResult::kOk) memcpy(handle, slot.handle, kNetHandleSize);
   return result;
 }
