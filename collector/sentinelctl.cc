@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "collector/ctl_net.h"
 #include "tools/baseline/report.h"
 
 namespace {
@@ -40,6 +41,8 @@ Commands:
   trace [--last DUR]     Chrome/Perfetto JSON of the collectives per rank (default 60s) to stdout
   baseline [--json]      the latest sentinel-baseline run beside the job's bus bandwidth, with the
                          verdict; exit 4 when no baseline arrived yet
+  net [--json]           the wrapping net plugin's view: devices offered to NCCL, and per
+                         connection both ends, bytes, requests, latency, rate, DEGRADED marks
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -156,6 +159,18 @@ int Ranks(const Options& o) {
     std::cout << r.dump(2) << "\n";
   } else {
     std::cout << RanksTable(r);
+  }
+  return kOk;
+}
+
+int Net(const Options& o) {
+  nlohmann::json t;
+  nlohmann::json a;
+  if (!Get(o, "/v1/telemetry", &t) || !Get(o, "/v1/alerts", &a)) return kUnreachable;
+  if (o.json) {
+    std::cout << sentinel::ctl::NetJson(t, a).dump(2) << "\n";
+  } else {
+    std::cout << sentinel::ctl::NetTables(t, a);
   }
   return kOk;
 }
@@ -335,6 +350,7 @@ int main(int argc, char** argv) {
   if (o.command == "top") return Top(o);
   if (o.command == "trace") return Trace(o);
   if (o.command == "baseline") return Baseline(o);
+  if (o.command == "net") return Net(o);
   return Usage(o.command.empty() ? "missing command"
                                  : absl::StrCat("unknown command ", o.command).c_str());
 }

@@ -139,6 +139,48 @@ TEST_F(NetSimTest, SlowConnectionIsDetectedAndNamedBySentineld) {
     EXPECT_EQ(a["evidence"]["links_compared"], 3);
   }
   EXPECT_EQ(degraded, 1) << alerts.dump();
+
+  // sentinelctl net: the same view as tables and JSON, the slow link marked.
+  std::string slow_pid;
+  for (const auto& a : alerts["alerts"]) {
+    if (a["kind"] == "link_degraded")
+      slow_pid = std::to_string(a["evidence"]["send_pid"].get<int>());
+  }
+  std::string table;
+  ASSERT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " --addr " + Addr() + " net", &table), 0);
+  EXPECT_NE(table.find("DEVICES (10)"), std::string::npos) << table;  // 5 ranks x 2 devices
+  EXPECT_NE(table.find("LINKS (3, 1 degraded)"), std::string::npos) << table;
+  int marked = 0;
+  std::istringstream rows(table);
+  for (std::string row; std::getline(rows, row);) {
+    if (row.find("DEGRADED") == std::string::npos) continue;
+    ++marked;
+    EXPECT_NE(row.find(":" + slow_pid + "/fake0"), std::string::npos) << row;
+    std::smatch m;  // LAT_MEAN, the first "<n>us" column: at least the 5 ms send delay
+    ASSERT_TRUE(std::regex_search(row, m, std::regex(R"(([0-9.]+)us)"))) << row;
+    EXPECT_GE(std::stod(m[1]), 5000.0) << row;
+  }
+  EXPECT_EQ(marked, 1) << table;
+  std::string json_text;
+  ASSERT_EQ(
+      RunCommand(std::string(SENTINELCTL_PATH) + " --addr " + Addr() + " net --json", &json_text),
+      0);
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json_text;
+  int flagged = 0;
+  for (const auto& l : j["links"]) flagged += l["degraded"].get<bool>() ? 1 : 0;
+  EXPECT_EQ(flagged, 1) << json_text;
+  std::string help;
+  EXPECT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " net --help", &help), 0);
+  EXPECT_NE(help.find("net [--json]"), std::string::npos) << help;
+  EXPECT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " net extra 2>/dev/null"), 2);
+}
+
+TEST_F(NetSimTest, SentinelctlNetWithoutNetData) {
+  Start();
+  std::string out;
+  ASSERT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " --addr " + Addr() + " net", &out), 0);
+  EXPECT_NE(out.find("no net plugin data"), std::string::npos) << out;
 }
 
 }  // namespace
