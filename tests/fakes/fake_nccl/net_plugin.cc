@@ -8,7 +8,6 @@
 #include <time.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +15,7 @@
 
 #include "plugin/net/net_abi.h"
 #include "tests/fakes/fake_nccl/debug_log.h"
+#include "tests/fakes/fake_nccl/profiler_host.h"
 #include "tests/fakes/fake_nccl/shm_barrier.h"
 
 namespace sentinel::testing {
@@ -36,17 +36,6 @@ struct Host {
 Host& GetHost() {
   static Host* h = new Host();  // never destroyed: plugin threads may outlive static teardown
   return *h;
-}
-
-// NCCL hands its own logger to the plugin; ours takes an int level.
-void PluginLogger(SentinelNcclLogLevel level, unsigned long flags, const char* file, int line,
-                  const char* fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  DebugLog(static_cast<int>(level), flags, file, line, "%s", msg);
 }
 
 // The first ncclNetPlugin_vN, N = 11 down to 6, like NCCL. Sets *version.
@@ -178,7 +167,7 @@ bool NetComm::Init(uint64_t comm_hash, int rank, int nranks) {
   if (net == nullptr) return false;
   rank_ = rank;
   SentinelNetCommConfigV11 config{-1};
-  if (net->init(&ctx_, comm_hash, &config, PluginLogger, nullptr) != kSentinelNcclSuccess) {
+  if (net->init(&ctx_, comm_hash, &config, PluginLogger(), nullptr) != kSentinelNcclSuccess) {
     return false;
   }
   ctx_set_ = true;

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 #include "tests/unit/collector/daemon_fixture.h"
+#include "tests/unit/collector/net_test_util.h"
 
 namespace sentinel::testing {
 namespace {
@@ -123,16 +124,10 @@ TEST_F(NetSimTest, SlowConnectionIsDetectedAndNamedBySentineld) {
   nlohmann::json t = WaitFor("/v1/telemetry", [](const nlohmann::json& j) {
     return j.contains("net") && j["net"]["links"].size() == 3;
   });
-  nlohmann::json alerts = WaitFor("/v1/alerts", [](const nlohmann::json& j) {
-    for (const auto& a : j["alerts"]) {
-      if (a["kind"] == "link_degraded" && a["state"] == "firing") return true;
-    }
-    return false;
-  });
-  int degraded = 0;
-  for (const auto& a : alerts["alerts"]) {
-    if (a["kind"] != "link_degraded") continue;
-    ++degraded;
+  nlohmann::json alerts = WaitFor("/v1/alerts", FiringAlertOf("link_degraded"));
+  std::vector<nlohmann::json> found = AlertsOfKind(alerts, "link_degraded");
+  int degraded = static_cast<int>(found.size());
+  for (const auto& a : found) {
     EXPECT_EQ(rank_of[a["evidence"]["send_pid"].get<uint64_t>()], 4) << a.dump();
     EXPECT_EQ(rank_of[a["evidence"]["recv_pid"].get<uint64_t>()], 0) << a.dump();
     EXPECT_GE(a["evidence"]["mean_latency_ns"].get<double>(), 5e6);
