@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
+#include "collector/ctl_net.h"
 #include "tools/baseline/report.h"
 
 namespace {
@@ -54,6 +55,8 @@ Commands:
                          --exclude-hold). slurm (default): one comma-separated line for
                          `sbatch --exclude=`, empty when none; hostfile: one host per line;
                          json: GET /v1/exclude as is
+  net [--json]           the wrapping net plugin's view: devices offered to NCCL, and per
+                         connection both ends, bytes, requests, latency, rate, DEGRADED marks
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -204,6 +207,18 @@ int Ranks(const Options& o) {
     std::cout << r.dump(2) << "\n";
   } else {
     std::cout << RanksTable(r);
+  }
+  return kOk;
+}
+
+int Net(const Options& o) {
+  nlohmann::json t;
+  nlohmann::json a;
+  if (!Get(o, "/v1/telemetry", &t) || !Get(o, "/v1/alerts", &a)) return kUnreachable;
+  if (o.json) {
+    std::cout << sentinel::ctl::NetJson(t, a).dump(2) << "\n";
+  } else {
+    std::cout << sentinel::ctl::NetTables(t, a);
   }
   return kOk;
 }
@@ -430,6 +445,7 @@ int main(int argc, char** argv) {
   if (o.command == "trace") return Trace(o);
   if (o.command == "baseline") return Baseline(o);
   if (o.command == "exclude") return Exclude(o);
+  if (o.command == "net") return Net(o);
   return Usage(o.command.empty() ? "missing command"
                                  : absl::StrCat("unknown command ", o.command).c_str());
 }

@@ -191,6 +191,7 @@ Verdict EvaluateLocked(Runtime& r, Stage stage, void* comm_ptr, uint64_t comm_ha
     if (p->nnodes > 0) ev->nnodes = p->nnodes;
   }
   ev->comm_hash = hash;
+  ev->net_plugin = ReadNetPluginEvidence();  // empty unless libnccl-net-sentinel.so is loaded
   return Evaluate(x, *ev, stage);
 }
 

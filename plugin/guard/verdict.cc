@@ -64,6 +64,7 @@ class Evaluator {
     CollectUsedPorts();
     CheckNet();
     CheckNics();
+    CheckNetPluginLinkRate();
     CheckGdr();
     CheckIntra();
     CheckPlacement();
@@ -71,6 +72,7 @@ class Evaluator {
     if (log_ != nullptr) {
       for (const std::string& l : log_->lines) AddEvidence(l);
     }
+    for (const std::string& l : e_.net_plugin.Lines()) AddEvidence(l);
     return std::move(v_);
   }
 
@@ -82,11 +84,19 @@ class Evaluator {
   }
 
   // The net NCCL actually selected, as NCCL names it; empty if unknown.
-  std::string FoundNet() const {
+  std::string FoundNetInLog() const {
     if (log_ == nullptr) return std::string();
     if (!log_->net_name.empty()) return log_->net_name;
     if (!log_->channel_nets.empty()) return log_->channel_nets.front();
     return std::string();
+  }
+
+  // NCCL's network from its log, else the wrapped plugin once it carries connections.
+  std::string FoundNet() const {
+    std::string from_log = FoundNetInLog();
+    if (!from_log.empty()) return from_log;
+    const NetPluginEvidence& np = e_.net_plugin;
+    return np.present && np.connections > 0 ? np.real_name : std::string();
   }
 
   void CollectUsedPorts() {
@@ -372,7 +382,9 @@ class Evaluator {
 
   bool RdmaNetInUse() const {
     std::string found = Lower(FoundNet());
-    return found == "ib" || (!found.empty() && found != "socket" && x_.net == NetKind::kPlugin);
+    bool wrapped = e_.net_plugin.present && found == Lower(e_.net_plugin.real_name);
+    return found == "ib" ||
+           (!found.empty() && found != "socket" && (x_.net == NetKind::kPlugin || wrapped));
   }
 
   void CheckNics() {
@@ -494,9 +506,57 @@ class Evaluator {
 
   bool ChannelsKnown() const { return log_ != nullptr && log_->AnyChannelLines(); }
 
+  // link_gbps from the speed the wrapped net plugin reports for the devices in use (plugin/net).
+  void CheckNetPluginLinkRate() {
+    if (x_.link_gbps <= 0 || !e_.net_plugin.present) return;
+    std::vector<std::string> slow;
+    for (const NetPluginDevice* d : e_.net_plugin.DevicesInUse()) {
+      double gbps = d->speed_mbps / 1000.0;
+      if (d->speed_mbps > 0 && gbps + 1e-9 < x_.link_gbps) {
+        slow.push_back(d->name + " at " + Fmt(gbps) + " Gb/s");
+      }
+    }
+    if (slow.empty()) return;
+    Finding f;
+    f.kind = kSentinelVerdictLinkDegraded;
+    f.term = "link_gbps>=" + Fmt(x_.link_gbps);
+    f.found = "net plugin " + e_.net_plugin.real_name + " reports link speed below " +
+              Fmt(x_.link_gbps) + " Gb/s: " + Join(slow, "; ");
+    f.causes.push_back("the NIC or its link runs slower than expected (speed from the plugin)");
+    f.advice.push_back(
+        "check the NIC's link on this node and drain it until it runs at full speed");
+    v_.mismatches.push_back(std::move(f));
+  }
+
+  // gdr= from what the wrapped plugin offers on the devices in use: without ptrSupport CUDA no
+  // GPUDirect RDMA is possible, whatever the log says. Returns true when that decided the term.
+  bool DecideGdrFromNetPlugin(const std::string& term) {
+    const NetPluginEvidence& np = e_.net_plugin;
+    if (!np.present || np.devices.empty()) return false;
+    std::vector<std::string> offered;
+    std::vector<std::string> not_offered;
+    for (const NetPluginDevice* d : np.DevicesInUse()) {
+      (d->gdr_offered ? offered : not_offered).push_back(d->name);
+    }
+    if (!offered.empty()) return false;  // offered is not used: the log decides
+    if (x_.gdr == Toggle::kOff) return true;
+    Finding f;
+    f.term = term;
+    f.found = "net plugin " + np.real_name + " does not offer GPUDirect RDMA (no CUDA pointer " +
+              "support) on " + Join(not_offered, ", ") + ": data is staged through host memory";
+    f.causes.push_back("the plugin reports ptrSupport without NCCL_PTR_CUDA for these devices " +
+                       std::string("(its GDR support is off or unavailable on this host)"));
+    f.advice.push_back(
+        "check the plugin's GDR requirements (nvidia_peermem or dma-buf) and its "
+        "own settings");
+    v_.mismatches.push_back(std::move(f));
+    return true;
+  }
+
   void CheckGdr() {
     if (x_.gdr == Toggle::kAny) return;
     const std::string term = std::string("gdr=") + (x_.gdr == Toggle::kOn ? "on" : "off");
+    if (DecideGdrFromNetPlugin(term)) return;
     if (!RdmaNetInUse()) {
       // Without an RDMA net there is nothing to use GDR; the net finding says so already.
       if (!FoundNet().empty() && x_.gdr == Toggle::kOn && v_.mismatches.empty()) {

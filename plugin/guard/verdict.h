@@ -11,6 +11,7 @@
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/nccl_env.h"
 #include "plugin/guard/nccl_log_parser.h"
+#include "plugin/guard/net_evidence.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::guard {
@@ -34,6 +35,8 @@ struct Evidence {
   int local_ranks = 0;  // 0 unknown
   // The rank's GPU (busId from NCCL's Init line, looked up in sysfs); bdf empty when unknown.
   PciLocation gpu;
+  // What our wrapping net plugin saw (absent unless libnccl-net-sentinel.so is loaded).
+  NetPluginEvidence net_plugin;
 };
 
 struct Finding {

@@ -381,6 +381,19 @@ int Worker(const Options& o) {
     }
     Report(fd, "done", step);
   }
+  // What crossed a loaded external net plugin (NCCL_NET_PLUGIN): equal with and without a
+  // wrapping plugin in between.
+  for (size_t k = 0; k < comms.size(); ++k) {
+    uint64_t sent = 0;
+    uint64_t received = 0;
+    uint64_t checksum = 0;
+    if (fakeNcclNetStats(comms[k], &sent, &received, &checksum) == ncclSuccess) {
+      printf("[sim] rank %d comm %zu net: sent %llu received %llu checksum %016llx\n", rank, k,
+             static_cast<unsigned long long>(sent), static_cast<unsigned long long>(received),
+             static_cast<unsigned long long>(checksum));
+      fflush(stdout);
+    }
+  }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
   Report(fd, "exit", 0);
   return 0;

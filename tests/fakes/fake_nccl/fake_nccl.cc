@@ -28,6 +28,7 @@
 #include "tests/fakes/fake_nccl/bandwidth_model.h"
 #include "tests/fakes/fake_nccl/comm_hash.h"
 #include "tests/fakes/fake_nccl/debug_log.h"
+#include "tests/fakes/fake_nccl/net_plugin.h"
 #include "tests/fakes/fake_nccl/profiler_host.h"
 #include "tests/fakes/fake_nccl/scenario.h"
 #include "tests/fakes/fake_nccl/shm_barrier.h"
@@ -240,6 +241,8 @@ struct ncclComm {
   std::string net_name;  // IB, Socket or the external plugin's name
   bool net_is_socket = false;
   int net_ndev = 1;
+  sentinel::testing::NetComm ext_net;  // the loaded NCCL_NET_PLUGIN, when it carries the traffic
+  bool ext_net_used = false;
 
   void* prof_ctx = nullptr;
   bool prof_ref = false;
@@ -358,6 +361,10 @@ ncclResult_t SelectNet(ncclComm* comm) {
   }
   bool builtin = sc.net == "ib" || sc.net == "roce" || sc.net == "socket";
   std::string ext = builtin ? "" : sc.net;
+  // A scenario with built-in nets loads a real external plugin (net_plugin.h); a scenario naming
+  // an external plugin keeps simulating it.
+  std::string loaded;
+  bool real_ext = false;
   if (!log.plugin_logged) {
     log.plugin_logged = true;
     const char* plugin_env = getenv("NCCL_NET_PLUGIN");
@@ -365,17 +372,14 @@ ncclResult_t SelectNet(ncclComm* comm) {
       FAKE_INFO(kSubInit | kSubEnv, "NCCL_NET_PLUGIN set by environment to %s", plugin_env);
     }
     if (ext.empty()) {
-      if (plugin_env != nullptr) {
-        FAKE_INFO(kSubInit | kSubNet, "NET/Plugin: Could not find: %s libnccl-net-%s.so",
-                  plugin_env, plugin_env);
-      } else {
-        FAKE_INFO(kSubInit | kSubNet, "NET/Plugin: Could not find: libnccl-net.so");
-      }
+      real_ext = LoadExternalNet(&loaded);  // logs "Could not find" or "Successfully loaded"
     } else {
       FAKE_INFO(kSubInit | kSubNet, "Successfully loaded external network plugin libnccl-net-%s.so",
                 ext.c_str());
     }
   }
+  if (ext.empty() && !real_ext) real_ext = LoadExternalNet(&loaded);  // already loaded: no lines
+  if (real_ext) ext = loaded;
   std::vector<std::string> candidates;
   if (!ext.empty()) candidates.push_back(ext);
   candidates.push_back("IB");
@@ -384,7 +388,17 @@ ncclResult_t SelectNet(ncclComm* comm) {
   for (const std::string& cand : candidates) {
     int ndev = 1;
     bool is_socket = false;
-    if (cand == ext) {
+    if (cand == ext && real_ext) {
+      // §7.1: init per communicator (before Init START); the device count is queried once.
+      if (!comm->ext_net.Init(comm->hash, comm->rank, comm->nranks) || ExternalNetDevices() <= 0) {
+        comm->ext_net.Close();
+        FAKE_INFO(kSubInit | kSubNet, "Failed to initialize NET plugin %s", ext.c_str());
+        continue;
+      }
+      if (!log.ext_logged) FAKE_INFO(kSubInit | kSubNet, "Initialized NET plugin %s", ext.c_str());
+      log.ext_logged = true;
+      ndev = ExternalNetDevices();
+    } else if (cand == ext) {
       if (sc.ext_plugin_fails) {
         if (!log.ext_logged)
           FAKE_INFO(kSubInit | kSubNet, "Failed to initialize NET plugin %s", ext.c_str());
@@ -440,10 +454,12 @@ ncclResult_t SelectNet(ncclComm* comm) {
     }
     if (!forced.empty() && strcasecmp(forced.c_str(), cand.c_str()) != 0) continue;
     chosen = cand;
+    comm->ext_net_used = real_ext && cand == ext;
     comm->net_is_socket = is_socket;
     comm->net_ndev = std::max(1, ndev);
     break;
   }
+  if (!comm->ext_net_used) comm->ext_net.Close();  // initialised but not chosen (NCCL_NET)
   if (chosen.empty()) {
     FAKE_WARN("Failed to initialize any NET plugin");
     return ncclInvalidUsage;
@@ -454,9 +470,35 @@ ncclResult_t SelectNet(ncclComm* comm) {
   return ncclSuccess;
 }
 
-bool UseGdr(const ncclComm* comm) { return GetScenario().gdr && !comm->net_is_socket; }
-
 int NetDev(const ncclComm* comm) { return comm->local_index[comm->rank] % comm->net_ndev; }
+
+// With a real external plugin, GDR needs its device to offer CUDA pointers (ptrSupport).
+bool UseGdr(const ncclComm* comm) {
+  if (comm->ext_net_used) return GetScenario().gdr && ExternalNetGdr(NetDev(comm));
+  return GetScenario().gdr && !comm->net_is_socket;
+}
+
+// The inter-node bytes of one operation through the loaded plugin: one message per peer and
+// direction (net_plugin.h). A plugin error fails the communicator asynchronously, like NCCL.
+void ExchangeThroughPlugin(ncclComm* comm, const std::vector<SubOp>& subops) {
+  std::vector<NetComm::Transfer> transfers;
+  for (const SubOp& s : subops) {
+    auto it = std::find_if(transfers.begin(), transfers.end(), [&](const NetComm::Transfer& t) {
+      return t.peer == s.peer && t.is_send == s.is_send;
+    });
+    if (it == transfers.end()) {
+      transfers.push_back({s.peer, s.is_send, s.bytes});
+    } else {
+      it->bytes += s.bytes;
+    }
+  }
+  if (transfers.empty()) return;
+  comm->ext_net.set_dev(NetDev(comm));
+  if (!comm->ext_net.Exchange(comm->barrier, transfers, comm->abort) &&
+      !comm->abort.load(std::memory_order_relaxed)) {
+    comm->async_error.store(ncclRemoteError);
+  }
+}
 
 // Runtime connect (§8.2 item 12): the channel lines appear at the first collective.
 void EnsureConnected(ncclComm* comm) {
@@ -700,6 +742,9 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
         static_cast<int64_t>(static_cast<double>(op.wire_bytes) * 8.0 / std::max(gbps, 1e-3));
     if (op.net) xfer_ns += static_cast<int64_t>(sc.latency_us * 1000.0);
     int64_t begin = MonoNs();
+    if (wait == ShmBarrier::WaitResult::kOk && op.net && comm->ext_net_used) {
+      ExchangeThroughPlugin(comm, op.subops);
+    }
     if (wait == ShmBarrier::WaitResult::kOk && op.net) {
       int max_steps = 0;
       for (const SubOp& s : op.subops) max_steps = std::max(max_steps, s.nsteps);
@@ -1070,6 +1115,7 @@ void WaitInit(ncclComm* comm) {
 }
 
 void FreeComm(ncclComm* comm) {
+  comm->ext_net.Close();
   if (comm->barrier != nullptr) comm->barrier->Detach();
   delete comm;
 }
@@ -1784,6 +1830,15 @@ FAKE_NCCL_EXPORT ncclResult_t fakeNcclGraphReplay(fakeNcclGraph_t graph) {
 
 FAKE_NCCL_EXPORT ncclResult_t fakeNcclGraphDestroy(fakeNcclGraph_t graph) {
   delete graph;
+  return ncclSuccess;
+}
+
+FAKE_NCCL_EXPORT ncclResult_t fakeNcclNetStats(ncclComm_t comm, uint64_t* bytes_sent,
+                                               uint64_t* bytes_received, uint64_t* checksum) {
+  if (comm == nullptr || !comm->ext_net_used) return ncclInvalidUsage;
+  if (bytes_sent != nullptr) *bytes_sent = comm->ext_net.bytes_sent();
+  if (bytes_received != nullptr) *bytes_received = comm->ext_net.bytes_received();
+  if (checksum != nullptr) *checksum = comm->ext_net.checksum();
   return ncclSuccess;
 }
 

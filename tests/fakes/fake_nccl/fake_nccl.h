@@ -168,6 +168,11 @@ uint64_t fakeNcclUniqueIdHash(const ncclUniqueId* unique_id);
 /* Removes the shared-memory barrier segment of a unique id (a launcher's clean-up after a kill, or
  * before reusing a fixed id). */
 ncclResult_t fakeNcclReleaseUniqueId(const ncclUniqueId* unique_id);
+/* What a communicator moved through a loaded external net plugin (NCCL_NET_PLUGIN): bytes sent
+ * and received and an FNV-1a checksum of every received byte. ncclInvalidUsage when the
+ * communicator does not use one. */
+ncclResult_t fakeNcclNetStats(ncclComm_t comm, uint64_t* bytes_sent, uint64_t* bytes_received,
+                              uint64_t* checksum);
 /* Parses a scenario file (tests/fakes/README.md); 0 if valid, else writes the problem to `err`. */
 int fakeNcclCheckScenarioFile(const char* path, char* err, size_t err_len);
 

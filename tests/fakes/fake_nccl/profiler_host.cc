@@ -222,6 +222,8 @@ void ProfilerFinalizeComm(void* context) {
 
 int ProfilerMask() { return __atomic_load_n(&g_event_mask, __ATOMIC_RELAXED); }
 
+SentinelNcclLogger PluginLogger() { return Logger; }
+
 int ProfilerLoadedVersion() {
   Host& h = H();
   return __atomic_load_n(&h.version, __ATOMIC_ACQUIRE);

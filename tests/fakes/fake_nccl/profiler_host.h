@@ -46,5 +46,7 @@ void ProfilerStop(void* handle);
 void ProfilerRecord(void* handle, int state, SentinelEventStateArgs* args);
 // True when the loaded plugin is a v4 plugin (no API events; Coll parent = legacy Group).
 int ProfilerLoadedVersion();
+// The logger NCCL hands to plugins (profiler and net): our DebugLog with NCCL's signature.
+SentinelNcclLogger PluginLogger();
 
 }  // namespace sentinel::testing

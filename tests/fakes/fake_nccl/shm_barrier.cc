@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "tests/fakes/fake_nccl/debug_log.h"
 
@@ -117,6 +118,21 @@ ShmBarrier::WaitResult ShmBarrier::WaitP2p(int rank, int peer, uint64_t ordinal,
   return PollUntil(
       [&] { return area_->p2p[peer][rank].load(std::memory_order_acquire) >= ordinal; }, timeout_s,
       &abort);
+}
+
+void ShmBarrier::PublishNetHandle(int receiver, int sender, const void* handle) {
+  Area::NetSlot& slot = area_->net[receiver][sender];
+  memcpy(slot.handle, handle, kNetHandleSize);
+  slot.ready.store(1, std::memory_order_release);
+}
+
+ShmBarrier::WaitResult ShmBarrier::WaitNetHandle(int receiver, int sender, void* handle,
+                                                 double timeout_s, const std::atomic<bool>& abort) {
+  Area::NetSlot& slot = area_->net[receiver][sender];
+  WaitResult result =
+      PollUntil([&] { return slot.ready.load(std::memory_order_acquire) != 0; }, timeout_s, &abort);
+  if (result == WaitResult::kOk) memcpy(handle, slot.handle, kNetHandleSize);
+  return result;
 }
 
 ShmBarrier::WaitResult ShmBarrier::ExchangeSplit(int rank, int split_count, int color, int key,

@@ -37,6 +37,12 @@ class ShmBarrier {
   WaitResult ExchangeSplit(int rank, int split_count, int color, int key,
                            const std::vector<int>& participants, double timeout_s,
                            std::vector<int>* colors, std::vector<int>* keys);
+  // External net plugin: the listen handle of `receiver` for its connection from `sender`,
+  // published once per communicator (runtime connect), read by the sender before connect.
+  static constexpr size_t kNetHandleSize = 128;
+  void PublishNetHandle(int receiver, int sender, const void* handle);
+  WaitResult WaitNetHandle(int receiver, int sender, void* handle, double timeout_s,
+                           const std::atomic<bool>& abort);
 
  private:
   struct SplitSlot {
@@ -50,6 +56,10 @@ class ShmBarrier {
     std::atomic<uint64_t> coll[kMaxRanks];
     std::atomic<uint64_t> p2p[kMaxRanks][kMaxRanks];
     SplitSlot split[4][kMaxRanks];
+    struct NetSlot {
+      std::atomic<uint32_t> ready;
+      char handle[kNetHandleSize];
+    } net[kMaxRanks][kMaxRanks];  // [receiver][sender]
   };
   static_assert(std::atomic<uint64_t>::is_always_lock_free, "process-shared atomics");
 

@@ -15,6 +15,7 @@
 
 #include "plugin/net/net_abi.h"
 #include "tests/unit/collector/daemon_fixture.h"
+#include "tests/unit/collector/net_test_util.h"
 
 namespace sentinel::testing {
 namespace {
@@ -94,16 +95,10 @@ TEST_F(NetE2eTest, SlowLinkRaisesLinkDegradedNamingBothEnds) {
   EXPECT_EQ(t["net"]["devices"][0]["gdr_offered"], true);
   EXPECT_EQ(t["net"]["devices"][1]["gdr_offered"], false);
 
-  nlohmann::json alerts = WaitFor("/v1/alerts", [](const nlohmann::json& j) {
-    for (const auto& a : j["alerts"]) {
-      if (a["kind"] == "link_degraded" && a["state"] == "firing") return true;
-    }
-    return false;
-  });
-  int degraded = 0;
-  for (const auto& a : alerts["alerts"]) {
-    if (a["kind"] != "link_degraded") continue;
-    ++degraded;
+  nlohmann::json alerts = WaitFor("/v1/alerts", FiringAlertOf("link_degraded"));
+  std::vector<nlohmann::json> found = AlertsOfKind(alerts, "link_degraded");
+  int degraded = static_cast<int>(found.size());
+  for (const auto& a : found) {
     EXPECT_EQ(a["evidence"]["send_pid"], a["evidence"]["recv_pid"]) << a.dump();  // one process
     EXPECT_EQ(a["evidence"]["size_class"], "lt256K");
     EXPECT_NE(a["summary"].get<std::string>().find(" -> "), std::string::npos);
