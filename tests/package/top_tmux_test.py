@@ -66,7 +66,7 @@ def main():
         wait_for(lambda s: "BEFORE-TOP-42" in s, "the shell did not start")
         keys("%s --port-file %s top --interval 0.3" % (sentinelctl, d.port_file), "Enter")
 
-        row = re.compile(r"^(\d+)\s+(\d+)\s+\S+\s+(\d+|-)\s+(\d+)\s.*\s(ok|LATE|gone)\s*$", re.M)
+        row = re.compile(r"^(\d+)\s+(\d+)\s+\S+\s+(\d+|-)\s+(\d+)\s.*\s(ok|LATE|gone)(?:\s.*)?$", re.M)
 
         def rows(s):
             return {int(m.group(1)): (m.group(3), m.group(5)) for m in row.finditer(s)}
