@@ -21,6 +21,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "spdlog/spdlog.h"
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/config/config.h"
@@ -223,11 +224,12 @@ class Job {
     for (int t = 0; t < tp; ++t) {  // data parallel: one gradient all-reduce a step
       std::vector<int> ranks;
       for (int r = t; r < s_.nranks; r += tp) ranks.push_back(r);
-      add(ranks, {4 * c});
+      add(ranks, {c});
     }
+    // Each comm steps once per compute segment, so slowdown steps line up in time.
     // Pipeline: groups of 4 stages over the first ranks; the last stage may be structurally slow.
     for (int g = 0; g + 4 <= std::min(s_.nranks, 64); g += 4) {
-      add({g, g + 1, g + 2, g + 3}, {2 * c, 2 * c});
+      add({g, g + 1, g + 2, g + 3}, {c / 2, c / 2});
       if (s_.structural > 0) models_.back().structural = {0, 0, 0, s_.structural};
     }
   }
@@ -384,6 +386,7 @@ class Job {
 // Per family tallies.
 struct Family {
   std::string name;
+  int jobs = 0;
   int slowed = 0;
   int detected = 0;
   int true_alerts = 0;
@@ -406,6 +409,7 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 void Score(const Scenario& s, const RunResult& r, Family* fam) {
+  ++fam->jobs;
   fam->sim_hours += static_cast<double>(r.end_ns - r.start_ns) / (3600.0 * kSec);
   std::map<int, int64_t> first;  // slowed job rank -> first alert time
   std::map<int, double> first_coll;
@@ -535,7 +539,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "detection_eval: bad arguments (see --help)\n");
     return 2;
   }
-  Config config;  // the daemon's defaults
+  spdlog::set_level(spdlog::level::err);  // alert log lines would drown the table
+  Config config;                          // the daemon's defaults
   config.hang_timeout_ns = 30 * kSec;
   std::vector<Family> families;
   bool ok = true;
@@ -576,7 +581,7 @@ int Main(int argc, char** argv) {
         s.pause_prob = k.pause;
         s.pause_ns = 500 * kMs;
         s.structural = k.structural;
-        const double step_s = 4.0 * static_cast<double>(s.compute_ns) / kSec;  // DP all-reduce
+        const double step_s = static_cast<double>(s.compute_ns) / kSec;
         s.run_steps = static_cast<int64_t>(opt.noise_minutes * 60 / step_s);
         list.push_back(s);
       }
@@ -608,8 +613,7 @@ int Main(int argc, char** argv) {
           }
           for (int v : chosen) s.slow.push_back({v, pct, from, -1});
           const double window_s = pct < 0.1 ? 60 : 10;
-          // Step time is the DP all-reduce's (4 segments) in the multi-comm jobs.
-          const double step_s = (n >= 16 ? 4.0 : 1.0) * static_cast<double>(c) / kSec;
+          const double step_s = static_cast<double>(c) / kSec;  // every comm steps once per c
           s.run_steps = from + static_cast<int64_t>(std::ceil((window_s + 5) / step_s));
           s.stop_at_detection = true;
           list.push_back(s);
@@ -649,8 +653,8 @@ int Main(int argc, char** argv) {
     const double precision = alerts == 0 ? 1.0 : static_cast<double>(f.true_alerts) / alerts;
     const double recall = f.slowed == 0 ? NAN : static_cast<double>(f.detected) / f.slowed;
     const double false_h = f.false_alerts / std::max(1e-9, f.sim_hours);
-    std::printf("%-40s %5s %5d %9.3f %6.3f %6d %8.2f %8.2f %8.2f %8.0f %9.0f %7d %7s %8.1f\n",
-                f.name.c_str(), "", f.slowed, precision, recall, f.false_alerts, false_h,
+    std::printf("%-40s %5d %5d %9.3f %6.3f %6d %8.2f %8.2f %8.2f %8.0f %9.0f %7d %7s %8.1f\n",
+                f.name.c_str(), f.jobs, f.slowed, precision, recall, f.false_alerts, false_h,
                 Percentile(f.latency_s, 0.5), Percentile(f.latency_s, 0.99),
                 Percentile(f.latency_coll, 0.5), Percentile(f.latency_coll, 0.99),
                 f.structural_alerts,
