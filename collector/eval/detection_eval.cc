@@ -439,6 +439,9 @@ void Score(const Scenario& s, const RunResult& r, Family* fam) {
       ++fam->structural_alerts;
     } else {
       ++fam->false_alerts;
+      std::fprintf(stderr, "  false alert: %s seed %llu comm %s rank %d (job rank %d) at %.1f s\n",
+                   fam->name.c_str(), static_cast<unsigned long long>(s.seed), f.comm.c_str(),
+                   f.rank, job_rank, static_cast<double>(f.at_ns - r.start_ns) / kSec);
     }
   }
   for (const Slowdown& sl : s.slow) {
@@ -482,12 +485,13 @@ struct Options {
   bool check = false;
   double noise_minutes = 10;  // simulated minutes per noise-only job
   std::string only;           // run only families whose name contains this
+  std::vector<std::pair<std::string, std::string>> set;  // config overrides (tuning)
 };
 
 void Usage(FILE* out) {
   std::fprintf(out,
                "usage: detection_eval [--seeds N] [--seed S] [--full] [--noise-minutes M]\n"
-               "                      [--family SUBSTR] [--check]\n"
+               "                      [--family SUBSTR] [--set KEY=VALUE]... [--check]\n"
                "Feeds modelled jobs (virtual ranks, virtual time) through the collector's real\n"
                "ingest path and prints detection precision, recall, latency, false alerts per\n"
                "simulated hour and hang culprit correctness per scenario family.\n"
@@ -496,6 +500,7 @@ void Usage(FILE* out) {
                "  --full             the full table: noise jobs up to 1,024 ranks, more sizes\n"
                "  --noise-minutes M  simulated minutes per noise-only job (default 10)\n"
                "  --family SUBSTR    only families whose name contains SUBSTR\n"
+               "  --set KEY=VALUE    a sentineld option (config file key), e.g. straggler-floor-h=4\n"
                "  --check            exit 1 when a target of issue 7 is missed\n");
 }
 
@@ -523,6 +528,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       if (!value(&v) || !absl::SimpleAtod(v, &o->noise_minutes) || o->noise_minutes <= 0) {
         return false;
       }
+    } else if (a == "--set") {
+      if (!value(&v) || std::strchr(v, '=') == nullptr) return false;
+      const char* eq = std::strchr(v, '=');
+      o->set.push_back({std::string(v, eq), std::string(eq + 1)});
     } else if (a == "--family") {
       if (!value(&v)) return false;
       o->only = v;
@@ -542,6 +551,14 @@ int Main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::err);  // alert log lines would drown the table
   Config config;                          // the daemon's defaults
   config.hang_timeout_ns = 30 * kSec;
+  for (const auto& [key, value] : opt.set) {
+    const absl::Status st = config.Set(key, value);
+    if (!st.ok()) {
+      std::fprintf(stderr, "detection_eval: --set %s: %s\n", key.c_str(),
+                   std::string(st.message()).c_str());
+      return 2;
+    }
+  }
   std::vector<Family> families;
   bool ok = true;
   auto run = [&](const std::string& name, double window_s, const std::vector<Scenario>& scenarios) {
