@@ -79,7 +79,7 @@ void Records(std::vector<uint8_t>* out, int rank, int nranks, uint64_t first_seq
     r.root = -1;
     r.func = kSentinelFuncAllReduce;
     r.flags = kSentinelCollGpuTimeValid;
-    r.gpu_start_ns = base_ns + static_cast<int64_t>(r.seq) * 1000000 + rank * 100;
+    r.gpu_start_ns = base_ns + static_cast<int64_t>(r.seq) * 1000000 + int64_t{rank} * 100;
     r.gpu_end_ns = r.gpu_start_ns + 500000;
     r.enqueue_ns = r.gpu_start_ns - 1000;
     r.pid = static_cast<uint32_t>(1000 + rank);

@@ -62,7 +62,7 @@ TEST(NetLinks, SlowPairIsDetectedAndNamed) {
   EXPECT_EQ(degraded[0].links_compared, 4);
   auto alerts = LinkDegradedAlerts(degraded, "https://runbook/");
   ASSERT_EQ(alerts.size(), 1u);
-  EXPECT_EQ(alerts[0].kind, "link_degraded");
+  EXPECT_EQ(alerts[0].kind, AlertKind::kLinkDegraded);
   EXPECT_EQ(alerts[0].id, "link_degraded-net-0000000000000004");
   EXPECT_NE(alerts[0].summary.find("host-a (pid 100) -> host-e (pid 204)"), std::string::npos)
       << alerts[0].summary;
