@@ -28,12 +28,15 @@ def fail(msg):
 
 def malformed_total(d):
     """Connections turned away: a bad first frame counts as a refused hello; while more than
-    --max-clients of them wait to be read, the rest are refused as too_many."""
+    --max-clients of them wait to be read, the rest are refused as too_many; and when the
+    --max-handshaking slots are full the oldest connection without a hello is closed for a new one
+    (counted as hello_timeout)."""
     text = harness.http_get("http://%s/metrics" % d.addr)
     total = 0
     for pattern in (r"^sentinel_malformed_frames_total (\d+)",
                     r'^sentinel_clients_refused_total\{reason="bad_hello"\} (\d+)',
-                    r'^sentinel_clients_refused_total\{reason="too_many"\} (\d+)'):
+                    r'^sentinel_clients_refused_total\{reason="too_many"\} (\d+)',
+                    r'^sentinel_clients_refused_total\{reason="hello_timeout"\} (\d+)'):
         m = re.search(pattern, text, re.M)
         if not m:
             fail("no %s in /metrics" % pattern)
@@ -88,8 +91,11 @@ def main():
                     fail("line lacks %s: %r" % (key, line))
             if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", ev["ts"]):
                 fail("bad ts %r" % ev["ts"])
-            # Under load some are refused (--max-clients) before they are read: both are logged.
-            closed += "closed plugin connection" in ev["msg"] or ev["msg"].startswith("refused")
+            # Under load some are refused (--max-clients) before they are read, or closed for a new
+            # connection's handshake slot: all are logged as client errors.
+            msg = ev["msg"]
+            closed += ("closed plugin connection" in msg or msg.startswith("refused") or
+                       "no hello yet" in msg)
         if closed == 0:
             fail("no client error was logged at all")
         if not any(json.loads(l)["msg"].startswith("sentineld ") and "listening" in l for l in lines):

@@ -326,7 +326,7 @@ TEST_F(HardeningTest, UnworkableFlagsExitTwo) {
       {"--port-file " + dir_ + "/missing/dir/port", "--port-file"},
       {"--config " + dir_, "--config"},
       {"--straggler-rel 0", "--straggler-rel"},
-      {"--straggler-fire-k 9", "--straggler-fire-k"},  // removed with the K-of-M detector
+      {"--straggler-fire-k 9", "straggler-fire-k"},  // removed with the K-of-M detector: unknown
       {"--http-timeout 0", "--http-timeout"},
   };
   for (const Case& c : cases) {
