@@ -42,8 +42,6 @@ const EventDesc kBlankEventDesc{};
 
 namespace {
 
-// Pool indices a thread takes from a pool's cursor at once (pools of >= 8 chunks only).
-constexpr uint32_t kClaimChunk = 8;
 // Kinds whose start time is read later: Coll/P2p/CeColl (enqueue_ns, CE timing), CollApi/P2pApi
 // (api_ns). Not ProxyStep: NCCL records SendGPUWait (8) or RecvWait (10) right after a step's
 // start, and the waits are timed from those states instead, which saves one clock read per
