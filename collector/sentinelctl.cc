@@ -374,7 +374,7 @@ int Exclude(const Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   Options o;
   std::string port_file;
   const char* env = std::getenv("SENTINEL_ADDR");  // NOLINT(concurrency-mt-unsafe): main thread

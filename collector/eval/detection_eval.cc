@@ -91,7 +91,7 @@ struct Scenario {
   uint64_t seed = 1;
 };
 
-struct Firing {
+struct Firing {  // NOLINT(bugprone-exception-escape)
   std::string comm;
   int rank = -1;  // comm rank
   bool structural = false;
@@ -328,7 +328,7 @@ class Job {
     if (!sessions_[static_cast<size_t>(job_rank)]->Feed(bytes.data(), bytes.size())) {
       std::fprintf(stderr, "detection_eval: session of rank %d closed: %s\n", job_rank,
                    CloseReasonName(sessions_[static_cast<size_t>(job_rank)]->reason()));
-      std::exit(1);
+      std::exit(1);  // NOLINT(concurrency-mt-unsafe)
     }
     Collect();
   }
@@ -516,7 +516,7 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     const char* v = nullptr;
     if (a == "--help" || a == "-h") {
       Usage(stdout);
-      std::exit(0);
+      std::exit(0);  // NOLINT(concurrency-mt-unsafe)
     } else if (a == "--full") {
       o->full = true;
     } else if (a == "--check") {
@@ -642,8 +642,8 @@ int Main(int argc, char** argv) {
         }
       }
     }
-    run(absl::StrFormat("straggler %d%%", static_cast<int>(pct * 100 + 0.5)), pct < 0.1 ? 60 : 10,
-        list);
+    run(absl::StrFormat("straggler %d%%", static_cast<int>(std::lround(pct * 100))),
+        pct < 0.1 ? 60 : 10, list);
   }
 
   // Hangs of each kind.
@@ -707,4 +707,6 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace sentinel::collector::eval
 
-int main(int argc, char** argv) { return sentinel::collector::eval::Main(argc, argv); }
+int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape): a bench binary
+  return sentinel::collector::eval::Main(argc, argv);
+}

@@ -79,7 +79,7 @@ JsonlSink::JsonlSink(const std::string& path) {
     Log(LogLevel::kWarn, "SENTINEL_DUMP: cannot open '%s' (errno %d); no dump", path.c_str(),
         errno);
   }
-  buf_.reserve(64 * 1024);
+  buf_.reserve(size_t{64} * 1024);
 }
 
 JsonlSink::~JsonlSink() {

@@ -52,17 +52,19 @@ void WriteAll(int fd, const std::string& bytes) {
 }
 
 // Stash the user's value of `name` as SENTINEL_ORIG_<name> ("=value" or "!" for unset).
+// The environment is changed only here and in the install below, on the thread that creates the
+// first communicator, before NCCL reads its logging variables (hence the NOLINTs).
 void Stash(const char* name) {
   char key[64];
   std::snprintf(key, sizeof key, "%s%s", kOrigPrefix, name);
   const char* v = getenv(name);
   if (v == nullptr) {
-    setenv(key, "!", 1);
+    setenv(key, "!", 1);  // NOLINT(concurrency-mt-unsafe)
     return;
   }
   char buf[2048];
   std::snprintf(buf, sizeof buf, "=%s", v);
-  setenv(key, buf, 1);
+  setenv(key, buf, 1);  // NOLINT(concurrency-mt-unsafe)
 }
 
 // A child that inherited our modified environment: put the user's settings back first.
@@ -73,11 +75,11 @@ void RestoreOriginals() {
     const char* v = getenv(key);
     if (v == nullptr) continue;
     if (v[0] == '=') {
-      setenv(name, v + 1, 1);
+      setenv(name, v + 1, 1);  // NOLINT(concurrency-mt-unsafe)
     } else {
-      unsetenv(name);
+      unsetenv(name);  // NOLINT(concurrency-mt-unsafe)
     }
-    unsetenv(key);
+    unsetenv(key);  // NOLINT(concurrency-mt-unsafe)
   }
 }
 
@@ -291,12 +293,12 @@ void InstallLogCapture(bool preloaded) noexcept {
   if (file != nullptr) std::snprintf(g_user_file, sizeof g_user_file, "%s", file);
   for (const char* name : kVars) Stash(name);
   if (mode == CaptureMode::kFilter) {
-    setenv("NCCL_DEBUG", "INFO", 1);
-    setenv("NCCL_DEBUG_SUBSYS", "INIT,ENV", 1);
+    setenv("NCCL_DEBUG", "INFO", 1);             // NOLINT(concurrency-mt-unsafe)
+    setenv("NCCL_DEBUG_SUBSYS", "INIT,ENV", 1);  // NOLINT(concurrency-mt-unsafe)
   }
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  setenv("NCCL_DEBUG_FILE", path, 1);
+  setenv("NCCL_DEBUG_FILE", path, 1);  // NOLINT(concurrency-mt-unsafe)
   g_fd = fd;
   g_pid = getpid();
   g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
