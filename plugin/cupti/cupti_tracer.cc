@@ -516,6 +516,10 @@ void TurnOffWithReason(const CuptiConfig& c, const std::string& why) {
       why.c_str());
 }
 
+// A tracer whose Arm() failed is kept for the process, not destroyed: CUPTI may still hold its
+// callbacks and buffers (see ~CuptiTracer), and a reachable pointer is what a leaked singleton is.
+CuptiTracer* g_retired_tracer = nullptr;
+
 void ThreadMain() {
   Runtime& rt = Rt();
   CuptiConfig c;
@@ -540,6 +544,7 @@ void ThreadMain() {
     std::string why;
     if (!tracer->Arm(&why)) {
       TurnOffWithReason(c, lr.path + ": " + why);
+      g_retired_tracer = tracer.release();
     } else {
       Log(LogLevel::kInfo, "CUPTI GPU activity on (%s, API %u, window %u ms)", lr.path.c_str(),
           lr.version, c.window_ms);
