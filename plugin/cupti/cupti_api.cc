@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -69,8 +70,15 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
     r.why = "libcupti not found (" + last_error + ")";
     return r;
   }
-  // Leaked on purpose: lives for the process, like the library handle.
+  // Leaked on purpose: lives for the process, like the library handle; every table loaded is kept
+  // in a list that is never freed, so LeakSanitizer sees it as reachable.
   auto* api = new CuptiApi();
+  {
+    static auto* loaded_mu = new std::mutex();
+    static auto* loaded = new std::vector<CuptiApi*>();
+    std::lock_guard<std::mutex> lk(*loaded_mu);
+    loaded->push_back(api);
+  }
   bool ok =
       Bind(handle, "cuptiGetVersion", &api->get_version) &&
       Bind(handle, "cuptiGetTimestamp", &api->get_timestamp) &&

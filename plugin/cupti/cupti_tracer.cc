@@ -105,6 +105,13 @@ CuptiTracer::~CuptiTracer() {
   // completion must never write into freed memory. Tests that never armed free them.
   if (state_.load() == TracerState::kIdle) {
     for (uint8_t* b : all_buffers_) free(b);
+  } else {
+    // Kept for the process in a list that is itself never freed, so they stay reachable (a leaked
+    // singleton to LeakSanitizer, not a leak).
+    static auto* kept_mu = new std::mutex();
+    static auto* kept = new std::vector<uint8_t*>();
+    std::lock_guard<std::mutex> lk(*kept_mu);
+    kept->insert(kept->end(), all_buffers_.begin(), all_buffers_.end());
   }
 }
 
