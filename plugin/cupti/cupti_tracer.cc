@@ -12,6 +12,8 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <mutex>
+#include <new>
 #include <thread>
 
 #include "plugin/base/log.h"
@@ -108,8 +110,9 @@ CuptiTracer::~CuptiTracer() {
   } else {
     // Kept for the process in a list that is itself never freed, so they stay reachable (a leaked
     // singleton to LeakSanitizer, not a leak).
-    static auto* kept_mu = new std::mutex();
-    static auto* kept = new std::vector<uint8_t*>();
+    static auto* kept_mu = new (std::nothrow) std::mutex();
+    static auto* kept = new (std::nothrow) std::vector<uint8_t*>();
+    if (kept_mu == nullptr || kept == nullptr) return;  // unreachable then, but still never freed
     std::lock_guard<std::mutex> lk(*kept_mu);
     kept->insert(kept->end(), all_buffers_.begin(), all_buffers_.end());
   }
