@@ -38,6 +38,9 @@ __attribute__((visibility("default"))) int ncclCommSplit(SentinelComm comm, int 
 __attribute__((visibility("default"))) int ncclCommShrink(SentinelComm comm, int* exclude,
                                                           int n_exclude, SentinelComm* newcomm,
                                                           void* config, int flags);
+__attribute__((visibility("default"))) int ncclCommFinalize(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommDestroy(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommAbort(SentinelComm comm);
 __attribute__((visibility("default"))) int ncclAllReduce(const void* s, void* r_, size_t n, int dt,
                                                          int op, SentinelComm comm,
                                                          SentinelStream st);
@@ -126,7 +129,9 @@ int AbortComm(void* comm) {
 
 // `outer`: the call came from the application, not from NCCL re-entering through the PLT.
 int AfterCollective(bool outer, const char* api, void* comm, int result) {
-  if (__builtin_expect(!sentinel::guard::CollectiveCheckPending(), 1) || !outer) return result;
+  if (!outer) return result;
+  sentinel::guard::DrainLogAfterCollective(result);
+  if (__builtin_expect(!sentinel::guard::CollectiveCheckPending(), 1)) return result;
   return sentinel::guard::OnCollectiveEnd(api, comm, result);
 }
 
@@ -225,6 +230,31 @@ SENTINEL_EXPORT int ncclCommShrink(SentinelComm comm, int* exclude, int n_exclud
   int r = real(comm, exclude, n_exclude, newcomm, config, flags);
   void* c = newcomm != nullptr ? static_cast<void*>(*newcomm) : nullptr;
   return sentinel::guard::OnCreateEnd("ncclCommShrink", r, &c, c != nullptr ? 1 : 0, AbortComm);
+}
+
+// ---- communicator teardown: only so that NCCL's teardown lines keep their place in the output ---
+
+#define SENTINEL_TEARDOWN_BODY(name, comm)    \
+  SENTINEL_REAL(int (*)(SentinelComm), name); \
+  if (tls_depth > 0) return real(comm);       \
+  int r;                                      \
+  {                                           \
+    DepthGuard depth;                         \
+    r = real(comm);                           \
+  }                                           \
+  sentinel::guard::DrainLogAfterCall();       \
+  return r
+
+SENTINEL_EXPORT int ncclCommFinalize(SentinelComm comm) {
+  SENTINEL_TEARDOWN_BODY(ncclCommFinalize, comm);
+}
+
+SENTINEL_EXPORT int ncclCommDestroy(SentinelComm comm) {
+  SENTINEL_TEARDOWN_BODY(ncclCommDestroy, comm);
+}
+
+SENTINEL_EXPORT int ncclCommAbort(SentinelComm comm) {
+  SENTINEL_TEARDOWN_BODY(ncclCommAbort, comm);
 }
 
 // ---- collectives: the runtime-connect check (one relaxed load when nothing is pending) ---------

@@ -282,8 +282,21 @@ void OnCreateBegin() noexcept {
   }
 }
 
+namespace {
+int CheckCreated(const char* api, int result, void* const* comms, int ncomms,
+                 AbortCommFn abort_fn) noexcept;
+}  // namespace
+
 int OnCreateEnd(const char* api, int result, void* const* comms, int ncomms,
                 AbortCommFn abort_fn) noexcept {
+  int r = CheckCreated(api, result, comms, ncomms, abort_fn);
+  DrainLogAfterCall();  // what NCCL printed during the call goes out before the program prints
+  return r;
+}
+
+namespace {
+int CheckCreated(const char* api, int result, void* const* comms, int ncomms,
+                 AbortCommFn abort_fn) noexcept {
   try {
     Runtime& r = R();
     bool fail = false;
@@ -323,6 +336,7 @@ int OnCreateEnd(const char* api, int result, void* const* comms, int ncomms,
     return result;  // the host always wins
   }
 }
+}  // namespace
 
 int OnCollectiveEnd(const char* api, void* comm, int result) noexcept {
   try {

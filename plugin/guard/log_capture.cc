@@ -41,6 +41,19 @@ bool IsWarnLine(std::string_view line) {
   return line.find(" NCCL WARN ") != std::string_view::npos;
 }
 
+// Forwards to the user's destination. NCCL writes its log to the process's `stdout` FILE* (with
+// no flush) unless NCCL_DEBUG_FILE names a file: we go through the same FILE*, so NCCL's lines
+// keep their place among the program's own buffered output (issue 9, defect 10).
+void WriteAll(int fd, const std::string& bytes);
+void Emit(int fd, const std::string& bytes) {
+  if (bytes.empty()) return;
+  if (fd == STDOUT_FILENO) {
+    (void)std::fwrite(bytes.data(), 1, bytes.size(), stdout);
+    return;
+  }
+  WriteAll(fd, bytes);
+}
+
 void WriteAll(int fd, const std::string& bytes) {
   size_t off = 0;
   while (off < bytes.size()) {
@@ -141,9 +154,10 @@ void OpenOutputLocked(CaptureState& s) {
   }
 }
 
-// Caller holds s.mu.
-void DrainLocked(CaptureState& s) {
-  if (g_fd < 0 || s.finished) return;
+// Caller holds s.mu. True when NCCL had written something new.
+bool DrainLocked(CaptureState& s) {
+  if (g_fd < 0 || s.finished) return false;
+  const uint64_t before = s.offset;
   OpenOutputLocked(s);
   char buf[64 * 1024];
   std::string out;
@@ -154,13 +168,14 @@ void DrainLocked(CaptureState& s) {
     s.offset += static_cast<uint64_t>(n);
     out.clear();
     s.forwarder.Feed(std::string_view(buf, static_cast<size_t>(n)), &s.evidence, &out);
-    WriteAll(s.out_fd, out);
+    Emit(s.out_fd, out);
   }
   // Give back the memory of what was consumed (NCCL keeps writing at its own offset).
   uint64_t punch = s.offset & ~static_cast<uint64_t>(4095);
   if (punch > 0) {
     (void)fallocate(g_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(punch));
   }
+  return s.offset != before;
 }
 
 bool Active() {
@@ -170,6 +185,9 @@ bool Active() {
 }
 
 }  // namespace
+
+std::atomic<bool> g_drain_after_collectives{false};
+std::atomic<int> g_collective_drains{0};
 
 int NcclDebugLevel(const char* value) {
   if (value == nullptr) return 0;
@@ -198,6 +216,23 @@ bool SubsysShowsInit(const char* value) {
     p = comma + 1;
   }
   return invert ? !listed : listed;
+}
+
+bool SubsysShowsPerCallLines(const char* value) {
+  if (value == nullptr) return false;  // INIT,BOOTSTRAP,ENV: nothing per collective
+  if (value[0] == '^') return true;    // everything but a few
+  const char* p = value;
+  while (*p != '\0') {
+    const char* comma = std::strchr(p, ',');
+    size_t len = comma == nullptr ? std::strlen(p) : static_cast<size_t>(comma - p);
+    bool quiet = (len == 4 && strncasecmp(p, "INIT", 4) == 0) ||
+                 (len == 9 && strncasecmp(p, "BOOTSTRAP", 9) == 0) ||
+                 (len == 3 && strncasecmp(p, "ENV", 3) == 0) || len == 0;
+    if (!quiet) return true;
+    if (comma == nullptr) break;
+    p = comma + 1;
+  }
+  return false;
 }
 
 CaptureMode DecideCaptureMode(const char* nccl_debug, const char* nccl_debug_subsys) {
@@ -301,6 +336,8 @@ void InstallLogCapture(bool preloaded) noexcept {
   setenv("NCCL_DEBUG_FILE", path, 1);  // NOLINT(concurrency-mt-unsafe)
   g_fd = fd;
   g_pid = getpid();
+  g_drain_after_collectives.store(mode == CaptureMode::kVerbatim && SubsysShowsPerCallLines(subsys),
+                                  std::memory_order_relaxed);
   g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
 }
 
@@ -359,6 +396,32 @@ bool SnapshotLogEvidence(LogEvidence* out, std::string* reason) {
   return true;
 }
 
+void DrainLogAfterCall() noexcept {
+  if (!Active()) return;
+  try {
+    CaptureState& s = State();
+    std::lock_guard<std::mutex> lock(s.mu);
+    DrainLocked(s);
+    // NCCL connects lazily: the first collectives after a creation print their connection lines.
+    g_collective_drains.store(kCollectiveDrainsAfterQuiet, std::memory_order_relaxed);
+  } catch (...) {
+  }
+}
+
+void DrainLogAfterCollectiveSlow() noexcept {
+  if (!Active()) return;
+  try {
+    CaptureState& s = State();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (DrainLocked(s)) {
+      g_collective_drains.store(kCollectiveDrainsAfterQuiet, std::memory_order_relaxed);
+    } else if (g_collective_drains.load(std::memory_order_relaxed) > 0) {
+      g_collective_drains.fetch_sub(1, std::memory_order_relaxed);
+    }
+  } catch (...) {
+  }
+}
+
 void DrainLogCaptureAtExit() noexcept {
   if (!Active()) return;
   try {
@@ -367,7 +430,7 @@ void DrainLogCaptureAtExit() noexcept {
     DrainLocked(s);
     std::string out;
     s.forwarder.Finish(&s.evidence, &out);
-    WriteAll(s.out_fd, out);
+    Emit(s.out_fd, out);
     s.finished = true;
   } catch (...) {
   }

@@ -4,6 +4,7 @@
 // bytes they would have seen, and feeds every line to the NCCL log parser.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,9 @@ enum class CaptureMode {
 int NcclDebugLevel(const char* value);
 // Whether NCCL_DEBUG_SUBSYS (null: unset, default INIT,BOOTSTRAP,ENV) shows INIT lines.
 bool SubsysShowsInit(const char* value);
+// Whether NCCL_DEBUG_SUBSYS (null: unset) shows lines during collectives (anything beyond INIT,
+// BOOTSTRAP and ENV).
+bool SubsysShowsPerCallLines(const char* value);
 // The capture decision for the user's settings.
 CaptureMode DecideCaptureMode(const char* nccl_debug, const char* nccl_debug_subsys);
 
@@ -52,6 +56,26 @@ void StartLogForwarder() noexcept;
 // Drains what NCCL wrote so far and copies the evidence into `out`. False when no log evidence
 // can exist (`reason` then says why).
 bool SnapshotLogEvidence(LogEvidence* out, std::string* reason);
+// Drains on the application's thread at the return of an interposed NCCL call, so that what NCCL
+// printed during the call reaches the user's stream before the program prints again.
+void DrainLogAfterCall() noexcept;
+// Set once by the constructor: the user's settings show lines during every collective.
+extern std::atomic<bool> g_drain_after_collectives;
+// Collectives left to drain after: refilled by every creation/teardown call and by every drain
+// that found new lines (NCCL's lazy connection set-up prints during the first collectives), and
+// run down by drains that found nothing, so a steady job pays one relaxed load per collective.
+extern std::atomic<int> g_collective_drains;
+constexpr int kCollectiveDrainsAfterQuiet = 32;
+void DrainLogAfterCollectiveSlow() noexcept;
+// At the return of a collective: drain only when it can have printed (an error, per-call
+// subsystems the user asked for, or shortly after a creation).
+inline void DrainLogAfterCollective(int result) noexcept {
+  if (__builtin_expect(result != 0 || g_drain_after_collectives.load(std::memory_order_relaxed) ||
+                           g_collective_drains.load(std::memory_order_relaxed) > 0,
+                       0)) {
+    DrainLogAfterCollectiveSlow();
+  }
+}
 // Final drain (library destructor), so that the user's last lines are not lost.
 void DrainLogCaptureAtExit() noexcept;
 CaptureMode CurrentCaptureMode();

@@ -111,6 +111,9 @@ int RunRank(const Options& o) {
   ncclUniqueId id = MakeId(o.seed);
   std::vector<ncclComm_t> comms;
   ncclResult_t rc = ncclSuccess;
+  // The program's own output between NCCL calls, buffered as stdout to a file is: NCCL's log lines
+  // must keep their place among these lines with sentinel loaded (issue 9, defect 10).
+  std::printf("app: rank %d before init\n", o.rank);
   double t0 = NowS();  // the creation call's wall time, checks included (init_us)
   if (o.api == "all") {
     comms.resize(static_cast<size_t>(o.nranks), nullptr);
@@ -135,6 +138,7 @@ int RunRank(const Options& o) {
     comms.push_back(comm);
   }
   long init_us = static_cast<long>((NowS() - t0) * 1e6);
+  std::printf("app: rank %d after init\n", o.rank);
   res += "init=" + std::to_string(rc) + " init_us=" + std::to_string(init_us);
   WriteFile(res_path, res + "\n");
   if (rc != ncclSuccess) return 0;
@@ -151,6 +155,7 @@ int RunRank(const Options& o) {
     }
     for (ncclComm_t c : comms) fakeNcclStreamSynchronize(c);
   }
+  std::printf("app: rank %d after collective\n", o.rank);
   res += " coll=" + std::to_string(coll);
   WriteFile(res_path, res + "\n");
   ncclResult_t destroy = ncclSuccess;
@@ -158,6 +163,7 @@ int RunRank(const Options& o) {
     ncclResult_t r = ncclCommDestroy(c);
     if (r != ncclSuccess) destroy = r;
   }
+  std::printf("app: rank %d after destroy\n", o.rank);
   res += " destroy=" + std::to_string(destroy);
   WriteFile(res_path, res + "\n");
   return 0;
