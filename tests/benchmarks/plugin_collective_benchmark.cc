@@ -21,10 +21,9 @@
 #include <string>
 
 #include "plugin/abi/nccl_profiler_abi.h"
+#include "tests/benchmarks/bench_plugin.h"
 
 namespace {
-
-char g_cleanup_dir[64];
 
 struct Plugin {
   Plugin() {
@@ -38,29 +37,8 @@ struct Plugin {
     // synchronously (finalize, with the timer paused) before the ring can fill; the heartbeat's
     // records_dropped_ring is printed at the end and should be 0.
     setenv("SENTINEL_RING_RECORDS", "65536", 0);
-    char dir[] = "/dev/shm/sentinel-cbench-XXXXXX";
-    char tmp_dir[] = "/tmp/sentinel-cbench-XXXXXX";
-    const char* made = mkdtemp(dir);
-    if (made == nullptr) made = mkdtemp(tmp_dir);
-    if (made == nullptr) abort();
-    dump = std::string(made) + "/dump.jsonl";
-    snprintf(g_cleanup_dir, sizeof(g_cleanup_dir), "%s", made);
-    atexit([] {
-      std::string file = std::string(g_cleanup_dir) + "/dump.jsonl";
-      unlink(file.c_str());
-      rmdir(g_cleanup_dir);
-    });
-    setenv("SENTINEL_DUMP", dump.c_str(), 1);
-    // SENTINEL_BENCH_PLUGIN: another build of the .so (before/after comparisons).
-    const char* so = getenv("SENTINEL_BENCH_PLUGIN");
-    if (so == nullptr || *so == '\0') so = SENTINEL_PLUGIN_SO;
-    void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
-      fprintf(stderr, "dlopen %s: %s\n", so, dlerror());
-      abort();
-    }
-    t = static_cast<const SentinelProfilerV5*>(dlsym(h, "ncclProfiler_v5"));
-    if (t == nullptr) abort();
+    dump = sentinel::bench::MakeDumpFile("sentinel-cbench");
+    t = sentinel::bench::LoadPluginV5();
     Init();
     if (mask != 0x42) {
       fprintf(stderr, "unexpected mask 0x%x (want Coll|KernelCh = 0x42)\n", mask);
@@ -79,17 +57,8 @@ struct Plugin {
     if (truncate(dump.c_str(), 0) != 0) abort();
     Init();
   }
-  // Appends the last heartbeat's value of `key` from the dump (after a finalize flushed it).
   uint64_t ReadCounter(const char* key) const {
-    FILE* f = fopen(dump.c_str(), "r");
-    if (f == nullptr) return 0;
-    std::string text;
-    char buf[1 << 16];
-    for (size_t n; (n = fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-    fclose(f);
-    std::string k = std::string("\"") + key + "\":";
-    size_t at = text.rfind(k);
-    return at == std::string::npos ? 0 : strtoull(text.c_str() + at + k.size(), nullptr, 10);
+    return sentinel::bench::ReadHeartbeatCounter(dump, key);
   }
   const SentinelProfilerV5* t = nullptr;
   std::string dump;

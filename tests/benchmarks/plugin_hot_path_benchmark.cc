@@ -19,6 +19,7 @@
 #include <string>
 
 #include "plugin/abi/nccl_profiler_abi.h"
+#include "tests/benchmarks/bench_plugin.h"
 
 namespace {
 // Per thread: only the timed thread's allocations matter (the drainer's are not the hot path).
@@ -65,8 +66,6 @@ constexpr const char* kBenchRingRecords = "65536";
 // Pairs between two drains of the Coll benchmark: half the ring, so it never fills.
 int g_drain_every = 512;
 
-char g_cleanup_dir[64];  // the benchmark's temporary dump folder, removed at exit
-
 struct Plugin {
   Plugin() {
     // minimal: Coll completes at its stop, so the Coll pair includes building and queueing its
@@ -78,27 +77,8 @@ struct Plugin {
     setenv("SENTINEL_RING_RECORDS", kBenchRingRecords, 0);
     g_drain_every = atoi(getenv("SENTINEL_RING_RECORDS")) / 2;
     if (g_drain_every < 1) g_drain_every = 1;
-    // tmpfs when there is one: truncating a file on a disk file system can wait for a discard.
-    char dir[] = "/dev/shm/sentinel-bench-XXXXXX";
-    char tmp_dir[] = "/tmp/sentinel-bench-XXXXXX";
-    const char* made = mkdtemp(dir);
-    if (made == nullptr) made = mkdtemp(tmp_dir);
-    if (made == nullptr) abort();
-    dump = std::string(made) + "/dump.jsonl";
-    snprintf(g_cleanup_dir, sizeof(g_cleanup_dir), "%s", made);
-    // Registered before the plugin's own exit handler, so it runs after it (LIFO).
-    atexit([] {
-      std::string file = std::string(g_cleanup_dir) + "/dump.jsonl";
-      unlink(file.c_str());
-      rmdir(g_cleanup_dir);
-    });
-    setenv("SENTINEL_DUMP", dump.c_str(), 1);
-    // SENTINEL_BENCH_PLUGIN: another build of the .so (before/after comparisons).
-    const char* so = getenv("SENTINEL_BENCH_PLUGIN");
-    if (so == nullptr || *so == '\0') so = SENTINEL_PLUGIN_SO;
-    void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) abort();
-    t = static_cast<const SentinelProfilerV5*>(dlsym(h, "ncclProfiler_v5"));
+    dump = sentinel::bench::MakeDumpFile("sentinel-bench");
+    t = sentinel::bench::LoadPluginV5();
     Init();
   }
   void Init() {
@@ -122,16 +102,7 @@ struct Plugin {
     return drops;
   }
   uint64_t ReadRingDrops() const {
-    FILE* f = fopen(dump.c_str(), "r");
-    if (f == nullptr) return 0;
-    std::string text;
-    char buf[1 << 16];
-    for (size_t n; (n = fread(buf, 1, sizeof(buf), f)) > 0;) text.append(buf, n);
-    fclose(f);
-    const char kKey[] = "\"records_dropped_ring\":";
-    size_t at = text.rfind(kKey);
-    return at == std::string::npos ? 0
-                                   : strtoull(text.c_str() + at + sizeof(kKey) - 1, nullptr, 10);
+    return sentinel::bench::ReadHeartbeatCounter(dump, "records_dropped_ring");
   }
   static SentinelEventDescrV5 Descr(uint64_t type, void* parent) {
     SentinelEventDescrV5 d;
