@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "collector/aggregate/exclusion.h"
+#include "collector/base/epoll_wakeup.h"
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
 
@@ -187,15 +188,8 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   const int bound_port = bound.ss_family == AF_INET6
                              ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) return absl::InternalError("http: epoll/eventfd failed");
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = listen_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
-  ev.data.fd = wake_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  absl::Status loop = OpenEpollWithWakeup(listen_fd_, &epoll_fd_, &wake_fd_, "http");
+  if (!loop.ok()) return loop;
   thread_ = std::thread([this] { Loop(); });
   return bound_port;
 }

@@ -20,6 +20,8 @@
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
+#include "collector/base/epoll_wakeup.h"
+
 namespace sentinel::collector {
 namespace {
 
@@ -166,16 +168,7 @@ absl::Status IngestServer::Listen() {
   }
   if (listen(listen_fd_, 512) != 0)
     return absl::InternalError(absl::StrCat("listen: ", ErrnoText(errno)));
-  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (epoll_fd_ < 0 || wake_fd_ < 0) return absl::InternalError("epoll/eventfd setup failed");
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.fd = listen_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
-  ev.data.fd = wake_fd_;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  return absl::OkStatus();
+  return OpenEpollWithWakeup(listen_fd_, &epoll_fd_, &wake_fd_, "ingest");
 }
 
 void IngestServer::Stop() {
