@@ -21,6 +21,7 @@
 
 #include "collector/aggregate/exclusion.h"
 #include "collector/log/daemon_log.h"
+#include "common/socket_path.h"
 #include "plugin/guard/expectation.h"
 
 namespace sentinel::collector {
@@ -84,9 +85,9 @@ std::string ErrnoText(int err) {
 }
 
 std::string NodeExpectPath(const std::string& socket_path) {
-  const size_t slash = socket_path.rfind('/');
-  if (slash == std::string::npos) return "expect";
-  return absl::StrCat(socket_path.substr(0, slash), "/expect");
+  char path[rules::kSocketPathMax + 16];
+  if (!rules::NodeExpectPath(socket_path.c_str(), path, sizeof(path))) return "";
+  return path;
 }
 
 std::string NodeExpectFileContent(const Config& config) {
@@ -164,11 +165,19 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
 }
 
 std::string DefaultSocketPath() {
+  // The plugins' rule (common/socket_path.h), so both sides agree. SENTINEL_SOCKET=none turns the
+  // plugins' streaming off; for the daemon it means the per-user default. A path that does not fit
+  // a sockaddr_un is returned as the user wrote it, so that listening fails naming it.
   const char* env = std::getenv("SENTINEL_SOCKET");  // NOLINT(concurrency-mt-unsafe): startup only
-  if (env != nullptr && env[0] != '\0') return env;
   const char* xdg = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
-  if (xdg != nullptr && xdg[0] != '\0') return absl::StrCat(xdg, "/sentinel/sentineld.sock");
-  return absl::StrCat("/tmp/sentinel-", getuid(), "/sentineld.sock");
+  if (env != nullptr && std::strcmp(env, "none") == 0) env = nullptr;
+  char path[rules::kSocketPathMax];
+  if (rules::ResolveSocketPath(env, xdg, getuid(), path, sizeof(path)) ==
+      rules::SocketPathKind::kPath) {
+    return path;
+  }
+  if (env != nullptr && env[0] != '\0') return env;
+  return absl::StrCat(xdg != nullptr ? xdg : "", "/sentinel/sentineld.sock");
 }
 
 absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {

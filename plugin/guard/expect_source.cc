@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "plugin/transport/socket_path.h"
+#include "common/socket_path.h"
 
 namespace sentinel::guard {
 namespace {
@@ -76,21 +76,12 @@ ExpectSourceInputs ExpectSourceInputsFromEnv() {
 bool NodeDefaultExpectPath(const ExpectSourceInputs& in, char* out, size_t cap) noexcept {
   if (out == nullptr || cap == 0) return false;
   out[0] = '\0';
-  char socket[plugin::kSocketPathMax];
-  if (plugin::ResolveSocketPath(in.sentinel_socket, in.xdg_runtime_dir, in.uid, socket,
-                                sizeof socket) != plugin::SocketPathKind::kPath) {
+  char socket[rules::kSocketPathMax];
+  if (rules::ResolveSocketPath(in.sentinel_socket, in.xdg_runtime_dir, in.uid, socket,
+                               sizeof socket) != rules::SocketPathKind::kPath) {
     return false;
   }
-  const char* slash = std::strrchr(socket, '/');
-  int dir_len = slash == nullptr ? 1 : static_cast<int>(slash - socket);
-  const char* dir = slash == nullptr ? "." : socket;
-  if (slash == socket) dir_len = 0;  // "/s.sock": the root directory
-  int n = std::snprintf(out, cap, "%.*s/%s", dir_len, dir, kNodeDefaultFileName);
-  if (n < 0 || static_cast<size_t>(n) >= cap) {
-    out[0] = '\0';
-    return false;
-  }
-  return true;
+  return rules::NodeExpectPath(socket, out, cap);
 }
 
 bool ExpectationMayApply() noexcept {
@@ -101,7 +92,7 @@ bool ExpectationMayApply() noexcept {
   in.sentinel_socket = getenv("SENTINEL_SOCKET");
   in.xdg_runtime_dir = getenv("XDG_RUNTIME_DIR");
   in.uid = getuid();
-  char path[plugin::kSocketPathMax + 16];
+  char path[rules::kSocketPathMax + 16];
   if (!NodeDefaultExpectPath(in, path, sizeof path)) return false;
   struct stat st;
   return stat(path, &st) == 0;
@@ -125,7 +116,7 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     }
     return s;
   }
-  char path[plugin::kSocketPathMax + 16];
+  char path[rules::kSocketPathMax + 16];
   if (!NodeDefaultExpectPath(in, path, sizeof path)) return s;
   std::string text;
   if (!ReadSmallFile(path, &text)) {

@@ -12,8 +12,6 @@ namespace sentinel::guard {
 
 enum class ExpectSourceKind { kNone, kEnv, kFile, kNodeDefault };
 
-// The file name sentineld publishes in its socket directory.
-inline constexpr const char* kNodeDefaultFileName = "expect";
 // Header line sentineld writes before the expectation when --expect-on-mismatch is set; a comment
 // for the grammar, so the file stays a valid expectation.
 inline constexpr const char* kNodeDefaultOnMismatchPrefix = "# on_mismatch=";

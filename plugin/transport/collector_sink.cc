@@ -67,18 +67,18 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   }
   if (options_.max_comms == 0) options_.max_comms = 1;
 
-  SocketPathKind kind = SocketPathKind::kPath;
+  rules::SocketPathKind kind = rules::SocketPathKind::kPath;
   if (options_.socket_path != nullptr) {
-    kind = ResolveSocketPath(options_.socket_path, nullptr, getuid(), path_, sizeof(path_));
+    kind = rules::ResolveSocketPath(options_.socket_path, nullptr, getuid(), path_, sizeof(path_));
   } else {
-    kind = ResolveSocketPathFromEnv(path_, sizeof(path_));
+    kind = rules::ResolveSocketPathFromEnv(path_, sizeof(path_));
   }
   options_.socket_path = nullptr;  // the caller's string need not outlive us; path_ holds it
-  if (kind == SocketPathKind::kDisabled) {
+  if (kind == rules::SocketPathKind::kDisabled) {
     state_.store(State::kOff, std::memory_order_relaxed);
     return;
   }
-  if (kind == SocketPathKind::kTooLong) {
+  if (kind == rules::SocketPathKind::kTooLong) {
     state_.store(State::kOff, std::memory_order_relaxed);
     Log("sentinel: collector socket path too long for a UNIX socket; streaming off");
     return;

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/socket_path.h"
 #include "plugin/core/record_sink.h"
-#include "plugin/transport/socket_path.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
@@ -121,7 +121,7 @@ class CollectorSink final : public RecordSink {
   }
 
   CollectorSinkOptions options_;
-  char path_[kSocketPathMax] = {};
+  char path_[rules::kSocketPathMax] = {};
   char host_[64] = {};
   char job_id_[64] = {};
   uint32_t pid_ = 0;  // the process that built us; a forked child never touches the socket

@@ -1,11 +1,11 @@
 // Tests of the socket path rule shared by the plugin and sentineld.
-#include "plugin/transport/socket_path.h"
+#include "common/socket_path.h"
 
 #include <string>
 
 #include "gtest/gtest.h"
 
-namespace sentinel::plugin {
+namespace sentinel::rules {
 namespace {
 
 TEST(SocketPathTest, ExplicitPathWins) {
@@ -79,5 +79,21 @@ TEST(SocketPathTest, FromEnvironment) {
   EXPECT_STREQ(out, "/run/user/55/sentinel/sentineld.sock");
 }
 
+// The node default expectation sits in the socket's directory; the plugin and sentineld both use
+// this one function (they used to disagree for a bare file name).
+TEST(SocketPathTest, NodeExpectPathIsInTheSocketDirectory) {
+  char out[kSocketPathMax + 16];
+  EXPECT_TRUE(NodeExpectPath("/run/user/7/sentinel/sentineld.sock", out, sizeof(out)));
+  EXPECT_STREQ(out, "/run/user/7/sentinel/expect");
+  EXPECT_TRUE(NodeExpectPath("s.sock", out, sizeof(out)));
+  EXPECT_STREQ(out, "./expect");
+  EXPECT_TRUE(NodeExpectPath("/s.sock", out, sizeof(out)));
+  EXPECT_STREQ(out, "/expect");
+  char small[8] = "junk";
+  EXPECT_FALSE(NodeExpectPath("/long/dir/s.sock", small, sizeof(small)));
+  EXPECT_STREQ(small, "");
+  EXPECT_FALSE(NodeExpectPath(nullptr, out, sizeof(out)));
+}
+
 }  // namespace
-}  // namespace sentinel::plugin
+}  // namespace sentinel::rules

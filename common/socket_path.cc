@@ -1,5 +1,5 @@
 // The SENTINEL_SOCKET / per-user default socket path rule (see socket_path.h).
-#include "plugin/transport/socket_path.h"
+#include "common/socket_path.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace sentinel::plugin {
+namespace sentinel::rules {
 namespace {
 
 bool Set(const char* s) { return s != nullptr && s[0] != '\0'; }
@@ -58,4 +58,19 @@ SocketPathKind ResolveSocketPathFromEnv(char* out, size_t cap) noexcept {
                            getuid(), out, cap);
 }
 
-}  // namespace sentinel::plugin
+bool NodeExpectPath(const char* socket_path, char* out, size_t cap) noexcept {
+  if (out == nullptr || cap == 0) return false;
+  out[0] = '\0';
+  if (socket_path == nullptr) return false;
+  const char* slash = std::strrchr(socket_path, '/');
+  int dir_len = slash == nullptr ? 1 : static_cast<int>(slash - socket_path);
+  const char* dir = slash == nullptr ? "." : socket_path;
+  int n = std::snprintf(out, cap, "%.*s/expect", dir_len, dir);
+  if (n < 0 || static_cast<size_t>(n) >= cap) {
+    out[0] = '\0';
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sentinel::rules

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace sentinel::plugin {
+namespace sentinel::rules {
 
 // Longest path a sockaddr_un can hold, NUL included.
 inline constexpr size_t kSocketPathMax = 108;
@@ -35,4 +35,9 @@ SocketPathKind ResolveSocketPathFromEnv(char* out, size_t cap) noexcept;
 SocketPathKind DefaultSocketDir(const char* xdg_runtime_dir, uid_t uid, char* out,
                                 size_t cap) noexcept;
 
-}  // namespace sentinel::plugin
+// Where sentineld publishes the node's default expectation: the file `expect` in the socket's
+// directory ("./expect" for a bare file name, "/expect" for a socket in the root). False, with an
+// empty `out`, when it does not fit.
+bool NodeExpectPath(const char* socket_path, char* out, size_t cap) noexcept;
+
+}  // namespace sentinel::rules
