@@ -19,6 +19,7 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/export/record_log.h"
+#include "common/host_name.h"
 
 namespace sentinel::collector {
 namespace {
@@ -81,8 +82,8 @@ StragglerParams StragglerParamsFrom(const Config& config) {
 
 Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
   absl::MutexLock lock(&mu_);
-  char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0) std::strcpy(host, "unknown");
+  char host[256];
+  rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs
   state_.host = host;
   state_.start_real_ns = clock_->RealNs();
   state_.start_mono_ns = clock_->MonoNs();

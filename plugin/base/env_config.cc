@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "common/env_bool.h"
+#include "common/host_name.h"
 #include "plugin/core/event_mask.h"
 
 namespace sentinel::plugin {
@@ -168,9 +169,8 @@ EnvConfig ParseEnvConfig(std::string* errors) {
     if (!found) *errors += std::string("SENTINEL_LOG_LEVEL='") + v + "' is unknown; using warn\n";
   }
   if (const char* v = getenv("SENTINEL_DUMP"); v != nullptr && *v != '\0') {
-    char host[256] = {0};
-    if (gethostname(host, sizeof(host) - 1) != 0) strcpy(host, "unknown");
-    if (char* dot = strchr(host, '.')) *dot = '\0';
+    char host[256];
+    rules::ShortHostName(host, sizeof(host));
     c.dump_path = ExpandDumpPath(v, static_cast<int>(getpid()), host);
     CheckDump(c.dump_path, errors);
   }

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <new>
 
+#include "common/host_name.h"
+
 namespace sentinel::plugin {
 namespace {
 
@@ -84,9 +86,7 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
     return;
   }
 
-  if (gethostname(host_, sizeof(host_)) != 0) host_[0] = '\0';
-  host_[sizeof(host_) - 1] = '\0';
-  if (char* dot = std::strchr(host_, '.')) *dot = '\0';
+  rules::ShortHostName(host_, sizeof(host_));
   static constexpr const char* kJobIdVars[] = {"SENTINEL_JOB_ID", "SLURM_JOB_ID",
                                                "TORCHELASTIC_RUN_ID"};
   for (const char* var : kJobIdVars) {
