@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/wire_names.h"
+
 namespace sentinel::collector {
 
 // Overwrites its oldest element when full; Push() returns true when it did (an eviction).
@@ -74,8 +76,9 @@ const char* SizeBucketLabel(int bucket);
 // Percentile (0..100) of `values` (reordered in place); 0 when empty.
 int64_t Percentile(std::vector<int64_t>* values, double pct);
 
-const char* FuncName(uint8_t func);
-const char* AlgoName(uint8_t algo);
-const char* ProtoName(uint8_t proto);
+// The NCCL spellings of the wire enums: the tables the plugin uses (common/wire_names.h).
+using rules::AlgoName;
+using rules::FuncName;
+using rules::ProtoName;
 
 }  // namespace sentinel::collector

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/wire_names.h"
+
 namespace sentinel::plugin {
 
 namespace names_internal {
@@ -78,10 +80,10 @@ inline uint32_t DatatypeSize(uint8_t datatype) noexcept {
 }
 
 // The NCCL spelling of each enum value ("AllReduce", "ncclFloat32", "RING", "SIMPLE"), or
-// "Unknown".
-const char* FuncName(uint8_t func) noexcept;
-const char* DatatypeName(uint8_t datatype) noexcept;
-const char* AlgoName(uint8_t algo) noexcept;
-const char* ProtoName(uint8_t proto) noexcept;
+// "Unknown": the shared tables.
+using rules::AlgoName;
+using rules::DatatypeName;
+using rules::FuncName;
+using rules::ProtoName;
 
 }  // namespace sentinel::plugin

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/wire_names.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::baseline {
@@ -25,17 +26,7 @@ std::string Pct(double ratio) { return Fixed(ratio * 100, 0) + " %"; }
 
 }  // namespace
 
-const char* CollName(Coll c) {
-  switch (c) {
-    case Coll::kAllReduce:
-      return "AllReduce";
-    case Coll::kAllGather:
-      return "AllGather";
-    case Coll::kReduceScatter:
-      return "ReduceScatter";
-  }
-  return "?";
-}
+const char* CollName(Coll c) { return rules::FuncName(CollWireFunc(c)); }
 
 uint8_t CollWireFunc(Coll c) {
   switch (c) {
