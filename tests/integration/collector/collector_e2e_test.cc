@@ -111,7 +111,10 @@ class Collector {
     log_ = dir.File(("sentineld" + std::to_string(generation) + ".log").c_str());
     child_ = std::make_unique<Child>(
         std::vector<std::string>{SENTINEL_SENTINELD_PATH, "--socket", socket, "--listen",
-                                 "127.0.0.1:0", "--port-file", port_file_},
+                                 "127.0.0.1:0", "--port-file", port_file_,
+                                 // A sanitizer build on a loaded machine renders a 5-minute trace
+                                 // in seconds: the test waits for it rather than dropping it.
+                                 "--http-timeout", "60s"},
         std::map<std::string, std::string>{}, log_);
   }
   // Waits for the port file and a healthy /healthz.
@@ -129,7 +132,7 @@ class Collector {
   std::pair<int, std::string> Get(const std::string& path) {
     httplib::Client cli("127.0.0.1", port_);
     cli.set_connection_timeout(2, 0);
-    cli.set_read_timeout(5, 0);
+    cli.set_read_timeout(60, 0);
     auto res = cli.Get(path.c_str());
     if (!res) return {0, ""};
     return {res->status, res->body};

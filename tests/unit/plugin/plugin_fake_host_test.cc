@@ -497,7 +497,9 @@ TEST_F(FakeHostTest, InFlightStateOfAHungCollective) {
   nlohmann::json st;
   for (int i = 0; i < 100; ++i) {
     st = latest();
-    if (!st.is_null() && HasFlag(st, "stuck")) break;
+    // The first state with all three events in it (a slow machine may report the stuck one
+    // before the third collective is enqueued).
+    if (!st.is_null() && HasFlag(st, "stuck") && st.value("enqueued", 0) == 3) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_FALSE(st.is_null());
