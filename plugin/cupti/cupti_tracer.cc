@@ -110,10 +110,14 @@ CuptiTracer::~CuptiTracer() {
   } else {
     // Kept for the process in a list that is itself never freed, so they stay reachable (a leaked
     // singleton to LeakSanitizer, not a leak).
-    static auto* kept_mu = new std::mutex();
-    static auto* kept = new std::vector<uint8_t*>();
+    static NoDestructor<std::mutex> kept_mu;
+    static NoDestructor<std::vector<uint8_t*>> kept;
     std::lock_guard<std::mutex> lk(*kept_mu);
-    kept->insert(kept->end(), all_buffers_.begin(), all_buffers_.end());
+    try {
+      kept->insert(kept->end(), all_buffers_.begin(), all_buffers_.end());
+    } catch (...) {
+      // Out of memory: the buffers stay allocated without a reference (never freed under CUPTI).
+    }
   }
 }
 
