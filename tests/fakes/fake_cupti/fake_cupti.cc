@@ -179,6 +179,13 @@ void Write(uint8_t* p, const Rec& r) {
   }
 }
 
+// Queued for the next FlushAll only if its kind is enabled: CUPTI records nothing otherwise.
+void Queue(const Rec& r) {
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (r.kind < 64 && s.enabled[r.kind]) s.queue.push_back(r);
+}
+
 }  // namespace
 
 extern "C" {
@@ -327,9 +334,6 @@ void fake_cupti_reset(void) {
 
 void fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t stream, const char* name,
                             uint64_t graph_node_id, uint32_t correlation_id) {
-  State& s = S();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.enabled[abi::kKindConcurrentKernel]) return;
   Rec r;
   r.kind = abi::kKindConcurrentKernel;
   r.start = start;
@@ -338,26 +342,20 @@ void fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t stream, const
   r.name = name;
   r.graph_node = graph_node_id;
   r.correlation = correlation_id;
-  s.queue.push_back(r);
+  Queue(r);
 }
 
 void fake_cupti_push_copy(uint32_t kind, uint64_t start, uint64_t end, uint32_t stream) {
-  State& s = S();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (kind >= 64 || !s.enabled[kind]) return;
   Rec r;
   r.kind = kind;
   r.start = start;
   r.end = end;
   r.stream = stream;
-  s.queue.push_back(r);
+  Queue(r);
 }
 
 void fake_cupti_push_marker(uint32_t flags, uint64_t timestamp, uint32_t id, const char* name,
                             const char* domain) {
-  State& s = S();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.enabled[abi::kKindMarker]) return;
   Rec r;
   r.kind = abi::kKindMarker;
   r.flags = flags;
@@ -365,7 +363,7 @@ void fake_cupti_push_marker(uint32_t flags, uint64_t timestamp, uint32_t id, con
   r.id = id;
   r.name = name;
   r.domain = domain;
-  s.queue.push_back(r);
+  Queue(r);
 }
 
 void fake_cupti_add_dropped(size_t n) {

@@ -54,6 +54,23 @@ class CuptiTracerTest : public ::testing::Test {
     fake_cupti_push_kernel(static_cast<uint64_t>(s + kRealOffset),
                            static_cast<uint64_t>(e + kRealOffset), stream, name, node, 0);
   }
+  // Compute [100, 300) ms and NCCL [250, 450) ms of window w0, then the window closes. With step
+  // boundaries at 100 and 600 ms, its one step is compute 200, exposed comm 150, idle 150 ms.
+  const SentinelWireGpuWindow* CloseWindowWithOneStep(CuptiTracer* t, int64_t w0) {
+    Kernel(w0 + 100 * kMs, w0 + 300 * kMs, 7, kGemm);
+    Kernel(w0 + 250 * kMs, w0 + 450 * kMs, 13, kNccl);
+    SetNow(w0 + kSec + 500 * kMs);
+    t->Tick();
+    const SentinelWireGpuWindow* w = WindowAt(w0);
+    if (w == nullptr) return nullptr;
+    EXPECT_EQ(w->steps, 1u);
+    EXPECT_EQ(w->step_start_ns, w0 + 100 * kMs);
+    EXPECT_EQ(w->step_end_ns, w0 + 600 * kMs);
+    EXPECT_EQ(w->step_compute_ns, 200 * kMs);
+    EXPECT_EQ(w->step_exposed_comm_ns, 150 * kMs);
+    EXPECT_EQ(w->step_idle_ns, 150 * kMs);
+    return w;
+  }
   const SentinelWireGpuWindow* WindowAt(int64_t start) const {
     for (const auto& w : windows_) {
       if (w.start_ns == start) return &w;
@@ -311,18 +328,8 @@ TEST_F(CuptiTracerTest, StepsFromBoundariesLandInTheirWindow) {
   const int64_t w0 = kMono0 + kSec;
   t->AddStepBoundary(w0 + 100 * kMs);
   t->AddStepBoundary(w0 + 600 * kMs);
-  Kernel(w0 + 100 * kMs, w0 + 300 * kMs, 7, kGemm);
-  Kernel(w0 + 250 * kMs, w0 + 450 * kMs, 13, kNccl);
-  SetNow(w0 + kSec + 500 * kMs);
-  t->Tick();
-  const SentinelWireGpuWindow* w = WindowAt(w0);
+  const SentinelWireGpuWindow* w = CloseWindowWithOneStep(t.get(), w0);
   ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->steps, 1u);
-  EXPECT_EQ(w->step_start_ns, w0 + 100 * kMs);
-  EXPECT_EQ(w->step_end_ns, w0 + 600 * kMs);
-  EXPECT_EQ(w->step_compute_ns, 200 * kMs);
-  EXPECT_EQ(w->step_exposed_comm_ns, 150 * kMs);
-  EXPECT_EQ(w->step_idle_ns, 150 * kMs);
 }
 
 // An NVTX marker in mono time (CUpti_ActivityMarker2 through the fake's buffers).
@@ -350,18 +357,8 @@ TEST_F(CuptiTracerTest, NvtxRangeNamedInStepNvtxMarksTheSteps) {
   Marker(kFlagMarkerStart, 0 - kRealOffset, 5, kStep);  // no timestamp: not a boundary
   // Boundaries from the collectives are not used while the NVTX range marks the steps.
   t->AddStepBoundary(w0 + 350 * kMs);
-  Kernel(w0 + 100 * kMs, w0 + 300 * kMs, 7, kGemm);
-  Kernel(w0 + 250 * kMs, w0 + 450 * kMs, 13, kNccl);
-  SetNow(w0 + kSec + 500 * kMs);
-  t->Tick();
-  const SentinelWireGpuWindow* w = WindowAt(w0);
+  const SentinelWireGpuWindow* w = CloseWindowWithOneStep(t.get(), w0);
   ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->steps, 1u);
-  EXPECT_EQ(w->step_start_ns, w0 + 100 * kMs);
-  EXPECT_EQ(w->step_end_ns, w0 + 600 * kMs);
-  EXPECT_EQ(w->step_compute_ns, 200 * kMs);
-  EXPECT_EQ(w->step_exposed_comm_ns, 150 * kMs);
-  EXPECT_EQ(w->step_idle_ns, 150 * kMs);
   EXPECT_EQ(w->kernels, 2u);  // markers are not kernels
   EXPECT_EQ(t->counters().nvtx_steps, 2u);
 }
