@@ -106,6 +106,12 @@ size_t GpuAccounting::pending() const {
          memcpy_.CountReaching(closed_until_) + nccl_open_.size();
 }
 
+size_t GpuAccounting::memory_bytes() const {
+  return compute_.capacity_bytes() + nccl_.capacity_bytes() + memcpy_.capacity_bytes() +
+         counts_.capacity() * sizeof(WindowCount) + not_measured_.capacity() * sizeof(Span) +
+         boundaries_.capacity() * sizeof(int64_t) + nccl_open_.capacity() * sizeof(Interval);
+}
+
 GpuAccounting::WindowCount* GpuAccounting::CountFor(int64_t t) {
   if (t >= count_from_ && t < count_to_) return &counts_[count_i_];
   // Another window than the last lookup's: find or add its entry (counts_ is short).

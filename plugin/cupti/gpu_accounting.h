@@ -115,6 +115,8 @@ class GpuAccounting {
   uint64_t late_total() const { return late_total_; }
   // Busy segments (compute, NCCL, memcpy) that reach past the closed edge.
   size_t pending() const;
+  // Bytes held by the accounting's containers (their capacity): for the memory soak.
+  size_t memory_bytes() const;
 
  private:
   struct Seg {
@@ -141,6 +143,9 @@ class GpuAccounting {
     std::pair<const Seg*, const Seg*> Range(int64_t lo, int64_t hi) const;
     void PruneBefore(int64_t t);            // drops segments that end at or before t
     size_t CountReaching(int64_t t) const;  // segments that end after t
+    size_t capacity_bytes() const {
+      return (v_.capacity() + side_.capacity() + scratch_.capacity()) * sizeof(Seg);
+    }
 
    private:
     void InsertSlow(int64_t s, int64_t e);

@@ -1,7 +1,7 @@
 // CUPTI tracer cost (issue 8 targets):
 //  - BM_ProcessRecords: CPU per activity record through the tracer's real path (GetNextRecord
 //    walk, prefix parse, cached kernel classification, clock mapping, accounting, and the window
-//    sweep amortised), at the 100k kernels/s shape (half compute, half NCCL, 2 streams);
+//    close amortised), at the 100k kernels/s shape (half compute, half NCCL, 2 streams);
 //    target <= 50 ns/record.
 //  - BM_FlushThreadAt100kKernelsPerSecond: the tracer's Tick loop in real time for
 //    SENTINEL_BENCH_SECONDS (default 10; 600 for the soak) against the fake libcupti generating
@@ -165,11 +165,30 @@ void BM_FlushThreadAt100kKernelsPerSecond(benchmark::State& state) {
     const int64_t cpu0 = ThreadCpuNs();
     const int64_t end = wall0 + static_cast<int64_t>(seconds * 1e9);
     size_t max_pending = 0;
+    int64_t max_tick_gap = 0;  // the longest time between two Ticks (a starved thread drops)
+    int64_t last_tick = wall0;
+    int64_t next_report = wall0 + 60 * 1000 * kMs;
     while (MonoNow() < end) {
       std::this_thread::sleep_for(std::chrono::milliseconds(config.flush_ms));
+      const int64_t tick = MonoNow();
+      max_tick_gap = std::max(max_tick_gap, tick - last_tick);
+      last_tick = tick;
       tracer.Tick();
       max_pending = std::max(max_pending, tracer.accounting().pending());
       if (rss_after_warmup < 0 && MonoNow() - wall0 > 3 * 1000 * kMs) rss_after_warmup = RssKib();
+      if (tick >= next_report) {
+        // One line a minute for the soak: memory and drops over time, not only at the ends.
+        next_report += 60 * 1000 * kMs;
+        const double secs = static_cast<double>(tick - wall0) / 1e9;
+        fprintf(stderr,
+                "soak t=%.0fs rss=%ld KiB accounting=%zu KiB ours_cpu=%.2f%% kernels=%llu "
+                "dropped=%llu max_tick_gap=%.0f ms\n",
+                secs, RssKib(), tracer.accounting().memory_bytes() / 1024,
+                100.0 * static_cast<double>(ThreadCpuNs() - cpu0 - fake_ns) /
+                    static_cast<double>(tick - wall0),
+                static_cast<unsigned long long>(kernels), static_cast<unsigned long long>(dropped),
+                static_cast<double>(max_tick_gap) / 1e6);
+      }
     }
     const int64_t cpu = ThreadCpuNs() - cpu0;
     const int64_t wall = MonoNow() - wall0;
@@ -185,6 +204,9 @@ void BM_FlushThreadAt100kKernelsPerSecond(benchmark::State& state) {
     state.counters["rss_after_3s_kib"] = static_cast<double>(rss_after_warmup);
     state.counters["rss_end_kib"] = static_cast<double>(RssKib());
     state.counters["max_pending"] = static_cast<double>(max_pending);
+    state.counters["max_tick_gap_ms"] = static_cast<double>(max_tick_gap) / 1e6;
+    state.counters["accounting_kib"] =
+        static_cast<double>(tracer.accounting().memory_bytes()) / 1024.0;
     state.counters["seconds"] = static_cast<double>(wall) / 1e9;
   }
 }
