@@ -27,8 +27,14 @@ enum ActivityKind : uint32_t {
   kKindMemset = 2,
   kKindKernel = 3,  // the serialising kind: read if present, never enabled
   kKindConcurrentKernel = 10,
+  kKindMarker = 12,   // NVTX marks and ranges (only with NVTX injection into CUPTI)
   kKindMemcpy2 = 22,  // peer-to-peer copies
 };
+
+// CUpti_ActivityFlag bits of a MARKER record.
+constexpr uint32_t kFlagMarkerInstantaneous = 1u << 0;
+constexpr uint32_t kFlagMarkerStart = 1u << 1;
+constexpr uint32_t kFlagMarkerEnd = 1u << 2;
 
 // cuptiActivityFlushAll flag for the last flush: also return buffers with incomplete records.
 constexpr uint32_t kFlushForced = 1;
@@ -69,6 +75,19 @@ constexpr size_t kStreamId = 40;
 constexpr size_t kCorrelationId = 44;
 constexpr size_t kPrefixSize = 48;
 }  // namespace copy
+
+// Offsets into a MARKER record (CUpti_ActivityMarker2, 56 bytes in CUDA 12 and 13). A range gives
+// a start record (name set) and an end record (same id, name null); timestamps are host times on
+// CUPTI's clock.
+namespace marker {
+constexpr size_t kKind = 0;
+constexpr size_t kFlags = 4;      // u32 CUpti_ActivityFlag
+constexpr size_t kTimestamp = 8;  // u64 ns, 0 = not collected
+constexpr size_t kId = 16;        // u32
+constexpr size_t kName = 40;      // const char*, null for an end record
+constexpr size_t kDomain = 48;    // const char*, null for the default domain
+constexpr size_t kPrefixSize = 56;
+}  // namespace marker
 
 // Buffer callbacks (CUpti_BuffersCallbackRequestFunc / CompleteFunc). The context and stream
 // arguments of the completion are deprecated and always null / 0.

@@ -78,6 +78,8 @@ CuptiConfig ParseCuptiConfig(std::string* errors) {
   }
   if (const char* p = getenv("SENTINEL_CUPTI_PATH")) c.path = p;
   if (const char* k = getenv("SENTINEL_CUPTI_COMM_KERNELS")) c.comm_kernels = k;
+  if (const char* n = getenv("SENTINEL_STEP_NVTX")) c.step_nvtx = n;
+  if (const char* i = getenv("NVTX_INJECTION64_PATH")) c.nvtx_injection = i;
   ParseU32("SENTINEL_CUPTI_WINDOW_MS", 10, 600000, &c.window_ms, errors);
   ParseU32("SENTINEL_CUPTI_FLUSH_MS", 5, 60000, &c.flush_ms, errors);
   ParseU32("SENTINEL_CUPTI_STARVE_MS", 10, 3600000, &c.starve_ms, errors);
@@ -110,11 +112,14 @@ CuptiTracer::~CuptiTracer() {
   } else {
     // Kept for the process in a list that is itself never freed, so they stay reachable (a leaked
     // singleton to LeakSanitizer, not a leak).
-    static auto* kept_mu = new (std::nothrow) std::mutex();
-    static auto* kept = new (std::nothrow) std::vector<uint8_t*>();
-    if (kept_mu == nullptr || kept == nullptr) return;  // unreachable then, but still never freed
+    static NoDestructor<std::mutex> kept_mu;
+    static NoDestructor<std::vector<uint8_t*>> kept;
     std::lock_guard<std::mutex> lk(*kept_mu);
-    kept->insert(kept->end(), all_buffers_.begin(), all_buffers_.end());
+    try {
+      kept->insert(kept->end(), all_buffers_.begin(), all_buffers_.end());
+    } catch (...) {
+      // Out of memory: the buffers stay allocated without a reference (never freed under CUPTI).
+    }
   }
 }
 
@@ -198,7 +203,33 @@ bool CuptiTracer::Register(std::string* why) {
   }
   // Copies are optional: without them memcpy_ns stays 0.
   for (uint32_t k : {kKindMemcpy, kKindMemset, kKindMemcpy2}) api_->activity_enable(k);
+  EnableNvtxSteps();
   return true;
+}
+
+void CuptiTracer::EnableNvtxSteps() {
+  if (config_.step_nvtx.empty()) return;
+  // NVTX calls reach CUPTI only when the job injected NVTX into a libcupti; another injection
+  // (Nsight Systems' own) gets them instead. We never set NVTX_INJECTION64_PATH ourselves: NVTX
+  // reads it once per module at its first call, and overriding another tool's would break it.
+  std::string why;
+  const std::string& inj = config_.nvtx_injection;
+  const size_t slash = inj.rfind('/');
+  if (inj.empty()) {
+    why = "NVTX_INJECTION64_PATH is not set (set it to the path of libcupti.so)";
+  } else if (inj.find("cupti", slash == std::string::npos ? 0 : slash) == std::string::npos) {
+    why = "NVTX_INJECTION64_PATH=" + inj + " is another tool's, not libcupti";
+  } else {
+    int rc = api_->activity_enable(kKindMarker);
+    if (rc != kSuccess) why = "cuptiActivityEnable(MARKER): " + ResultName(*api_, rc);
+  }
+  nvtx_steps_.store(why.empty(), std::memory_order_relaxed);
+  if (!why.empty() && !nvtx_logged_) {
+    nvtx_logged_ = true;
+    Log(LogLevel::kWarn,
+        "CUPTI: SENTINEL_STEP_NVTX=%s is not used: %s. Steps come from the first collective.",
+        config_.step_nvtx.c_str(), why.c_str());
+  }
 }
 
 bool CuptiTracer::Arm(std::string* why) {
@@ -234,6 +265,7 @@ void CuptiTracer::SampleClock() {
 }
 
 void CuptiTracer::AddStepBoundary(int64_t t) {
+  if (nvtx_steps()) return;
   std::lock_guard<std::mutex> lk(steps_mu_);
   if (step_in_.size() < 4096) step_in_.push_back(t);
 }
@@ -275,6 +307,9 @@ void CuptiTracer::ParseBuffer(uint8_t* buffer, size_t valid_size) {
       iv.stream = Read<uint32_t>(rec, copy::kStreamId);
       iv.correlation = Read<uint32_t>(rec, copy::kCorrelationId);
       iv.kind = Activity::kMemcpy;
+    } else if (kind == kKindMarker) {
+      ParseMarker(rec, offset, now_cupti);
+      continue;
     } else {
       continue;  // a kind we did not enable (another client's): skip
     }
@@ -295,6 +330,23 @@ void CuptiTracer::ParseBuffer(uint8_t* buffer, size_t valid_size) {
   std::lock_guard<std::mutex> lk(counters_mu_);
   counters_.records += parsed;
   counters_.foreign_clock_records += foreign;
+}
+
+void CuptiTracer::ParseMarker(const uint8_t* rec, int64_t offset, int64_t now_cupti) {
+  // A step starts where the named range starts (or a mark of that name is placed). End records
+  // carry no name and are not needed.
+  if (!nvtx_steps()) return;
+  if ((Read<uint32_t>(rec, marker::kFlags) & (kFlagMarkerStart | kFlagMarkerInstantaneous)) == 0) {
+    return;
+  }
+  const char* name = Read<const char*>(rec, marker::kName);
+  if (name == nullptr || strcmp(name, config_.step_nvtx.c_str()) != 0) return;
+  const uint64_t ts = Read<uint64_t>(rec, marker::kTimestamp);
+  const int64_t d = static_cast<int64_t>(ts) - now_cupti;
+  if (ts == 0 || !clock_ok_ || d > kRecordTolerance || d < -kRecordTolerance) return;
+  accounting_.AddStepBoundary(static_cast<int64_t>(ts) - offset);
+  std::lock_guard<std::mutex> lk(counters_mu_);
+  ++counters_.nvtx_steps;
 }
 
 void CuptiTracer::DrainCompleted() {

@@ -44,6 +44,12 @@ struct CuptiConfig {
   uint32_t buffers = 8;                    // SENTINEL_CUPTI_BUFFERS
   uint32_t attributions_per_window = 256;  // SENTINEL_CUPTI_ATTRIBUTIONS
   std::string comm_kernels;                // SENTINEL_CUPTI_COMM_KERNELS (extra name substrings)
+  // SENTINEL_STEP_NVTX: steps start where an NVTX range (or mark) of this name starts, read from
+  // CUPTI MARKER activity records in our own buffers (no subscriber). Needs NVTX injected into
+  // CUPTI, i.e. NVTX_INJECTION64_PATH naming a libcupti (nvtx_injection); without it, steps come
+  // from the first collective as usual.
+  std::string step_nvtx;
+  std::string nvtx_injection;  // NVTX_INJECTION64_PATH as the job set it (read, never written)
 };
 
 // Parses the SENTINEL_CUPTI* variables; problems are appended to *errors (one line each).
@@ -77,8 +83,11 @@ class CuptiTracer {
   void Tick();
   // Last flush (forced) and close every window that ended by now.
   void Finish();
-  // A step starts at t (CLOCK_MONOTONIC). Any thread.
+  // A step starts at t (CLOCK_MONOTONIC), from the collective records. Any thread. Ignored while
+  // steps come from the SENTINEL_STEP_NVTX range.
   void AddStepBoundary(int64_t t);
+  // Steps come from the NVTX range (SENTINEL_STEP_NVTX set, injection present, MARKER enabled).
+  bool nvtx_steps() const { return nvtx_steps_.load(std::memory_order_relaxed); }
 
   TracerState state() const { return state_.load(std::memory_order_relaxed); }
   const std::string& off_reason() const { return off_reason_; }
@@ -94,6 +103,7 @@ class CuptiTracer {
     uint64_t windows = 0;
     uint64_t attributions = 0;
     uint64_t attributions_suppressed = 0;
+    uint64_t nvtx_steps = 0;  // step boundaries taken from SENTINEL_STEP_NVTX markers
   };
   Counters counters() const;
   int64_t clock_offset_ns() const { return clock_offset_ns_; }
@@ -113,8 +123,10 @@ class CuptiTracer {
   void DrainCompleted();
   void TakeStepBoundaries();
   void ParseBuffer(uint8_t* buffer, size_t valid_size);
+  void ParseMarker(const uint8_t* rec, int64_t offset, int64_t now_cupti);
   void Emit(int64_t watermark);
   void StepAside(int64_t from);
+  void EnableNvtxSteps();
 
   const CuptiApi* api_;
   CuptiConfig config_;
@@ -147,6 +159,8 @@ class CuptiTracer {
   int64_t stepped_aside_at_ = 0;
   int64_t aside_from_ = 0;
   uint64_t foreign_clock_seen_ = 0;
+  std::atomic<bool> nvtx_steps_{false};
+  bool nvtx_logged_ = false;
   mutable std::mutex counters_mu_;
   Counters counters_;  // guarded by counters_mu_ when read from other threads
 };

@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace sentinel::plugin::cupti {
@@ -105,44 +106,88 @@ class GpuAccounting {
   // Closes every window whose end <= watermark, appending results to *out.
   void Advance(int64_t watermark, AccountingOutput* out);
 
-  // At most n attributions per closed window (the rest are counted, not computed).
+  // At most n attributions per window: the first n NCCL kernels (in arrival order) that end in it.
+  // The rest are counted when they arrive, and neither kept nor computed.
   void set_attributions_per_window(uint32_t n) { attributions_per_window_ = n; }
   uint64_t attributions_suppressed() const { return attributions_suppressed_; }
 
   int64_t closed_until() const { return closed_until_; }
   uint64_t late_total() const { return late_total_; }
-  size_t pending() const { return pending_.size(); }
+  // Busy segments (compute, NCCL, memcpy) that reach past the closed edge.
+  size_t pending() const;
+  // Bytes held by the accounting's containers (their capacity): for the memory soak.
+  size_t memory_bytes() const;
 
  private:
-  struct Point {
-    int64_t t;
-    int8_t delta;  // +1 start, -1 end
-    uint8_t kind;
+  struct Seg {
+    int64_t s, e;
+  };
+  // A sorted list of disjoint busy intervals of one class, merged on insert. Records arrive
+  // nearly in start order, so an insert is almost always "extend the last segment" or "append";
+  // one that lands near the end is merged in place, and the rare one further back waits in a side
+  // list that is sorted and merged before the next window closes (never quadratic).
+  class Union {
+   public:
+    void Insert(int64_t s, int64_t e) {
+      if (v_.empty() || s > v_.back().e) {
+        v_.push_back({s, e});
+      } else if (s >= v_.back().s) {
+        if (e > v_.back().e) v_.back().e = e;
+      } else {
+        InsertSlow(s, e);
+      }
+    }
+    void Normalize();                               // merges the side list in
+    int64_t Measure(int64_t lo, int64_t hi) const;  // |union ∩ [lo, hi)|
+    // The segments that meet [lo, hi).
+    std::pair<const Seg*, const Seg*> Range(int64_t lo, int64_t hi) const;
+    void PruneBefore(int64_t t);            // drops segments that end at or before t
+    size_t CountReaching(int64_t t) const;  // segments that end after t
+    size_t capacity_bytes() const {
+      return (v_.capacity() + side_.capacity() + scratch_.capacity()) * sizeof(Seg);
+    }
+
+   private:
+    void InsertSlow(int64_t s, int64_t e);
+    std::vector<Seg> v_, side_, scratch_;
+  };
+  // Per open window: kernels counted where they start, and the NCCL kernels that end in it and
+  // were kept for attribution (the first attributions_per_window_ of them, in arrival order).
+  struct WindowCount {
+    int64_t start;
+    uint64_t kernels, nccl;
+    uint32_t attributable;
+  };
+  // The figures of a part [lo, hi) of a window: |C|, |N|, |M|, |C ∪ N|, |C ∪ N ∪ M|.
+  struct Figures {
+    int64_t c = 0, n = 0, m = 0, k = 0, all = 0;
   };
   struct Span {
     int64_t from, to;
     uint32_t reason;
   };
+  WindowCount* CountFor(int64_t t);  // null beyond kMaxCountedWindows
+  Figures Measure(int64_t lo, int64_t hi) const;
   void CloseWindow(int64_t a, int64_t b, AccountingOutput* out);
-  void AttributeClosed(uint64_t windows_closed, AccountingOutput* out);
+  void AttributeClosed(AccountingOutput* out);
 
   int64_t window_ns_;
   bool begun_ = false;
   int64_t closed_until_ = 0;
-  std::vector<Interval> pending_;                      // intervals that reach past closed_until_
-  std::vector<Interval> carry_;                        // scratch for pruning
-  std::vector<Point> points_;                          // scratch for the sweep
-  std::vector<Point> starts_, ends_, extra_, merged_;  // scratch: sorted runs merged in O(n)
-  bool pending_sorted_ = true;  // pending_ is in start order (the usual case: no sort needed)
-  int64_t last_start_ = INT64_MIN;
+  // Unions of compute (C), NCCL (N) and memcpy/memset (M) busy time. At a window's close one
+  // merged walk gives |C ∪ N| and |C ∪ N ∪ M|: overlap = |C| + |N| - |C ∪ N|, idle = length -
+  // |C ∪ N ∪ M|. C reaches back as far as NCCL attribution needs it; N and M end at the closed
+  // edge.
+  Union compute_, nccl_, memcpy_;
+  std::vector<WindowCount> counts_;        // sorted by start, windows >= closed_until_
+  int64_t count_from_ = 0, count_to_ = 0;  // the window of counts_[count_i_] (cache for Add)
+  size_t count_i_ = 0;
   std::vector<Span> not_measured_;
   std::vector<int64_t> boundaries_;  // step boundaries > closed_until_, sorted on use
   // The current (open) step and its running figures.
   bool in_step_ = false;
   StepResult step_{};
   int64_t step_busy_ = 0, step_nccl_ = 0, step_overlap_ = 0;
-  // Compute union of recently closed time (disjoint, sorted) for NCCL attribution.
-  std::vector<std::pair<int64_t, int64_t>> compute_union_;
   std::vector<Interval> nccl_open_;  // NCCL kernels not yet attributed (end > closed_until_)
   uint32_t attributions_per_window_ = UINT32_MAX;
   uint64_t attributions_suppressed_ = 0;

@@ -20,6 +20,7 @@ namespace abi = sentinel::plugin::cupti;
 constexpr size_t kKernelSize = 216;
 constexpr size_t kMemcpySize = 96;
 constexpr size_t kMemsetSize = 88;
+constexpr size_t kMarkerSize = 56;
 
 struct Rec {
   uint32_t kind = 0;
@@ -27,6 +28,8 @@ struct Rec {
   uint32_t stream = 0, correlation = 0;
   const char* name = nullptr;
   uint64_t graph_node = 0;
+  uint32_t flags = 0, id = 0;  // markers
+  const char* domain = nullptr;
 };
 
 size_t SizeOf(uint32_t kind) {
@@ -39,6 +42,8 @@ size_t SizeOf(uint32_t kind) {
       return kMemcpySize;
     case abi::kKindMemset:
       return kMemsetSize;
+    case abi::kKindMarker:
+      return kMarkerSize;
     default:
       return 0;
   }
@@ -159,6 +164,12 @@ void Write(uint8_t* p, const Rec& r) {
     memcpy(p + abi::kernel::kGraphNodeId, &r.graph_node, 8);
     uint32_t graph = r.graph_node != 0 ? 1 : 0;
     memcpy(p + abi::kernel::kGraphId, &graph, 4);
+  } else if (r.kind == abi::kKindMarker) {
+    memcpy(p + abi::marker::kFlags, &r.flags, 4);
+    memcpy(p + abi::marker::kTimestamp, &r.start, 8);
+    memcpy(p + abi::marker::kId, &r.id, 4);
+    memcpy(p + abi::marker::kName, &r.name, sizeof(r.name));
+    memcpy(p + abi::marker::kDomain, &r.domain, sizeof(r.domain));
   } else {
     memcpy(p + abi::copy::kStart, &r.start, 8);
     memcpy(p + abi::copy::kEnd, &r.end, 8);
@@ -166,6 +177,13 @@ void Write(uint8_t* p, const Rec& r) {
     memcpy(p + abi::copy::kStreamId, &r.stream, 4);
     memcpy(p + abi::copy::kCorrelationId, &r.correlation, 4);
   }
+}
+
+// Queued for the next FlushAll only if its kind is enabled: CUPTI records nothing otherwise.
+void Queue(const Rec& r) {
+  State& s = S();
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (r.kind < 64 && s.enabled[r.kind]) s.queue.push_back(r);
 }
 
 }  // namespace
@@ -316,9 +334,6 @@ void fake_cupti_reset(void) {
 
 void fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t stream, const char* name,
                             uint64_t graph_node_id, uint32_t correlation_id) {
-  State& s = S();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (!s.enabled[abi::kKindConcurrentKernel]) return;
   Rec r;
   r.kind = abi::kKindConcurrentKernel;
   r.start = start;
@@ -327,19 +342,28 @@ void fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t stream, const
   r.name = name;
   r.graph_node = graph_node_id;
   r.correlation = correlation_id;
-  s.queue.push_back(r);
+  Queue(r);
 }
 
 void fake_cupti_push_copy(uint32_t kind, uint64_t start, uint64_t end, uint32_t stream) {
-  State& s = S();
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (kind >= 64 || !s.enabled[kind]) return;
   Rec r;
   r.kind = kind;
   r.start = start;
   r.end = end;
   r.stream = stream;
-  s.queue.push_back(r);
+  Queue(r);
+}
+
+void fake_cupti_push_marker(uint32_t flags, uint64_t timestamp, uint32_t id, const char* name,
+                            const char* domain) {
+  Rec r;
+  r.kind = abi::kKindMarker;
+  r.flags = flags;
+  r.start = timestamp;
+  r.id = id;
+  r.name = name;
+  r.domain = domain;
+  Queue(r);
 }
 
 void fake_cupti_add_dropped(size_t n) {

@@ -42,6 +42,12 @@ void fake_cupti_push_kernel(uint64_t start, uint64_t end, uint32_t stream, const
                             uint64_t graph_node_id, uint32_t correlation_id);
 // kind 1 memcpy, 2 memset, 22 peer-to-peer memcpy.
 void fake_cupti_push_copy(uint32_t kind, uint64_t start, uint64_t end, uint32_t stream);
+// Queues one NVTX marker record (kind MARKER, CUpti_ActivityMarker2 layout): flags 2 = range start
+// (name set), 4 = range end (name null, as CUPTI writes it), 1 = instantaneous mark. Queued only
+// if MARKER is enabled. Real CUPTI produces these only when NVTX is injected into it
+// (NVTX_INJECTION64_PATH); the fake does not model that.
+void fake_cupti_push_marker(uint32_t flags, uint64_t timestamp, uint32_t id, const char* name,
+                            const char* domain);
 // CUPTI lost n records (device buffers overflowed): reported by GetNumDroppedRecords.
 void fake_cupti_add_dropped(size_t n);
 // Another tool (Kineto) registers its own callbacks: from now on flushes deliver to it.

@@ -85,6 +85,22 @@ static_assert(offsetof(CUpti_ActivityMemcpyPtoP4, end) == copy::kEnd);
 static_assert(offsetof(CUpti_ActivityMemcpyPtoP4, deviceId) == copy::kDeviceId);
 static_assert(offsetof(CUpti_ActivityMemcpyPtoP4, streamId) == copy::kStreamId);
 
+// NVTX markers (SENTINEL_STEP_NVTX).
+static_assert(static_cast<int>(kKindMarker) == static_cast<int>(CUPTI_ACTIVITY_KIND_MARKER));
+static_assert(static_cast<uint32_t>(kFlagMarkerInstantaneous) ==
+              static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS));
+static_assert(static_cast<uint32_t>(kFlagMarkerStart) ==
+              static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_MARKER_START));
+static_assert(static_cast<uint32_t>(kFlagMarkerEnd) ==
+              static_cast<uint32_t>(CUPTI_ACTIVITY_FLAG_MARKER_END));
+static_assert(offsetof(CUpti_ActivityMarker2, kind) == marker::kKind);
+static_assert(offsetof(CUpti_ActivityMarker2, flags) == marker::kFlags);
+static_assert(offsetof(CUpti_ActivityMarker2, timestamp) == marker::kTimestamp);
+static_assert(offsetof(CUpti_ActivityMarker2, id) == marker::kId);
+static_assert(offsetof(CUpti_ActivityMarker2, name) == marker::kName);
+static_assert(offsetof(CUpti_ActivityMarker2, domain) == marker::kDomain);
+static_assert(sizeof(CUpti_ActivityMarker2) == marker::kPrefixSize);
+
 TEST(CuptiAbiLayoutTest, CallbackSignaturesMatch) {
   // Our callback types convert to CUPTI's exactly (same parameter lists).
   CUpti_BuffersCallbackRequestFunc req = static_cast<BufferRequestFn>(nullptr);
@@ -96,6 +112,7 @@ TEST(CuptiAbiLayoutTest, CallbackSignaturesMatch) {
   EXPECT_EQ(sizeof(CUpti_ActivityKernel10), 216u);
   EXPECT_EQ(sizeof(CUpti_ActivityMemcpy6), 96u);
   EXPECT_EQ(sizeof(CUpti_ActivityMemset4), 88u);
+  EXPECT_EQ(sizeof(CUpti_ActivityMarker2), 56u);
 }
 
 }  // namespace

@@ -197,6 +197,51 @@ TEST(GpuAccountingTest, StepTouchingANotMeasuredSpanIsNotMeasured) {
   EXPECT_EQ(out.steps[1].compute_ns, 1000);
 }
 
+TEST(GpuAccountingTest, AttributionsAreCappedPerWindowTheKernelEndsIn) {
+  GpuAccounting acc(1000);
+  acc.set_attributions_per_window(2);
+  acc.Begin(0);
+  acc.Add(Iv(Activity::kCompute, 0, 3000));
+  // Window 0: three NCCL kernels end in it; the first two to arrive are attributed.
+  acc.Add(Iv(Activity::kNccl, 500, 600, 11));
+  acc.Add(Iv(Activity::kNccl, 100, 200, 12));
+  acc.Add(Iv(Activity::kNccl, 300, 400, 13));
+  // One starts in window 0 and ends in window 1: it counts against window 1's cap.
+  acc.Add(Iv(Activity::kNccl, 900, 1100, 14));
+  acc.Add(Iv(Activity::kNccl, 1200, 1300, 15));
+  acc.Add(Iv(Activity::kNccl, 1400, 1500, 16));
+  AccountingOutput out;
+  acc.Advance(2000, &out);
+  ASSERT_EQ(out.windows.size(), 2u);
+  EXPECT_EQ(out.windows[0].nccl_kernels, 4u);  // counted where they start, cap or not
+  EXPECT_EQ(out.windows[1].nccl_kernels, 2u);
+  ASSERT_EQ(out.attributions.size(), 4u);
+  EXPECT_EQ(out.attributions[0].kernel.stream, 11u);
+  EXPECT_EQ(out.attributions[1].kernel.stream, 12u);
+  EXPECT_EQ(out.attributions[2].kernel.stream, 14u);
+  EXPECT_EQ(out.attributions[2].overlap_ns, 200);  // whole, across the edge
+  EXPECT_EQ(out.attributions[3].kernel.stream, 15u);
+  EXPECT_EQ(acc.attributions_suppressed(), 2u);
+}
+
+TEST(GpuAccountingTest, FarOutOfOrderRecordsMergeExactly) {
+  // More than a short tail behind the newest record: the side list path, merged at close.
+  GpuAccounting acc(100000);
+  acc.Begin(0);
+  for (int64_t t = 50000; t < 90000; t += 100) acc.Add(Iv(Activity::kCompute, t, t + 50));
+  for (int64_t t = 0; t < 40000; t += 100) acc.Add(Iv(Activity::kCompute, t, t + 50));
+  acc.Add(Iv(Activity::kCompute, 10025, 10175));  // joins two early segments: 75 ns new
+  acc.Add(Iv(Activity::kNccl, 0, 100000));
+  AccountingOutput out;
+  acc.Advance(100000, &out);
+  ASSERT_EQ(out.windows.size(), 1u);
+  // 800 segments of 50, plus the joining one's 75 of new time.
+  EXPECT_EQ(out.windows[0].compute_ns, 800 * 50 + 75);
+  EXPECT_EQ(out.windows[0].overlap_ns, 800 * 50 + 75);
+  EXPECT_EQ(out.windows[0].idle_ns, 0);
+  EXPECT_EQ(out.windows[0].kernels, 802u);
+}
+
 TEST(GpuAccountingTest, PendingStaysBoundedOverManyWindows) {
   GpuAccounting acc(1000);
   acc.Begin(0);

@@ -54,6 +54,23 @@ class CuptiTracerTest : public ::testing::Test {
     fake_cupti_push_kernel(static_cast<uint64_t>(s + kRealOffset),
                            static_cast<uint64_t>(e + kRealOffset), stream, name, node, 0);
   }
+  // Compute [100, 300) ms and NCCL [250, 450) ms of window w0, then the window closes. With step
+  // boundaries at 100 and 600 ms, its one step is compute 200, exposed comm 150, idle 150 ms.
+  const SentinelWireGpuWindow* CloseWindowWithOneStep(CuptiTracer* t, int64_t w0) {
+    Kernel(w0 + 100 * kMs, w0 + 300 * kMs, 7, kGemm);
+    Kernel(w0 + 250 * kMs, w0 + 450 * kMs, 13, kNccl);
+    SetNow(w0 + kSec + 500 * kMs);
+    t->Tick();
+    const SentinelWireGpuWindow* w = WindowAt(w0);
+    if (w == nullptr) return nullptr;
+    EXPECT_EQ(w->steps, 1u);
+    EXPECT_EQ(w->step_start_ns, w0 + 100 * kMs);
+    EXPECT_EQ(w->step_end_ns, w0 + 600 * kMs);
+    EXPECT_EQ(w->step_compute_ns, 200 * kMs);
+    EXPECT_EQ(w->step_exposed_comm_ns, 150 * kMs);
+    EXPECT_EQ(w->step_idle_ns, 150 * kMs);
+    return w;
+  }
   const SentinelWireGpuWindow* WindowAt(int64_t start) const {
     for (const auto& w : windows_) {
       if (w.start_ns == start) return &w;
@@ -311,18 +328,74 @@ TEST_F(CuptiTracerTest, StepsFromBoundariesLandInTheirWindow) {
   const int64_t w0 = kMono0 + kSec;
   t->AddStepBoundary(w0 + 100 * kMs);
   t->AddStepBoundary(w0 + 600 * kMs);
-  Kernel(w0 + 100 * kMs, w0 + 300 * kMs, 7, kGemm);
-  Kernel(w0 + 250 * kMs, w0 + 450 * kMs, 13, kNccl);
-  SetNow(w0 + kSec + 500 * kMs);
-  t->Tick();
-  const SentinelWireGpuWindow* w = WindowAt(w0);
+  const SentinelWireGpuWindow* w = CloseWindowWithOneStep(t.get(), w0);
   ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->steps, 1u);
-  EXPECT_EQ(w->step_start_ns, w0 + 100 * kMs);
-  EXPECT_EQ(w->step_end_ns, w0 + 600 * kMs);
-  EXPECT_EQ(w->step_compute_ns, 200 * kMs);
-  EXPECT_EQ(w->step_exposed_comm_ns, 150 * kMs);
-  EXPECT_EQ(w->step_idle_ns, 150 * kMs);
+}
+
+// An NVTX marker in mono time (CUpti_ActivityMarker2 through the fake's buffers).
+void Marker(uint32_t flags, int64_t t, uint32_t id, const char* name) {
+  fake_cupti_push_marker(flags, static_cast<uint64_t>(t + kRealOffset), id, name, nullptr);
+}
+
+TEST_F(CuptiTracerTest, NvtxRangeNamedInStepNvtxMarksTheSteps) {
+  config_.step_nvtx = "train_step";
+  config_.nvtx_injection = "/usr/local/cuda/lib64/libcupti.so.13";
+  auto t = Make();
+  std::string why;
+  ASSERT_TRUE(t->Arm(&why)) << why;
+  EXPECT_TRUE(fake_cupti_enabled(kKindMarker));
+  EXPECT_TRUE(t->nvtx_steps());
+  const int64_t w0 = kMono0 + kSec;
+  // The named range starts at 100 ms and again at 600 ms; its end record (no name), another
+  // range's start and an instantaneous mark of another name are not boundaries.
+  static const char kStep[] = "train_step";  // a different pointer than the config's string
+  Marker(kFlagMarkerStart, w0 + 100 * kMs, 1, kStep);
+  Marker(kFlagMarkerStart, w0 + 200 * kMs, 2, "data_loader");
+  Marker(kFlagMarkerInstantaneous, w0 + 250 * kMs, 3, "checkpoint");
+  Marker(kFlagMarkerEnd, w0 + 500 * kMs, 1, nullptr);
+  Marker(kFlagMarkerStart, w0 + 600 * kMs, 4, kStep);
+  Marker(kFlagMarkerStart, 0 - kRealOffset, 5, kStep);  // no timestamp: not a boundary
+  // Boundaries from the collectives are not used while the NVTX range marks the steps.
+  t->AddStepBoundary(w0 + 350 * kMs);
+  const SentinelWireGpuWindow* w = CloseWindowWithOneStep(t.get(), w0);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->kernels, 2u);  // markers are not kernels
+  EXPECT_EQ(t->counters().nvtx_steps, 2u);
+}
+
+TEST_F(CuptiTracerTest, StepNvtxWithoutInjectionIntoCuptiFallsBackToCollectives) {
+  config_.step_nvtx = "train_step";
+  for (const char* injection : {"", "/opt/nsight-systems/target/libToolsInjection64.so"}) {
+    fake_cupti_reset();
+    SetNow(kMono0 + 10 * kMs);
+    windows_.clear();
+    config_.nvtx_injection = injection;
+    auto t = Make();
+    std::string why;
+    ASSERT_TRUE(t->Arm(&why)) << why;
+    EXPECT_FALSE(fake_cupti_enabled(kKindMarker)) << injection;
+    EXPECT_FALSE(t->nvtx_steps()) << injection;
+    const int64_t w0 = kMono0 + kSec;
+    t->AddStepBoundary(w0 + 100 * kMs);
+    t->AddStepBoundary(w0 + 600 * kMs);
+    Kernel(w0 + 100 * kMs, w0 + 300 * kMs, 7, kGemm);
+    SetNow(w0 + kSec + 500 * kMs);
+    t->Tick();
+    const SentinelWireGpuWindow* w = WindowAt(w0);
+    ASSERT_NE(w, nullptr);
+    EXPECT_EQ(w->steps, 1u) << injection;
+    EXPECT_EQ(w->step_start_ns, w0 + 100 * kMs);
+    EXPECT_EQ(w->step_compute_ns, 200 * kMs);
+  }
+}
+
+TEST_F(CuptiTracerTest, MarkerKindStaysOffWithoutStepNvtx) {
+  config_.nvtx_injection = "/usr/local/cuda/lib64/libcupti.so.13";
+  auto t = Make();
+  std::string why;
+  ASSERT_TRUE(t->Arm(&why)) << why;
+  EXPECT_FALSE(fake_cupti_enabled(kKindMarker));  // no marker records, no cost, by default
+  EXPECT_FALSE(t->nvtx_steps());
 }
 
 TEST_F(CuptiTracerTest, FinishClosesWindowsThatEndedWithoutGrace) {
