@@ -76,8 +76,23 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   EXPECT_NE(text.find("sentinel_rank_collectives_total{comm=\"0x0000000000000042\",rank=\"0\",func="
                       "\"AllReduce\"} 5\n"),
             std::string::npos);
+  // The default series budget has no size buckets; --metrics-detail size adds them.
   EXPECT_NE(text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
-                      "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+                      "\"AllReduce\"} 5\n"),
+            std::string::npos);
+  EXPECT_EQ(text.find("size_bucket="), std::string::npos);
+  MetricsOptions detail;
+  detail.detail.size = true;
+  std::string by_size;
+  agg_->Read([&](const State& s) { by_size = RenderPrometheus(s, detail); });
+  EXPECT_NE(by_size.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
+                         "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(by_size.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\","
+                         "rank=\"1\",size_bucket=\"<=1MiB\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\","
+                      "rank=\"1\"} 5\n"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE sentinel_rank_lateness_seconds histogram"), std::string::npos);
   EXPECT_EQ(text.find("seq="), std::string::npos);
