@@ -235,8 +235,9 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
     w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "local"}}),
              static_cast<double>(comm->members.size()));
   }
-  w.Family("sentinel_collectives_joined_total", "counter",
-           "Collectives joined across the node's ranks (by size bucket with --metrics-detail size).");
+  w.Family(
+      "sentinel_collectives_joined_total", "counter",
+      "Collectives joined across the node's ranks (by size bucket with --metrics-detail size).");
   for (const CommState* comm : comms) {
     for (int f = 0; f < kFuncSlots; ++f) {
       const auto& by_bucket = comm->joined_by_func_bucket[static_cast<size_t>(f)];

@@ -84,8 +84,9 @@ int main(int argc, char** argv) {
   const std::string dir = tmpl;
   const std::string socket = dir + "/s.sock";
   const std::string port_file = dir + "/port";
-  std::vector<std::string> args = {sentineld,   "--socket", socket,      "--listen", "127.0.0.1:0",
-                                   "--port-file", port_file, "--log-level", "error"};
+  std::vector<std::string> args = {sentineld,  "--socket",    socket,
+                                   "--listen", "127.0.0.1:0", "--port-file",
+                                   port_file,  "--log-level", "error"};
   args.insert(args.end(), extra.begin(), extra.end());
   const pid_t pid = fork();
   if (pid == 0) {
@@ -148,8 +149,7 @@ int main(int argc, char** argv) {
     std::printf("jobs %d (8 ranks, %d comms, 5 funcs, 6 size buckets each; the last live)\n", jobs,
                 comms);
     std::printf("series %zu  per rank (of 8) %.1f  per rank per job %.1f\n", series,
-                static_cast<double>(series) / ranks,
-                static_cast<double>(series) / ranks / jobs);
+                static_cast<double>(series) / ranks, static_cast<double>(series) / ranks / jobs);
     std::printf("bytes per scrape %zu\n", bytes);
     std::printf("scrape ms over %zu: mean %.3f  p50 %.3f  p99 %.3f\n", ms.size(),
                 sum / static_cast<double>(ms.size()), ms[ms.size() / 2],

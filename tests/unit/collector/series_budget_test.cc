@@ -197,8 +197,8 @@ TEST_F(SeriesBudgetTest, DefaultStaysWithinBudgetAcrossJobsAndEndedSeriesLeave) 
     EXPECT_TRUE(left.empty()) << "ended communicators still on /metrics: " << *left.begin();
     const double gone_after =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - ended).count();
-    std::printf("[series] job %d's series left /metrics %.2f s after it ended (retention 2 s)\n",
-                j, gone_after);
+    std::printf("[series] job %d's series left /metrics %.2f s after it ended (retention 2 s)\n", j,
+                gone_after);
     EXPECT_EQ(LabelValues(last_series_, "rank").size(), 0u);
   }
   // The same job shape gives the same count: nothing of the earlier jobs accumulates.
@@ -213,12 +213,13 @@ TEST_F(SeriesBudgetTest, DetailOnlyWhenEnabled) {
   RunJob(job, &feeder);
   if (HasFatalFailure()) return;
   const std::vector<Series>& series = Scrape();
-  std::printf("[series] detail mode (comm,size): %zu series, %.1f per rank, %zu B\n",
-              series.size(), static_cast<double>(series.size()) / job.ranks, last_bytes_);
+  std::printf("[series] detail mode (comm,size): %zu series, %.1f per rank, %zu B\n", series.size(),
+              static_cast<double>(series.size()) / job.ranks, last_bytes_);
   EXPECT_EQ(LabelValues(series, "comm").size(), static_cast<size_t>(job.comms));
   std::set<std::string> buckets;
   for (const Series& s : series) {
-    if (s.name == "sentinel_rank_duration_seconds_count") buckets.insert(s.labels.at("size_bucket"));
+    if (s.name == "sentinel_rank_duration_seconds_count")
+      buckets.insert(s.labels.at("size_bucket"));
   }
   EXPECT_EQ(buckets.size(), job.sizes.size());
   EXPECT_GT(static_cast<double>(series.size()) / job.ranks, 100.0)
