@@ -5,8 +5,6 @@
 // every communicator (CommEnd) and disconnects, as a job that exits.
 #pragma once
 
-#include <time.h>
-
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -16,12 +14,6 @@
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {
-
-inline int64_t FeederMonoNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 struct NodeJob {
   int job = 0;  // distinct communicator hashes per job
@@ -48,7 +40,7 @@ class NodeFeeder {
   // a socket error or when `ready()` gives up.
   bool Run(const std::string& socket, const NodeJob& job, const std::function<bool()>& ready) {
     job_ = job;
-    const int64_t t0 = FeederMonoNow() - 10LL * 1000000000;
+    const int64_t t0 = MonoNow() - 10LL * 1000000000;
     for (int r = 0; r < job.ranks; ++r) {
       auto client = std::make_unique<WireClient>();
       const uint32_t pid = static_cast<uint32_t>(50000 + job.job * 100 + r);
@@ -104,7 +96,7 @@ class NodeFeeder {
         }
         SentinelWireInFlight in{};
         in.comm_hash = job.Comm(c);
-        in.now_ns = FeederMonoNow();
+        in.now_ns = MonoNow();
         in.enqueued = in.gpu_started = in.completed = job.Seqs() * job.funcs.size();
         in.rank = r;
         in.nranks = job.NRanks(c);
@@ -123,7 +115,7 @@ class NodeFeeder {
       for (int c = 0; c < job_.comms; ++c) {
         SentinelWireCommEnd end{};
         end.comm_hash = job_.Comm(c);
-        end.now_ns = FeederMonoNow();
+        end.now_ns = MonoNow();
         end.rank = static_cast<int32_t>(r);
         AppendFrame(&b, kSentinelWireCommEnd, &end, sizeof(end));
       }
