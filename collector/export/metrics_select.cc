@@ -6,8 +6,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 
-#include "collector/export/exporters.h"
-
 namespace sentinel::collector {
 namespace {
 
@@ -48,15 +46,29 @@ absl::flat_hash_set<uint64_t> ExportedComms(const State& state, const MetricsOpt
     if (options.detail.comm || AllowListed(*comm, options.comms)) out.insert(hash);
   }
   if (options.detail.comm) return out;
+  // Each process's primary communicator as PrimaryRank picks it (largest, then lowest hash), among
+  // its live ranks, and among all its ranks not expired: a process that ended its world
+  // communicator and made a new one exports the new one at once and the old one for the retention.
+  auto better = [](const RankState* a, const RankState* best) {
+    return best == nullptr || a->nranks > best->nranks ||
+           (a->nranks == best->nranks && a->comm_hash < best->comm_hash);
+  };
   for (const auto& [client, process] : state.processes) {
-    const RankState* primary = PrimaryRank(state, *process);
-    if (primary == nullptr) continue;
-    auto it = state.comms.find(primary->comm_hash);
-    if (it == state.comms.end() ||
-        CommSeriesExpired(*it->second, state.now_mono_ns, options.retention_ns)) {
-      continue;
+    const RankState* best_live = nullptr;
+    const RankState* best_any = nullptr;
+    for (const auto& key : process->ranks) {
+      auto r = state.ranks.find(key);
+      auto c = state.comms.find(key.first);
+      if (r == state.ranks.end() || c == state.comms.end() ||
+          CommSeriesExpired(*c->second, state.now_mono_ns, options.retention_ns)) {
+        continue;
+      }
+      const RankState* rank = r->second.get();
+      if (better(rank, best_any)) best_any = rank;
+      if (rank->active && better(rank, best_live)) best_live = rank;
     }
-    out.insert(primary->comm_hash);
+    if (best_any != nullptr) out.insert(best_any->comm_hash);
+    if (best_live != nullptr) out.insert(best_live->comm_hash);
   }
   return out;
 }
