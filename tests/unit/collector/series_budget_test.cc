@@ -99,18 +99,24 @@ class SeriesBudgetTest : public DaemonFixture {
       return false;
     };
     ASSERT_TRUE(feeder->Run(socket_, job, ready));
+    // Every world collective joined, and every rank's world in-flight state (sent after its
+    // records, so possibly read in a later batch) in.
     const double want = static_cast<double>(job.Seqs() * job.funcs.size());
     double joined = 0;
-    for (int i = 0; i < 200 && joined != want; ++i) {
+    int inflight = 0;
+    for (int i = 0; i < 200 && (joined != want || inflight != job.ranks); ++i) {
       joined = 0;
+      inflight = 0;
       for (const Series& s : Scrape()) {
-        if (s.name == "sentinel_collectives_joined_total" &&
-            s.labels.at("comm") == Hex(job.Comm(0))) {
-          joined += s.value;
-        }
+        if (s.labels.count("comm") == 0 || s.labels.at("comm") != Hex(job.Comm(0))) continue;
+        if (s.name == "sentinel_collectives_joined_total") joined += s.value;
+        if (s.name == "sentinel_inflight_completed" && s.value == want) ++inflight;
       }
-      if (joined != want) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (joined != want || inflight != job.ranks) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
     }
+    ASSERT_EQ(inflight, job.ranks) << "the daemon did not get every rank's in-flight state";
     ASSERT_EQ(joined, want) << "the daemon did not join the world communicator's collectives";
   }
   const std::vector<Series>& Scrape() {
