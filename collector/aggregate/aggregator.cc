@@ -329,7 +329,7 @@ void Aggregator::Deactivate(RankState* rank) {
   rank->active = false;
   auto it = state_.comms.find(rank->comm_hash);
   if (it == state_.comms.end()) return;
-  --it->second->active_count;
+  if (--it->second->active_count == 0) it->second->ended_mono_ns = clock_->MonoNs();
   RecheckPending(it->second.get());
 }
 

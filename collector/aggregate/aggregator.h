@@ -131,6 +131,7 @@ struct CommState {
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
+  int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)
   std::array<std::array<uint64_t, kSizeBuckets>, kFuncSlots> joined_by_func_bucket{};
   std::array<Histogram, kSizeBuckets> skew;
 };

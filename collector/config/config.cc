@@ -20,6 +20,7 @@
 #include "absl/strings/strip.h"
 
 #include "collector/aggregate/exclusion.h"
+#include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/socket_path.h"
 #include "plugin/guard/expectation.h"
@@ -269,6 +270,17 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   }
   if (key == "exclude-hold") return ParseDurationField(key, value, &exclude_hold_ns);
   if (key == "straggler-warmup") return ParseIntField(key, value, 0, 1000000, &straggler_warmup);
+  if (key == "metrics-detail") {
+    absl::StatusOr<MetricsDetail> detail = ParseMetricsDetail(value);
+    if (!detail.ok()) return detail.status();
+    metrics_detail = std::string(absl::StripAsciiWhitespace(value));
+    return absl::OkStatus();
+  }
+  if (key == "metrics-comms") {
+    metrics_comms = std::string(absl::StripAsciiWhitespace(value));
+    return absl::OkStatus();
+  }
+  if (key == "series-retention") return ParseDurationField(key, value, &series_retention_ns);
   return absl::InvalidArgumentError(absl::StrCat("unknown option '", raw_key, "'"));
 }
 
@@ -434,6 +446,13 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --straggler-learn N      judged collectives that only learn the noise level (default 32)
   --straggler-warmup N     first N joined collectives of a communicator are not judged: they
                            measure process start-up, not stragglers (default 2)
+  --metrics-detail LIST    per-communicator and per-size series on /metrics: none, or a comma list
+                           of comm, size (default none: one communicator per rank, no size
+                           buckets, at most ~100 series per rank; the JSON API has every detail)
+  --metrics-comms LIST     also export these communicators in full: comma list of hashes
+                           (0x...) or communicator names (default none)
+  --series-retention DUR   the series of an ended communicator leave /metrics after this long
+                           (default 5m; 0 = at once)
   --help                   this text
 Durations: 50us, 500ms, 30s, 15m, 2h, 1d, or plain seconds.
 )";

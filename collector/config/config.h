@@ -67,6 +67,11 @@ struct Config {
   // host on GET /v1/exclude, and how long it stays listed after its alert resolved.
   std::string exclude_kinds = "straggler,nic_errors,link_degraded";
   int64_t exclude_hold_ns = 30LL * 60 * 1000000000;
+  // Series budget of /metrics (issue 11, collector/export/metrics_select.h): per-communicator and
+  // per-size-bucket detail is opt-in; the series of an ended communicator go after the retention.
+  std::string metrics_detail = "none";  // none, or a comma list of comm, size
+  std::string metrics_comms;            // allow-list: communicator hashes (0x...) or names
+  int64_t series_retention_ns = 5LL * 60 * 1000000000;
 
   // Parses a "key = value" file (# comments, keys as the long flags without "--", '-' or '_').
   absl::Status LoadFile(const std::string& path);

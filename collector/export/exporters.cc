@@ -101,6 +101,12 @@ nlohmann::json NumOrNull(bool valid, double v) {
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
+void Merge(const Histogram& from, Histogram* into) {
+  for (size_t i = 0; i < from.counts.size(); ++i) into->counts[i] += from.counts[i];
+  into->sum += from.sum;
+  into->count += from.count;
+}
+
 // NIC counters (collector/nic/): the reset-safe running totals, only for the known counter names
 // (bounded label set), plus each port's link rate and state.
 void RenderNic(const NicState& nic, Writer* w) {
@@ -154,7 +160,9 @@ double InFlightAgeSeconds(const State& state, const InFlightView& v) {
   return std::max(0.0, static_cast<double>(state.now_mono_ns - v.oldest_since_ns) / 1e9);
 }
 
-std::string RenderPrometheus(const State& state) {
+std::string RenderPrometheus(const State& state) { return RenderPrometheus(state, {}); }
+
+std::string RenderPrometheus(const State& state, const MetricsOptions& options) {
   Writer w;
   const Counters& c = state.counters;
   w.Family("sentinel_build_info", "gauge",
@@ -209,8 +217,14 @@ std::string RenderPrometheus(const State& state) {
   for (const auto& [kind, n] : firing) w.Sample("sentinel_alerts_firing", L({{"kind", kind}}), n);
   RenderNic(state.nic, &w);
 
+  // The series budget (metrics_select.h): only the selected communicators, and size buckets only
+  // with --metrics-detail size.
+  const absl::flat_hash_set<uint64_t> exported = ExportedComms(state, options);
+  const bool by_size = options.detail.size;
   std::vector<const CommState*> comms;
-  for (const auto& [hash, comm] : state.comms) comms.push_back(comm.get());
+  for (const auto& [hash, comm] : state.comms) {
+    if (exported.contains(hash)) comms.push_back(comm.get());
+  }
   std::sort(comms.begin(), comms.end(),
             [](const CommState* a, const CommState* b) { return a->hash < b->hash; });
   w.Family("sentinel_comm_nranks", "gauge",
@@ -221,34 +235,52 @@ std::string RenderPrometheus(const State& state) {
     w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "local"}}),
              static_cast<double>(comm->members.size()));
   }
-  w.Family("sentinel_collectives_joined_total", "counter",
-           "Collectives joined across the node's ranks.");
+  w.Family(
+      "sentinel_collectives_joined_total", "counter",
+      "Collectives joined across the node's ranks (by size bucket with --metrics-detail size).");
   for (const CommState* comm : comms) {
     for (int f = 0; f < kFuncSlots; ++f) {
+      const auto& by_bucket = comm->joined_by_func_bucket[static_cast<size_t>(f)];
+      uint64_t total = 0;
       for (int b = 0; b < kSizeBuckets; ++b) {
-        const uint64_t n =
-            comm->joined_by_func_bucket[static_cast<size_t>(f)][static_cast<size_t>(b)];
-        if (n == 0) continue;
+        const uint64_t n = by_bucket[static_cast<size_t>(b)];
+        total += n;
+        if (n == 0 || !by_size) continue;
         w.Sample("sentinel_collectives_joined_total",
                  L({{"comm", CommLabel(comm->hash)},
                     {"func", FuncName(static_cast<uint8_t>(f))},
                     {"size_bucket", SizeBucketLabel(b)}}),
                  static_cast<double>(n));
       }
+      if (total == 0 || by_size) continue;
+      w.Sample("sentinel_collectives_joined_total",
+               L({{"comm", CommLabel(comm->hash)}, {"func", FuncName(static_cast<uint8_t>(f))}}),
+               static_cast<double>(total));
     }
   }
   w.Family("sentinel_skew_seconds", "histogram",
            "Arrival skew across the node's ranks per joined collective (one clock, exact).");
   for (const CommState* comm : comms) {
+    Histogram merged;
     for (int b = 0; b < kSizeBuckets; ++b) {
       const auto& h = comm->skew[static_cast<size_t>(b)];
       if (h.count == 0) continue;
+      if (!by_size) {
+        Merge(h, &merged);
+        continue;
+      }
       w.Histogram("sentinel_skew_seconds",
                   L({{"comm", CommLabel(comm->hash)}, {"size_bucket", SizeBucketLabel(b)}}), h);
     }
+    if (merged.count > 0) {
+      w.Histogram("sentinel_skew_seconds", L({{"comm", CommLabel(comm->hash)}}), merged);
+    }
   }
 
-  const std::vector<const RankState*> ranks = SortedRanks(state);
+  std::vector<const RankState*> ranks = SortedRanks(state);
+  ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
+                             [&](const RankState* r) { return !exported.contains(r->comm_hash); }),
+              ranks.end());
   w.Family("sentinel_rank_up", "gauge",
            "1 while the rank's process is connected and the communicator alive.");
   for (const RankState* r : ranks) {
@@ -277,8 +309,8 @@ std::string RenderPrometheus(const State& state) {
                static_cast<double>(n));
     }
   }
-  // In-flight state (hang detection), one series per (comm, rank) that sends it: bounded by
-  // --max-ranks. The job-wide hang-culprit rule compares these across nodes.
+  // In-flight state (hang detection), one series per exported (comm, rank) that sends it. The
+  // job-wide hang-culprit rule compares these across nodes.
   struct InFlightFamily {
     const char* name;
     const char* help;
@@ -326,27 +358,35 @@ std::string RenderPrometheus(const State& state) {
                 L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
                 r->lateness);
   }
-  w.Family("sentinel_rank_clock_free_lateness_seconds", "histogram",
+  // Only its mean is read (sum / count): a summary without quantiles, 2 series per rank.
+  w.Family("sentinel_rank_clock_free_lateness_seconds", "summary",
            "Longest local duration minus own duration (clock-free lateness estimate).");
   for (const RankState* r : ranks) {
     if (r->clock_free.count == 0) continue;
-    w.Histogram("sentinel_rank_clock_free_lateness_seconds",
-                L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
-                r->clock_free);
+    const std::string labels =
+        L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}});
+    w.Sample("sentinel_rank_clock_free_lateness_seconds_sum", labels, r->clock_free.sum);
+    w.Sample("sentinel_rank_clock_free_lateness_seconds_count", labels,
+             static_cast<double>(r->clock_free.count));
   }
-  w.Family(
-      "sentinel_rank_duration_seconds", "histogram",
-      "GPU duration of the rank's operations, by message-size bucket (job-wide straggler view).");
+  w.Family("sentinel_rank_duration_seconds", "histogram",
+           "GPU duration of the rank's operations (by message-size bucket with --metrics-detail "
+           "size; job-wide straggler view).");
   for (const RankState* r : ranks) {
+    const std::string labels =
+        L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}});
+    Histogram merged;
     for (int b = 0; b < kSizeBuckets; ++b) {
       const auto& h = r->duration[static_cast<size_t>(b)];
       if (!h) continue;
+      if (!by_size) {
+        Merge(*h, &merged);
+        continue;
+      }
       w.Histogram("sentinel_rank_duration_seconds",
-                  L({{"comm", CommLabel(r->comm_hash)},
-                     {"rank", absl::StrCat(r->rank)},
-                     {"size_bucket", SizeBucketLabel(b)}}),
-                  *h);
+                  absl::StrCat(labels, ",", L({{"size_bucket", SizeBucketLabel(b)}})), *h);
     }
+    if (merged.count > 0) w.Histogram("sentinel_rank_duration_seconds", labels, merged);
   }
 
   const std::vector<const ProcessState*> processes = SortedProcesses(state);

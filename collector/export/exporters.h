@@ -8,12 +8,15 @@
 #include <string>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/export/metrics_select.h"
 
 namespace sentinel::collector {
 
 inline constexpr const char* kSentinelVersion = "0.1.0";
 
+// The default series budget (MetricsOptions{}), or the given one (metrics_select.h).
 std::string RenderPrometheus(const State& state);
+std::string RenderPrometheus(const State& state, const MetricsOptions& options);
 nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns);
 nlohmann::json RanksJson(const State& state, int64_t now_mono_ns);
 nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns);

@@ -84,11 +84,12 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   // The kinds were validated when the config was parsed.
   ExcludePolicy exclude{ParseExcludeKinds(aggregator_->config().exclude_kinds).value_or(0),
                         aggregator_->config().exclude_hold_ns};
-  Get("/metrics", [agg, exclude](const HttpRequest&, HttpResponse& res) {
+  const MetricsOptions metrics = MetricsOptionsFrom(aggregator_->config());
+  Get("/metrics", [agg, exclude, metrics](const HttpRequest&, HttpResponse& res) {
     std::string text;
     const int64_t real = agg->clock()->RealNs();
     agg->Read([&](const State& state) {
-      text = RenderPrometheus(state);
+      text = RenderPrometheus(state, metrics);
       text += ExcludePrometheus(DeriveExclusions(state.alerts, exclude, real));
     });
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");

@@ -20,8 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 PENDING = {
-    "sentinel_comm_busbw_gbps": "no bus-bandwidth series on main (JSON /v1/telemetry has "
-                                "busbw_gbps_p50); the exporter is being reworked for the series budget",
     "sentinel_gpu_overlap_ratio": "needs GPU-window records (CUPTI attribution); the fake NCCL has no GPU",
 }
 VARS = {"job": ".*", "host": ".*", "comm": ".*", "rank": ".*"}

@@ -13,6 +13,9 @@
 
 #include "gtest/gtest.h"
 
+#include "collector/config/metrics_detail.h"
+#include "collector/export/metrics_select.h"
+
 namespace sentinel::collector {
 namespace {
 
@@ -121,6 +124,28 @@ TEST(ConfigTest, NodeExpectFileSitsNextToTheSocket) {
   EXPECT_FALSE(WriteFileAtomically(std::string(tmpl) + "/missing/expect", content, 0644).ok());
   unlink(path.c_str());
   rmdir(tmpl);
+}
+
+TEST(ConfigTest, SeriesBudgetKeys) {
+  Config c;
+  EXPECT_EQ(c.metrics_detail, "none");
+  EXPECT_EQ(c.series_retention_ns, 5LL * 60 * 1000000000);
+  ASSERT_TRUE(c.Set("metrics_detail", " size , comm ").ok());
+  ASSERT_TRUE(c.Set("series-retention", "30s").ok());
+  ASSERT_TRUE(c.Set("metrics-comms", "0x00000000CAFEF00D, world").ok());
+  const MetricsOptions o = MetricsOptionsFrom(c);
+  EXPECT_TRUE(o.detail.comm);
+  EXPECT_TRUE(o.detail.size);
+  EXPECT_EQ(o.retention_ns, 30LL * 1000000000);
+  EXPECT_EQ(o.comms, (std::vector<std::string>{"0x00000000CAFEF00D", "world"}));
+  EXPECT_TRUE(c.Set("series-retention", "0").ok());
+  for (const char* bad : {"", "all", "comm,,size", "rank"}) {
+    EXPECT_FALSE(c.Set("metrics-detail", bad).ok()) << bad;
+  }
+  EXPECT_FALSE(c.Set("series-retention", "-1s").ok());
+  const absl::StatusOr<MetricsDetail> none = ParseMetricsDetail("none");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->comm || none->size);
 }
 
 }  // namespace

@@ -22,13 +22,9 @@
 
 #include "gtest/gtest.h"
 
-namespace sentinel::testing {
+#include "tests/unit/collector/wire_test_util.h"  // MonoNow
 
-inline int64_t MonoNow() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+namespace sentinel::testing {
 
 inline int RunCommand(const std::string& cmd, std::string* output = nullptr) {
   std::string full = cmd + " 2>&1";

@@ -76,8 +76,30 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   EXPECT_NE(text.find("sentinel_rank_collectives_total{comm=\"0x0000000000000042\",rank=\"0\",func="
                       "\"AllReduce\"} 5\n"),
             std::string::npos);
+  // The default series budget has no size buckets; --metrics-detail size adds them.
   EXPECT_NE(text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
-                      "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+                      "\"AllReduce\"} 5\n"),
+            std::string::npos);
+  {  // ... only the node's job bus bandwidth is by size bucket (one series per func and bucket).
+    std::istringstream lines(text);
+    std::string l;
+    while (std::getline(lines, l)) {
+      if (l.find("size_bucket=") == std::string::npos) continue;
+      EXPECT_EQ(l.rfind("sentinel_job_busbw_gbytes_per_second{", 0), 0u) << l;
+    }
+  }
+  MetricsOptions detail;
+  detail.detail.size = true;
+  std::string by_size;
+  agg_->Read([&](const State& s) { by_size = RenderPrometheus(s, detail); });
+  EXPECT_NE(by_size.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
+                         "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(by_size.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\","
+                         "rank=\"1\",size_bucket=\"<=1MiB\"} 5\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\","
+                      "rank=\"1\"} 5\n"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE sentinel_rank_lateness_seconds histogram"), std::string::npos);
   EXPECT_EQ(text.find("seq="), std::string::npos);
@@ -107,6 +129,51 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
       text.find("sentinel_rank_lateness_seconds_sum{comm=\"0x0000000000000042\",rank=\"1\"} 0.01"),
       std::string::npos);
   EXPECT_NE(text.find("sentinel_evicted_total{what=\"pending_join\"} 0"), std::string::npos);
+}
+
+// A process that finalizes its communicator and makes a new one of the same size (an in-process
+// restart): the new one is exported at once, the ended one only for the series retention.
+TEST_F(ExportersTest, EndedCommunicatorLeavesAfterRetentionNewOneExportedAtOnce) {
+  Feed(3, 0);
+  constexpr uint64_t kNext = 0x43;
+  for (int r = 0; r < 2; ++r) {
+    SentinelWireCommEnd end{};
+    end.comm_hash = kComm;
+    end.rank = r;
+    Frame f;
+    f.type = kSentinelWireCommEnd;
+    f.payload = reinterpret_cast<const uint8_t*>(&end);
+    f.payload_size = sizeof(end);
+    agg_->OnControlFrame(r + 1, f);
+    const SentinelWireCommInit init = testing::MakeCommInit(kNext, r, 2);
+    f.type = kSentinelWireCommInit;
+    f.payload = reinterpret_cast<const uint8_t*>(&init);
+    f.payload_size = sizeof(init);
+    agg_->OnControlFrame(r + 1, f);
+  }
+  MetricsOptions options;
+  options.retention_ns = 10000 * kMs;
+  auto render = [&] {
+    agg_->Tick();
+    std::string out;
+    agg_->Read([&](const State& s) { out = RenderPrometheus(s, options); });
+    return out;
+  };
+  const std::string old_up = "sentinel_rank_up{comm=\"0x0000000000000042\",rank=\"0\"} 0\n";
+  const std::string new_up = "sentinel_rank_up{comm=\"0x0000000000000043\",rank=\"0\"} 1\n";
+  std::string text = render();
+  EXPECT_NE(text.find(old_up), std::string::npos) << "within the retention";
+  EXPECT_NE(text.find(new_up), std::string::npos);
+  clock_.Advance(9000 * kMs);
+  EXPECT_NE(render().find(old_up), std::string::npos);
+  clock_.Advance(1000 * kMs);
+  text = render();
+  EXPECT_EQ(text.find("comm=\"0x0000000000000042\""), std::string::npos) << "after the retention";
+  EXPECT_NE(text.find(new_up), std::string::npos);
+  // The JSON API still has it.
+  nlohmann::json ranks;
+  agg_->Read([&](const State& s) { ranks = RanksJson(s, clock_.MonoNs()); });
+  EXPECT_NE(ranks.dump().find("0x0000000000000042"), std::string::npos);
 }
 
 TEST_F(ExportersTest, TelemetryWindowExcludesOldCollectives) {

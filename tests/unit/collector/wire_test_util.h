@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -16,6 +17,13 @@
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::testing {
+
+// CLOCK_MONOTONIC in ns, the clock the plugin stamps records with.
+inline int64_t MonoNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 class FakeClock : public collector::Clock {
  public:
