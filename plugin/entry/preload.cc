@@ -10,6 +10,7 @@
 
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
+#include "plugin/entry/hang_abort.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/log_capture.h"
 #include "schemas/wire/sentinel_wire.h"
@@ -38,6 +39,10 @@ __attribute__((visibility("default"))) int ncclCommSplit(SentinelComm comm, int 
 __attribute__((visibility("default"))) int ncclCommShrink(SentinelComm comm, int* exclude,
                                                           int n_exclude, SentinelComm* newcomm,
                                                           void* config, int flags);
+__attribute__((visibility("default"))) int ncclCommAbort(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommDestroy(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommFinalize(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommGetAsyncError(SentinelComm comm, int* error);
 __attribute__((visibility("default"))) int ncclAllReduce(const void* s, void* r_, size_t n, int dt,
                                                          int op, SentinelComm comm,
                                                          SentinelStream st);
@@ -71,6 +76,7 @@ __attribute__((visibility("default"))) int ncclScatter(const void* s, void* r_, 
 namespace {
 
 constexpr int kNcclSystemError = 2;
+constexpr int kNcclRemoteError = 6;
 
 // Nesting depth of our wrappers on this thread: NCCL calls some of its own API through the PLT
 // (ncclBcast -> ncclBroadcast, ncclCommInitAll -> ncclGetUniqueId); those only forward.
@@ -124,6 +130,12 @@ int AbortComm(void* comm) {
   return fn == nullptr ? kNcclSystemError : fn(comm);
 }
 
+// A created communicator's handle, for SENTINEL_ON_HANG (hang_abort.h): `r` unchanged.
+int TrackCreate(int r, SentinelComm* comm) {
+  if (r == 0 && comm != nullptr) sentinel::plugin::HangAbortEndCreate(static_cast<void*>(*comm));
+  return r;
+}
+
 // `outer`: the call came from the application, not from NCCL re-entering through the PLT.
 int AfterCollective(bool outer, const char* api, void* comm, int result) {
   if (__builtin_expect(!sentinel::guard::CollectiveCheckPending(), 1) || !outer) return result;
@@ -144,7 +156,10 @@ bool LoadedByPreload() {
 }
 
 __attribute__((constructor)) void SentinelPreloadInit() {
-  sentinel::guard::InstallLogCapture(LoadedByPreload());
+  const bool preloaded = LoadedByPreload();
+  sentinel::guard::InstallLogCapture(preloaded);
+  // SENTINEL_ON_HANG=abort can act only where we see the handles: through LD_PRELOAD.
+  if (preloaded) sentinel::plugin::HangAbortSetAbortFn(&AbortComm);
 }
 
 __attribute__((destructor)) void SentinelPreloadFini() { sentinel::guard::DrainLogCaptureAtExit(); }
@@ -162,22 +177,32 @@ __attribute__((destructor)) void SentinelPreloadFini() { sentinel::guard::DrainL
 SENTINEL_EXPORT int ncclCommInitRank(SentinelComm* comm, int nranks, SentinelUniqueId id,
                                      int rank) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, SentinelUniqueId, int), ncclCommInitRank);
-  if (Forwarding()) return real(comm, nranks, id, rank);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, nranks, id, rank), comm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, nranks, id, rank);
   void* c = comm != nullptr ? static_cast<void*>(*comm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommInitRank", r, &c, 1, AbortComm);
 }
 
 SENTINEL_EXPORT int ncclCommInitRankConfig(SentinelComm* comm, int nranks, SentinelUniqueId id,
                                            int rank, void* config) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, SentinelUniqueId, int, void*), ncclCommInitRankConfig);
-  if (Forwarding()) return real(comm, nranks, id, rank, config);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, nranks, id, rank, config), comm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, nranks, id, rank, config);
   void* c = comm != nullptr ? static_cast<void*>(*comm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommInitRankConfig", r, &c, 1, AbortComm);
 }
 
@@ -185,11 +210,16 @@ SENTINEL_EXPORT int ncclCommInitRankScalable(SentinelComm* comm, int nranks, int
                                              SentinelUniqueId* ids, void* config) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, int, int, SentinelUniqueId*, void*),
                 ncclCommInitRankScalable);
-  if (Forwarding()) return real(comm, nranks, rank, n_ids, ids, config);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, nranks, rank, n_ids, ids, config), comm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, nranks, rank, n_ids, ids, config);
   void* c = comm != nullptr ? static_cast<void*>(*comm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommInitRankScalable", r, &c, 1, AbortComm);
 }
 
@@ -207,32 +237,74 @@ SENTINEL_EXPORT int ncclCommInitAll(SentinelComm* comms, int ndev, const int* de
 SENTINEL_EXPORT int ncclCommSplit(SentinelComm comm, int color, int key, SentinelComm* newcomm,
                                   void* config) {
   SENTINEL_REAL(int (*)(SentinelComm, int, int, SentinelComm*, void*), ncclCommSplit);
-  if (Forwarding()) return real(comm, color, key, newcomm, config);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, color, key, newcomm, config), newcomm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, color, key, newcomm, config);
   // NCCL_SPLIT_NOCOLOR gives a null communicator: nothing to check or abort.
   void* c = newcomm != nullptr ? static_cast<void*>(*newcomm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommSplit", r, &c, c != nullptr ? 1 : 0, AbortComm);
 }
 
 SENTINEL_EXPORT int ncclCommShrink(SentinelComm comm, int* exclude, int n_exclude,
                                    SentinelComm* newcomm, void* config, int flags) {
   SENTINEL_REAL(int (*)(SentinelComm, int*, int, SentinelComm*, void*, int), ncclCommShrink);
-  if (Forwarding()) return real(comm, exclude, n_exclude, newcomm, config, flags);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, exclude, n_exclude, newcomm, config, flags), newcomm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, exclude, n_exclude, newcomm, config, flags);
   void* c = newcomm != nullptr ? static_cast<void*>(*newcomm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommShrink", r, &c, c != nullptr ? 1 : 0, AbortComm);
+}
+
+// ---- teardown and error queries: a communicator SENTINEL_ON_HANG aborted is already freed ------
+
+SENTINEL_EXPORT int ncclCommAbort(SentinelComm comm) {
+  SENTINEL_REAL(int (*)(SentinelComm), ncclCommAbort);
+  if (sentinel::plugin::HangAbortHostTeardown(static_cast<void*>(comm))) return 0;
+  return real(comm);
+}
+
+SENTINEL_EXPORT int ncclCommDestroy(SentinelComm comm) {
+  SENTINEL_REAL(int (*)(SentinelComm), ncclCommDestroy);
+  if (sentinel::plugin::HangAbortHostTeardown(static_cast<void*>(comm))) return 0;
+  return real(comm);
+}
+
+SENTINEL_EXPORT int ncclCommFinalize(SentinelComm comm) {
+  SENTINEL_REAL(int (*)(SentinelComm), ncclCommFinalize);
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError;
+  return real(comm);
+}
+
+// Also NCCL's own check in every enqueue (nccl-abi-facts.md §10.2): one relaxed load until we
+// abort something.
+SENTINEL_EXPORT int ncclCommGetAsyncError(SentinelComm comm, int* error) {
+  SENTINEL_REAL(int (*)(SentinelComm, int*), ncclCommGetAsyncError);
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm)) && error != nullptr) {
+    *error = kNcclRemoteError;
+    return 0;
+  }
+  return real(comm, error);
 }
 
 // ---- collectives: the runtime-connect check (one relaxed load when nothing is pending) ---------
 
 // The depth is taken before the call and released before the check: the check runs for calls made
 // by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
-#define SENTINEL_COLLECTIVE_BODY(name, comm, ...) \
-  SENTINEL_REAL(Fn, name);                        \
+#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)                                        \
+  SENTINEL_REAL(Fn, name);                                                               \
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
   const bool outer = tls_depth == 0;              \
   int r;                                          \
   {                                               \
@@ -291,8 +363,9 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
 }
 
 // AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
-#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...) \
-  SENTINEL_REAL(Fn, name);                                    \
+#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)                            \
+  SENTINEL_REAL(Fn, name);                                                               \
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
   const bool outer = tls_depth == 0;                          \
   int r;                                                      \
   {                                                           \
