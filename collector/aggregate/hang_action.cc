@@ -26,11 +26,15 @@ const char* HangActionName(HangAction action) {
 namespace {
 
 // Every local rank still in the communicator reports, or is definitively gone (disconnected).
-bool AllLive(const std::vector<InFlightView>& ranks, int64_t now_ns, int64_t live_ns) {
+// *evidence_ns: the time up to which all of them have reported (their oldest latest state).
+bool AllLive(const std::vector<InFlightView>& ranks, int64_t now_ns, int64_t live_ns,
+             int64_t* evidence_ns) {
   bool any = false;
+  *evidence_ns = now_ns;
   for (const InFlightView& r : ranks) {
     if (r.ended || !r.connected) continue;
     if (!r.has_state || now_ns - r.last_update_ns > live_ns) return false;
+    *evidence_ns = std::min(*evidence_ns, r.last_update_ns);
     any = true;
   }
   return any;
@@ -41,7 +45,8 @@ bool AllLive(const std::vector<InFlightView>& ranks, int64_t now_ns, int64_t liv
 HangAction DecideHangAction(const std::vector<InFlightView>& ranks, const HangVerdict& verdict,
                             int64_t now_ns, const HangActionParams& params,
                             HangActionState* state) {
-  const bool live = AllLive(ranks, now_ns, params.live_ns);
+  int64_t evidence_ns = now_ns;
+  const bool live = AllLive(ranks, now_ns, params.live_ns, &evidence_ns);
   if (!live) {
     state->live_since_ns = 0;
   } else if (state->live_since_ns == 0) {
@@ -51,7 +56,11 @@ HangAction DecideHangAction(const std::vector<InFlightView>& ranks, const HangVe
   if (verdict.culprits.empty() || verdict.waiting.empty()) return HangAction::kNoCulprit;
   if (!live) return HangAction::kNotLive;
   if (state->acted_ordinal == verdict.ordinal) return HangAction::kDone;
-  const int64_t stuck_live = std::min(verdict.waiting_ns, now_ns - state->live_since_ns);
+  // Stuck time as the ranks have shown it: from when the collective began (or the evidence
+  // became live, if later) to the oldest of their latest states, never to `now`: time in which a
+  // rank may already be paused without our knowing counts for nothing.
+  const int64_t since = std::max(now_ns - verdict.waiting_ns, state->live_since_ns);
+  const int64_t stuck_live = evidence_ns - since;
   if (stuck_live < params.timeout_ns) return HangAction::kConfirming;
   state->acted_ordinal = verdict.ordinal;
   return HangAction::kAct;

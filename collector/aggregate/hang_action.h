@@ -7,9 +7,11 @@
 //   - the evidence is live: every rank of the communicator on this node is still reporting its
 //     in-flight state (a process that disconnected counts as gone, which is definitive). A paused
 //     job (SIGSTOP, a debugger, a suspended container) goes silent, so it never qualifies;
-//   - the stuck time counts only live time: the waiting ranks have been in the collective for
-//     --hang-timeout while the evidence stayed live (the longer of the two is not enough: a job
-//     resumed after a pause has a stale "in flight since" and gets a full timeout again).
+//   - the stuck time counts only live, reported time: the waiting ranks have been in the
+//     collective for --hang-timeout up to the oldest of the ranks' latest states, counted from
+//     when the evidence last became live if that is later (a job resumed after a pause has a
+//     stale "in flight since" and gets a full timeout again; a pause that began a moment ago,
+//     not yet visible as silence, adds nothing).
 // Decided once per stuck collective. Pure: the aggregator holds one HangActionState per
 // communicator and calls DecideHangAction on every tick.
 #pragma once
