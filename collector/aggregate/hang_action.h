@@ -31,7 +31,7 @@ struct HangActionParams {
 };
 
 struct HangActionState {
-  int64_t live_since_ns = 0;  // every local rank reporting since then (0: not live now)
+  int64_t live_since_ns = 0;   // every local rank reporting since then (0: not live now)
   uint64_t acted_ordinal = 0;  // the stuck collective already acted on (0: none)
 };
 

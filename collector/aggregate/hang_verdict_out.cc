@@ -97,10 +97,11 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
     outbound_.emplace_back(rs->client, std::move(frame));
     ++told;
   }
-  spdlog::warn("hang on comm {} confirmed (collective #{}, {:.1f} s): culprit(s) {}; told {} "
-               "waiting rank(s); exclusion list: {}",
-               CommLabel(comm.hash), v.ordinal, static_cast<double>(v.waiting_ns) / 1e9,
-               w.culprits, told, w.exclude);
+  spdlog::warn(
+      "hang on comm {} confirmed (collective #{}, {:.1f} s): culprit(s) {}; told {} "
+      "waiting rank(s); exclusion list: {}",
+      CommLabel(comm.hash), v.ordinal, static_cast<double>(v.waiting_ns) / 1e9, w.culprits, told,
+      w.exclude);
 }
 
 }  // namespace sentinel::collector

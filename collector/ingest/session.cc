@@ -94,7 +94,7 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireNetConnStats:
     case kSentinelWireInFlight:
     case kSentinelWireHangVerdict:  // ours to the plugin: the aggregator ignores one sent back
-      FlushBatch();  // keep the client's order across record kinds
+      FlushBatch();                 // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;
     default:

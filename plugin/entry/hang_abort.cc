@@ -185,8 +185,9 @@ void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
     RawLog("%s", line);
     static std::atomic<bool> said{false};
     if (!said.exchange(true, std::memory_order_relaxed)) {
-      RawLog("SENTINEL_ON_HANG=abort needs LD_PRELOAD=<libnccl-profiler-sentinel.so> (only the "
-             "interposer sees communicator handles): not aborting, the hang is only reported");
+      RawLog(
+          "SENTINEL_ON_HANG=abort needs LD_PRELOAD=<libnccl-profiler-sentinel.so> (only the "
+          "interposer sees communicator handles): not aborting, the hang is only reported");
     }
     return;
   }
@@ -206,9 +207,10 @@ void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
   }
   if (comm == nullptr) {
     FormatHangAbortMessage(verdict, false, line, sizeof(line));
-    RawLog("%s; not aborting: this communicator was not created by a blocking create call we "
-           "interpose",
-           line);
+    RawLog(
+        "%s; not aborting: this communicator was not created by a blocking create call we "
+        "interpose",
+        line);
     return;
   }
   FormatHangAbortMessage(verdict, true, line, sizeof(line));

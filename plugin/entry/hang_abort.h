@@ -28,8 +28,7 @@ OnHangMode ParseOnHang(const char* value, bool* bad);
 
 // The abort message: one line naming the communicator, the stuck collective, the culprit ranks
 // and hosts, and the exclusion list. Pure (tests).
-void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, char* out,
-                            size_t cap);
+void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, char* out, size_t cap);
 
 using CommAbortFn = int (*)(void* comm);
 // The interposer's NCCL pncclCommAbort (its presence means LD_PRELOAD is in effect).

@@ -302,15 +302,15 @@ SENTINEL_EXPORT int ncclCommGetAsyncError(SentinelComm comm, int* error) {
 
 // The depth is taken before the call and released before the check: the check runs for calls made
 // by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
-#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)                                        \
-  SENTINEL_REAL(Fn, name);                                                               \
+#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)                                              \
+  SENTINEL_REAL(Fn, name);                                                                     \
   if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
-  const bool outer = tls_depth == 0;              \
-  int r;                                          \
-  {                                               \
-    DepthGuard depth;                             \
-    r = real(__VA_ARGS__);                        \
-  }                                               \
+  const bool outer = tls_depth == 0;                                                           \
+  int r;                                                                                       \
+  {                                                                                            \
+    DepthGuard depth;                                                                          \
+    r = real(__VA_ARGS__);                                                                     \
+  }                                                                                            \
   return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAllReduce(const void* s, void* r_, size_t n, int dt, int op,
@@ -363,17 +363,17 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
 }
 
 // AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
-#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)                            \
-  SENTINEL_REAL(Fn, name);                                                               \
+#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)                                  \
+  SENTINEL_REAL(Fn, name);                                                                     \
   if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
-  const bool outer = tls_depth == 0;                          \
-  int r;                                                      \
-  {                                                           \
-    DepthGuard depth;                                         \
-    sentinel::plugin::SetCurrentApiForThread(func);           \
-    r = real(__VA_ARGS__);                                    \
-    sentinel::plugin::ClearCurrentApiForThread();             \
-  }                                                           \
+  const bool outer = tls_depth == 0;                                                           \
+  int r;                                                                                       \
+  {                                                                                            \
+    DepthGuard depth;                                                                          \
+    sentinel::plugin::SetCurrentApiForThread(func);                                            \
+    r = real(__VA_ARGS__);                                                                     \
+    sentinel::plugin::ClearCurrentApiForThread();                                              \
+  }                                                                                            \
   return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAlltoAll(const void* s, void* r_, size_t n, int dt, SentinelComm comm,

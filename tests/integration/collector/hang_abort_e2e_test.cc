@@ -53,8 +53,8 @@ class HangAbortTest : public ::testing::Test {
     if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
     dir_ = MakeTempDir();
     socket_ = dir_ + "/s.sock";
-    daemon_ = StartProgram({SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen",
-                            "127.0.0.1:0", "--port-file", dir_ + "/port", "--hang-timeout", "2s"},
+    daemon_ = StartProgram({SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0",
+                            "--port-file", dir_ + "/port", "--hang-timeout", "2s"},
                            {}, 120);
     for (int i = 0; i < 200 && std::atoi(ReadFile(dir_ + "/port").c_str()) == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -75,10 +75,18 @@ class HangAbortTest : public ::testing::Test {
     if (!dir_.empty()) RunProgram({"/bin/rm", "-rf", dir_}, {});
   }
   std::vector<std::string> Sim(std::vector<std::string> extra) {
-    std::vector<std::string> a = {SENTINEL_SIM_PATH, "--ranks",   std::to_string(kRanks),
-                                  "--steps",         "20",        "--compute-ms",
-                                  "2",               "--bytes",   "64K",
-                                  "--timeout-s",     "10",        "--plugin",
+    std::vector<std::string> a = {SENTINEL_SIM_PATH,
+                                  "--ranks",
+                                  std::to_string(kRanks),
+                                  "--steps",
+                                  "20",
+                                  "--compute-ms",
+                                  "2",
+                                  "--bytes",
+                                  "64K",
+                                  "--timeout-s",
+                                  "10",
+                                  "--plugin",
                                   SENTINEL_PLUGIN_PATH};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -112,8 +120,7 @@ TEST_F(HangAbortTest, NeverLaunchedRankMakesThePeersAbortWithinTimeoutPlusFive) 
                             ": step 3 failed: remote process exited"),
               std::string::npos)
         << r.output;
-    EXPECT_NE(r.output.find("SENTINEL_ON_HANG=abort: aborting communicator 0x"),
-              std::string::npos);
+    EXPECT_NE(r.output.find("SENTINEL_ON_HANG=abort: aborting communicator 0x"), std::string::npos);
   }
   // One line per aborting rank, naming the culprit, its role and host, and the exclusion list.
   EXPECT_EQ(Count(r.output, "SENTINEL_ON_HANG=abort: aborting communicator"), kRanks - 1)
@@ -128,8 +135,7 @@ TEST_F(HangAbortTest, NeverLaunchedRankMakesThePeersAbortWithinTimeoutPlusFive) 
   EXPECT_NE(r.output.find("hang in AllReduce (collective #4, NCCL seq 3)"), std::string::npos)
       << r.output;
   // The culprit itself is never aborted (its thread is not inside NCCL).
-  EXPECT_EQ(r.output.find("aborting communicator 0x", r.output.find("rank 2:")),
-            std::string::npos);
+  EXPECT_EQ(r.output.find("aborting communicator 0x", r.output.find("rank 2:")), std::string::npos);
   double wall = 0;
   std::string status;
   ASSERT_TRUE(SummaryRow(r.output, 2, &wall, &status));
@@ -138,8 +144,8 @@ TEST_F(HangAbortTest, NeverLaunchedRankMakesThePeersAbortWithinTimeoutPlusFive) 
 }
 
 TEST_F(HangAbortTest, StragglerUnderTheTimeoutIsNeverAborted) {
-  RunResult r = RunProgram(
-      Sim({"--straggler", "rank=1,delay-ms=1500,pct=0,from=3,until=6"}), Env(), 90);
+  RunResult r =
+      RunProgram(Sim({"--straggler", "rank=1,delay-ms=1500,pct=0,from=3,until=6"}), Env(), 90);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Count(r.output, "aborting communicator"), 0) << r.output;
   EXPECT_NE(r.output.find("[sim] all ranks finished"), std::string::npos) << r.output;

@@ -50,8 +50,8 @@ class FakeCollectorServer {
   enum class AckMode { kAccept, kRefuseMajor, kWrongMajor, kNoAck };
   struct Options {
     AckMode ack = AckMode::kAccept;
-    bool read_after_ack = true;  // false: a stalled collector that never reads again
-    bool keep_records = true;    // false: count only (the benchmark)
+    bool read_after_ack = true;      // false: a stalled collector that never reads again
+    bool keep_records = true;        // false: count only (the benchmark)
     std::vector<uint8_t> after_ack;  // bytes sent right after an accepting ack (collector frames)
   };
 
