@@ -26,10 +26,10 @@ struct CollectorSinkOptions {
   // Socket to connect to; null resolves SENTINEL_SOCKET / the per-user default (socket_path.h).
   const char* socket_path = nullptr;
   // The one send buffer, allocated at construction (about 3,600 collective records).
-  size_t buffer_bytes = 512 * 1024;
+  size_t buffer_bytes = size_t{512} * 1024;
   // Buffered bytes that trigger a send, and the longest a record waits for one (checked whenever
   // the drainer calls in; heartbeats, comm init/end and control records send at once).
-  size_t send_threshold_bytes = 64 * 1024;
+  size_t send_threshold_bytes = size_t{64} * 1024;
   int64_t max_batch_age_ns = 2'000'000;
   // Bounded wait for the collector's HelloAck after connecting (on the drainer thread).
   int64_t hello_timeout_ns = 200'000'000;
