@@ -300,17 +300,22 @@ SENTINEL_EXPORT int ncclCommGetAsyncError(SentinelComm comm, int* error) {
 
 // ---- collectives: the runtime-connect check (one relaxed load when nothing is pending) ---------
 
-// The depth is taken before the call and released before the check: the check runs for calls made
-// by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
-#define SENTINEL_COLLECTIVE_BODY(name, comm, ...)                                              \
+// Shared entry: the real function, a communicator SENTINEL_ON_HANG aborted (already freed: never
+// handed to NCCL), and whether the application made the call.
+#define SENTINEL_COLLECTIVE_ENTRY(name, comm)                                                  \
   SENTINEL_REAL(Fn, name);                                                                     \
   if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
   const bool outer = tls_depth == 0;                                                           \
-  int r;                                                                                       \
-  {                                                                                            \
-    DepthGuard depth;                                                                          \
-    r = real(__VA_ARGS__);                                                                     \
-  }                                                                                            \
+  int r
+
+// The depth is taken before the call and released before the check: the check runs for calls made
+// by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
+#define SENTINEL_COLLECTIVE_BODY(name, comm, ...) \
+  SENTINEL_COLLECTIVE_ENTRY(name, comm);          \
+  {                                               \
+    DepthGuard depth;                             \
+    r = real(__VA_ARGS__);                        \
+  }                                               \
   return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAllReduce(const void* s, void* r_, size_t n, int dt, int op,
@@ -363,17 +368,14 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
 }
 
 // AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
-#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...)                                  \
-  SENTINEL_REAL(Fn, name);                                                                     \
-  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
-  const bool outer = tls_depth == 0;                                                           \
-  int r;                                                                                       \
-  {                                                                                            \
-    DepthGuard depth;                                                                          \
-    sentinel::plugin::SetCurrentApiForThread(func);                                            \
-    r = real(__VA_ARGS__);                                                                     \
-    sentinel::plugin::ClearCurrentApiForThread();                                              \
-  }                                                                                            \
+#define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...) \
+  SENTINEL_COLLECTIVE_ENTRY(name, comm);                      \
+  {                                                           \
+    DepthGuard depth;                                         \
+    sentinel::plugin::SetCurrentApiForThread(func);           \
+    r = real(__VA_ARGS__);                                    \
+    sentinel::plugin::ClearCurrentApiForThread();             \
+  }                                                           \
   return AfterCollective(outer, #name, static_cast<void*>(comm), r)
 
 SENTINEL_EXPORT int ncclAlltoAll(const void* s, void* r_, size_t n, int dt, SentinelComm comm,
