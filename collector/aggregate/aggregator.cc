@@ -985,8 +985,12 @@ void Aggregator::EvaluateHangs(int64_t now) {
     views.clear();
     for (const RankState* m : comm->members) views.push_back(m->inflight);
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
+    HangActionParams action_params;
+    action_params.timeout_ns = config_.hang_timeout_ns;
+    const HangAction action = DecideHangAction(views, v, now, action_params, &comm->hang_action);
     if (!v.hung) continue;
     FireHang(*comm, v);
+    if (action == HangAction::kAct) SendHangVerdict(*comm, v);
     state_.hangs.emplace_back(hash, std::move(v));
   }
 }

@@ -23,6 +23,7 @@
 #include "collector/aggregate/alert_book.h"
 #include "collector/aggregate/baseline_store.h"
 #include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/hang_action.h"
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/stats.h"
@@ -129,6 +130,7 @@ struct CommState {
   std::unique_ptr<StragglerDetector> straggler;
   bool has_inflight = false;    // some rank sends in-flight state: hangs are judged from it
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
+  HangActionState hang_action;  // hang verdicts sent to its waiting ranks (hang_action.h)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
   int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)
@@ -255,6 +257,9 @@ class Aggregator : public IngestSink {
   void Read(const std::function<void(const State&)>& fn) const;
   // Alerts whose state changed since the last call (for the Alertmanager push).
   std::vector<Alert> TakeAlertChanges();
+  // Frames for plugin connections (client id, whole frame bytes): the hang verdicts (wire type
+  // 13) of the last ticks. The ingest thread sends them after Tick().
+  std::vector<std::pair<int, std::string>> TakeOutbound();
   const Config& config() const { return config_; }
   Clock* clock() const { return clock_; }
 
@@ -284,6 +289,9 @@ class Aggregator : public IngestSink {
   void OnInFlight(int client, const SentinelWireInFlight& in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateHangs(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FireHang(const CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a SentinelWireHangVerdict for every process with a waiting rank (hang_action.h).
+  void SendHangVerdict(const CommState& comm, const HangVerdict& v)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Resolves the communicator's firing alerts with reason `ended` once no local rank is active.
   void MaybeEndComm(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -306,6 +314,7 @@ class Aggregator : public IngestSink {
   std::vector<int64_t> scratch_seg_ ABSL_GUARDED_BY(mu_);
   std::vector<StragglerDetector::Observation> scratch_obs_ ABSL_GUARDED_BY(mu_);
   std::vector<StragglerEvent> scratch_events_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<int, std::string>> outbound_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string CommLabel(uint64_t comm_hash);  // "0x%016x"

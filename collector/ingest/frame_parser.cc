@@ -51,6 +51,8 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireNetDevice);
     case kSentinelWireNetConnStats:
       return sizeof(SentinelWireNetConnStats);
+    case kSentinelWireHangVerdict:  // collector -> plugin; validated if it ever comes back
+      return sizeof(SentinelWireHangVerdict);
     default:
       return 0;
   }

@@ -364,6 +364,21 @@ void IngestServer::ReadClient(Client* client) {
   }
 }
 
+void IngestServer::SendOutbound() {
+  for (auto& [id, frame] : aggregator_->TakeOutbound()) {
+    for (auto& [fd, c] : clients_) {
+      if (c->id != id) continue;
+      // A whole ~1.2 KB frame into an idle socket's buffer; one that cannot take it (a plugin
+      // that stopped reading) loses the verdict, counted, rather than stall the loop.
+      const ssize_t n = send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n != static_cast<ssize_t>(frame.size()) && ShouldLog()) {
+        spdlog::warn("could not send the hang verdict to pid {}", c->pid);
+      }
+      break;
+    }
+  }
+}
+
 void IngestServer::Run() {
   std::vector<epoll_event> events(256);
   int64_t next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
@@ -387,6 +402,7 @@ void IngestServer::Run() {
     if (aggregator_->clock()->MonoNs() >= next_tick) {
       ExpireHandshakes();
       aggregator_->Tick();
+      SendOutbound();
       next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
     }
   }

@@ -57,6 +57,8 @@ class IngestServer {
   bool PeerAllowed(uid_t uid, gid_t gid) const;
   void ReadClient(Client* client);
   void CloseClient(Client* client, CloseReason reason);
+  // Sends the aggregator's frames for plugins (hang verdicts) after a tick.
+  void SendOutbound();
   bool ShouldLog();
 
   const Config config_;

@@ -93,7 +93,8 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireNetDevice:  // libnccl-net-sentinel.so
     case kSentinelWireNetConnStats:
     case kSentinelWireInFlight:
-      FlushBatch();  // keep the client's order across record kinds
+    case kSentinelWireHangVerdict:  // ours to the plugin: the aggregator ignores one sent back
+      FlushBatch();                 // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
       return true;
     default:

@@ -4,12 +4,14 @@
 
 #include "plugin/entry/abi_guard.h"
 #include "plugin/entry/chain.h"
+#include "plugin/entry/hang_abort.h"
 #include "plugin/guard/guard_hooks.h"
 
 namespace sentinel::plugin {
 
 inline void InitBody(void** context, const InitArgs& args) {
   *context = CoreInit(args);
+  HangAbortNoteProfilerInit(args.comm_hash, args.rank);  // pairs it with the interposed handle
   guard::ProfilerInitInfo info;
   info.comm_hash = args.comm_hash;
   info.comm_name = args.comm_name;

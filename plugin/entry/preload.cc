@@ -10,6 +10,7 @@
 
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
+#include "plugin/entry/hang_abort.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/log_capture.h"
 #include "schemas/wire/sentinel_wire.h"
@@ -38,9 +39,10 @@ __attribute__((visibility("default"))) int ncclCommSplit(SentinelComm comm, int 
 __attribute__((visibility("default"))) int ncclCommShrink(SentinelComm comm, int* exclude,
                                                           int n_exclude, SentinelComm* newcomm,
                                                           void* config, int flags);
-__attribute__((visibility("default"))) int ncclCommFinalize(SentinelComm comm);
-__attribute__((visibility("default"))) int ncclCommDestroy(SentinelComm comm);
 __attribute__((visibility("default"))) int ncclCommAbort(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommDestroy(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommFinalize(SentinelComm comm);
+__attribute__((visibility("default"))) int ncclCommGetAsyncError(SentinelComm comm, int* error);
 __attribute__((visibility("default"))) int ncclAllReduce(const void* s, void* r_, size_t n, int dt,
                                                          int op, SentinelComm comm,
                                                          SentinelStream st);
@@ -74,6 +76,7 @@ __attribute__((visibility("default"))) int ncclScatter(const void* s, void* r_, 
 namespace {
 
 constexpr int kNcclSystemError = 2;
+constexpr int kNcclRemoteError = 6;
 
 // Nesting depth of our wrappers on this thread: NCCL calls some of its own API through the PLT
 // (ncclBcast -> ncclBroadcast, ncclCommInitAll -> ncclGetUniqueId); those only forward.
@@ -127,6 +130,12 @@ int AbortComm(void* comm) {
   return fn == nullptr ? kNcclSystemError : fn(comm);
 }
 
+// A created communicator's handle, for SENTINEL_ON_HANG (hang_abort.h): `r` unchanged.
+int TrackCreate(int r, SentinelComm* comm) {
+  if (r == 0 && comm != nullptr) sentinel::plugin::HangAbortEndCreate(static_cast<void*>(*comm));
+  return r;
+}
+
 // `outer`: the call came from the application, not from NCCL re-entering through the PLT.
 int AfterCollective(bool outer, const char* api, void* comm, int result) {
   if (!outer) return result;
@@ -149,7 +158,10 @@ bool LoadedByPreload() {
 }
 
 __attribute__((constructor)) void SentinelPreloadInit() {
-  sentinel::guard::InstallLogCapture(LoadedByPreload());
+  const bool preloaded = LoadedByPreload();
+  sentinel::guard::InstallLogCapture(preloaded);
+  // SENTINEL_ON_HANG=abort can act only where we see the handles: through LD_PRELOAD.
+  if (preloaded) sentinel::plugin::HangAbortSetAbortFn(&AbortComm);
 }
 
 __attribute__((destructor)) void SentinelPreloadFini() { sentinel::guard::DrainLogCaptureAtExit(); }
@@ -167,22 +179,32 @@ __attribute__((destructor)) void SentinelPreloadFini() { sentinel::guard::DrainL
 SENTINEL_EXPORT int ncclCommInitRank(SentinelComm* comm, int nranks, SentinelUniqueId id,
                                      int rank) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, SentinelUniqueId, int), ncclCommInitRank);
-  if (Forwarding()) return real(comm, nranks, id, rank);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, nranks, id, rank), comm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, nranks, id, rank);
   void* c = comm != nullptr ? static_cast<void*>(*comm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommInitRank", r, &c, 1, AbortComm);
 }
 
 SENTINEL_EXPORT int ncclCommInitRankConfig(SentinelComm* comm, int nranks, SentinelUniqueId id,
                                            int rank, void* config) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, SentinelUniqueId, int, void*), ncclCommInitRankConfig);
-  if (Forwarding()) return real(comm, nranks, id, rank, config);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, nranks, id, rank, config), comm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, nranks, id, rank, config);
   void* c = comm != nullptr ? static_cast<void*>(*comm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommInitRankConfig", r, &c, 1, AbortComm);
 }
 
@@ -190,11 +212,16 @@ SENTINEL_EXPORT int ncclCommInitRankScalable(SentinelComm* comm, int nranks, int
                                              SentinelUniqueId* ids, void* config) {
   SENTINEL_REAL(int (*)(SentinelComm*, int, int, int, SentinelUniqueId*, void*),
                 ncclCommInitRankScalable);
-  if (Forwarding()) return real(comm, nranks, rank, n_ids, ids, config);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, nranks, rank, n_ids, ids, config), comm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, nranks, rank, n_ids, ids, config);
   void* c = comm != nullptr ? static_cast<void*>(*comm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommInitRankScalable", r, &c, 1, AbortComm);
 }
 
@@ -212,59 +239,95 @@ SENTINEL_EXPORT int ncclCommInitAll(SentinelComm* comms, int ndev, const int* de
 SENTINEL_EXPORT int ncclCommSplit(SentinelComm comm, int color, int key, SentinelComm* newcomm,
                                   void* config) {
   SENTINEL_REAL(int (*)(SentinelComm, int, int, SentinelComm*, void*), ncclCommSplit);
-  if (Forwarding()) return real(comm, color, key, newcomm, config);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, color, key, newcomm, config), newcomm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, color, key, newcomm, config);
   // NCCL_SPLIT_NOCOLOR gives a null communicator: nothing to check or abort.
   void* c = newcomm != nullptr ? static_cast<void*>(*newcomm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommSplit", r, &c, c != nullptr ? 1 : 0, AbortComm);
 }
 
 SENTINEL_EXPORT int ncclCommShrink(SentinelComm comm, int* exclude, int n_exclude,
                                    SentinelComm* newcomm, void* config, int flags) {
   SENTINEL_REAL(int (*)(SentinelComm, int*, int, SentinelComm*, void*, int), ncclCommShrink);
-  if (Forwarding()) return real(comm, exclude, n_exclude, newcomm, config, flags);
+  if (Forwarding()) {
+    sentinel::plugin::HangAbortBeginCreate();
+    return TrackCreate(real(comm, exclude, n_exclude, newcomm, config, flags), newcomm);
+  }
   DepthGuard depth;
   sentinel::guard::OnCreateBegin();
+  sentinel::plugin::HangAbortBeginCreate();
   int r = real(comm, exclude, n_exclude, newcomm, config, flags);
   void* c = newcomm != nullptr ? static_cast<void*>(*newcomm) : nullptr;
+  if (r == 0) sentinel::plugin::HangAbortEndCreate(c);
   return sentinel::guard::OnCreateEnd("ncclCommShrink", r, &c, c != nullptr ? 1 : 0, AbortComm);
 }
 
-// ---- communicator teardown: only so that NCCL's teardown lines keep their place in the output ---
+// ---- teardown and error queries: a communicator SENTINEL_ON_HANG aborted is already freed; the
+// log is drained at the return so that NCCL's teardown lines keep their place in the output ------
 
-#define SENTINEL_TEARDOWN_BODY(name, comm)    \
-  SENTINEL_REAL(int (*)(SentinelComm), name); \
-  if (tls_depth > 0) return real(comm);       \
-  int r;                                      \
-  {                                           \
-    DepthGuard depth;                         \
-    r = real(comm);                           \
-  }                                           \
-  sentinel::guard::DrainLogAfterCall();       \
-  return r
-
-SENTINEL_EXPORT int ncclCommFinalize(SentinelComm comm) {
-  SENTINEL_TEARDOWN_BODY(ncclCommFinalize, comm);
-}
-
-SENTINEL_EXPORT int ncclCommDestroy(SentinelComm comm) {
-  SENTINEL_TEARDOWN_BODY(ncclCommDestroy, comm);
+// Calls `real` as the application's call (NCCL's own re-entrant calls only forward), then drains
+// what NCCL printed during it.
+static int Teardown(int (*real)(SentinelComm), SentinelComm comm) {
+  if (tls_depth > 0) return real(comm);
+  int r;
+  {
+    DepthGuard depth;
+    r = real(comm);
+  }
+  sentinel::guard::DrainLogAfterCall();
+  return r;
 }
 
 SENTINEL_EXPORT int ncclCommAbort(SentinelComm comm) {
-  SENTINEL_TEARDOWN_BODY(ncclCommAbort, comm);
+  SENTINEL_REAL(int (*)(SentinelComm), ncclCommAbort);
+  if (sentinel::plugin::HangAbortHostTeardown(static_cast<void*>(comm))) return 0;
+  return Teardown(real, comm);
+}
+
+SENTINEL_EXPORT int ncclCommDestroy(SentinelComm comm) {
+  SENTINEL_REAL(int (*)(SentinelComm), ncclCommDestroy);
+  if (sentinel::plugin::HangAbortHostTeardown(static_cast<void*>(comm))) return 0;
+  return Teardown(real, comm);
+}
+
+SENTINEL_EXPORT int ncclCommFinalize(SentinelComm comm) {
+  SENTINEL_REAL(int (*)(SentinelComm), ncclCommFinalize);
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError;
+  return Teardown(real, comm);
+}
+
+// Also NCCL's own check in every enqueue (nccl-abi-facts.md §10.2): one relaxed load until we
+// abort something.
+SENTINEL_EXPORT int ncclCommGetAsyncError(SentinelComm comm, int* error) {
+  SENTINEL_REAL(int (*)(SentinelComm, int*), ncclCommGetAsyncError);
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm)) && error != nullptr) {
+    *error = kNcclRemoteError;
+    return 0;
+  }
+  return real(comm, error);
 }
 
 // ---- collectives: the runtime-connect check (one relaxed load when nothing is pending) ---------
 
+// Shared entry: the real function, a communicator SENTINEL_ON_HANG aborted (already freed: never
+// handed to NCCL), and whether the application made the call.
+#define SENTINEL_COLLECTIVE_ENTRY(name, comm)                                                  \
+  SENTINEL_REAL(Fn, name);                                                                     \
+  if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm))) return kNcclRemoteError; \
+  const bool outer = tls_depth == 0;                                                           \
+  int r
+
 // The depth is taken before the call and released before the check: the check runs for calls made
 // by the application (depth 0 on entry), never for NCCL's own re-entrant ones.
 #define SENTINEL_COLLECTIVE_BODY(name, comm, ...) \
-  SENTINEL_REAL(Fn, name);                        \
-  const bool outer = tls_depth == 0;              \
-  int r;                                          \
+  SENTINEL_COLLECTIVE_ENTRY(name, comm);          \
   {                                               \
     DepthGuard depth;                             \
     r = real(__VA_ARGS__);                        \
@@ -322,9 +385,7 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
 
 // AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
 #define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...) \
-  SENTINEL_REAL(Fn, name);                                    \
-  const bool outer = tls_depth == 0;                          \
-  int r;                                                      \
+  SENTINEL_COLLECTIVE_ENTRY(name, comm);                      \
   {                                                           \
     DepthGuard depth;                                         \
     sentinel::plugin::SetCurrentApiForThread(func);           \

@@ -57,7 +57,13 @@ int PollMs(int64_t remaining_ns) {
   return ms > 60'000 ? 60'000 : static_cast<int>(ms);
 }
 
+std::atomic<HangVerdictHandler> g_hang_verdict_handler{nullptr};
+
 }  // namespace
+
+void SetHangVerdictHandler(HangVerdictHandler handler) noexcept {
+  g_hang_verdict_handler.store(handler, std::memory_order_release);
+}
 
 CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : options_(options) {
   pid_ = static_cast<uint32_t>(getpid());
@@ -105,7 +111,8 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   buf_.reset(new (std::nothrow) uint8_t[want]);
   comms_.reset(new (std::nothrow) SentinelWireCommInit[options_.max_comms]);
   in_flight_.reset(new (std::nothrow) SentinelWireInFlight[options_.max_comms]());
-  if (buf_ == nullptr || comms_ == nullptr || in_flight_ == nullptr) {
+  in_.reset(new (std::nothrow) uint8_t[SENTINEL_WIRE_FRAME_MAX]);
+  if (buf_ == nullptr || comms_ == nullptr || in_flight_ == nullptr || in_ == nullptr) {
     state_.store(State::kOff, std::memory_order_relaxed);
     Log("sentinel: no memory for the collector stream buffer; streaming off");
     return;
@@ -160,6 +167,7 @@ CollectorSinkStats CollectorSink::Stats() const {
   s.comm_replays = get(comm_replays_);
   s.comm_table_overflow = get(comm_table_overflow_);
   s.in_flight_sent = get(in_flight_sent_);
+  s.hang_verdicts = get(hang_verdicts_);
   return s;
 }
 
@@ -305,6 +313,7 @@ void CollectorSink::OnStreamStarted() {
   backoff_ns_ = options_.backoff_min_ns;
   logged_connect_failure_ = false;
   walk_ = head_ = tail_ = 0;
+  in_have_ = 0;
   // Everything the collector must know to make sense of what follows: the live communicators,
   // then the cumulative counters (so it learns what was lost while it was away).
   for (size_t i = 0; i < n_comms_; ++i) {
@@ -425,6 +434,50 @@ void CollectorSink::SendHeartbeatNow() {
   SendSome();
 }
 
+void CollectorSink::ReadIncoming() {
+  while (fd_ >= 0) {
+    // Only the header first, then exactly the rest of the frame: never a byte of the next one.
+    size_t need = kHeaderBytes;
+    if (in_have_ >= kHeaderBytes) {
+      SentinelWireFrameHeader h;
+      std::memcpy(&h, in_.get(), sizeof(h));
+      if (h.size < kHeaderBytes || h.size % 8 != 0 || h.size > SENTINEL_WIRE_FRAME_MAX) {
+        Disconnect("malformed frame from sentineld");
+        return;
+      }
+      need = h.size;
+    }
+    if (in_have_ < need) {
+      ssize_t got = recv(fd_, in_.get() + in_have_, need - in_have_, MSG_DONTWAIT);
+      if (got == 0) {
+        Disconnect("sentineld closed the connection");
+        return;
+      }
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) Disconnect("receive failed");
+        return;
+      }
+      in_have_ += static_cast<size_t>(got);
+      continue;
+    }
+    SentinelWireFrameHeader h;
+    std::memcpy(&h, in_.get(), sizeof(h));
+    in_have_ = 0;
+    if (h.type != kSentinelWireHangVerdict ||
+        h.size < kHeaderBytes + sizeof(SentinelWireHangVerdict)) {
+      continue;  // not for us, or from a newer collector: skipped by the wire contract
+    }
+    SentinelWireHangVerdict v;
+    std::memcpy(&v, in_.get() + kHeaderBytes, sizeof(v));
+    Bump(hang_verdicts_);
+    HangVerdictHandler handler = options_.on_hang_verdict != nullptr
+                                     ? options_.on_hang_verdict
+                                     : g_hang_verdict_handler.load(std::memory_order_acquire);
+    if (handler != nullptr) handler(v);
+  }
+}
+
 // ---- RecordSink -----------------------------------------------------------------------------
 
 void CollectorSink::OnCommInit(const SentinelWireCommInit& comm) {
@@ -538,6 +591,7 @@ void CollectorSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
   State after = state_.load(std::memory_order_relaxed);
   if (after != State::kStreaming) return;  // cumulative: the next one after reconnecting says it
   if (before == State::kStreaming) SendHeartbeatNow();  // else OnStreamStarted just sent it
+  ReadIncoming();
 }
 
 void CollectorSink::OnControlRecord(uint16_t type, const void* payload, size_t size) {
@@ -576,6 +630,7 @@ void CollectorSink::OnInFlight(const SentinelWireInFlight& state) {
     Bump(control_dropped_);
   }
   SendSome();
+  ReadIncoming();
 }
 
 void CollectorSink::Flush() {

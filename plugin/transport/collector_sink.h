@@ -15,14 +15,21 @@
 
 namespace sentinel::plugin {
 
+// Frames sentineld sends us on the same connection (today: the hang verdict, wire type 13) are
+// read without blocking on the drainer thread, at each heartbeat and in-flight state, and handed
+// to this handler there. The plugin .so registers it when it loads (plugin/entry/hang_abort.h);
+// CollectorSinkOptions::on_hang_verdict replaces it for one sink (tests).
+using HangVerdictHandler = void (*)(const SentinelWireHangVerdict& verdict);
+void SetHangVerdictHandler(HangVerdictHandler handler) noexcept;
+
 struct CollectorSinkOptions {
   // Socket to connect to; null resolves SENTINEL_SOCKET / the per-user default (socket_path.h).
   const char* socket_path = nullptr;
   // The one send buffer, allocated at construction (about 3,600 collective records).
-  size_t buffer_bytes = 512 * 1024;
+  size_t buffer_bytes = size_t{512} * 1024;
   // Buffered bytes that trigger a send, and the longest a record waits for one (checked whenever
   // the drainer calls in; heartbeats, comm init/end and control records send at once).
-  size_t send_threshold_bytes = 64 * 1024;
+  size_t send_threshold_bytes = size_t{64} * 1024;
   int64_t max_batch_age_ns = 2'000'000;
   // Bounded wait for the collector's HelloAck after connecting (on the drainer thread).
   int64_t hello_timeout_ns = 200'000'000;
@@ -39,6 +46,8 @@ struct CollectorSinkOptions {
   // Slow-path log line at info level; null writes to stderr when SENTINEL_LOG_LEVEL is info,
   // debug or trace. MUST NOT call back into the sink.
   void (*log_info)(const char* line) = nullptr;
+  // Where hang verdicts go; null: the process-wide SetHangVerdictHandler one.
+  HangVerdictHandler on_hang_verdict = nullptr;
 };
 
 // Cumulative counters, readable from any thread (a snapshot of relaxed loads).
@@ -58,6 +67,7 @@ struct CollectorSinkStats {
   uint64_t comm_replays = 0;         // CommInit frames re-sent after a reconnect
   uint64_t in_flight_sent = 0;       // InFlight frames appended while streaming (incl. replays)
   uint64_t comm_table_overflow = 0;  // communicators not remembered (table full)
+  uint64_t hang_verdicts = 0;        // hang verdicts received from sentineld
 };
 
 // OnRecords() always returns n: every record is sent, buffered, or dropped and counted here
@@ -114,6 +124,8 @@ class CollectorSink final : public RecordSink {
   // Walks frames that the kernel has taken whole, counting the collective records among them.
   void AccountSent();
   void SendHeartbeatNow();
+  // Reads what sentineld sent us, without blocking; dispatches whole frames.
+  void ReadIncoming();
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     // Only the drainer writes; readers want a recent value, not an ordering: relaxed is enough.
@@ -148,11 +160,14 @@ class CollectorSink final : public RecordSink {
   bool have_hb_ = false;
   SentinelWireHeartbeat last_hb_ = {};
   bool logged_connect_failure_ = false;
+  // Incoming bytes of a partial frame (sentineld -> plugin), allocated with the send buffer.
+  std::unique_ptr<uint8_t[]> in_;
+  size_t in_have_ = 0;
 
   std::atomic<uint64_t> connect_attempts_{0}, connects_{0}, connect_failures_{0},
       handshake_failures_{0}, refused_{0}, disconnects_{0}, records_sent_{0}, records_dropped_{0},
       control_dropped_{0}, send_eagain_{0}, bytes_sent_{0}, send_calls_{0}, comm_replays_{0},
-      comm_table_overflow_{0}, in_flight_sent_{0};
+      comm_table_overflow_{0}, in_flight_sent_{0}, hang_verdicts_{0};
 };
 
 }  // namespace sentinel::plugin

@@ -384,6 +384,37 @@ typedef struct {
 } SentinelWireNetConnStats;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireNetConnStats) == 200, "net conn stats size");
 
+/* ---- Hang verdict, collector -> plugin (issue 10 §5, SENTINEL_ON_HANG): type 13 ---- */
+enum { kSentinelWireHangVerdict = 13 };
+/* Roles of the culprit ranks (the collector's hang roles). */
+enum {
+  kSentinelHangRoleNeverLaunched = 1,            /* did not enqueue the stuck collective */
+  kSentinelHangRoleLaunchedKernelNotStarted = 2, /* enqueued it; its kernel never started */
+  kSentinelHangRoleGone = 3,                     /* process gone or silent */
+};
+#define SENTINEL_WIRE_HANG_CULPRITS 16
+
+/* Sent by sentineld on the plugin's own connection, to each process with a rank waiting in a
+ * collective that the collector confirmed hung (wire_format.md: when exactly). One frame per
+ * (communicator, waiting rank), once per stuck collective. Strings are NUL-terminated. */
+typedef struct {
+  uint64_t comm_hash;
+  uint64_t ordinal;        /* the stuck collective: per-communicator Coll ordinal */
+  uint64_t seq;            /* its NCCL seqNumber */
+  int64_t waiting_ns;      /* how long the waiting ranks have been in it */
+  int64_t hang_timeout_ns; /* sentineld's --hang-timeout */
+  int32_t rank;            /* the waiting rank this frame is for */
+  uint8_t func;            /* kSentinelFunc* */
+  uint8_t n_culprits;      /* entries used below (more culprits are only in `culprits`) */
+  uint16_t flags;          /* reserved, 0 */
+  int32_t culprit_ranks[SENTINEL_WIRE_HANG_CULPRITS];
+  uint8_t culprit_roles[SENTINEL_WIRE_HANG_CULPRITS]; /* kSentinelHangRole* */
+  char culprits[512]; /* "rank 3 never_launched on host-a pid 4242; ..." */
+  char exclude[512];  /* the node exclusion list: "host-b (straggler); ..." or "none" */
+  char alert_id[64];  /* the hang alert's id on sentineld */
+} SentinelWireHangVerdict;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHangVerdict) == 1216, "hang verdict size");
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

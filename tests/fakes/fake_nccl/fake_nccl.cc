@@ -254,6 +254,7 @@ struct ncclComm {
   std::deque<sentinel::testing::KernelWork> queue;
   int inflight = 0;          // kernels promised (queued or about to be) and not yet complete
   int pending_launches = 0;  // nonblocking launch threads still running
+  int sync_waiters = 0;      // threads in fakeNcclStreamSynchronize; the comm outlives them
   bool stop = false;
   std::thread progress;
 
@@ -1421,6 +1422,9 @@ ncclResult_t Teardown(ncclComm* comm, bool abort) {
                   [&] { return comm->pending_launches == 0 && (abort || comm->inflight == 0); });
     comm->stop = true;
     comm->cv.notify_all();
+    // An abort from another thread (a watchdog, SENTINEL_ON_HANG) wakes the threads waiting on
+    // the stream; the communicator is freed only once they have left.
+    comm->cv.wait(lock, [&] { return comm->sync_waiters == 0; });
   }
   if (comm->progress.joinable()) comm->progress.join();
   // finalize after the proxy thread is gone: no proxy event follows it (§4.3).
@@ -1780,7 +1784,16 @@ FAKE_NCCL_EXPORT ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm) {
   if (comm == nullptr) return ncclInvalidArgument;
   st::WaitInit(comm);
   std::unique_lock<std::mutex> lock(comm->mu);
-  comm->cv.wait(lock, [&] { return comm->inflight == 0 && comm->pending_launches == 0; });
+  ++comm->sync_waiters;
+  comm->cv.wait(lock, [&] {
+    return (comm->inflight == 0 && comm->pending_launches == 0) || comm->abort.load();
+  });
+  const bool aborted = comm->abort.load();
+  --comm->sync_waiters;
+  comm->cv.notify_all();
+  // Aborted under us (ncclCommAbort from another thread): the work on the stream was abandoned,
+  // which the application learns as an error (as PyTorch reports an aborted communicator).
+  if (aborted) return ncclRemoteError;
   return static_cast<ncclResult_t>(comm->async_error.load());
 }
 

@@ -146,7 +146,9 @@ typedef struct fakeNcclGraph* fakeNcclGraph_t;
 
 /* Like cudaStreamSynchronize on the communicator's simulated stream: waits until every operation
  * enqueued on `comm` so far has completed (or the comm was aborted, or its barrier timed out when
- * the opt-in barrier_timeout_s is set). Without a timeout a hung collective blocks it forever. */
+ * the opt-in barrier_timeout_s is set). Without a timeout a hung collective blocks it forever.
+ * ncclCommAbort from another thread wakes it with ncclRemoteError, and frees the communicator
+ * only after it returned. */
 ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm);
 /* The communicator's stream gets stuck behind earlier work, as behind a hung compute kernel: no
  * kernel it does not already run ever starts. Later operations are still enqueued (their Coll/P2p

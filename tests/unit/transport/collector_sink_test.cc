@@ -504,5 +504,58 @@ TEST_F(CollectorSinkTest, InFlightStateIsSentAndReplayedAfterReconnect) {
   EXPECT_EQ(st2.types[2], kSentinelWireHeartbeat);
 }
 
+// sentineld -> plugin: a hang verdict (type 13) on the same connection reaches the handler on the
+// sink's thread, whole and once; a frame of a type the plugin does not know is skipped.
+std::vector<SentinelWireHangVerdict> g_verdicts;
+void RecordVerdict(const SentinelWireHangVerdict& v) { g_verdicts.push_back(v); }
+
+void AppendFrame(std::vector<uint8_t>* out, uint16_t type, const void* payload, size_t size) {
+  const SentinelWireFrameHeader h{static_cast<uint32_t>((sizeof(h) + size + 7) & ~size_t{7}), type,
+                                  0};
+  const size_t at = out->size();
+  out->resize(at + h.size, 0);
+  std::memcpy(out->data() + at, &h, sizeof(h));
+  std::memcpy(out->data() + at + sizeof(h), payload, size);
+}
+
+TEST_F(CollectorSinkTest, HangVerdictFromSentineldReachesTheHandlerOnce) {
+  SentinelWireHangVerdict v{};
+  v.comm_hash = 0xabc;
+  v.ordinal = 4;
+  v.rank = 3;
+  v.n_culprits = 1;
+  v.culprit_ranks[0] = 2;
+  v.culprit_roles[0] = kSentinelHangRoleNeverLaunched;
+  std::snprintf(v.culprits, sizeof(v.culprits), "rank 2 never_launched on host a");
+  std::snprintf(v.exclude, sizeof(v.exclude), "host-b (straggler)");
+  FakeCollectorServer::Options so;
+  const uint64_t unknown_payload[3] = {1, 2, 3};
+  AppendFrame(&so.after_ack, 200, unknown_payload, sizeof(unknown_payload));  // a newer type
+  AppendFrame(&so.after_ack, kSentinelWireHangVerdict, &v, sizeof(v));
+  FakeCollectorServer server(path_, so);
+  ASSERT_TRUE(server.Start());
+  g_verdicts.clear();
+  CollectorSinkOptions o = Opts();
+  o.on_hang_verdict = &RecordVerdict;
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(0xabc, 3));
+  ASSERT_EQ(sink.state(), CollectorSink::State::kStreaming);
+  // The sink reads at heartbeats and in-flight states; give the bytes time to arrive.
+  for (int i = 0; i < 200 && g_verdicts.empty(); ++i) {
+    sink.OnHeartbeat(MakeHeartbeat(0));
+    usleep(5000);
+  }
+  sink.OnHeartbeat(MakeHeartbeat(0));
+  ASSERT_EQ(g_verdicts.size(), 1u);
+  EXPECT_EQ(g_verdicts[0].comm_hash, 0xabcu);
+  EXPECT_EQ(g_verdicts[0].ordinal, 4u);
+  EXPECT_EQ(g_verdicts[0].rank, 3);
+  EXPECT_EQ(g_verdicts[0].culprit_ranks[0], 2);
+  EXPECT_STREQ(g_verdicts[0].culprits, "rank 2 never_launched on host a");
+  EXPECT_STREQ(g_verdicts[0].exclude, "host-b (straggler)");
+  EXPECT_EQ(sink.Stats().hang_verdicts, 1u);
+  EXPECT_EQ(sink.state(), CollectorSink::State::kStreaming);  // the unknown frame was skipped
+}
+
 }  // namespace
 }  // namespace sentinel::plugin

@@ -50,8 +50,9 @@ class FakeCollectorServer {
   enum class AckMode { kAccept, kRefuseMajor, kWrongMajor, kNoAck };
   struct Options {
     AckMode ack = AckMode::kAccept;
-    bool read_after_ack = true;  // false: a stalled collector that never reads again
-    bool keep_records = true;    // false: count only (the benchmark)
+    bool read_after_ack = true;      // false: a stalled collector that never reads again
+    bool keep_records = true;        // false: count only (the benchmark)
+    std::vector<uint8_t> after_ack;  // bytes sent right after an accepting ack (collector frames)
   };
 
   FakeCollectorServer(std::string path, Options options)
@@ -228,7 +229,12 @@ class FakeCollectorServer {
     frame.ack.minor = SENTINEL_WIRE_MINOR;
     frame.ack.status =
         options_.ack == AckMode::kRefuseMajor ? kSentinelHelloRefusedMajor : kSentinelHelloAccepted;
-    return send(fd, &frame, sizeof(frame), MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(frame));
+    if (send(fd, &frame, sizeof(frame), MSG_NOSIGNAL) != static_cast<ssize_t>(sizeof(frame))) {
+      return false;
+    }
+    const std::vector<uint8_t>& more = options_.after_ack;
+    return more.empty() ||
+           send(fd, more.data(), more.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(more.size());
   }
 
   template <typename T>

@@ -1,0 +1,251 @@
+// SENTINEL_ON_HANG=abort: see hang_abort.h.
+#include "plugin/entry/hang_abort.h"
+
+#include <time.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "plugin/base/log.h"
+#include "plugin/base/raw_log.h"
+#include "plugin/core/names.h"
+#include "plugin/transport/collector_sink.h"
+
+namespace sentinel::plugin {
+
+std::atomic<int> g_hang_aborted_comms{0};
+
+namespace {
+
+constexpr int kSlots = 256;
+
+// One communicator created through the interposer. Writers hold Registry::mu; the collective
+// path reads `comm`/`aborted` without it (atomics).
+struct Slot {
+  std::atomic<void*> comm{nullptr};
+  uint64_t comm_hash = 0;
+  int rank = -1;
+  std::atomic<bool> aborted{false};
+};
+
+struct Registry {
+  std::mutex mu;
+  Slot slots[kSlots];
+  std::atomic<CommAbortFn> abort_fn{nullptr};
+  std::atomic<int> in_progress{0};
+};
+
+Registry& R() {
+  static Registry* r = new Registry();  // leaked: the abort thread may outlive static teardown
+  return *r;
+}
+
+// The profiler init NCCL ran on this thread during the current create call.
+thread_local bool tls_init_seen = false;
+thread_local uint64_t tls_init_hash = 0;
+thread_local int tls_init_rank = -1;
+
+OnHangMode Mode() {
+  static const OnHangMode mode = [] {
+    bool bad = false;
+    const char* v = std::getenv("SENTINEL_ON_HANG");  // NOLINT(concurrency-mt-unsafe): read once
+    OnHangMode m = ParseOnHang(v, &bad);
+    if (bad) {
+      RawLog("SENTINEL_ON_HANG='%s' is not one of off, report, abort: hangs are only reported", v);
+    }
+    return m;
+  }();
+  return mode;
+}
+
+void AbortThread(void* comm, SentinelWireHangVerdict v) {
+  Registry& r = R();
+  const CommAbortFn fn = r.abort_fn.load(std::memory_order_acquire);
+  const int rc = fn != nullptr ? fn(comm) : -1;
+  RawLog("SENTINEL_ON_HANG=abort: ncclCommAbort of communicator 0x%016llx rank %d returned %d",
+         static_cast<unsigned long long>(v.comm_hash), v.rank, rc);
+  r.in_progress.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+}  // namespace
+
+OnHangMode ParseOnHang(const char* value, bool* bad) {
+  *bad = false;
+  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "off") == 0 ||
+      std::strcmp(value, "report") == 0) {
+    return OnHangMode::kOff;
+  }
+  if (std::strcmp(value, "abort") == 0) return OnHangMode::kAbort;
+  *bad = true;
+  return OnHangMode::kOff;
+}
+
+void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, char* out,
+                            size_t cap) {
+  // The strings come from the wire: bounded copies, whatever their terminators.
+  char culprits[sizeof(v.culprits)];
+  char exclude[sizeof(v.exclude)];
+  std::snprintf(culprits, sizeof(culprits), "%.*s", static_cast<int>(sizeof(v.culprits) - 1),
+                v.culprits);
+  std::snprintf(exclude, sizeof(exclude), "%.*s", static_cast<int>(sizeof(v.exclude) - 1),
+                v.exclude);
+  std::snprintf(out, cap,
+                "%s communicator 0x%016llx rank %d: sentineld confirmed a hang in %s (collective "
+                "#%llu, NCCL seq %llu), stuck %.1f s (--hang-timeout %.1f s); culprit: %s; "
+                "exclude on restart: %s",
+                aborting ? "SENTINEL_ON_HANG=abort: aborting" : "hang reported on",
+                static_cast<unsigned long long>(v.comm_hash), v.rank, FuncName(v.func),
+                static_cast<unsigned long long>(v.ordinal), static_cast<unsigned long long>(v.seq),
+                static_cast<double>(v.waiting_ns) / 1e9,
+                static_cast<double>(v.hang_timeout_ns) / 1e9,
+                culprits[0] != '\0' ? culprits : "unknown", exclude[0] != '\0' ? exclude : "none");
+}
+
+void HangAbortSetAbortFn(CommAbortFn fn) noexcept {
+  R().abort_fn.store(fn, std::memory_order_release);
+}
+
+void HangAbortBeginCreate() noexcept {
+  tls_init_seen = false;
+  tls_init_rank = -1;
+}
+
+void HangAbortNoteProfilerInit(uint64_t comm_hash, int rank) noexcept {
+  tls_init_seen = true;
+  tls_init_hash = comm_hash;
+  tls_init_rank = rank;
+}
+
+void HangAbortEndCreate(void* comm) noexcept {
+  // Inits that ran elsewhere (groups, nonblocking communicators) leave nothing to pair with.
+  if (comm == nullptr || !tls_init_seen) return;
+  tls_init_seen = false;
+  Registry& r = R();
+  std::lock_guard<std::mutex> lock(r.mu);
+  Slot* free_slot = nullptr;
+  for (Slot& s : r.slots) {
+    void* c = s.comm.load(std::memory_order_relaxed);
+    if (c == comm) {
+      free_slot = &s;  // a handle NCCL reused after a destroy we did not see
+      break;
+    }
+    if (c == nullptr && free_slot == nullptr) free_slot = &s;
+  }
+  if (free_slot == nullptr) {
+    SENTINEL_LOG_ONCE(LogLevel::kWarn,
+                      "SENTINEL_ON_HANG: more than %d live communicators; later ones cannot be "
+                      "aborted on a hang",
+                      kSlots);
+    return;
+  }
+  free_slot->comm_hash = tls_init_hash;
+  free_slot->rank = tls_init_rank;
+  free_slot->aborted.store(false, std::memory_order_relaxed);
+  free_slot->comm.store(comm, std::memory_order_release);
+}
+
+bool HangAbortHostTeardown(void* comm) noexcept {
+  if (comm == nullptr) return false;
+  Registry& r = R();
+  std::lock_guard<std::mutex> lock(r.mu);
+  for (Slot& s : r.slots) {
+    if (s.comm.load(std::memory_order_relaxed) != comm) continue;
+    const bool ours = s.aborted.load(std::memory_order_relaxed);
+    // Ours stays registered (the application may ask again); theirs is forgotten.
+    if (!ours) s.comm.store(nullptr, std::memory_order_relaxed);
+    return ours;
+  }
+  return false;
+}
+
+bool HangAbortIsAbortedSlow(void* comm) noexcept {
+  if (comm == nullptr) return false;
+  for (const Slot& s : R().slots) {
+    if (s.comm.load(std::memory_order_acquire) == comm) {
+      return s.aborted.load(std::memory_order_acquire);
+    }
+  }
+  return false;
+}
+
+void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
+  char line[1400];
+  Registry& r = R();
+  if (Mode() != OnHangMode::kAbort) {
+    FormatHangAbortMessage(verdict, false, line, sizeof(line));
+    RawLog("%s", line);
+    Log(LogLevel::kWarn, "%s", line);
+    return;
+  }
+  if (r.abort_fn.load(std::memory_order_acquire) == nullptr) {
+    FormatHangAbortMessage(verdict, false, line, sizeof(line));
+    RawLog("%s", line);
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true, std::memory_order_relaxed)) {
+      RawLog(
+          "SENTINEL_ON_HANG=abort needs LD_PRELOAD=<libnccl-profiler-sentinel.so> (only the "
+          "interposer sees communicator handles): not aborting, the hang is only reported");
+    }
+    return;
+  }
+  void* comm = nullptr;
+  Slot* slot = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (Slot& s : r.slots) {
+      void* c = s.comm.load(std::memory_order_relaxed);
+      if (c == nullptr || s.comm_hash != verdict.comm_hash || s.rank != verdict.rank) continue;
+      if (s.aborted.exchange(true, std::memory_order_acq_rel)) return;  // already on its way
+      comm = c;
+      slot = &s;
+      break;
+    }
+    if (comm != nullptr) g_hang_aborted_comms.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (comm == nullptr) {
+    FormatHangAbortMessage(verdict, false, line, sizeof(line));
+    RawLog(
+        "%s; not aborting: this communicator was not created by a blocking create call we "
+        "interpose",
+        line);
+    return;
+  }
+  FormatHangAbortMessage(verdict, true, line, sizeof(line));
+  RawLog("%s", line);
+  Log(LogLevel::kWarn, "%s", line);
+  // Our own thread: ncclCommAbort may take a while, and it finalizes the profiler context, which
+  // may stop the drainer thread this verdict arrived on.
+  r.in_progress.fetch_add(1, std::memory_order_acq_rel);
+  try {
+    std::thread(&AbortThread, comm, verdict).detach();
+  } catch (...) {
+    r.in_progress.fetch_sub(1, std::memory_order_acq_rel);
+    {
+      std::lock_guard<std::mutex> lock(r.mu);
+      slot->aborted.store(false, std::memory_order_release);
+      g_hang_aborted_comms.fetch_sub(1, std::memory_order_relaxed);
+    }
+    RawLog("SENTINEL_ON_HANG=abort: cannot start the abort thread; not aborting");
+  }
+}
+
+bool HangAbortWaitIdle(int64_t timeout_ms) noexcept {
+  for (int64_t waited = 0; waited <= timeout_ms; ++waited) {
+    if (R().in_progress.load(std::memory_order_acquire) == 0) return true;
+    timespec ts{0, 1000000};
+    nanosleep(&ts, nullptr);
+  }
+  return false;
+}
+
+namespace {
+// Registered with the collector sink when the plugin .so loads: verdicts arrive on its thread.
+__attribute__((constructor)) void RegisterHangVerdictHandler() {
+  SetHangVerdictHandler(&OnHangVerdict);
+}
+}  // namespace
+
+}  // namespace sentinel::plugin

@@ -1,0 +1,176 @@
+// SENTINEL_ON_HANG=abort end to end (issue 10 §5): a simulated job through the fake NCCL, with
+// the plugin both as profiler and LD_PRELOAD interposer, streaming to a real sentineld with
+// --hang-timeout 2s. One rank never launches a collective: within hang-timeout + 5 s the others
+// abort their communicator (ncclCommAbort from the plugin's own thread), their blocked stream
+// wait returns an error, and they exit non-zero with one line naming the culprit rank, its host
+// and the exclusion list. With the same settings a straggler and a whole-job pause (SIGSTOP for
+// longer than the timeout, while a straggler is behind) finish normally: nothing is aborted.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "tests/integration/fake_nccl/test_util.h"
+
+namespace sentinel::testing {
+namespace {
+
+constexpr int kRanks = 4;
+constexpr double kHangTimeoutS = 2.0;
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The sim summary row of `rank`: "  <rank>  <steps>  <wall-s>  <status>".
+bool SummaryRow(const std::string& output, int rank, double* wall_s, std::string* status) {
+  for (const std::string& line : Lines(output)) {
+    int r = -1;
+    int steps = 0;
+    double wall = 0;
+    char rest[128] = {};
+    if (std::sscanf(line.c_str(), " %d %d %lf %127[^\n]", &r, &steps, &wall, rest) == 4 &&
+        r == rank) {
+      *wall_s = wall;
+      *status = rest;
+      return true;
+    }
+  }
+  return false;
+}
+
+class HangAbortTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
+    dir_ = MakeTempDir();
+    socket_ = dir_ + "/s.sock";
+    daemon_ = StartProgram({SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0",
+                            "--port-file", dir_ + "/port", "--hang-timeout", "2s"},
+                           {}, 120);
+    for (int i = 0; i < 200 && std::atoi(ReadFile(dir_ + "/port").c_str()) == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_GT(std::atoi(ReadFile(dir_ + "/port").c_str()), 0);
+  }
+  // Stops sentineld and returns its log.
+  std::string StopDaemon() {
+    if (daemon_.pid > 0) {
+      kill(daemon_.pid, SIGTERM);
+      daemon_log_ = WaitProgram(daemon_).output;
+      daemon_.pid = -1;
+    }
+    return daemon_log_;
+  }
+  void TearDown() override {
+    StopDaemon();
+    if (!dir_.empty()) RunProgram({"/bin/rm", "-rf", dir_}, {});
+  }
+  std::vector<std::string> Sim(std::vector<std::string> extra) {
+    std::vector<std::string> a = {SENTINEL_SIM_PATH,
+                                  "--ranks",
+                                  std::to_string(kRanks),
+                                  "--steps",
+                                  "20",
+                                  "--compute-ms",
+                                  "2",
+                                  "--bytes",
+                                  "64K",
+                                  "--timeout-s",
+                                  "10",
+                                  "--plugin",
+                                  SENTINEL_PLUGIN_PATH};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+  std::vector<std::pair<std::string, std::string>> Env() {
+    return {{"SENTINEL_SOCKET", socket_},
+            {"SENTINEL_ON_HANG", "abort"},
+            {"LD_PRELOAD", SENTINEL_PLUGIN_PATH}};
+  }
+
+  std::string dir_;
+  std::string socket_;
+  Started daemon_;
+  std::string daemon_log_;
+};
+
+TEST_F(HangAbortTest, NeverLaunchedRankMakesThePeersAbortWithinTimeoutPlusFive) {
+  RunResult r = RunProgram(Sim({"--hang", "rank=2,at=3"}), Env(), 90);
+  // The launcher still kills the culprit itself (it hangs on its host thread), hence 3.
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  for (int rank : {0, 1, 3}) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    double wall = 0;
+    std::string status;
+    ASSERT_TRUE(SummaryRow(r.output, rank, &wall, &status)) << r.output;
+    EXPECT_EQ(status, "exit 1") << r.output;
+    // From the job's start, so the bound is stricter than from the hang's onset.
+    EXPECT_LE(wall, kHangTimeoutS + 5.0) << r.output;
+    EXPECT_GE(wall, kHangTimeoutS) << r.output;  // never before the timeout
+    EXPECT_NE(r.output.find("sentinel-sim: rank " + std::to_string(rank) +
+                            ": step 3 failed: remote process exited"),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("SENTINEL_ON_HANG=abort: aborting communicator 0x"), std::string::npos);
+  }
+  // One line per aborting rank, naming the culprit, its role and host, and the exclusion list.
+  EXPECT_EQ(Count(r.output, "SENTINEL_ON_HANG=abort: aborting communicator"), kRanks - 1)
+      << r.output;
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string short_host(host);
+  short_host = short_host.substr(0, short_host.find('.'));
+  EXPECT_EQ(Count(r.output, "culprit: rank 2 never_launched on host " + short_host), kRanks - 1)
+      << r.output;
+  EXPECT_EQ(Count(r.output, "exclude on restart: none"), kRanks - 1) << r.output;
+  EXPECT_NE(r.output.find("hang in AllReduce (collective #4, NCCL seq 3)"), std::string::npos)
+      << r.output;
+  // The culprit itself is never aborted (its thread is not inside NCCL).
+  EXPECT_EQ(r.output.find("aborting communicator 0x", r.output.find("rank 2:")), std::string::npos);
+  double wall = 0;
+  std::string status;
+  ASSERT_TRUE(SummaryRow(r.output, 2, &wall, &status));
+  EXPECT_NE(status.find("killed (job hung)"), std::string::npos) << r.output;
+  EXPECT_EQ(Count(StopDaemon(), "told 3 waiting rank(s)"), 1);
+}
+
+TEST_F(HangAbortTest, StragglerUnderTheTimeoutIsNeverAborted) {
+  RunResult r =
+      RunProgram(Sim({"--straggler", "rank=1,delay-ms=1500,pct=0,from=3,until=6"}), Env(), 90);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Count(r.output, "aborting communicator"), 0) << r.output;
+  EXPECT_NE(r.output.find("[sim] all ranks finished"), std::string::npos) << r.output;
+}
+
+// The whole job (launcher and ranks: one process group) stops for 4 s, twice the timeout, while
+// rank 1 is 1 s behind every step: the peers wait inside the collective with a culprit named,
+// first silent (stopped), then, after SIGCONT, with an "in flight since" older than the timeout.
+TEST_F(HangAbortTest, PausedJobWithAStragglerBehindIsNeverAborted) {
+  Started sim =
+      StartProgram(Sim({"--straggler", "rank=1,delay-ms=1000,pct=0,from=2,until=8"}), Env(), 90);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // inside step 2's wait
+  ASSERT_EQ(kill(-sim.pid, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(4000));
+  ASSERT_EQ(kill(-sim.pid, SIGCONT), 0);
+  RunResult r = WaitProgram(sim);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Count(r.output, "aborting communicator"), 0) << r.output;
+  EXPECT_NE(r.output.find("[sim] all ranks finished"), std::string::npos) << r.output;
+  // The hang detector did see a hang naming rank 1 (acting on its verdict alone would have
+  // aborted the job); the abort decision never confirmed it.
+  const std::string log = StopDaemon();
+  EXPECT_NE(log.find("never_launched"), std::string::npos) << log;
+  EXPECT_EQ(log.find("confirmed"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace sentinel::testing

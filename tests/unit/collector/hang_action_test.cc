@@ -1,0 +1,176 @@
+// When sentineld tells waiting ranks to abort (hang_action.h): only a hang with a named local
+// culprit, live evidence, and --hang-timeout of live stuck time; never a straggler that arrives,
+// a long collective every rank is inside, or a paused job (also not right after it resumes).
+#include "collector/aggregate/hang_action.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "collector/aggregate/hang_detector.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr int64_t kSec = 1000000000LL;
+constexpr int64_t kTick = 200000000LL;  // sentineld's tick
+
+struct Job {
+  HangParams hang;
+  HangActionParams action;
+  HangActionState state;
+  std::vector<InFlightView> ranks;
+  std::vector<HangAction> seen;
+
+  explicit Job(int n) {
+    hang.timeout_ns = 2 * kSec;
+    action.timeout_ns = 2 * kSec;
+    for (int r = 0; r < n; ++r) {
+      InFlightView v;
+      v.rank = r;
+      v.has_state = true;
+      ranks.push_back(v);
+    }
+  }
+  // Rank `r` reports at `now`: `enq` enqueued, `done` completed, in flight since `since`.
+  void Report(int r, uint64_t enq, uint64_t done, int64_t since, int64_t now) {
+    InFlightView& v = ranks[static_cast<size_t>(r)];
+    v.last_update_ns = now;
+    v.enqueued = enq;
+    v.gpu_started = enq;
+    v.completed = done;
+    v.oldest_since_ns = enq > done ? since : 0;
+    v.oldest_func = 4;
+  }
+  HangAction Tick(int64_t now) {
+    HangVerdict v = EvaluateHang(ranks, static_cast<int32_t>(ranks.size()), now, hang);
+    HangAction a = DecideHangAction(ranks, v, now, action, &state);
+    seen.push_back(a);
+    return a;
+  }
+  int Count(HangAction a) const {
+    int n = 0;
+    for (HangAction s : seen) n += s == a ? 1 : 0;
+    return n;
+  }
+};
+
+// Ranks 0, 1, 3 enter collective 4 at t0; rank 2 never does. Everyone keeps reporting (the
+// plugin's drainer runs while the host thread is stuck). Acted on once, at timeout.
+TEST(HangAction, NeverLaunchedCulpritIsActedOnOnceAtTimeout) {
+  Job job(4);
+  const int64_t t0 = 10 * kSec;
+  int64_t acted_at = 0;
+  for (int64_t now = 0; now <= t0 + 6 * kSec; now += kTick) {
+    for (int r = 0; r < 4; ++r) {
+      if (now < t0 || r == 2) {
+        job.Report(r, 3, 3, 0, now);
+      } else {
+        job.Report(r, 4, 3, t0, now);
+      }
+    }
+    if (job.Tick(now) == HangAction::kAct) acted_at = now;
+  }
+  EXPECT_EQ(job.Count(HangAction::kAct), 1);
+  EXPECT_GE(acted_at, t0 + 2 * kSec);
+  EXPECT_LE(acted_at, t0 + 2 * kSec + kTick);
+  EXPECT_GT(job.Count(HangAction::kDone), 0);
+}
+
+// A straggler 1.5 s late (under the timeout) arrives: never acted on.
+TEST(HangAction, StragglerThatArrivesIsNeverActedOn) {
+  Job job(4);
+  for (int step = 0; step < 5; ++step) {
+    const int64_t t0 = (10 + 3 * step) * kSec;
+    for (int64_t now = t0; now < t0 + 3 * kSec; now += kTick) {
+      const bool straggler_in = now >= t0 + 1500000000LL;
+      const uint64_t n = 4 + static_cast<uint64_t>(step);
+      for (int r = 0; r < 4; ++r) {
+        const bool in = r != 2 || straggler_in;
+        // Complete once the straggler arrived.
+        if (straggler_in) {
+          job.Report(r, n, n, 0, now);
+        } else {
+          job.Report(r, in ? n : n - 1, n - 1, t0, now);
+        }
+      }
+      EXPECT_NE(job.Tick(now), HangAction::kAct) << "step " << step << " at " << now;
+    }
+  }
+}
+
+// A long collective (every rank inside it, for 10 s): reported as a hang, never acted on.
+TEST(HangAction, LongCollectiveEveryRankInsideIsNeverActedOn) {
+  Job job(4);
+  const int64_t t0 = 10 * kSec;
+  for (int64_t now = t0; now < t0 + 10 * kSec; now += kTick) {
+    for (int r = 0; r < 4; ++r) job.Report(r, 4, 3, t0, now);
+    EXPECT_NE(job.Tick(now), HangAction::kAct);
+  }
+  EXPECT_GT(job.Count(HangAction::kNoCulprit), 0);
+}
+
+// The whole job is paused (SIGSTOP) between rank 2's compute and its collective, for 20 s: all
+// silent, never acted on; after it resumes, rank 2 takes 1.5 s to arrive (the rest of its compute
+// step), which must not trigger either, even though "in flight since" is 20 s old.
+TEST(HangAction, PausedJobIsNeverActedOnAlsoRightAfterResume) {
+  Job job(4);
+  const int64_t t0 = 10 * kSec;
+  const int64_t resume = t0 + 20 * kSec;
+  for (int64_t now = 0; now < resume + 5 * kSec; now += kTick) {
+    const bool paused = now >= t0 + kSec && now < resume;
+    const bool arrived = now >= resume + 1500000000LL;
+    if (!paused) {
+      for (int r = 0; r < 4; ++r) {
+        if (now < t0) {
+          job.Report(r, 3, 3, 0, now);
+        } else if (arrived) {
+          job.Report(r, 4, 4, 0, now);
+        } else {
+          job.Report(r, r == 2 ? 3 : 4, 3, t0, now);
+        }
+      }
+    }
+    EXPECT_NE(job.Tick(now), HangAction::kAct) << "at " << now;
+  }
+  EXPECT_GT(job.Count(HangAction::kNotLive), 0);
+  EXPECT_GT(job.Count(HangAction::kConfirming), 0);
+}
+
+// A culprit process that died (disconnected) is definitive evidence: acted on at timeout.
+TEST(HangAction, DeadCulpritProcessIsActedOn) {
+  Job job(3);
+  const int64_t t0 = 10 * kSec;
+  int acts = 0;
+  for (int64_t now = 0; now < t0 + 4 * kSec; now += kTick) {
+    for (int r = 0; r < 3; ++r) {
+      if (now < t0) {
+        job.Report(r, 3, 3, 0, now);
+      } else if (r != 1) {
+        job.Report(r, 4, 3, t0, now);
+      }
+    }
+    if (now >= t0) job.ranks[1].connected = false;
+    acts += job.Tick(now) == HangAction::kAct ? 1 : 0;
+  }
+  EXPECT_EQ(acts, 1);
+}
+
+// A culprit that is connected but silent (its process stopped) is not evidence: wait.
+TEST(HangAction, SilentCulpritIsNotActedOn) {
+  Job job(3);
+  const int64_t t0 = 10 * kSec;
+  for (int64_t now = 0; now < t0 + 8 * kSec; now += kTick) {
+    for (int r = 0; r < 3; ++r) {
+      if (now < t0) {
+        job.Report(r, 3, 3, 0, now);
+      } else if (r != 1) {
+        job.Report(r, 4, 3, t0, now);
+      }
+    }
+    EXPECT_NE(job.Tick(now), HangAction::kAct) << "at " << now;
+  }
+}
+
+}  // namespace
+}  // namespace sentinel::collector
