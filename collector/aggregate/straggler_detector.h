@@ -30,7 +30,8 @@ struct StragglerParams {
   double noise_h = 12.0;      // threshold in units of v / (k s)
   double floor_h = 2.0;       // ... plus this many compute segments
   int64_t floor_ns = 50000;   // clock-noise floor of a segment and of the clip
-  double clip_sigmas = 4.0;   // excess clipped at max(clip_sigmas * sqrt(v), segment)
+  double clip_sigmas = 4.0;   // excess clipped at max(clip_sigmas * sqrt(v), segment) ...
+  double persist = 4.0;       // ... and at threshold / persist: evidence from >= persist colls
   int learn = 32;             // judged collectives that only train the noise estimate
   int structural_clean = 64;  // this many consecutive quiet collectives make a rank "was clean"
 };
@@ -52,6 +53,7 @@ struct StragglerRankState {
   double onset_excess_ns = 0;  // excess and segments summed since onset (the evidence window)
   double onset_segment_ns = 0;
   double mean_excess_ns = 0;   // EWMA of the excess (noise centring, evidence)
+  double mean_score_ns = 0;    // EWMA of the clipped, peer-centred score (its variance)
   double mean_segment_ns = 0;  // EWMA of the segment seen with it
   StragglerPattern pattern = StragglerPattern::kDegraded;
 };
@@ -97,10 +99,13 @@ class StragglerDetector {
   double seg_ = 0;  // EWMA of the compute segment (ns)
   uint64_t observed_ = 0;
   uint64_t var_samples_ = 0;
+  double score_var_ = 0;  // EWMA of the variance of the clipped, peer-centred score (ns^2)
+  uint64_t score_samples_ = 0;
   std::vector<int64_t> sorted_;
   std::vector<int64_t> segments_;
   std::vector<double> dev_;
   std::vector<double> excess_;
+  std::vector<double> raw_excess_;
 };
 
 }  // namespace sentinel::collector
