@@ -76,7 +76,6 @@ StragglerParams StragglerParamsFrom(const Config& config) {
   p.floor_h = config.straggler_floor_h;
   p.floor_ns = config.straggler_min_ns;
   p.learn = config.straggler_learn;
-  if (const char* e = std::getenv("TMP_PERSIST")) p.persist = std::atof(e);  // TMPTUNE
   return p;
 }
 

@@ -152,7 +152,10 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       } else {
         st.clean_run = 0;
       }
-      if (st.g_ns > h) {
+      // Enough evidence, and of a slowdown near the smallest one worth an alert: its excess since
+      // the evidence began is at least the resolution reference (3/4 rel). A rank a few percent
+      // slower (a loaded machine's scheduling) would otherwise cross any threshold eventually.
+      if (st.g_ns > h && st.onset_excess_ns >= 1.5 * k * st.onset_segment_ns) {
         st.firing = true;
         st.d_ns = 0;
         st.pattern = st.ever_clean ? StragglerPattern::kDegraded : StragglerPattern::kStructural;

@@ -42,9 +42,9 @@ class Daemon {
  public:
   explicit Daemon(const std::vector<std::string>& extra) : dir_(MakeTempDir()) {
     socket_ = dir_ + "/s.sock";
-    std::vector<std::string> argv = {SENTINEL_SENTINELD_PATH, "--socket",    socket_,
-                                     "--listen",              "127.0.0.1:0", "--port-file",
-                                     dir_ + "/port"};
+    std::vector<std::string> argv = {
+        SENTINEL_SENTINELD_PATH, "--socket",    socket_,       "--listen",
+        "127.0.0.1:0",           "--port-file", dir_ + "/port"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     started_ = StartProgram(argv, {}, 120);
     for (int i = 0; i < 200 && port_ == 0; ++i) {
@@ -146,11 +146,11 @@ void KillSimRanks(const Started& sim) {
   }
 }
 
-std::vector<std::string> SimArgs(const Daemon& d, std::vector<std::string> flags) {
-  std::vector<std::string> argv = {SENTINEL_SIM_PATH, "--ranks", "8", "--plugin",
+// An 8-rank sim job streaming through the plugin.
+std::vector<std::string> SimArgs(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {SENTINEL_SIM_PATH,    "--ranks", "8", "--plugin",
                                    SENTINEL_PLUGIN_PATH, "--quiet"};
   argv.insert(argv.end(), flags.begin(), flags.end());
-  (void)d;
   return argv;
 }
 
@@ -160,8 +160,8 @@ TEST(DetectionE2e, RankLateOnlyBeforeTheFirstOfThreeCollectivesGetsOneAlert) {
   Daemon d({"--tick", "100ms"});
   ASSERT_GT(d.port(), 0);
   Started sim = StartProgram(
-      SimArgs(d, {"--steps", "400", "--compute-ms", "10", "--collectives",
-                  "allreduce,allgather,reducescatter", "--straggler", "rank=5,pct=20,from=40"}),
+      SimArgs({"--steps", "400", "--compute-ms", "10", "--collectives",
+               "allreduce,allgather,reducescatter", "--straggler", "rank=5,pct=20,from=40"}),
       {{"SENTINEL_SOCKET", d.socket()}}, 90);
   AlertLog log;
   const auto t0 = SteadyClock::now();
@@ -187,17 +187,16 @@ TEST(DetectionE2e, RankLateOnlyBeforeTheFirstOfThreeCollectivesGetsOneAlert) {
   EXPECT_EQ(a["ranks"][0], 5) << a.dump();
 }
 
-// Issue 7 test 2: 2 ms compute, rank 5 slowed by 20 % from step 300 to 1300.
+// Issue 7 test 2: 2 ms compute, rank 5 slowed by 20 % from step 300 to 1200.
 TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAndResolves) {
   if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
   constexpr int kFrom = 300;
-  constexpr int kUntil = 1300;
+  constexpr int kUntil = 1200;
   Daemon d({"--tick", "100ms"});
   ASSERT_GT(d.port(), 0);
   Started sim = StartProgram(
-      SimArgs(d, {"--steps", "2000", "--compute-ms", "2", "--straggler",
-                  "rank=5,pct=20,from=" + std::to_string(kFrom) +
-                      ",until=" + std::to_string(kUntil)}),
+      SimArgs({"--steps", "2400", "--compute-ms", "2", "--straggler",
+               "rank=5,pct=20,from=" + std::to_string(kFrom) + ",until=" + std::to_string(kUntil)}),
       {{"SENTINEL_SOCKET", d.socket()}}, 90);
   AlertLog log;
   const auto t0 = SteadyClock::now();
@@ -258,11 +257,11 @@ TEST(DetectionE2e, SimHangsAreNamedWithTheCulpritAndItsRoleThroughTheRealDaemon)
     Daemon d({"--tick", "100ms", "--hang-timeout", "2s"});
     ASSERT_GT(d.port(), 0);
     constexpr int kCulprit = 2;
-    Started sim = StartProgram(
-        {SENTINEL_SIM_PATH, "--ranks", "4", "--steps", "100000", "--compute-ms", "2", "--hang",
-         "rank=" + std::to_string(kCulprit) + ",at=30,kind=" + kind, "--timeout-s", "60",
-         "--plugin", SENTINEL_PLUGIN_PATH, "--quiet"},
-        {{"SENTINEL_SOCKET", d.socket()}}, 90);
+    Started sim =
+        StartProgram({SENTINEL_SIM_PATH, "--ranks", "4", "--steps", "100000", "--compute-ms", "2",
+                      "--hang", "rank=" + std::to_string(kCulprit) + ",at=30,kind=" + kind,
+                      "--timeout-s", "60", "--plugin", SENTINEL_PLUGIN_PATH, "--quiet"},
+                     {{"SENTINEL_SOCKET", d.socket()}}, 90);
     const auto t0 = SteadyClock::now();
     double records = -1;
     double last_progress_s = 0;  // the last time more records arrived: the hang began after it
