@@ -110,7 +110,7 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
   // 1/persist of the threshold: one heavy-tailed delay, even inside a whole-job pause (which
   // inflates the segment of every rank alike while their excess cancels), cannot fire alone.
   const double clip =
-      std::min(std::max(params_.clip_sigmas * std::sqrt(var_), s), h / params_.persist);
+      std::min(std::max(params_.clip_sigmas * std::sqrt(var_), s / 2), h / params_.persist);
   // Delays are one-sided (scheduling, page faults, interrupts), so under noise alone a rank's
   // excess over the peers' median has a positive mean (mean > median of a right-skewed delay) that
   // can exceed the drift k*s on a loaded machine. The score is the clipped excess minus the mean
