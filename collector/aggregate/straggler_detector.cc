@@ -106,7 +106,7 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
 
   const double k = params_.rel / 2;
   const double h = threshold_ns();
-  // Each collective's excess is winsorized at the noise scale or the segment, and never above
+  // Each collective's excess is winsorized at the noise scale or half the segment, and never above
   // 1/persist of the threshold: one heavy-tailed delay, even inside a whole-job pause (which
   // inflates the segment of every rank alike while their excess cancels), cannot fire alone.
   const double clip =
