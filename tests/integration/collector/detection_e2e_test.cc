@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -146,6 +147,28 @@ void KillSimRanks(const Started& sim) {
   }
 }
 
+// Calls `each(seconds since t0)` every `period_ms` until the sim job exits, then once more after
+// its last records had time to arrive; returns its exit status and output.
+RunResult PollUntilExit(const Started& sim, SteadyClock::time_point t0, int period_ms,
+                        const std::function<void(double)>& each) {
+  RunResult r;
+  while (r.exit_code < 0) {
+    each(SecondsSince(t0));
+    int status = 0;
+    if (waitpid(sim.pid, &status, WNOHANG) == sim.pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
+    }
+  }
+  r.output = ReadFile(sim.out_path);
+  unlink(sim.out_path.c_str());
+  // The last records reach the daemon at finalize; give it a moment, then look a last time.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  each(SecondsSince(t0));
+  return r;
+}
+
 // An 8-rank sim job streaming through the plugin.
 std::vector<std::string> SimArgs(const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {SENTINEL_SIM_PATH,    "--ranks", "8", "--plugin",
@@ -164,24 +187,10 @@ TEST(DetectionE2e, RankLateOnlyBeforeTheFirstOfThreeCollectivesGetsOneAlert) {
                "allreduce,allgather,reducescatter", "--straggler", "rank=5,pct=20,from=40"}),
       {{"SENTINEL_SOCKET", d.socket()}}, 90);
   AlertLog log;
-  const auto t0 = SteadyClock::now();
-  int rc = -1;
-  while (rc < 0) {
-    log.Add(d.Alerts("straggler"), SecondsSince(t0));
-    int status = 0;
-    if (waitpid(sim.pid, &status, WNOHANG) == sim.pid) {
-      rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  }
-  const std::string sim_out = ReadFile(sim.out_path);
-  unlink(sim.out_path.c_str());
-  ASSERT_EQ(rc, 0) << sim_out;
-  // The last records reach the daemon at finalize; give it a moment, then take the final list.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  log.Add(d.Alerts("straggler"), SecondsSince(t0));
-  ASSERT_EQ(log.seen.size(), 1u) << log.Dump() << sim_out;
+  const RunResult done = PollUntilExit(sim, SteadyClock::now(), 100,
+                                       [&](double now) { log.Add(d.Alerts("straggler"), now); });
+  ASSERT_EQ(done.exit_code, 0) << done.output;
+  ASSERT_EQ(log.seen.size(), 1u) << log.Dump() << done.output;
   const nlohmann::json& a = log.seen.begin()->second;
   ASSERT_EQ(a["ranks"].size(), 1u) << a.dump();
   EXPECT_EQ(a["ranks"][0], 5) << a.dump();
@@ -199,12 +208,10 @@ TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAnd
                "rank=5,pct=20,from=" + std::to_string(kFrom) + ",until=" + std::to_string(kUntil)}),
       {{"SENTINEL_SOCKET", d.socket()}}, 90);
   AlertLog log;
-  const auto t0 = SteadyClock::now();
   double slow_from_s = -1;  // when rank 5's records reached the slowed steps (one coll per step)
   double slow_until_s = -1;
-  int rc = -1;
-  while (rc < 0) {
-    const double now = SecondsSince(t0);
+  double resolved_seen_s = -1;
+  const RunResult done = PollUntilExit(sim, SteadyClock::now(), 50, [&](double now) {
     if (slow_until_s < 0) {
       const nlohmann::json ranks = d.GetJson("/v1/ranks");
       if (ranks.is_object() && ranks.contains("ranks")) {
@@ -216,21 +223,15 @@ TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAnd
         }
       }
     }
-    log.Add(d.Alerts("straggler"), now);
-    int status = 0;
-    if (waitpid(sim.pid, &status, WNOHANG) == sim.pid) {
-      rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::vector<nlohmann::json> alerts = d.Alerts("straggler");
+    for (const auto& a : alerts) {
+      if (resolved_seen_s < 0 && a.value("state", "") == "resolved") resolved_seen_s = now;
     }
-  }
-  const std::string sim_out = ReadFile(sim.out_path);
-  unlink(sim.out_path.c_str());
-  ASSERT_EQ(rc, 0) << sim_out;
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  log.Add(d.Alerts("straggler"), SecondsSince(t0));
+    log.Add(alerts, now);
+  });
+  ASSERT_EQ(done.exit_code, 0) << done.output;
   ASSERT_GT(slow_from_s, 0);
-  ASSERT_EQ(log.seen.size(), 1u) << log.Dump() << sim_out;
+  ASSERT_EQ(log.seen.size(), 1u) << log.Dump() << done.output;
   const auto& [key, a] = *log.seen.begin();
   ASSERT_EQ(a["ranks"].size(), 1u) << a.dump();
   EXPECT_EQ(a["ranks"][0], 5) << a.dump();
@@ -242,6 +243,8 @@ TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAnd
   // It resolved because the slowdown stopped, before the job ended.
   EXPECT_EQ(a.value("state", ""), "resolved") << a.dump();
   EXPECT_EQ(a.value("resolve_reason", ""), "cleared") << a.dump();
+  ASSERT_GT(slow_until_s, 0);
+  EXPECT_GE(resolved_seen_s, slow_until_s) << "resolved while rank 5 was still slow";
 }
 
 // Issue 7 tests 3-5: a rank that never launches, one whose kernel never starts, a killed one.
