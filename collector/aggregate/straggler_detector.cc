@@ -31,7 +31,7 @@ const char* StragglerPatternName(StragglerPattern pattern) {
 double StragglerDetector::threshold_ns() const {
   const double k = params_.rel / 2;
   const double seg = std::max(seg_, static_cast<double>(params_.floor_ns));
-  return params_.noise_h * var_ / (k * seg) + params_.floor_h * seg;
+  return params_.noise_h * std::max(var_, score_var_) / (k * seg) + params_.floor_h * seg;
 }
 
 double StragglerDetector::RelativeExcess(int member) const {
@@ -106,15 +106,38 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
 
   const double k = params_.rel / 2;
   const double h = threshold_ns();
-  const double clip = std::max(params_.clip_sigmas * std::sqrt(var_), s);
+  // Each collective's excess is winsorized at the noise scale or half the segment, and never above
+  // 1/persist of the threshold: one heavy-tailed delay, even inside a whole-job pause (which
+  // inflates the segment of every rank alike while their excess cancels), cannot fire alone.
+  const double clip =
+      std::min(std::max(params_.clip_sigmas * std::sqrt(var_), s / 2), h / params_.persist);
+  // Delays are one-sided (scheduling, page faults, interrupts), so under noise alone a rank's
+  // excess over the peers' median has a positive mean (mean > median of a right-skewed delay) that
+  // can exceed the drift k*s on a loaded machine. The score is the clipped excess minus the mean
+  // clipped excess of the other ranks: zero mean when every rank sees the same noise, whatever
+  // its shape. (Two ranks: the excesses are antisymmetric, already centred.)
+  double clipped_sum = 0;
+  raw_excess_ = excess_;
+  for (size_t j = 0; j < n; ++j) {
+    excess_[j] = std::clamp(excess_[j], -clip, clip);
+    clipped_sum += excess_[j];
+  }
+  double score_dev2 = 0;
+  size_t score_n = 0;
   for (size_t j = 0; j < n; ++j) {
     StragglerRankState& st = ranks_[static_cast<size_t>(obs[j].member)];
+    const double x =
+        n >= 3 ? excess_[j] - (clipped_sum - excess_[j]) / static_cast<double>(n - 1) : excess_[j];
     ++st.judged;
     const double ar = std::max(1.0 / static_cast<double>(st.judged), 1.0 / 64);
-    st.mean_excess_ns += ar * (excess_[j] - st.mean_excess_ns);
+    if (st.judged > 1) {
+      score_dev2 += (x - st.mean_score_ns) * (x - st.mean_score_ns);
+      ++score_n;
+    }
+    st.mean_score_ns += ar * (x - st.mean_score_ns);
+    st.mean_excess_ns += ar * (raw_excess_[j] - st.mean_excess_ns);
     st.mean_segment_ns += ar * (s - st.mean_segment_ns);
     if (learning) continue;
-    const double x = std::clamp(excess_[j], -clip, clip);
     if (!st.firing) {
       if (st.g_ns == 0) {
         st.onset_seq = seq;
@@ -129,7 +152,10 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       } else {
         st.clean_run = 0;
       }
-      if (st.g_ns > h) {
+      // Enough evidence, and of a slowdown near the smallest one worth an alert: its excess since
+      // the evidence began is at least the resolution reference (3/4 rel). A rank a few percent
+      // slower (a loaded machine's scheduling) would otherwise cross any threshold eventually.
+      if (st.g_ns > h && st.onset_excess_ns >= 1.5 * k * st.onset_segment_ns) {
         st.firing = true;
         st.d_ns = 0;
         st.pattern = st.ever_clean ? StragglerPattern::kDegraded : StragglerPattern::kStructural;
@@ -145,6 +171,14 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
         events->push_back({obs[j].member, StragglerChange::kResolved});
       }
     }
+  }
+  // The variance of what the CUSUM actually sums (clipped, centred scores, around each rank's own
+  // mean so a steady straggler does not raise the bar that is to catch it): with heavy tails it
+  // exceeds the median-based estimate, and the threshold follows it.
+  if (score_n > 0) {
+    ++score_samples_;
+    const double v = score_dev2 / static_cast<double>(score_n);
+    score_var_ += std::max(1.0 / static_cast<double>(score_samples_), 1.0 / 256) * (v - score_var_);
   }
 }
 

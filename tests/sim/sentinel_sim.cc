@@ -42,7 +42,9 @@ constexpr const char kUsage[] =
     "  --hang rank=R,at=STEP[,kind=K]   rank R hangs at step STEP; K = never-launched\n"
     "                         (default: its host thread stops before calling the collective) or\n"
     "                         kernel-stuck (it enqueues the collective but its stream is stuck\n"
-    "                         behind earlier work: the kernel never starts). The other ranks stay\n"
+    "                         behind earlier work: the kernel never starts) or killed (its "
+    "process\n"
+    "                         dies by SIGKILL before the collective). The other ranks stay\n"
     "                         inside the collective, as with NCCL, until --timeout-s kills the "
     "job\n"
     "  --plugin PATH          profiler plugin: sets NCCL_PROFILER_PLUGIN for every rank\n"
@@ -73,6 +75,7 @@ struct Options {
   int hang_rank = -1;
   int hang_at = 0;
   bool hang_kernel_stuck = false;  // --hang kind=kernel-stuck (else never-launched)
+  bool hang_killed = false;        // --hang kind=killed: the rank's process dies (SIGKILL)
   std::string plugin;
   std::string scenario;
   double timeout_s = 30;
@@ -214,10 +217,11 @@ Options Parse(int argc, char** argv) {
           o.hang_rank = ParseInt("--hang rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
         else if (k == "at")
           o.hang_at = ParseInt("--hang at", v, 0, 10000000);
-        else if (k == "kind" && (v == "never-launched" || v == "kernel-stuck"))
+        else if (k == "kind" && (v == "never-launched" || v == "kernel-stuck" || v == "killed")) {
           o.hang_kernel_stuck = v == "kernel-stuck";
-        else if (k == "kind")
-          Usage("--hang kind: expected never-launched or kernel-stuck, got '" + v + "'");
+          o.hang_killed = v == "killed";
+        } else if (k == "kind")
+          Usage("--hang kind: expected never-launched, kernel-stuck or killed, got '" + v + "'");
         else
           Usage("--hang: unknown key '" + k + "' (rank, at, kind)");
       }
@@ -328,6 +332,7 @@ int Worker(const Options& o) {
       }
     }
     bool hang_here = rank == o.hang_rank && step == o.hang_at;
+    if (hang_here && o.hang_killed) raise(SIGKILL);  // OOM killer, node failure: no goodbye
     if (hang_here && !o.hang_kernel_stuck) {
       Report(fd, "hang", step);
       for (;;) pause();  // never launches the collective; the launcher kills the job
