@@ -5,10 +5,10 @@
    are unique and whose datasource is the variable; every $variable used is defined;
 2. every PromQL expression in it (panel targets and variable queries) runs against a real
    Prometheus scraping a real sentineld while a simulated job streams (two communicators, one
-   straggler, a fake sysfs NIC), and returns series. Expressions over series that do not exist on
+   straggler, a fake sysfs NIC, the fake libcupti for GPU windows), and returns series. Expressions over series that do not exist on
    main yet are listed in PENDING with the reason; they must still parse, and must still be empty
    (a pending one that starts returning series fails the test: take it off the list).
-Usage: dashboard_test.py DASHBOARD SENTINELD SIM PLUGIN"""
+Usage: dashboard_test.py DASHBOARD SENTINELD SIM PLUGIN FAKE_LIBCUPTI"""
 import json
 import os
 import re
@@ -19,9 +19,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-PENDING = {
-    "sentinel_gpu_overlap_ratio": "needs GPU-window records (CUPTI attribution); the fake NCCL has no GPU",
-}
+PENDING = {}
 VARS = {"job": ".*", "host": ".*", "comm": ".*", "rank": ".*"}
 GRAFANA_PANEL_TYPES = {"row", "stat", "table", "timeseries", "heatmap", "bargauge", "gauge",
                        "state-timeline", "status-history", "text"}
@@ -99,7 +97,7 @@ def substitute(expr):
 
 
 def main():
-    dash_path, sentineld, sim, plugin = sys.argv[1:5]
+    dash_path, sentineld, sim, plugin, fake_cupti = sys.argv[1:6]
     dash = json.load(open(dash_path))
     exprs, variables = check_structure(dash)
     print("structure ok: %d panels, %d expressions, %d query variables" % (
@@ -118,7 +116,10 @@ def main():
         d = harness.Sentineld(sentineld, work, ["--sysfs-root", os.path.join(work, "sys"),
                                                 "--nic-poll", "1s", "--log-level", "warn"])
         prom = harness.Prometheus("/usr/bin/prometheus", work, d.addr)
-        env = dict(os.environ, SENTINEL_SOCKET=d.socket)
+        # The fake libcupti gives every rank GPU windows (compute, NCCL kernels, overlap), as
+        # scripts/demo.sh does, so the overlap panels have series too.
+        env = dict(os.environ, SENTINEL_SOCKET=d.socket, SENTINEL_CUPTI_PATH=fake_cupti,
+                   SENTINEL_CUPTI_WINDOW_MS="200", FAKE_CUPTI_GEN="1", FAKE_CUPTI_OVERLAP="0.8")
         job = subprocess.Popen([sim, "--ranks", "4", "--comms", "2", "--steps", "1500", "--compute-ms", "15",
                                 "--bytes", "1M", "--collectives", "allreduce,allgather",
                                 "--straggler", "rank=2,delay-ms=10,from=5", "--plugin", plugin, "--quiet"],
