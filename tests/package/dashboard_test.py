@@ -120,10 +120,10 @@ def main():
         # scripts/demo.sh does, so the overlap panels have series too.
         env = dict(os.environ, SENTINEL_SOCKET=d.socket, SENTINEL_CUPTI_PATH=fake_cupti,
                    SENTINEL_CUPTI_WINDOW_MS="200", FAKE_CUPTI_GEN="1", FAKE_CUPTI_OVERLAP="0.8")
-        job = subprocess.Popen([sim, "--ranks", "4", "--comms", "2", "--steps", "1500", "--compute-ms", "15",
-                                "--bytes", "1M", "--collectives", "allreduce,allgather",
-                                "--straggler", "rank=2,delay-ms=10,from=5", "--plugin", plugin, "--quiet"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        job = harness.start_job([sim, "--ranks", "4", "--comms", "2", "--steps", "1500", "--compute-ms", "15",
+                                 "--bytes", "1M", "--collectives", "allreduce,allgather",
+                                 "--straggler", "rank=2,delay-ms=10,from=5", "--plugin", plugin, "--quiet"],
+                                env)
         todo = {e: t for t, e in exprs}
         todo.update({"label_values:" + v["definition"]: v["name"] for v in variables})
         done = {}
@@ -170,9 +170,7 @@ def main():
             sum(1 for n in done.values() if n != "pending"),
             sum(1 for n in done.values() if n == "pending"), ", ".join(PENDING)))
     finally:
-        if job and job.poll() is None:
-            job.kill()
-            job.wait()
+        harness.stop_job(job)
         if prom:
             prom.stop()
         if d:

@@ -3,6 +3,7 @@ port, the simulator, a fake sysfs NIC tree, and HTTP helpers. Everything is clea
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -118,3 +119,20 @@ def workdir(prefix):
 
 def cleanup(d):
     shutil.rmtree(d, ignore_errors=True)
+
+
+def start_job(argv, env):
+    """The simulator in a process group of its own, so that stop_job reaches every rank: a rank
+    left inside a collective whose peers are gone waits forever, as with real NCCL."""
+    return subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+def stop_job(job):
+    if job is None:
+        return
+    try:
+        os.killpg(job.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    job.wait()

@@ -57,9 +57,9 @@ def main():
     try:
         d = harness.Sentineld(sentineld, work, ["--log-level", "warn"])
         env = dict(os.environ, SENTINEL_SOCKET=d.socket)
-        job = subprocess.Popen([sim, "--ranks", "4", "--steps", "2000", "--compute-ms", "10", "--bytes", "1M",
-                                "--straggler", "rank=2,delay-ms=20,from=3", "--plugin", plugin, "--quiet"],
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        job = harness.start_job([sim, "--ranks", "4", "--steps", "2000", "--compute-ms", "10", "--bytes", "1M",
+                                 "--straggler", "rank=2,delay-ms=20,from=3", "--plugin", plugin, "--quiet"],
+                                env)
         subprocess.run(tmux + ["new-session", "-d", "-s", "t", "-x", "150", "-y", "40",
                                "env PS1='$ ' bash --norc --noprofile"], check=True)
         keys("echo BEFORE-TOP-$((40+2))", "Enter")
@@ -99,9 +99,7 @@ def main():
         del restored
     finally:
         subprocess.run(tmux + ["kill-server"], capture_output=True)
-        if job and job.poll() is None:
-            job.kill()
-            job.wait()
+        harness.stop_job(job)
         if d:
             d.stop()
         harness.cleanup(work)
