@@ -1,6 +1,8 @@
 // Size buckets, percentiles and the NCCL enum names used in labels and JSON.
 #include "collector/aggregate/stats.h"
 
+#include <cmath>
+
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
@@ -24,7 +26,8 @@ const char* SizeBucketLabel(int bucket) {
 
 int64_t Percentile(std::vector<int64_t>* values, double pct) {
   if (values->empty()) return 0;
-  size_t k = static_cast<size_t>(pct / 100.0 * static_cast<double>(values->size() - 1) + 0.5);
+  size_t k =
+      static_cast<size_t>(std::lround(pct / 100.0 * static_cast<double>(values->size() - 1)));
   k = std::min(k, values->size() - 1);
   std::nth_element(values->begin(), values->begin() + static_cast<std::ptrdiff_t>(k),
                    values->end());

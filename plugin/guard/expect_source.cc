@@ -15,6 +15,12 @@
 namespace sentinel::guard {
 namespace {
 
+// strerror_r (GNU: returns the message), as strerror is not thread-safe.
+std::string ErrnoText(int err) {
+  char buf[128];
+  return strerror_r(err, buf, sizeof(buf));
+}
+
 constexpr size_t kMaxExpectBytes = 1u << 16;
 
 bool Set(const char* s) { return s != nullptr && *s != '\0'; }
@@ -112,7 +118,7 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     s.name = in.expect_file;
     s.description = std::string("SENTINEL_EXPECT_FILE=") + in.expect_file;
     if (!ReadSmallFile(s.name, &s.text)) {
-      s.read_error = "cannot read SENTINEL_EXPECT_FILE=" + s.name + ": " + std::strerror(errno);
+      s.read_error = "cannot read SENTINEL_EXPECT_FILE=" + s.name + ": " + ErrnoText(errno);
     }
     return s;
   }
@@ -125,7 +131,7 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     s.name = path;
     s.description = std::string("node default from sentineld (") + path + ")";
     s.read_error = "cannot read the node default expectation " + s.name +
-                   " published by sentineld: " + std::strerror(errno);
+                   " published by sentineld: " + ErrnoText(errno);
     return s;
   }
   s.kind = ExpectSourceKind::kNodeDefault;
