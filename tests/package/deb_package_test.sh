@@ -130,7 +130,7 @@ SENTINELD_PID=$!
 for _ in $(seq 100); do [[ -s "$WORK/port" ]] && break; sleep 0.05; done
 [[ -s "$WORK/port" ]] || fail "installed sentineld did not start: $(cat "$WORK/sentineld.log")"
 LD_LIBRARY_PATH="$LIBDIR" SENTINEL_SOCKET="$WORK/s.sock" \
-  "$SIM" --ranks 4 --steps 100 --compute-ms 5 --bytes 1M --straggler rank=2,delay-ms=20,from=40 \
+  "$SIM" --ranks 4 --steps 300 --compute-ms 5 --bytes 1M --straggler rank=2,delay-ms=20,from=40 \
   --plugin sentinel --quiet
 # The job has ended, so its alerts resolved with reason `ended` (issue 7's lifecycle): `alerts --all`
 # lists them; exit 0 because nothing fires any more.

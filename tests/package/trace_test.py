@@ -92,7 +92,8 @@ def main():
     try:
         d = harness.Sentineld(sentineld, work, ["--hang-timeout", "1s", "--log-level", "warn"])
         env = dict(os.environ, SENTINEL_SOCKET=d.socket)
-        subprocess.run([sim, "--ranks", "4", "--steps", "100", "--compute-ms", "5", "--bytes", "4M",
+        # Long enough for the straggler detector's learning and evidence on a loaded machine.
+        subprocess.run([sim, "--ranks", "4", "--steps", "300", "--compute-ms", "5", "--bytes", "4M",
                         "--straggler", "rank=2,delay-ms=15,from=3", "--plugin", plugin, "--quiet"],
                        env=env, check=True, stdout=subprocess.DEVNULL)
         deadline = time.time() + 10

@@ -204,7 +204,9 @@ TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAnd
   Daemon d({"--tick", "100ms"});
   ASSERT_GT(d.port(), 0);
   Started sim = StartProgram(
-      SimArgs({"--steps", "2400", "--compute-ms", "2", "--straggler",
+      // 2,400 steps after the slowdown: resolving takes a few hundred collectives of evidence on a
+      // loaded machine, and the job must still run when it does (else it resolves `ended`).
+      SimArgs({"--steps", "3600", "--compute-ms", "2", "--straggler",
                "rank=5,pct=20,from=" + std::to_string(kFrom) + ",until=" + std::to_string(kUntil)}),
       {{"SENTINEL_SOCKET", d.socket()}}, 90);
   AlertLog log;
