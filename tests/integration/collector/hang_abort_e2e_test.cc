@@ -92,9 +92,15 @@ class HangAbortTest : public ::testing::Test {
     return a;
   }
   std::vector<std::pair<std::string, std::string>> Env() {
+    // An instrumented .so preloaded ahead of the instrumented sim is fine: one runtime.
+    const char* asan = getenv("ASAN_OPTIONS");
+    std::string asan_options = std::string(asan != nullptr ? asan : "") +
+                               (asan != nullptr && *asan != '\0' ? ":" : "") +
+                               "verify_asan_link_order=0";
     return {{"SENTINEL_SOCKET", socket_},
             {"SENTINEL_ON_HANG", "abort"},
-            {"LD_PRELOAD", SENTINEL_PLUGIN_PATH}};
+            {"LD_PRELOAD", SENTINEL_PLUGIN_PATH},
+            {"ASAN_OPTIONS", asan_options}};
   }
 
   std::string dir_;
