@@ -384,6 +384,13 @@ TEST_F(CollectorE2eTest, SimFakeCuptiLowOverlapRankIsVisible) {
   ASSERT_TRUE(Eventually(
       [&] {
         metrics = collector.Get("/metrics").second;
+        // Every rank's first window (they arrive rank by rank), not only the two compared first.
+        for (const char* r : {"0", "1", "2", "3"}) {
+          if (metrics.find(std::string("sentinel_gpu_compute_ratio{rank=\"") + r + "\"}") ==
+              std::string::npos) {
+            return false;
+          }
+        }
         return metrics.find("sentinel_gpu_overlap_ratio{rank=\"2\"}") != std::string::npos &&
                metrics.find("sentinel_gpu_overlap_ratio{rank=\"0\"}") != std::string::npos;
       },
