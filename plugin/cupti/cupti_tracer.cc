@@ -550,7 +550,9 @@ struct Runtime {
   bool started = false;
   CuptiConfig config;
   std::thread* thread = nullptr;
-  pid_t owner_pid = 0;
+  // Also read without `mu` by AtExit: a forked child must not take a lock that another thread of
+  // the parent may have held at fork.
+  std::atomic<pid_t> owner_pid{0};
   std::condition_variable cv;
   bool stop = false;
   bool done = false;
@@ -634,6 +636,8 @@ void ThreadMain() {
 
 void AtExit() {
   Runtime& rt = Rt();
+  if (rt.owner_pid.load(std::memory_order_relaxed) != getpid())
+    return;  // not ours (a forked child)
   std::unique_lock<std::mutex> lk(rt.mu);
   if (rt.thread == nullptr || rt.owner_pid != getpid()) return;
   rt.stop = true;
