@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "plugin/base/fork_safe_dlopen.h"
+
 namespace sentinel::plugin::cupti {
 namespace {
 
@@ -47,7 +49,8 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
   std::string last_error;
   auto try_open = [&](const std::string& path, int extra) {
     if (handle != nullptr) return;
-    handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | extra);
+    // Runs on the CUPTI thread, concurrently with the host: a fork must not split the load.
+    handle = DlopenBesideFork(path.c_str(), RTLD_NOW | RTLD_LOCAL | extra);
     if (handle != nullptr) {
       r.path = path;
     } else if (extra == 0) {
