@@ -25,6 +25,7 @@
 
 #include "absl/base/optimization.h"
 
+#include "common/sentinel_env.h"
 #include "plugin/base/plugin_dlopen.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/net/net_abi.h"
@@ -416,7 +417,7 @@ namespace {
 void Load() {
   g_tick0 = Ticks();
   g_mono0 = MonoNs();
-  const char* value = getenv("SENTINEL_NET_WRAP");
+  const char* value = rules::ProcessSentinelEnv().Text(rules::Var::kNetWrap);
   if (value == nullptr || value[0] == '\0') {
     plugin::RawLog(
         "net: NCCL_NET_PLUGIN=sentinel but SENTINEL_NET_WRAP is unset: no network to "
