@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdarg>
 #include <cinttypes>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +20,8 @@ namespace sentinel::rules {
 namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
+// Shorthands for the table's columns only.
+// NOLINTBEGIN(readability-identifier-naming)
 constexpr EnvType B = EnvType::kBool;
 constexpr EnvType I = EnvType::kInt;
 constexpr EnvType D = EnvType::kDuration;
@@ -29,6 +31,7 @@ constexpr EnvType S = EnvType::kString;
 constexpr EnvType F = EnvType::kPath;
 constexpr EnvDoc R = EnvDoc::kReadme;
 constexpr EnvDoc O = EnvDoc::kElsewhere;
+// NOLINTEND(readability-identifier-naming)
 
 // id, name, type, default, lo, hi, choices, bool aliases, documented in, doc.
 // NOLINTNEXTLINE(cert-err58-cpp): constant initialisation only (no constructor runs).
@@ -71,7 +74,8 @@ constexpr EnvVarSpec kRegistry[] = {
      "in-flight time that counts as stuck; 0 = adaptive"},
     {Var::kCupti, "SENTINEL_CUPTI", E, "auto", 0, 0, "auto|on|off", true, R,
      "GPU kernel activity through CUPTI"},
-    {Var::kCuptiPath, "SENTINEL_CUPTI_PATH", F, "", 0, 0, nullptr, false, R, "the libcupti to load"},
+    {Var::kCuptiPath, "SENTINEL_CUPTI_PATH", F, "", 0, 0, nullptr, false, R,
+     "the libcupti to load"},
     {Var::kCuptiWindowMs, "SENTINEL_CUPTI_WINDOW_MS", D, "1000", 10, 600000, nullptr, false, R,
      "GPU window length"},
     {Var::kCuptiFlushMs, "SENTINEL_CUPTI_FLUSH_MS", D, "100", 5, 60000, nullptr, false, R,
@@ -84,8 +88,8 @@ constexpr EnvVarSpec kRegistry[] = {
      "activity buffer size"},
     {Var::kCuptiBuffers, "SENTINEL_CUPTI_BUFFERS", I, "8", 2, 256, nullptr, false, R,
      "activity buffer count"},
-    {Var::kCuptiAttributions, "SENTINEL_CUPTI_ATTRIBUTIONS", I, "256", 0, 100000, nullptr, false,
-     R, "kernel attribution records per window"},
+    {Var::kCuptiAttributions, "SENTINEL_CUPTI_ATTRIBUTIONS", I, "256", 0, 100000, nullptr, false, R,
+     "kernel attribution records per window"},
     {Var::kCuptiCommKernels, "SENTINEL_CUPTI_COMM_KERNELS", S, "", 0, 0, nullptr, false, R,
      "extra communication kernel-name substrings"},
     {Var::kStepNvtx, "SENTINEL_STEP_NVTX", S, "", 0, 0, nullptr, false, R,
@@ -112,6 +116,13 @@ constexpr EnvVarSpec kRegistry[] = {
      "tests/sim: the simulated communicator ids"},
     {Var::kBenchPlugin, "SENTINEL_BENCH_PLUGIN", F, "", 0, 0, nullptr, false, O,
      "benchmarks: the plugin .so to load"},
+    {Var::kBenchSeconds, "SENTINEL_BENCH_SECONDS", S, "", 0, 0, nullptr, false, O,
+     "benchmarks: the CUPTI soak's length"},
+    {Var::kJobs, "SENTINEL_JOBS", S, "", 0, 0, nullptr, false, O, "scripts/: parallel jobs"},
+    {Var::kCtestArgs, "SENTINEL_CTEST_ARGS", S, "", 0, 0, nullptr, false, O,
+     "scripts/test.sh: extra ctest arguments"},
+    {Var::kTidyCommits, "SENTINEL_TIDY_COMMITS", S, "", 0, 0, nullptr, false, O,
+     "scripts/clang_tidy_changed.sh: commits to check"},
 };
 static_assert(sizeof(kRegistry) / sizeof(kRegistry[0]) == kVarCount, "one row per Var");
 
@@ -141,7 +152,7 @@ bool ParseInt(const char* text, int64_t lo, int64_t hi, int64_t* out) {
   if (text[0] == '-' || text[0] == '+' || text[0] == ' ') return false;
   char* end = nullptr;
   errno = 0;
-  const long long n = std::strtoll(text, &end, 10);
+  const auto n = std::strtoll(text, &end, 10);
   if (errno != 0 || end == text || *end != '\0' || n < lo || n > hi) return false;
   *out = n;
   return true;
@@ -189,7 +200,9 @@ bool ParseValue(const EnvVarSpec& spec, const char* text, EnvValue* v) {
       int c = FindChoice(spec.choices, text);
       if (c < 0 && spec.bool_aliases) {
         const EnvBool b = ParseEnvBool(text);
-        if (b != EnvBool::kInvalid) c = FindChoice(spec.choices, b == EnvBool::kTrue ? "on" : "off");
+        if (b != EnvBool::kInvalid) {
+          c = FindChoice(spec.choices, b == EnvBool::kTrue ? "on" : "off");
+        }
       }
       if (c < 0) return false;
       v->choice = c;
@@ -211,8 +224,8 @@ void ReportBad(const EnvVarSpec& spec, const char* text, Problems* p) {
       return;
     case EnvType::kInt:
     case EnvType::kDuration:
-      p->Add("%s='%s' is not an integer in [%" PRId64 ", %" PRId64 "]; using %s\n", spec.name,
-             text, spec.lo, spec.hi, def);
+      p->Add("%s='%s' is not an integer in [%" PRId64 ", %" PRId64 "]; using %s\n", spec.name, text,
+             spec.lo, spec.hi, def);
       return;
     case EnvType::kPercent:
       p->Add("%s='%s' is not a percentage in [%" PRId64 ", %" PRId64 "]; using %s\n", spec.name,
@@ -304,7 +317,7 @@ void ParseSentinelEnv(const char* const* envp, SentinelEnv* out) noexcept {
     if (!StartsWith(entry, "SENTINEL_")) continue;
     const char* eq = std::strchr(entry, '=');
     if (eq == nullptr) continue;
-    const size_t len = static_cast<size_t>(eq - entry);
+    const auto len = static_cast<size_t>(eq - entry);
     const EnvVarSpec* spec = nullptr;
     for (const EnvVarSpec& s : kRegistry) {
       if (std::strlen(s.name) == len && std::strncmp(s.name, entry, len) == 0) spec = &s;
@@ -358,7 +371,8 @@ void TellEnvProblemsOnce(const char* lines, size_t len) noexcept {
     char out[kEnvProblemsMax + 16];
     const int m = std::snprintf(out, sizeof(out), "[sentinel] %.*s\n", static_cast<int>(n), line);
     if (m > 0) {
-      const size_t w = static_cast<size_t>(m) < sizeof(out) ? static_cast<size_t>(m) : sizeof(out) - 1;
+      const size_t w =
+          static_cast<size_t>(m) < sizeof(out) ? static_cast<size_t>(m) : sizeof(out) - 1;
       (void)!write(STDERR_FILENO, out, w);
     }
   }

@@ -54,10 +54,14 @@ enum class Var : uint8_t {
   kNetWrap,
   kNetReportMs,
   kBudget,
-  kAddr,        // sentinelctl's address (collector/README.md)
-  kSimStatusFd, // tests/sim: set for the simulated ranks
-  kSimIds,      // tests/sim
-  kBenchPlugin, // benchmarks: the plugin .so to load
+  kAddr,          // sentinelctl's address (collector/README.md)
+  kSimStatusFd,   // tests/sim: set for the simulated ranks
+  kSimIds,        // tests/sim
+  kBenchPlugin,   // benchmarks: the plugin .so to load
+  kBenchSeconds,  // benchmarks: CUPTI soak length
+  kJobs,          // scripts/: parallel jobs
+  kCtestArgs,     // scripts/test.sh: extra ctest arguments
+  kTidyCommits,   // scripts/clang_tidy_changed.sh: commits to check
   kCount
 };
 inline constexpr size_t kVarCount = static_cast<size_t>(Var::kCount);
@@ -82,8 +86,8 @@ struct EnvVarSpec {
   const char* default_text;  // "" when computed elsewhere (SENTINEL_SOCKET) or unset
   int64_t lo;
   int64_t hi;
-  const char* choices;      // kEnum only: "off|report|abort"
-  bool bool_aliases;        // kEnum only: a boolean spelling means the "on"/"off" choice
+  const char* choices;  // kEnum only: "off|report|abort"
+  bool bool_aliases;    // kEnum only: a boolean spelling means the "on"/"off" choice
   EnvDoc doc_place;
   const char* doc;
 };
@@ -113,12 +117,12 @@ struct SentinelEnv {
   size_t problems_len = 0;
 
   const EnvValue& operator[](Var v) const noexcept { return values[static_cast<size_t>(v)]; }
-  bool Set(Var v) const noexcept { return (*this)[v].text != nullptr; }
-  const char* Text(Var v) const noexcept { return (*this)[v].text; }
-  bool Flag(Var v) const noexcept { return (*this)[v].flag; }
-  int64_t Number(Var v) const noexcept { return (*this)[v].number; }
-  double Real(Var v) const noexcept { return (*this)[v].real; }
-  int Choice(Var v) const noexcept { return (*this)[v].choice; }
+  [[nodiscard]] bool Set(Var v) const noexcept { return (*this)[v].text != nullptr; }
+  [[nodiscard]] const char* Text(Var v) const noexcept { return (*this)[v].text; }
+  [[nodiscard]] bool Flag(Var v) const noexcept { return (*this)[v].flag; }
+  [[nodiscard]] int64_t Number(Var v) const noexcept { return (*this)[v].number; }
+  [[nodiscard]] double Real(Var v) const noexcept { return (*this)[v].real; }
+  [[nodiscard]] int Choice(Var v) const noexcept { return (*this)[v].choice; }
 };
 
 // One value of `v` under the registry's rule for its type (the rule ParseSentinelEnv applies):

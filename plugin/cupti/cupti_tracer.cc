@@ -54,9 +54,9 @@ CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors)
   CuptiConfig c;
   // Values were checked by the registry (a bad one holds the default); pass on its problems with
   // the CUPTI variables.
-  for (const Var v : {Var::kCupti, Var::kCuptiWindowMs, Var::kCuptiFlushMs, Var::kCuptiStarveMs,
-                      Var::kCuptiRearmS, Var::kCuptiBufferKib, Var::kCuptiBuffers,
-                      Var::kCuptiAttributions}) {
+  for (const Var v :
+       {Var::kCupti, Var::kCuptiWindowMs, Var::kCuptiFlushMs, Var::kCuptiStarveMs,
+        Var::kCuptiRearmS, Var::kCuptiBufferKib, Var::kCuptiBuffers, Var::kCuptiAttributions}) {
     if (env[v].bad) {
       *errors += std::string(rules::Spec(v).name) + "='" + env.Text(v) + "' is invalid; using " +
                  rules::Spec(v).default_text + "\n";

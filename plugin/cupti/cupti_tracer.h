@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "common/sentinel_env.h"
 #include "plugin/cupti/cupti_api.h"
 #include "plugin/cupti/gpu_accounting.h"
 #include "plugin/cupti/kernel_class.h"
-#include "common/sentinel_env.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin::cupti {

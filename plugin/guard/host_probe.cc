@@ -1,8 +1,6 @@
 // sysfs / /dev / libibverbs probe (cupti-verbs-facts.md §3.1, §3.4, §3.8, §4.1).
 #include "plugin/guard/host_probe.h"
 
-#include "common/sentinel_env.h"
-
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+
+#include "common/sentinel_env.h"
 
 namespace sentinel::guard {
 namespace {

@@ -412,6 +412,8 @@ SentinelNetV11 ncclNetPlugin_v11 = {"sentinel",
 namespace sentinel::net {
 namespace {
 
+// A statement; `field` is a member name and `fn` a function: no parentheses possible.
+// NOLINTNEXTLINE(bugprone-macro-parentheses)
 #define SENTINEL_WRAP_SLOT(field, fn) ours.field = g_real.field != nullptr ? &fn : nullptr
 
 void Load() {

@@ -142,7 +142,8 @@ TEST_F(SentinelEnvTest, OneBooleanRuleForEveryBooleanVariable) {
 TEST_F(SentinelEnvTest, NumbersOutOfRangeOrMalformedKeepTheDefault) {
   EXPECT_EQ(Env({"SENTINEL_RINGS=4096"}).Number(Var::kRings), 4096);
   EXPECT_EQ(Problems(), "");
-  for (const char* text : {"7", "4097", "12abc", "-8", "+9", " 9", "0x10", "99999999999999999999"}) {
+  for (const char* text :
+       {"7", "4097", "12abc", "-8", "+9", " 9", "0x10", "99999999999999999999"}) {
     const std::string entry = std::string("SENTINEL_RINGS=") + text;
     const SentinelEnv& env = Env({entry.c_str()});
     SCOPED_TRACE(entry);
@@ -167,9 +168,9 @@ TEST_F(SentinelEnvTest, NumbersOutOfRangeOrMalformedKeepTheDefault) {
 }
 
 TEST_F(SentinelEnvTest, EnumsStringsAndEmptyValues) {
-  const SentinelEnv& env = Env({"SENTINEL_ON_HANG=kill", "SENTINEL_ON_MISMATCH=Warn",
-                                "SENTINEL_EXPECT=net=ib gdr=on", "SENTINEL_DUMP=",
-                                "SENTINEL_RINGS="});
+  const SentinelEnv& env =
+      Env({"SENTINEL_ON_HANG=kill", "SENTINEL_ON_MISMATCH=Warn", "SENTINEL_EXPECT=net=ib gdr=on",
+           "SENTINEL_DUMP=", "SENTINEL_RINGS="});
   EXPECT_EQ(env.Choice(Var::kOnHang), 0);
   EXPECT_NE(Problems().find("SENTINEL_ON_HANG='kill' is not one of off|report|abort; using off"),
             std::string::npos)

@@ -3,8 +3,9 @@
 
 #include <string>
 
-#include "common/sentinel_env.h"
 #include "gtest/gtest.h"
+
+#include "common/sentinel_env.h"
 
 namespace sentinel::rules {
 namespace {

@@ -72,19 +72,19 @@ TEST_F(EnvConfigTest, ProblemsAreToldOnceOnStderr) {
 // rounded up to a power of two, the budget accepts a '%'.
 TEST_F(EnvConfigTest, ValuesComeFromTheRegistry) {
   std::string errors;
-  const EnvConfig c =
-      ParseEnvConfig(Env({"SENTINEL_RINGS=16", "SENTINEL_RING_RECORDS=100", "SENTINEL_BUDGET=2%",
-                          "SENTINEL_LOG_LEVEL=ERROR", "SENTINEL_DISABLE=on",
-                          "SENTINEL_PROXY_GRACE_MS=70000"}),
-                     &errors);
+  const EnvConfig c = ParseEnvConfig(
+      Env({"SENTINEL_RINGS=16", "SENTINEL_RING_RECORDS=100", "SENTINEL_BUDGET=2%",
+           "SENTINEL_LOG_LEVEL=ERROR", "SENTINEL_DISABLE=on", "SENTINEL_PROXY_GRACE_MS=70000"}),
+      &errors);
   EXPECT_EQ(c.rings, 16u);
   EXPECT_EQ(c.ring_records, 128u);
   EXPECT_DOUBLE_EQ(c.budget_percent, 2.0);
   EXPECT_EQ(c.log_level, LogLevel::kError);
   EXPECT_TRUE(c.disable) << "'on' is a true spelling of the one boolean rule";
   EXPECT_EQ(c.proxy_grace_ms, 200u) << "70000 is out of [1, 60000]: the default";
-  EXPECT_NE(errors.find("SENTINEL_PROXY_GRACE_MS='70000' is not an integer in [1, 60000]; using 200"),
-            std::string::npos)
+  EXPECT_NE(
+      errors.find("SENTINEL_PROXY_GRACE_MS='70000' is not an integer in [1, 60000]; using 200"),
+      std::string::npos)
       << errors;
 }
 
