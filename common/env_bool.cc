@@ -3,8 +3,9 @@
 
 #include <strings.h>
 
-#include <cstdlib>
 #include <initializer_list>
+
+#include "common/sentinel_env.h"
 
 namespace sentinel::rules {
 
@@ -19,9 +20,6 @@ EnvBool ParseEnvBool(const char* text) {
   return EnvBool::kInvalid;
 }
 
-bool SentinelDisabled() {
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): read at start-up; nobody sets it concurrently.
-  return ParseEnvBool(std::getenv("SENTINEL_DISABLE")) == EnvBool::kTrue;
-}
+bool SentinelDisabled() { return ProcessSentinelEnv().Flag(Var::kDisable); }
 
 }  // namespace sentinel::rules

@@ -10,8 +10,8 @@ enum class EnvBool { kUnset, kTrue, kFalse, kInvalid };
 // nullptr or "" -> kUnset; the eight spellings above -> kTrue/kFalse; anything else kInvalid.
 EnvBool ParseEnvBool(const char* text);
 
-// SENTINEL_DISABLE under that rule: true only for a true spelling (an invalid value keeps
-// sentinel on and is reported by the profiler's configuration check).
+// SENTINEL_DISABLE under that rule, from the process's one reading (sentinel_env.h): true only
+// for a true spelling (an invalid value keeps sentinel on and is told once on stderr).
 bool SentinelDisabled();
 
 }  // namespace sentinel::rules

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/sentinel_env.h"
+
 namespace sentinel::rules {
 namespace {
 
@@ -52,8 +54,9 @@ SocketPathKind ResolveSocketPath(const char* sentinel_socket, const char* xdg_ru
 }
 
 SocketPathKind ResolveSocketPathFromEnv(char* out, size_t cap) noexcept {
-  // getenv is only racy against a concurrent setenv; we read once, at start-up, off the hot path.
-  return ResolveSocketPath(std::getenv("SENTINEL_SOCKET"),  // NOLINT(concurrency-mt-unsafe)
+  // SENTINEL_SOCKET from the process's one reading; XDG_RUNTIME_DIR is not ours. getenv is only
+  // racy against a concurrent setenv; this runs at start-up, off the hot path.
+  return ResolveSocketPath(ProcessSentinelEnv().Text(Var::kSocket),
                            std::getenv("XDG_RUNTIME_DIR"),  // NOLINT(concurrency-mt-unsafe)
                            getuid(), out, cap);
 }

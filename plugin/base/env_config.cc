@@ -1,4 +1,4 @@
-// Parsing of the SENTINEL_* environment variables (slow path, first init only).
+// The plugin core's configuration from the one SENTINEL_* reading (common/sentinel_env.h).
 #include "plugin/base/env_config.h"
 
 #include <unistd.h>
@@ -6,29 +6,13 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
-#include "common/env_bool.h"
 #include "common/host_name.h"
+#include "common/sentinel_env.h"
 #include "plugin/core/event_mask.h"
 
 namespace sentinel::plugin {
 namespace {
-
-// Reads an unsigned integer variable in [lo, hi]; anything else keeps the default.
-void ReadUint(const char* name, uint32_t lo, uint32_t hi, uint32_t* value, std::string* errors) {
-  const char* v = getenv(name);  // NOLINT(concurrency-mt-unsafe): first init, nobody sets env
-  if (v == nullptr || *v == '\0') return;
-  char* end = nullptr;
-  errno = 0;
-  unsigned long long n = strtoull(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || n < lo || n > hi) {
-    *errors += std::string(name) + "='" + v + "' is not an integer in [" + std::to_string(lo) +
-               ", " + std::to_string(hi) + "]; using " + std::to_string(*value) + "\n";
-    return;
-  }
-  *value = static_cast<uint32_t>(n);
-}
 
 // SENTINEL_EVENTS must parse as core/event_mask.h reads it; say precisely why it does not.
 void CheckEvents(EnvConfig* c, std::string* errors) {
@@ -78,39 +62,10 @@ void CheckDump(const std::string& path, std::string* errors) {
   }
 }
 
-// SENTINEL_BUDGET: a percentage of the job's time in [0, 100], "0.5" or "0.5%"; 0 = no budget.
-void ReadBudgetPercent(double* value, std::string* errors) {
-  const char* v = getenv("SENTINEL_BUDGET");  // NOLINT(concurrency-mt-unsafe): first init
-  if (v == nullptr || *v == '\0') return;
-  char* end = nullptr;
-  errno = 0;
-  double d = strtod(v, &end);
-  if (end != v && *end == '%') ++end;
-  if (errno != 0 || end == v || *end != '\0' || !(d >= 0.0 && d <= 100.0)) {
-    *errors += std::string("SENTINEL_BUDGET='") + v + "' is not a percentage in [0, 100]; using " +
-               std::to_string(*value) + "\n";
-    return;
-  }
-  *value = d;
-}
-
 }  // namespace
 
 void ReportEnvProblems(const std::string& errors) {
-  static std::mutex mu;
-  static std::string* told = new std::string();  // leaked: reports may come during exit
-  std::lock_guard<std::mutex> lock(mu);
-  size_t pos = 0;
-  while (pos < errors.size()) {
-    size_t nl = errors.find('\n', pos);
-    if (nl == std::string::npos) nl = errors.size();
-    const std::string line = errors.substr(pos, nl - pos);
-    pos = nl + 1;
-    if (line.empty() || told->find(line + "\n") != std::string::npos) continue;
-    *told += line + "\n";
-    const std::string out = "[sentinel] " + line + "\n";
-    (void)!write(STDERR_FILENO, out.data(), out.size());
-  }
+  rules::TellEnvProblemsOnce(errors.data(), errors.size());  // one "told" set per process
 }
 
 std::string ExpandDumpPath(const std::string& pattern, int pid, const char* short_host) {
@@ -139,58 +94,44 @@ std::string ExpandDumpPath(const std::string& pattern, int pid, const char* shor
   return out;
 }
 
-EnvConfig ParseEnvConfig(std::string* errors) {
+EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
+  using rules::Var;
   EnvConfig c;
-  // NOLINTBEGIN(concurrency-mt-unsafe): read once at the first init.
-  if (const char* v = getenv("SENTINEL_DISABLE"); v != nullptr && *v != '\0') {
-    const rules::EnvBool b = rules::ParseEnvBool(v);  // the rule the guard applies too
-    c.disable = b == rules::EnvBool::kTrue;
-    if (b == rules::EnvBool::kInvalid) {
-      *errors += std::string("SENTINEL_DISABLE='") + v +
-                 "' is not 1/true/yes/on or 0/false/no/off; sentinel stays on\n";
-    }
-  }
-  if (const char* v = getenv("SENTINEL_EVENTS"); v != nullptr && *v != '\0') c.events = v;
-  if (const char* v = getenv("SENTINEL_LOG_LEVEL"); v != nullptr && *v != '\0') {
-    struct {
-      const char* name;
-      LogLevel level;
-    } const kLevels[] = {{"trace", LogLevel::kTrace},  {"debug", LogLevel::kDebug},
-                         {"info", LogLevel::kInfo},    {"warn", LogLevel::kWarn},
-                         {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
-                         {"off", LogLevel::kOff}};
-    bool found = false;
-    for (const auto& l : kLevels) {
-      if (strcasecmp(v, l.name) == 0) {
-        c.log_level = l.level;
-        found = true;
-      }
-    }
-    if (!found) *errors += std::string("SENTINEL_LOG_LEVEL='") + v + "' is unknown; using warn\n";
-  }
-  if (const char* v = getenv("SENTINEL_DUMP"); v != nullptr && *v != '\0') {
+  // Every value below was checked (type, range) by the registry; a bad one holds the default
+  // and its problem line is in env.problems.
+  errors->append(env.problems, env.problems_len);
+  c.disable = env.Flag(Var::kDisable);
+  if (env.Set(Var::kEvents)) c.events = env.Text(Var::kEvents);
+  static constexpr LogLevel kLevels[] = {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo,
+                                         LogLevel::kWarn,  LogLevel::kWarn,  LogLevel::kError,
+                                         LogLevel::kOff};  // SENTINEL_LOG_LEVEL's choices
+  c.log_level = kLevels[env.Choice(Var::kLogLevel)];
+  if (env.Set(Var::kDump)) {
     char host[256];
     rules::ShortHostName(host, sizeof(host));
-    c.dump_path = ExpandDumpPath(v, static_cast<int>(getpid()), host);
+    c.dump_path = ExpandDumpPath(env.Text(Var::kDump), static_cast<int>(getpid()), host);
     CheckDump(c.dump_path, errors);
   }
-  // NOLINTEND(concurrency-mt-unsafe)
-  ReadUint("SENTINEL_POOL_SIZE", 16, 1u << 20, &c.pool_size, errors);
+  c.pool_size = static_cast<uint32_t>(env.Number(Var::kPoolSize));
   // Fewer rings than the threads NCCL records from (the application's, the proxy's) sends every
-  // other thread's records to the shared overflow, where they are dropped.
-  ReadUint("SENTINEL_RINGS", 8, 4096, &c.rings, errors);
-  ReadUint("SENTINEL_RING_RECORDS", 2, 1u << 20, &c.ring_records, errors);
-  ReadUint("SENTINEL_DRAIN_INTERVAL_MS", 1, 1000, &c.drain_interval_ms, errors);
-  ReadUint("SENTINEL_PROXY_GRACE_MS", 1, 60000, &c.proxy_grace_ms, errors);
-  ReadUint("SENTINEL_MAX_COMMS", 1, 1u << 16, &c.max_comms, errors);
-  ReadUint("SENTINEL_INFLIGHT_STUCK_MS", 0, 86400000, &c.inflight_stuck_ms, errors);
-  ReadBudgetPercent(&c.budget_percent, errors);
+  // other thread's records to the shared overflow, where they are dropped: hence at least 8.
+  c.rings = static_cast<uint32_t>(env.Number(Var::kRings));
+  c.ring_records = static_cast<uint32_t>(env.Number(Var::kRingRecords));
+  c.drain_interval_ms = static_cast<uint32_t>(env.Number(Var::kDrainIntervalMs));
+  c.proxy_grace_ms = static_cast<uint32_t>(env.Number(Var::kProxyGraceMs));
+  c.max_comms = static_cast<uint32_t>(env.Number(Var::kMaxComms));
+  c.inflight_stuck_ms = static_cast<uint32_t>(env.Number(Var::kInflightStuckMs));
+  c.budget_percent = env.Real(Var::kBudget);
   uint32_t pow2 = 2;
   while (pow2 < c.ring_records) pow2 <<= 1;
   c.ring_records = pow2;
   CheckEvents(&c, errors);
   ReportEnvProblems(*errors);
   return c;
+}
+
+EnvConfig ParseEnvConfig(std::string* errors) {
+  return ParseEnvConfig(rules::ProcessSentinelEnv(), errors);
 }
 
 }  // namespace sentinel::plugin

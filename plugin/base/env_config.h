@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 
 namespace sentinel::plugin {
@@ -24,12 +25,15 @@ struct EnvConfig {
   double budget_percent = 0.5;           // SENTINEL_BUDGET: % of the job's time; 0 = no budget
 };
 
-// Parses the environment (getenv) into a config. Problems are appended to *errors (one line each)
-// and told on stderr (ReportEnvProblems): a bad setting must not depend on NCCL_DEBUG to be seen.
+// The config from one reading of the environment (common/sentinel_env.h; tests pass their own).
+// Problems are appended to *errors (one line each) and told on stderr (ReportEnvProblems): a bad
+// setting must not depend on NCCL_DEBUG to be seen.
+EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors);
+// The same from the process's one reading (ProcessSentinelEnv).
 EnvConfig ParseEnvConfig(std::string* errors);
 
-// Writes each problem line to stderr as "[sentinel] ..." unless this process already told it:
-// once per process, whatever NCCL's log level (NCCL's logger may be silent).
+// Writes each problem line to stderr as "[sentinel] ..." unless this process already told it
+// (rules::TellEnvProblemsOnce): once per process, whatever NCCL's log level.
 void ReportEnvProblems(const std::string& errors);
 
 // Expands %p (pid) and %h (short hostname) in a SENTINEL_DUMP path.

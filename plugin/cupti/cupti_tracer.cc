@@ -16,6 +16,7 @@
 #include <new>
 #include <thread>
 
+#include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/core/clock.h"
@@ -46,48 +47,40 @@ int64_t RealtimeNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-bool ParseU32(const char* name, uint32_t lo, uint32_t hi, uint32_t* out, std::string* errors) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return true;
-  char* end = nullptr;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (end == v || *end != '\0' || x < lo || x > hi) {
-    *errors += std::string(name) + "=" + v + " is not an integer in [" + std::to_string(lo) + ", " +
-               std::to_string(hi) + "]; using " + std::to_string(*out) + "\n";
-    return false;
-  }
-  *out = static_cast<uint32_t>(x);
-  return true;
-}
-
 }  // namespace
 
-CuptiConfig ParseCuptiConfig(std::string* errors) {
+CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors) {
+  using rules::Var;
   CuptiConfig c;
-  if (const char* m = getenv("SENTINEL_CUPTI"); m != nullptr && *m != '\0') {
-    std::string s(m);
-    if (s == "off" || s == "0") {
-      c.mode = CuptiMode::kOff;
-    } else if (s == "on" || s == "1") {
-      c.mode = CuptiMode::kOn;
-    } else if (s == "auto") {
-      c.mode = CuptiMode::kAuto;
-    } else {
-      *errors += "SENTINEL_CUPTI=" + s + " is not off|on|auto; using auto\n";
+  // Values were checked by the registry (a bad one holds the default); pass on its problems with
+  // the CUPTI variables.
+  for (const Var v :
+       {Var::kCupti, Var::kCuptiWindowMs, Var::kCuptiFlushMs, Var::kCuptiStarveMs,
+        Var::kCuptiRearmS, Var::kCuptiBufferKib, Var::kCuptiBuffers, Var::kCuptiAttributions}) {
+    if (env[v].bad) {
+      *errors += std::string(rules::Spec(v).name) + "='" + env.Text(v) + "' is invalid; using " +
+                 rules::Spec(v).default_text + "\n";
     }
   }
-  if (const char* p = getenv("SENTINEL_CUPTI_PATH")) c.path = p;
-  if (const char* k = getenv("SENTINEL_CUPTI_COMM_KERNELS")) c.comm_kernels = k;
-  if (const char* n = getenv("SENTINEL_STEP_NVTX")) c.step_nvtx = n;
+  static constexpr CuptiMode kModes[] = {CuptiMode::kAuto, CuptiMode::kOn, CuptiMode::kOff};
+  c.mode = kModes[env.Choice(Var::kCupti)];  // auto|on|off, booleans too
+  if (env.Set(Var::kCuptiPath)) c.path = env.Text(Var::kCuptiPath);
+  if (env.Set(Var::kCuptiCommKernels)) c.comm_kernels = env.Text(Var::kCuptiCommKernels);
+  if (env.Set(Var::kStepNvtx)) c.step_nvtx = env.Text(Var::kStepNvtx);
+  // Not ours: NCCL/NVTX's variable, read where we decide, never written.
   if (const char* i = getenv("NVTX_INJECTION64_PATH")) c.nvtx_injection = i;
-  ParseU32("SENTINEL_CUPTI_WINDOW_MS", 10, 600000, &c.window_ms, errors);
-  ParseU32("SENTINEL_CUPTI_FLUSH_MS", 5, 60000, &c.flush_ms, errors);
-  ParseU32("SENTINEL_CUPTI_STARVE_MS", 10, 3600000, &c.starve_ms, errors);
-  ParseU32("SENTINEL_CUPTI_REARM_S", 0, 86400, &c.rearm_s, errors);
-  ParseU32("SENTINEL_CUPTI_BUFFER_KIB", 64, 65536, &c.buffer_kib, errors);
-  ParseU32("SENTINEL_CUPTI_BUFFERS", 2, 256, &c.buffers, errors);
-  ParseU32("SENTINEL_CUPTI_ATTRIBUTIONS", 0, 100000, &c.attributions_per_window, errors);
+  c.window_ms = static_cast<uint32_t>(env.Number(Var::kCuptiWindowMs));
+  c.flush_ms = static_cast<uint32_t>(env.Number(Var::kCuptiFlushMs));
+  c.starve_ms = static_cast<uint32_t>(env.Number(Var::kCuptiStarveMs));
+  c.rearm_s = static_cast<uint32_t>(env.Number(Var::kCuptiRearmS));
+  c.buffer_kib = static_cast<uint32_t>(env.Number(Var::kCuptiBufferKib));
+  c.buffers = static_cast<uint32_t>(env.Number(Var::kCuptiBuffers));
+  c.attributions_per_window = static_cast<uint32_t>(env.Number(Var::kCuptiAttributions));
   return c;
+}
+
+CuptiConfig ParseCuptiConfig(std::string* errors) {
+  return ParseCuptiConfig(rules::ProcessSentinelEnv(), errors);
 }
 
 CuptiTracer::CuptiTracer(const CuptiApi* api, const CuptiConfig& config, Env env)

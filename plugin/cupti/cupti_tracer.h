@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sentinel_env.h"
 #include "plugin/cupti/cupti_api.h"
 #include "plugin/cupti/gpu_accounting.h"
 #include "plugin/cupti/kernel_class.h"
@@ -52,7 +53,10 @@ struct CuptiConfig {
   std::string nvtx_injection;  // NVTX_INJECTION64_PATH as the job set it (read, never written)
 };
 
-// Parses the SENTINEL_CUPTI* variables; problems are appended to *errors (one line each).
+// The SENTINEL_CUPTI* settings from one reading of the environment (common/sentinel_env.h;
+// tests pass their own); problems are appended to *errors (one line each).
+CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors);
+// The same from the process's one reading.
 CuptiConfig ParseCuptiConfig(std::string* errors);
 
 enum class TracerState : int { kIdle = 0, kArmed = 1, kSteppedAside = 2, kOff = 3 };

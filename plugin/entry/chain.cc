@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/base/plugin_dlopen.h"
 #include "plugin/entry/common_shims.h"
@@ -255,7 +256,7 @@ bool ChainRequested(int version) noexcept {
     std::lock_guard<std::mutex> lock(g_load_mu);
     if (g_load_decided) return ChainOn();
     g_load_decided = true;
-    const char* value = getenv("SENTINEL_CHAIN_PROFILER");
+    const char* value = rules::ProcessSentinelEnv().Text(rules::Var::kChainProfiler);
     if (value == nullptr || value[0] == '\0') return false;
     if (!LoadTarget(value, version)) return false;
     g_host_version = version;

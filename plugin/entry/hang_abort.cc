@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/core/names.h"
@@ -49,14 +50,10 @@ thread_local uint64_t tls_init_hash = 0;
 thread_local int tls_init_rank = -1;
 
 OnHangMode Mode() {
+  // A bad value was told once on stderr by the registry (common/sentinel_env.h).
   static const OnHangMode mode = [] {
     bool bad = false;
-    const char* v = std::getenv("SENTINEL_ON_HANG");  // NOLINT(concurrency-mt-unsafe): read once
-    OnHangMode m = ParseOnHang(v, &bad);
-    if (bad) {
-      RawLog("SENTINEL_ON_HANG='%s' is not one of off, report, abort: hangs are only reported", v);
-    }
-    return m;
+    return ParseOnHang(rules::ProcessSentinelEnv().Text(rules::Var::kOnHang), &bad);
   }();
   return mode;
 }
@@ -74,13 +71,13 @@ void AbortThread(void* comm, SentinelWireHangVerdict v) {
 
 OnHangMode ParseOnHang(const char* value, bool* bad) {
   *bad = false;
-  if (value == nullptr || value[0] == '\0' || std::strcmp(value, "off") == 0 ||
-      std::strcmp(value, "report") == 0) {
+  if (value == nullptr || value[0] == '\0') return OnHangMode::kOff;
+  rules::EnvValue v;  // off|report|abort, the registry's rule
+  if (!rules::ParseEnvValue(rules::Var::kOnHang, value, &v)) {
+    *bad = true;
     return OnHangMode::kOff;
   }
-  if (std::strcmp(value, "abort") == 0) return OnHangMode::kAbort;
-  *bad = true;
-  return OnHangMode::kOff;
+  return v.choice == 2 ? OnHangMode::kAbort : OnHangMode::kOff;
 }
 
 void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, char* out,

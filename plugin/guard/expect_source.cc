@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/sentinel_env.h"
 #include "common/socket_path.h"
 
 namespace sentinel::guard {
@@ -70,10 +71,11 @@ std::string OnMismatchHeader(const std::string& text) {
 }  // namespace
 
 ExpectSourceInputs ExpectSourceInputsFromEnv() {
+  const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
   ExpectSourceInputs in;
-  in.expect = getenv("SENTINEL_EXPECT");
-  in.expect_file = getenv("SENTINEL_EXPECT_FILE");
-  in.sentinel_socket = getenv("SENTINEL_SOCKET");
+  in.expect = env.Text(rules::Var::kExpect);
+  in.expect_file = env.Text(rules::Var::kExpectFile);
+  in.sentinel_socket = env.Text(rules::Var::kSocket);
   in.xdg_runtime_dir = getenv("XDG_RUNTIME_DIR");
   in.uid = getuid();
   return in;
@@ -91,11 +93,12 @@ bool NodeDefaultExpectPath(const ExpectSourceInputs& in, char* out, size_t cap) 
 }
 
 bool ExpectationMayApply() noexcept {
+  const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
   ExpectSourceInputs in;
-  in.expect = getenv("SENTINEL_EXPECT");
-  in.expect_file = getenv("SENTINEL_EXPECT_FILE");
+  in.expect = env.Text(rules::Var::kExpect);
+  in.expect_file = env.Text(rules::Var::kExpectFile);
   if (Set(in.expect) || Set(in.expect_file)) return true;
-  in.sentinel_socket = getenv("SENTINEL_SOCKET");
+  in.sentinel_socket = env.Text(rules::Var::kSocket);
   in.xdg_runtime_dir = getenv("XDG_RUNTIME_DIR");
   in.uid = getuid();
   char path[rules::kSocketPathMax + 16];

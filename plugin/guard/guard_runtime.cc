@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/env_bool.h"
+#include "common/sentinel_env.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
 #include "plugin/guard/nccl_env.h"
@@ -105,12 +106,11 @@ void LoadConfigLocked(Runtime& r) {
   c.source_kind = src.kind;
   c.source = src.name;
   // The job's own SENTINEL_ON_MISMATCH wins over the operator's node default.
-  const char* mode = getenv("SENTINEL_ON_MISMATCH");
-  if (mode != nullptr && *mode != '\0') {
-    if (!ParseMode(mode, &c.mode)) {
-      WriteStderr(std::string("[sentinel] unknown SENTINEL_ON_MISMATCH='") + mode +
-                  "' (fail|warn|abort): using fail\n");
-    }
+  const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
+  if (env.Set(rules::Var::kOnMismatch)) {
+    // fail|warn|abort under the registry's rule; a bad value was told once there: fail.
+    static constexpr Mode kModes[] = {Mode::kFail, Mode::kWarn, Mode::kAbort};
+    c.mode = kModes[env.Choice(rules::Var::kOnMismatch)];
   } else if (!src.on_mismatch.empty() && !ParseMode(src.on_mismatch.c_str(), &c.mode)) {
     WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name +
                 " (fail|warn|abort): using fail\n");

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/sentinel_env.h"
+
 namespace sentinel::guard {
 namespace {
 
@@ -190,10 +192,10 @@ int HostFacts::PortCount() const {
 
 ProbeOptions ProbeOptionsFromEnv(bool want_verbs) {
   ProbeOptions o;
-  if (const char* s = getenv("SENTINEL_SYSFS_ROOT"); s != nullptr && *s != '\0') o.sysfs_root = s;
-  if (const char* s = getenv("SENTINEL_DEV_ROOT"); s != nullptr && *s != '\0') o.dev_root = s;
-  const char* v = getenv("SENTINEL_VERBS");
-  bool verbs_off = v != nullptr && std::strcmp(v, "0") == 0;
+  const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
+  if (env.Set(rules::Var::kSysfsRoot)) o.sysfs_root = env.Text(rules::Var::kSysfsRoot);
+  if (env.Set(rules::Var::kDevRoot)) o.dev_root = env.Text(rules::Var::kDevRoot);
+  const bool verbs_off = !env.Flag(rules::Var::kVerbs);  // the one boolean rule
   if (want_verbs && !verbs_off) o.verbs = plugin::LoadVerbsApi();
   return o;
 }

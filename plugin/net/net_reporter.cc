@@ -16,6 +16,7 @@
 #include <mutex>
 #include <new>
 
+#include "common/sentinel_env.h"
 #include "plugin/net/net_observer.h"
 #include "plugin/transport/collector_sink.h"
 #include "schemas/wire/sentinel_wire.h"
@@ -118,10 +119,8 @@ void AtExit() {
 
 void StartReporter() noexcept {
   std::call_once(g_start_once, [] {
-    if (const char* v = getenv("SENTINEL_NET_REPORT_MS")) {
-      long ms = atol(v);
-      if (ms >= 10 && ms <= 600000) g_period_ns = ms * 1000000LL;
-    }
+    // [10, 600000] ms, checked (and a bad value told) by the registry.
+    g_period_ns = rules::ProcessSentinelEnv().Number(rules::Var::kNetReportMs) * 1000000LL;
     g_snap = new (std::nothrow) SentinelNetSnapshot;
     g_sink = new (std::nothrow) plugin::CollectorSink();
     if (g_snap == nullptr || g_sink == nullptr ||

@@ -25,6 +25,7 @@
 
 #include "absl/base/optimization.h"
 
+#include "common/sentinel_env.h"
 #include "plugin/base/plugin_dlopen.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/net/net_abi.h"
@@ -411,12 +412,14 @@ SentinelNetV11 ncclNetPlugin_v11 = {"sentinel",
 namespace sentinel::net {
 namespace {
 
+// A statement; `field` is a member name and `fn` a function: no parentheses possible.
+// NOLINTNEXTLINE(bugprone-macro-parentheses)
 #define SENTINEL_WRAP_SLOT(field, fn) ours.field = g_real.field != nullptr ? &fn : nullptr
 
 void Load() {
   g_tick0 = Ticks();
   g_mono0 = MonoNs();
-  const char* value = getenv("SENTINEL_NET_WRAP");
+  const char* value = rules::ProcessSentinelEnv().Text(rules::Var::kNetWrap);
   if (value == nullptr || value[0] == '\0') {
     plugin::RawLog(
         "net: NCCL_NET_PLUGIN=sentinel but SENTINEL_NET_WRAP is unset: no network to "

@@ -5,6 +5,8 @@
 
 #include "gtest/gtest.h"
 
+#include "common/sentinel_env.h"
+
 namespace sentinel::rules {
 namespace {
 
@@ -68,12 +70,16 @@ TEST(SocketPathTest, SmallOutputBufferIsTooLong) {
 
 TEST(SocketPathTest, FromEnvironment) {
   char out[kSocketPathMax];
+  // SENTINEL_SOCKET is read once per process (sentinel_env.h): re-read after each change.
   ASSERT_EQ(setenv("SENTINEL_SOCKET", "/tmp/from-env.sock", 1), 0);
+  testing::ReloadProcessSentinelEnv();
   EXPECT_EQ(ResolveSocketPathFromEnv(out, sizeof(out)), SocketPathKind::kPath);
   EXPECT_STREQ(out, "/tmp/from-env.sock");
   ASSERT_EQ(setenv("SENTINEL_SOCKET", "none", 1), 0);
+  testing::ReloadProcessSentinelEnv();
   EXPECT_EQ(ResolveSocketPathFromEnv(out, sizeof(out)), SocketPathKind::kDisabled);
   ASSERT_EQ(unsetenv("SENTINEL_SOCKET"), 0);
+  testing::ReloadProcessSentinelEnv();
   ASSERT_EQ(setenv("XDG_RUNTIME_DIR", "/run/user/55", 1), 0);
   EXPECT_EQ(ResolveSocketPathFromEnv(out, sizeof(out)), SocketPathKind::kPath);
   EXPECT_STREQ(out, "/run/user/55/sentinel/sentineld.sock");

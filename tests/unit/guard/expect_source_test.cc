@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/sentinel_env.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/verdict.h"
 
@@ -28,12 +29,21 @@ class ExpectSourceTest : public ::testing::Test {
   void TearDown() override {
     for (const char* v :
          {"SENTINEL_EXPECT", "SENTINEL_EXPECT_FILE", "SENTINEL_SOCKET", "SENTINEL_ON_MISMATCH"}) {
-      unsetenv(v);
+      UnsetEnv(v);
     }
     ResetForTest();
     std::string cmd = "rm -rf '" + dir_ + "'";
     int rc = system(cmd.c_str());
     (void)rc;
+  }
+  // The plugin reads SENTINEL_* once per process (common/sentinel_env.h): re-read after a change.
+  static void SetEnv(const char* name, const char* value) {
+    setenv(name, value, 1);
+    rules::testing::ReloadProcessSentinelEnv();
+  }
+  static void UnsetEnv(const char* name) {
+    unsetenv(name);
+    rules::testing::ReloadProcessSentinelEnv();
   }
   static void Write(const std::string& path, const std::string& text) {
     FILE* f = std::fopen(path.c_str(), "we");
@@ -125,20 +135,20 @@ TEST_F(ExpectSourceTest, MissingAndUnreadableFiles) {
 }
 
 TEST_F(ExpectSourceTest, ConstructorCheckIsOneStat) {
-  setenv("SENTINEL_SOCKET", socket_.c_str(), 1);
+  SetEnv("SENTINEL_SOCKET", socket_.c_str());
   EXPECT_FALSE(ExpectationMayApply());
   Write(node_file_, "net=ib\n");
   EXPECT_TRUE(ExpectationMayApply());
-  setenv("SENTINEL_SOCKET", "none", 1);
+  SetEnv("SENTINEL_SOCKET", "none");
   EXPECT_FALSE(ExpectationMayApply());
-  setenv("SENTINEL_EXPECT", "net=ib", 1);
+  SetEnv("SENTINEL_EXPECT", "net=ib");
   EXPECT_TRUE(ExpectationMayApply());
 }
 
 // The guard's configuration: the node default applies with sentineld's on_mismatch unless the
 // job says otherwise, the verdict names the source, and a broken node default only warns.
 TEST_F(ExpectSourceTest, GuardConfigFromNodeDefault) {
-  setenv("SENTINEL_SOCKET", socket_.c_str(), 1);
+  SetEnv("SENTINEL_SOCKET", socket_.c_str());
   Write(node_file_, "# on_mismatch=warn\nnet=ib affinity=numa\n");
   ResetForTest();
   const GuardConfig& c = Config();
@@ -156,10 +166,10 @@ TEST_F(ExpectSourceTest, GuardConfigFromNodeDefault) {
             std::string::npos)
       << msg;
 
-  setenv("SENTINEL_ON_MISMATCH", "abort", 1);  // the job's own choice wins
+  SetEnv("SENTINEL_ON_MISMATCH", "abort");  // the job's own choice wins
   ResetForTest();
   EXPECT_EQ(Config().mode, Mode::kAbort);
-  unsetenv("SENTINEL_ON_MISMATCH");
+  UnsetEnv("SENTINEL_ON_MISMATCH");
 
   Write(node_file_, "net=ib gdr=maybe\n");
   ResetForTest();
@@ -178,13 +188,13 @@ TEST_F(ExpectSourceTest, GuardConfigFromNodeDefault) {
 
 TEST_F(ExpectSourceTest, UnreadableExpectFileFailsTheJobThatAskedForIt) {
   const std::string missing = dir_ + "/nope";
-  setenv("SENTINEL_EXPECT_FILE", missing.c_str(), 1);
-  setenv("SENTINEL_ON_MISMATCH", "warn", 1);
+  SetEnv("SENTINEL_EXPECT_FILE", missing.c_str());
+  SetEnv("SENTINEL_ON_MISMATCH", "warn");
   ResetForTest();
   EXPECT_TRUE(Config().active);
   EXPECT_FALSE(Config().error_is_warning);
   EXPECT_EQ(Config().mode, Mode::kWarn);  // read even when the file is not
-  unsetenv("SENTINEL_ON_MISMATCH");
+  UnsetEnv("SENTINEL_ON_MISMATCH");
   ResetForTest();
   testing::internal::CaptureStderr();
   void* comm = nullptr;
