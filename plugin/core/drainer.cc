@@ -16,12 +16,8 @@
 #include "plugin/base/no_destructor.h"
 #include "plugin/core/clock.h"
 #include "plugin/core/in_flight_monitor.h"
-#include "plugin/core/jsonl_sink.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/thread_state.h"
-#include "plugin/cupti/cupti_tracer.h"
-#include "plugin/cupti/step_marker.h"
-#include "plugin/transport/collector_sink.h"
 
 namespace sentinel::plugin {
 namespace {
@@ -41,7 +37,8 @@ struct ControlItem {
 };
 
 struct DrainerState {
-  std::mutex lifecycle_mu;  // live_comms, thread start/stop
+  std::mutex lifecycle_mu;  // live_comms, thread start/stop, wiring
+  DrainerWiring wiring;     // guarded by lifecycle_mu
   int live_comms = 0;
   std::thread* thread = nullptr;
   pid_t owner_pid = 0;
@@ -160,8 +157,8 @@ void ThreadMain(DrainerState* st) {
 }
 
 // Requires lifecycle_mu.
-void StartThread(DrainerState& st) {
-  if (st.thread != nullptr) return;
+Status StartThread(DrainerState& st) {
+  if (st.thread != nullptr) return Status::Ok();
   {
     std::lock_guard<std::mutex> lk(st.wake_mu);
     st.stop = false;
@@ -170,13 +167,15 @@ void StartThread(DrainerState& st) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  Status status;
   try {
     st.thread = new std::thread(&ThreadMain, &st);
   } catch (...) {
     st.thread = nullptr;
-    SENTINEL_LOG_ONCE(LogLevel::kWarn, "cannot start the drainer thread; records are dropped");
+    status = Status(StatusCode::kResourceExhausted, "cannot start the drainer thread");
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return status;
 }
 
 // Requires lifecycle_mu.
@@ -194,20 +193,10 @@ void StopThread(DrainerState& st) {
 
 }  // namespace
 
-std::vector<std::unique_ptr<RecordSink>> BuildSinks(const EnvConfig& config) {
-  std::vector<std::unique_ptr<RecordSink>> sinks;
-  // Sinks: add new ones here.
-  CollectorSinkOptions collector_options;  // sentineld at SENTINEL_SOCKET or the per-user default
-  collector_options.log_info = [](const char* line) { Log(LogLevel::kInfo, "%s", line); };
-  auto collector = std::make_unique<CollectorSink>(collector_options);
-  if (collector->state() != CollectorSink::State::kOff) sinks.push_back(std::move(collector));
-  // Step boundaries for the CUPTI tracer (a no-op sink when CUPTI is off).
-  sinks.push_back(std::make_unique<cupti::StepMarkerSink>(&cupti::CuptiStepBoundary));
-  if (!config.dump_path.empty()) {
-    auto jsonl = std::make_unique<JsonlSink>(config.dump_path);
-    if (jsonl->ok()) sinks.push_back(std::move(jsonl));
-  }
-  return sinks;
+void SetDrainerWiring(const DrainerWiring& wiring) noexcept {
+  DrainerState& st = State();
+  std::lock_guard<std::mutex> lk(st.lifecycle_mu);
+  st.wiring = wiring;
 }
 
 bool EnqueueControlRecord(uint16_t type, const void* payload, size_t size) {
@@ -236,7 +225,7 @@ void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config
     std::lock_guard<std::mutex> lk(st.lifecycle_mu);
     if (!st.sinks_built) {
       std::lock_guard<std::timed_mutex> dl(st.drain_mu);
-      st.sinks = BuildSinks(config);
+      if (st.wiring.build_sinks != nullptr) st.sinks = st.wiring.build_sinks(config);
       st.sinks_built = true;
       st.interval_ms = config.drain_interval_ms;
       InFlightMonitorOptions in_flight;
@@ -253,8 +242,11 @@ void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config
       st.queue.push_back(std::move(it));
     }
     ++st.live_comms;
-    StartThread(st);
-    cupti::CuptiOnCommInit();  // once per process; CUPTI work runs on its own thread
+    Status started = StartThread(st);
+    if (!started.ok()) {
+      SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: %s; records are dropped", started.message());
+    }
+    if (st.wiring.on_comm_init != nullptr) st.wiring.on_comm_init();
   } catch (...) {
     SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: cannot register a communicator");
   }
@@ -274,7 +266,8 @@ void DrainerOnCommEnd(uint64_t comm_hash, int rank) noexcept {
     std::lock_guard<std::mutex> lk(st.lifecycle_mu);
     if (st.live_comms > 0) --st.live_comms;
     if (st.live_comms == 0) {
-      cupti::CuptiOnLastCommEnd();  // its last windows go out with the final drain
+      // e.g. the CUPTI tracer: its last windows go out with the final drain.
+      if (st.wiring.on_last_comm_end != nullptr) st.wiring.on_last_comm_end();
       StopThread(st);
       FinalDrain(st);
     }

@@ -11,13 +11,26 @@
 #include <vector>
 
 #include "plugin/base/env_config.h"
+#include "plugin/base/status.h"
 #include "plugin/core/record_sink.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
 
-// Sinks: the one place that decides where records go (built once, on the first drainer start).
-std::vector<std::unique_ptr<RecordSink>> BuildSinks(const EnvConfig& config);
+// What the drainer needs from the rest of the plugin, injected by whoever wires the plugin
+// together (plugin/entry/plugin_wiring.cc, when the .so loads), so that the core depends on no
+// sink, transport or vendor tracer. Every member may be null (the core's unit tests): no sinks
+// means records are drained and counted as sink drops.
+struct DrainerWiring {
+  // Builds the sinks, once, at the first drainer start (slow path, under the drainer's lock).
+  std::vector<std::unique_ptr<RecordSink>> (*build_sinks)(const EnvConfig& config) = nullptr;
+  // At every communicator init, after the drainer started (e.g. the CUPTI tracer's start).
+  void (*on_comm_init)() = nullptr;
+  // At the finalize of the last communicator, before the final drain.
+  void (*on_last_comm_end)() = nullptr;
+};
+// Replaces the wiring. Takes effect for sinks only before they are built (the first init).
+void SetDrainerWiring(const DrainerWiring& wiring) noexcept;
 
 // Slow path, from any thread: queues a control record for RecordSink::OnControlRecord. Returns
 // false when the plugin is off, the payload is too large, or the bounded queue is full.

@@ -17,12 +17,6 @@
 #include "plugin/guard/log_capture.h"
 #include "plugin/guard/nccl_env.h"
 
-// Provided by the plugin core (plugin/core/drainer.h, same signature); weak so that the guard links
-// without the core (its unit tests).
-namespace sentinel::plugin {
-__attribute__((weak)) bool EnqueueControlRecord(uint16_t type, const void* payload, size_t size);
-}  // namespace sentinel::plugin
-
 namespace sentinel::guard {
 
 std::atomic<int> g_pending_collective_checks{0};
@@ -53,7 +47,9 @@ struct Runtime {
   std::vector<PendingComm> pending;          // guarded by mu
   std::vector<std::string> printed;          // messages already shown (once each)
   SentinelNcclLogger logfn = nullptr;
-  ControlRecordFn record_fn = nullptr;
+  ControlRecordFn record_fn = nullptr;  // set by the plugin's wiring (plugin/entry)
+  uint64_t records_dropped = 0;         // verdict records the seam refused (queue full, off)
+  std::atomic<uint64_t> forwarder_failures{0};  // the log forwarder thread could not start
   bool interposer_seen = false;
 };
 
@@ -141,10 +137,9 @@ const ProfilerComm* FindProfilerCommLocked(Runtime& r, uint64_t hash) {
 
 void SendRecords(Runtime& r, const std::vector<SentinelWireVerdict>& records) {
   for (const SentinelWireVerdict& w : records) {
-    if (r.record_fn != nullptr) {
-      r.record_fn(kSentinelWireVerdict, &w, sizeof w);
-    } else if (&sentinel::plugin::EnqueueControlRecord != nullptr) {
-      sentinel::plugin::EnqueueControlRecord(kSentinelWireVerdict, &w, sizeof w);
+    // Unwired (the guard's own unit tests, the collector's use of the rules): nowhere to send.
+    if (r.record_fn != nullptr && !r.record_fn(kSentinelWireVerdict, &w, sizeof w)) {
+      ++r.records_dropped;
     }
   }
 }
@@ -262,10 +257,16 @@ void ResetForTest() {
   g_pending_collective_checks.store(0, std::memory_order_relaxed);
 }
 
-void SetControlRecordFnForTest(ControlRecordFn fn) {
+void SetControlRecordFn(ControlRecordFn fn) noexcept {
   Runtime& r = R();
   std::lock_guard<std::mutex> lock(r.mu);
   r.record_fn = fn;
+}
+
+uint64_t ControlRecordsDropped() noexcept {
+  Runtime& r = R();
+  std::lock_guard<std::mutex> lock(r.mu);
+  return r.records_dropped;
 }
 
 void OnCreateBegin() noexcept {
@@ -277,7 +278,9 @@ void OnCreateBegin() noexcept {
       if (r.config.disabled || !r.config.active) return;
       r.interposer_seen = true;
     }
-    StartLogForwarder();
+    plugin::Status forwarder = StartLogForwarder();
+    // No forwarder thread is not fatal: the evidence is drained at verdict time and at exit.
+    if (!forwarder.ok()) r.forwarder_failures.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
   }
 }

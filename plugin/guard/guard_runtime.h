@@ -50,8 +50,12 @@ inline bool CollectiveCheckPending() {
 // After a collective on `comm` returned `result`: the result the application must see.
 int OnCollectiveEnd(const char* api, void* comm, int result) noexcept;
 
-// Test seam: where verdict records go (default: the plugin core's EnqueueControlRecord).
-using ControlRecordFn = void (*)(uint16_t type, const void* payload, size_t size);
-void SetControlRecordFnForTest(ControlRecordFn fn);
+// Where verdict records go. The guard does not know the plugin core: whoever wires the plugin
+// together (plugin/entry/plugin_wiring.cc) points this at the core's EnqueueControlRecord when the
+// .so loads; tests point it at a recorder. Null (the default): records are not sent. Returns false
+// when the record was refused (counted in ControlRecordsDropped()).
+using ControlRecordFn = bool (*)(uint16_t type, const void* payload, size_t size);
+void SetControlRecordFn(ControlRecordFn fn) noexcept;
+uint64_t ControlRecordsDropped() noexcept;
 
 }  // namespace sentinel::guard

@@ -341,21 +341,23 @@ void InstallLogCapture(bool preloaded) noexcept {
   g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
 }
 
-void StartLogForwarder() noexcept {
-  if (!Active()) return;
+plugin::Status StartLogForwarder() noexcept {
+  if (!Active()) return plugin::Status::Ok();
   static std::once_flag once;
+  static plugin::Status started;  // written once, inside call_once
   std::call_once(once, [] {
     {
       CaptureState& s = State();
       std::lock_guard<std::mutex> lock(s.mu);
       OpenOutputLocked(s);  // NCCL creates its file at its first log call: so do we
     }
+    // Our thread blocks all signals (house style 3.5): the host's handlers stay the host's. The
+    // caller's mask is restored on every path, a failed thread creation included.
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
     try {
-      // Our thread blocks all signals (house style 3.5): the host's handlers stay the host's.
-      sigset_t all;
-      sigset_t old;
-      sigfillset(&all);
-      pthread_sigmask(SIG_SETMASK, &all, &old);
       std::thread t([] {
         pthread_setname_np(pthread_self(), "sentinel-logfwd");
         for (;;) {
@@ -368,11 +370,13 @@ void StartLogForwarder() noexcept {
         }
       });
       t.detach();
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
     } catch (...) {
-      // No thread: the evidence is still drained synchronously at verdict time and at exit.
+      started = plugin::Status(plugin::StatusCode::kResourceExhausted,
+                               "cannot start the log forwarder thread");
     }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   });
+  return started;
 }
 
 bool SnapshotLogEvidence(LogEvidence* out, std::string* reason) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "plugin/base/status.h"
 #include "plugin/guard/nccl_log_parser.h"
 
 namespace sentinel::guard {
@@ -51,8 +52,9 @@ class LineForwarder {
 // From the LD_PRELOAD constructor only: getenv/setenv/memfd_create, no threads, no allocation
 // beyond the environment's. Does nothing unless an expectation is set and we are preloaded.
 void InstallLogCapture(bool preloaded) noexcept;
-// Starts the forwarder thread (once; called at the first interposed communicator creation).
-void StartLogForwarder() noexcept;
+// Starts the forwarder thread (once; called at the first interposed communicator creation). Not
+// ok: no thread (the evidence is then drained synchronously at verdict time and at exit).
+plugin::Status StartLogForwarder() noexcept;
 // Drains what NCCL wrote so far and copies the evidence into `out`. False when no log evidence
 // can exist (`reason` then says why).
 bool SnapshotLogEvidence(LogEvidence* out, std::string* reason);

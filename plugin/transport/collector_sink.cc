@@ -16,15 +16,15 @@
 #include <new>
 
 #include "common/host_name.h"
+#include "plugin/base/status.h"
 
 namespace sentinel::plugin {
 namespace {
 
-constexpr size_t kHeaderBytes = sizeof(SentinelWireFrameHeader);
-constexpr size_t kCollFrameBytes = kHeaderBytes + sizeof(SentinelWireCollRecord);
-static_assert(kCollFrameBytes % 8 == 0, "coll frames stay 8-byte multiples");
+constexpr size_t kHeaderBytes = FrameBuffer::kHeaderBytes;
+constexpr size_t kCollFrameBytes = FrameBuffer::kCollFrameBytes;
 
-constexpr size_t FrameBytes(size_t payload) { return (kHeaderBytes + payload + 7) & ~size_t{7}; }
+constexpr size_t FrameBytes(size_t payload) { return FrameBuffer::FrameBytes(payload); }
 
 int64_t MonotonicNs() {
   timespec ts{};
@@ -103,21 +103,16 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
     }
   }
 
-  // The frame must fit whole with room for the largest control record.
-  size_t want = options_.buffer_bytes;
-  if (want < 2 * FrameBytes(sizeof(SentinelWireVerdict))) {
-    want = 2 * FrameBytes(sizeof(SentinelWireVerdict));
-  }
-  buf_.reset(new (std::nothrow) uint8_t[want]);
+  // The frame must fit whole with room for the largest control record (FrameBuffer's minimum).
+  Status buffered = buffer_.Allocate(options_.buffer_bytes);
   comms_.reset(new (std::nothrow) SentinelWireCommInit[options_.max_comms]);
   in_flight_.reset(new (std::nothrow) SentinelWireInFlight[options_.max_comms]());
   in_.reset(new (std::nothrow) uint8_t[SENTINEL_WIRE_FRAME_MAX]);
-  if (buf_ == nullptr || comms_ == nullptr || in_flight_ == nullptr || in_ == nullptr) {
+  if (!buffered.ok() || comms_ == nullptr || in_flight_ == nullptr || in_ == nullptr) {
     state_.store(State::kOff, std::memory_order_relaxed);
     Log("sentinel: no memory for the collector stream buffer; streaming off");
     return;
   }
-  cap_ = want;
   backoff_ns_ = options_.backoff_min_ns;
 }
 
@@ -224,8 +219,9 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
   }
   fd_ = fd;
   // Real time bounds the wait, whatever clock the backoff runs on.
-  if (!Handshake(MonotonicNs() + wait_budget_ns)) {
-    if (state_.load(std::memory_order_relaxed) == State::kOff) return;
+  Status handshake = Handshake(MonotonicNs() + wait_budget_ns);
+  if (!handshake.ok()) {
+    if (handshake.code() == StatusCode::kFailedPrecondition) return;  // refused: streaming off
     close(fd_);
     fd_ = -1;
     Bump(handshake_failures_);
@@ -235,7 +231,7 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
   OnStreamStarted();
 }
 
-bool CollectorSink::Handshake(int64_t deadline_ns) {
+Status CollectorSink::Handshake(int64_t deadline_ns) {
   struct {
     SentinelWireFrameHeader h;
     SentinelWireHello hello;
@@ -253,7 +249,9 @@ bool CollectorSink::Handshake(int64_t deadline_ns) {
   CopyString(frame.hello.host, sizeof(frame.hello.host), host_);
   CopyString(frame.hello.job_id, sizeof(frame.hello.job_id), job_id_);
   ssize_t n = send(fd_, &frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n != static_cast<ssize_t>(sizeof(frame))) return false;
+  if (n != static_cast<ssize_t>(sizeof(frame))) {
+    return Status(StatusCode::kUnavailable, "could not send the hello");
+  }
 
   // Read frames until the HelloAck; skip any other type (compatibility rule), bounded in time.
   alignas(8) uint8_t in[SENTINEL_WIRE_FRAME_MAX];
@@ -263,22 +261,24 @@ bool CollectorSink::Handshake(int64_t deadline_ns) {
     if (have < need) {
       pollfd pfd{fd_, POLLIN, 0};
       int64_t remaining = deadline_ns - MonotonicNs();
-      if (remaining <= 0) return false;
+      if (remaining <= 0) return Status(StatusCode::kUnavailable, "no HelloAck in time");
       int pr = poll(&pfd, 1, PollMs(remaining));
-      if (pr < 0 && errno != EINTR) return false;
+      if (pr < 0 && errno != EINTR) return Status(StatusCode::kUnavailable, "poll failed");
       if (pr <= 0) continue;
       ssize_t got = recv(fd_, in + have, need - have, MSG_DONTWAIT);
-      if (got == 0) return false;  // the collector closed on us
+      if (got == 0) return Status(StatusCode::kUnavailable, "sentineld closed the connection");
       if (got < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-        return false;
+        return Status(StatusCode::kUnavailable, "receive failed");
       }
       have += static_cast<size_t>(got);
       continue;
     }
     SentinelWireFrameHeader h;
     std::memcpy(&h, in, sizeof(h));
-    if (h.size < kHeaderBytes || h.size % 8 != 0 || h.size > SENTINEL_WIRE_FRAME_MAX) return false;
+    if (h.size < kHeaderBytes || h.size % 8 != 0 || h.size > SENTINEL_WIRE_FRAME_MAX) {
+      return Status(StatusCode::kInvalidArgument, "malformed frame from sentineld");
+    }
     if (need < h.size) {
       need = h.size;
       continue;
@@ -288,10 +288,14 @@ bool CollectorSink::Handshake(int64_t deadline_ns) {
       need = kHeaderBytes;
       continue;
     }
-    if (h.size < kHeaderBytes + sizeof(SentinelWireHelloAck)) return false;
+    if (h.size < kHeaderBytes + sizeof(SentinelWireHelloAck)) {
+      return Status(StatusCode::kInvalidArgument, "short HelloAck");
+    }
     SentinelWireHelloAck ack;
     std::memcpy(&ack, in + kHeaderBytes, sizeof(ack));
-    if (ack.magic != SENTINEL_WIRE_MAGIC) return false;
+    if (ack.magic != SENTINEL_WIRE_MAGIC) {
+      return Status(StatusCode::kInvalidArgument, "HelloAck with a bad magic");
+    }
     if (ack.status != kSentinelHelloAccepted || ack.major != SENTINEL_WIRE_MAJOR) {
       // The collector will not take our records: stop for the life of this process, quietly.
       Bump(refused_);
@@ -301,9 +305,9 @@ bool CollectorSink::Handshake(int64_t deadline_ns) {
       Log("sentinel: sentineld at %s refused the stream (status %u, wire major %u, ours %u); "
           "streaming off for this process",
           path_, ack.status, static_cast<unsigned>(ack.major), SENTINEL_WIRE_MAJOR);
-      return false;
+      return Status(StatusCode::kFailedPrecondition, "sentineld refused the stream");
     }
-    return true;
+    return Status::Ok();
   }
 }
 
@@ -312,7 +316,7 @@ void CollectorSink::OnStreamStarted() {
   Bump(connects_);
   backoff_ns_ = options_.backoff_min_ns;
   logged_connect_failure_ = false;
-  walk_ = head_ = tail_ = 0;
+  buffer_.Reset();
   in_have_ = 0;
   // Everything the collector must know to make sense of what follows: the live communicators,
   // then the cumulative counters (so it learns what was lost while it was away).
@@ -343,21 +347,10 @@ void CollectorSink::Disconnect(const char* why) {
   if (fd_ >= 0) close(fd_);
   fd_ = -1;
   Bump(disconnects_);
-  // Frames the kernel did not take whole are lost with the connection: count the records.
-  uint64_t lost = 0;
-  size_t off = walk_;
-  while (off + kHeaderBytes <= tail_) {
-    SentinelWireFrameHeader h;
-    std::memcpy(&h, buf_.get() + off, sizeof(h));
-    if (h.type == kSentinelWireColl) {
-      ++lost;
-    } else {
-      Bump(control_dropped_);
-    }
-    off += h.size;
-  }
-  if (lost > 0) Bump(records_dropped_, lost);
-  walk_ = head_ = tail_ = 0;
+  // Frames the kernel did not take whole are lost with the connection: count them.
+  FrameBuffer::Lost lost = buffer_.DiscardUnsent();
+  if (lost.records > 0) Bump(records_dropped_, lost.records);
+  if (lost.control > 0) Bump(control_dropped_, lost.control);
   state_.store(State::kDisconnected, std::memory_order_relaxed);
   Log("sentinel: lost the sentineld stream (%s); reconnecting with backoff", why);
   ScheduleRetry(Now());
@@ -365,50 +358,24 @@ void CollectorSink::Disconnect(const char* why) {
 
 // ---- buffering and sending ------------------------------------------------------------------
 
-bool CollectorSink::MakeRoom(size_t bytes) {
-  if (cap_ - tail_ >= bytes) return true;
-  if (cap_ - (tail_ - walk_) < bytes) return false;
-  // Slide the unsent bytes (and the partly sent frame) to the front.
-  std::memmove(buf_.get(), buf_.get() + walk_, tail_ - walk_);
-  head_ -= walk_;
-  tail_ -= walk_;
-  walk_ = 0;
-  return true;
-}
-
 bool CollectorSink::Append(uint16_t type, const void* payload, size_t size) {
-  size_t frame = FrameBytes(size);
-  if (frame > SENTINEL_WIRE_FRAME_MAX || !MakeRoom(frame)) return false;
-  if (head_ == tail_) oldest_unsent_ns_ = Now();
-  uint8_t* p = buf_.get() + tail_;
-  SentinelWireFrameHeader h{static_cast<uint32_t>(frame), type, 0};
-  std::memcpy(p, &h, sizeof(h));
-  std::memcpy(p + kHeaderBytes, payload, size);
-  if (frame > kHeaderBytes + size)
-    std::memset(p + kHeaderBytes + size, 0, frame - kHeaderBytes - size);
-  tail_ += frame;
+  const bool was_empty = buffer_.empty();
+  if (!buffer_.Append(type, payload, size)) return false;
+  if (was_empty) oldest_unsent_ns_ = Now();
   return true;
 }
 
 void CollectorSink::AccountSent() {
-  uint64_t sent = 0;
-  while (walk_ + kHeaderBytes <= head_) {
-    SentinelWireFrameHeader h;
-    std::memcpy(&h, buf_.get() + walk_, sizeof(h));
-    if (walk_ + h.size > head_) break;
-    if (h.type == kSentinelWireColl) ++sent;
-    walk_ += h.size;
-  }
+  uint64_t sent = buffer_.CollectSent();
   if (sent > 0) Bump(records_sent_, sent);
-  if (walk_ == tail_) walk_ = head_ = tail_ = 0;
 }
 
 void CollectorSink::SendSome() {
-  while (head_ < tail_ && fd_ >= 0) {
-    ssize_t n = send(fd_, buf_.get() + head_, tail_ - head_, MSG_NOSIGNAL | MSG_DONTWAIT);
+  while (!buffer_.empty() && fd_ >= 0) {
+    ssize_t n = send(fd_, buffer_.unsent(), buffer_.unsent_bytes(), MSG_NOSIGNAL | MSG_DONTWAIT);
     Bump(send_calls_);
     if (n > 0) {
-      head_ += static_cast<size_t>(n);
+      buffer_.MarkSent(static_cast<size_t>(n));
       Bump(bytes_sent_, static_cast<uint64_t>(n));
       continue;
     }
@@ -543,31 +510,20 @@ size_t CollectorSink::OnRecords(const SentinelWireCollRecord* records, size_t n)
       return n;
     }
   }
-  const bool was_empty = head_ == tail_;
+  const bool was_empty = buffer_.empty();
   size_t accepted = 0;
   while (accepted < n) {
     // Fill what fits, then give the kernel a chance to take it before dropping the rest.
-    size_t room = cap_ - tail_;
-    if (room < kCollFrameBytes) {
+    if (!buffer_.HasRoomAtTail(kCollFrameBytes)) {
       SendSome();
-      if (fd_ < 0 || !MakeRoom(kCollFrameBytes)) break;
-      room = cap_ - tail_;
+      if (fd_ < 0 || !buffer_.MakeRoom(kCollFrameBytes)) break;
     }
-    size_t fit = room / kCollFrameBytes;
-    if (fit > n - accepted) fit = n - accepted;
-    uint8_t* p = buf_.get() + tail_;
-    const SentinelWireFrameHeader h{static_cast<uint32_t>(kCollFrameBytes), kSentinelWireColl, 0};
-    for (size_t i = 0; i < fit; ++i, p += kCollFrameBytes) {
-      std::memcpy(p, &h, sizeof(h));
-      std::memcpy(p + kHeaderBytes, &records[accepted + i], sizeof(SentinelWireCollRecord));
-    }
-    tail_ += fit * kCollFrameBytes;
-    accepted += fit;
+    accepted += buffer_.AppendCollRecords(records + accepted, n - accepted);
   }
   if (accepted < n) Bump(records_dropped_, n - accepted);
-  if (fd_ >= 0 && head_ < tail_) {
+  if (fd_ >= 0 && !buffer_.empty()) {
     // At most one clock read per call, none once the batch is big enough to send anyway.
-    if (tail_ - head_ >= options_.send_threshold_bytes) {
+    if (buffer_.unsent_bytes() >= options_.send_threshold_bytes) {
       SendSome();
     } else {
       int64_t now = Now();
@@ -643,7 +599,7 @@ void CollectorSink::Flush() {
                           : options_.flush_timeout_ns);
   while (fd_ >= 0) {
     SendSome();
-    if (fd_ < 0 || head_ == tail_) break;
+    if (fd_ < 0 || buffer_.empty()) break;
     int64_t remaining = deadline - MonotonicNs();
     if (remaining <= 0) break;
     pollfd pfd{fd_, POLLOUT, 0};

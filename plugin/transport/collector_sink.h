@@ -10,7 +10,9 @@
 #include <memory>
 
 #include "common/socket_path.h"
+#include "plugin/base/status.h"
 #include "plugin/core/record_sink.h"
+#include "plugin/transport/frame_buffer.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
@@ -112,13 +114,14 @@ class CollectorSink final : public RecordSink {
   // If a retry is due at `now` (backoff clock): connects, says hello and waits at most
   // `wait_budget_ns` of real time for the ack.
   void MaybeConnect(int64_t now, int64_t wait_budget_ns);
-  bool Handshake(int64_t deadline_ns);  // deadline on the real CLOCK_MONOTONIC
+  // Hello, then the HelloAck by `deadline_ns` (real CLOCK_MONOTONIC). kFailedPrecondition: the
+  // collector refused us and streaming is now off for good; any other failure is retried.
+  Status Handshake(int64_t deadline_ns);
   void ScheduleRetry(int64_t now);
   void Disconnect(const char* why);
   void OnStreamStarted();
   // Frames `payload` into the buffer; false (nothing written) when it does not fit.
   bool Append(uint16_t type, const void* payload, size_t size);
-  bool MakeRoom(size_t bytes);
   // Hands buffered bytes to the kernel until it is empty or the socket is full.
   void SendSome();
   // Walks frames that the kernel has taken whole, counting the collective records among them.
@@ -144,13 +147,8 @@ class CollectorSink final : public RecordSink {
   int64_t next_attempt_ns_ = 0;
   uint64_t rng_ = 0;
 
-  // Send buffer: [head_, tail_) is unsent; [walk_, head_) holds frames partly sent (walk_ is the
-  // first frame not yet wholly in the kernel).
-  std::unique_ptr<uint8_t[]> buf_;
-  size_t cap_ = 0;
-  size_t walk_ = 0;
-  size_t head_ = 0;
-  size_t tail_ = 0;
+  // The one send buffer (frames, batching, what was sent or lost); the socket side is ours.
+  FrameBuffer buffer_;
   int64_t oldest_unsent_ns_ = 0;
 
   std::unique_ptr<SentinelWireCommInit[]> comms_;
