@@ -72,7 +72,9 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host, int* po
 
 // libmicrohttpd's callbacks, all on its polling thread except Notify/Reap's shared map.
 struct HttpServer::Glue {
-  static void Log(void* /*cls*/, const char* format, va_list ap) {
+  // printf-style (libmicrohttpd's logger type): the attribute lets the compiler check the call.
+  __attribute__((format(printf, 2, 0))) static void Log(void* /*cls*/, const char* format,
+                                                        va_list ap) {
     char line[512];
     const int n = vsnprintf(line, sizeof(line), format, ap);
     if (n <= 0) return;
