@@ -11,7 +11,7 @@ shift || true
 PACKAGES=(
   build-essential cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy
   libgtest-dev libgmock-dev libbenchmark-dev
-  libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcpp-httplib-dev
+  libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcpp-httplib-dev libmicrohttpd-dev
   libibverbs-dev
   prometheus prometheus-alertmanager
   python3 python3-jsonschema

@@ -1,9 +1,10 @@
-// The HTTP/1.1 request head and query string, parsed without a socket (fuzzed by
-// http_request_fuzzer). sentineld only serves GETs with a few query parameters: anything else is
-// answered with the right status (400, 405, 414, 431) rather than guessed at.
+// What sentineld's HTTP handlers see of a request, and the part of request parsing that is still
+// ours: the VALUES of query parameters (libmicrohttpd parses the request line, the headers and
+// the query string; fuzzed by http_request_fuzzer).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,14 +12,15 @@
 
 namespace sentinel::collector {
 
-// Limits of one request head; past them the request is refused (414 / 431).
+// Limits of one request head; past them the request is refused (414 / 431). libmicrohttpd's
+// connection memory (kMaxRequestHead plus slack) refuses far larger heads before we see them.
 inline constexpr size_t kMaxRequestLine = 8192;
 inline constexpr size_t kMaxRequestHead = 16384;
 
 struct HttpRequest {
   std::string method;
-  std::string path;  // without the query string
-  std::vector<std::pair<std::string, std::string>> params;
+  std::string path;                                         // without the query string
+  std::vector<std::pair<std::string, std::string>> params;  // decoded by libmicrohttpd
 
   bool has_param(std::string_view name) const;
   // The first value of `name`, or "" when absent.
@@ -35,23 +37,8 @@ struct HttpResponse {
   }
 };
 
-// Decodes an application/x-www-form-urlencoded query ("a=1&b=x%20y"). False on a bad %-escape.
-[[nodiscard]] bool ParseQuery(std::string_view query,
-                              std::vector<std::pair<std::string, std::string>>* out);
-
-// Result of looking at the bytes received so far.
-enum class HeadStatus {
-  kIncomplete,    // no blank line yet, and within the limits
-  kComplete,      // *req filled; *head_size = bytes of the head including the blank line
-  kBadRequest,    // 400: not "METHOD TARGET HTTP/1.x", or a bad query string
-  kUriTooLong,    // 414: request line over kMaxRequestLine
-  kHeadTooLarge,  // 431: head over kMaxRequestHead
-  kBadVersion,    // 505: not HTTP/1.0 or 1.1
-};
-
-HeadStatus ParseRequestHead(std::string_view received, HttpRequest* req, size_t* head_size);
-
-// "Bad Request", "Not Found", ...; "Error" for a code it does not know.
-const char* HttpReason(int status);
+// A duration query parameter's value ("30s", "500ms", ...): true with *ns > 0, or false with
+// *error saying why ("must be > 0" or the duration parser's message).
+[[nodiscard]] bool ParseDurationParam(std::string_view value, int64_t* ns, std::string* error);
 
 }  // namespace sentinel::collector

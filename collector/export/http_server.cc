@@ -2,22 +2,24 @@
 #include "collector/export/http_server.h"
 
 #include <errno.h>
+#include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "spdlog/spdlog.h"
 
 #include "collector/aggregate/exclusion.h"
-#include "collector/base/epoll_wakeup.h"
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
 
@@ -25,8 +27,8 @@ namespace sentinel::collector {
 namespace {
 
 constexpr const char* kJson = "application/json";
-constexpr size_t kMaxConnections = 512;    // past this, new connections get a 503
-constexpr int64_t kLingerNs = 1000000000;  // reading what a refused client still sends
+constexpr unsigned kMaxConnections = 512;  // past this, libmicrohttpd closes new connections
+constexpr int64_t kReapPeriodNs = 100000000;
 
 int64_t MonoNs() {
   timespec ts{};
@@ -45,14 +47,11 @@ bool DurationParam(const HttpRequest& req, HttpResponse& res, const char* name, 
                    int64_t* out) {
   *out = fallback;
   if (!req.has_param(name)) return true;
-  absl::StatusOr<int64_t> d = ParseDurationNs(req.get_param_value(name));
-  if (!d.ok() || *d <= 0) {
-    SendJson(res, 400,
-             ErrorJson(400, absl::StrCat("bad ", name, ": ",
-                                         d.ok() ? "must be > 0" : d.status().message())));
+  std::string error;
+  if (!ParseDurationParam(req.get_param_value(name), out, &error)) {
+    SendJson(res, 400, ErrorJson(400, absl::StrCat("bad ", name, ": ", error)));
     return false;
   }
-  *out = *d;
   return true;
 }
 
@@ -70,6 +69,106 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host, int* po
   }
   return absl::OkStatus();
 }
+
+// libmicrohttpd's callbacks, all on its polling thread except Notify/Reap's shared map.
+struct HttpServer::Glue {
+  // printf-style (libmicrohttpd's logger type): the attribute lets the compiler check the call.
+  __attribute__((format(printf, 2, 0))) static void Log(void* /*cls*/, const char* format,
+                                                        va_list ap) {
+    char line[512];
+    const int n = vsnprintf(line, sizeof(line), format, ap);
+    if (n <= 0) return;
+    size_t len = std::min(static_cast<size_t>(n), sizeof(line) - 1);
+    while (len > 0 && line[len - 1] == '\n') --len;  // spdlog ends the line itself
+    spdlog::debug("http: {}", std::string_view(line, len));
+  }
+
+  // The raw request target's length rides in the request's context pointer (no allocation, so
+  // nothing to free when a client vanishes mid-request); +1 keeps it non-null.
+  static void* UriLog(void* /*cls*/, const char* uri, MHD_Connection* /*conn*/) {
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(strlen(uri)) + 1);
+  }
+
+  static void Notify(void* cls, MHD_Connection* conn, void** /*socket_context*/,
+                     MHD_ConnectionNotificationCode code) {
+    auto* self = static_cast<HttpServer*>(cls);
+    const MHD_ConnectionInfo* info =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info == nullptr) return;
+    const int fd = info->connect_fd;
+    absl::MutexLock lock(&self->mu_);
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+      self->deadlines_[fd] = MonoNs() + self->aggregator_->config().http_timeout_ns;
+    } else {
+      self->deadlines_.erase(fd);
+    }
+  }
+
+  static MHD_Result Send(MHD_Connection* conn, const HttpResponse& res, bool allow_get) {
+    MHD_Response* r = MHD_create_response_from_buffer(
+        res.body.size(), const_cast<char*>(res.body.data()), MHD_RESPMEM_MUST_COPY);
+    if (r == nullptr) return MHD_NO;
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res.content_type.c_str());
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (allow_get) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET");
+    const MHD_Result ok = MHD_queue_response(conn, static_cast<unsigned>(res.status), r);
+    MHD_destroy_response(r);
+    return ok;
+  }
+
+  static MHD_Result AddParam(void* cls, MHD_ValueKind /*kind*/, const char* key,
+                             const char* value) {
+    static_cast<HttpRequest*>(cls)->params.emplace_back(key, value == nullptr ? "" : value);
+    return MHD_YES;
+  }
+
+  static MHD_Result AddHeadSize(void* cls, MHD_ValueKind /*kind*/, const char* key,
+                                const char* value) {
+    *static_cast<size_t*>(cls) += strlen(key) + (value == nullptr ? 0 : strlen(value)) + 4;
+    return MHD_YES;
+  }
+
+  // Called once per request (a response is always queued on the first call, before any body).
+  static MHD_Result Access(void* cls, MHD_Connection* conn, const char* url, const char* method,
+                           const char* /*version*/, const char* /*upload_data*/,
+                           size_t* /*upload_data_size*/, void** con_cls) {
+    auto* self = static_cast<HttpServer*>(cls);
+    HttpResponse res;
+    const size_t target = reinterpret_cast<uintptr_t>(*con_cls) - 1;
+    const size_t line = strlen(method) + 1 + target + 9;  // METHOD SP TARGET SP HTTP/1.x
+    if (line > kMaxRequestLine) {
+      SendJson(
+          res, 414,
+          ErrorJson(414, absl::StrCat("request line longer than ", kMaxRequestLine, " bytes")));
+      return Send(conn, res, false);
+    }
+    size_t head = line + 2 + 2;  // both CRLFs around the headers
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, &AddHeadSize, &head);
+    if (head > kMaxRequestHead) {
+      SendJson(
+          res, 431,
+          ErrorJson(431, absl::StrCat("request head larger than ", kMaxRequestHead, " bytes")));
+      return Send(conn, res, false);
+    }
+    HttpRequest req;
+    req.method = method;
+    req.path = url;
+    auto route = self->routes_.find(req.path);
+    if (route == self->routes_.end()) {
+      SendJson(res, 404, ErrorJson(404, absl::StrCat("no such endpoint: ", req.path)));
+      return Send(conn, res, false);
+    }
+    if (req.method != "GET") {
+      SendJson(res, 405,
+               ErrorJson(405, absl::StrCat("method ", req.method, " not allowed on ", req.path,
+                                           ": use GET")));
+      return Send(conn, res, true);
+    }
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, &AddParam, &req);
+    route->second(req, res);
+    return Send(conn, res, false);
+  }
+};
 
 HttpServer::HttpServer(Aggregator* aggregator) : aggregator_(aggregator) {}
 
@@ -151,7 +250,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     SendJson(res, 200, body);
   });
   // Bind ourselves: no SO_REUSEPORT, so a second daemon on a busy port fails instead of sharing
-  // it (the kernel would split the requests between the two).
+  // it (the kernel would split the requests between the two), and the error names our address.
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -163,8 +262,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen on ", listen, ": ", gai_strerror(gai)));
   }
+  int listen_fd = -1;
   int err = 0;
-  for (addrinfo* ai = result; ai != nullptr && listen_fd_ < 0; ai = ai->ai_next) {
+  for (addrinfo* ai = result; ai != nullptr && listen_fd < 0; ai = ai->ai_next) {
     const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
       err = errno;
@@ -177,220 +277,63 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
       close(fd);
       continue;
     }
-    listen_fd_ = fd;
+    listen_fd = fd;
   }
   freeaddrinfo(result);
-  if (listen_fd_ < 0) {
+  if (listen_fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", listen, ": ", ErrnoText(err)));
   }
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
-  getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&bound), &len);
+  getsockname(listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
   const int bound_port = bound.ss_family == AF_INET6
                              ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  absl::Status loop = OpenEpollWithWakeup(listen_fd_, &epoll_fd_, &wake_fd_, "http");
-  if (!loop.ok()) return loop;
-  thread_ = std::thread([this] { Loop(); });
+  // Its idle timeout, in whole seconds (at least 1): the reaper enforces the exact deadline.
+  const int64_t timeout_ns = aggregator_->config().http_timeout_ns;
+  const auto idle_s =
+      static_cast<unsigned>(std::max<int64_t>(1, (timeout_ns + 999999999) / 1000000000));
+  daemon_ = MHD_start_daemon(
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, nullptr,
+      nullptr, &Glue::Access, this, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+      MHD_OPTION_CONNECTION_LIMIT, kMaxConnections, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(kMaxRequestHead + 8192),
+      MHD_OPTION_URI_LOG_CALLBACK, &Glue::UriLog, this, MHD_OPTION_NOTIFY_CONNECTION, &Glue::Notify,
+      this, MHD_OPTION_EXTERNAL_LOGGER, &Glue::Log, this, MHD_OPTION_END);
+  if (daemon_ == nullptr) {
+    close(listen_fd);
+    return absl::InternalError(
+        absl::StrCat("cannot serve HTTP on ", listen, ": libmicrohttpd failed to start"));
+  }
+  reaper_ = std::thread([this] { Reap(); });
   return bound_port;
 }
 
-// One connection: the request read so far, then the reply being written, then a short linger
-// that drains what the client still sends (closing with unread input would reset the reply).
-struct HttpServer::Conn {
-  int fd = -1;
-  int64_t deadline_ns = 0;
-  std::string in;
-  std::string out;
-  size_t out_off = 0;
-  bool writing = false;
-  bool lingering = false;
-};
+void HttpServer::Reap() {
+  absl::MutexLock lock(&mu_);
+  while (!stop_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Nanoseconds(kReapPeriodNs));
+    const int64_t now = MonoNs();
+    for (auto it = deadlines_.begin(); it != deadlines_.end();) {
+      if (now < it->second) {
+        ++it;
+        continue;
+      }
+      // Not close(): the fd stays libmicrohttpd's; it sees the end of the stream and closes it.
+      shutdown(it->first, SHUT_RDWR);
+      it = deadlines_.erase(it);
+    }
+  }
+}
 
 void HttpServer::Stop() {
-  stop_.store(true, std::memory_order_relaxed);
-  if (wake_fd_ >= 0) {
-    const uint64_t one = 1;
-    (void)!write(wake_fd_, &one, sizeof(one));
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
   }
-  if (thread_.joinable()) thread_.join();
-  for (auto& [fd, c] : conns_) close(fd);
-  conns_.clear();
-  if (listen_fd_ >= 0) close(listen_fd_);
-  if (epoll_fd_ >= 0) close(epoll_fd_);
-  if (wake_fd_ >= 0) close(wake_fd_);
-  listen_fd_ = epoll_fd_ = wake_fd_ = -1;
-}
-
-void HttpServer::CloseConn(int fd) {
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  close(fd);
-  conns_.erase(fd);
-}
-
-void HttpServer::AcceptAll() {
-  for (;;) {
-    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) return;
-    if (conns_.size() >= kMaxConnections) {
-      static constexpr char kBusy[] =
-          "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-      (void)!send(fd, kBusy, sizeof(kBusy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-      close(fd);
-      continue;
-    }
-    auto c = std::make_unique<Conn>();
-    c->fd = fd;
-    c->deadline_ns = MonoNs() + aggregator_->config().http_timeout_ns;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = fd;
-    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
-      close(fd);
-      continue;
-    }
-    conns_.emplace(fd, std::move(c));
-  }
-}
-
-void HttpServer::Respond(Conn* c, HttpResponse res, bool allow_get) {
-  c->out =
-      absl::StrCat("HTTP/1.1 ", res.status, " ", HttpReason(res.status),
-                   "\r\nContent-Type: ", res.content_type, "\r\nContent-Length: ", res.body.size(),
-                   "\r\nConnection: close\r\n", allow_get ? "Allow: GET\r\n" : "", "\r\n");
-  c->out += res.body;
-  c->out_off = 0;
-  c->writing = true;
-  c->in.clear();
-  c->in.shrink_to_fit();
-  epoll_event ev{};
-  ev.events = EPOLLOUT | EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = c->fd;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
-  OnWritable(c);
-}
-
-void HttpServer::OnWritable(Conn* c) {
-  while (c->out_off < c->out.size()) {
-    const ssize_t n = send(c->fd, c->out.data() + c->out_off, c->out.size() - c->out_off,
-                           MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) {
-      CloseConn(c->fd);
-      return;
-    }
-    c->out_off += static_cast<size_t>(n);
-  }
-  // All written: half-close and drain briefly, so the client reads the reply before any reset.
-  shutdown(c->fd, SHUT_WR);
-  c->writing = false;
-  c->lingering = true;
-  c->out.clear();
-  c->out.shrink_to_fit();
-  c->deadline_ns = std::min(c->deadline_ns, MonoNs() + kLingerNs);
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLRDHUP;
-  ev.data.fd = c->fd;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
-}
-
-void HttpServer::OnReadable(Conn* c) {
-  char buf[8192];
-  for (;;) {
-    const ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-    if (n <= 0) {
-      if (!c->writing) {
-        CloseConn(c->fd);
-        return;
-      }
-      // EOF while the reply is still going out: finish it, waiting for writability only.
-      epoll_event ev{};
-      ev.events = EPOLLOUT;
-      ev.data.fd = c->fd;
-      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c->fd, &ev);
-      return;
-    }
-    if (c->writing || c->lingering) continue;  // the request is answered: discard the rest
-    c->in.append(buf, static_cast<size_t>(n));
-    HttpRequest req;
-    size_t head_size = 0;
-    HttpResponse res;
-    switch (ParseRequestHead(c->in, &req, &head_size)) {
-      case HeadStatus::kIncomplete:
-        continue;
-      case HeadStatus::kUriTooLong:
-        SendJson(
-            res, 414,
-            ErrorJson(414, absl::StrCat("request line longer than ", kMaxRequestLine, " bytes")));
-        return Respond(c, std::move(res), false);
-      case HeadStatus::kHeadTooLarge:
-        SendJson(
-            res, 431,
-            ErrorJson(431, absl::StrCat("request head larger than ", kMaxRequestHead, " bytes")));
-        return Respond(c, std::move(res), false);
-      case HeadStatus::kBadVersion:
-        SendJson(res, 505, ErrorJson(505, "only HTTP/1.0 and HTTP/1.1 are served"));
-        return Respond(c, std::move(res), false);
-      case HeadStatus::kBadRequest:
-        SendJson(res, 400, ErrorJson(400, "malformed request line or query string"));
-        return Respond(c, std::move(res), false);
-      case HeadStatus::kComplete:
-        break;
-    }
-    auto route = routes_.find(req.path);
-    if (route == routes_.end()) {
-      SendJson(res, 404, ErrorJson(404, absl::StrCat("no such endpoint: ", req.path)));
-      return Respond(c, std::move(res), false);
-    }
-    if (req.method != "GET") {
-      SendJson(res, 405,
-               ErrorJson(405, absl::StrCat("method ", req.method, " not allowed on ", req.path,
-                                           ": use GET")));
-      return Respond(c, std::move(res), true);
-    }
-    route->second(req, res);
-    return Respond(c, std::move(res), false);
-  }
-}
-
-void HttpServer::Loop() {
-  std::vector<epoll_event> events(64);
-  while (!stop_.load(std::memory_order_relaxed)) {
-    const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 100);
-    for (int i = 0; i < n; ++i) {
-      const epoll_event& e = events[static_cast<size_t>(i)];
-      if (e.data.fd == listen_fd_) {
-        AcceptAll();
-        continue;
-      }
-      if (e.data.fd == wake_fd_) continue;
-      auto it = conns_.find(e.data.fd);
-      if (it == conns_.end()) continue;
-      Conn* c = it->second.get();
-      if ((e.events & EPOLLOUT) != 0 && c->writing) {
-        OnWritable(c);
-        it = conns_.find(e.data.fd);
-        if (it == conns_.end()) continue;
-      }
-      if ((e.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
-        if ((e.events & (EPOLLHUP | EPOLLERR)) != 0) {
-          CloseConn(c->fd);
-          continue;
-        }
-        OnReadable(c);
-      }
-    }
-    // Deadlines: a client that has not sent its request and read its reply by now is cut off.
-    const int64_t now = MonoNs();
-    std::vector<int> expired;
-    for (const auto& [fd, c] : conns_) {
-      if (now >= c->deadline_ns) expired.push_back(fd);
-    }
-    for (int fd : expired) CloseConn(fd);
-  }
+  if (reaper_.joinable()) reaper_.join();
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);  // closes the listening socket too
+  daemon_ = nullptr;
 }
 
 }  // namespace sentinel::collector
