@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -16,6 +17,7 @@
 #include <new>
 
 #include "common/host_name.h"
+#include "common/sentinel_env.h"
 #include "plugin/base/status.h"
 
 namespace sentinel::plugin {
@@ -39,10 +41,11 @@ int64_t RealtimeNs() {
 }
 
 bool VerboseFromEnv() {
-  const char* level = std::getenv("SENTINEL_LOG_LEVEL");  // NOLINT(concurrency-mt-unsafe)
-  if (level == nullptr) return false;
-  return std::strcmp(level, "info") == 0 || std::strcmp(level, "debug") == 0 ||
-         std::strcmp(level, "trace") == 0;
+  const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
+  const char* level = env.Text(rules::Var::kLogLevel);
+  if (level == nullptr || env[rules::Var::kLogLevel].bad) return false;
+  return strcasecmp(level, "info") == 0 || strcasecmp(level, "debug") == 0 ||
+         strcasecmp(level, "trace") == 0;
 }
 
 void CopyString(char* dst, size_t cap, const char* src) {
@@ -93,15 +96,14 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   }
 
   rules::ShortHostName(host_, sizeof(host_));
-  static constexpr const char* kJobIdVars[] = {"SENTINEL_JOB_ID", "SLURM_JOB_ID",
-                                               "TORCHELASTIC_RUN_ID"};
-  for (const char* var : kJobIdVars) {
-    const char* v = std::getenv(var);  // NOLINT(concurrency-mt-unsafe)
-    if (v != nullptr && v[0] != '\0') {
-      CopyString(job_id_, sizeof(job_id_), v);
-      break;
-    }
+  // SENTINEL_JOB_ID (from the one reading of SENTINEL_*), else the launcher's own job id.
+  static constexpr const char* kLauncherJobIdVars[] = {"SLURM_JOB_ID", "TORCHELASTIC_RUN_ID"};
+  const char* job_id = rules::ProcessSentinelEnv().Text(rules::Var::kJobId);
+  for (const char* var : kLauncherJobIdVars) {
+    if (job_id != nullptr && job_id[0] != '\0') break;
+    job_id = std::getenv(var);  // NOLINT(concurrency-mt-unsafe): read once, at sink creation
   }
+  if (job_id != nullptr && job_id[0] != '\0') CopyString(job_id_, sizeof(job_id_), job_id);
 
   // The frame must fit whole with room for the largest control record (FrameBuffer's minimum).
   Status buffered = buffer_.Allocate(options_.buffer_bytes);
