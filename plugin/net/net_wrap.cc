@@ -593,7 +593,7 @@ SentinelNcclResult NoPluginInit11(void**, uint64_t, SentinelNetCommConfigV11*, S
 namespace sentinel::net {
 namespace {
 template <typename T, typename I>
-constexpr T Unloaded(I init) {
+constexpr T Unloaded(I init) noexcept {
   T t{};
   t.name = "sentinel";
   t.init = init;

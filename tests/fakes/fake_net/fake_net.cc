@@ -407,25 +407,8 @@ template <int V>
 [[maybe_unused]] SentinelNcclResult GetPropertiesV(int dev, typename NetApi<V>::Props* p) {
   SentinelNetPropertiesV11 mine{};
   SentinelNcclResult rc = GetProperties(dev, &mine);
-  if (rc == kSentinelNcclSuccess) {
-    // Only the fields this version has (ConvertProps copies those; v11 -> v<kV> drops the rest).
-    *p = typename NetApi<V>::Props{};
-    p->name = mine.name;
-    p->pci_path = mine.pci_path;
-    p->guid = mine.guid;
-    p->ptr_support = mine.ptr_support;
-    p->speed = mine.speed;
-    p->port = mine.port;
-    p->latency = mine.latency;
-    p->max_comms = mine.max_comms;
-    p->max_recvs = mine.max_recvs;
-    if constexpr (V >= 9) {
-      p->v_props.ndevs = 1;
-      p->v_props.devs[0] = dev;
-      p->max_p2p_bytes = mine.max_p2p_bytes;
-      p->max_coll_bytes = mine.max_coll_bytes;
-    }
-  }
+  // Only the fields this version has (v11 -> v<V> drops the rest).
+  if (rc == kSentinelNcclSuccess) sentinel::net::ConvertProps<V, 11>(dev, mine, p);
   return rc;
 }
 [[maybe_unused]] SentinelNcclResult OldListen(int dev, void* handle, void** listen_comm) {
