@@ -67,6 +67,22 @@ void Connect(SentinelNetV11* n, void* ctx, int dev, void** listen, void** send, 
   CHECK(*send != nullptr && *recv != nullptr);
 }
 
+// Tests both requests until done (the test signature is the same in every version); both must
+// report `size` bytes.
+void CompleteBoth(SentinelNcclResult (*test)(void*, int*, int*), void* sreq, void* rreq,
+                  size_t size) {
+  int sdone = 0;
+  int rdone = 0;
+  int ssize = -1;
+  int rsize = -1;
+  for (long i = 0; i < 100000000 && (!sdone || !rdone); ++i) {
+    if (!sdone) CHECK(test(sreq, &sdone, &ssize) == 0);
+    if (!rdone) CHECK(test(rreq, &rdone, &rsize) == 0);
+  }
+  CHECK(sdone && rdone);
+  CHECK(ssize == static_cast<int>(size) && rsize == static_cast<int>(size));
+}
+
 // Sends `size` bytes with `tag` and receives them; returns the received bytes.
 std::vector<char> Transfer(SentinelNetV11* n, void* send, void* recv, size_t size, int tag) {
   std::vector<char> out(size, 'x');
@@ -86,16 +102,7 @@ std::vector<char> Transfer(SentinelNetV11* n, void* send, void* recv, size_t siz
   void* phs[1] = {nullptr};
   void* rreq = nullptr;
   CHECK(n->irecv(recv, 1, data, sizes, tags, mhs, phs, &rreq) == 0 && rreq != nullptr);
-  int sdone = 0;
-  int rdone = 0;
-  int ssize = -1;
-  int rsize = -1;
-  for (long i = 0; i < 100000000 && (!sdone || !rdone); ++i) {
-    if (!sdone) CHECK(n->test(sreq, &sdone, &ssize) == 0);
-    if (!rdone) CHECK(n->test(rreq, &rdone, &rsize) == 0);
-  }
-  CHECK(sdone && rdone);
-  CHECK(ssize == static_cast<int>(size) && rsize == static_cast<int>(size));
+  CompleteBoth(n->test, sreq, rreq, size);
   CHECK(n->dereg_mr(send, smh) == 0);
   CHECK(n->dereg_mr(recv, rmh) == 0);
   in.resize(size);
@@ -406,15 +413,7 @@ void TransferV(typename NetApi<K>::Table* n, const Loaded& l, void* send, void* 
   CHECK(l.last("isend_size") == size && l.last("isend_tag") == static_cast<uint64_t>(tag));
   CHECK(IrecvV<K>(n, recv, in.data(), in.size(), tag, nullptr, &rreq) == 0 && rreq != nullptr);
   CHECK(l.last("irecv_size") == in.size() && l.last("irecv_n") == 1);
-  int sdone = 0;
-  int rdone = 0;
-  int ssize = -1;
-  int rsize = -1;
-  for (long i = 0; i < 100000000 && (!sdone || !rdone); ++i) {
-    if (!sdone) CHECK(n->test(sreq, &sdone, &ssize) == 0);
-    if (!rdone) CHECK(n->test(rreq, &rdone, &rsize) == 0);
-  }
-  CHECK(sdone && rdone && ssize == static_cast<int>(size) && rsize == static_cast<int>(size));
+  CompleteBoth(n->test, sreq, rreq, size);
   CHECK(n->dereg_mr(send, smh) == 0);
   in.resize(size);
   CHECK(in == out);
