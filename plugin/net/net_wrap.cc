@@ -307,8 +307,9 @@ struct Fwd {
       // NCCL 2.28 calls a v11 init per communicator; an older plugin is initialised once, and a v10
       // plugin gets the communicator's traffic class through connect.
       if constexpr (M == 10) {
-        auto* cfg = new SentinelNetCommConfigV10{config != nullptr ? config->traffic_class : -1};
-        if (ctx != nullptr) *ctx = cfg;
+        if (ctx != nullptr) {
+          *ctx = new SentinelNetCommConfigV10{config != nullptr ? config->traffic_class : -1};
+        }
       }
       if (g_refcount.fetch_add(1, std::memory_order_acq_rel) > 0) return kSentinelNcclSuccess;
       if constexpr (HasProfiler(M)) {
