@@ -31,12 +31,14 @@
 #include "plugin/net/net_abi.h"
 #include "plugin/net/net_observer.h"
 #include "plugin/net/net_reporter.h"
+#include "plugin/net/net_versions.h"
 
 namespace sentinel::net {
 namespace {
 
 constexpr int kReqsPerConn = 64;  // NCCL keeps at most 32 requests in flight per comm
 constexpr int kMaxListens = 1024;
+constexpr int kMaxRecvs = 64;  // multi-recv n an int-size plugin can be given (NCCL: <= 8)
 
 inline void Bump(std::atomic<uint64_t>& c, uint64_t by) {
   // Single writer (the comm's proxy thread): a load and a store, no locked instruction.
@@ -96,7 +98,13 @@ struct Listen {
   int dev = -1;
 };
 
-SentinelNetV11 g_real{};  // the real plugin's table (copied at load)
+// The real plugin's tables, copied at load; g_real_has[v]: it exports ncclNetPlugin_v<v>.
+template <int V>
+typename NetApi<V>::Table g_real{};
+bool g_real_has[kNewestNetVersion + 1] = {};
+const char* g_real_name = nullptr;
+std::atomic<int> g_refcount{0};  // v11 table over an older plugin: NCCL's init-once rule
+std::atomic<int> g_announced{0};
 int g_wrapped_version = 0;
 Conn g_conns[SENTINEL_NET_MAX_CONNS];
 std::atomic<uint32_t> g_nconns{0};
@@ -181,147 +189,75 @@ void* Tag(Conn* c, void* real_req, uint64_t bytes, int n) {
   return r;
 }
 
-// ---- the exported table's functions ------------------------------------------------------------
+// ---- the version-neutral core: observation around one forwarded call ---------------------------
 
-SentinelNcclResult WInit(void** ctx, uint64_t comm_id, SentinelNetCommConfigV11* config,
-                         SentinelNcclLogger log_fn, SentinelNetProfilerCallback prof_fn) {
-  SentinelNcclResult rc = g_real.init(ctx, comm_id, config, log_fn, prof_fn);
-  if (rc == kSentinelNcclSuccess) StartReporter();  // slow path: once per process
-  return rc;
-}
-
-SentinelNcclResult WDevices(int* ndev) { return g_real.devices(ndev); }
-
-SentinelNcclResult WGetProperties(int dev, SentinelNetPropertiesV11* props) {
-  SentinelNcclResult rc = g_real.get_properties(dev, props);
-  if (rc == kSentinelNcclSuccess && props != nullptr && dev >= 0 &&
-      dev < SENTINEL_NET_MAX_DEVICES) {
-    // Slow path (init time). Benign if two threads record the same device at once.
-    SentinelNetDevice& d = g_devices[dev];
-    snprintf(d.name, sizeof(d.name), "%s", props->name != nullptr ? props->name : "");
-    snprintf(d.pci_path, sizeof(d.pci_path), "%s",
-             props->pci_path != nullptr ? props->pci_path : "");
-    d.guid = props->guid;
-    d.ptr_support = props->ptr_support;
-    d.speed_mbps = props->speed;
-    d.port = props->port;
-    d.max_comms = props->max_comms;
-    d.latency_us = props->latency;
-    int n = g_ndevices.load(std::memory_order_relaxed);
-    while (n < dev + 1 &&
-           !g_ndevices.compare_exchange_weak(n, dev + 1, std::memory_order_release)) {
-    }
+void OnGetProperties(int dev, const char* name, const char* pci_path, uint64_t guid,
+                     int ptr_support, int speed, int port, int max_comms, float latency) {
+  if (dev < 0 || dev >= SENTINEL_NET_MAX_DEVICES) return;
+  // Slow path (init time). Benign if two threads record the same device at once.
+  SentinelNetDevice& d = g_devices[dev];
+  snprintf(d.name, sizeof(d.name), "%s", name != nullptr ? name : "");
+  snprintf(d.pci_path, sizeof(d.pci_path), "%s", pci_path != nullptr ? pci_path : "");
+  d.guid = guid;
+  d.ptr_support = ptr_support;
+  d.speed_mbps = speed;
+  d.port = port;
+  d.max_comms = max_comms;
+  d.latency_us = latency;
+  int n = g_ndevices.load(std::memory_order_relaxed);
+  while (n < dev + 1 && !g_ndevices.compare_exchange_weak(n, dev + 1, std::memory_order_release)) {
   }
-  return rc;
 }
 
-SentinelNcclResult WListen(void* ctx, int dev, void* handle, void** listen_comm) {
-  void* real = nullptr;
-  SentinelNcclResult rc = g_real.listen(ctx, dev, handle, &real);
-  if (listen_comm == nullptr) return rc;
+template <typename P>
+void ObserveProps(int dev, const P& p) {
+  OnGetProperties(dev, p.name, p.pci_path, p.guid, p.ptr_support, p.speed, p.port, p.max_comms,
+                  p.latency);
+}
+
+// After listen: NCCL gets our listen slot (or the real comm when we are full).
+void OnListen(SentinelNcclResult rc, int dev, const void* handle, void* real, void** listen_comm) {
   *listen_comm = real;
-  if (rc != kSentinelNcclSuccess || real == nullptr || handle == nullptr) return rc;
+  if (rc != kSentinelNcclSuccess || real == nullptr || handle == nullptr) return;
   uint32_t i = g_nlistens.fetch_add(1, std::memory_order_relaxed);
-  if (i >= kMaxListens) return rc;  // forwarded, its accepted comms not observed
+  if (i >= kMaxListens) return;  // forwarded, its accepted comms not observed
   g_listens[i].real = real;
   g_listens[i].link_id = HashHandle(handle);
   g_listens[i].dev = dev;
   *listen_comm = &g_listens[i];
-  return rc;
 }
 
-SentinelNcclResult WConnect(void* ctx, int dev, void* handle, void** send_comm,
-                            SentinelNetDeviceHandleV11** send_dev_comm) {
-  void* real = nullptr;
-  SentinelNcclResult rc = g_real.connect(ctx, dev, handle, &real, send_dev_comm);
-  if (send_comm == nullptr) return rc;
-  *send_comm = real;
-  if (rc == kSentinelNcclSuccess && real != nullptr && handle != nullptr) {
-    *send_comm = NewConn(real, HashHandle(handle), dev, 1);
-  }
-  return rc;
-}
-
-SentinelNcclResult WAccept(void* listen_comm, void** recv_comm,
-                           SentinelNetDeviceHandleV11** recv_dev_comm) {
+void* ListenReal(void* listen_comm) {
   Listen* l = InArray(g_listens, listen_comm);
-  void* real = nullptr;
-  SentinelNcclResult rc = g_real.accept(l != nullptr ? l->real : listen_comm, &real, recv_dev_comm);
-  if (recv_comm == nullptr) return rc;
+  return l != nullptr ? l->real : listen_comm;
+}
+
+void OnAccept(SentinelNcclResult rc, void* listen_comm, void* real, void** recv_comm) {
   *recv_comm = real;
+  Listen* l = InArray(g_listens, listen_comm);
   if (rc == kSentinelNcclSuccess && real != nullptr && l != nullptr) {
     *recv_comm = NewConn(real, l->link_id, l->dev, 0);
   }
-  return rc;
 }
 
-SentinelNcclResult WRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  return g_real.reg_mr(RealComm(comm), data, size, type, mhandle);
-}
-
-SentinelNcclResult WRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset,
-                                int fd, void** mhandle) {
-  return g_real.reg_mr_dma_buf(RealComm(comm), data, size, type, offset, fd, mhandle);
-}
-
-SentinelNcclResult WDeregMr(void* comm, void* mhandle) {
-  return g_real.dereg_mr(RealComm(comm), mhandle);
-}
-
-SentinelNcclResult WIsend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                          void* phandle, void** request) {
-  Conn* c = InArray(g_conns, send_comm);
-  if (ABSL_PREDICT_FALSE(c == nullptr)) {
-    return g_real.isend(send_comm, data, size, tag, mhandle, phandle, request);
-  }
-  void* real_req = nullptr;
-  SentinelNcclResult rc = g_real.isend(c->real, data, size, tag, mhandle, phandle, &real_req);
-  if (ABSL_PREDICT_FALSE(rc != kSentinelNcclSuccess)) {
-    Bump(c->errors, 1);
-    if (request != nullptr) *request = real_req;
-    return rc;
-  }
-  if (request != nullptr) *request = Tag(c, real_req, size, 1);
-  return rc;
-}
-
-SentinelNcclResult WIrecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags,
-                          void** mhandles, void** phandles, void** request) {
-  Conn* c = InArray(g_conns, recv_comm);
-  if (ABSL_PREDICT_FALSE(c == nullptr || request == nullptr)) {
-    return g_real.irecv(RealComm(recv_comm), n, data, sizes, tags, mhandles, phandles, request);
-  }
-  void* real_req = *request;  // NCCL may preset NCCL_NET_OPTIONAL_RECV_COMPLETION (§7.3)
-  SentinelNcclResult rc =
-      g_real.irecv(c->real, n, data, sizes, tags, mhandles, phandles, &real_req);
+// After isend/irecv on an observed comm: errors counted, a successful request tagged.
+inline void OnPost(Conn* c, SentinelNcclResult rc, void* real_req, uint64_t bytes, int n,
+                   void** request) {
   if (ABSL_PREDICT_FALSE(rc != kSentinelNcclSuccess)) {
     Bump(c->errors, 1);
     *request = real_req;
-    return rc;
+    return;
   }
-  uint64_t posted = 0;
-  if (sizes != nullptr) {
-    for (int i = 0; i < n; ++i) posted += sizes[i];
-  }
-  *request = Tag(c, real_req, posted, n);
-  return rc;
+  *request = Tag(c, real_req, bytes, n);
 }
 
-SentinelNcclResult WIflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
-                           void** request) {
-  return g_real.iflush(RealComm(recv_comm), n, data, sizes, mhandles, request);
-}
-
-SentinelNcclResult WTest(void* request, int* done, int* sizes) {
-  Req* r = AsReq(request);
-  if (ABSL_PREDICT_FALSE(r == nullptr)) return g_real.test(request, done, sizes);
-  SentinelNcclResult rc = g_real.test(r->real, done, sizes);
+inline void OnDone(Req* r, SentinelNcclResult rc, const int* done, const int* sizes) {
   Conn& c = g_conns[r->conn];
   if (ABSL_PREDICT_FALSE(rc != kSentinelNcclSuccess)) {
     Bump(c.errors, 1);
-    return rc;
+    return;
   }
-  if (done == nullptr || *done == 0) return rc;
+  if (done == nullptr || *done == 0) return;
   uint64_t lat = Ticks() - r->t0;
   uint64_t bytes = r->bytes;
   if (sizes != nullptr) {  // what really arrived (recv) or went (send)
@@ -338,83 +274,511 @@ SentinelNcclResult WTest(void* request, int* done, int* sizes) {
   Bump(c.class_lat[cls], lat);
   // `real` stays readable until the tag is reused: irecvConsumed may name a completed request.
   r->used.store(0, std::memory_order_release);
-  return rc;
 }
 
-SentinelNcclResult WCloseSend(void* send_comm) { return g_real.close_send(RealComm(send_comm)); }
-SentinelNcclResult WCloseRecv(void* recv_comm) { return g_real.close_recv(RealComm(recv_comm)); }
-
-SentinelNcclResult WCloseListen(void* listen_comm) {
-  Listen* l = InArray(g_listens, listen_comm);
-  return g_real.close_listen(l != nullptr ? l->real : listen_comm);
+void Announce(int exported, int real) {
+  g_wrapped_version = real;
+  if (g_announced.exchange(1, std::memory_order_relaxed) == 0) {
+    plugin::RawLog("net: NCCL uses our ncclNetPlugin_v%d table over %s's v%d table", exported,
+                   g_real_name != nullptr ? g_real_name : "?", real);
+  }
 }
 
-SentinelNcclResult WGetDeviceMr(void* comm, void* mhandle, void** dptr_mhandle) {
-  return g_real.get_device_mr(RealComm(comm), mhandle, dptr_mhandle);
-}
+// ---- per-version adapters ----------------------------------------------------------------------
+// Fwd<K, M>: the functions of our exported table v<K> over the real plugin's table v<M> (M <= K).
+// With K == M every argument and result passes unchanged (sizes are widened only for our
+// counters). With K > M (NCCL picked a newer table than the plugin has) the arguments are converted
+// as NCCL 2.28's own compat layer converts them for a v<M> plugin, so the plugin receives what it
+// would have received without us.
+template <int K, int M>
+struct Fwd {
+  using SizeK = typename NetApi<K>::Size;
+  using SizeM = typename NetApi<M>::Size;
+  static constexpr bool kNarrowSize = sizeof(SizeM) < sizeof(SizeK);
+  static constexpr bool kNarrowReg =
+      sizeof(typename NetApi<M>::RegSize) < sizeof(typename NetApi<K>::RegSize);
+  static const typename NetApi<M>::Table& Real() { return g_real<M>; }
 
-SentinelNcclResult WIrecvConsumed(void* recv_comm, int n, void* request) {
-  Req* r = AsReq(request);
-  return g_real.irecv_consumed(RealComm(recv_comm), n, r != nullptr ? r->real : request);
-}
+  static SentinelNcclResult DoInit(void** ctx, uint64_t comm_id, SentinelNetCommConfigV11* config,
+                                   SentinelNcclLogger log_fn, SentinelNetProfilerCallback prof_fn) {
+    SentinelNcclResult rc = kSentinelNcclSuccess;
+    if constexpr (HasContext(M)) {
+      rc = Real().init(ctx, comm_id, config, log_fn, prof_fn);
+    } else if constexpr (HasContext(K)) {
+      // NCCL 2.28 calls a v11 init per communicator; an older plugin is initialised once, and a v10
+      // plugin gets the communicator's traffic class through connect.
+      if constexpr (M == 10) {
+        if (ctx != nullptr) {
+          *ctx = new SentinelNetCommConfigV10{config != nullptr ? config->traffic_class : -1};
+        }
+      }
+      if (g_refcount.fetch_add(1, std::memory_order_acq_rel) > 0) return kSentinelNcclSuccess;
+      if constexpr (HasProfiler(M)) {
+        rc = Real().init(log_fn, prof_fn);
+      } else {
+        rc = Real().init(log_fn);
+      }
+    } else if constexpr (HasProfiler(M)) {
+      rc = Real().init(log_fn, prof_fn);
+    } else {
+      rc = Real().init(log_fn);
+    }
+    if (rc == kSentinelNcclSuccess) {
+      Announce(K, M);
+      StartReporter();  // slow path: once per process
+    }
+    return rc;
+  }
+  static SentinelNcclResult Init6(SentinelNcclLogger log_fn) {
+    return DoInit(nullptr, 0, nullptr, log_fn, nullptr);
+  }
+  static SentinelNcclResult Init10(SentinelNcclLogger log_fn, SentinelNetProfilerCallback prof) {
+    return DoInit(nullptr, 0, nullptr, log_fn, prof);
+  }
+  static SentinelNcclResult Init11(void** ctx, uint64_t comm_id, SentinelNetCommConfigV11* config,
+                                   SentinelNcclLogger log_fn, SentinelNetProfilerCallback prof) {
+    return DoInit(ctx, comm_id, config, log_fn, prof);
+  }
 
-SentinelNcclResult WMakeVDevice(int* d, SentinelNetVDevicePropsV11* props) {
-  return g_real.make_v_device(d, props);
-}
+  static SentinelNcclResult Devices(int* ndev) { return Real().devices(ndev); }
 
-SentinelNcclResult WFinalize(void* ctx) { return g_real.finalize(ctx); }
+  static SentinelNcclResult GetProperties(int dev, typename NetApi<K>::Props* props) {
+    if constexpr (K == M) {
+      SentinelNcclResult rc = Real().get_properties(dev, props);
+      if (rc == kSentinelNcclSuccess && props != nullptr) ObserveProps(dev, *props);
+      return rc;
+    } else {
+      typename NetApi<M>::Props mine{};
+      SentinelNcclResult rc = Real().get_properties(dev, &mine);
+      if (rc != kSentinelNcclSuccess) return rc;
+      ObserveProps(dev, mine);
+      if (props != nullptr) ConvertProps<K, M>(dev, mine, props);
+      return rc;
+    }
+  }
 
-SentinelNcclResult WSetNetAttr(void* ctx, SentinelNetAttrV11* attr) {
-  return g_real.set_net_attr(ctx, attr);
-}
+  static SentinelNcclResult DoListen(void* ctx, int dev, void* handle, void** listen_comm) {
+    void* real = nullptr;
+    SentinelNcclResult rc;
+    if constexpr (HasContext(M)) {
+      rc = Real().listen(ctx, dev, handle, &real);
+    } else {
+      rc = Real().listen(dev, handle, &real);
+    }
+    if (listen_comm != nullptr) OnListen(rc, dev, handle, real, listen_comm);
+    return rc;
+  }
+  static SentinelNcclResult Listen6(int dev, void* handle, void** listen_comm) {
+    return DoListen(nullptr, dev, handle, listen_comm);
+  }
+  static SentinelNcclResult Listen11(void* ctx, int dev, void* handle, void** listen_comm) {
+    return DoListen(ctx, dev, handle, listen_comm);
+  }
+
+  static SentinelNcclResult DoConnect(void* ctx, SentinelNetCommConfigV10* config, int dev,
+                                      void* handle, void** send_comm,
+                                      SentinelNetDeviceHandleV11** send_dev_comm) {
+    void* real = nullptr;
+    SentinelNcclResult rc;
+    if constexpr (HasContext(M)) {
+      rc = Real().connect(ctx, dev, handle, &real, send_dev_comm);
+    } else if constexpr (M == 10) {
+      // From a v11 table the config is the one our init stored in the context.
+      auto* cfg = K == 10 ? config : static_cast<SentinelNetCommConfigV10*>(ctx);
+      rc = Real().connect(dev, cfg, handle, &real, send_dev_comm);
+    } else if constexpr (HasDeviceMr(M)) {
+      rc = Real().connect(dev, handle, &real, send_dev_comm);
+    } else {
+      rc = Real().connect(dev, handle, &real);
+    }
+    if (send_comm == nullptr) return rc;
+    *send_comm = real;
+    if (rc == kSentinelNcclSuccess && real != nullptr && handle != nullptr) {
+      *send_comm = NewConn(real, HashHandle(handle), dev, 1);
+    }
+    return rc;
+  }
+  static SentinelNcclResult Connect6(int dev, void* handle, void** send_comm) {
+    return DoConnect(nullptr, nullptr, dev, handle, send_comm, nullptr);
+  }
+  static SentinelNcclResult Connect7(int dev, void* handle, void** send_comm,
+                                     SentinelNetDeviceHandleV7** dev_comm) {
+    return DoConnect(nullptr, nullptr, dev, handle, send_comm, dev_comm);
+  }
+  static SentinelNcclResult Connect10(int dev, SentinelNetCommConfigV10* config, void* handle,
+                                      void** send_comm, SentinelNetDeviceHandleV7** dev_comm) {
+    return DoConnect(nullptr, config, dev, handle, send_comm, dev_comm);
+  }
+  static SentinelNcclResult Connect11(void* ctx, int dev, void* handle, void** send_comm,
+                                      SentinelNetDeviceHandleV11** dev_comm) {
+    return DoConnect(ctx, nullptr, dev, handle, send_comm, dev_comm);
+  }
+
+  static SentinelNcclResult DoAccept(void* listen_comm, void** recv_comm,
+                                     SentinelNetDeviceHandleV11** recv_dev_comm) {
+    void* real = nullptr;
+    SentinelNcclResult rc;
+    if constexpr (HasDeviceMr(M)) {
+      rc = Real().accept(ListenReal(listen_comm), &real, recv_dev_comm);
+    } else {
+      rc = Real().accept(ListenReal(listen_comm), &real);
+    }
+    if (recv_comm != nullptr) OnAccept(rc, listen_comm, real, recv_comm);
+    return rc;
+  }
+  static SentinelNcclResult Accept6(void* listen_comm, void** recv_comm) {
+    return DoAccept(listen_comm, recv_comm, nullptr);
+  }
+  static SentinelNcclResult Accept7(void* listen_comm, void** recv_comm,
+                                    SentinelNetDeviceHandleV7** dev_comm) {
+    return DoAccept(listen_comm, recv_comm, dev_comm);
+  }
+
+  static SentinelNcclResult RegMr(void* comm, void* data, typename NetApi<K>::RegSize size,
+                                  int type, void** mhandle) {
+    if constexpr (kNarrowReg) {
+      if (size >= kMaxIntRegBytes) return kSentinelNcclInternalError;
+    }
+    return Real().reg_mr(RealComm(comm), data, static_cast<typename NetApi<M>::RegSize>(size), type,
+                         mhandle);
+  }
+  static SentinelNcclResult RegMrDmaBuf(void* comm, void* data, size_t size, int type,
+                                        uint64_t offset, int fd, void** mhandle) {
+    return Real().reg_mr_dma_buf(RealComm(comm), data, size, type, offset, fd, mhandle);
+  }
+  static SentinelNcclResult DeregMr(void* comm, void* mhandle) {
+    return Real().dereg_mr(RealComm(comm), mhandle);
+  }
+
+  static SentinelNcclResult RealIsend(void* comm, void* data, SizeK size, int tag, void* mhandle,
+                                      void* phandle, void** request) {
+    if constexpr (kNarrowSize) {
+      if (size > kMaxIntNetBytes) return kSentinelNcclInternalError;
+    }
+    if constexpr (HasProfiler(M)) {
+      return Real().isend(comm, data, static_cast<SizeM>(size), tag, mhandle, phandle, request);
+    } else {
+      (void)phandle;
+      return Real().isend(comm, data, static_cast<SizeM>(size), tag, mhandle, request);
+    }
+  }
+  static SentinelNcclResult DoIsend(void* send_comm, void* data, SizeK size, int tag, void* mhandle,
+                                    void* phandle, void** request) {
+    Conn* c = InArray(g_conns, send_comm);
+    if (ABSL_PREDICT_FALSE(c == nullptr || request == nullptr)) {
+      return RealIsend(RealComm(send_comm), data, size, tag, mhandle, phandle, request);
+    }
+    void* real_req = nullptr;
+    SentinelNcclResult rc = RealIsend(c->real, data, size, tag, mhandle, phandle, &real_req);
+    OnPost(c, rc, real_req, static_cast<uint64_t>(size), 1, request);
+    return rc;
+  }
+  static SentinelNcclResult Isend6(void* send_comm, void* data, SizeK size, int tag, void* mhandle,
+                                   void** request) {
+    return DoIsend(send_comm, data, size, tag, mhandle, nullptr, request);
+  }
+  static SentinelNcclResult Isend10(void* send_comm, void* data, SizeK size, int tag, void* mhandle,
+                                    void* phandle, void** request) {
+    return DoIsend(send_comm, data, size, tag, mhandle, phandle, request);
+  }
+
+  static SentinelNcclResult RealIrecv(void* comm, int n, void** data, SizeK* sizes, int* tags,
+                                      void** mhandles, void** phandles, void** request) {
+    if constexpr (K != M && M <= 8) {
+      // NCCL's compat layer clears the optional-completion preset for these plugins.
+      if (request != nullptr && *request == SENTINEL_NET_OPTIONAL_RECV_COMPLETION) {
+        *request = nullptr;
+      }
+    }
+    SizeM* msizes;
+    SizeM narrow[kMaxRecvs];
+    if constexpr (kNarrowSize) {
+      if (n < 0 || n > kMaxRecvs || sizes == nullptr) return kSentinelNcclInternalError;
+      for (int i = 0; i < n; ++i) {
+        if (sizes[i] > kMaxIntNetBytes) return kSentinelNcclInternalError;
+        narrow[i] = static_cast<SizeM>(sizes[i]);
+      }
+      msizes = narrow;
+    } else {
+      msizes = sizes;
+    }
+    if constexpr (HasProfiler(M)) {
+      return Real().irecv(comm, n, data, msizes, tags, mhandles, phandles, request);
+    } else {
+      (void)phandles;
+      return Real().irecv(comm, n, data, msizes, tags, mhandles, request);
+    }
+  }
+  static SentinelNcclResult DoIrecv(void* recv_comm, int n, void** data, SizeK* sizes, int* tags,
+                                    void** mhandles, void** phandles, void** request) {
+    Conn* c = InArray(g_conns, recv_comm);
+    if (ABSL_PREDICT_FALSE(c == nullptr || request == nullptr)) {
+      return RealIrecv(RealComm(recv_comm), n, data, sizes, tags, mhandles, phandles, request);
+    }
+    void* real_req = *request;  // NCCL may preset NCCL_NET_OPTIONAL_RECV_COMPLETION (§7.3)
+    SentinelNcclResult rc = RealIrecv(c->real, n, data, sizes, tags, mhandles, phandles, &real_req);
+    uint64_t posted = 0;
+    if (sizes != nullptr) {
+      for (int i = 0; i < n; ++i) posted += static_cast<uint64_t>(sizes[i]);
+    }
+    OnPost(c, rc, real_req, posted, n, request);
+    return rc;
+  }
+  static SentinelNcclResult Irecv6(void* recv_comm, int n, void** data, SizeK* sizes, int* tags,
+                                   void** mhandles, void** request) {
+    return DoIrecv(recv_comm, n, data, sizes, tags, mhandles, nullptr, request);
+  }
+  static SentinelNcclResult Irecv10(void* recv_comm, int n, void** data, SizeK* sizes, int* tags,
+                                    void** mhandles, void** phandles, void** request) {
+    return DoIrecv(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
+  }
+
+  static SentinelNcclResult Iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
+                                   void** request) {
+    return Real().iflush(RealComm(recv_comm), n, data, sizes, mhandles, request);
+  }
+  static SentinelNcclResult Test(void* request, int* done, int* sizes) {
+    Req* r = AsReq(request);
+    if (ABSL_PREDICT_FALSE(r == nullptr)) return Real().test(request, done, sizes);
+    SentinelNcclResult rc = Real().test(r->real, done, sizes);
+    OnDone(r, rc, done, sizes);
+    return rc;
+  }
+  static SentinelNcclResult CloseSend(void* c) { return Real().close_send(RealComm(c)); }
+  static SentinelNcclResult CloseRecv(void* c) { return Real().close_recv(RealComm(c)); }
+  static SentinelNcclResult CloseListen(void* l) { return Real().close_listen(ListenReal(l)); }
+  static SentinelNcclResult GetDeviceMr(void* comm, void* mhandle, void** dptr_mhandle) {
+    return Real().get_device_mr(RealComm(comm), mhandle, dptr_mhandle);
+  }
+  static SentinelNcclResult IrecvConsumed(void* recv_comm, int n, void* request) {
+    Req* r = AsReq(request);
+    return Real().irecv_consumed(RealComm(recv_comm), n, r != nullptr ? r->real : request);
+  }
+  static SentinelNcclResult MakeVDevice(int* d, SentinelNetVDevicePropsV11* props) {
+    return Real().make_v_device(d, props);
+  }
+  static SentinelNcclResult Finalize(void* ctx) {
+    if constexpr (HasContext(M)) {
+      return Real().finalize(ctx);
+    } else {
+      // NCCL's compat layer: an older plugin is never finalised; the count goes down.
+      g_refcount.fetch_sub(1, std::memory_order_acq_rel);
+      if constexpr (M == 10) delete static_cast<SentinelNetCommConfigV10*>(ctx);
+      return kSentinelNcclSuccess;
+    }
+  }
+  static SentinelNcclResult SetNetAttr(void* ctx, SentinelNetAttrV11* attr) {
+    return Real().set_net_attr(ctx, attr);
+  }
+};
 
 // Without a usable real plugin: init fails, so NCCL falls back exactly as it does when the plugin
-// named in NCCL_NET_PLUGIN cannot be loaded (§7.1, §7.2).
-SentinelNcclResult NoPluginInit(void**, uint64_t, SentinelNetCommConfigV11*, SentinelNcclLogger,
-                                SentinelNetProfilerCallback) {
-  return kSentinelNcclInternalError;
-}
+// named in NCCL_NET_PLUGIN cannot be loaded or has no table NCCL knows (§7.1, §7.2).
 SentinelNcclResult NoPluginDevices(int* ndev) {
   if (ndev != nullptr) *ndev = 0;
+  return kSentinelNcclInternalError;
+}
+SentinelNcclResult NoPluginInit6(SentinelNcclLogger) { return kSentinelNcclInternalError; }
+SentinelNcclResult NoPluginInit10(SentinelNcclLogger, SentinelNetProfilerCallback) {
+  return kSentinelNcclInternalError;
+}
+SentinelNcclResult NoPluginInit11(void**, uint64_t, SentinelNetCommConfigV11*, SentinelNcclLogger,
+                                  SentinelNetProfilerCallback) {
   return kSentinelNcclInternalError;
 }
 
 }  // namespace
 }  // namespace sentinel::net
 
-// The table NCCL dlsym()s. Filled by the constructor below, before dlopen returns to NCCL.
+// The tables NCCL dlsym()s (§7.1: the first of v11..v6 found wins). All six are exported; each is
+// filled by the constructor below, before dlopen returns to NCCL (plugin/net/README.md).
+namespace sentinel::net {
+namespace {
+template <typename T, typename I>
+constexpr T Unloaded(I init) noexcept {
+  T t{};
+  t.name = "sentinel";
+  t.init = init;
+  t.devices = &NoPluginDevices;
+  return t;
+}
+}  // namespace
+}  // namespace sentinel::net
+
 extern "C" {
-__attribute__((visibility("default")))
-SentinelNetV11 ncclNetPlugin_v11 = {"sentinel",
-                                    &sentinel::net::NoPluginInit,
-                                    &sentinel::net::NoPluginDevices,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr,
-                                    nullptr};
+__attribute__((visibility("default"))) SentinelNetV6 ncclNetPlugin_v6 =
+    sentinel::net::Unloaded<SentinelNetV6>(&sentinel::net::NoPluginInit6);
+__attribute__((visibility("default"))) SentinelNetV7 ncclNetPlugin_v7 =
+    sentinel::net::Unloaded<SentinelNetV7>(&sentinel::net::NoPluginInit6);
+__attribute__((visibility("default"))) SentinelNetV8 ncclNetPlugin_v8 =
+    sentinel::net::Unloaded<SentinelNetV8>(&sentinel::net::NoPluginInit6);
+__attribute__((visibility("default"))) SentinelNetV9 ncclNetPlugin_v9 =
+    sentinel::net::Unloaded<SentinelNetV9>(&sentinel::net::NoPluginInit6);
+__attribute__((visibility("default"))) SentinelNetV10 ncclNetPlugin_v10 =
+    sentinel::net::Unloaded<SentinelNetV10>(&sentinel::net::NoPluginInit10);
+__attribute__((visibility("default"))) SentinelNetV11 ncclNetPlugin_v11 =
+    sentinel::net::Unloaded<SentinelNetV11>(&sentinel::net::NoPluginInit11);
 }
 
 namespace sentinel::net {
 namespace {
 
-// A statement; `field` is a member name and `fn` a function: no parentheses possible.
-// NOLINTNEXTLINE(bugprone-macro-parentheses)
-#define SENTINEL_WRAP_SLOT(field, fn) ours.field = g_real.field != nullptr ? &fn : nullptr
+template <int V>
+typename NetApi<V>::Table& Exported();
+template <>
+SentinelNetV6& Exported<6>() {
+  return ncclNetPlugin_v6;
+}
+template <>
+SentinelNetV7& Exported<7>() {
+  return ncclNetPlugin_v7;
+}
+template <>
+SentinelNetV8& Exported<8>() {
+  return ncclNetPlugin_v8;
+}
+template <>
+SentinelNetV9& Exported<9>() {
+  return ncclNetPlugin_v9;
+}
+template <>
+SentinelNetV10& Exported<10>() {
+  return ncclNetPlugin_v10;
+}
+template <>
+SentinelNetV11& Exported<11>() {
+  return ncclNetPlugin_v11;
+}
+
+// A slot of ours exists exactly where the real one does.
+template <typename F, typename R>
+F Slot(F ours, R real) {
+  return real != nullptr ? ours : nullptr;
+}
+
+// Fills our table v<K> to forward to the real table v<M>, NULL slots as NCCL would see them.
+template <int K, int M>
+void Fill() {
+  using W = Fwd<K, M>;
+  const auto& real = g_real<M>;
+  typename NetApi<K>::Table t{};
+  t.name = real.name;  // NCCL_NET=<real name> keeps matching (§7.2)
+  if constexpr (HasContext(K)) {
+    t.init = &W::Init11;
+    t.listen = &W::Listen11;
+    t.connect = &W::Connect11;
+  } else {
+    t.listen = &W::Listen6;
+    if constexpr (HasProfiler(K)) {
+      t.init = &W::Init10;
+      t.connect = &W::Connect10;
+    } else if constexpr (HasDeviceMr(K)) {
+      t.init = &W::Init6;
+      t.connect = &W::Connect7;
+    } else {
+      t.init = &W::Init6;
+      t.connect = &W::Connect6;
+    }
+  }
+  if constexpr (HasDeviceMr(K)) {
+    t.accept = &W::Accept7;
+  } else {
+    t.accept = &W::Accept6;
+  }
+  if constexpr (HasProfiler(K)) {
+    t.isend = &W::Isend10;
+    t.irecv = &W::Irecv10;
+  } else {
+    t.isend = &W::Isend6;
+    t.irecv = &W::Irecv6;
+  }
+  t.devices = &W::Devices;
+  t.get_properties = &W::GetProperties;
+  t.reg_mr = Slot(&W::RegMr, real.reg_mr);
+  t.reg_mr_dma_buf = Slot(&W::RegMrDmaBuf, real.reg_mr_dma_buf);
+  t.dereg_mr = Slot(&W::DeregMr, real.dereg_mr);
+  t.iflush = Slot(&W::Iflush, real.iflush);
+  t.test = &W::Test;
+  t.close_send = Slot(&W::CloseSend, real.close_send);
+  t.close_recv = Slot(&W::CloseRecv, real.close_recv);
+  t.close_listen = Slot(&W::CloseListen, real.close_listen);
+  if constexpr (HasDeviceMr(K) && HasDeviceMr(M)) {
+    t.get_device_mr = Slot(&W::GetDeviceMr, real.get_device_mr);
+    t.irecv_consumed = Slot(&W::IrecvConsumed, real.irecv_consumed);
+  }
+  if constexpr (HasVDevice(K) && HasVDevice(M)) {
+    t.make_v_device = Slot(&W::MakeVDevice, real.make_v_device);
+  }
+  if constexpr (HasContext(K)) {
+    if constexpr (HasContext(M)) {
+      t.finalize = Slot(&W::Finalize, real.finalize);
+      t.set_net_attr = Slot(&W::SetNetAttr, real.set_net_attr);
+    } else {
+      t.finalize = &W::Finalize;  // NCCL's compat layer always has one
+    }
+  }
+  Exported<K>() = t;
+}
+
+// Our table v<K> forwards to the real table v<M>, M = the newest the plugin has that is <= K:
+// exactly the table NCCL would have used without us when it picks v<K> (newer than the plugin:
+// NCCL's compat rules; none: our init fails, as NCCL's load would).
+template <int K>
+int FillFor() {
+  int m = K;
+  while (m >= kOldestNetVersion && !g_real_has[m]) --m;
+  if constexpr (K >= 6) {
+    if (m == 6) Fill<K, 6>();
+  }
+  if constexpr (K >= 7) {
+    if (m == 7) Fill<K, 7>();
+  }
+  if constexpr (K >= 8) {
+    if (m == 8) Fill<K, 8>();
+  }
+  if constexpr (K >= 9) {
+    if (m == 9) Fill<K, 9>();
+  }
+  if constexpr (K >= 10) {
+    if (m == 10) Fill<K, 10>();
+  }
+  if constexpr (K >= 11) {
+    if (m == 11) Fill<K, 11>();
+  }
+  return m >= kOldestNetVersion ? m : 0;
+}
+
+bool IsOurs(const void* table) {
+  return table == &ncclNetPlugin_v6 || table == &ncclNetPlugin_v7 || table == &ncclNetPlugin_v8 ||
+         table == &ncclNetPlugin_v9 || table == &ncclNetPlugin_v10 || table == &ncclNetPlugin_v11;
+}
+
+// Copies the real table v<V> if the plugin exports it; false if it is ours or incomplete.
+template <int V>
+bool Probe(void* dl, const char* value, int* newest) {
+  char sym[32];
+  snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", V);
+  void* table = dlsym(dl, sym);
+  if (table == nullptr) return true;
+  if (IsOurs(table)) {
+    plugin::RawLog("net: SENTINEL_NET_WRAP=%s names sentinel itself; nothing wrapped", value);
+    return false;
+  }
+  const auto& real = *static_cast<const typename NetApi<V>::Table*>(table);
+  if (real.init == nullptr || real.devices == nullptr || real.get_properties == nullptr ||
+      real.listen == nullptr || real.connect == nullptr || real.accept == nullptr ||
+      real.isend == nullptr || real.irecv == nullptr || real.test == nullptr) {
+    plugin::RawLog("net: SENTINEL_NET_WRAP=%s: incomplete %s table; not used", value, sym);
+    return true;
+  }
+  g_real<V> = real;
+  g_real_has[V] = true;
+  if (*newest == 0) {
+    *newest = V;
+    g_real_name = real.name;
+  }
+  return true;
+}
 
 void Load() {
   g_tick0 = Ticks();
@@ -436,69 +800,35 @@ void Load() {
         value, tried, err != nullptr ? err : "unknown error");
     return;
   }
-  // Probe as NCCL 2.28 does: v11 down to v6; the first found is the plugin's version.
-  int found = 0;
-  void* table = nullptr;
-  for (int v = 11; v >= 6 && found == 0; --v) {
-    char sym[32];
-    snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
-    table = dlsym(dl, sym);
-    if (table != nullptr) found = v;
-  }
-  if (table == &ncclNetPlugin_v11) {
-    plugin::RawLog("net: SENTINEL_NET_WRAP=%s names sentinel itself; nothing wrapped", value);
+  // Every table the plugin has (NCCL 2.28 probes v11 down to v6 and takes the first).
+  int newest = 0;
+  if (!Probe<11>(dl, value, &newest) || !Probe<10>(dl, value, &newest) ||
+      !Probe<9>(dl, value, &newest) || !Probe<8>(dl, value, &newest) ||
+      !Probe<7>(dl, value, &newest) || !Probe<6>(dl, value, &newest)) {
+    for (bool& has : g_real_has) has = false;
     return;
   }
-  if (found == 0) {
+  if (newest == 0) {
     plugin::RawLog(
-        "net: SENTINEL_NET_WRAP=%s: no ncclNetPlugin_v11..v6 symbol; NCCL falls back "
+        "net: SENTINEL_NET_WRAP=%s: no usable ncclNetPlugin_v11..v6 table; NCCL falls back "
         "to its internal transports",
         value);
     return;
   }
-  if (found != 11) {
-    plugin::RawLog(
-        "net: SENTINEL_NET_WRAP=%s: the plugin's newest table is v%d; this build wraps "
-        "v11 only; NCCL falls back to its internal transports",
-        value, found);
-    return;
+  g_wrapped_version = newest;
+  int oldest = 0;
+  for (int v = kOldestNetVersion; v <= kNewestNetVersion && oldest == 0; ++v) {
+    if (g_real_has[v]) oldest = v;
   }
-  g_real = *static_cast<const SentinelNetV11*>(table);
-  if (g_real.init == nullptr || g_real.devices == nullptr || g_real.get_properties == nullptr ||
-      g_real.isend == nullptr || g_real.irecv == nullptr || g_real.test == nullptr) {
-    plugin::RawLog("net: SENTINEL_NET_WRAP=%s: incomplete ncclNetPlugin_v11 table", value);
-    return;
-  }
-  g_wrapped_version = 11;
-  SentinelNetV11 ours{};
-  ours.name = g_real.name;  // NCCL_NET=<real name> keeps matching (§7.2)
-  SENTINEL_WRAP_SLOT(init, WInit);
-  SENTINEL_WRAP_SLOT(devices, WDevices);
-  SENTINEL_WRAP_SLOT(get_properties, WGetProperties);
-  SENTINEL_WRAP_SLOT(listen, WListen);
-  SENTINEL_WRAP_SLOT(connect, WConnect);
-  SENTINEL_WRAP_SLOT(accept, WAccept);
-  SENTINEL_WRAP_SLOT(reg_mr, WRegMr);
-  SENTINEL_WRAP_SLOT(reg_mr_dma_buf, WRegMrDmaBuf);
-  SENTINEL_WRAP_SLOT(dereg_mr, WDeregMr);
-  SENTINEL_WRAP_SLOT(isend, WIsend);
-  SENTINEL_WRAP_SLOT(irecv, WIrecv);
-  SENTINEL_WRAP_SLOT(iflush, WIflush);
-  SENTINEL_WRAP_SLOT(test, WTest);
-  SENTINEL_WRAP_SLOT(close_send, WCloseSend);
-  SENTINEL_WRAP_SLOT(close_recv, WCloseRecv);
-  SENTINEL_WRAP_SLOT(close_listen, WCloseListen);
-  SENTINEL_WRAP_SLOT(get_device_mr, WGetDeviceMr);
-  SENTINEL_WRAP_SLOT(irecv_consumed, WIrecvConsumed);
-  SENTINEL_WRAP_SLOT(make_v_device, WMakeVDevice);
-  SENTINEL_WRAP_SLOT(finalize, WFinalize);
-  SENTINEL_WRAP_SLOT(set_net_attr, WSetNetAttr);
-  ncclNetPlugin_v11 = ours;
-  plugin::RawLog("net: wrapping %s (%s, net API v11)", value,
-                 g_real.name != nullptr ? g_real.name : "?");
+  FillFor<6>();
+  FillFor<7>();
+  FillFor<8>();
+  FillFor<9>();
+  FillFor<10>();
+  FillFor<11>();
+  plugin::RawLog("net: wrapping %s (%s, net API v%d; our tables v%d..v11 forward to it)", value,
+                 g_real_name != nullptr ? g_real_name : "?", newest, oldest);
 }
-
-#undef SENTINEL_WRAP_SLOT
 
 __attribute__((constructor)) void LoadAtDlopen() { Load(); }
 
@@ -511,7 +841,7 @@ extern "C" __attribute__((visibility("default"))) int sentinelNetSnapshot(
   if (out == nullptr) return -1;
   memset(out, 0, sizeof(*out));
   out->wrapped_version = g_wrapped_version;
-  snprintf(out->real_name, sizeof(out->real_name), "%s", g_real.name != nullptr ? g_real.name : "");
+  snprintf(out->real_name, sizeof(out->real_name), "%s", g_real_name != nullptr ? g_real_name : "");
   int nd = g_ndevices.load(std::memory_order_acquire);
   out->ndevices = nd;
   for (int i = 0; i < nd; ++i) out->devices[i] = g_devices[i];

@@ -15,7 +15,10 @@
 //                                setNetAttr, regMrDmaBuf) are NULL
 //   FAKE_NET_NULL_IO=1           isend/irecv/test touch no socket: a static request, done at once
 //                                (benchmarks)
-// Built twice: with FAKE_NET_ONLY_V9 it exports only a `ncclNetPlugin_v9` symbol (version probing).
+// Built once per net API version: FAKE_NET_VERSION=<v> (default 11) exports only
+// `ncclNetPlugin_v<v>`, with that version's signatures (int sizes up to v8, init once up to v10,
+// ...; plugin/net/net_abi.h), so a wrapper is checked against what a real plugin of that version
+// receives.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -32,6 +35,11 @@
 #include <cstring>
 
 #include "plugin/net/net_abi.h"
+#include "plugin/net/net_versions.h"
+
+#ifndef FAKE_NET_VERSION
+#define FAKE_NET_VERSION 11
+#endif
 
 namespace {
 
@@ -81,6 +89,11 @@ struct Last {
   int isend_tag = 0;
   int irecv_tag = 0;
   int reg_type = 0;
+  uint64_t isend_size = 0;  // as the plugin received it
+  uint64_t irecv_size = 0;
+  uint64_t reg_size = 0;
+  int irecv_n = 0;
+  int init_calls_with_logger = 0;
 };
 Last g_last;
 
@@ -134,8 +147,9 @@ bool WriteAll(int fd, const void* p, size_t n) {
   return true;
 }
 
-SentinelNcclResult Init(void** ctx, uint64_t comm_id, SentinelNetCommConfigV11* config,
-                        SentinelNcclLogger, SentinelNetProfilerCallback) {
+[[maybe_unused]] SentinelNcclResult Init(void** ctx, uint64_t comm_id,
+                                         SentinelNetCommConfigV11* config, SentinelNcclLogger,
+                                         SentinelNetProfilerCallback) {
   if (Count(kInit)) return kSentinelNcclSystemError;
   g_last.comm_id = comm_id;
   g_last.traffic_class = config != nullptr ? config->traffic_class : -2;
@@ -172,7 +186,7 @@ SentinelNcclResult GetProperties(int dev, SentinelNetPropertiesV11* p) {
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult Listen(void*, int dev, void* handle, void** listen_comm) {
+[[maybe_unused]] SentinelNcclResult Listen(void*, int dev, void* handle, void** listen_comm) {
   if (Count(kListen)) return kSentinelNcclSystemError;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   sockaddr_in a{};
@@ -191,8 +205,8 @@ SentinelNcclResult Listen(void*, int dev, void* handle, void** listen_comm) {
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult Connect(void*, int dev, void* handle, void** send_comm,
-                           SentinelNetDeviceHandleV11** send_dev_comm) {
+[[maybe_unused]] SentinelNcclResult Connect(void*, int dev, void* handle, void** send_comm,
+                                            SentinelNetDeviceHandleV11** send_dev_comm) {
   if (Count(kConnect)) return kSentinelNcclSystemError;
   Handle h;
   memcpy(&h, handle, sizeof(h));
@@ -213,8 +227,8 @@ SentinelNcclResult Connect(void*, int dev, void* handle, void** send_comm,
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult Accept(void* listen_comm, void** recv_comm,
-                          SentinelNetDeviceHandleV11** recv_dev_comm) {
+[[maybe_unused]] SentinelNcclResult Accept(void* listen_comm, void** recv_comm,
+                                           SentinelNetDeviceHandleV11** recv_dev_comm) {
   if (Count(kAccept)) return kSentinelNcclSystemError;
   auto* l = static_cast<ListenComm*>(listen_comm);
   int fd = accept4(l->fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -228,9 +242,10 @@ SentinelNcclResult Accept(void* listen_comm, void** recv_comm,
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult RegMr(void*, void* data, size_t, int type, void** mhandle) {
+SentinelNcclResult RegMr(void*, void* data, size_t size, int type, void** mhandle) {
   Count(kRegMr);
   g_last.reg_type = type;
+  g_last.reg_size = size;
   *mhandle = data;
   return kSentinelNcclSuccess;
 }
@@ -247,10 +262,11 @@ SentinelNcclResult DeregMr(void*, void*) {
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult Isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                         void* phandle, void** request) {
+[[maybe_unused]] SentinelNcclResult Isend(void* send_comm, void* data, size_t size, int tag,
+                                          void* mhandle, void* phandle, void** request) {
   if (Count(kIsend)) return kSentinelNcclSystemError;
   g_last.isend_tag = tag;
+  g_last.isend_size = size;
   g_last.isend_mhandle = mhandle;
   g_last.isend_phandle = phandle;
   if (g_null_io) {
@@ -270,11 +286,13 @@ SentinelNcclResult Isend(void* send_comm, void* data, size_t size, int tag, void
   return kSentinelNcclSuccess;
 }
 
-SentinelNcclResult Irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void**,
-                         void**, void** request) {
+[[maybe_unused]] SentinelNcclResult Irecv(void* recv_comm, int n, void** data, size_t* sizes,
+                                          int* tags, void**, void**, void** request) {
   if (Count(kIrecv)) return kSentinelNcclSystemError;
   if (n != 1) return kSentinelNcclInvalidArgument;  // maxRecvs = 1
   g_last.irecv_tag = tags != nullptr ? tags[0] : 0;
+  g_last.irecv_n = n;
+  g_last.irecv_size = sizes != nullptr ? sizes[0] : 0;
   if (g_null_io) {
     *request = &g_null_request;
     return kSentinelNcclSuccess;
@@ -347,49 +365,161 @@ SentinelNcclResult CloseListen(void* listen_comm) {
   delete l;
   return kSentinelNcclSuccess;
 }
-SentinelNcclResult GetDeviceMr(void*, void*, void** dptr) {
+[[maybe_unused]] SentinelNcclResult GetDeviceMr(void*, void*, void** dptr) {
   Count(kGetDeviceMr);
   *dptr = nullptr;
   return kSentinelNcclSuccess;
 }
-SentinelNcclResult IrecvConsumed(void*, int, void*) {
+[[maybe_unused]] SentinelNcclResult IrecvConsumed(void*, int, void*) {
   Count(kIrecvConsumed);
   return kSentinelNcclSuccess;
 }
-SentinelNcclResult MakeVDevice(int* d, SentinelNetVDevicePropsV11*) {
+[[maybe_unused]] SentinelNcclResult MakeVDevice(int* d, SentinelNetVDevicePropsV11*) {
   Count(kMakeVDevice);
   *d = g_ndev;
   return kSentinelNcclSuccess;
 }
-SentinelNcclResult Finalize(void*) {
+[[maybe_unused]] SentinelNcclResult Finalize(void*) {
   Count(kFinalize);
   return kSentinelNcclSuccess;
 }
-SentinelNcclResult SetNetAttr(void*, SentinelNetAttrV11*) {
+[[maybe_unused]] SentinelNcclResult SetNetAttr(void*, SentinelNetAttrV11*) {
   Count(kSetNetAttr);
   return kSentinelNcclSuccess;
 }
 
 }  // namespace
 
+// ---- the table of version FAKE_NET_VERSION over the functions above ---------------------------
+namespace {
+using sentinel::net::NetApi;
+constexpr int kV = FAKE_NET_VERSION;
+// Only the adapters of the built version are used.
+using SizeV = NetApi<kV>::Size;
+
+[[maybe_unused]] SentinelNcclResult OldInit(SentinelNcclLogger) {
+  return Init(nullptr, 0, nullptr, nullptr, nullptr);
+}
+[[maybe_unused]] SentinelNcclResult OldInit10(SentinelNcclLogger, SentinelNetProfilerCallback) {
+  return Init(nullptr, 0, nullptr, nullptr, nullptr);
+}
+template <int V>
+[[maybe_unused]] SentinelNcclResult GetPropertiesV(int dev, typename NetApi<V>::Props* p) {
+  SentinelNetPropertiesV11 mine{};
+  SentinelNcclResult rc = GetProperties(dev, &mine);
+  // Only the fields this version has (v11 -> v<V> drops the rest).
+  if (rc == kSentinelNcclSuccess) sentinel::net::ConvertProps<V, 11>(dev, mine, p);
+  return rc;
+}
+[[maybe_unused]] SentinelNcclResult OldListen(int dev, void* handle, void** listen_comm) {
+  return Listen(nullptr, dev, handle, listen_comm);
+}
+[[maybe_unused]] SentinelNcclResult Connect6(int dev, void* handle, void** send_comm) {
+  return Connect(nullptr, dev, handle, send_comm, nullptr);
+}
+[[maybe_unused]] SentinelNcclResult Connect7(int dev, void* handle, void** send_comm,
+                                             SentinelNetDeviceHandleV7** dev_comm) {
+  return Connect(nullptr, dev, handle, send_comm, dev_comm);
+}
+[[maybe_unused]] SentinelNcclResult Connect10(int dev, SentinelNetCommConfigV10* config,
+                                              void* handle, void** send_comm,
+                                              SentinelNetDeviceHandleV7** dev_comm) {
+  g_last.traffic_class = config != nullptr ? config->traffic_class : -2;
+  return Connect(nullptr, dev, handle, send_comm, dev_comm);
+}
+[[maybe_unused]] SentinelNcclResult Accept6(void* listen_comm, void** recv_comm) {
+  return Accept(listen_comm, recv_comm, nullptr);
+}
+[[maybe_unused]] SentinelNcclResult RegMrV(void* comm, void* data, NetApi<kV>::RegSize size,
+                                           int type, void** mhandle) {
+  return RegMr(comm, data, static_cast<size_t>(size), type, mhandle);
+}
+[[maybe_unused]] SentinelNcclResult IsendOld(void* c, void* data, SizeV size, int tag, void* mh,
+                                             void** req) {
+  return Isend(c, data, static_cast<size_t>(size), tag, mh, nullptr, req);
+}
+[[maybe_unused]] SentinelNcclResult Isend10(void* c, void* data, SizeV size, int tag, void* mh,
+                                            void* ph, void** req) {
+  return Isend(c, data, static_cast<size_t>(size), tag, mh, ph, req);
+}
+[[maybe_unused]] SentinelNcclResult IrecvV(void* c, int n, void** data, SizeV* sizes, int* tags,
+                                           void** mh, void** ph, void** req) {
+  size_t wide[8];
+  if (n < 1 || n > 8) return kSentinelNcclInvalidArgument;
+  for (int i = 0; i < n; ++i) wide[i] = static_cast<size_t>(sizes[i]);
+  return Irecv(c, n, data, wide, tags, mh, ph, req);
+}
+[[maybe_unused]] SentinelNcclResult IrecvOld(void* c, int n, void** data, SizeV* sizes, int* tags,
+                                             void** mh, void** req) {
+  return IrecvV(c, n, data, sizes, tags, mh, nullptr, req);
+}
+
+template <int V>
+typename NetApi<V>::Table MakeTable() {
+  typename NetApi<V>::Table t{};
+  t.name = "FakeNet";
+  t.devices = Devices;
+  t.get_properties = GetPropertiesV<V>;
+  if constexpr (V == 11) {
+    t.init = Init;
+    t.listen = Listen;
+    t.connect = Connect;
+  } else {
+    t.listen = OldListen;
+    if constexpr (V == 10) {
+      t.init = OldInit10;
+      t.connect = Connect10;
+    } else {
+      t.init = OldInit;
+      if constexpr (V >= 7) {
+        t.connect = Connect7;
+      } else {
+        t.connect = Connect6;
+      }
+    }
+  }
+  if constexpr (V == 6) {
+    t.accept = Accept6;
+  } else {
+    t.accept = Accept;
+  }
+  t.reg_mr = RegMrV;
+  t.reg_mr_dma_buf = RegMrDmaBuf;
+  t.dereg_mr = DeregMr;
+  if constexpr (V >= 10) {
+    t.isend = Isend10;
+    t.irecv = IrecvV;
+  } else {
+    t.isend = IsendOld;
+    t.irecv = IrecvOld;
+  }
+  t.iflush = Iflush;
+  t.test = Test;
+  t.close_send = CloseSend;
+  t.close_recv = CloseRecv;
+  t.close_listen = CloseListen;
+  if constexpr (V >= 7) {
+    t.get_device_mr = GetDeviceMr;
+    t.irecv_consumed = IrecvConsumed;
+  }
+  if constexpr (V >= 9) t.make_v_device = MakeVDevice;
+  if constexpr (V >= 11) {
+    t.finalize = Finalize;
+    t.set_net_attr = SetNetAttr;
+  }
+  return t;
+}
+
+}  // namespace
+
+#define FAKE_NET_CAT2(a, b) a##b
+#define FAKE_NET_CAT(a, b) FAKE_NET_CAT2(a, b)
+#define FAKE_NET_TABLE FAKE_NET_CAT(ncclNetPlugin_v, FAKE_NET_VERSION)
+
 extern "C" {
 
-#ifdef FAKE_NET_ONLY_V9
-// Only the name of an older table: the wrapper must refuse it before reading it. The v11 table
-// below exists but is not exported.
-__attribute__((visibility("default"))) extern const char ncclNetPlugin_v9[64];
-const char ncclNetPlugin_v9[64] = "FakeNetV9";
-#define FAKE_NET_TABLE fakeNetHiddenV11
-#define FAKE_NET_TABLE_VISIBILITY
-#else
-#define FAKE_NET_TABLE ncclNetPlugin_v11
-#define FAKE_NET_TABLE_VISIBILITY __attribute__((visibility("default")))
-#endif
-FAKE_NET_TABLE_VISIBILITY SentinelNetV11 FAKE_NET_TABLE = {
-    "FakeNet",     Init,        Devices,     GetProperties, Listen,      Connect,
-    Accept,        RegMr,       RegMrDmaBuf, DeregMr,       Isend,       Irecv,
-    Iflush,        Test,        CloseSend,   CloseRecv,     CloseListen, GetDeviceMr,
-    IrecvConsumed, MakeVDevice, Finalize,    SetNetAttr};
+__attribute__((visibility("default")))
+NetApi<kV>::Table FAKE_NET_TABLE{};  // filled by ReadEnv (runs at dlopen)
 
 // Calls so far of `name` (kCallNames), or -1.
 __attribute__((visibility("default"))) long fakeNetCalls(const char* name) {
@@ -408,6 +538,11 @@ __attribute__((visibility("default"))) uint64_t fakeNetLast(const char* what) {
   if (strcmp(what, "isend_mhandle") == 0) return reinterpret_cast<uint64_t>(g_last.isend_mhandle);
   if (strcmp(what, "isend_phandle") == 0) return reinterpret_cast<uint64_t>(g_last.isend_phandle);
   if (strcmp(what, "reg_type") == 0) return static_cast<uint64_t>(g_last.reg_type);
+  if (strcmp(what, "reg_size") == 0) return g_last.reg_size;
+  if (strcmp(what, "isend_size") == 0) return g_last.isend_size;
+  if (strcmp(what, "irecv_size") == 0) return g_last.irecv_size;
+  if (strcmp(what, "irecv_n") == 0) return static_cast<uint64_t>(g_last.irecv_n);
+  if (strcmp(what, "version") == 0) return FAKE_NET_VERSION;
   return ~0ull;
 }
 
@@ -415,7 +550,19 @@ __attribute__((visibility("default"))) uint64_t fakeNetLast(const char* what) {
 
 namespace {
 
+template <int V>
+void NullOptional(typename NetApi<V>::Table* t) {
+  t->reg_mr_dma_buf = nullptr;
+  if constexpr (V >= 7) {
+    t->get_device_mr = nullptr;
+    t->irecv_consumed = nullptr;
+  }
+  if constexpr (V >= 9) t->make_v_device = nullptr;
+  if constexpr (V >= 11) t->set_net_attr = nullptr;
+}
+
 __attribute__((constructor)) void ReadEnv() {
+  FAKE_NET_TABLE = MakeTable<kV>();
   if (const char* v = getenv("FAKE_NET_NDEV")) g_ndev = atoi(v);
   if (const char* v = getenv("FAKE_NET_FAIL")) {
     for (int i = 0; i < kNumCalls; ++i) {
@@ -426,11 +573,7 @@ __attribute__((constructor)) void ReadEnv() {
   if (const char* v = getenv("FAKE_NET_SLOW_DEV")) g_slow_dev = atoi(v);
   g_null_io = getenv("FAKE_NET_NULL_IO") != nullptr;
   if (getenv("FAKE_NET_NULL_OPTIONAL") != nullptr) {
-    FAKE_NET_TABLE.get_device_mr = nullptr;
-    FAKE_NET_TABLE.irecv_consumed = nullptr;
-    FAKE_NET_TABLE.make_v_device = nullptr;
-    FAKE_NET_TABLE.set_net_attr = nullptr;
-    FAKE_NET_TABLE.reg_mr_dma_buf = nullptr;
+    NullOptional<kV>(&FAKE_NET_TABLE);
   }
 }
 

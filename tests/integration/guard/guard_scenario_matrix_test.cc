@@ -1007,5 +1007,45 @@ TEST(GuardRecordTest, VerdictIsEnqueuedAsAControlRecord) {
   }
 }
 
+#if defined(SENTINEL_NET_SO) && defined(FAKE_NET_V8_SO)
+// The guard's net evidence from the wrapping net plugin in the job's own processes: NCCL_NET_PLUGIN
+// names libnccl-net-sentinel.so, which wraps the v8 fake net plugin (NCCL's v11 table over the
+// plugin's v8 one). The fake's NICs run at 100 Gb/s: link_gbps>=400 is a finding naming the device
+// in use, known from sentinelNetSnapshot (the log has no speed for it); net=FakeNet holds.
+TEST(GuardNetWrapperTest, EvidenceFromTheWrappedOlderPlugin) {
+  Case c{"WrappedNetPluginSlowLink",
+         "net=FakeNet link_gbps>=400",
+         HostIb1,
+         {{"NCCL_NET_PLUGIN", SENTINEL_NET_SO},
+          {"SENTINEL_NET_WRAP", FAKE_NET_V8_SO},
+          {"FAKE_NCCL_NODES", "2"}},
+         2,
+         -1,
+         FailsAt::kFirstCollective,
+         {},
+         {}};
+  Job job(c);
+  RunOptions o;
+  o.mode = "warn";
+  std::vector<RankResult> ranks = job.Run(o);
+  ASSERT_EQ(ranks.size(), 2u);
+  for (const RankResult& r : ranks) {
+    EXPECT_EQ(r.init, 0) << r.err;
+    EXPECT_EQ(r.coll, 0) << r.err;
+    EXPECT_NE(r.err.find("NCCL uses our ncclNetPlugin_v11 table over FakeNet's v8 table"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("[link degraded] link_gbps>=400"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("net plugin FakeNet reports link speed below 400 Gb/s: fake0 at 100 Gb/s"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("net plugin FakeNet (v8, seen by libnccl-net-sentinel.so)"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(r.err.find("[transport] net=FakeNet"), std::string::npos) << r.err;
+  }
+}
+#endif
+
 }  // namespace
 }  // namespace sentinel::testing

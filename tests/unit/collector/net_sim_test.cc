@@ -92,6 +92,27 @@ TEST_F(NetSimTest, JobResultsUnchangedWithTheWrapper) {
   EXPECT_NE(logs.find("[send] via NET/FakeNet/0/GDRDMA"), std::string::npos);
 }
 
+// A v8 plugin (int sizes, one-shot init): the fake NCCL picks our v11 table, which drives the
+// plugin's v8 table by NCCL's compat rules; the bytes and checksums equal the v11 plugin's run.
+TEST_F(NetSimTest, JobResultsUnchangedOverAnOlderPlugin) {
+  const std::string flags =
+      "--ranks 4 --steps 6 --compute-ms 1 --bytes 64K --collectives allreduce,sendrecv";
+  std::string direct;
+  std::string wrapped;
+  ASSERT_EQ(RunSim("FAKE_NCCL_NODES=4 NCCL_NET_PLUGIN=fake", flags, &direct), 0) << direct;
+  ASSERT_EQ(RunSim("FAKE_NCCL_NODES=4 NCCL_NET_PLUGIN=sentinel SENTINEL_NET_WRAP=fakev8", flags,
+                   &wrapped),
+            0)
+      << wrapped;
+  std::map<int, std::string> a = NetLines(direct);
+  std::map<int, std::string> b = NetLines(wrapped);
+  ASSERT_EQ(a.size(), 4u) << direct;
+  EXPECT_EQ(a, b) << direct << "\n---\n" << wrapped;
+  EXPECT_NE(wrapped.find("NCCL uses our ncclNetPlugin_v11 table over FakeNet's v8 table"),
+            std::string::npos)
+      << wrapped;
+}
+
 TEST_F(NetSimTest, WithoutAPluginTheFakeKeepsItsBuiltinNets) {
   std::string out;
   ASSERT_EQ(RunSim("FAKE_NCCL_NODES=2 NCCL_DEBUG=INFO NCCL_DEBUG_FILE=" + dir_ + "/nccl.%p.log",
