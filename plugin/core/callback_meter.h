@@ -21,7 +21,7 @@
 
 namespace sentinel::plugin {
 
-inline constexpr uint64_t kCallbackSample = 256;  // a power of two
+inline constexpr uint64_t kCallbackSample = 256;   // a power of two
 inline constexpr uint64_t kKernelChCallbacks = 3;  // start, KernelChStop state, stop
 
 class CallbackMeter {
@@ -51,10 +51,11 @@ class CallbackMeter {
 };
 
 // At a Coll/P2p start that expects `kch` KernelCh children: counts their callbacks and returns
-// whether they are timed. Adds to the counter line the start's CallbackMeter just wrote.
+// whether they are timed. A counter of their own: added to kCtrCallbacks, they would move
+// CallbackMeter's sampling tick in steps that alias with the 1-in-kCallbackSample test.
 inline bool MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
   if (kch == 0) return false;
-  ts->Add(kCtrCallbacks, kKernelChCallbacks * kch);
+  ts->Add(kCtrKernelChCallbacks, kKernelChCallbacks * kch);
   if (__builtin_expect(ts->shared, 0)) return false;  // several writers: not timed
   return (++ts->kch_meter_tick & (kCallbackSample - 1)) == 0;
 }
@@ -66,7 +67,7 @@ class KernelChMeter {
  public:
   explicit KernelChMeter(ThreadState* ts) noexcept : ts_(ts) {}
   void Time() noexcept { t0_ = MonoNs(); }
-  void Count(uint64_t n) noexcept { ts_->Add(kCtrCallbacks, n); }
+  void Count(uint64_t n) noexcept { ts_->Add(kCtrKernelChCallbacks, n); }
   ~KernelChMeter() {
     if (__builtin_expect(t0_ != 0, 0)) {
       ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kCallbackSample);

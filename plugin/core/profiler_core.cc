@@ -574,8 +574,7 @@ void StopKernelCh(void* handle, ThreadState* ts) {
   Unref(parent, ts);
 }
 
-void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
-                    ThreadState* ts) {
+void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args, ThreadState* ts) {
   KernelChMeter meter(ts);
   uint32_t channel = 0;
   Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
@@ -1002,7 +1001,7 @@ SentinelWireHeartbeat SnapshotCounters() noexcept {
   hb.pxn_foreign = st.Sum(kCtrPxnForeign);
   hb.records_truncated = st.Sum(kCtrRecordsTruncated);
   hb.callback_ns_total = st.Sum(kCtrCallbackNs);
-  hb.callbacks_total = st.Sum(kCtrCallbacks);
+  hb.callbacks_total = st.Sum(kCtrCallbacks) + st.Sum(kCtrKernelChCallbacks);
   hb.records_dropped_sink = g->sink_drops.load(std::memory_order_relaxed);
   hb.pid = static_cast<uint32_t>(g->pid);
   hb.budget_level = JudgeBudget(hb.now_ns, hb.callback_ns_total);

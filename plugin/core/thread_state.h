@@ -13,7 +13,7 @@
 namespace sentinel::plugin {
 
 enum Counter : int {
-  kCtrCallbacks = 0,         // owner: also CallbackMeter's sampling tick; KernelChs pre-counted
+  kCtrCallbacks = 0,         // owner: also CallbackMeter's sampling tick
   kCtrCallbackNs,            // sampled: 1 in 256 callbacks is timed, x256
   kCtrRecordsCompleted,      // pushed into a ring
   kCtrRecordsDroppedRing,    // ring full
@@ -22,7 +22,8 @@ enum Counter : int {
   kCtrStaleHandles,
   kCtrPxnForeign,
   kCtrRecordsTruncated,
-  kCtrOrphanChildren,  // a child whose parent had already completed
+  kCtrOrphanChildren,     // a child whose parent had already completed
+  kCtrKernelChCallbacks,  // KernelCh callbacks, counted per collective (callback_meter.h)
   kNumCounters,
 };
 
@@ -37,7 +38,8 @@ struct ThreadState {
   // pool's cursor in one fetch_add, so most claims need no atomic read-modify-write there.
   uint64_t claim_next[kMaxPoolKinds] = {};
   uint32_t claim_left[kMaxPoolKinds] = {};
-  // Owner only: Coll/P2p starts with KernelCh children, the KernelCh timing tick (callback_meter.h).
+  // Owner only: Coll/P2p starts with KernelCh children, the KernelCh timing tick
+  // (callback_meter.h).
   uint32_t kch_meter_tick = 0;
   RecordRing ring;
   // Own cache line: written by the owner on every callback, summed by the drainer; keeping it off
