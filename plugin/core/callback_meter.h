@@ -8,9 +8,11 @@
 // KernelCh callbacks (start, KernelChStop state, stop: 3 per channel) are metered per collective,
 // so the meter's cost does not grow with the channel count (issue 10 §3): the Coll/P2p start
 // counts 3 callbacks per channel it expects (MeterCollective) and decides, 1 collective in
-// kCallbackSample per launching thread, that its KernelCh callbacks are timed; each of those then
-// counts kCallbackSample times its duration (KernelChMeter). A KernelCh the start did not expect
-// (an extra channel, a collective whose channel count is unknown) counts itself.
+// kKernelChSample per launching thread, that its KernelCh callbacks are timed; each of those then
+// counts kKernelChSample times its duration (KernelChMeter). The rarer sample keeps the amortized
+// clock reads (3 per channel and timed collective) below a nanosecond per collective. A KernelCh
+// the start did not expect (an extra channel, a collective whose channel count is unknown) counts
+// itself.
 #pragma once
 
 #include <atomic>
@@ -23,6 +25,7 @@ namespace sentinel::plugin {
 
 inline constexpr uint64_t kCallbackSample = 256;   // a power of two
 inline constexpr uint64_t kKernelChCallbacks = 3;  // start, KernelChStop state, stop
+inline constexpr uint64_t kKernelChSample = 2048;  // a power of two
 
 class CallbackMeter {
  public:
@@ -57,7 +60,7 @@ inline bool MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
   if (kch == 0) return false;
   ts->Add(kCtrKernelChCallbacks, kKernelChCallbacks * kch);
   if (__builtin_expect(ts->shared, 0)) return false;  // several writers: not timed
-  return (++ts->kch_meter_tick & (kCallbackSample - 1)) == 0;
+  return (++ts->kch_meter_tick & (kKernelChSample - 1)) == 0;
 }
 
 // One KernelCh callback: free unless its collective is a timed one (Time() as soon as the
@@ -70,7 +73,7 @@ class KernelChMeter {
   void Count(uint64_t n) noexcept { ts_->Add(kCtrKernelChCallbacks, n); }
   ~KernelChMeter() {
     if (__builtin_expect(t0_ != 0, 0)) {
-      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kCallbackSample);
+      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kKernelChSample);
     }
   }
   KernelChMeter(const KernelChMeter&) = delete;

@@ -62,7 +62,7 @@ Outcome RunCollectives(int channels, int collectives) {
 }
 
 TEST(CallbackMeter, CountsEveryCallbackAndEstimatesTheInjectedCostAtAnyChannelCount) {
-  constexpr int kCollectives = 40 * static_cast<int>(kCallbackSample);
+  constexpr int kCollectives = 16 * static_cast<int>(kKernelChSample);
   for (int channels : {1, 2, 4, 8}) {
     SCOPED_TRACE(channels);
     // A preempted sampled callback counts kCallbackSample times its delay: on a loaded machine,
@@ -95,9 +95,9 @@ TEST(CallbackMeter, KernelChCallbacksOfAnUntimedCollectiveCostNoClockRead) {
   // A collective without KernelCh children is neither counted for them nor timed.
   EXPECT_FALSE(MeterCollective(&ts, 0));
   EXPECT_EQ(ts.counters[kCtrKernelChCallbacks].load(), kKernelChCallbacks);
-  // One collective in kCallbackSample is timed.
+  // One collective in kKernelChSample is timed.
   int timed = 0;
-  for (uint64_t i = 0; i < 4 * kCallbackSample; ++i) timed += MeterCollective(&ts, 2) ? 1 : 0;
+  for (uint64_t i = 0; i < 4 * kKernelChSample; ++i) timed += MeterCollective(&ts, 2) ? 1 : 0;
   EXPECT_EQ(timed, 4);
 }
 
