@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "plugin/core/calibration.h"
@@ -127,9 +128,10 @@ struct alignas(64) Slot {
 // and its state is bit c of the parent's kch_seen / kch_done. Other channel ids, and a channel
 // id started twice for one collective, get a KernelCh slot.
 inline constexpr uint32_t kMaxKchHandles = 64;
-static_assert(sizeof(Slot) > 2 * kMaxKchHandles, "KernelCh handles lie inside their parent");
+static_assert(sizeof(Slot) > size_t{2} * kMaxKchHandles,
+              "KernelCh handles lie inside their parent");
 inline void* KernelChHandle(Slot* parent, uint32_t channel) {
-  return reinterpret_cast<char*>(parent) + 2 * channel + 1;
+  return reinterpret_cast<char*>(parent) + size_t{2} * channel + 1;
 }
 
 inline constexpr uint8_t kStepSawSendWait = 1u << 0;

@@ -52,7 +52,7 @@ class SlotArena {
     auto b = reinterpret_cast<uintptr_t>(begin_);
     if (u < b || u >= b + slots_ * sizeof(Slot)) return nullptr;
     uintptr_t off = (u - b) % sizeof(Slot);
-    if ((off & 1) == 0 || off >= 2 * kMaxKchHandles) return nullptr;
+    if ((off & 1) == 0 || off >= uintptr_t{2} * kMaxKchHandles) return nullptr;
     auto* s = reinterpret_cast<Slot*>(u - off);
     uint64_t tag = s->tag.load(std::memory_order_relaxed);
     if (tag != TagFor(Kind::kColl) && tag != TagFor(Kind::kP2p)) return nullptr;
