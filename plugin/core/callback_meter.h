@@ -1,9 +1,18 @@
 // CallbackMeter: the plugin's own CPU time on NCCL's threads, measured cheaply. Every callback
-// counts itself (callbacks_total); one in kCallbackSample is timed with two clock reads and
-// counts kCallbackSample times its duration, so callback_ns_total is a sampled estimate, which
-// the overhead budget (overhead_budget.h) and sentineld's overhead_ratio divide by wall time.
+// but KernelCh's counts itself (callbacks_total); one in kCallbackSample is timed with two clock
+// reads and counts kCallbackSample times its duration, so callback_ns_total is a sampled estimate,
+// which the overhead budget (overhead_budget.h) and sentineld's overhead_ratio divide by wall time.
 // The callback count doubles as the sampling tick: one load, add and store of the thread's own
 // counter line plus a never-taken branch per callback (sentinel_meter_benchmark).
+//
+// KernelCh callbacks (start, KernelChStop state, stop: 3 per channel) are metered per collective,
+// so the meter's cost does not grow with the channel count (issue 10 §3): the Coll/P2p start
+// counts 3 callbacks per channel it expects (MeterCollective) and decides, 1 collective in
+// kKernelChSample per launching thread, that its KernelCh callbacks are timed; each of those then
+// counts kKernelChSample times its duration (KernelChMeter). The rarer sample keeps the amortized
+// clock reads (3 per channel and timed collective) below a nanosecond per collective. A KernelCh
+// the start did not expect (an extra channel, a collective whose channel count is unknown) counts
+// itself.
 #pragma once
 
 #include <atomic>
@@ -14,7 +23,9 @@
 
 namespace sentinel::plugin {
 
-inline constexpr uint64_t kCallbackSample = 256;  // a power of two
+inline constexpr uint64_t kCallbackSample = 256;   // a power of two
+inline constexpr uint64_t kKernelChCallbacks = 3;  // start, KernelChStop state, stop
+inline constexpr uint64_t kKernelChSample = 2048;  // a power of two
 
 class CallbackMeter {
  public:
@@ -36,6 +47,37 @@ class CallbackMeter {
   }
   CallbackMeter(const CallbackMeter&) = delete;
   CallbackMeter& operator=(const CallbackMeter&) = delete;
+
+ private:
+  ThreadState* ts_;
+  int64_t t0_ = 0;
+};
+
+// At a Coll/P2p start that expects `kch` KernelCh children: counts their callbacks and returns
+// whether they are timed. A counter of their own: added to kCtrCallbacks, they would move
+// CallbackMeter's sampling tick in steps that alias with the 1-in-kCallbackSample test.
+inline bool MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
+  if (kch == 0) return false;
+  ts->Add(kCtrKernelChCallbacks, kKernelChCallbacks * kch);
+  if (__builtin_expect(ts->shared, 0)) return false;  // several writers: not timed
+  return (++ts->kch_meter_tick & (kKernelChSample - 1)) == 0;
+}
+
+// One KernelCh callback: free unless its collective is a timed one (Time() as soon as the
+// callback has found the collective; the lookup before it is a few loads) or it was not counted
+// at the collective's start (Count()).
+class KernelChMeter {
+ public:
+  explicit KernelChMeter(ThreadState* ts) noexcept : ts_(ts) {}
+  void Time() noexcept { t0_ = MonoNs(); }
+  void Count(uint64_t n) noexcept { ts_->Add(kCtrKernelChCallbacks, n); }
+  ~KernelChMeter() {
+    if (__builtin_expect(t0_ != 0, 0)) {
+      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kKernelChSample);
+    }
+  }
+  KernelChMeter(const KernelChMeter&) = delete;
+  KernelChMeter& operator=(const KernelChMeter&) = delete;
 
  private:
   ThreadState* ts_;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "plugin/core/calibration.h"
@@ -91,8 +92,11 @@ struct alignas(64) Slot {
   uint8_t nchannels;
   uint16_t flags;
   uint32_t kch_expected;
+  uint8_t kch_timed;  // Coll/P2p: its KernelCh callbacks are timed (callback_meter.h)
   // Updated concurrently by children on other threads.
-  std::atomic<uint32_t> kch_started;
+  // Coll/P2p: channels whose KernelCh started / stopped, bit = channel id (see KernelChHandle).
+  std::atomic<uint64_t> kch_seen;
+  std::atomic<uint64_t> kch_done;
   std::atomic<uint32_t> grace;        // 1 while a stopped Coll/P2p may still get ProxyOp children
   std::atomic<uint32_t> proxy_steps;  // here, not below, so a Coll touches one line fewer
   std::atomic<int64_t> stop_ns;
@@ -118,6 +122,17 @@ struct alignas(64) Slot {
   std::atomic<uint64_t> recovered_seq;
   std::atomic<Context*> first_ctx;
 };
+
+// A KernelCh of channel c < kMaxKchHandles needs no slot of its own: its handle is the odd
+// address parent + 2c + 1 inside its Coll/P2p's slot (never a Slot address, which is 64-aligned),
+// and its state is bit c of the parent's kch_seen / kch_done. Other channel ids, and a channel
+// id started twice for one collective, get a KernelCh slot.
+inline constexpr uint32_t kMaxKchHandles = 64;
+static_assert(sizeof(Slot) > size_t{2} * kMaxKchHandles,
+              "KernelCh handles lie inside their parent");
+inline void* KernelChHandle(Slot* parent, uint32_t channel) {
+  return reinterpret_cast<char*>(parent) + size_t{2} * channel + 1;
+}
 
 inline constexpr uint8_t kStepSawSendWait = 1u << 0;
 inline constexpr uint8_t kStepSawRecvWait = 1u << 1;

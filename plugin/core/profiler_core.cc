@@ -142,7 +142,8 @@ inline void ResetSlot(Slot* s, Context* ctx, Slot* parent, uint32_t refs, int64_
 // What a Coll/P2p slot accumulates until its record completes: stop and GPU times, proxy sums,
 // KernelCh starts. Relaxed stores: the slot is not yet published to any other thread.
 inline void ResetCompletionState(Slot* s) {
-  s->kch_started.store(0, std::memory_order_relaxed);
+  s->kch_seen.store(0, std::memory_order_relaxed);
+  s->kch_done.store(0, std::memory_order_relaxed);
   s->stop_ns.store(0, std::memory_order_relaxed);
   s->gpu_start_raw.store(kNoGpuStart, std::memory_order_relaxed);
   s->gpu_end_raw.store(0, std::memory_order_relaxed);
@@ -170,6 +171,7 @@ inline void ResetRecordFields(Slot* s) {
   s->graph_captured.store(0, std::memory_order_relaxed);
   s->flags = 0;
   s->kch_expected = 0;
+  s->kch_timed = 0;
   s->grace.store(0, std::memory_order_relaxed);
   ResetCompletionState(s);
 }
@@ -296,8 +298,9 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   return s;
 }
 
-// The reference count a new Coll/P2p starts with, from the mask NCCL snapshots for it.
-inline void SetCompletionRefs(Slot* s, bool n_channels_valid) {
+// The reference count a new Coll/P2p starts with, from the mask NCCL snapshots for it; also
+// meters its expected KernelCh callbacks (callback_meter.h).
+inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
   uint32_t mask = g->mask.load(std::memory_order_relaxed);
   uint32_t kch = 0;
   uint32_t waits_for = kProxyFamily | kSentinelProfileKernelCh;
@@ -311,6 +314,7 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid) {
     kch = s->nchannels;
   }
   s->kch_expected = kch;
+  s->kch_timed = MeterCollective(ts, kch) ? 1 : 0;
   uint32_t grace = 0;
   if (kch == 0 && (mask & waits_for) != 0) grace = 1;
   s->grace.store(grace, std::memory_order_relaxed);
@@ -355,7 +359,7 @@ Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) 
   }
   s->api_ns = api_ns;
   s->flags = flags;
-  SetCompletionRefs(s, true);  // also sets kch_expected, grace and refs (clearing the bits)
+  SetCompletionRefs(s, true, ts);  // also sets kch_expected, grace and refs (clearing the bits)
   return s;
 }
 
@@ -394,7 +398,7 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
       s->seq = ctx->fallback_seq.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  SetCompletionRefs(s, d.n_channels_valid);
+  SetCompletionRefs(s, d.n_channels_valid, ts);
   return s;
 }
 
@@ -468,6 +472,116 @@ void StopProxyStep(Slot* s, int64_t now) {
                                std::memory_order_relaxed);
   }
   if (t9 != 0 || t11 != 0) coll->proxy_steps.fetch_add(1, std::memory_order_relaxed);
+}
+
+// ---- KernelCh: the per-channel hot path (3 callbacks per channel at Inspector's mask) ----------
+// Metered per collective (KernelChMeter), and usually without a slot of its own (KernelChHandle):
+// one fetch_or on the parent at the start, one at the stop, then the parent's reference drop.
+
+// Inline: without -mpopcnt, __builtin_popcountll is a libgcc call.
+inline uint32_t Popcount64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<uint32_t>((x * 0x0101010101010101ull) >> 56);
+}
+
+// The handle for a KernelCh of `parent` (a live Coll/P2p of `ctx`), or null.
+void* StartKernelCh(Context* ctx, Slot* parent, const EventDesc& d, ThreadState* ts,
+                    KernelChMeter& meter) {
+  // Skipped under the overhead budget: no handle, so NCCL's stop and states cost nothing.
+  if ((parent->flags & kSentinelCollGpuSkipped) != 0) {
+    meter.Count(1);
+    return nullptr;
+  }
+  if (parent->kch_timed != 0) meter.Time();
+  // Only a Coll/P2p that expects KernelCh children (KernelCh in the mask) reserved references for
+  // them: the first kch_expected distinct channels use those.
+  bool own_handle = false;  // the channel's bit is ours: no slot needed
+  bool reserved = false;
+  bool first_channel = true;
+  if (d.channel_id < kMaxKchHandles) {
+    uint64_t bit = uint64_t{1} << d.channel_id;
+    // relaxed: only decides who owns the bit; the refcount orders the rest.
+    uint64_t seen = parent->kch_seen.fetch_or(bit, std::memory_order_relaxed);
+    own_handle = (seen & bit) == 0;
+    if (own_handle) {
+      reserved = seen == 0 ? parent->kch_expected != 0 : Popcount64(seen) < parent->kch_expected;
+      first_channel = seen == 0;
+    }
+  }
+  if (!reserved && !TryRef(parent)) {
+    meter.Count(1);
+    ts->Add(kCtrOrphanChildren);
+    return nullptr;
+  }
+  // Not counted at the collective's start: a slot-less handle counts its state and stop now, a
+  // KernelCh slot's are counted by their own callbacks.
+  if (!reserved) meter.Count(own_handle ? kKernelChCallbacks : 1);
+  ReleaseGrace(parent, ts);  // we hold a reference, so this cannot finish the parent
+  void* handle = nullptr;
+  if (own_handle) {
+    handle = KernelChHandle(parent, d.channel_id);
+  } else {
+    Slot* s = g->slots.Claim(Kind::kKernelCh, ts);
+    if (s == nullptr) {
+      Unref(parent, ts);
+      return nullptr;
+    }
+    ResetSlot(s, ctx, parent, 1, 0);
+    handle = s;
+  }
+  // The collective's kernel runs (P2p ordinals are 0: not counted). The parent's fields are
+  // stable while this child holds a reference.
+  uint64_t ordinal = parent->ordinal;
+  if (ordinal != 0) ctx->inflight.OnGpuStart(ordinal);
+  if (d.p_timer != 0) {
+    if (first_channel && (ordinal <= kCalibWarmup || (ordinal & (kCalibEvery - 1)) == 0)) {
+      ctx->calib.Observe(MonoNs(), d.p_timer);
+    }
+    AtomicMin(parent->gpu_start_raw, static_cast<int64_t>(d.p_timer));
+  }
+  return handle;
+}
+
+// A slot-less KernelCh handle's parent, if the handle is one and still open (started, not
+// stopped); otherwise counts a stale handle and returns null.
+Slot* OpenKernelCh(void* handle, uint32_t* channel, ThreadState* ts, KernelChMeter& meter) {
+  Slot* parent = g->slots.AsKernelChParent(handle, channel);
+  // The parent stays live while an open KernelCh holds its reference.
+  if (parent == nullptr || parent->state.load(std::memory_order_acquire) != SlotState::kLive ||
+      (parent->kch_seen.load(std::memory_order_relaxed) & (uint64_t{1} << *channel)) == 0 ||
+      (parent->kch_done.load(std::memory_order_relaxed) & (uint64_t{1} << *channel)) != 0) {
+    meter.Count(1);
+    ts->Add(kCtrStaleHandles);
+    return nullptr;
+  }
+  if (parent->kch_timed != 0) meter.Time();
+  return parent;
+}
+
+void StopKernelCh(void* handle, ThreadState* ts) {
+  KernelChMeter meter(ts);
+  uint32_t channel = 0;
+  Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
+  if (parent == nullptr) return;
+  uint64_t bit = uint64_t{1} << channel;
+  // The first stop wins (relaxed: the refcount drop below orders this KernelCh's updates).
+  if ((parent->kch_done.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) {
+    ts->Add(kCtrStaleHandles);
+    return;
+  }
+  Unref(parent, ts);
+}
+
+void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args, ThreadState* ts) {
+  KernelChMeter meter(ts);
+  uint32_t channel = 0;
+  Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
+  if (parent == nullptr) return;
+  if (state == kSentinelStateKernelChStop && args != nullptr && args->kernel_ch.p_timer != 0) {
+    AtomicMax(parent->gpu_end_raw, static_cast<int64_t>(args->kernel_ch.p_timer));
+  }
 }
 
 }  // namespace
@@ -574,8 +688,26 @@ void CoreFinalize(void* context) noexcept {
 
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   ThreadState* ts = ThreadStates::Current();
-  CallbackMeter meter(ts);
   *handle = nullptr;
+  if (d.type == kSentinelProfileKernelCh) {
+    KernelChMeter meter(ts);
+    Context* ctx = g->contexts.AsContext(context);
+    if (ctx == nullptr) {
+      meter.Count(1);
+      if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
+      return;
+    }
+    Slot* parent = g->slots.AsSlot(d.parent);
+    if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p) ||
+        parent->state.load(std::memory_order_acquire) != SlotState::kLive) {
+      meter.Count(1);
+      ts->Add(kCtrOrphanChildren);
+      return;
+    }
+    *handle = StartKernelCh(ctx, parent, d, ts, meter);
+    return;
+  }
+  CallbackMeter meter(ts);
   // PXN (§5.5): a ProxyOp of another process carries that process's pointers. Check the pid
   // before touching context or parent.
   if (d.type == kSentinelProfileProxyOp && d.pid != g->pid) {
@@ -619,38 +751,6 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       s = StartCollChild(Kind::kProxyOp, parent, false, ts, now);
       break;
     }
-    case kSentinelProfileKernelCh: {
-      Slot* parent = g->slots.AsSlot(d.parent);
-      if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p) ||
-          parent->state.load(std::memory_order_acquire) != SlotState::kLive) {
-        ts->Add(kCtrOrphanChildren);
-        break;
-      }
-      // Skipped under the overhead budget: no handle, so NCCL's stop and states cost nothing.
-      if ((parent->flags & kSentinelCollGpuSkipped) != 0) break;
-      // Only a Coll/P2p that expects KernelCh children (KernelCh in the mask) reserved
-      // references for them; otherwise skip the read-modify-write.
-      bool reserved = false;
-      bool first_channel = true;
-      if (parent->kch_expected != 0) {
-        // relaxed: only hands out distinct indices; the refcount orders the rest.
-        uint32_t index = parent->kch_started.fetch_add(1, std::memory_order_relaxed);
-        reserved = index < parent->kch_expected;
-        first_channel = index == 0;
-      }
-      s = StartCollChild(Kind::kKernelCh, parent, reserved, ts, 0);
-      // The collective's kernel runs (P2p ordinals are 0: not counted). The parent's fields are
-      // stable while this child holds a reference.
-      uint64_t ordinal = parent->ordinal;
-      if (s != nullptr && ordinal != 0) ctx->inflight.OnGpuStart(ordinal);
-      if (s != nullptr && d.p_timer != 0) {
-        if (first_channel && (ordinal <= kCalibWarmup || (ordinal & (kCalibEvery - 1)) == 0)) {
-          ctx->calib.Observe(MonoNs(), d.p_timer);
-        }
-        AtomicMin(parent->gpu_start_raw, static_cast<int64_t>(d.p_timer));
-      }
-      break;
-    }
     case kSentinelProfileProxyStep:
       s = StartHoldingChild(Kind::kProxyStep, Kind::kProxyOp, d, ctx, ts, now);
       break;
@@ -692,6 +792,10 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
 
 void CoreStopEvent(void* handle) noexcept {
   ThreadState* ts = ThreadStates::Current();
+  if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
+    StopKernelCh(handle, ts);
+    return;
+  }
   CallbackMeter meter(ts);
   Slot* s = g->slots.AsSlot(handle);
   if (s == nullptr || s->state.load(std::memory_order_acquire) != SlotState::kLive) {
@@ -735,6 +839,10 @@ void CoreStopEvent(void* handle) noexcept {
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
   ThreadState* ts = ThreadStates::Current();
+  if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
+    RecordKernelCh(handle, state, args, ts);
+    return;
+  }
   CallbackMeter meter(ts);
   Slot* s = g->slots.AsSlot(handle);
   if (s == nullptr || s->state.load(std::memory_order_acquire) != SlotState::kLive ||
@@ -893,7 +1001,7 @@ SentinelWireHeartbeat SnapshotCounters() noexcept {
   hb.pxn_foreign = st.Sum(kCtrPxnForeign);
   hb.records_truncated = st.Sum(kCtrRecordsTruncated);
   hb.callback_ns_total = st.Sum(kCtrCallbackNs);
-  hb.callbacks_total = st.Sum(kCtrCallbacks);
+  hb.callbacks_total = st.Sum(kCtrCallbacks) + st.Sum(kCtrKernelChCallbacks);
   hb.records_dropped_sink = g->sink_drops.load(std::memory_order_relaxed);
   hb.pid = static_cast<uint32_t>(g->pid);
   hb.budget_level = JudgeBudget(hb.now_ns, hb.callback_ns_total);

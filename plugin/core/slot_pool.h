@@ -46,6 +46,19 @@ class SlotArena {
     uint64_t tag = s->tag.load(std::memory_order_relaxed);
     return (tag & kSlotMagicMask) == kSlotMagic ? s : nullptr;
   }
+  // A KernelCh handle (KernelChHandle): its Coll/P2p slot and channel, checked like AsSlot.
+  Slot* AsKernelChParent(void* p, uint32_t* channel) const noexcept {
+    auto u = reinterpret_cast<uintptr_t>(p);
+    auto b = reinterpret_cast<uintptr_t>(begin_);
+    if (u < b || u >= b + slots_ * sizeof(Slot)) return nullptr;
+    uintptr_t off = (u - b) % sizeof(Slot);
+    if ((off & 1) == 0 || off >= uintptr_t{2} * kMaxKchHandles) return nullptr;
+    auto* s = reinterpret_cast<Slot*>(u - off);
+    uint64_t tag = s->tag.load(std::memory_order_relaxed);
+    if (tag != TagFor(Kind::kColl) && tag != TagFor(Kind::kP2p)) return nullptr;
+    *channel = static_cast<uint32_t>(off >> 1);
+    return s;
+  }
   Slot* AsSlotOfKind(void* p, Kind k) const noexcept {
     Slot* s = AsSlot(p);
     return s == nullptr || KindOf(s) != k ? nullptr : s;
