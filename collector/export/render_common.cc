@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "absl/time/time.h"
-
 namespace sentinel::collector {
 
 std::vector<const RankState*> SortedRanks(const State& state) {
@@ -43,11 +41,6 @@ const RankState* PrimaryRank(const State& state, const ProcessState& process) {
     }
   }
   return best;
-}
-
-std::string FormatRealTime(int64_t real_ns) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::FromUnixNanos(real_ns),
-                          absl::UTCTimeZone());
 }
 
 double InFlightAgeSeconds(const State& state, const InFlightView& v) {

@@ -7,13 +7,12 @@
 #include <vector>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/base/real_time.h"
 
 namespace sentinel::collector {
 
 inline constexpr const char* kSentinelVersion = "0.1.0";
 
-// RFC 3339 UTC with milliseconds.
-std::string FormatRealTime(int64_t real_ns);
 // The rank a process is best known by: its rank in the largest communicator it joined.
 const RankState* PrimaryRank(const State& state, const ProcessState& process);
 // The age of a rank's oldest incomplete collective as of the last tick (0 when none).
