@@ -1,8 +1,6 @@
 // Join, skew/lateness math, bounded windows and detection: see aggregator.h.
 #include "collector/aggregate/aggregator.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -18,24 +16,10 @@
 #include "absl/strings/str_split.h"
 #include "spdlog/spdlog.h"
 
-#include "collector/export/record_log.h"
 #include "common/host_name.h"
 
 namespace sentinel::collector {
 namespace {
-
-class SystemClock : public Clock {
- public:
-  int64_t MonoNs() const override { return Read(CLOCK_MONOTONIC); }
-  int64_t RealNs() const override { return Read(CLOCK_REALTIME); }
-
- private:
-  static int64_t Read(clockid_t id) {
-    timespec ts{};
-    clock_gettime(id, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-  }
-};
 
 constexpr size_t kMaxGoneProcesses = 256;
 constexpr size_t kMaxResolvedAlerts = 1024;
@@ -63,11 +47,6 @@ std::string SafeString(const char* data, size_t size) {
 
 }  // namespace
 
-Clock* RealClock() {
-  static SystemClock* clock = new SystemClock();  // leaked: used until exit
-  return clock;
-}
-
 std::string CommLabel(uint64_t comm_hash) { return absl::StrFormat("0x%016x", comm_hash); }
 
 StragglerParams StragglerParamsFrom(const Config& config) {
@@ -93,7 +72,7 @@ Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), cl
 
 Aggregator::~Aggregator() = default;
 
-void Aggregator::SetRecordLog(RecordLog* log) {
+void Aggregator::SetRecordLog(RecordSink* log) {
   absl::MutexLock lock(&mu_);
   record_log_ = log;
 }

@@ -26,25 +26,16 @@
 #include "collector/aggregate/hang_action.h"
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
+#include "collector/aggregate/record_sink.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/straggler_detector.h"
+#include "collector/base/clock.h"
 #include "collector/config/config.h"
-#include "collector/ingest/session.h"
+#include "collector/ingest/ingest_consumer.h"
 #include "collector/nic/nic_counters.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
-
-class RecordLog;
-
-// Time source; tests inject a fake. Mono is CLOCK_MONOTONIC, the clock the plugins stamp with.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual int64_t MonoNs() const = 0;
-  virtual int64_t RealNs() const = 0;
-};
-Clock* RealClock();
 
 inline constexpr int kFuncSlots = 16;  // func ids >= 15 share the last slot ("Unknown")
 inline constexpr int64_t kUnset = INT64_MIN;
@@ -229,7 +220,7 @@ struct State {
   NetLinks net;  // links of the wrapping net plugin (wire types 10/11, net_links.h)
 };
 
-class Aggregator : public IngestSink {
+class Aggregator : public IngestConsumer, public NicPollConsumer {
  public:
   Aggregator(const Config& config, Clock* clock);
   ~Aggregator() override;
@@ -240,18 +231,19 @@ class Aggregator : public IngestSink {
   void OnControlFrame(int client, const Frame& frame) override;
   void OnDisconnect(int client) override;
 
-  // Connection bookkeeping from the server.
-  void NoteAccepted(int client, uint32_t pid, uint32_t uid);
-  void NoteRefused(const char* reason);
-  void NoteClosed(int client, CloseReason reason, uint64_t frames, uint64_t unknown_skipped);
+  // IngestConsumer: connection bookkeeping from the server.
+  void NoteAccepted(int client, uint32_t pid, uint32_t uid) override;
+  void NoteRefused(const char* reason) override;
+  void NoteClosed(int client, CloseReason reason, uint64_t frames,
+                  uint64_t unknown_skipped) override;
 
   // One NIC poll's readings (NicPoller thread): deltas, rates, nic_errors / link_degraded alerts.
-  void OnNicPoll(const std::vector<NicPortReading>& readings);
+  void OnNicPoll(const std::vector<NicPortReading>& readings) override;
 
   // Periodic: hang detection, eviction of idle state. Call every Config::tick_ns.
-  void Tick();
+  void Tick() override;
 
-  void SetRecordLog(RecordLog* log);
+  void SetRecordLog(RecordSink* log);
 
   // Runs `fn` with the state under the lock (readers: exporters).
   void Read(const std::function<void(const State&)>& fn) const;
@@ -259,9 +251,9 @@ class Aggregator : public IngestSink {
   std::vector<Alert> TakeAlertChanges();
   // Frames for plugin connections (client id, whole frame bytes): the hang verdicts (wire type
   // 13) of the last ticks. The ingest thread sends them after Tick().
-  std::vector<std::pair<int, std::string>> TakeOutbound();
+  std::vector<std::pair<int, std::string>> TakeOutbound() override;
   const Config& config() const { return config_; }
-  Clock* clock() const { return clock_; }
+  Clock* clock() const override { return clock_; }
 
  private:
   CommState* FindOrCreateComm(uint64_t hash, int32_t nranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -304,7 +296,7 @@ class Aggregator : public IngestSink {
   Clock* const clock_;
   mutable absl::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_);
-  RecordLog* record_log_ ABSL_GUARDED_BY(mu_) = nullptr;
+  RecordSink* record_log_ ABSL_GUARDED_BY(mu_) = nullptr;
   // One-entry cache: consecutive records nearly always hit the same (comm, rank).
   RankState* last_rank_ ABSL_GUARDED_BY(mu_) = nullptr;
   CommState* last_comm_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -12,7 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
-#include "collector/export/exporters.h"
+#include "collector/base/real_time.h"
 
 namespace sentinel::collector {
 

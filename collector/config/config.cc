@@ -22,8 +22,8 @@
 #include "collector/aggregate/exclusion.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
+#include "common/expectation.h"
 #include "common/socket_path.h"
-#include "plugin/guard/expectation.h"
 
 namespace sentinel::collector {
 namespace {
@@ -67,11 +67,11 @@ absl::Status ParseDurationField(absl::string_view key, absl::string_view value, 
 
 // The same grammar and parser as the plugin's guard, so a bad node default fails at startup.
 absl::Status SetExpect(absl::string_view value, std::string* out) {
-  guard::Expectation parsed;
-  guard::ParseError error;
-  if (!guard::ParseExpectation(std::string_view(value.data(), value.size()), &parsed, &error)) {
+  rules::Expectation parsed;
+  rules::ParseError error;
+  if (!rules::ParseExpectation(std::string_view(value.data(), value.size()), &parsed, &error)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("invalid expectation: ", guard::FormatParseError("--expect", error)));
+        absl::StrCat("invalid expectation: ", rules::FormatParseError("--expect", error)));
   }
   if (parsed.Empty()) return absl::InvalidArgumentError("--expect: the expectation has no term");
   *out = std::string(value);

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-#include "collector/export/exporters.h"
+#include "collector/export/render_common.h"
 
 namespace sentinel::collector {
 namespace {

@@ -9,23 +9,24 @@
 
 #include "absl/status/status.h"
 
+#include "collector/aggregate/record_sink.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
 
 // Not thread-safe: the aggregator calls it under its lock.
-class RecordLog {
+class RecordLog : public RecordSink {
  public:
   RecordLog(std::string path, uint64_t max_bytes);
-  ~RecordLog();
+  ~RecordLog() override;
   RecordLog(const RecordLog&) = delete;
   RecordLog& operator=(const RecordLog&) = delete;
 
   absl::Status Open();
-  void Write(const std::string& host, const SentinelWireCollRecord& record);
-  void Flush();
-  uint64_t bytes_written() const { return total_bytes_; }
-  uint64_t rotations() const { return rotations_; }
+  void Write(const std::string& host, const SentinelWireCollRecord& record) override;
+  void Flush() override;
+  uint64_t bytes_written() const override { return total_bytes_; }
+  uint64_t rotations() const override { return rotations_; }
   uint64_t write_errors() const { return write_errors_; }
 
  private:

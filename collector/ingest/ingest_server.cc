@@ -95,7 +95,7 @@ absl::Status IngestServer::ClaimSocketPath(const sockaddr_un& addr) {
   return absl::OkStatus();
 }
 
-IngestServer::IngestServer(const Config& config, Aggregator* aggregator)
+IngestServer::IngestServer(const Config& config, IngestConsumer* aggregator)
     : config_(config), aggregator_(aggregator) {
   socket_path_ = config_.socket_path.empty() ? DefaultSocketPath() : config_.socket_path;
 }

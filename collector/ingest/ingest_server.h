@@ -1,6 +1,6 @@
 // The UNIX-socket side of sentineld: one epoll event-loop thread accepts plugin connections,
 // checks the peer's credentials (SO_PEERCRED), reads frames into per-client Sessions and feeds
-// the Aggregator. A bad client is closed alone; the others never notice.
+// an IngestConsumer (the Aggregator). A bad client is closed alone; the others never notice.
 #pragma once
 
 #include <sys/types.h>
@@ -14,8 +14,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 
-#include "collector/aggregate/aggregator.h"
 #include "collector/config/config.h"
+#include "collector/ingest/ingest_consumer.h"
 #include "collector/ingest/session.h"
 
 namespace sentinel::collector {
@@ -23,7 +23,7 @@ namespace sentinel::collector {
 // Thread-compatible: Listen() then Run() on one thread; Stop() from any thread.
 class IngestServer {
  public:
-  IngestServer(const Config& config, Aggregator* aggregator);
+  IngestServer(const Config& config, IngestConsumer* aggregator);
   ~IngestServer();
   IngestServer(const IngestServer&) = delete;
   IngestServer& operator=(const IngestServer&) = delete;
@@ -62,7 +62,7 @@ class IngestServer {
   bool ShouldLog();
 
   const Config config_;
-  Aggregator* const aggregator_;
+  IngestConsumer* const aggregator_;
   std::string socket_path_;
   int listen_fd_ = -1;
   // The socket file we bound (device, inode): unlinked at exit only if the path still is it.

@@ -13,8 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
-#include "collector/aggregate/aggregator.h"
-
 namespace sentinel::collector {
 namespace {
 
@@ -218,8 +216,8 @@ NicWindow ComputeNicWindow(const NicState& state, int64_t window_ns, int64_t now
   return w;
 }
 
-NicPoller::NicPoller(std::string sysfs_root, int64_t period_ns, Aggregator* aggregator)
-    : root_(std::move(sysfs_root)), period_ns_(period_ns), aggregator_(aggregator) {}
+NicPoller::NicPoller(std::string sysfs_root, int64_t period_ns, NicPollConsumer* consumer)
+    : root_(std::move(sysfs_root)), period_ns_(period_ns), consumer_(consumer) {}
 
 NicPoller::~NicPoller() { Stop(); }
 
@@ -236,7 +234,7 @@ void NicPoller::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void NicPoller::PollOnce() { aggregator_->OnNicPoll(ReadNicPorts(root_)); }
+void NicPoller::PollOnce() { consumer_->OnNicPoll(ReadNicPorts(root_)); }
 
 void NicPoller::Loop() {
   for (;;) {

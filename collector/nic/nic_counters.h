@@ -14,7 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 
-#include "collector/aggregate/stats.h"
+#include "collector/base/ring.h"
 
 namespace sentinel::collector {
 
@@ -100,13 +100,19 @@ struct NicWindow {
 };
 NicWindow ComputeNicWindow(const NicState& state, int64_t window_ns, int64_t now_ns);
 
-class Aggregator;
+// Receives one poll's readings on the poller's thread. The aggregator implements it, so nic/ never
+// depends on the aggregator (collector/ layering: nic sits below aggregate).
+class NicPollConsumer {
+ public:
+  virtual ~NicPollConsumer() = default;
+  virtual void OnNicPoll(const std::vector<NicPortReading>& readings) = 0;
+};
 
-// Polls ReadNicPorts every `period_ns` on its own thread and hands the readings to the
-// aggregator (Aggregator::OnNicPoll). period 0 = never started.
+// Polls ReadNicPorts every `period_ns` on its own thread and hands the readings to the consumer
+// (the aggregator). period 0 = never started.
 class NicPoller {
  public:
-  NicPoller(std::string sysfs_root, int64_t period_ns, Aggregator* aggregator);
+  NicPoller(std::string sysfs_root, int64_t period_ns, NicPollConsumer* consumer);
   ~NicPoller();
   NicPoller(const NicPoller&) = delete;
   NicPoller& operator=(const NicPoller&) = delete;
@@ -119,7 +125,7 @@ class NicPoller {
 
   const std::string root_;
   const int64_t period_ns_;
-  Aggregator* const aggregator_;
+  NicPollConsumer* const consumer_;
   absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;

@@ -5,14 +5,14 @@
 #include <string>
 #include <string_view>
 
-#include "plugin/guard/expectation.h"
+#include "common/expectation.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  sentinel::guard::Expectation e;
-  sentinel::guard::ParseError error;
-  if (!sentinel::guard::ParseExpectation(text, &e, &error)) {
-    const std::string msg = sentinel::guard::FormatParseError("fuzz", error);
+  sentinel::rules::Expectation e;
+  sentinel::rules::ParseError error;
+  if (!sentinel::rules::ParseExpectation(text, &e, &error)) {
+    const std::string msg = sentinel::rules::FormatParseError("fuzz", error);
     if (msg.empty()) __builtin_trap();  // an error always says something
   }
   return 0;

@@ -1,9 +1,9 @@
 // Grammar of SENTINEL_EXPECT: the forms the issue requires, and errors that point at the token.
-#include "plugin/guard/expectation.h"
+#include "common/expectation.h"
 
 #include <gtest/gtest.h>
 
-namespace sentinel::guard {
+namespace sentinel::rules {
 namespace {
 
 TEST(ExpectationTest, ParsesTheFullFormExactlyAsWritten) {
@@ -120,4 +120,4 @@ TEST(ExpectationTest, FormattedErrorHasACaretUnderTheToken) {
 }
 
 }  // namespace
-}  // namespace sentinel::guard
+}  // namespace sentinel::rules

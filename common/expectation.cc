@@ -1,13 +1,14 @@
 // Parser of the expectation grammar (plugin/guard/README.md): `key op value` terms separated by
-// whitespace, ',' or ';', '#' comments to the end of a line.
-#include "plugin/guard/expectation.h"
+// whitespace, ',' or ';', '#' comments to the end of a line. The guard and sentineld --expect both
+// use it, so a node expectation the daemon accepts is one the plugin accepts.
+#include "common/expectation.h"
 
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <string>
 
-namespace sentinel::guard {
+namespace sentinel::rules {
 namespace {
 
 bool IEquals(std::string_view a, std::string_view b) {
@@ -326,4 +327,4 @@ const char* AffinityName(Affinity affinity) {
   return "any";
 }
 
-}  // namespace sentinel::guard
+}  // namespace sentinel::rules

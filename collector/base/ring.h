@@ -1,0 +1,46 @@
+// A fixed-capacity ring buffer: the bounded windows of the aggregator and the NIC poller's history.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace sentinel::collector {
+
+// Overwrites its oldest element when full; Push() returns true when it did (an eviction).
+template <typename T>
+class Ring {
+ public:
+  explicit Ring(size_t capacity = 0) : items_(capacity) {}
+  void Reset(size_t capacity) {
+    items_.assign(capacity, T{});
+    next_ = 0;
+    size_ = 0;
+  }
+  bool Push(const T& item) {
+    if (items_.empty()) return true;
+    items_[next_] = item;
+    if (++next_ == items_.size()) next_ = 0;
+    if (size_ < items_.size()) {
+      ++size_;
+      return false;
+    }
+    return true;
+  }
+  // Where the next Push() writes (for a prefetch).
+  const T* NextSlot() const { return items_.empty() ? nullptr : &items_[next_]; }
+  size_t size() const { return size_; }
+  size_t capacity() const { return items_.size(); }
+  // i = 0 is the oldest kept element.
+  const T& operator[](size_t i) const {
+    const size_t start = (next_ + items_.size() - size_) % items_.size();
+    return items_[(start + i) % items_.size()];
+  }
+  const T& Newest() const { return (*this)[size_ - 1]; }
+
+ private:
+  std::vector<T> items_;
+  size_t next_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace sentinel::collector

@@ -1,0 +1,250 @@
+// JSON payloads of the HTTP API (schemas/api/): see api_json.h.
+#include "collector/export/api_json.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "collector/export/baseline_export.h"
+#include "collector/export/render_common.h"
+
+namespace sentinel::collector {
+namespace {
+
+uint64_t Drops(const SentinelWireHeartbeat& hb) {
+  return hb.records_dropped_ring + hb.events_dropped_pool + hb.events_dropped_threads +
+         hb.records_dropped_sink;
+}
+
+nlohmann::json NumOrNull(bool valid, double v) {
+  return valid ? nlohmann::json(v) : nlohmann::json();
+}
+
+double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+}  // namespace
+
+nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
+  return {{"status", "ok"},
+          {"version", kSentinelVersion},
+          {"host", state.host},
+          {"started_at", FormatRealTime(state.start_real_ns)},
+          {"now", FormatRealTime(now_real_ns)},
+          {"uptime_s", static_cast<double>(now_mono_ns - state.start_mono_ns) / 1e9},
+          {"clients", state.counters.clients_connected},
+          {"records", state.counters.records}};
+}
+
+nlohmann::json InFlightJson(const State& state, const InFlightView& v) {
+  if (!v.has_state) return nullptr;
+  return {{"enqueued", v.enqueued},
+          {"gpu_started", v.gpu_started},
+          {"completed", v.completed},
+          {"oldest_age_s", InFlightAgeSeconds(state, v)},
+          {"oldest_func", v.oldest_since_ns > 0 && v.enqueued > v.completed
+                              ? nlohmann::json(FuncName(v.oldest_func))
+                              : nlohmann::json()},
+          {"oldest_seq", v.oldest_since_ns > 0 && v.enqueued > v.completed
+                             ? nlohmann::json(v.oldest_seq)
+                             : nlohmann::json()}};
+}
+
+nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
+  (void)now_mono_ns;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const ProcessState* p : SortedProcesses(state)) {
+    const RankState* primary = PrimaryRank(state, *p);
+    nlohmann::json comms = nlohmann::json::array();
+    for (const auto& key : p->ranks) {
+      auto it = state.ranks.find(key);
+      if (it == state.ranks.end()) continue;
+      const RankState* r = it->second.get();
+      if (r->client != p->client && r->client >= 0) continue;  // moved to a newer connection
+      comms.push_back({{"comm", CommLabel(r->comm_hash)},
+                       {"rank", r->rank},
+                       {"nranks", r->nranks},
+                       {"last_seq", r->has_seq ? nlohmann::json(r->last_seq) : nlohmann::json()},
+                       {"collectives", r->collectives},
+                       {"p2p", r->p2p},
+                       {"active", r->active},
+                       {"inflight", InFlightJson(state, r->inflight)}});
+    }
+    std::vector<int64_t> late;
+    std::vector<int64_t> clock_free;
+    std::vector<int64_t> dur;
+    if (primary != nullptr) {
+      for (size_t i = 0; i < primary->history.size(); ++i) {
+        const RankSample& s = primary->history[i];
+        if (s.lateness_ns >= 0) late.push_back(s.lateness_ns);
+        if (s.clock_free_ns >= 0) clock_free.push_back(s.clock_free_ns);
+        if (s.duration_ns >= 0) dur.push_back(s.duration_ns);
+      }
+    }
+    const bool has_late = !late.empty();
+    const bool has_cf = !clock_free.empty();
+    const bool has_dur = !dur.empty();
+    const bool overlap_valid = p->has_gpu_window && p->gpu_window.nccl_ns > 0;
+    ranks.push_back(
+        {{"pid", p->pid},
+         {"host", p->host},
+         {"job_id", p->job_id},
+         {"rank", primary ? nlohmann::json(primary->rank) : nlohmann::json()},
+         {"nranks", primary ? nlohmann::json(primary->nranks) : nlohmann::json()},
+         {"connected", p->connected},
+         {"comms", comms},
+         {"last_seq",
+          primary && primary->has_seq ? nlohmann::json(primary->last_seq) : nlohmann::json()},
+         {"collectives", primary ? primary->collectives : 0},
+         {"lateness_p50_ms", NumOrNull(has_late, has_late ? Ms(Percentile(&late, 50)) : 0)},
+         {"lateness_p99_ms", NumOrNull(has_late, has_late ? Ms(Percentile(&late, 99)) : 0)},
+         {"clock_free_lateness_p50_ms",
+          NumOrNull(has_cf, has_cf ? Ms(Percentile(&clock_free, 50)) : 0)},
+         {"duration_p50_ms", NumOrNull(has_dur, has_dur ? Ms(Percentile(&dur, 50)) : 0)},
+         {"overlap",
+          NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window.overlap_ns) /
+                                                       static_cast<double>(p->gpu_window.nccl_ns)
+                                                 : 0)},
+         {"gpu", GpuRankJson(p->gpu)},
+         {"drops", p->has_heartbeat ? Drops(p->heartbeat) : 0},
+         {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
+         // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
+         {"budget_level", p->has_heartbeat ? p->heartbeat.budget_level : 0},
+         {"straggler", primary != nullptr && primary->straggler_firing}});
+  }
+  return {{"host", state.host}, {"ranks", ranks}};
+}
+
+nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns) {
+  std::vector<int64_t> latency;
+  std::vector<int64_t> duration;
+  std::vector<int64_t> skew;
+  std::vector<int64_t> busbw_mbps;
+  std::map<uint64_t, std::vector<int64_t>> skew_by_comm;
+  const int64_t since = now_mono_ns - window_ns;
+  for (size_t i = 0; i < state.collectives.size(); ++i) {
+    const CollSummary& s = state.collectives[i];
+    if (s.end_mono_ns < since) continue;
+    skew.push_back(s.skew_ns);
+    skew_by_comm[s.comm_hash].push_back(s.skew_ns);
+    if (s.latency_ns >= 0) latency.push_back(s.latency_ns);
+    if (s.duration_ns >= 0) duration.push_back(s.duration_ns);
+    if (s.busbw_gbps >= 0) busbw_mbps.push_back(static_cast<int64_t>(s.busbw_gbps * 1000));
+  }
+  const size_t n = skew.size();
+  uint64_t dropped = 0;
+  int64_t overlap = 0;
+  int64_t nccl = 0;
+  std::vector<const GpuActivity*> gpus;
+  for (const auto& [client, p] : state.processes) {
+    gpus.push_back(&p->gpu);
+    if (p->has_heartbeat) dropped += Drops(p->heartbeat);
+    if (p->has_gpu_window && p->gpu_window.end_ns >= since) {
+      overlap += p->gpu_window.overlap_ns;
+      nccl += p->gpu_window.nccl_ns;
+    }
+  }
+  nlohmann::json suspects = nlohmann::json::array();
+  for (const HangSuspect& h : state.hang_suspects) {
+    suspects.push_back({{"comm", CommLabel(h.comm_hash)},
+                        {"func", FuncName(h.func)},
+                        {"seq", h.seq},
+                        {"arrived_ranks", h.arrived},
+                        {"missing_ranks", h.missing},
+                        {"waiting_s", static_cast<double>(h.waiting_ns) / 1e9}});
+  }
+  nlohmann::json by_comm = nlohmann::json::array();
+  for (auto& [hash, v] : skew_by_comm) {
+    const size_t count = v.size();
+    by_comm.push_back({{"comm", CommLabel(hash)},
+                       {"collectives", count},
+                       {"skew_p99_ms", Ms(Percentile(&v, 99))}});
+  }
+  const Counters& c = state.counters;
+  const NicWindow nic = ComputeNicWindow(state.nic, window_ns, now_mono_ns);
+  auto pct = [](std::vector<int64_t>* v, double p) {
+    return v->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(v, p)));
+  };
+  // p50 bus bandwidth (GB/s: gigabytes, as nccl-tests prints it) over the fastest ACTIVE port's
+  // rate (sysfs, Gb/s: gigabits), so the ratio converts bytes to bits; null when unknown.
+  const double busbw_p50 =
+      busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
+  const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
+  return {{"host", state.host},
+          {"window_s", static_cast<double>(window_ns) / 1e9},
+          {"collectives", n},
+          {"latency_p50_ms", pct(&latency, 50)},
+          {"latency_p99_ms", pct(&latency, 99)},
+          {"duration_p50_ms", pct(&duration, 50)},
+          {"duration_p99_ms", pct(&duration, 99)},
+          {"skew_p50_ms", pct(&skew, 50)},
+          {"skew_p99_ms", pct(&skew, 99)},
+          {"busbw_gbps_p50", NumOrNull(busbw_p50 >= 0, busbw_p50)},
+          {"busbw_link_ratio",
+           NumOrNull(has_ratio, has_ratio ? busbw_p50 * 8 / nic.fastest_active_gbps : 0)},
+          {"overlap_ratio",
+           nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl))
+                    : nlohmann::json()},
+          // NIC counters from sysfs over the window: null (not zero) when not available.
+          {"retransmits", nic.has_retransmits ? nlohmann::json(nic.retransmits) : nlohmann::json()},
+          {"cnp_rate", NumOrNull(nic.has_cnp, nic.cnp_per_s)},
+          {"ecn_rate", NumOrNull(nic.has_ecn, nic.ecn_per_s)},
+          {"gpu", GpuTelemetryJson(gpus, since)},
+          {"collective_hang_suspects", suspects},
+          {"by_comm", by_comm},
+          // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
+          {"busbw_by_size", JobBusbwBySizeJson(state, since)},
+          {"baseline", BaselineJson(state, since)},
+          {"records", c.records},
+          {"net", state.net.ToJson()},  // net plugin devices and links (net_links.h)
+          {"plugin_dropped", dropped},
+          {"evicted",
+           {{"pending_join", c.evicted_pending},
+            {"too_old", c.evicted_too_old},
+            {"rank_sample", c.evicted_samples},
+            {"collective_summary", c.evicted_collectives},
+            {"rank", c.evicted_ranks},
+            {"comm", c.evicted_comms},
+            {"process", c.evicted_processes},
+            {"alert", c.evicted_alerts}}}};
+}
+
+nlohmann::json AlertJson(const Alert& a) {
+  return {{"id", a.id},
+          {"kind", AlertKindName(a.kind)},
+          {"severity", AlertSeverityName(a.severity)},
+          {"state", AlertStateName(a.state)},
+          {"resolve_reason", a.resolve_reason == ResolveReason::kNone
+                                 ? nlohmann::json()
+                                 : nlohmann::json(ResolveReasonName(a.resolve_reason))},
+          {"comm", a.comm.empty() ? nlohmann::json() : nlohmann::json(a.comm)},  // node-level
+          {"ranks", a.ranks},
+          {"host", a.host},
+          {"summary", a.summary},
+          {"evidence", a.evidence},
+          {"runbook", a.runbook},
+          {"started_at", FormatRealTime(a.started_real_ns)},
+          {"resolved_at", a.resolved_real_ns == 0
+                              ? nlohmann::json()
+                              : nlohmann::json(FormatRealTime(a.resolved_real_ns))}};
+}
+
+nlohmann::json AlertsJson(const State& state) {
+  std::vector<const Alert*> alerts;
+  for (const auto& [id, a] : state.alerts.all()) alerts.push_back(&a);
+  std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
+    if (a->state != b->state) return a->firing();
+    return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns
+                                                    : a->id < b->id;
+  });
+  nlohmann::json out = nlohmann::json::array();
+  for (const Alert* a : alerts) out.push_back(AlertJson(*a));
+  return {{"alerts", out}};
+}
+
+nlohmann::json ErrorJson(int code, const std::string& message) {
+  return {{"error", {{"code", code}, {"message", message}}}};
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,22 @@
+// The JSON payloads of design.md's HTTP API (schemas in schemas/api/). Pure functions of a State
+// snapshot, called under the aggregator's reader lock.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "collector/aggregate/aggregator.h"
+
+namespace sentinel::collector {
+
+nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns);
+nlohmann::json RanksJson(const State& state, int64_t now_mono_ns);
+nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns);
+nlohmann::json AlertsJson(const State& state);
+nlohmann::json AlertJson(const Alert& alert);
+nlohmann::json ErrorJson(int code, const std::string& message);
+// A rank's in-flight state for /v1/ranks (null when it never sent any).
+nlohmann::json InFlightJson(const State& state, const InFlightView& v);
+
+}  // namespace sentinel::collector

@@ -1,0 +1,16 @@
+// Prometheus text exposition (0.0.4) of the collector state, for /metrics. A pure function of a
+// State snapshot, called under the aggregator's reader lock.
+#pragma once
+
+#include <string>
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/export/metrics_select.h"
+
+namespace sentinel::collector {
+
+// The default series budget (MetricsOptions{}), or the given one (metrics_select.h).
+std::string RenderPrometheus(const State& state);
+std::string RenderPrometheus(const State& state, const MetricsOptions& options);
+
+}  // namespace sentinel::collector

@@ -1,0 +1,51 @@
+// Helpers every rendering of the collector state shares: see render_common.h.
+#include "collector/export/render_common.h"
+
+#include <algorithm>
+#include <cstdint>
+
+namespace sentinel::collector {
+
+std::vector<const RankState*> SortedRanks(const State& state) {
+  std::vector<const RankState*> ranks;
+  ranks.reserve(state.ranks.size());
+  for (const auto& [key, r] : state.ranks) ranks.push_back(r.get());
+  std::sort(ranks.begin(), ranks.end(), [](const RankState* a, const RankState* b) {
+    return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
+  });
+  return ranks;
+}
+
+std::vector<const ProcessState*> SortedProcesses(const State& state) {
+  std::vector<const ProcessState*> out;
+  for (const auto& [client, p] : state.processes) out.push_back(p.get());
+  std::sort(out.begin(), out.end(), [&](const ProcessState* a, const ProcessState* b) {
+    const RankState* ra = PrimaryRank(state, *a);
+    const RankState* rb = PrimaryRank(state, *b);
+    const int xa = ra ? ra->rank : INT32_MAX;
+    const int xb = rb ? rb->rank : INT32_MAX;
+    return xa != xb ? xa < xb : a->client < b->client;
+  });
+  return out;
+}
+
+const RankState* PrimaryRank(const State& state, const ProcessState& process) {
+  const RankState* best = nullptr;
+  for (const auto& key : process.ranks) {
+    auto it = state.ranks.find(key);
+    if (it == state.ranks.end()) continue;
+    const RankState* r = it->second.get();
+    if (best == nullptr || r->nranks > best->nranks ||
+        (r->nranks == best->nranks && r->comm_hash < best->comm_hash)) {
+      best = r;
+    }
+  }
+  return best;
+}
+
+double InFlightAgeSeconds(const State& state, const InFlightView& v) {
+  if (v.oldest_since_ns <= 0 || v.enqueued <= v.completed) return 0;
+  return std::max(0.0, static_cast<double>(state.now_mono_ns - v.oldest_since_ns) / 1e9);
+}
+
+}  // namespace sentinel::collector
