@@ -828,6 +828,18 @@ void Load() {
   FillFor<11>();
   plugin::RawLog("net: wrapping %s (%s, net API v%d; our tables v%d..v11 forward to it)", value,
                  g_real_name != nullptr ? g_real_name : "?", newest, oldest);
+  // NCCL looks for the CollNet tables (in-network reductions, e.g. SHARP) in this library too.
+  // We do not forward them, so with us in front NCCL runs without CollNet: say so, never silently.
+  for (int v = kNewestNetVersion; v >= kOldestNetVersion; --v) {
+    char sym[32];
+    snprintf(sym, sizeof(sym), "ncclCollNetPlugin_v%d", v);
+    if (dlsym(dl, sym) == nullptr) continue;
+    plugin::RawLog(
+        "net: %s also has %s (CollNet, in-network reductions); sentinel does not forward "
+        "CollNet, so NCCL runs without it while NCCL_NET_PLUGIN=sentinel is set",
+        value, sym);
+    break;
+  }
 }
 
 __attribute__((constructor)) void LoadAtDlopen() { Load(); }

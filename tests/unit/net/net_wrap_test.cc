@@ -273,6 +273,21 @@ TEST(NetWrap, MissingPluginFailsInitWithOneLine) {
               "names sentinel itself");
 }
 
+// A plugin with CollNet tables: we do not forward them, so NCCL would run without CollNet; the
+// wrapper says so in its log (and still wraps the net tables).
+void PluginWithCollNet() {
+  Loaded l = LoadWrapper(FAKE_NET_COLLNET_SO, {});
+  static SentinelNetSnapshot s;
+  CHECK(l.snapshot(&s) == 0 && s.wrapped_version == 11);
+  exit(0);
+}
+
+TEST(NetWrap, ACollNetTableThatIsNotForwardedIsSaid) {
+  EXPECT_EXIT(PluginWithCollNet(), ::testing::ExitedWithCode(0),
+              "libnccl-net-fakecollnet.so also has ncclCollNetPlugin_v8 .*sentinel does not "
+              "forward CollNet, so NCCL runs without it");
+}
+
 // ---- older plugins (v6..v10) ------------------------------------------------------------------
 using sentinel::net::HasContext;
 using sentinel::net::HasDeviceMr;
