@@ -61,6 +61,23 @@ uint64_t MonoNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// A (ticks, ns) pair read as close together as this thread can: the ticks on both sides of the
+// clock read, the tightest of a few tries. A preemption between two plain reads would skew the
+// ticks -> ns rate by its whole length (tens of ms on a loaded host) in a young process.
+void ReadClockPair(uint64_t* ticks, uint64_t* ns) {
+  uint64_t best = ~0ull;
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t before = Ticks();
+    const uint64_t mono = MonoNs();
+    const uint64_t after = Ticks();
+    if (after - before < best) {
+      best = after - before;
+      *ticks = before + (after - before) / 2;
+      *ns = mono;
+    }
+  }
+}
+
 inline int SizeClass(uint64_t bytes) {
   int c = 0;
   for (uint64_t limit = 4096; c < SENTINEL_NET_SIZE_CLASSES - 1 && bytes >= limit; limit <<= 2) ++c;
@@ -781,8 +798,7 @@ bool Probe(void* dl, const char* value, int* newest) {
 }
 
 void Load() {
-  g_tick0 = Ticks();
-  g_mono0 = MonoNs();
+  ReadClockPair(&g_tick0, &g_mono0);
   const char* value = rules::ProcessSentinelEnv().Text(rules::Var::kNetWrap);
   if (value == nullptr || value[0] == '\0') {
     plugin::RawLog(
@@ -860,8 +876,11 @@ extern "C" __attribute__((visibility("default"))) int sentinelNetSnapshot(
   // Ticks -> ns from the time since load (x86: TSC; elsewhere ticks already are ns).
   double ns_per_tick = 1.0;
 #if defined(__x86_64__)
-  uint64_t dt = Ticks() - g_tick0;
-  uint64_t dn = MonoNs() - g_mono0;
+  uint64_t ticks_now = 0;
+  uint64_t mono_now = 0;
+  ReadClockPair(&ticks_now, &mono_now);
+  uint64_t dt = ticks_now - g_tick0;
+  uint64_t dn = mono_now - g_mono0;
   if (dt > 0 && dn > 0) ns_per_tick = static_cast<double>(dn) / static_cast<double>(dt);
 #endif
   uint32_t n = g_nconns.load(std::memory_order_relaxed);
