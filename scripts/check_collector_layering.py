@@ -11,6 +11,8 @@ import os
 import re
 import sys
 
+from source_includes import quoted_includes, source_files
+
 # Lowest first. An include must point strictly lower, or into the same directory.
 LAYERS = {
     "base": 0,      # clock, ring buffer, epoll wakeup, time formatting
@@ -32,7 +34,6 @@ EXCEPTIONS = {
     # defines; moving the kind table below config is left for later (issue 9 note, coll9.md).
     ("config/config.cc", "collector/aggregate/exclusion.h"),
 }
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
 def layer_of(rel_path):
@@ -47,37 +48,26 @@ def layer_of(rel_path):
 
 def check(root):
     errors = []
-    for dirpath, dirnames, files in os.walk(root):
-        dirnames.sort()
-        for name in sorted(files):
-            if not name.endswith((".h", ".cc")):
+    for path, rel in source_files(root):
+        directory, rank = layer_of(rel)
+        if rank is None:
+            errors.append(f"{rel}: directory '{directory}' has no layer in LAYERS")
+            continue
+        for line_no, target in quoted_includes(path):
+            if target.startswith("plugin/"):
+                errors.append(f"{rel}:{line_no}: includes {target}: collector/ never "
+                              "includes plugin/ (share through schemas/ or common/)")
                 continue
-            path = os.path.join(dirpath, name)
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
-            directory, rank = layer_of(rel)
-            if rank is None:
-                errors.append(f"{rel}: directory '{directory}' has no layer in LAYERS")
+            if not target.startswith("collector/"):
                 continue
-            with open(path, encoding="utf-8", errors="replace") as f:
-                for line_no, line in enumerate(f, 1):
-                    m = INCLUDE.match(line)
-                    if not m:
-                        continue
-                    target = m.group(1)
-                    if target.startswith("plugin/"):
-                        errors.append(f"{rel}:{line_no}: includes {target}: collector/ never "
-                                      "includes plugin/ (share through schemas/ or common/)")
-                        continue
-                    if not target.startswith("collector/"):
-                        continue
-                    tparts = target.split("/")
-                    tdir = tparts[1] if len(tparts) > 2 else ""
-                    if tdir == directory or (rel, target) in EXCEPTIONS:
-                        continue
-                    trank = LAYERS.get(tdir)
-                    if trank is None or trank >= rank:
-                        errors.append(f"{rel}:{line_no}: {directory or 'collector/'} (layer {rank}) "
-                                      f"includes {target} (layer {trank}): only lower layers")
+            tparts = target.split("/")
+            tdir = tparts[1] if len(tparts) > 2 else ""
+            if tdir == directory or (rel, target) in EXCEPTIONS:
+                continue
+            trank = LAYERS.get(tdir)
+            if trank is None or trank >= rank:
+                errors.append(f"{rel}:{line_no}: {directory or 'collector/'} (layer {rank}) "
+                              f"includes {target} (layer {trank}): only lower layers")
     return errors
 
 
