@@ -46,7 +46,8 @@ struct DrainerState {
 
   std::mutex wake_mu;
   std::condition_variable wake_cv;
-  bool stop = false;  // guarded by wake_mu
+  bool stop = false;    // guarded by wake_mu
+  bool exited = false;  // guarded by wake_mu: the thread has left its loop
 
   std::timed_mutex drain_mu;  // one drain at a time; guards everything below
   std::vector<std::unique_ptr<RecordSink>> sinks;
@@ -154,6 +155,8 @@ void ThreadMain(DrainerState* st) {
     }
     lk.lock();
   }
+  st->exited = true;
+  st->wake_cv.notify_all();
 }
 
 // Requires lifecycle_mu.
@@ -162,6 +165,7 @@ Status StartThread(DrainerState& st) {
   {
     std::lock_guard<std::mutex> lk(st.wake_mu);
     st.stop = false;
+    st.exited = false;
   }
   // The thread inherits a fully blocked signal mask: signals stay the host's business.
   sigset_t all, old;
@@ -187,6 +191,22 @@ void StopThread(DrainerState& st) {
   }
   st.wake_cv.notify_all();
   if (st.thread->joinable()) st.thread->join();
+  delete st.thread;
+  st.thread = nullptr;
+}
+
+// The thread is joined, not left to finish on its own: a thread still tearing down while the
+// process exits races with whatever stops the world at exit (LeakSanitizer's leak check crashes
+// on it). Bounded like the rest of the exit path: a thread that has not left its loop, or a
+// lifecycle lock another thread holds, leaves the thread to the process's end.
+void JoinAtExit(DrainerState& st) {
+  {
+    std::unique_lock<std::mutex> wl(st.wake_mu);
+    if (!st.wake_cv.wait_for(wl, kExitWait, [&] { return st.exited; })) return;
+  }
+  std::unique_lock<std::mutex> ll(st.lifecycle_mu, std::try_to_lock);
+  if (!ll.owns_lock() || st.thread == nullptr || !st.thread->joinable()) return;
+  st.thread->join();
   delete st.thread;
   st.thread = nullptr;
 }
@@ -306,6 +326,7 @@ void DrainerAtExit() noexcept {
       ForEachSink(st, [](RecordSink* s) { s->Flush(); });
       st.drain_mu.unlock();
     }
+    JoinAtExit(st);
   } catch (...) {
   }
 }

@@ -637,7 +637,11 @@ void AtExit() {
   rt.cv.notify_all();
   // Bounded: a CUPTI call stuck at exit must not hang the host's exit.
   rt.cv.wait_for(lk, std::chrono::milliseconds(500), [&] { return rt.done; });
-  if (!rt.done || rt.tracer == nullptr) return;
+  if (!rt.done) return;
+  // Joined, not detached: a thread still tearing down while the process exits races with
+  // whatever stops the world at exit (LeakSanitizer's leak check crashes on it).
+  if (rt.thread->joinable()) rt.thread->join();
+  if (rt.tracer == nullptr) return;
   CuptiTracer* t = rt.tracer.get();
   lk.unlock();
   std::unique_lock<std::mutex> tl(rt.tick_mu, std::try_to_lock);
@@ -668,8 +672,7 @@ void CuptiOnCommInit() noexcept {
       ThreadMain();
     });
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    rt.thread->detach();
-    atexit(&AtExit);
+    atexit(&AtExit);  // joins the thread (never destroyed: `rt` is leaked)
   } catch (...) {
     SENTINEL_LOG_ONCE(LogLevel::kWarn, "CUPTI: cannot start the tracer thread; GPU activity off");
   }
