@@ -5,6 +5,20 @@
 #include "collector/aggregate/state_order.h"
 
 namespace sentinel::collector {
+namespace {
+
+// Whether AppendGpuTraceEvents would draw anything of `g` at or after `since_ns`.
+bool GpuInWindow(const GpuActivity& g, int64_t since_ns) {
+  for (size_t i = 0; i < g.windows.size(); ++i) {
+    if (g.windows[i].end_ns >= since_ns) return true;
+  }
+  for (size_t i = 0; i < g.attributions.size(); ++i) {
+    if (g.attributions[i].kernel.end_ns >= since_ns) return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns) {
   TraceSnapshot snap;
@@ -32,7 +46,7 @@ TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns) {
     out.pid = p->pid;
     out.has_rank = r != nullptr;
     out.rank = r != nullptr ? r->rank : -1;
-    out.gpu = p->gpu;
+    if (GpuInWindow(p->gpu, since_ns)) out.gpu = std::make_unique<GpuActivity>(p->gpu);
   }
   return snap;
 }

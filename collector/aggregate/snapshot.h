@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,8 +57,10 @@ struct TraceSnapshot {
   struct Process {
     uint32_t pid = 0;
     bool has_rank = false;  // it fed a rank still known
-    int32_t rank = -1;      // its primary rank (render_common.h's PrimaryRank) when has_rank
-    GpuActivity gpu;
+    int32_t rank = -1;      // its primary rank (state_order.h's PrimaryRank) when has_rank
+    // Its CUPTI activity, copied only when a window or kernel ends inside the trace window:
+    // nothing to draw otherwise, and the rings are ~80 KiB a process.
+    std::unique_ptr<GpuActivity> gpu;
   };
   std::string host;
   int64_t start_real_ns = 0;

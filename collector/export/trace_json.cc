@@ -161,7 +161,8 @@ nlohmann::json TraceJson(const TraceSnapshot& snap, int64_t window_ns, int64_t n
     }
   }
   for (const TraceSnapshot::Process& p : snap.processes) {  // CUPTI compute / NCCL tracks
-    AppendGpuTraceEvents(p.gpu, p.pid != 0 ? p.pid : (p.has_rank ? p.rank : 0),
+    if (p.gpu == nullptr) continue;
+    AppendGpuTraceEvents(*p.gpu, p.pid != 0 ? p.pid : (p.has_rank ? p.rank : 0),
                          p.has_rank ? p.rank : -1, since, &events);
   }
   return {{"traceEvents", events},

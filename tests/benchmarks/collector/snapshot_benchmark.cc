@@ -14,6 +14,7 @@
 #include "collector/aggregate/snapshot.h"
 #include "collector/export/prometheus_text.h"
 #include "collector/export/trace_json.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
 namespace {
@@ -25,32 +26,16 @@ std::unique_ptr<Aggregator> Node(int ranks, int samples) {
   config.max_clients = ranks;
   auto agg = std::make_unique<Aggregator>(config, RealClock());
   for (int r = 0; r < ranks; ++r) {
-    SentinelWireHello hello{};
-    hello.magic = SENTINEL_WIRE_MAGIC;
-    hello.major = SENTINEL_WIRE_MAJOR;
-    hello.pid = static_cast<uint32_t>(1000 + r);
-    agg->NoteAccepted(r + 1, hello.pid, 0);
-    agg->OnHello(r + 1, hello);
+    agg->NoteAccepted(r + 1, static_cast<uint32_t>(1000 + r), 0);
+    agg->OnHello(r + 1, testing::MakeHello(static_cast<uint32_t>(1000 + r)));
   }
   const int64_t base = RealClock()->MonoNs() - int64_t{samples} * 1000000;
-  std::vector<SentinelWireCollRecord> batch(static_cast<size_t>(samples));
+  std::vector<SentinelWireCollRecord> batch;
   for (int r = 0; r < ranks; ++r) {
+    batch.clear();
     for (int i = 0; i < samples; ++i) {
-      SentinelWireCollRecord& rec = batch[static_cast<size_t>(i)];
-      rec = {};
-      rec.comm_hash = 0xC0FFEE;
-      rec.seq = static_cast<uint64_t>(i);
-      rec.bytes = 1 << 20;
-      rec.rank = r;
-      rec.nranks = ranks;
-      rec.peer = -1;
-      rec.root = -1;
-      rec.func = kSentinelFuncAllReduce;
-      rec.flags = kSentinelCollGpuTimeValid;
-      rec.gpu_start_ns = base + int64_t{i} * 1000000 + int64_t{r} * 100;
-      rec.gpu_end_ns = rec.gpu_start_ns + 500000;
-      rec.enqueue_ns = rec.gpu_start_ns - 1000;
-      rec.pid = static_cast<uint32_t>(1000 + r);
+      batch.push_back(testing::MakeColl(0xC0FFEE, r, ranks, static_cast<uint64_t>(i),
+                                        base + int64_t{i} * 1000000 + int64_t{r} * 100, 500000));
     }
     agg->OnRecords(r + 1, batch.data(), batch.size());
   }
