@@ -27,6 +27,7 @@
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/record_sink.h"
+#include "collector/aggregate/snapshot.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/straggler_detector.h"
 #include "collector/base/clock.h"
@@ -39,20 +40,6 @@ namespace sentinel::collector {
 
 inline constexpr int kFuncSlots = 16;  // func ids >= 15 share the last slot ("Unknown")
 inline constexpr int64_t kUnset = INT64_MIN;
-
-// One rank's completed operation, kept for percentiles and traces.
-struct RankSample {
-  uint64_t seq = 0;
-  uint64_t bytes = 0;
-  int64_t arrival_ns = 0;      // gpu_start_ns when valid, else enqueue_ns
-  int64_t duration_ns = -1;    // gpu_end - gpu_start, -1 unknown
-  int64_t lateness_ns = -1;    // arrival - earliest local arrival, -1 unknown (p2p, unjoined)
-  int64_t clock_free_ns = -1;  // (longest local duration) - own duration
-  uint8_t func = 0;
-  uint8_t algo = 0;
-  uint8_t proto = 0;
-  uint8_t nchannels = 0;
-};
 
 // One rank of one communicator.
 struct RankState {
@@ -158,15 +145,6 @@ struct CollSummary {
   double busbw_gbps = -1;    // GB/s (gigabytes per second, nccl-tests' busbw), -1 unknown
   uint8_t func = 0;
   int32_t ranks = 0;
-};
-
-struct HangSuspect {
-  uint64_t comm_hash = 0;
-  uint8_t func = 0;
-  uint64_t seq = 0;
-  std::vector<int> arrived;
-  std::vector<int> missing;
-  int64_t waiting_ns = 0;
 };
 
 struct Counters {
@@ -309,7 +287,6 @@ class Aggregator : public IngestConsumer, public NicPollConsumer {
   std::vector<std::pair<int, std::string>> outbound_ ABSL_GUARDED_BY(mu_);
 };
 
-std::string CommLabel(uint64_t comm_hash);  // "0x%016x"
 StragglerParams StragglerParamsFrom(const Config& config);
 
 }  // namespace sentinel::collector

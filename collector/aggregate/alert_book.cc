@@ -7,24 +7,6 @@
 
 namespace sentinel::collector {
 
-const char* AlertKindName(AlertKind kind) {
-  switch (kind) {
-    case AlertKind::kStraggler:
-      return "straggler";
-    case AlertKind::kHang:
-      return "hang";
-    case AlertKind::kTransport:
-      return "transport";
-    case AlertKind::kPlacement:
-      return "placement";
-    case AlertKind::kLinkDegraded:
-      return "link_degraded";
-    case AlertKind::kNicErrors:
-      return "nic_errors";
-  }
-  return "unknown";
-}
-
 const char* AlertSeverityName(AlertSeverity severity) {
   switch (severity) {
     case AlertSeverity::kInfo:

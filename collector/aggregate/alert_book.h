@@ -13,17 +13,9 @@
 
 #include "absl/container/flat_hash_map.h"
 
-namespace sentinel::collector {
+#include "collector/base/alert_kind.h"
 
-enum class AlertKind : uint8_t {
-  kStraggler,
-  kHang,
-  kTransport,
-  kPlacement,
-  kLinkDegraded,
-  kNicErrors,
-};
-inline constexpr int kAlertKindCount = 6;
+namespace sentinel::collector {
 
 enum class AlertSeverity : uint8_t { kInfo, kWarning, kCritical };
 enum class AlertState : uint8_t { kFiring, kResolved };
@@ -35,8 +27,7 @@ enum class ResolveReason : uint8_t {
   kEnded,    // the communicator ended or its processes are gone
 };
 
-// Names used in JSON, Prometheus labels and Alertmanager labels.
-const char* AlertKindName(AlertKind kind);
+// Names used in JSON, Prometheus labels and Alertmanager labels (AlertKindName: alert_kind.h).
 const char* AlertSeverityName(AlertSeverity severity);
 const char* AlertStateName(AlertState state);
 const char* ResolveReasonName(ResolveReason reason);  // kNone -> "" (JSON null)

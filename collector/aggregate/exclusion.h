@@ -9,10 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-
 #include "collector/aggregate/alert_book.h"
+#include "collector/base/alert_kind.h"
 
 namespace sentinel::collector {
 
@@ -23,11 +21,7 @@ struct ExcludePolicy {
   bool Counts(AlertKind kind) const { return (kinds & (1u << static_cast<int>(kind))) != 0; }
 };
 
-// "straggler,nic_errors,link_degraded" (the default), any AlertKindName, or "none".
-absl::StatusOr<uint32_t> ParseExcludeKinds(absl::string_view text);
-// The mask back as a comma list in AlertKind order ("none" when empty).
-std::string ExcludeKindsText(uint32_t kinds);
-inline constexpr const char* kDefaultExcludeKinds = "straggler,nic_errors,link_degraded";
+// ParseExcludeKinds, ExcludeKindsText, kDefaultExcludeKinds: collector/base/alert_kind.h.
 
 struct ExcludedHost {
   std::string host;

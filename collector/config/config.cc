@@ -19,7 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
-#include "collector/aggregate/exclusion.h"
+#include "collector/base/alert_kind.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/expectation.h"

@@ -230,10 +230,11 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   Get("/v1/trace", [agg](const HttpRequest& req, HttpResponse& res) {
     int64_t window = 0;
     if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
-    nlohmann::json body;
     const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = TraceJson(state, window, mono); });
-    SendJson(res, 200, body);
+    // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy only.
+    TraceSnapshot snap;
+    agg->Read([&](const State& state) { snap = TakeTraceSnapshot(state, mono - window); });
+    SendJson(res, 200, TraceJson(snap, window, mono));
   });
   Get("/v1/expect", [agg](const HttpRequest&, HttpResponse& res) {
     const Config& config = agg->config();

@@ -1,5 +1,5 @@
-// Helpers the Prometheus text, API JSON and trace renderings share (one rule each): the order
-// ranks and processes are listed in, the rank a process is best known by, time formatting.
+// What the Prometheus text and API JSON renderings share: the version, the listing order and
+// primary ranks (state_order.h), time formatting (real_time.h).
 #pragma once
 
 #include <cstdint>
@@ -7,18 +7,11 @@
 #include <vector>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/state_order.h"
 #include "collector/base/real_time.h"
 
 namespace sentinel::collector {
 
 inline constexpr const char* kSentinelVersion = "0.1.0";
-
-// The rank a process is best known by: its rank in the largest communicator it joined.
-const RankState* PrimaryRank(const State& state, const ProcessState& process);
-// The age of a rank's oldest incomplete collective as of the last tick (0 when none).
-double InFlightAgeSeconds(const State& state, const InFlightView& v);
-// Ranks by (communicator, rank); processes by primary rank, then client id.
-std::vector<const RankState*> SortedRanks(const State& state);
-std::vector<const ProcessState*> SortedProcesses(const State& state);
 
 }  // namespace sentinel::collector

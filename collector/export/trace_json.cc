@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-#include "collector/export/render_common.h"
+#include "common/wire_names.h"
 
 namespace sentinel::collector {
 
@@ -26,15 +26,15 @@ std::string HumanBytes(uint64_t bytes) {
 
 }  // namespace
 
-nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono_ns) {
+nlohmann::json TraceJson(const TraceSnapshot& snap, int64_t window_ns, int64_t now_mono_ns) {
   nlohmann::json events = nlohmann::json::array();
   const int64_t since = now_mono_ns - window_ns;
   // Track per (process, comm rank): pid = OS pid of the rank's process (or the rank when unknown),
   // tid = the rank within the communicator's position among comms (one thread per comm).
   absl::flat_hash_map<uint64_t, int> comm_tid;
-  for (const RankState* r : SortedRanks(state)) {
-    if (!comm_tid.contains(r->comm_hash))
-      comm_tid[r->comm_hash] = static_cast<int>(comm_tid.size()) + 1;
+  for (const TraceSnapshot::Rank& r : snap.ranks) {
+    if (!comm_tid.contains(r.comm_hash))
+      comm_tid[r.comm_hash] = static_cast<int>(comm_tid.size()) + 1;
   }
   // Per (comm, seq): every rank's arrival on its track, for the flow that links them.
   struct Arrival {
@@ -45,12 +45,12 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
   std::map<std::pair<uint64_t, uint64_t>, std::vector<Arrival>> by_collective;
   std::map<std::pair<std::string, int>, std::pair<int64_t, int>> track_of;  // (comm, rank)
   absl::flat_hash_map<uint32_t, bool> named;
-  for (const RankState* r : SortedRanks(state)) {
+  for (const TraceSnapshot::Rank& rank : snap.ranks) {
+    const TraceSnapshot::Rank* r = &rank;
     const int64_t pid = r->pid != 0 ? r->pid : r->rank;
     const int tid = comm_tid[r->comm_hash];
     bool any = false;
-    for (size_t i = 0; i < r->history.size(); ++i) {
-      const RankSample& s = r->history[i];
+    for (const RankSample& s : r->samples) {
       if (s.arrival_ns < since) continue;
       any = true;
       nlohmann::json args = {{"comm", CommLabel(r->comm_hash)},
@@ -141,8 +141,8 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
     }
     events.push_back(std::move(e));
   };
-  const int64_t real_to_mono = state.start_mono_ns - state.start_real_ns;
-  for (const auto& [id, a] : state.alerts.all()) {
+  const int64_t real_to_mono = snap.start_mono_ns - snap.start_real_ns;
+  for (const Alert& a : snap.alerts) {
     if (a.kind != AlertKind::kStraggler && a.kind != AlertKind::kHang) continue;
     const int64_t ts = a.started_real_ns + real_to_mono;
     if (ts < since) continue;
@@ -151,7 +151,7 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
              {{"alert", a.id}, {"state", AlertStateName(a.state)}, {"summary", a.summary}});
     }
   }
-  for (const HangSuspect& h : state.hang_suspects) {
+  for (const HangSuspect& h : snap.hangs) {
     for (const int rank : h.missing) {
       marker(absl::StrCat("hang: ", FuncName(h.func), " #", h.seq, " waits for rank ", rank),
              CommLabel(h.comm_hash), rank, now_mono_ns,
@@ -160,15 +160,15 @@ nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono
               {"waiting_ms", static_cast<double>(h.waiting_ns) / 1e6}});
     }
   }
-  for (const ProcessState* p : SortedProcesses(state)) {  // CUPTI compute / NCCL tracks
-    const RankState* r = PrimaryRank(state, *p);
-    AppendGpuTraceEvents(p->gpu, p->pid != 0 ? p->pid : (r ? r->rank : 0), r ? r->rank : -1, since,
-                         &events);
+  for (const TraceSnapshot::Process& p : snap.processes) {  // CUPTI compute / NCCL tracks
+    if (p.gpu == nullptr) continue;
+    AppendGpuTraceEvents(*p.gpu, p.pid != 0 ? p.pid : (p.has_rank ? p.rank : 0),
+                         p.has_rank ? p.rank : -1, since, &events);
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},
           {"metadata",
-           {{"host", state.host},
+           {{"host", snap.host},
             {"clock", "CLOCK_MONOTONIC"},
             {"window_s", static_cast<double>(window_ns) / 1e9}}}};
 }

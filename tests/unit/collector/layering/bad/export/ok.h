@@ -1,6 +1,5 @@
-// Fixture: export may include aggregate, base, schemas and common.
+// Fixture: export may include aggregate's snapshot header, base, schemas and common.
 #pragma once
-#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/snapshot.h"
 #include "collector/base/clock.h"
 #include "common/expectation.h"
-#include "schemas/wire/sentinel_wire.h"

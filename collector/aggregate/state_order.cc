@@ -1,5 +1,5 @@
-// Helpers every rendering of the collector state shares: see render_common.h.
-#include "collector/export/render_common.h"
+// Listing order and primary ranks: see state_order.h.
+#include "collector/aggregate/state_order.h"
 
 #include <algorithm>
 #include <cstdint>

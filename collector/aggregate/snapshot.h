@@ -1,0 +1,78 @@
+// Plain-data snapshots of the aggregator's state, the only part of aggregate/ that export/ may
+// include (issue 9; scripts/check_collector_layering.py). The aggregator's reader fills one under
+// the lock (TakeTraceSnapshot) and the renderer formats it after the lock is released, so a
+// renderer never sees State and a slow rendering never holds the ingest thread back.
+//
+// Today /v1/trace renders from TraceSnapshot; /metrics and the /v1 JSON still read State (the
+// export files the layering checker lists in STATE_READERS).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/aggregate/alert_book.h"
+#include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/stats.h"
+
+namespace sentinel::collector {
+
+struct State;
+
+// One rank's completed operation, kept for percentiles and traces.
+struct RankSample {
+  uint64_t seq = 0;
+  uint64_t bytes = 0;
+  int64_t arrival_ns = 0;      // gpu_start_ns when valid, else enqueue_ns
+  int64_t duration_ns = -1;    // gpu_end - gpu_start, -1 unknown
+  int64_t lateness_ns = -1;    // arrival - earliest local arrival, -1 unknown (p2p, unjoined)
+  int64_t clock_free_ns = -1;  // (longest local duration) - own duration
+  uint8_t func = 0;
+  uint8_t algo = 0;
+  uint8_t proto = 0;
+  uint8_t nchannels = 0;
+};
+
+// A collective some local ranks reached and others did not, past the hang timeout.
+struct HangSuspect {
+  uint64_t comm_hash = 0;
+  uint8_t func = 0;
+  uint64_t seq = 0;
+  std::vector<int> arrived;
+  std::vector<int> missing;
+  int64_t waiting_ns = 0;
+};
+
+std::string CommLabel(uint64_t comm_hash);  // "0x%016x"
+
+// What the trace (/v1/trace, trace_json.h) shows.
+struct TraceSnapshot {
+  struct Rank {
+    uint64_t comm_hash = 0;
+    int32_t rank = 0;
+    uint32_t pid = 0;
+    std::vector<RankSample> samples;  // oldest first, only those that started in the window
+  };
+  struct Process {
+    uint32_t pid = 0;
+    bool has_rank = false;  // it fed a rank still known
+    int32_t rank = -1;      // its primary rank (state_order.h's PrimaryRank) when has_rank
+    // Its CUPTI activity, copied only when a window or kernel ends inside the trace window:
+    // nothing to draw otherwise, and the rings are ~80 KiB a process.
+    std::unique_ptr<GpuActivity> gpu;
+  };
+  std::string host;
+  int64_t start_real_ns = 0;
+  int64_t start_mono_ns = 0;
+  std::vector<Rank> ranks;         // by (communicator, rank)
+  std::vector<Alert> alerts;       // straggler and hang alerts, in the alert book's order
+  std::vector<HangSuspect> hangs;  // as of the last tick
+  std::vector<Process> processes;  // by primary rank, then client id
+};
+
+// Copies what the trace shows of `state`: the samples that started at or after `since_ns`. Call
+// with the aggregator's lock held (inside Aggregator::Read).
+TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns);
+
+}  // namespace sentinel::collector

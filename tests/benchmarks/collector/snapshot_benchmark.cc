@@ -1,0 +1,106 @@
+// What a reader of the aggregator costs the ingest thread on a 1,024-rank node (issue 9, export
+// reads a snapshot): the time spent under the aggregator's lock to copy a TraceSnapshot
+// (snapshot.h) versus rendering under the lock, and today's /metrics rendering (RenderPrometheus,
+// still under the lock) for scale. One communicator of `ranks` ranks, one per client, each with
+// `samples` joined 1 MiB all-reduces kept. A figure, not a test.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/snapshot.h"
+#include "collector/export/prometheus_text.h"
+#include "collector/export/trace_json.h"
+#include "tests/unit/collector/wire_test_util.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr int64_t kWindowNs = 3600LL * 1000000000;
+
+std::unique_ptr<Aggregator> Node(int ranks, int samples) {
+  Config config;
+  config.max_clients = ranks;
+  auto agg = std::make_unique<Aggregator>(config, RealClock());
+  for (int r = 0; r < ranks; ++r) {
+    agg->NoteAccepted(r + 1, static_cast<uint32_t>(1000 + r), 0);
+    agg->OnHello(r + 1, testing::MakeHello(static_cast<uint32_t>(1000 + r)));
+  }
+  const int64_t base = RealClock()->MonoNs() - int64_t{samples} * 1000000;
+  std::vector<SentinelWireCollRecord> batch;
+  for (int r = 0; r < ranks; ++r) {
+    batch.clear();
+    for (int i = 0; i < samples; ++i) {
+      batch.push_back(testing::MakeColl(0xC0FFEE, r, ranks, static_cast<uint64_t>(i),
+                                        base + int64_t{i} * 1000000 + int64_t{r} * 100, 500000));
+    }
+    agg->OnRecords(r + 1, batch.data(), batch.size());
+  }
+  return agg;
+}
+
+// Copy under the lock (what /v1/trace now holds the lock for).
+void BM_TakeTraceSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t since = RealClock()->MonoNs() - kWindowNs;
+  size_t samples = 0;
+  for (auto _ : st) {
+    TraceSnapshot snap;
+    agg->Read([&](const State& s) { snap = TakeTraceSnapshot(s, since); });
+    samples = 0;
+    for (const auto& r : snap.ranks) samples += r.samples.size();
+    benchmark::DoNotOptimize(snap);
+  }
+  st.counters["samples"] = static_cast<double>(samples);
+}
+
+// Rendering from the snapshot (after the lock is released).
+void BM_TraceJsonFromSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t now = RealClock()->MonoNs();
+  TraceSnapshot snap;
+  agg->Read([&](const State& s) { snap = TakeTraceSnapshot(s, now - kWindowNs); });
+  for (auto _ : st) benchmark::DoNotOptimize(TraceJson(snap, kWindowNs, now).dump());
+}
+
+// Before: the whole trace rendered under the lock.
+void BM_TraceJsonUnderLock(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t now = RealClock()->MonoNs();
+  for (auto _ : st) {
+    nlohmann::json body;
+    agg->Read([&](const State& s) { body = TraceJson(s, kWindowNs, now); });
+    benchmark::DoNotOptimize(body);
+  }
+}
+
+// /metrics today: RenderPrometheus under the lock (no snapshot yet), the figure a /metrics
+// snapshot must beat.
+void BM_PrometheusUnderLock(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  size_t bytes = 0;
+  for (auto _ : st) {
+    std::string out;
+    agg->Read([&](const State& s) { out = RenderPrometheus(s); });
+    bytes = out.size();
+    benchmark::DoNotOptimize(out);
+  }
+  st.counters["bytes"] = static_cast<double>(bytes);
+}
+
+BENCHMARK(BM_TakeTraceSnapshot)
+    ->Args({1024, 16})
+    ->Args({1024, 256})
+    ->Args({1024, 1024})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TraceJsonFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TraceJsonUnderLock)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrometheusUnderLock)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace sentinel::collector
+
+BENCHMARK_MAIN();
