@@ -2,6 +2,7 @@
 #include "collector/aggregate/gpu_activity.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -12,6 +13,11 @@ namespace sentinel::collector {
 namespace {
 
 constexpr int64_t kHourNs = 3600LL * 1000 * 1000 * 1000;
+
+// end - start when it fits in int64 (timestamps come off the wire: anything is possible).
+bool Span(int64_t start, int64_t end, int64_t* len) {
+  return !__builtin_sub_overflow(end, start, len);
+}
 
 nlohmann::json Num(bool ok, double v) { return ok ? nlohmann::json(v) : nlohmann::json(); }
 
@@ -45,14 +51,15 @@ nlohmann::json FiguresJson(const GpuFigures& f) {
 }  // namespace
 
 bool ValidGpuWindow(const SentinelWireGpuWindow& w) {
-  const int64_t len = w.end_ns - w.start_ns;
-  if (len <= 0 || len > kHourNs) return false;
+  int64_t len = 0;
+  if (!Span(w.start_ns, w.end_ns, &len) || len <= 0 || len > kHourNs) return false;
   for (int64_t v : {w.compute_ns, w.nccl_ns, w.idle_ns, w.memcpy_ns}) {
     if (v < 0 || v > len) return false;
   }
   if (w.overlap_ns < 0 || w.overlap_ns > w.compute_ns || w.overlap_ns > w.nccl_ns) return false;
-  if (w.steps > 0 && (w.step_end_ns < w.step_start_ns || w.step_compute_ns < 0 ||
-                      w.step_exposed_comm_ns < 0 || w.step_idle_ns < 0)) {
+  int64_t step_len = 0;
+  if (w.steps > 0 && (!Span(w.step_start_ns, w.step_end_ns, &step_len) || step_len < 0 ||
+                      w.step_compute_ns < 0 || w.step_exposed_comm_ns < 0 || w.step_idle_ns < 0)) {
     return false;
   }
   return true;
@@ -77,8 +84,9 @@ bool IngestGpuWindow(GpuActivity* g, const SentinelWireGpuWindow& w) {
 
 void IngestAttribution(GpuActivity* g, const SentinelWireKernelAttribution& a,
                        const std::vector<AttributionCandidate>& candidates) {
-  if (a.end_ns <= a.start_ns || a.end_ns - a.start_ns > kHourNs || a.overlap_ns < 0 ||
-      a.overlap_ns > a.end_ns - a.start_ns) {
+  int64_t kernel_len = 0;
+  if (!Span(a.start_ns, a.end_ns, &kernel_len) || kernel_len <= 0 || kernel_len > kHourNs ||
+      a.overlap_ns < 0 || a.overlap_ns > kernel_len) {
     ++g->invalid_total;
     return;
   }
@@ -87,16 +95,21 @@ void IngestAttribution(GpuActivity* g, const SentinelWireKernelAttribution& a,
   int64_t best = 0;
   for (const AttributionCandidate& c : candidates) {
     const RankSample& r = *c.sample;
-    if (r.duration_ns < 0) continue;
+    int64_t r_end = 0;
+    if (r.duration_ns < 0 || __builtin_add_overflow(r.arrival_ns, r.duration_ns, &r_end)) continue;
     const int64_t lo = std::max(a.start_ns, r.arrival_ns);
-    const int64_t hi = std::min(a.end_ns, r.arrival_ns + r.duration_ns);
-    if (hi - lo > best) {
+    const int64_t hi = std::min(a.end_ns, r_end);
+    // hi > lo: both lie inside the kernel's span, so hi - lo fits.
+    if (hi > lo && hi - lo > best) {
       best = hi - lo;
       s.comm_hash = c.comm_hash;
       s.seq = r.seq;
       s.func = r.func;
       s.rank = c.rank;
-      s.kernelch_minus_cupti_ns = r.arrival_ns - a.start_ns;
+      int64_t disagreement = 0;  // the arrival precedes hi <= a.end_ns: only underflow is possible
+      s.kernelch_minus_cupti_ns = __builtin_sub_overflow(r.arrival_ns, a.start_ns, &disagreement)
+                                      ? INT64_MIN
+                                      : disagreement;
     }
   }
   ++g->attributions_total;

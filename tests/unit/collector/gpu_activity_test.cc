@@ -2,6 +2,7 @@
 // KernelAttribution records through the aggregator, and every export of them, checked exactly.
 #include "collector/aggregate/gpu_activity.h"
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,55 @@ TEST_F(GpuActivityTest, InvalidWindowIsCountedAndIgnored) {
   agg_->Read([&](const State& s) { invalid = s.counters.records_invalid; });
   EXPECT_EQ(invalid, 1u);
   EXPECT_EQ(RankJson(0)["gpu"]["windows"], 0);
+}
+
+// Timestamps come off the wire: spans that do not fit in int64 are refused, not computed
+// (the frame-parser fuzzer found end_ns = INT64_MIN overflowing end - start; UBSan in CI).
+TEST_F(GpuActivityTest, SpansThatOverflowAreRefusedAndCounted) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  SentinelWireGpuWindow w = Window(30064771075, 0, 0, 0);
+  w.end_ns = kMin;  // the fuzzer's input
+  Control(Client(0), kSentinelWireGpuWindow, w);
+  w = Window(kMin + kSec, 0, 0, 0);
+  w.start_ns = kMax;  // end - start underflows the other way
+  Control(Client(0), kSentinelWireGpuWindow, w);
+  w = Window(clock_.MonoNs(), 0, 0, 0);
+  w.steps = 1;
+  w.step_start_ns = kMin;
+  w.step_end_ns = kMax;  // the step's span does not fit
+  Control(Client(0), kSentinelWireGpuWindow, w);
+  SentinelWireKernelAttribution a{};
+  a.start_ns = kMin;
+  a.end_ns = kMax;
+  Control(Client(0), kSentinelWireKernelAttribution, a);
+  uint64_t invalid_records = 0;
+  uint64_t invalid_gpu = 0;
+  agg_->Read([&](const State& s) {
+    invalid_records = s.counters.records_invalid;                // the windows
+    invalid_gpu = s.processes.at(Client(0))->gpu.invalid_total;  // windows and the attribution
+  });
+  EXPECT_EQ(invalid_records, 3u);
+  EXPECT_EQ(invalid_gpu, 4u);
+  const nlohmann::json g = RankJson(0)["gpu"];
+  EXPECT_EQ(g["windows"], 0);
+  EXPECT_EQ(g["kernels_attributed"], 0);
+}
+
+// A kernel far from a collective whose end (arrival + duration) does not fit is not matched.
+TEST_F(GpuActivityTest, AttributionFarFromEveryCollectiveIsUnmatched) {
+  const int64_t gpu_start = clock_.MonoNs() - kSec;
+  for (int r = 0; r < 4; ++r) {
+    SentinelWireCollRecord rec = MakeColl(kComm, r, 4, 7, gpu_start, 40 * kMs);
+    agg_->OnRecords(Client(r), &rec, 1);
+  }
+  SentinelWireKernelAttribution a{};
+  a.start_ns = std::numeric_limits<int64_t>::min() + 10;  // hi - lo of the candidate underflows
+  a.end_ns = a.start_ns + 40 * kMs;
+  Control(Client(0), kSentinelWireKernelAttribution, a);
+  const nlohmann::json g = RankJson(0)["gpu"];
+  EXPECT_EQ(g["kernels_attributed"], 1);
+  EXPECT_EQ(g["kernels_matched"], 0);
 }
 
 TEST_F(GpuActivityTest, StepSplitIsExported) {
