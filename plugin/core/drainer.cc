@@ -182,6 +182,14 @@ Status StartThread(DrainerState& st) {
   return status;
 }
 
+// Requires lifecycle_mu; the thread has been told to stop.
+void JoinThread(DrainerState& st) {
+  if (st.thread == nullptr) return;
+  if (st.thread->joinable()) st.thread->join();
+  delete st.thread;
+  st.thread = nullptr;
+}
+
 // Requires lifecycle_mu.
 void StopThread(DrainerState& st) {
   if (st.thread == nullptr) return;
@@ -190,9 +198,7 @@ void StopThread(DrainerState& st) {
     st.stop = true;
   }
   st.wake_cv.notify_all();
-  if (st.thread->joinable()) st.thread->join();
-  delete st.thread;
-  st.thread = nullptr;
+  JoinThread(st);
 }
 
 // The thread is joined, not left to finish on its own: a thread still tearing down while the
@@ -205,10 +211,7 @@ void JoinAtExit(DrainerState& st, std::chrono::steady_clock::time_point deadline
     if (!st.wake_cv.wait_until(wl, deadline, [&] { return st.exited; })) return;
   }
   std::unique_lock<std::mutex> ll(st.lifecycle_mu, std::try_to_lock);
-  if (!ll.owns_lock() || st.thread == nullptr || !st.thread->joinable()) return;
-  st.thread->join();
-  delete st.thread;
-  st.thread = nullptr;
+  if (ll.owns_lock()) JoinThread(st);
 }
 
 }  // namespace
