@@ -6,13 +6,15 @@
 // counter line plus a never-taken branch per callback (sentinel_meter_benchmark).
 //
 // KernelCh callbacks (start, KernelChStop state, stop: 3 per channel) are metered per collective,
-// so the meter's cost does not grow with the channel count (issue 10 §3): the Coll/P2p start
-// counts 3 callbacks per channel it expects (MeterCollective) and decides, 1 collective in
-// kKernelChSample per launching thread, that its KernelCh callbacks are timed; each of those then
-// counts kKernelChSample times its duration (KernelChMeter). The rarer sample keeps the amortized
-// clock reads (3 per channel and timed collective) below a nanosecond per collective. A KernelCh
-// the start did not expect (an extra channel, a collective whose channel count is unknown) counts
-// itself.
+// so the meter's cost does not grow with the channel count (issue 10 §3): the Coll/P2p start adds
+// the 3 callbacks per channel it expects to the thread's KernelCh callback count (MeterCollective),
+// and its KernelCh callbacks are timed when that addition carries the count across a multiple of
+// kKernelChSample. A collective of N channels is so timed with probability 3N / kKernelChSample,
+// and each of its KernelCh callbacks then counts kKernelChSample / 3N times its duration
+// (KernelChMeter): an unbiased estimate from the one counter update the count needs anyway (no
+// tick of its own), at 2 clock reads per timed callback: 6N per kKernelChSample KernelCh
+// callbacks, about 0.02 per 8-channel collective. A KernelCh the start did not expect
+// (an extra channel, a collective whose channel count is unknown) counts itself.
 #pragma once
 
 #include <atomic>
@@ -23,9 +25,9 @@
 
 namespace sentinel::plugin {
 
-inline constexpr uint64_t kCallbackSample = 256;   // a power of two
-inline constexpr uint64_t kKernelChCallbacks = 3;  // start, KernelChStop state, stop
-inline constexpr uint64_t kKernelChSample = 2048;  // a power of two
+inline constexpr uint64_t kCallbackSample = 256;    // a power of two
+inline constexpr uint64_t kKernelChCallbacks = 3;   // start, KernelChStop state, stop
+inline constexpr uint64_t kKernelChSample = 65536;  // a power of two, > 3 * 255 channels
 
 class CallbackMeter {
  public:
@@ -54,13 +56,24 @@ class CallbackMeter {
 };
 
 // At a Coll/P2p start that expects `kch` KernelCh children: counts their callbacks and returns
-// whether they are timed. A counter of their own: added to kCtrCallbacks, they would move
-// CallbackMeter's sampling tick in steps that alias with the 1-in-kCallbackSample test.
-inline bool MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
-  if (kch == 0) return false;
-  ts->Add(kCtrKernelChCallbacks, kKernelChCallbacks * kch);
-  if (__builtin_expect(ts->shared, 0)) return false;  // several writers: not timed
-  return (++ts->kch_meter_tick & (kKernelChSample - 1)) == 0;
+// the weight of each of their timed durations, 0 when they are not timed. A counter of their own:
+// added to kCtrCallbacks, they would move CallbackMeter's sampling tick in steps that alias with
+// the 1-in-kCallbackSample test.
+inline uint32_t MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
+  if (kch == 0) return 0;
+  const uint64_t callbacks = kKernelChCallbacks * kch;
+  if (__builtin_expect(ts->shared, 0)) {  // several writers: counted, not timed
+    ts->Add(kCtrKernelChCallbacks, callbacks);
+    return 0;
+  }
+  // Single writer: a plain load+store (see CallbackMeter).
+  std::atomic<uint64_t>& n = ts->counters[kCtrKernelChCallbacks];
+  const uint64_t before = n.load(std::memory_order_relaxed);
+  const uint64_t after = before + callbacks;
+  n.store(after, std::memory_order_relaxed);
+  if (__builtin_expect(((before ^ after) & ~(kKernelChSample - 1)) == 0, 1)) return 0;
+  // Crossed a multiple of kKernelChSample (callbacks < kKernelChSample: at most one). Rounded.
+  return static_cast<uint32_t>((kKernelChSample + callbacks / 2) / callbacks);
 }
 
 // One KernelCh callback: free unless its collective is a timed one (Time() as soon as the
@@ -69,11 +82,15 @@ inline bool MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
 class KernelChMeter {
  public:
   explicit KernelChMeter(ThreadState* ts) noexcept : ts_(ts) {}
-  void Time() noexcept { t0_ = MonoNs(); }
+  // `weight`: MeterCollective's, non-zero.
+  void Time(uint32_t weight) noexcept {
+    weight_ = weight;
+    t0_ = MonoNs();
+  }
   void Count(uint64_t n) noexcept { ts_->Add(kCtrKernelChCallbacks, n); }
   ~KernelChMeter() {
     if (__builtin_expect(t0_ != 0, 0)) {
-      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kKernelChSample);
+      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * weight_);
     }
   }
   KernelChMeter(const KernelChMeter&) = delete;
@@ -82,6 +99,7 @@ class KernelChMeter {
  private:
   ThreadState* ts_;
   int64_t t0_ = 0;
+  uint32_t weight_ = 0;
 };
 
 }  // namespace sentinel::plugin

@@ -92,7 +92,8 @@ struct alignas(64) Slot {
   uint8_t nchannels;
   uint16_t flags;
   uint32_t kch_expected;
-  uint8_t kch_timed;  // Coll/P2p: its KernelCh callbacks are timed (callback_meter.h)
+  uint32_t kch_weight;  // Coll/P2p: its KernelCh callbacks are timed with this weight, or 0
+                        // (MeterCollective, callback_meter.h)
   // Updated concurrently by children on other threads.
   // Coll/P2p: channels whose KernelCh started / stopped, bit = channel id (see KernelChHandle).
   std::atomic<uint64_t> kch_seen;

@@ -171,7 +171,7 @@ inline void ResetRecordFields(Slot* s) {
   s->graph_captured.store(0, std::memory_order_relaxed);
   s->flags = 0;
   s->kch_expected = 0;
-  s->kch_timed = 0;
+  s->kch_weight = 0;
   s->grace.store(0, std::memory_order_relaxed);
   ResetCompletionState(s);
 }
@@ -314,7 +314,7 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
     kch = s->nchannels;
   }
   s->kch_expected = kch;
-  s->kch_timed = MeterCollective(ts, kch) ? 1 : 0;
+  s->kch_weight = MeterCollective(ts, kch);
   uint32_t grace = 0;
   if (kch == 0 && (mask & waits_for) != 0) grace = 1;
   s->grace.store(grace, std::memory_order_relaxed);
@@ -494,7 +494,7 @@ void* StartKernelCh(Context* ctx, Slot* parent, const EventDesc& d, ThreadState*
     meter.Count(1);
     return nullptr;
   }
-  if (parent->kch_timed != 0) meter.Time();
+  if (parent->kch_weight != 0) meter.Time(parent->kch_weight);
   // Only a Coll/P2p that expects KernelCh children (KernelCh in the mask) reserved references for
   // them: the first kch_expected distinct channels use those.
   bool own_handle = false;  // the channel's bit is ours: no slot needed
@@ -556,7 +556,7 @@ Slot* OpenKernelCh(void* handle, uint32_t* channel, ThreadState* ts, KernelChMet
     ts->Add(kCtrStaleHandles);
     return nullptr;
   }
-  if (parent->kch_timed != 0) meter.Time();
+  if (parent->kch_weight != 0) meter.Time(parent->kch_weight);
   return parent;
 }
 

@@ -38,9 +38,6 @@ struct ThreadState {
   // pool's cursor in one fetch_add, so most claims need no atomic read-modify-write there.
   uint64_t claim_next[kMaxPoolKinds] = {};
   uint32_t claim_left[kMaxPoolKinds] = {};
-  // Owner only: Coll/P2p starts with KernelCh children, the KernelCh timing tick
-  // (callback_meter.h).
-  uint32_t kch_meter_tick = 0;
   RecordRing ring;
   // Own cache line: written by the owner on every callback, summed by the drainer; keeping it off
   // the ring's tail_ line (written by the drainer) avoids false sharing.

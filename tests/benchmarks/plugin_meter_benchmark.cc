@@ -2,8 +2,8 @@
 // collective at Inspector's mask is 2 + 3N callbacks (Coll start/stop; per channel KernelCh
 // start, state, stop). Coll start/stop each run inside a CallbackMeter, the start also meters its
 // N channels (MeterCollective) and each KernelCh callback runs inside a KernelChMeter that tests
-// its collective's timed flag. BM_Metered - BM_Unmetered = the meter's cost per collective (its
-// clock reads included: 1 Coll callback in 256, the KernelCh callbacks of 1 collective in 2048).
+// its collective's timing weight. BM_Metered - BM_Unmetered = the meter's cost per collective (its
+// clock reads included: 1 Coll callback in 256, 1 KernelCh callback in 65536).
 #include <benchmark/benchmark.h>
 
 #include "plugin/core/callback_meter.h"
@@ -14,9 +14,9 @@ namespace {
 
 ThreadState g_ts;  // an owned (not shared) thread state, as NCCL's threads get
 
-// Stands in for the collective's slot: the KernelCh callbacks read its timed flag from memory.
+// Stands in for the collective's slot: the KernelCh callbacks read its timing weight from memory.
 struct FakeColl {
-  uint8_t kch_timed = 0;
+  uint32_t kch_weight = 0;
 };
 FakeColl g_coll;
 
@@ -37,7 +37,7 @@ void BM_Metered(benchmark::State& state) {
   for (auto _ : state) {
     {
       CallbackMeter meter(&g_ts);  // Coll start
-      g_coll.kch_timed = MeterCollective(&g_ts, static_cast<uint32_t>(channels)) ? 1 : 0;
+      g_coll.kch_weight = MeterCollective(&g_ts, static_cast<uint32_t>(channels));
       benchmark::ClobberMemory();
     }
     {
@@ -46,7 +46,7 @@ void BM_Metered(benchmark::State& state) {
     }
     for (int i = 0; i < 3 * channels; ++i) {
       KernelChMeter meter(&g_ts);
-      if (g_coll.kch_timed != 0) meter.Time();
+      if (g_coll.kch_weight != 0) meter.Time(g_coll.kch_weight);
       benchmark::ClobberMemory();
     }
   }
