@@ -25,7 +25,7 @@ bool ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
   overflow_.shared = true;
   size_t states_bytes = sizeof(ThreadState) * n_states;
   size_t ring_bytes = sizeof(SentinelWireCollRecord) * ring_records * n_states;
-  // Anonymous mappings: zeroed, and only the pages a thread actually uses become resident.
+  // Anonymous mappings: zeroed, and only the rings threads claim become resident (ClaimSlow).
   void* s = mmap(nullptr, states_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (s == MAP_FAILED) return false;
   void* r = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -59,6 +59,7 @@ ThreadState* ThreadStates::ClaimSlow() noexcept {
         s.use.compare_exchange_strong(expected, 1, std::memory_order_acquire,
                                       std::memory_order_relaxed)) {
       t_thread_state = &s;
+      s.ring.Prefault();  // once per thread: no page fault on its later pushes
       if (self.key_ok_) pthread_setspecific(static_cast<pthread_key_t>(self.key_), &s);
       return &s;
     }

