@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 
 #include "collector/ctl_net.h"
+#include "common/sentinel_env.h"
 #include "tools/baseline/report.h"
 
 namespace {
@@ -377,7 +378,8 @@ int Exclude(const Options& o) {
 int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
   Options o;
   std::string port_file;
-  const char* env = std::getenv("SENTINEL_ADDR");  // NOLINT(concurrency-mt-unsafe): main thread
+  // SENTINEL_ADDR from the process's one reading of SENTINEL_* (common/sentinel_env.h).
+  const char* env = sentinel::rules::ProcessSentinelEnv().Text(sentinel::rules::Var::kAddr);
   o.addr = env != nullptr && env[0] != '\0' ? env : "127.0.0.1:9464";
   std::vector<std::string> args(argv + 1, argv + argc);
   for (size_t i = 0; i < args.size(); ++i) {

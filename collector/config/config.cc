@@ -23,6 +23,7 @@
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/expectation.h"
+#include "common/sentinel_env.h"
 #include "common/socket_path.h"
 
 namespace sentinel::collector {
@@ -165,20 +166,27 @@ absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
   return static_cast<int64_t>(ns);
 }
 
-std::string DefaultSocketPath() {
+std::string DefaultSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir) {
   // The plugins' rule (common/socket_path.h), so both sides agree. SENTINEL_SOCKET=none turns the
   // plugins' streaming off; for the daemon it means the per-user default. A path that does not fit
   // a sockaddr_un is returned as the user wrote it, so that listening fails naming it.
-  const char* env = std::getenv("SENTINEL_SOCKET");  // NOLINT(concurrency-mt-unsafe): startup only
-  const char* xdg = std::getenv("XDG_RUNTIME_DIR");  // NOLINT(concurrency-mt-unsafe)
+  const char* env = sentinel_socket;
   if (env != nullptr && std::strcmp(env, "none") == 0) env = nullptr;
   char path[rules::kSocketPathMax];
-  if (rules::ResolveSocketPath(env, xdg, getuid(), path, sizeof(path)) ==
+  if (rules::ResolveSocketPath(env, xdg_runtime_dir, getuid(), path, sizeof(path)) ==
       rules::SocketPathKind::kPath) {
     return path;
   }
   if (env != nullptr && env[0] != '\0') return env;
-  return absl::StrCat(xdg != nullptr ? xdg : "", "/sentinel/sentineld.sock");
+  return absl::StrCat(xdg_runtime_dir != nullptr ? xdg_runtime_dir : "",
+                      "/sentinel/sentineld.sock");
+}
+
+std::string DefaultSocketPath() {
+  // SENTINEL_SOCKET from the process's one reading (common/sentinel_env.h); XDG_RUNTIME_DIR is not
+  // ours. Start-up only.
+  return DefaultSocketPath(rules::ProcessSentinelEnv().Text(rules::Var::kSocket),
+                           std::getenv("XDG_RUNTIME_DIR"));  // NOLINT(concurrency-mt-unsafe)
 }
 
 absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {

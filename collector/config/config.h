@@ -84,6 +84,8 @@ struct Config {
 // $SENTINEL_SOCKET, else $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else
 // /tmp/sentinel-<uid>/sentineld.sock.
 std::string DefaultSocketPath();
+// The same rule on given values (null = unset): the test seam.
+std::string DefaultSocketPath(const char* sentinel_socket, const char* xdg_runtime_dir);
 
 // "500ms", "30s", "15m", "2h", "1d", or a bare number of seconds. Rejects negatives and garbage.
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sentinel_env.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
@@ -301,7 +302,15 @@ void SendResults(const std::vector<SizeResult>& results, int nranks, int iters, 
 int Run(const Options& o) {
   LaunchInfo li;
   std::string err;
-  if (!ReadLaunchInfo([](const char* n) { return getenv(n); }, &li, &err)) return Usage(err);
+  // SENTINEL_* names come from the process's one reading (common/sentinel_env.h); the launcher's
+  // variables (RANK, MASTER_PORT, ...) are not ours.
+  auto read_env = [](const char* name) -> const char* {
+    if (const rules::EnvVarSpec* spec = rules::FindEnvVar(name)) {
+      return rules::ProcessSentinelEnv().Text(spec->id);
+    }
+    return getenv(name);  // NOLINT(concurrency-mt-unsafe): start-up, one thread
+  };
+  if (!ReadLaunchInfo(read_env, &li, &err)) return Usage(err);
   const int port = o.port > 0 ? o.port : li.port;
   const int rank = li.rank;
 

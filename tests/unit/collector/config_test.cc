@@ -74,13 +74,14 @@ TEST(ConfigTest, Errors) {
 }
 
 TEST(ConfigTest, DefaultSocketPathRule) {
-  setenv("SENTINEL_SOCKET", "/run/custom.sock", 1);
-  EXPECT_EQ(DefaultSocketPath(), "/run/custom.sock");
-  unsetenv("SENTINEL_SOCKET");
-  setenv("XDG_RUNTIME_DIR", "/run/user/1000", 1);
-  EXPECT_EQ(DefaultSocketPath(), "/run/user/1000/sentinel/sentineld.sock");
-  unsetenv("XDG_RUNTIME_DIR");
-  EXPECT_EQ(DefaultSocketPath(), "/tmp/sentinel-" + std::to_string(getuid()) + "/sentineld.sock");
+  EXPECT_EQ(DefaultSocketPath("/run/custom.sock", "/run/user/1000"), "/run/custom.sock");
+  EXPECT_EQ(DefaultSocketPath(nullptr, "/run/user/1000"), "/run/user/1000/sentinel/sentineld.sock");
+  EXPECT_EQ(DefaultSocketPath("none", "/run/user/1000"), "/run/user/1000/sentinel/sentineld.sock");
+  EXPECT_EQ(DefaultSocketPath(nullptr, nullptr),
+            "/tmp/sentinel-" + std::to_string(getuid()) + "/sentineld.sock");
+  // Too long for a sockaddr_un: returned as written, so that listening fails naming it.
+  const std::string long_path = "/" + std::string(200, 'x') + ".sock";
+  EXPECT_EQ(DefaultSocketPath(long_path.c_str(), nullptr), long_path);
 }
 
 // --expect is validated with the guard's own parser; the message points at the bad token.
