@@ -38,7 +38,7 @@ constexpr EnvDoc O = EnvDoc::kElsewhere;
 constexpr EnvVarSpec kRegistry[] = {
     {Var::kDisable, "SENTINEL_DISABLE", B, "0", 0, 0, nullptr, false, R, "turn everything off"},
     {Var::kEvents, "SENTINEL_EVENTS", S, "default", 0, 0, nullptr, false, R,
-     "NCCL event mask (checked by core/event_mask.h)"},
+     "NCCL event mask (checked by plugin/base/event_mask.h)"},
     {Var::kSocket, "SENTINEL_SOCKET", F, "", 0, 0, nullptr, false, R,
      "sentineld's socket; none = no streaming"},
     {Var::kDump, "SENTINEL_DUMP", F, "", 0, 0, nullptr, false, R, "JSONL dump file (%p, %h)"},

@@ -28,12 +28,7 @@ ALLOWED = {
     "entry": {"abi", "base", "core", "cupti", "transport", "net", "guard", "verbs"},
 }
 
-# Known edges that break the rule, each with its reason; keep this list short and shrinking.
-EXCEPTIONS = {
-    # env_config validates SENTINEL_EVENTS with core's mask parser; that parser belongs below
-    # core (issue 9 note). Do not add to this list without a reason and an owner.
-    ("plugin/base/env_config.cc", "plugin/core/event_mask.h"),
-}
+EXCEPTIONS = set()  # known edges that break the rule, each with its reason: keep it empty
 
 PLUGIN_INCLUDE = re.compile(r'^plugin/([A-Za-z0-9_]+)/(.+)$')
 

@@ -9,12 +9,12 @@
 
 #include "common/host_name.h"
 #include "common/sentinel_env.h"
-#include "plugin/core/event_mask.h"
+#include "plugin/base/event_mask.h"
 
 namespace sentinel::plugin {
 namespace {
 
-// SENTINEL_EVENTS must parse as core/event_mask.h reads it; say precisely why it does not.
+// SENTINEL_EVENTS must parse as base/event_mask.h reads it; say precisely why it does not.
 void CheckEvents(EnvConfig* c, std::string* errors) {
   uint32_t mask = 0;
   if (ParseEventMask(c->events.c_str(), &mask)) return;

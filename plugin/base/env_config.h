@@ -12,7 +12,7 @@ namespace sentinel::plugin {
 
 struct EnvConfig {
   bool disable = false;                  // SENTINEL_DISABLE
-  std::string events = "default";        // SENTINEL_EVENTS (parsed by core/event_mask.h)
+  std::string events = "default";        // SENTINEL_EVENTS (parsed by base/event_mask.h)
   std::string dump_path;                 // SENTINEL_DUMP, %p/%h expanded; empty = no dump
   LogLevel log_level = LogLevel::kWarn;  // SENTINEL_LOG_LEVEL
   uint32_t pool_size = 1024;             // SENTINEL_POOL_SIZE: slots per collective-level pool

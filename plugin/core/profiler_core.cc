@@ -25,7 +25,7 @@
 #include "plugin/core/clock.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/drainer.h"
-#include "plugin/core/event_mask.h"
+#include "plugin/base/event_mask.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/func_recovery.h"
 #include "plugin/core/names.h"

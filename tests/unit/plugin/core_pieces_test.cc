@@ -13,7 +13,7 @@
 
 #include "plugin/base/env_config.h"
 #include "plugin/core/calibration.h"
-#include "plugin/core/event_mask.h"
+#include "plugin/base/event_mask.h"
 #include "plugin/core/jsonl_sink.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"

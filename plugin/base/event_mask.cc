@@ -1,5 +1,5 @@
 // Parsing of SENTINEL_EVENTS.
-#include "plugin/core/event_mask.h"
+#include "plugin/base/event_mask.h"
 
 #include <strings.h>
 
