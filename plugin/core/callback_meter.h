@@ -17,7 +17,6 @@
 // (an extra channel, a collective whose channel count is unknown) counts itself.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "plugin/core/clock.h"
@@ -36,10 +35,7 @@ class CallbackMeter {
       ts->Add(kCtrCallbacks);  // the shared overflow state is not timed
       return;
     }
-    // Single writer: a plain load+store; relaxed because the drainer only sums.
-    std::atomic<uint64_t>& n = ts->counters[kCtrCallbacks];
-    uint64_t v = n.load(std::memory_order_relaxed) + 1;
-    n.store(v, std::memory_order_relaxed);
+    const uint64_t v = ts->AddOwned(kCtrCallbacks, 1);
     if (__builtin_expect((v & (kCallbackSample - 1)) == 0, 0)) t0_ = MonoNs();
   }
   ~CallbackMeter() {
@@ -66,11 +62,8 @@ inline uint32_t MeterCollective(ThreadState* ts, uint32_t kch) noexcept {
     ts->Add(kCtrKernelChCallbacks, callbacks);
     return 0;
   }
-  // Single writer: a plain load+store (see CallbackMeter).
-  std::atomic<uint64_t>& n = ts->counters[kCtrKernelChCallbacks];
-  const uint64_t before = n.load(std::memory_order_relaxed);
-  const uint64_t after = before + callbacks;
-  n.store(after, std::memory_order_relaxed);
+  const uint64_t after = ts->AddOwned(kCtrKernelChCallbacks, callbacks);
+  const uint64_t before = after - callbacks;
   if (__builtin_expect(((before ^ after) & ~(kKernelChSample - 1)) == 0, 1)) return 0;
   // Crossed a multiple of kKernelChSample (callbacks < kKernelChSample: at most one). Rounded.
   return static_cast<uint32_t>((kKernelChSample + callbacks / 2) / callbacks);

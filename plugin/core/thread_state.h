@@ -47,9 +47,15 @@ struct ThreadState {
     if (shared) {
       counters[c].fetch_add(n, std::memory_order_relaxed);  // relaxed: a statistic
     } else {
-      // Single writer: a plain load+store is enough; relaxed because the drainer only sums.
-      counters[c].store(counters[c].load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+      AddOwned(c, n);
     }
+  }
+  // Only on a state this thread owns (!shared): adds and returns the new value. Single writer: a
+  // plain load+store is enough; relaxed because the drainer only sums.
+  uint64_t AddOwned(Counter c, uint64_t n) noexcept {
+    const uint64_t v = counters[c].load(std::memory_order_relaxed) + n;
+    counters[c].store(v, std::memory_order_relaxed);
+    return v;
   }
 };
 
