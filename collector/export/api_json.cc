@@ -171,6 +171,7 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
   const double busbw_p50 =
       busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
   const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
+  const BaselineSnapshot baseline = TakeBaselineSnapshot(state, since);
   return {{"host", state.host},
           {"window_s", static_cast<double>(window_ns) / 1e9},
           {"collectives", n},
@@ -194,8 +195,8 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
           // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
-          {"busbw_by_size", JobBusbwBySizeJson(state, since)},
-          {"baseline", BaselineJson(state, since)},
+          {"busbw_by_size", JobBusbwBySizeJson(baseline)},
+          {"baseline", BaselineJson(baseline)},
           {"records", c.records},
           {"net", state.net.ToJson()},  // net plugin devices and links (net_links.h)
           {"plugin_dropped", dropped},

@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/metrics_snapshot.h"
 #include "collector/config/metrics_detail.h"
 
 namespace sentinel::collector {
@@ -31,5 +32,9 @@ bool CommSeriesExpired(const CommState& comm, int64_t now_mono_ns, int64_t reten
 
 // The communicators whose series /metrics carries under `options`.
 absl::flat_hash_set<uint64_t> ExportedComms(const State& state, const MetricsOptions& options);
+bool CommSeriesExpired(const MetricsSnapshot::Comm& comm, int64_t now_mono_ns,
+                       int64_t retention_ns);
+absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
+                                            const MetricsOptions& options);
 
 }  // namespace sentinel::collector
