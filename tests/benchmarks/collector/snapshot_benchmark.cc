@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/metrics_snapshot.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/export/prometheus_text.h"
 #include "collector/export/trace_json.h"
@@ -91,6 +92,30 @@ void BM_PrometheusUnderLock(benchmark::State& st) {
   st.counters["bytes"] = static_cast<double>(bytes);
 }
 
+// /metrics now: the copy under the lock (TakeMetricsSnapshot), what a scrape holds ingest for.
+void BM_TakeMetricsSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  for (auto _ : st) {
+    MetricsSnapshot snap;
+    agg->Read([&](const State& s) { snap = TakeMetricsSnapshot(s); });
+    benchmark::DoNotOptimize(snap);
+  }
+}
+
+// /metrics rendering from the snapshot (series budget and text), after the lock is released.
+void BM_PrometheusFromSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  MetricsSnapshot snap;
+  agg->Read([&](const State& s) { snap = TakeMetricsSnapshot(s); });
+  size_t bytes = 0;
+  for (auto _ : st) {
+    const std::string out = RenderPrometheus(snap);
+    bytes = out.size();
+    benchmark::DoNotOptimize(out);
+  }
+  st.counters["bytes"] = static_cast<double>(bytes);
+}
+
 BENCHMARK(BM_TakeTraceSnapshot)
     ->Args({1024, 16})
     ->Args({1024, 256})
@@ -99,6 +124,8 @@ BENCHMARK(BM_TakeTraceSnapshot)
 BENCHMARK(BM_TraceJsonFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TraceJsonUnderLock)->Args({1024, 16})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrometheusUnderLock)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TakeMetricsSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrometheusFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sentinel::collector
