@@ -3,8 +3,8 @@
 // the lock (TakeTraceSnapshot) and the renderer formats it after the lock is released, so a
 // renderer never sees State and a slow rendering never holds the ingest thread back.
 //
-// Today /v1/trace renders from TraceSnapshot; /metrics and the /v1 JSON still read State (the
-// export files the layering checker lists in STATE_READERS).
+// /v1/trace renders from TraceSnapshot, /metrics from MetricsSnapshot (metrics_snapshot.h); the /v1
+// JSON still reads State (the export files the layering checker lists in STATE_READERS).
 #pragma once
 
 #include <cstdint>
