@@ -26,6 +26,17 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
 
+nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
+  return {{"status", "ok"},
+          {"version", kSentinelVersion},
+          {"host", snap.host},
+          {"started_at", FormatRealTime(snap.start_real_ns)},
+          {"now", FormatRealTime(now_real_ns)},
+          {"uptime_s", static_cast<double>(now_mono_ns - snap.start_mono_ns) / 1e9},
+          {"clients", snap.clients_connected},
+          {"records", snap.records}};
+}
+
 nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
   return {{"status", "ok"},
           {"version", kSentinelVersion},
@@ -234,6 +245,20 @@ nlohmann::json AlertJson(const Alert& a) {
 nlohmann::json AlertsJson(const State& state) {
   std::vector<const Alert*> alerts;
   for (const auto& [id, a] : state.alerts.all()) alerts.push_back(&a);
+  std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
+    if (a->state != b->state) return a->firing();
+    return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns
+                                                    : a->id < b->id;
+  });
+  nlohmann::json out = nlohmann::json::array();
+  for (const Alert* a : alerts) out.push_back(AlertJson(*a));
+  return {{"alerts", out}};
+}
+
+nlohmann::json AlertsJson(const std::vector<Alert>& book) {
+  std::vector<const Alert*> alerts;
+  alerts.reserve(book.size());
+  for (const Alert& a : book) alerts.push_back(&a);
   std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
     if (a->state != b->state) return a->firing();
     return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns

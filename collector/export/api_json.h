@@ -14,6 +14,9 @@ nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_
 nlohmann::json RanksJson(const State& state, int64_t now_mono_ns);
 nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns);
 nlohmann::json AlertsJson(const State& state);
+// From snapshots (snapshot.h), after the aggregator's lock is released.
+nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns);
+nlohmann::json AlertsJson(const std::vector<Alert>& alerts);  // TakeAlerts
 nlohmann::json AlertJson(const Alert& alert);
 nlohmann::json ErrorJson(int code, const std::string& message);
 // A rank's in-flight state for /v1/ranks (null when it never sent any).

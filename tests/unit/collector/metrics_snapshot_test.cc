@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/export/api_json.h"
 #include "collector/export/prometheus_text.h"
 #include "tests/unit/collector/wire_test_util.h"
 
@@ -285,6 +286,31 @@ TEST_F(MetricsSnapshotTest, SameTextUnderEverySeriesBudget) {
   all.retention_ns = 1000 * kMs;
   Render(all);
   EXPECT_EQ(last_.find("comm=\"0x00000000000000c0\""), std::string::npos);
+}
+
+// /v1/healthz and /v1/alerts from their snapshots (snapshot.h): the same JSON as from State.
+TEST_F(MetricsSnapshotTest, HealthzAndAlertsSameJsonAsFromState) {
+  // A second alert (placement), so that the sort is exercised.
+  SentinelWireVerdict v{};
+  v.comm_hash = kPair;
+  v.nranks = 2;
+  v.kind = kSentinelVerdictPlacement;
+  v.outcome = kSentinelOutcomeWarn;
+  Control(agg_.get(), 1, kSentinelWireVerdict, v);
+  nlohmann::json health_state, alerts_state;
+  HealthSnapshot health;
+  std::vector<Alert> alerts;
+  agg_->Read([&](const State& s) {
+    health_state = HealthzJson(s, 123, clock_.MonoNs());
+    alerts_state = AlertsJson(s);
+    health = TakeHealthSnapshot(s);
+    alerts = TakeAlerts(s);
+  });
+  EXPECT_EQ(HealthzJson(health, 123, clock_.MonoNs()).dump(), health_state.dump());
+  const nlohmann::json from_snapshot = AlertsJson(alerts);
+  EXPECT_EQ(from_snapshot.dump(), alerts_state.dump());
+  ASSERT_EQ(from_snapshot["alerts"].size(), 2u);
+  EXPECT_EQ(health_state["records"], 24 * 4 + 5 * 2 + 1);
 }
 
 }  // namespace
