@@ -37,17 +37,6 @@ nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int6
           {"records", snap.records}};
 }
 
-nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
-  return {{"status", "ok"},
-          {"version", kSentinelVersion},
-          {"host", state.host},
-          {"started_at", FormatRealTime(state.start_real_ns)},
-          {"now", FormatRealTime(now_real_ns)},
-          {"uptime_s", static_cast<double>(now_mono_ns - state.start_mono_ns) / 1e9},
-          {"clients", state.counters.clients_connected},
-          {"records", state.counters.records}};
-}
-
 nlohmann::json InFlightJson(const State& state, const InFlightView& v) {
   if (!v.has_state) return nullptr;
   return {{"enqueued", v.enqueued},
@@ -240,19 +229,6 @@ nlohmann::json AlertJson(const Alert& a) {
           {"resolved_at", a.resolved_real_ns == 0
                               ? nlohmann::json()
                               : nlohmann::json(FormatRealTime(a.resolved_real_ns))}};
-}
-
-nlohmann::json AlertsJson(const State& state) {
-  std::vector<const Alert*> alerts;
-  for (const auto& [id, a] : state.alerts.all()) alerts.push_back(&a);
-  std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
-    if (a->state != b->state) return a->firing();
-    return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns
-                                                    : a->id < b->id;
-  });
-  nlohmann::json out = nlohmann::json::array();
-  for (const Alert* a : alerts) out.push_back(AlertJson(*a));
-  return {{"alerts", out}};
 }
 
 nlohmann::json AlertsJson(const std::vector<Alert>& book) {

@@ -202,7 +202,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     nlohmann::json body;
     const int64_t real = agg->clock()->RealNs();
     const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = HealthzJson(state, real, mono); });
+    HealthSnapshot snap;
+    agg->Read([&](const State& state) { snap = TakeHealthSnapshot(state); });
+    body = HealthzJson(snap, real, mono);
     SendJson(res, 200, body);
   });
   Get("/v1/ranks", [agg](const HttpRequest&, HttpResponse& res) {
@@ -221,7 +223,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   });
   Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
     nlohmann::json body;
-    agg->Read([&](const State& state) { body = AlertsJson(state); });
+    std::vector<Alert> alerts;
+    agg->Read([&](const State& state) { alerts = TakeAlerts(state); });
+    body = AlertsJson(alerts);
     SendJson(res, 200, body);
   });
   Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {
