@@ -14,7 +14,6 @@ namespace sentinel::collector {
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns);
 nlohmann::json RanksJson(const State& state, int64_t now_mono_ns);
 nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns);
-nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns);
 nlohmann::json AlertsJson(const std::vector<Alert>& alerts);  // TakeAlerts
 nlohmann::json AlertJson(const Alert& alert);
 nlohmann::json ErrorJson(int code, const std::string& message);
