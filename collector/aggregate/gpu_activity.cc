@@ -244,6 +244,19 @@ nlohmann::json ExposedCommEvidenceJson(uint32_t pid,
       {"exposed_comm_ratio", o.ratio}, {"peer_median", o.peer_median}, {"far_above", o.far_above}};
 }
 
+GpuPrometheusInput GpuPrometheusInputOf(const GpuActivity& g) {
+  GpuPrometheusInput in;
+  in.windows_total = g.windows_total;
+  if (g.windows_total == 0) return in;  // nothing of it is rendered
+  in.latest = LatestGpuFigures(g);
+  in.has_step = g.has_step;
+  in.last_step = g.last_step;
+  in.not_measured_total = g.not_measured_total;
+  in.records_dropped_total = g.records_dropped_total;
+  in.has_clock_disagreement = ClockDisagreementNs(g, &in.clock_disagreement_ns);
+  return in;
+}
+
 std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView>& ranks) {
   std::vector<GpuMetricFamily> fams = {
       {"sentinel_gpu_compute_ratio",
@@ -281,9 +294,9 @@ std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView
        {}},
   };
   for (const GpuRankView& v : ranks) {
-    const GpuActivity& g = *v.gpu;
+    const GpuPrometheusInput& g = *v.gpu;
     if (g.windows_total == 0) continue;
-    const GpuFigures f = LatestGpuFigures(g);
+    const GpuFigures& f = g.latest;
     if (f.measured) {
       fams[0].samples.push_back({v.rank, "", "", f.compute_ratio});
       fams[1].samples.push_back({v.rank, "", "", f.comm_ratio});
@@ -304,9 +317,9 @@ std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView
     }
     fams[6].samples.push_back({v.rank, "", "", static_cast<double>(g.not_measured_total)});
     fams[7].samples.push_back({v.rank, "", "", static_cast<double>(g.records_dropped_total)});
-    int64_t dis = 0;
-    if (ClockDisagreementNs(g, &dis)) {
-      fams[8].samples.push_back({v.rank, "", "", static_cast<double>(dis) / 1e9});
+    if (g.has_clock_disagreement) {
+      fams[8].samples.push_back(
+          {v.rank, "", "", static_cast<double>(g.clock_disagreement_ns) / 1e9});
     }
   }
   return fams;

@@ -124,9 +124,22 @@ struct GpuMetricFamily {
   const char* help;
   std::vector<GpuMetricSample> samples;
 };
+// What the Prometheus families read of one process's GpuActivity: a few figures, copied under the
+// aggregator's lock (metrics_snapshot.h) instead of the ~80 KiB of rings.
+struct GpuPrometheusInput {
+  uint64_t windows_total = 0;
+  GpuFigures latest;  // LatestGpuFigures
+  bool has_step = false;
+  SentinelWireGpuWindow last_step{};
+  uint64_t not_measured_total = 0;
+  uint64_t records_dropped_total = 0;
+  bool has_clock_disagreement = false;  // ClockDisagreementNs
+  int64_t clock_disagreement_ns = 0;
+};
+GpuPrometheusInput GpuPrometheusInputOf(const GpuActivity& g);
 struct GpuRankView {
   std::string rank;
-  const GpuActivity* gpu;
+  const GpuPrometheusInput* gpu;
 };
 std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView>& ranks);
 

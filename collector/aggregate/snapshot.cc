@@ -51,4 +51,16 @@ TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns) {
   return snap;
 }
 
+HealthSnapshot TakeHealthSnapshot(const State& state) {
+  return {state.host, state.start_real_ns, state.start_mono_ns, state.counters.clients_connected,
+          state.counters.records};
+}
+
+std::vector<Alert> TakeAlerts(const State& state) {
+  std::vector<Alert> out;
+  out.reserve(state.alerts.all().size());
+  for (const auto& [id, a] : state.alerts.all()) out.push_back(a);
+  return out;
+}
+
 }  // namespace sentinel::collector

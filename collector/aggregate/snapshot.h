@@ -3,8 +3,9 @@
 // the lock (TakeTraceSnapshot) and the renderer formats it after the lock is released, so a
 // renderer never sees State and a slow rendering never holds the ingest thread back.
 //
-// Today /v1/trace renders from TraceSnapshot; /metrics and the /v1 JSON still read State (the
-// export files the layering checker lists in STATE_READERS).
+// /v1/trace renders from TraceSnapshot, /metrics from MetricsSnapshot (metrics_snapshot.h),
+// /v1/healthz and /v1/alerts from HealthSnapshot and TakeAlerts; /v1/ranks and /v1/telemetry still
+// read State (the export files the layering checker lists in STATE_READERS).
 #pragma once
 
 #include <cstdint>
@@ -70,6 +71,20 @@ struct TraceSnapshot {
   std::vector<HangSuspect> hangs;  // as of the last tick
   std::vector<Process> processes;  // by primary rank, then client id
 };
+
+// What /v1/healthz shows.
+struct HealthSnapshot {
+  std::string host;
+  int64_t start_real_ns = 0;
+  int64_t start_mono_ns = 0;
+  uint64_t clients_connected = 0;
+  uint64_t records = 0;
+};
+
+// Copies what /v1/healthz shows. Call with the aggregator's lock held.
+HealthSnapshot TakeHealthSnapshot(const State& state);
+// Copies every alert of the book (/v1/alerts), in the book's order. Call with the lock held.
+std::vector<Alert> TakeAlerts(const State& state);
 
 // Copies what the trace shows of `state`: the samples that started at or after `since_ns`. Call
 // with the aggregator's lock held (inside Aggregator::Read).

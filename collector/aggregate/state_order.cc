@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "collector/aggregate/metrics_snapshot.h"
+
 namespace sentinel::collector {
 
 std::vector<const RankState*> SortedRanks(const State& state) {
@@ -44,8 +46,7 @@ const RankState* PrimaryRank(const State& state, const ProcessState& process) {
 }
 
 double InFlightAgeSeconds(const State& state, const InFlightView& v) {
-  if (v.oldest_since_ns <= 0 || v.enqueued <= v.completed) return 0;
-  return std::max(0.0, static_cast<double>(state.now_mono_ns - v.oldest_since_ns) / 1e9);
+  return InFlightAgeSeconds(state.now_mono_ns, v);
 }
 
 }  // namespace sentinel::collector

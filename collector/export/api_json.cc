@@ -26,15 +26,15 @@ double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
 
-nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns) {
+nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
   return {{"status", "ok"},
           {"version", kSentinelVersion},
-          {"host", state.host},
-          {"started_at", FormatRealTime(state.start_real_ns)},
+          {"host", snap.host},
+          {"started_at", FormatRealTime(snap.start_real_ns)},
           {"now", FormatRealTime(now_real_ns)},
-          {"uptime_s", static_cast<double>(now_mono_ns - state.start_mono_ns) / 1e9},
-          {"clients", state.counters.clients_connected},
-          {"records", state.counters.records}};
+          {"uptime_s", static_cast<double>(now_mono_ns - snap.start_mono_ns) / 1e9},
+          {"clients", snap.clients_connected},
+          {"records", snap.records}};
 }
 
 nlohmann::json InFlightJson(const State& state, const InFlightView& v) {
@@ -171,6 +171,7 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
   const double busbw_p50 =
       busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
   const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
+  const BaselineSnapshot baseline = TakeBaselineSnapshot(state, since);
   return {{"host", state.host},
           {"window_s", static_cast<double>(window_ns) / 1e9},
           {"collectives", n},
@@ -194,8 +195,8 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
           // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
-          {"busbw_by_size", JobBusbwBySizeJson(state, since)},
-          {"baseline", BaselineJson(state, since)},
+          {"busbw_by_size", JobBusbwBySizeJson(baseline)},
+          {"baseline", BaselineJson(baseline)},
           {"records", c.records},
           {"net", state.net.ToJson()},  // net plugin devices and links (net_links.h)
           {"plugin_dropped", dropped},
@@ -230,9 +231,10 @@ nlohmann::json AlertJson(const Alert& a) {
                               : nlohmann::json(FormatRealTime(a.resolved_real_ns))}};
 }
 
-nlohmann::json AlertsJson(const State& state) {
+nlohmann::json AlertsJson(const std::vector<Alert>& book) {
   std::vector<const Alert*> alerts;
-  for (const auto& [id, a] : state.alerts.all()) alerts.push_back(&a);
+  alerts.reserve(book.size());
+  for (const Alert& a : book) alerts.push_back(&a);
   std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
     if (a->state != b->state) return a->firing();
     return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns

@@ -1,5 +1,6 @@
-// The JSON payloads of design.md's HTTP API (schemas in schemas/api/). Pure functions of a State
-// snapshot, called under the aggregator's reader lock.
+// The JSON payloads of design.md's HTTP API (schemas in schemas/api/). /v1/healthz and /v1/alerts
+// render snapshots (snapshot.h) after the aggregator's lock is released; /v1/ranks and
+// /v1/telemetry are still pure functions of State, called under its reader lock.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,10 @@
 
 namespace sentinel::collector {
 
-nlohmann::json HealthzJson(const State& state, int64_t now_real_ns, int64_t now_mono_ns);
+nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns);
 nlohmann::json RanksJson(const State& state, int64_t now_mono_ns);
 nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns);
-nlohmann::json AlertsJson(const State& state);
+nlohmann::json AlertsJson(const std::vector<Alert>& alerts);  // TakeAlerts
 nlohmann::json AlertJson(const Alert& alert);
 nlohmann::json ErrorJson(int code, const std::string& message);
 // A rank's in-flight state for /v1/ranks (null when it never sent any).

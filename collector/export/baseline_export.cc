@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-#include "collector/export/render_common.h"
+#include "collector/base/real_time.h"
 
 namespace sentinel::collector {
 namespace {
@@ -19,11 +19,9 @@ struct JobBucket {
   std::vector<int64_t> busbw_mbytes;  // MB/s, so that Percentile's integers keep 3 digits
 };
 
-std::map<std::pair<int, int>, JobBucket> JobBuckets(const State& state, int64_t since) {
+std::map<std::pair<int, int>, JobBucket> JobBuckets(const BaselineSnapshot& snap) {
   std::map<std::pair<int, int>, JobBucket> out;
-  for (size_t i = 0; i < state.collectives.size(); ++i) {
-    const CollSummary& s = state.collectives[i];
-    if (s.end_mono_ns < since || s.busbw_gbps < 0) continue;
+  for (const BaselineSnapshot::Busbw& s : snap.busbw) {
     JobBucket& b = out[{s.func, SizeBucket(s.bytes)}];
     b.bytes.push_back(static_cast<int64_t>(s.bytes));
     b.busbw_mbytes.push_back(static_cast<int64_t>(s.busbw_gbps * 1000));
@@ -56,9 +54,9 @@ void Sample(std::string* out, const char* name, const std::string& labels, doubl
 
 }  // namespace
 
-nlohmann::json JobBusbwBySizeJson(const State& state, int64_t since_mono_ns) {
+nlohmann::json JobBusbwBySizeJson(const BaselineSnapshot& snap) {
   nlohmann::json out = nlohmann::json::array();
-  for (auto& [key, b] : JobBuckets(state, since_mono_ns)) {
+  for (auto& [key, b] : JobBuckets(snap)) {
     const size_t n = b.bytes.size();
     const uint64_t max = BucketMax(key.second);
     out.push_back(
@@ -73,10 +71,10 @@ nlohmann::json JobBusbwBySizeJson(const State& state, int64_t since_mono_ns) {
   return out;
 }
 
-nlohmann::json BaselineJson(const State& state, int64_t since_mono_ns) {
-  const BaselineStore::Run* run = state.baseline.latest();
-  if (run == nullptr) return nlohmann::json();
-  auto buckets = JobBuckets(state, since_mono_ns);
+nlohmann::json BaselineJson(const BaselineSnapshot& snap) {
+  if (!snap.latest) return nlohmann::json();
+  const BaselineStore::Run* run = &*snap.latest;
+  auto buckets = JobBuckets(snap);
   nlohmann::json sizes = nlohmann::json::array();
   double link_gbps = -1;
   for (const SentinelWireBaseline& r : run->records) {
@@ -107,8 +105,8 @@ nlohmann::json BaselineJson(const State& state, int64_t since_mono_ns) {
           {"sizes", sizes}};
 }
 
-void AppendBaselinePrometheus(const State& state, int64_t since_mono_ns, std::string* out) {
-  auto buckets = JobBuckets(state, since_mono_ns);
+void AppendBaselinePrometheus(const BaselineSnapshot& snap, std::string* out) {
+  auto buckets = JobBuckets(snap);
   Family(out, "sentinel_job_busbw_gbytes_per_second",
          "The job's p50 bus bandwidth (GB/s) over the window, by function and size bucket.");
   for (auto& [key, b] : buckets) {
@@ -117,8 +115,8 @@ void AppendBaselinePrometheus(const State& state, int64_t since_mono_ns, std::st
                         SizeBucketLabel(key.second), "\""),
            static_cast<double>(Percentile(&b.busbw_mbytes, 50)) / 1000);
   }
-  const BaselineStore::Run* run = state.baseline.latest();
-  if (run == nullptr) return;
+  if (!snap.latest) return;
+  const BaselineStore::Run* run = &*snap.latest;
   Family(
       out, "sentinel_baseline_busbw_gbytes_per_second",
       "Bus bandwidth (GB/s) sentinel-baseline measured on this allocation, by function and size.");

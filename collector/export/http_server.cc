@@ -185,19 +185,26 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
                         aggregator_->config().exclude_hold_ns};
   const MetricsOptions metrics = MetricsOptionsFrom(aggregator_->config());
   Get("/metrics", [agg, exclude, metrics](const HttpRequest&, HttpResponse& res) {
-    std::string text;
+    // Copied under the lock, rendered (with the series budget) after: ingest waits for the copy
+    // only (metrics_snapshot.h).
+    MetricsSnapshot snap;
+    std::vector<ExcludedHost> excluded;
     const int64_t real = agg->clock()->RealNs();
     agg->Read([&](const State& state) {
-      text = RenderPrometheus(state, metrics);
-      text += ExcludePrometheus(DeriveExclusions(state.alerts, exclude, real));
+      snap = TakeMetricsSnapshot(state);
+      excluded = DeriveExclusions(state.alerts, exclude, real);
     });
+    std::string text = RenderPrometheus(snap, metrics);
+    text += ExcludePrometheus(excluded);
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   Get("/healthz", [agg](const HttpRequest&, HttpResponse& res) {
     nlohmann::json body;
     const int64_t real = agg->clock()->RealNs();
     const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = HealthzJson(state, real, mono); });
+    HealthSnapshot snap;
+    agg->Read([&](const State& state) { snap = TakeHealthSnapshot(state); });
+    body = HealthzJson(snap, real, mono);
     SendJson(res, 200, body);
   });
   Get("/v1/ranks", [agg](const HttpRequest&, HttpResponse& res) {
@@ -216,7 +223,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   });
   Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
     nlohmann::json body;
-    agg->Read([&](const State& state) { body = AlertsJson(state); });
+    std::vector<Alert> alerts;
+    agg->Read([&](const State& state) { alerts = TakeAlerts(state); });
+    body = AlertsJson(alerts);
     SendJson(res, 200, body);
   });
   Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {

@@ -9,7 +9,7 @@
 namespace sentinel::collector {
 namespace {
 
-bool AllowListed(const CommState& comm, const std::vector<std::string>& comms) {
+bool AllowListed(const MetricsSnapshot::Comm& comm, const std::vector<std::string>& comms) {
   for (const std::string& item : comms) {
     uint64_t hash = 0;
     if (absl::StartsWith(item, "0x") && absl::SimpleHexAtoi(item, &hash)) {
@@ -19,6 +19,12 @@ bool AllowListed(const CommState& comm, const std::vector<std::string>& comms) {
     }
   }
   return false;
+}
+
+// PrimaryRank's order (state_order.h): the largest communicator, then the lowest hash.
+bool Better(const MetricsSnapshot::RankRef* a, const MetricsSnapshot::RankRef* best) {
+  return best == nullptr || a->nranks > best->nranks ||
+         (a->nranks == best->nranks && a->comm_hash < best->comm_hash);
 }
 
 }  // namespace
@@ -33,39 +39,35 @@ MetricsOptions MetricsOptionsFrom(const Config& config) {
   return out;
 }
 
-bool CommSeriesExpired(const CommState& comm, int64_t now_mono_ns, int64_t retention_ns) {
+bool CommSeriesExpired(const MetricsSnapshot::Comm& comm, int64_t now_mono_ns,
+                       int64_t retention_ns) {
   if (comm.active_count > 0) return false;
   const int64_t ended = comm.ended_mono_ns > 0 ? comm.ended_mono_ns : comm.last_activity_mono_ns;
   return now_mono_ns - ended >= retention_ns;
 }
 
-absl::flat_hash_set<uint64_t> ExportedComms(const State& state, const MetricsOptions& options) {
+absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
+                                            const MetricsOptions& options) {
   absl::flat_hash_set<uint64_t> out;
-  for (const auto& [hash, comm] : state.comms) {
-    if (CommSeriesExpired(*comm, state.now_mono_ns, options.retention_ns)) continue;
-    if (options.detail.comm || AllowListed(*comm, options.comms)) out.insert(hash);
+  absl::flat_hash_set<uint64_t> expired;
+  for (const MetricsSnapshot::Comm& comm : snap.comms) {
+    if (CommSeriesExpired(comm, snap.now_mono_ns, options.retention_ns)) {
+      expired.insert(comm.hash);
+      continue;
+    }
+    if (options.detail.comm || AllowListed(comm, options.comms)) out.insert(comm.hash);
   }
   if (options.detail.comm) return out;
   // Each process's primary communicator as PrimaryRank picks it (largest, then lowest hash), among
   // its live ranks, and among all its ranks not expired: a process that ended its world
   // communicator and made a new one exports the new one at once and the old one for the retention.
-  auto better = [](const RankState* a, const RankState* best) {
-    return best == nullptr || a->nranks > best->nranks ||
-           (a->nranks == best->nranks && a->comm_hash < best->comm_hash);
-  };
-  for (const auto& [client, process] : state.processes) {
-    const RankState* best_live = nullptr;
-    const RankState* best_any = nullptr;
-    for (const auto& key : process->ranks) {
-      auto r = state.ranks.find(key);
-      auto c = state.comms.find(key.first);
-      if (r == state.ranks.end() || c == state.comms.end() ||
-          CommSeriesExpired(*c->second, state.now_mono_ns, options.retention_ns)) {
-        continue;
-      }
-      const RankState* rank = r->second.get();
-      if (better(rank, best_any)) best_any = rank;
-      if (rank->active && better(rank, best_live)) best_live = rank;
+  for (const MetricsSnapshot::Process& process : snap.processes) {
+    const MetricsSnapshot::RankRef* best_live = nullptr;
+    const MetricsSnapshot::RankRef* best_any = nullptr;
+    for (const MetricsSnapshot::RankRef& rank : process.ranks) {
+      if (expired.contains(rank.comm_hash)) continue;
+      if (Better(&rank, best_any)) best_any = &rank;
+      if (rank.active && Better(&rank, best_live)) best_live = &rank;
     }
     if (best_any != nullptr) out.insert(best_any->comm_hash);
     if (best_live != nullptr) out.insert(best_live->comm_hash);

@@ -12,7 +12,8 @@
 
 #include "absl/container/flat_hash_set.h"
 
-#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/metrics_snapshot.h"
+#include "collector/config/config.h"
 #include "collector/config/metrics_detail.h"
 
 namespace sentinel::collector {
@@ -27,9 +28,11 @@ struct MetricsOptions {
 MetricsOptions MetricsOptionsFrom(const Config& config);
 
 // True once no local rank of `comm` is active and it ended at least `retention_ns` before `now`.
-bool CommSeriesExpired(const CommState& comm, int64_t now_mono_ns, int64_t retention_ns);
+bool CommSeriesExpired(const MetricsSnapshot::Comm& comm, int64_t now_mono_ns,
+                       int64_t retention_ns);
 
 // The communicators whose series /metrics carries under `options`.
-absl::flat_hash_set<uint64_t> ExportedComms(const State& state, const MetricsOptions& options);
+absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
+                                            const MetricsOptions& options);
 
 }  // namespace sentinel::collector

@@ -7,8 +7,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "collector/aggregate/snapshot.h"
+#include "collector/base/alert_kind.h"
 #include "collector/export/baseline_export.h"
-#include "collector/export/render_common.h"
+#include "collector/export/version.h"
 
 namespace sentinel::collector {
 namespace {
@@ -75,41 +77,40 @@ void Merge(const Histogram& from, Histogram* into) {
 
 // NIC counters (collector/nic/): the reset-safe running totals, only for the known counter names
 // (bounded label set), plus each port's link rate and state.
-void RenderNic(const NicState& nic, Writer* w) {
+void RenderNic(const std::vector<MetricsSnapshot::NicPort>& ports, Writer* w) {
   w->Family("sentinel_nic_counter_total", "counter",
             "RDMA port counters from sysfs (reset-safe running totals), by counter.");
-  for (const auto& [key, p] : nic.ports) {
-    const std::string port = std::to_string(key.second);
+  for (const MetricsSnapshot::NicPort& p : ports) {
+    const std::string port = std::to_string(p.port);
     for (int c = 0; c < kNicCounterCount; ++c) {
-      if ((p.last.present & (1u << c)) == 0) continue;
+      if ((p.present & (1u << c)) == 0) continue;
       w->Sample("sentinel_nic_counter_total",
-                L({{"device", key.first}, {"port", port}, {"counter", NicCounterName(c)}}),
+                L({{"device", p.device}, {"port", port}, {"counter", NicCounterName(c)}}),
                 static_cast<double>(p.total[static_cast<size_t>(c)]));
     }
   }
   w->Family("sentinel_nic_port_rate_gbps", "gauge", "RDMA port link rate in Gb/s (0 = unknown).");
-  for (const auto& [key, p] : nic.ports) {
+  for (const MetricsSnapshot::NicPort& p : ports) {
     w->Sample("sentinel_nic_port_rate_gbps",
-              L({{"device", key.first}, {"port", std::to_string(key.second)}}), p.last.rate_gbps);
+              L({{"device", p.device}, {"port", std::to_string(p.port)}}), p.rate_gbps);
   }
   w->Family("sentinel_nic_port_active", "gauge", "1 when the RDMA port's state is ACTIVE.");
-  for (const auto& [key, p] : nic.ports) {
+  for (const MetricsSnapshot::NicPort& p : ports) {
     w->Sample("sentinel_nic_port_active",
-              L({{"device", key.first}, {"port", std::to_string(key.second)}}),
-              p.last.active ? 1 : 0);
+              L({{"device", p.device}, {"port", std::to_string(p.port)}}), p.active ? 1 : 0);
   }
 }
 
 }  // namespace
 
-std::string RenderPrometheus(const State& state) { return RenderPrometheus(state, {}); }
+std::string RenderPrometheus(const MetricsSnapshot& snap) { return RenderPrometheus(snap, {}); }
 
-std::string RenderPrometheus(const State& state, const MetricsOptions& options) {
+std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& options) {
   Writer w;
-  const Counters& c = state.counters;
+  const Counters& c = snap.counters;
   w.Family("sentinel_build_info", "gauge",
            "Constant 1, labelled with the collector version and host.");
-  w.Sample("sentinel_build_info", L({{"version", kSentinelVersion}, {"host", state.host}}), 1);
+  w.Sample("sentinel_build_info", L({{"version", kSentinelVersion}, {"host", snap.host}}), 1);
   w.Family("sentinel_clients_connected", "gauge", "Plugin connections currently open.");
   w.Sample("sentinel_clients_connected", "", static_cast<double>(c.clients_connected));
   w.Family("sentinel_clients_accepted_total", "counter", "Plugin connections accepted.");
@@ -149,39 +150,39 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   }
   w.Family("sentinel_hang_suspects", "gauge",
            "Collectives some local ranks reached and others did not, past the hang timeout.");
-  w.Sample("sentinel_hang_suspects", "", static_cast<double>(state.hang_suspects.size()));
+  w.Sample("sentinel_hang_suspects", "", static_cast<double>(snap.hang_suspects));
   w.Family("sentinel_alerts_firing", "gauge", "Alerts currently firing, by kind.");
   std::map<std::string, int> firing = {{"straggler", 0}, {"hang", 0},          {"transport", 0},
                                        {"placement", 0}, {"link_degraded", 0}, {"nic_errors", 0}};
-  for (const auto& [id, a] : state.alerts.all()) {
-    if (a.firing()) ++firing[AlertKindName(a.kind)];
-  }
+  for (const AlertKind kind : snap.firing) ++firing[AlertKindName(kind)];
   for (const auto& [kind, n] : firing) w.Sample("sentinel_alerts_firing", L({{"kind", kind}}), n);
-  RenderNic(state.nic, &w);
+  RenderNic(snap.nic, &w);
 
   // The series budget (metrics_select.h): only the selected communicators, and size buckets only
   // with --metrics-detail size.
-  const absl::flat_hash_set<uint64_t> exported = ExportedComms(state, options);
+  const absl::flat_hash_set<uint64_t> exported = ExportedComms(snap, options);
   const bool by_size = options.detail.size;
-  std::vector<const CommState*> comms;
-  for (const auto& [hash, comm] : state.comms) {
-    if (exported.contains(hash)) comms.push_back(comm.get());
+  std::vector<const MetricsSnapshot::Comm*> comms;
+  for (const MetricsSnapshot::Comm& comm : snap.comms) {
+    if (exported.contains(comm.hash)) comms.push_back(&comm);
   }
   std::sort(comms.begin(), comms.end(),
-            [](const CommState* a, const CommState* b) { return a->hash < b->hash; });
+            [](const MetricsSnapshot::Comm* a, const MetricsSnapshot::Comm* b) {
+              return a->hash < b->hash;
+            });
   w.Family("sentinel_comm_nranks", "gauge",
            "Ranks of the communicator (job-wide) and local ranks seen.");
-  for (const CommState* comm : comms) {
+  for (const MetricsSnapshot::Comm* comm : comms) {
     w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "job"}}),
              comm->nranks);
     w.Sample("sentinel_comm_nranks", L({{"comm", CommLabel(comm->hash)}, {"scope", "local"}}),
-             static_cast<double>(comm->members.size()));
+             static_cast<double>(comm->local_ranks));
   }
   w.Family(
       "sentinel_collectives_joined_total", "counter",
       "Collectives joined across the node's ranks (by size bucket with --metrics-detail size).");
-  for (const CommState* comm : comms) {
-    for (int f = 0; f < kFuncSlots; ++f) {
+  for (const MetricsSnapshot::Comm* comm : comms) {
+    for (int f = 0; f < kMetricsFuncSlots; ++f) {
       const auto& by_bucket = comm->joined_by_func_bucket[static_cast<size_t>(f)];
       uint64_t total = 0;
       for (int b = 0; b < kSizeBuckets; ++b) {
@@ -202,7 +203,7 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   }
   w.Family("sentinel_skew_seconds", "histogram",
            "Arrival skew across the node's ranks per joined collective (one clock, exact).");
-  for (const CommState* comm : comms) {
+  for (const MetricsSnapshot::Comm* comm : comms) {
     Histogram merged;
     for (int b = 0; b < kSizeBuckets; ++b) {
       const auto& h = comm->skew[static_cast<size_t>(b)];
@@ -219,20 +220,25 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
     }
   }
 
-  std::vector<const RankState*> ranks = SortedRanks(state);
-  ranks.erase(std::remove_if(ranks.begin(), ranks.end(),
-                             [&](const RankState* r) { return !exported.contains(r->comm_hash); }),
-              ranks.end());
+  // By (communicator, rank), as state_order.h's SortedRanks.
+  std::vector<const MetricsSnapshot::Rank*> ranks;
+  for (const MetricsSnapshot::Rank& r : snap.ranks) {
+    if (exported.contains(r.comm_hash)) ranks.push_back(&r);
+  }
+  std::sort(ranks.begin(), ranks.end(),
+            [](const MetricsSnapshot::Rank* a, const MetricsSnapshot::Rank* b) {
+              return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
+            });
   w.Family("sentinel_rank_up", "gauge",
            "1 while the rank's process is connected and the communicator alive.");
-  for (const RankState* r : ranks) {
+  for (const MetricsSnapshot::Rank* r : ranks) {
     w.Sample("sentinel_rank_up",
              L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
              r->active ? 1 : 0);
   }
   w.Family("sentinel_rank_last_seq", "gauge",
            "Highest collective sequence number the rank completed (hang culprits job-wide).");
-  for (const RankState* r : ranks) {
+  for (const MetricsSnapshot::Rank* r : ranks) {
     if (!r->has_seq) continue;
     w.Sample("sentinel_rank_last_seq",
              L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
@@ -240,8 +246,8 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   }
   w.Family("sentinel_rank_collectives_total", "counter",
            "Operations completed by the rank, by function.");
-  for (const RankState* r : ranks) {
-    for (int f = 0; f < kFuncSlots; ++f) {
+  for (const MetricsSnapshot::Rank* r : ranks) {
+    for (int f = 0; f < kMetricsFuncSlots; ++f) {
       const uint64_t n = r->count_by_func[static_cast<size_t>(f)];
       if (n == 0) continue;
       w.Sample("sentinel_rank_collectives_total",
@@ -267,7 +273,7 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
       {"sentinel_inflight_connected", "1 while the rank's process is connected, 0 once gone."}};
   for (size_t f = 0; f < std::size(kInFlight); ++f) {
     w.Family(kInFlight[f].name, "gauge", kInFlight[f].help);
-    for (const RankState* r : ranks) {
+    for (const MetricsSnapshot::Rank* r : ranks) {
       const InFlightView& v = r->inflight;
       if (!v.has_state || v.ended) continue;
       double value = 0;
@@ -282,7 +288,7 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
           value = static_cast<double>(v.completed);
           break;
         case 3:
-          value = InFlightAgeSeconds(state, v);
+          value = InFlightAgeSeconds(snap.now_mono_ns, v);
           break;
         default:
           value = v.connected ? 1 : 0;
@@ -294,7 +300,7 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   }
   w.Family("sentinel_rank_lateness_seconds", "histogram",
            "Arrival minus the earliest local arrival, per joined collective.");
-  for (const RankState* r : ranks) {
+  for (const MetricsSnapshot::Rank* r : ranks) {
     if (r->lateness.count == 0) continue;
     w.Histogram("sentinel_rank_lateness_seconds",
                 L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
@@ -303,7 +309,7 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   // Only its mean is read (sum / count): a summary without quantiles, 2 series per rank.
   w.Family("sentinel_rank_clock_free_lateness_seconds", "summary",
            "Longest local duration minus own duration (clock-free lateness estimate).");
-  for (const RankState* r : ranks) {
+  for (const MetricsSnapshot::Rank* r : ranks) {
     if (r->clock_free.count == 0) continue;
     const std::string labels =
         L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}});
@@ -314,7 +320,7 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   w.Family("sentinel_rank_duration_seconds", "histogram",
            "GPU duration of the rank's operations (by message-size bucket with --metrics-detail "
            "size; job-wide straggler view).");
-  for (const RankState* r : ranks) {
+  for (const MetricsSnapshot::Rank* r : ranks) {
     const std::string labels =
         L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}});
     Histogram merged;
@@ -331,13 +337,21 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
     if (merged.count > 0) w.Histogram("sentinel_rank_duration_seconds", labels, merged);
   }
 
-  const std::vector<const ProcessState*> processes = SortedProcesses(state);
+  // By primary rank, then client id, as state_order.h's SortedProcesses; only the connected ones
+  // with a primary rank have series.
+  std::vector<const MetricsSnapshot::Process*> processes;
+  for (const MetricsSnapshot::Process& p : snap.processes) {
+    if (p.has_rank && p.connected) processes.push_back(&p);
+  }
+  std::sort(processes.begin(), processes.end(),
+            [](const MetricsSnapshot::Process* a, const MetricsSnapshot::Process* b) {
+              return a->rank != b->rank ? a->rank < b->rank : a->client < b->client;
+            });
   w.Family("sentinel_plugin_dropped_total", "counter",
            "Records or events the plugin dropped, by reason (from heartbeats).");
-  for (const ProcessState* p : processes) {
-    const RankState* r = PrimaryRank(state, *p);
-    if (!p->has_heartbeat || r == nullptr || !p->connected) continue;
-    const std::string rank = absl::StrCat(r->rank);
+  for (const MetricsSnapshot::Process* p : processes) {
+    if (!p->has_heartbeat) continue;
+    const std::string rank = absl::StrCat(p->rank);
     const std::pair<const char*, uint64_t> reasons[] = {
         {"ring", p->heartbeat.records_dropped_ring},
         {"pool", p->heartbeat.events_dropped_pool},
@@ -350,26 +364,23 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
   }
   w.Family("sentinel_plugin_overhead_ratio", "gauge",
            "Time spent in the plugin's callbacks per wall-clock time.");
-  for (const ProcessState* p : processes) {
-    const RankState* r = PrimaryRank(state, *p);
-    if (p->overhead_ratio < 0 || r == nullptr || !p->connected) continue;
-    w.Sample("sentinel_plugin_overhead_ratio", L({{"rank", absl::StrCat(r->rank)}}),
+  for (const MetricsSnapshot::Process* p : processes) {
+    if (p->overhead_ratio < 0) continue;
+    w.Sample("sentinel_plugin_overhead_ratio", L({{"rank", absl::StrCat(p->rank)}}),
              p->overhead_ratio);
   }
   w.Family("sentinel_gpu_overlap_ratio", "gauge",
            "Share of NCCL kernel time overlapped with compute in the last GPU window.");
-  for (const ProcessState* p : processes) {
-    const RankState* r = PrimaryRank(state, *p);
-    if (!p->has_gpu_window || p->gpu_window.nccl_ns <= 0 || r == nullptr || !p->connected) continue;
+  for (const MetricsSnapshot::Process* p : processes) {
+    if (!p->has_gpu_window || p->gpu_window.nccl_ns <= 0) continue;
     w.Sample(
-        "sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(r->rank)}}),
+        "sentinel_gpu_overlap_ratio", L({{"rank", absl::StrCat(p->rank)}}),
         static_cast<double>(p->gpu_window.overlap_ns) / static_cast<double>(p->gpu_window.nccl_ns));
   }
   {  // CUPTI GPU activity families (collector/aggregate/gpu_activity.h).
     std::vector<GpuRankView> views;
-    for (const ProcessState* p : processes) {
-      const RankState* r = PrimaryRank(state, *p);
-      if (r != nullptr && p->connected) views.push_back({absl::StrCat(r->rank), &p->gpu});
+    for (const MetricsSnapshot::Process* p : processes) {
+      views.push_back({absl::StrCat(p->rank), &p->gpu});
     }
     for (const GpuMetricFamily& f : GpuPrometheusFamilies(views)) {
       w.Family(f.name, f.type, f.help);
@@ -383,8 +394,8 @@ std::string RenderPrometheus(const State& state, const MetricsOptions& options) 
     }
   }
   std::string out = w.Take();
-  AppendBaselinePrometheus(state, INT64_MIN, &out);  // baseline_export.h
-  out += state.net.PrometheusText();                 // net plugin links (net_links.h)
+  AppendBaselinePrometheus(snap.baseline, &out);  // baseline_export.h
+  out += snap.net.PrometheusText();               // net plugin links (net_links.h)
   return out;
 }
 

@@ -4,13 +4,13 @@
 
 #include <string>
 
-#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/metrics_snapshot.h"
 #include "collector/export/metrics_select.h"
 
 namespace sentinel::collector {
 
 // The default series budget (MetricsOptions{}), or the given one (metrics_select.h).
-std::string RenderPrometheus(const State& state);
-std::string RenderPrometheus(const State& state, const MetricsOptions& options);
+std::string RenderPrometheus(const MetricsSnapshot& snap);
+std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& options);
 
 }  // namespace sentinel::collector

@@ -1,4 +1,4 @@
-// What the Prometheus text and API JSON renderings share: the version, the listing order and
+// What the API JSON renderings share: the version (version.h), the listing order and
 // primary ranks (state_order.h), time formatting (real_time.h).
 #pragma once
 
@@ -9,9 +9,4 @@
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/state_order.h"
 #include "collector/base/real_time.h"
-
-namespace sentinel::collector {
-
-inline constexpr const char* kSentinelVersion = "0.1.0";
-
-}  // namespace sentinel::collector
+#include "collector/export/version.h"

@@ -55,7 +55,7 @@ class ExportersTest : public ::testing::Test {
   }
   std::string Metrics() {
     std::string out;
-    agg_->Read([&](const State& s) { out = RenderPrometheus(s); });
+    agg_->Read([&](const State& s) { out = RenderPrometheus(TakeMetricsSnapshot(s)); });
     return out;
   }
   FakeClock clock_;
@@ -91,7 +91,7 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   MetricsOptions detail;
   detail.detail.size = true;
   std::string by_size;
-  agg_->Read([&](const State& s) { by_size = RenderPrometheus(s, detail); });
+  agg_->Read([&](const State& s) { by_size = RenderPrometheus(TakeMetricsSnapshot(s), detail); });
   EXPECT_NE(by_size.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
                          "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
             std::string::npos);
@@ -156,7 +156,7 @@ TEST_F(ExportersTest, EndedCommunicatorLeavesAfterRetentionNewOneExportedAtOnce)
   auto render = [&] {
     agg_->Tick();
     std::string out;
-    agg_->Read([&](const State& s) { out = RenderPrometheus(s, options); });
+    agg_->Read([&](const State& s) { out = RenderPrometheus(TakeMetricsSnapshot(s), options); });
     return out;
   };
   const std::string old_up = "sentinel_rank_up{comm=\"0x0000000000000042\",rank=\"0\"} 0\n";

@@ -72,7 +72,7 @@ class GpuActivityTest : public ::testing::Test {
   }
   std::string Prom() {
     std::string out;
-    agg_->Read([&](const State& s) { out = RenderPrometheus(s); });
+    agg_->Read([&](const State& s) { out = RenderPrometheus(TakeMetricsSnapshot(s)); });
     return out;
   }
 

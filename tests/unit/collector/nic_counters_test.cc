@@ -244,7 +244,7 @@ TEST_F(NicAlertsTest, MetricsAndTelemetry) {
   std::string metrics;
   nlohmann::json telemetry;
   agg_.Read([&](const collector::State& st) {
-    metrics = collector::RenderPrometheus(st);
+    metrics = collector::RenderPrometheus(collector::TakeMetricsSnapshot(st));
     telemetry = collector::TelemetryJson(st, 60 * kSec, clock_.MonoNs());
   });
   EXPECT_NE(metrics.find("sentinel_nic_counter_total{device=\"mlx5_0\",port=\"1\",counter=\"local_"

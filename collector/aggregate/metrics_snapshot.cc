@@ -1,0 +1,98 @@
+// The /metrics snapshot: see metrics_snapshot.h.
+#include "collector/aggregate/metrics_snapshot.h"
+
+#include <algorithm>
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/state_order.h"
+
+namespace sentinel::collector {
+
+static_assert(kMetricsFuncSlots == kFuncSlots, "the snapshot's per-function arrays");
+
+BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns) {
+  BaselineSnapshot snap;
+  for (size_t i = 0; i < state.collectives.size(); ++i) {
+    const CollSummary& s = state.collectives[i];
+    if (s.end_mono_ns < since_mono_ns || s.busbw_gbps < 0) continue;
+    snap.busbw.push_back({s.func, s.bytes, s.busbw_gbps});
+  }
+  if (const BaselineStore::Run* run = state.baseline.latest()) snap.latest = *run;
+  return snap;
+}
+
+MetricsSnapshot TakeMetricsSnapshot(const State& state) {
+  MetricsSnapshot snap;
+  snap.host = state.host;
+  snap.now_mono_ns = state.now_mono_ns;
+  snap.counters = state.counters;
+  snap.hang_suspects = state.hang_suspects.size();
+  for (const auto& [id, a] : state.alerts.all()) {
+    if (a.firing()) snap.firing.push_back(a.kind);
+  }
+  for (const auto& [key, p] : state.nic.ports) {
+    snap.nic.push_back(
+        {key.first, key.second, p.last.present, p.total, p.last.rate_gbps, p.last.active});
+  }
+  snap.comms.reserve(state.comms.size());
+  for (const auto& [hash, c] : state.comms) {
+    MetricsSnapshot::Comm& out = snap.comms.emplace_back();
+    out.hash = c->hash;
+    out.nranks = c->nranks;
+    out.name = c->name;
+    out.local_ranks = c->members.size();
+    out.active_count = c->active_count;
+    out.last_activity_mono_ns = c->last_activity_mono_ns;
+    out.ended_mono_ns = c->ended_mono_ns;
+    out.joined_by_func_bucket = c->joined_by_func_bucket;
+    out.skew = c->skew;
+  }
+  snap.ranks.reserve(state.ranks.size());
+  for (const auto& [key, r] : state.ranks) {
+    MetricsSnapshot::Rank& out = snap.ranks.emplace_back();
+    out.comm_hash = r->comm_hash;
+    out.rank = r->rank;
+    out.nranks = r->nranks;
+    out.active = r->active;
+    out.has_seq = r->has_seq;
+    out.last_seq = r->last_seq;
+    out.count_by_func = r->count_by_func;
+    out.inflight = r->inflight;
+    out.lateness = r->lateness;
+    out.clock_free = r->clock_free;
+    for (size_t b = 0; b < r->duration.size(); ++b) {
+      if (r->duration[b]) out.duration[b] = *r->duration[b];
+    }
+  }
+  snap.processes.reserve(state.processes.size());
+  for (const auto& [client, p] : state.processes) {
+    MetricsSnapshot::Process& out = snap.processes.emplace_back();
+    out.client = p->client;
+    out.connected = p->connected;
+    if (const RankState* primary = PrimaryRank(state, *p)) {
+      out.has_rank = true;
+      out.rank = primary->rank;
+    }
+    for (const auto& key : p->ranks) {
+      auto r = state.ranks.find(key);
+      if (r == state.ranks.end() || !state.comms.contains(key.first)) continue;
+      out.ranks.push_back({key.first, r->second->nranks, r->second->active});
+    }
+    out.has_heartbeat = p->has_heartbeat;
+    out.heartbeat = p->heartbeat;
+    out.overhead_ratio = p->overhead_ratio;
+    out.has_gpu_window = p->has_gpu_window;
+    out.gpu_window = p->gpu_window;
+    out.gpu = GpuPrometheusInputOf(p->gpu);
+  }
+  snap.baseline = TakeBaselineSnapshot(state, INT64_MIN);
+  snap.net = state.net;
+  return snap;
+}
+
+double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v) {
+  if (v.oldest_since_ns <= 0 || v.enqueued <= v.completed) return 0;
+  return std::max(0.0, static_cast<double>(now_mono_ns - v.oldest_since_ns) / 1e9);
+}
+
+}  // namespace sentinel::collector

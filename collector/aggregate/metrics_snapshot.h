@@ -1,0 +1,119 @@
+// What /metrics renders (prometheus_text.h), as plain data: the aggregator's reader copies it
+// under the lock (TakeMetricsSnapshot) and the series budget (metrics_select.h) and the text are
+// computed from it after the lock is released, so a scrape holds ingest back only for the copy
+// (issue 9). Like snapshot.h, one of the few aggregate/ headers export/ may include.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collector/aggregate/baseline_store.h"
+#include "collector/aggregate/counters.h"
+#include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/hang_detector.h"
+#include "collector/aggregate/net_links.h"
+#include "collector/aggregate/stats.h"
+#include "collector/base/alert_kind.h"
+#include "collector/nic/nic_counters.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::collector {
+
+struct State;
+
+inline constexpr int kMetricsFuncSlots = 16;  // aggregator.h's kFuncSlots
+
+// The job's collectives beside the latest fabric baseline (baseline_export.h).
+struct BaselineSnapshot {
+  struct Busbw {  // one joined collective with a known bus bandwidth
+    uint8_t func = 0;
+    uint64_t bytes = 0;
+    double busbw_gbps = 0;
+  };
+  std::vector<Busbw> busbw;                  // those that ended in the window, oldest first
+  std::optional<BaselineStore::Run> latest;  // BaselineStore::latest()
+};
+
+// The collectives that ended at or after `since_mono_ns` and the latest baseline run. Call with
+// the aggregator's lock held.
+BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns);
+
+struct MetricsSnapshot {
+  struct Comm {
+    uint64_t hash = 0;
+    int32_t nranks = 0;
+    std::string name;
+    size_t local_ranks = 0;  // CommState::members
+    int active_count = 0;
+    int64_t last_activity_mono_ns = 0;
+    int64_t ended_mono_ns = 0;
+    std::array<std::array<uint64_t, kSizeBuckets>, kMetricsFuncSlots> joined_by_func_bucket{};
+    std::array<Histogram, kSizeBuckets> skew;
+  };
+  struct Rank {
+    uint64_t comm_hash = 0;
+    int32_t rank = 0;
+    int32_t nranks = 0;
+    bool active = true;
+    bool has_seq = false;
+    uint64_t last_seq = 0;
+    std::array<uint64_t, kMetricsFuncSlots> count_by_func{};
+    InFlightView inflight;
+    Histogram lateness;
+    Histogram clock_free;
+    std::array<std::optional<Histogram>, kSizeBuckets> duration;  // the buckets it has
+  };
+  // A rank a process fed, as the series budget weighs it (metrics_select.h).
+  struct RankRef {
+    uint64_t comm_hash = 0;
+    int32_t nranks = 0;
+    bool active = false;
+  };
+  struct Process {
+    int client = -1;
+    bool connected = false;
+    bool has_rank = false;       // PrimaryRank (state_order.h) found one
+    int32_t rank = 0;            // its primary rank when has_rank
+    std::vector<RankRef> ranks;  // the ranks it fed that are still known, with their comm
+    bool has_heartbeat = false;
+    SentinelWireHeartbeat heartbeat{};
+    double overhead_ratio = -1;
+    bool has_gpu_window = false;
+    SentinelWireGpuWindow gpu_window{};
+    GpuPrometheusInput gpu;
+  };
+  struct NicPort {
+    std::string device;
+    int port = 0;
+    uint32_t present = 0;  // NicPortReading::present
+    std::array<uint64_t, kNicCounterCount> total{};
+    double rate_gbps = 0;
+    bool active = false;
+  };
+
+  std::string host;
+  int64_t now_mono_ns = 0;  // as of the last tick
+  Counters counters;
+  size_t hang_suspects = 0;
+  std::vector<AlertKind> firing;  // the kind of every firing alert
+  std::vector<NicPort> nic;       // by (device, port)
+  // In the aggregator's hash-map order: the renderers sort (after the lock).
+  std::vector<Comm> comms;
+  std::vector<Rank> ranks;
+  std::vector<Process> processes;
+  BaselineSnapshot baseline;  // over the whole kept window
+  NetLinks net;
+};
+
+// Copies what /metrics shows of `state`. Call with the aggregator's lock held (inside
+// Aggregator::Read); everything else happens after.
+MetricsSnapshot TakeMetricsSnapshot(const State& state);
+
+// The age of a rank's oldest incomplete collective at `now_mono_ns` (0 when none).
+double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v);
+
+}  // namespace sentinel::collector

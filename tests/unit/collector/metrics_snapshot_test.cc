@@ -1,0 +1,319 @@
+// /metrics from a MetricsSnapshot (metrics_snapshot.h): taken under the aggregator's lock, rendered
+// after it, byte-identical to what the State renderer gave (testdata/metrics_*.prom were written
+// by it, at the commit that had both and asserted them equal under 8 series budgets). The node
+// below feeds every family /metrics carries (joins in several size buckets, three communicators of
+// which one ended, in-flight state, heartbeats, CUPTI windows, a verdict alert, NIC counters, a
+// baseline run, net-plugin links, a gone process).
+#include "collector/aggregate/metrics_snapshot.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/export/api_json.h"
+#include "collector/export/prometheus_text.h"
+#include "tests/unit/collector/wire_test_util.h"
+
+namespace sentinel::collector {
+namespace {
+
+using testing::FakeClock;
+using testing::MakeColl;
+
+constexpr uint64_t kWorld = 0xA0;
+constexpr uint64_t kPair = 0xB0;
+constexpr uint64_t kSolo = 0xC0;
+constexpr int64_t kMs = 1000000;
+constexpr int kClients = 4;
+
+template <typename T>
+void Control(Aggregator* agg, int client, uint16_t type, const T& body) {
+  Frame f;
+  f.type = type;
+  f.payload = reinterpret_cast<const uint8_t*>(&body);
+  f.payload_size = sizeof(body);
+  agg->OnControlFrame(client, f);
+}
+
+void CommInit(Aggregator* agg, int client, uint64_t comm, int rank, int nranks, const char* name) {
+  SentinelWireCommInit init = testing::MakeCommInit(comm, rank, nranks);
+  std::snprintf(init.comm_name, sizeof(init.comm_name), "%s", name);
+  Control(agg, client, kSentinelWireCommInit, init);
+}
+
+SentinelWireGpuWindow Window(int64_t start, uint32_t status, bool step) {
+  SentinelWireGpuWindow w{};
+  w.start_ns = start;
+  w.end_ns = start + 100 * kMs;
+  if (status == 0) {
+    w.compute_ns = 60 * kMs;
+    w.nccl_ns = 30 * kMs;
+    w.overlap_ns = 10 * kMs;
+    w.idle_ns = 20 * kMs;
+    w.memcpy_ns = 5 * kMs;
+  }
+  w.records_dropped = 3;
+  w.status = status;
+  if (step) {
+    w.steps = 1;
+    w.step_start_ns = start + 10 * kMs;
+    w.step_end_ns = start + 90 * kMs;
+    w.step_compute_ns = 50 * kMs;
+    w.step_exposed_comm_ns = 20 * kMs;
+    w.step_idle_ns = 10 * kMs;
+  }
+  return w;
+}
+
+class MetricsSnapshotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    agg_ = std::make_unique<Aggregator>(config_, &clock_);
+    for (int c = 1; c <= kClients; ++c) {
+      agg_->NoteAccepted(c, static_cast<uint32_t>(100 + c), 0);
+      agg_->OnHello(c, testing::MakeHello(static_cast<uint32_t>(100 + c)));
+      CommInit(agg_.get(), c, kWorld, c - 1, kClients, "world");
+    }
+    CommInit(agg_.get(), 1, kPair, 0, 2, "pair");
+    CommInit(agg_.get(), 2, kPair, 1, 2, "pair");
+    CommInit(agg_.get(), 3, kSolo, 0, 1, "solo");
+    // Joins on the world communicator in three size buckets and two functions, rank 2 late.
+    const uint64_t sizes[] = {4096, 1 << 20, 64 << 20};
+    for (uint64_t seq = 0; seq < 24; ++seq) {
+      const int64_t t = clock_.MonoNs() + static_cast<int64_t>(seq) * kMs;
+      const uint8_t func = seq % 4 == 3 ? kSentinelFuncAllGather : kSentinelFuncAllReduce;
+      for (int r = 0; r < kClients; ++r) {
+        const auto rec = MakeColl(kWorld, r, kClients, seq, t + (r == 2 ? 300000 : r * 1000),
+                                  (2 + r) * kMs, sizes[seq % 3], func);
+        agg_->OnRecords(r + 1, &rec, 1);
+      }
+    }
+    for (uint64_t seq = 0; seq < 5; ++seq) {
+      const int64_t t = clock_.MonoNs() + static_cast<int64_t>(seq) * kMs;
+      for (int r = 0; r < 2; ++r) {
+        const auto rec = MakeColl(kPair, r, 2, seq, t + r * 5000, kMs);
+        agg_->OnRecords(r + 1, &rec, 1);
+      }
+    }
+    const auto solo = MakeColl(kSolo, 0, 1, 0, clock_.MonoNs(), kMs);
+    agg_->OnRecords(3, &solo, 1);
+    SentinelWireCommEnd end{};
+    end.comm_hash = kSolo;
+    end.rank = 0;
+    Control(agg_.get(), 3, kSentinelWireCommEnd, end);
+    // In-flight state: rank 1 has a collective outstanding.
+    for (int r = 0; r < kClients; ++r) {
+      SentinelWireInFlight in{};
+      in.comm_hash = kWorld;
+      in.now_ns = clock_.MonoNs();
+      in.rank = r;
+      in.nranks = kClients;
+      in.pid = static_cast<uint32_t>(100 + r + 1);
+      in.enqueued = 25;
+      in.gpu_started = r == 1 ? 24 : 25;
+      in.completed = r == 1 ? 24 : 25;
+      in.oldest_since_ns = r == 1 ? clock_.MonoNs() - 40 * kMs : 0;
+      Control(agg_.get(), r + 1, kSentinelWireInFlight, in);
+    }
+    // Heartbeats (two, for the overhead ratio), CUPTI windows (measured with a step, and not).
+    for (int c = 1; c <= kClients; ++c) {
+      SentinelWireHeartbeat hb{};
+      hb.now_ns = clock_.MonoNs();
+      hb.records_dropped_ring = static_cast<uint64_t>(c);
+      hb.events_dropped_pool = 7;
+      Control(agg_.get(), c, kSentinelWireHeartbeat, hb);
+      hb.now_ns += 1000 * kMs;
+      hb.callback_ns_total = static_cast<uint64_t>(c) * kMs;
+      Control(agg_.get(), c, kSentinelWireHeartbeat, hb);
+      Control(agg_.get(), c, kSentinelWireGpuWindow,
+              Window(clock_.MonoNs(), c == 3 ? kSentinelGpuWindowForeignOwner : 0, c != 4));
+    }
+    // A transport verdict (an alert firing).
+    SentinelWireVerdict v{};
+    v.comm_hash = kWorld;
+    v.rank = 0;
+    v.nranks = kClients;
+    v.kind = kSentinelVerdictTransport;
+    v.outcome = kSentinelOutcomeFail;
+    std::snprintf(v.expected, sizeof(v.expected), "NET/IB");
+    std::snprintf(v.found, sizeof(v.found), "NET/Socket");
+    Control(agg_.get(), 1, kSentinelWireVerdict, v);
+    // A baseline run at the job's sizes.
+    for (uint16_t i = 0; i < 3; ++i) {
+      SentinelWireBaseline b{};
+      b.run_id = 0x5EED;
+      b.bytes = sizes[i];
+      b.time_ns = 1000000;
+      b.busbw_bps = 100000000000ULL >> i;
+      b.algbw_bps = 50000000000ULL;
+      b.link_mbps = 400000;
+      b.nranks = kClients;
+      b.iters = 20;
+      b.func = kSentinelFuncAllReduce;
+      b.index = i;
+      b.count = 3;
+      b.flags = i == 2 ? kSentinelBaselineLast : 0;
+      Control(agg_.get(), 1, kSentinelWireBaselineResult, b);
+    }
+    // Net-plugin devices and a link's two ends.
+    SentinelWireNetDevice dev{};
+    dev.pid = 101;
+    dev.ptr_support = 0x2;
+    dev.speed_mbps = 400000;
+    std::snprintf(dev.name, sizeof(dev.name), "mlx5_0");
+    Control(agg_.get(), 1, kSentinelWireNetDevice, dev);
+    for (int c = 1; c <= 2; ++c) {
+      SentinelWireNetConnStats s{};
+      s.link_id = 0x1111;
+      s.bytes = 1 << 30;
+      s.requests = 1000;
+      s.errors = static_cast<uint64_t>(c - 1);
+      s.latency_ns_sum = 5000000;
+      s.pid = static_cast<uint32_t>(100 + c);
+      s.is_send = c == 1 ? 1 : 0;
+      Control(agg_.get(), c, kSentinelWireNetConnStats, s);
+    }
+    // NIC counters, two polls.
+    for (uint64_t n : {10u, 25u}) {
+      NicPortReading port;
+      port.device = "mlx5_0";
+      port.port = 1;
+      port.active = true;
+      port.rate_gbps = 400;
+      port.value[0] = n;
+      port.value[1] = 2 * n;
+      port.present = 0x3;
+      agg_->OnNicPoll({port});
+      clock_.Advance(5000 * kMs);
+    }
+    agg_->OnDisconnect(kClients);  // a gone process: no per-process series
+    agg_->Tick();
+  }
+
+  // Copied under the lock, rendered after it, as the /metrics handler does.
+  void Render(const MetricsOptions& options) {
+    MetricsSnapshot snap;
+    agg_->Read([&](const State& s) { snap = TakeMetricsSnapshot(s); });
+    last_ = RenderPrometheus(snap, options);
+    host_ = snap.host;
+  }
+  // The text the State renderer (under the lock, before issue 9) gave for this node, with the
+  // machine's host name replaced by HOST: byte for byte the same.
+  void ExpectGolden(const MetricsOptions& options, const std::string& file) {
+    Render(options);
+    std::ifstream in(std::string(METRICS_GOLDEN_DIR) + "/" + file, std::ios::binary);
+    ASSERT_TRUE(in.good()) << file;
+    std::stringstream golden;
+    golden << in.rdbuf();
+    std::string expected = golden.str();
+    const std::string placeholder = "host=\"HOST\"";
+    const size_t at = expected.find(placeholder);
+    ASSERT_NE(at, std::string::npos);
+    expected.replace(at, placeholder.size(), "host=\"" + host_ + "\"");
+    EXPECT_EQ(last_, expected);
+  }
+
+  Config config_;
+  FakeClock clock_;
+  std::unique_ptr<Aggregator> agg_;
+  std::string last_;
+  std::string host_;
+};
+
+TEST_F(MetricsSnapshotTest, SameTextAsFromStateByDefault) {
+  ExpectGolden({}, "metrics_default.prom");
+  // The node really has every family with samples (so the comparison covers them).
+  for (const char* line : {
+           "sentinel_alerts_firing{kind=\"transport\"} 1\n",
+           "sentinel_nic_counter_total{device=\"mlx5_0\",port=\"1\",counter=",
+           "sentinel_comm_nranks{comm=\"0x00000000000000a0\",scope=\"local\"} 4\n",
+           "sentinel_collectives_joined_total{comm=\"0x00000000000000a0\",func=\"AllGather\"} 6\n",
+           "sentinel_skew_seconds_count{comm=\"0x00000000000000a0\"} 24\n",
+           "sentinel_rank_last_seq{comm=\"0x00000000000000a0\",rank=\"3\"}",
+           "sentinel_inflight_oldest_age_seconds{comm=\"0x00000000000000a0\",rank=\"1\"} "
+           "10.039999999999999\n",
+           "sentinel_rank_lateness_seconds_count{comm=\"0x00000000000000a0\",rank=\"2\"} 22\n",
+           "sentinel_rank_clock_free_lateness_seconds_sum{",
+           "sentinel_rank_duration_seconds_count{comm=\"0x00000000000000a0\",rank=\"0\"} 24\n",
+           "sentinel_plugin_dropped_total{rank=\"2\",reason=\"ring\"} 3\n",
+           "sentinel_plugin_overhead_ratio{rank=\"0\"}",
+           "sentinel_gpu_overlap_ratio{rank=\"0\"}",
+           "sentinel_gpu_compute_ratio{rank=\"0\"} 0.59999999999999998\n",
+           "sentinel_gpu_step_seconds{rank=\"1\",part=\"exposed_comm\"}",
+           "sentinel_gpu_windows_not_measured_total{rank=\"2\"} 1\n",
+           "sentinel_job_busbw_gbytes_per_second{func=\"AllReduce\",size_bucket=",
+           "sentinel_baseline_job_ratio{func=\"AllReduce\",bytes=\"1048576\"}",
+           "sentinel_baseline_link_ratio{",
+           "sentinel_net_send_bytes_total{",
+           "sentinel_net_device_info{",
+       }) {
+    EXPECT_NE(last_.find(line), std::string::npos) << line << "\n" << last_;
+  }
+  // The series budget: the pair and the ended solo communicator are not primary.
+  EXPECT_EQ(last_.find("comm=\"0x00000000000000b0\""), std::string::npos);
+  // The gone process (client 4, rank 3) has no per-process series.
+  EXPECT_EQ(last_.find("sentinel_plugin_dropped_total{rank=\"3\""), std::string::npos);
+}
+
+TEST_F(MetricsSnapshotTest, SameTextUnderEverySeriesBudget) {
+  MetricsOptions all;
+  all.detail.comm = true;
+  Render(all);
+  EXPECT_NE(last_.find("comm=\"0x00000000000000b0\""), std::string::npos);
+  EXPECT_NE(last_.find("comm=\"0x00000000000000c0\""), std::string::npos);
+  MetricsOptions size;
+  size.detail.size = true;
+  Render(size);
+  EXPECT_NE(last_.find("size_bucket="), std::string::npos);
+  all.detail.size = true;
+  ExpectGolden(all, "metrics_comm_size.prom");
+  MetricsOptions by_name;
+  by_name.comms = {"pair"};
+  Render(by_name);
+  EXPECT_NE(last_.find("comm=\"0x00000000000000b0\""), std::string::npos);
+  MetricsOptions by_hash;
+  by_hash.comms = {"0xc0"};
+  Render(by_hash);
+  EXPECT_NE(last_.find("comm=\"0x00000000000000c0\""), std::string::npos);
+  // The ended solo communicator leaves once its retention passed (10 s since it ended).
+  by_hash.retention_ns = 1000 * kMs;
+  Render(by_hash);
+  EXPECT_EQ(last_.find("comm=\"0x00000000000000c0\""), std::string::npos);
+  all.retention_ns = 1000 * kMs;
+  Render(all);
+  EXPECT_EQ(last_.find("comm=\"0x00000000000000c0\""), std::string::npos);
+}
+
+// /v1/healthz and /v1/alerts from their snapshots (snapshot.h). The JSON equalled the State
+// renderers' at the commit that had both.
+TEST_F(MetricsSnapshotTest, HealthzAndAlertsFromSnapshots) {
+  // A second alert (placement), so that the sort is exercised.
+  SentinelWireVerdict v{};
+  v.comm_hash = kPair;
+  v.nranks = 2;
+  v.kind = kSentinelVerdictPlacement;
+  v.outcome = kSentinelOutcomeWarn;
+  Control(agg_.get(), 1, kSentinelWireVerdict, v);
+  HealthSnapshot health;
+  std::vector<Alert> alerts;
+  agg_->Read([&](const State& s) {
+    health = TakeHealthSnapshot(s);
+    alerts = TakeAlerts(s);
+  });
+  const nlohmann::json h = HealthzJson(health, 123, clock_.MonoNs());
+  EXPECT_EQ(h["records"], 24 * 4 + 5 * 2 + 1);
+  EXPECT_EQ(h["clients"], kClients - 1);
+  EXPECT_EQ(h["uptime_s"], 10.0);  // two NIC polls 5 s apart
+  const nlohmann::json a = AlertsJson(alerts)["alerts"];
+  ASSERT_EQ(a.size(), 2u);
+  // Firing first, then the newest first: both fired at the same instant, so by id.
+  EXPECT_EQ(a[0]["id"], "placement-0x00000000000000b0");
+  EXPECT_EQ(a[1]["id"], "transport-0x00000000000000a0");
+}
+
+}  // namespace
+}  // namespace sentinel::collector
