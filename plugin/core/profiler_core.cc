@@ -17,6 +17,7 @@
 #include "absl/base/attributes.h"
 
 #include "plugin/base/env_config.h"
+#include "plugin/base/event_mask.h"
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/base/raw_log.h"
@@ -25,7 +26,6 @@
 #include "plugin/core/clock.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/drainer.h"
-#include "plugin/base/event_mask.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/func_recovery.h"
 #include "plugin/core/names.h"

@@ -153,8 +153,7 @@ int main(int argc, char** argv) {
   slow.Time([&] { prof->finalize(ctx); });
   std::printf("calls=%" PRIu64 " max_ns=%" PRId64 " over_1ms=%" PRIu64 " colls=%" PRIu64
               " blocked_calls=%" PRIu64 " blocked_max_ns=%" PRId64 " blocked_over_1ms=%" PRIu64
-              " faulted_over_1ms=%" PRIu64
-              " init_finalize_max_ns=%" PRId64 "\n",
+              " faulted_over_1ms=%" PRIu64 " init_finalize_max_ns=%" PRId64 "\n",
               t.calls, t.max_ns, t.over_1ms, seq, t.blocked_calls, t.blocked_max_ns,
               t.blocked_over_1ms, t.faulted_over_1ms, slow.max_ns);
   return 0;

@@ -257,13 +257,13 @@ HostResult ParseHost(const std::string& out) {
   HostResult r;
   size_t at = out.find("calls=");
   if (at == std::string::npos) return r;
-  r.parsed = std::sscanf(out.c_str() + at,
-                         "calls=%llu max_ns=%lld over_1ms=%llu colls=%llu blocked_calls=%llu "
-                         "blocked_max_ns=%lld blocked_over_1ms=%llu faulted_over_1ms=%llu "
-                         "init_finalize_max_ns=%lld",
-                         &r.calls, &r.max_ns, &r.over_1ms, &r.colls, &r.blocked_calls,
-                         &r.blocked_max_ns, &r.blocked_over_1ms, &r.faulted_over_1ms,
-                         &r.init_finalize_max_ns) == 9;
+  r.parsed =
+      std::sscanf(out.c_str() + at,
+                  "calls=%llu max_ns=%lld over_1ms=%llu colls=%llu blocked_calls=%llu "
+                  "blocked_max_ns=%lld blocked_over_1ms=%llu faulted_over_1ms=%llu "
+                  "init_finalize_max_ns=%lld",
+                  &r.calls, &r.max_ns, &r.over_1ms, &r.colls, &r.blocked_calls, &r.blocked_max_ns,
+                  &r.blocked_over_1ms, &r.faulted_over_1ms, &r.init_finalize_max_ns) == 9;
   return r;
 }
 
@@ -328,8 +328,7 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
       "in one; %llu collectives; init/finalize max %.1f ms\n",
       hr.calls, static_cast<double>(hr.max_ns) / 1e6, hr.over_1ms, hr.blocked_calls,
       static_cast<double>(hr.blocked_max_ns) / 1e6, hr.blocked_over_1ms, hr.faulted_over_1ms,
-      hr.colls,
-      static_cast<double>(hr.init_finalize_max_ns) / 1e6);
+      hr.colls, static_cast<double>(hr.init_finalize_max_ns) / 1e6);
   // A callback may be preempted on a loaded 2-core CI machine (an involuntary switch: wall time
   // the plugin did not ask for); it must never wait on the plugin's own locks or sockets for more
   // than 1 ms. A wait inside a page fault is the kernel's paging (code read from disk, memory

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "plugin/base/env_config.h"
-#include "plugin/core/calibration.h"
 #include "plugin/base/event_mask.h"
+#include "plugin/core/calibration.h"
 #include "plugin/core/jsonl_sink.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"
