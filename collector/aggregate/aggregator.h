@@ -39,7 +39,6 @@
 
 namespace sentinel::collector {
 
-inline constexpr int kFuncSlots = 16;  // func ids >= 15 share the last slot ("Unknown")
 inline constexpr int64_t kUnset = INT64_MIN;
 
 // One rank of one communicator.

@@ -8,8 +8,6 @@
 
 namespace sentinel::collector {
 
-static_assert(kMetricsFuncSlots == kFuncSlots, "the snapshot's per-function arrays");
-
 BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns) {
   BaselineSnapshot snap;
   for (size_t i = 0; i < state.collectives.size(); ++i) {

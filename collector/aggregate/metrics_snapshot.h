@@ -25,8 +25,6 @@ namespace sentinel::collector {
 
 struct State;
 
-inline constexpr int kMetricsFuncSlots = 16;  // aggregator.h's kFuncSlots
-
 // The job's collectives beside the latest fabric baseline (baseline_export.h).
 struct BaselineSnapshot {
   struct Busbw {  // one joined collective with a known bus bandwidth
@@ -51,7 +49,7 @@ struct MetricsSnapshot {
     int active_count = 0;
     int64_t last_activity_mono_ns = 0;
     int64_t ended_mono_ns = 0;
-    std::array<std::array<uint64_t, kSizeBuckets>, kMetricsFuncSlots> joined_by_func_bucket{};
+    std::array<std::array<uint64_t, kSizeBuckets>, kFuncSlots> joined_by_func_bucket{};
     std::array<Histogram, kSizeBuckets> skew;
   };
   struct Rank {
@@ -61,7 +59,7 @@ struct MetricsSnapshot {
     bool active = true;
     bool has_seq = false;
     uint64_t last_seq = 0;
-    std::array<uint64_t, kMetricsFuncSlots> count_by_func{};
+    std::array<uint64_t, kFuncSlots> count_by_func{};
     InFlightView inflight;
     Histogram lateness;
     Histogram clock_free;
@@ -112,6 +110,20 @@ struct MetricsSnapshot {
 // Copies what /metrics shows of `state`. Call with the aggregator's lock held (inside
 // Aggregator::Read); everything else happens after.
 MetricsSnapshot TakeMetricsSnapshot(const State& state);
+
+// Orders shared by the State listings (state_order.h) and the snapshot renderers, over any rank
+// type with `nranks`, `comm_hash` and `rank` (RankState, MetricsSnapshot::Rank / RankRef).
+// A process's primary rank (PrimaryRank; the /metrics series budget): the largest communicator
+// first, then the lowest communicator hash.
+template <typename R>
+bool PrimaryRankBefore(const R& a, const R& b) {
+  return a.nranks > b.nranks || (a.nranks == b.nranks && a.comm_hash < b.comm_hash);
+}
+// The listing order of ranks (SortedRanks; /metrics): by communicator hash, then rank.
+template <typename R>
+bool RankListedBefore(const R* a, const R* b) {
+  return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
+}
 
 // The age of a rank's oldest incomplete collective at `now_mono_ns` (0 when none).
 double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v);

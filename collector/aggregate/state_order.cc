@@ -12,9 +12,7 @@ std::vector<const RankState*> SortedRanks(const State& state) {
   std::vector<const RankState*> ranks;
   ranks.reserve(state.ranks.size());
   for (const auto& [key, r] : state.ranks) ranks.push_back(r.get());
-  std::sort(ranks.begin(), ranks.end(), [](const RankState* a, const RankState* b) {
-    return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
-  });
+  std::sort(ranks.begin(), ranks.end(), RankListedBefore<RankState>);
   return ranks;
 }
 
@@ -37,8 +35,7 @@ const RankState* PrimaryRank(const State& state, const ProcessState& process) {
     auto it = state.ranks.find(key);
     if (it == state.ranks.end()) continue;
     const RankState* r = it->second.get();
-    if (best == nullptr || r->nranks > best->nranks ||
-        (r->nranks == best->nranks && r->comm_hash < best->comm_hash)) {
+    if (best == nullptr || PrimaryRankBefore(*r, *best)) {
       best = r;
     }
   }

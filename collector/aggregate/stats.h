@@ -38,6 +38,9 @@ inline constexpr int kSizeBuckets = 12;
 int SizeBucket(uint64_t bytes);
 const char* SizeBucketLabel(int bucket);
 
+// Per-function arrays (per rank, per communicator): func ids >= 15 share the last slot ("Unknown").
+inline constexpr int kFuncSlots = 16;
+
 // Percentile (0..100) of `values` (reordered in place); 0 when empty.
 int64_t Percentile(std::vector<int64_t>* values, double pct);
 

@@ -21,10 +21,8 @@ bool AllowListed(const MetricsSnapshot::Comm& comm, const std::vector<std::strin
   return false;
 }
 
-// PrimaryRank's order (state_order.h): the largest communicator, then the lowest hash.
 bool Better(const MetricsSnapshot::RankRef* a, const MetricsSnapshot::RankRef* best) {
-  return best == nullptr || a->nranks > best->nranks ||
-         (a->nranks == best->nranks && a->comm_hash < best->comm_hash);
+  return best == nullptr || PrimaryRankBefore(*a, *best);
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
       "sentinel_collectives_joined_total", "counter",
       "Collectives joined across the node's ranks (by size bucket with --metrics-detail size).");
   for (const MetricsSnapshot::Comm* comm : comms) {
-    for (int f = 0; f < kMetricsFuncSlots; ++f) {
+    for (int f = 0; f < kFuncSlots; ++f) {
       const auto& by_bucket = comm->joined_by_func_bucket[static_cast<size_t>(f)];
       uint64_t total = 0;
       for (int b = 0; b < kSizeBuckets; ++b) {
@@ -225,10 +225,7 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
   for (const MetricsSnapshot::Rank& r : snap.ranks) {
     if (exported.contains(r.comm_hash)) ranks.push_back(&r);
   }
-  std::sort(ranks.begin(), ranks.end(),
-            [](const MetricsSnapshot::Rank* a, const MetricsSnapshot::Rank* b) {
-              return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
-            });
+  std::sort(ranks.begin(), ranks.end(), RankListedBefore<MetricsSnapshot::Rank>);
   w.Family("sentinel_rank_up", "gauge",
            "1 while the rank's process is connected and the communicator alive.");
   for (const MetricsSnapshot::Rank* r : ranks) {
@@ -247,7 +244,7 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
   w.Family("sentinel_rank_collectives_total", "counter",
            "Operations completed by the rank, by function.");
   for (const MetricsSnapshot::Rank* r : ranks) {
-    for (int f = 0; f < kMetricsFuncSlots; ++f) {
+    for (int f = 0; f < kFuncSlots; ++f) {
       const uint64_t n = r->count_by_func[static_cast<size_t>(f)];
       if (n == 0) continue;
       w.Sample("sentinel_rank_collectives_total",
