@@ -43,6 +43,12 @@ class ContextTable {
     return c;
   }
 
+  // A context already known to be one of ours (e.g. a live slot's): still live?
+  static bool IsLive(const Context* c) noexcept {
+    // acquire: as in AsContext.
+    return c->state.load(std::memory_order_acquire) == ContextState::kLive;
+  }
+
   // Calls fn(Context*) for every live context (drainer). Only contexts ever claimed are visited:
   // the claim cursor bounds them.
   template <typename Fn>

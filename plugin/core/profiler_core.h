@@ -71,6 +71,11 @@ inline bool PluginOn() noexcept { return g_gate.load(std::memory_order_relaxed) 
 void* CoreInit(const InitArgs& args) noexcept;
 void CoreFinalize(void* context) noexcept;
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept;
+// A KernelCh start, the most frequent start at Inspector's mask (one per channel): the adapters
+// call it straight from NCCL's descriptor, without building an EventDesc. Same as CoreStartEvent
+// with a KernelCh EventDesc of these fields.
+void CoreStartKernelCh(void* context, void** handle, void* parent, uint8_t channel_id,
+                       uint64_t p_timer) noexcept;
 void CoreStopEvent(void* handle) noexcept;
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept;
 

@@ -14,6 +14,11 @@ SentinelNcclResult OwnStartV5(void* context, void** handle, SentinelEventDescrV5
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
+    if (e->type == kSentinelProfileKernelCh) {  // the hottest start: no EventDesc
+      CoreStartKernelCh(context, handle, e->parent_obj, e->kernel_ch.channel_id,
+                        e->kernel_ch.p_timer);
+      return;
+    }
     EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc
     // NCCL 2.28 never sets the v6 CE bits in a v5 descriptor; ignore them if it ever does.
     if (e->type >= kSentinelProfileCeColl) return;

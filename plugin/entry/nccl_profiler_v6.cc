@@ -13,6 +13,11 @@ SentinelNcclResult OwnStartV6(void* context, void** handle, SentinelEventDescrV6
   if (handle != nullptr) *handle = nullptr;
   return Guarded("startEvent", [&] {
     if (handle == nullptr || e == nullptr) return;
+    if (e->type == kSentinelProfileKernelCh) {  // the hottest start: no EventDesc
+      CoreStartKernelCh(context, handle, e->parent_obj, e->kernel_ch.channel_id,
+                        e->kernel_ch.p_timer);
+      return;
+    }
     EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc
     DescribeV5(e, &d);
     switch (d.type) {

@@ -469,6 +469,34 @@ TEST_F(FakeHostTest, FinalizeTruncatesRecordsStillWaitingForChildren) {
   EXPECT_EQ(recs[0]["seq"], 5);
 }
 
+// A KernelCh start takes a shortcut when its context is its parent's and still live; every other
+// case keeps the checks of the other starts: a garbage context, or a collective of a communicator
+// already finalized, gets no handle and is counted stale (exactly these two).
+TEST_F(FakeHostTest, KernelChStartOutsideItsLiveContextGetsNoHandleAndIsCountedStale) {
+  auto stale_now = [&](uint64_t probe_comm) {  // finalize flushes a heartbeat
+    h().v5->finalize(h().InitV5(probe_comm, 1, 0));
+    auto hb = LastHeartbeat(Dump());
+    return hb.is_null() ? -1 : hb["stale_handles"].get<int64_t>();
+  };
+  const int64_t stale0 = stale_now(0x5C01ull);
+  const uint64_t comm = 0x5C0Dull;
+  void* ctx = h().InitV5(comm, 2, 0);
+  void* coll = h().Coll(ctx, nullptr, 0, 7, "AllReduce", 4, "ncclInt32", 2);
+  h().Stop(coll);
+  h().KernelChs(ctx, coll, 1, kGpuSkew, nullptr, nullptr);  // 1 of 2 channels: still waiting
+  auto d = FakeHost::Descr(kSentinelProfileKernelCh, coll);
+  d.kernel_ch.channel_id = 1;
+  d.kernel_ch.p_timer = 1000;
+  EXPECT_EQ(h().Start(reinterpret_cast<void*>(0xdeadbeefULL), d), nullptr);
+  h().v5->finalize(ctx);  // emits the record truncated; the slot lives until channel 1 stops
+  EXPECT_EQ(h().Start(ctx, d), nullptr);
+  EXPECT_EQ(stale_now(0x5C02ull) - stale0, 2);
+  auto recs = Records(Dump(), comm);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_TRUE(HasFlag(recs[0], "truncated"));
+  EXPECT_EQ(recs[0]["seq"], 7);
+}
+
 // The in-flight state through the built .so: a collective whose kernel started and never ended,
 // and one behind it that was only enqueued, show as enqueued 3 / GPU-started 2 / completed 1 with
 // the oldest's enqueue time, seqNumber and function, flagged stuck past SENTINEL_INFLIGHT_STUCK_MS;
