@@ -213,6 +213,52 @@ nlohmann::json GpuRankJson(const GpuActivity& g) {
   return out;
 }
 
+GpuRankInput GpuRankInputOf(const GpuActivity& g) {
+  GpuRankInput in;
+  in.latest = LatestGpuFigures(g);
+  in.windows_total = g.windows_total;
+  in.not_measured_total = g.not_measured_total;
+  in.records_dropped_total = g.records_dropped_total;
+  in.records_late_total = g.records_late_total;
+  in.has_step = g.has_step;
+  in.last_step = g.last_step;
+  in.has_clock_offset = g.windows.size() > 0;
+  if (in.has_clock_offset) in.clock_offset_ns = g.windows.Newest().clock_offset_ns;
+  in.has_clock_disagreement = ClockDisagreementNs(g, &in.clock_disagreement_ns);
+  in.attributions_total = g.attributions_total;
+  in.attributions_matched = g.attributions_matched;
+  return in;
+}
+
+nlohmann::json GpuRankJson(const GpuRankInput& g) {
+  const GpuFigures& f = g.latest;
+  nlohmann::json out = FiguresJson(f);
+  out["measured"] = f.valid && f.measured;
+  out["not_measured_reasons"] = GpuStatusJson(f.status);
+  out["window_s"] = Num(f.valid, static_cast<double>(f.length_ns) / 1e9);
+  out["windows"] = g.windows_total;
+  out["windows_not_measured"] = g.not_measured_total;
+  out["records_dropped"] = g.records_dropped_total;
+  out["records_late"] = g.records_late_total;
+  if (g.has_step && g.last_step.status == 0) {
+    const SentinelWireGpuWindow& s = g.last_step;
+    const double len = static_cast<double>(s.step_end_ns - s.step_start_ns);
+    out["step"] = {{"duration_ms", len / 1e6},
+                   {"compute_ms", static_cast<double>(s.step_compute_ns) / 1e6},
+                   {"exposed_comm_ms", static_cast<double>(s.step_exposed_comm_ns) / 1e6},
+                   {"idle_ms", static_cast<double>(s.step_idle_ns) / 1e6}};
+  } else {
+    out["step"] = nullptr;
+  }
+  out["cupti_clock_offset_ns"] =
+      g.has_clock_offset ? nlohmann::json(g.clock_offset_ns) : nlohmann::json();
+  out["kernelch_minus_cupti_ns"] =
+      g.has_clock_disagreement ? nlohmann::json(g.clock_disagreement_ns) : nlohmann::json();
+  out["kernels_attributed"] = g.attributions_total;
+  out["kernels_matched"] = g.attributions_matched;
+  return out;
+}
+
 ExposedCommOutlier EvaluateExposedComm(uint32_t pid,
                                        const std::vector<std::pair<uint32_t, double>>& ratios) {
   ExposedCommOutlier o;
@@ -411,6 +457,50 @@ nlohmann::json GpuTelemetryJson(const std::vector<const GpuActivity*>& processes
     const GpuFigures f = GpuFiguresSince(*g, since_ns);
     if (!f.valid) continue;
     dropped += g->records_dropped_total;
+    if (!f.measured) {
+      ++not_measured;
+      continue;
+    }
+    ++measured;
+    const double l = static_cast<double>(f.length_ns);
+    len += f.length_ns;
+    compute += f.compute_ratio * l;
+    comm += f.comm_ratio * l;
+    exposed += f.exposed_comm_ratio * l;
+    idle += f.idle_ratio * l;
+    if (f.overlap_ratio >= 0) {
+      overlap_num += f.overlap_ratio * f.comm_ratio * l;
+      overlap_den += f.comm_ratio * l;
+    }
+    exposed_max = std::max(exposed_max, f.exposed_comm_ratio);
+  }
+  const bool m = len > 0;
+  const double l = static_cast<double>(len);
+  return {{"ranks_measured", measured},
+          {"ranks_not_measured", not_measured},
+          {"compute_ratio", Num(m, m ? compute / l : 0)},
+          {"comm_ratio", Num(m, m ? comm / l : 0)},
+          {"overlap_ratio", Num(overlap_den > 0, overlap_den > 0 ? overlap_num / overlap_den : 0)},
+          {"exposed_comm_ratio", Num(m, m ? exposed / l : 0)},
+          {"exposed_comm_ratio_max", Num(exposed_max >= 0, exposed_max)},
+          {"idle_ratio", Num(m, m ? idle / l : 0)},
+          {"records_dropped", dropped}};
+}
+
+GpuTelemetryInput GpuTelemetryInputOf(const GpuActivity& g, int64_t since_ns) {
+  return {GpuFiguresSince(g, since_ns), g.records_dropped_total};
+}
+
+nlohmann::json GpuTelemetryJson(const std::vector<GpuTelemetryInput>& processes) {
+  int64_t len = 0;
+  double compute = 0, comm = 0, exposed = 0, idle = 0, overlap_num = 0, overlap_den = 0;
+  double exposed_max = -1;
+  int measured = 0, not_measured = 0;
+  uint64_t dropped = 0;
+  for (const GpuTelemetryInput& g : processes) {
+    const GpuFigures& f = g.since;
+    if (!f.valid) continue;
+    dropped += g.records_dropped_total;
     if (!f.measured) {
       ++not_measured;
       continue;

@@ -211,6 +211,155 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
             {"alert", c.evicted_alerts}}}};
 }
 
+nlohmann::json InFlightJson(int64_t now_mono_ns, const InFlightView& v) {
+  if (!v.has_state) return nullptr;
+  const bool waiting = v.oldest_since_ns > 0 && v.enqueued > v.completed;
+  return {{"enqueued", v.enqueued},
+          {"gpu_started", v.gpu_started},
+          {"completed", v.completed},
+          {"oldest_age_s", InFlightAgeSeconds(now_mono_ns, v)},
+          {"oldest_func", waiting ? nlohmann::json(FuncName(v.oldest_func)) : nlohmann::json()},
+          {"oldest_seq", waiting ? nlohmann::json(v.oldest_seq) : nlohmann::json()}};
+}
+
+nlohmann::json RanksJson(const RanksSnapshot& snap) {
+  std::vector<const RanksSnapshot::Process*> processes;
+  processes.reserve(snap.processes.size());
+  for (const RanksSnapshot::Process& p : snap.processes) processes.push_back(&p);
+  std::sort(processes.begin(), processes.end(),
+            [](const RanksSnapshot::Process* a, const RanksSnapshot::Process* b) {
+              return ProcessListedBefore(*a, *b);
+            });
+  // The p-th percentile in ms of a copy of `values` (Percentile reorders); null when empty.
+  auto pct_ms = [](const std::vector<int64_t>& values, double p) {
+    if (values.empty()) return nlohmann::json();
+    std::vector<int64_t> v = values;
+    return nlohmann::json(Ms(Percentile(&v, p)));
+  };
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const RanksSnapshot::Process* p : processes) {
+    nlohmann::json comms = nlohmann::json::array();
+    for (const RanksSnapshot::Comm& r : p->comms) {
+      comms.push_back({{"comm", CommLabel(r.comm_hash)},
+                       {"rank", r.rank},
+                       {"nranks", r.nranks},
+                       {"last_seq", r.has_seq ? nlohmann::json(r.last_seq) : nlohmann::json()},
+                       {"collectives", r.collectives},
+                       {"p2p", r.p2p},
+                       {"active", r.active},
+                       {"inflight", InFlightJson(snap.now_mono_ns, r.inflight)}});
+    }
+    const bool primary = p->has_rank;
+    const bool overlap_valid = p->has_gpu_window && p->gpu_window_nccl_ns > 0;
+    ranks.push_back(
+        {{"pid", p->pid},
+         {"host", p->host},
+         {"job_id", p->job_id},
+         {"rank", primary ? nlohmann::json(p->rank) : nlohmann::json()},
+         {"nranks", primary ? nlohmann::json(p->nranks) : nlohmann::json()},
+         {"connected", p->connected},
+         {"comms", comms},
+         {"last_seq", primary && p->has_seq ? nlohmann::json(p->last_seq) : nlohmann::json()},
+         {"collectives", primary ? p->collectives : 0},
+         {"lateness_p50_ms", pct_ms(p->lateness_ns, 50)},
+         {"lateness_p99_ms", pct_ms(p->lateness_ns, 99)},
+         {"clock_free_lateness_p50_ms", pct_ms(p->clock_free_ns, 50)},
+         {"duration_p50_ms", pct_ms(p->duration_ns, 50)},
+         {"overlap",
+          NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window_overlap_ns) /
+                                                       static_cast<double>(p->gpu_window_nccl_ns)
+                                                 : 0)},
+         {"gpu", GpuRankJson(p->gpu)},
+         {"drops", p->has_heartbeat ? HeartbeatDrops(p->heartbeat) : 0},
+         {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
+         // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
+         {"budget_level", p->has_heartbeat ? p->heartbeat.budget_level : 0},
+         {"straggler", primary && p->straggler}});
+  }
+  return {{"host", snap.host}, {"ranks", ranks}};
+}
+
+nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
+  std::vector<int64_t> latency;
+  std::vector<int64_t> duration;
+  std::vector<int64_t> skew;
+  std::vector<int64_t> busbw_mbps;
+  std::map<uint64_t, std::vector<int64_t>> skew_by_comm;
+  for (const TelemetrySnapshot::Coll& s : snap.collectives) {
+    skew.push_back(s.skew_ns);
+    skew_by_comm[s.comm_hash].push_back(s.skew_ns);
+    if (s.latency_ns >= 0) latency.push_back(s.latency_ns);
+    if (s.duration_ns >= 0) duration.push_back(s.duration_ns);
+    if (s.busbw_gbps >= 0) busbw_mbps.push_back(static_cast<int64_t>(s.busbw_gbps * 1000));
+  }
+  const size_t n = skew.size();
+  nlohmann::json suspects = nlohmann::json::array();
+  for (const HangSuspect& h : snap.hang_suspects) {
+    suspects.push_back({{"comm", CommLabel(h.comm_hash)},
+                        {"func", FuncName(h.func)},
+                        {"seq", h.seq},
+                        {"arrived_ranks", h.arrived},
+                        {"missing_ranks", h.missing},
+                        {"waiting_s", static_cast<double>(h.waiting_ns) / 1e9}});
+  }
+  nlohmann::json by_comm = nlohmann::json::array();
+  for (auto& [hash, v] : skew_by_comm) {
+    const size_t count = v.size();
+    by_comm.push_back({{"comm", CommLabel(hash)},
+                       {"collectives", count},
+                       {"skew_p99_ms", Ms(Percentile(&v, 99))}});
+  }
+  const Counters& c = snap.counters;
+  const NicWindow& nic = snap.nic;
+  auto pct = [](std::vector<int64_t>* v, double p) {
+    return v->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(v, p)));
+  };
+  // p50 bus bandwidth (GB/s: gigabytes, as nccl-tests prints it) over the fastest ACTIVE port's
+  // rate (sysfs, Gb/s: gigabits), so the ratio converts bytes to bits; null when unknown.
+  const double busbw_p50 =
+      busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
+  const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
+  const int64_t overlap = snap.gpu_window_overlap;
+  const int64_t nccl = snap.gpu_window_nccl;
+  return {{"host", snap.host},
+          {"window_s", static_cast<double>(snap.window_ns) / 1e9},
+          {"collectives", n},
+          {"latency_p50_ms", pct(&latency, 50)},
+          {"latency_p99_ms", pct(&latency, 99)},
+          {"duration_p50_ms", pct(&duration, 50)},
+          {"duration_p99_ms", pct(&duration, 99)},
+          {"skew_p50_ms", pct(&skew, 50)},
+          {"skew_p99_ms", pct(&skew, 99)},
+          {"busbw_gbps_p50", NumOrNull(busbw_p50 >= 0, busbw_p50)},
+          {"busbw_link_ratio",
+           NumOrNull(has_ratio, has_ratio ? busbw_p50 * 8 / nic.fastest_active_gbps : 0)},
+          {"overlap_ratio",
+           nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl))
+                    : nlohmann::json()},
+          // NIC counters from sysfs over the window: null (not zero) when not available.
+          {"retransmits", nic.has_retransmits ? nlohmann::json(nic.retransmits) : nlohmann::json()},
+          {"cnp_rate", NumOrNull(nic.has_cnp, nic.cnp_per_s)},
+          {"ecn_rate", NumOrNull(nic.has_ecn, nic.ecn_per_s)},
+          {"gpu", GpuTelemetryJson(snap.gpu)},
+          {"collective_hang_suspects", suspects},
+          {"by_comm", by_comm},
+          // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
+          {"busbw_by_size", JobBusbwBySizeJson(snap.baseline)},
+          {"baseline", BaselineJson(snap.baseline)},
+          {"records", c.records},
+          {"net", snap.net.ToJson()},  // net plugin devices and links (net_links.h)
+          {"plugin_dropped", snap.plugin_dropped},
+          {"evicted",
+           {{"pending_join", c.evicted_pending},
+            {"too_old", c.evicted_too_old},
+            {"rank_sample", c.evicted_samples},
+            {"collective_summary", c.evicted_collectives},
+            {"rank", c.evicted_ranks},
+            {"comm", c.evicted_comms},
+            {"process", c.evicted_processes},
+            {"alert", c.evicted_alerts}}}};
+}
+
 nlohmann::json AlertJson(const Alert& a) {
   return {{"id", a.id},
           {"kind", AlertKindName(a.kind)},

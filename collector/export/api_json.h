@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/api_snapshot.h"
 
 namespace sentinel::collector {
 
@@ -19,5 +20,11 @@ nlohmann::json AlertJson(const Alert& alert);
 nlohmann::json ErrorJson(int code, const std::string& message);
 // A rank's in-flight state for /v1/ranks (null when it never sent any).
 nlohmann::json InFlightJson(const State& state, const InFlightView& v);
+
+// /v1/ranks and /v1/telemetry from their snapshots (api_snapshot.h), after the lock.
+nlohmann::json RanksJson(const RanksSnapshot& snap);
+nlohmann::json TelemetryJson(const TelemetrySnapshot& snap);
+// A rank's in-flight state at `now_mono_ns` (the last tick), null when it never sent any.
+nlohmann::json InFlightJson(int64_t now_mono_ns, const InFlightView& v);
 
 }  // namespace sentinel::collector

@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/api_snapshot.h"
 #include "collector/aggregate/metrics_snapshot.h"
 #include "collector/aggregate/snapshot.h"
+#include "collector/export/api_json.h"
 #include "collector/export/prometheus_text.h"
 #include "collector/export/trace_json.h"
 #include "tests/unit/collector/wire_test_util.h"
@@ -103,6 +105,60 @@ void BM_PrometheusFromSnapshot(benchmark::State& st) {
   st.counters["bytes"] = static_cast<double>(bytes);
 }
 
+// /v1/ranks and /v1/telemetry before: rendered under the lock (the State renderers).
+void BM_RanksJsonUnderLock(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t now = RealClock()->MonoNs();
+  for (auto _ : st) {
+    nlohmann::json body;
+    agg->Read([&](const State& s) { body = RanksJson(s, now); });
+    benchmark::DoNotOptimize(body);
+  }
+}
+void BM_TelemetryJsonUnderLock(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t now = RealClock()->MonoNs();
+  for (auto _ : st) {
+    nlohmann::json body;
+    agg->Read([&](const State& s) { body = TelemetryJson(s, kWindowNs, now); });
+    benchmark::DoNotOptimize(body);
+  }
+}
+
+// /v1/ranks and /v1/telemetry now: the copy under the lock (api_snapshot.h).
+void BM_TakeRanksSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  for (auto _ : st) {
+    RanksSnapshot snap;
+    agg->Read([&](const State& s) { snap = TakeRanksSnapshot(s); });
+    benchmark::DoNotOptimize(snap);
+  }
+}
+void BM_TakeTelemetrySnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t now = RealClock()->MonoNs();
+  for (auto _ : st) {
+    TelemetrySnapshot snap;
+    agg->Read([&](const State& s) { snap = TakeTelemetrySnapshot(s, kWindowNs, now); });
+    benchmark::DoNotOptimize(snap);
+  }
+}
+
+// Their rendering from the snapshots (percentiles, sorting, JSON), after the lock is released.
+void BM_RanksJsonFromSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  RanksSnapshot snap;
+  agg->Read([&](const State& s) { snap = TakeRanksSnapshot(s); });
+  for (auto _ : st) benchmark::DoNotOptimize(RanksJson(snap).dump());
+}
+void BM_TelemetryJsonFromSnapshot(benchmark::State& st) {
+  auto agg = Node(static_cast<int>(st.range(0)), static_cast<int>(st.range(1)));
+  const int64_t now = RealClock()->MonoNs();
+  TelemetrySnapshot snap;
+  agg->Read([&](const State& s) { snap = TakeTelemetrySnapshot(s, kWindowNs, now); });
+  for (auto _ : st) benchmark::DoNotOptimize(TelemetryJson(snap).dump());
+}
+
 BENCHMARK(BM_TakeTraceSnapshot)
     ->Args({1024, 16})
     ->Args({1024, 256})
@@ -112,6 +168,21 @@ BENCHMARK(BM_TraceJsonFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisec
 BENCHMARK(BM_TraceJsonUnderLock)->Args({1024, 16})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TakeMetricsSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrometheusFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RanksJsonUnderLock)
+    ->Args({1024, 16})
+    ->Args({1024, 256})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TelemetryJsonUnderLock)
+    ->Args({1024, 16})
+    ->Args({1024, 256})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TakeRanksSnapshot)->Args({1024, 16})->Args({1024, 256})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TakeTelemetrySnapshot)
+    ->Args({1024, 16})
+    ->Args({1024, 256})
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_RanksJsonFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TelemetryJsonFromSnapshot)->Args({1024, 16})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace sentinel::collector
