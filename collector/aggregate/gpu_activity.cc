@@ -182,37 +182,6 @@ nlohmann::json GpuStatusJson(uint32_t status) {
   return out;
 }
 
-nlohmann::json GpuRankJson(const GpuActivity& g) {
-  const GpuFigures f = LatestGpuFigures(g);
-  nlohmann::json out = FiguresJson(f);
-  out["measured"] = f.valid && f.measured;
-  out["not_measured_reasons"] = GpuStatusJson(f.status);
-  out["window_s"] = Num(f.valid, static_cast<double>(f.length_ns) / 1e9);
-  out["windows"] = g.windows_total;
-  out["windows_not_measured"] = g.not_measured_total;
-  out["records_dropped"] = g.records_dropped_total;
-  out["records_late"] = g.records_late_total;
-  if (g.has_step && g.last_step.status == 0) {
-    const SentinelWireGpuWindow& s = g.last_step;
-    const double len = static_cast<double>(s.step_end_ns - s.step_start_ns);
-    out["step"] = {{"duration_ms", len / 1e6},
-                   {"compute_ms", static_cast<double>(s.step_compute_ns) / 1e6},
-                   {"exposed_comm_ms", static_cast<double>(s.step_exposed_comm_ns) / 1e6},
-                   {"idle_ms", static_cast<double>(s.step_idle_ns) / 1e6}};
-  } else {
-    out["step"] = nullptr;
-  }
-  const bool has_clock = g.windows.size() > 0;
-  out["cupti_clock_offset_ns"] =
-      has_clock ? nlohmann::json(g.windows.Newest().clock_offset_ns) : nlohmann::json();
-  int64_t dis = 0;
-  const bool has_dis = ClockDisagreementNs(g, &dis);
-  out["kernelch_minus_cupti_ns"] = has_dis ? nlohmann::json(dis) : nlohmann::json();
-  out["kernels_attributed"] = g.attributions_total;
-  out["kernels_matched"] = g.attributions_matched;
-  return out;
-}
-
 GpuRankInput GpuRankInputOf(const GpuActivity& g) {
   GpuRankInput in;
   in.latest = LatestGpuFigures(g);
@@ -445,47 +414,6 @@ void AppendGpuTraceEvents(const GpuActivity& g, int64_t pid, int32_t rank, int64
 }  // namespace sentinel::collector
 
 namespace sentinel::collector {
-
-nlohmann::json GpuTelemetryJson(const std::vector<const GpuActivity*>& processes,
-                                int64_t since_ns) {
-  int64_t len = 0;
-  double compute = 0, comm = 0, exposed = 0, idle = 0, overlap_num = 0, overlap_den = 0;
-  double exposed_max = -1;
-  int measured = 0, not_measured = 0;
-  uint64_t dropped = 0;
-  for (const GpuActivity* g : processes) {
-    const GpuFigures f = GpuFiguresSince(*g, since_ns);
-    if (!f.valid) continue;
-    dropped += g->records_dropped_total;
-    if (!f.measured) {
-      ++not_measured;
-      continue;
-    }
-    ++measured;
-    const double l = static_cast<double>(f.length_ns);
-    len += f.length_ns;
-    compute += f.compute_ratio * l;
-    comm += f.comm_ratio * l;
-    exposed += f.exposed_comm_ratio * l;
-    idle += f.idle_ratio * l;
-    if (f.overlap_ratio >= 0) {
-      overlap_num += f.overlap_ratio * f.comm_ratio * l;
-      overlap_den += f.comm_ratio * l;
-    }
-    exposed_max = std::max(exposed_max, f.exposed_comm_ratio);
-  }
-  const bool m = len > 0;
-  const double l = static_cast<double>(len);
-  return {{"ranks_measured", measured},
-          {"ranks_not_measured", not_measured},
-          {"compute_ratio", Num(m, m ? compute / l : 0)},
-          {"comm_ratio", Num(m, m ? comm / l : 0)},
-          {"overlap_ratio", Num(overlap_den > 0, overlap_den > 0 ? overlap_num / overlap_den : 0)},
-          {"exposed_comm_ratio", Num(m, m ? exposed / l : 0)},
-          {"exposed_comm_ratio_max", Num(exposed_max >= 0, exposed_max)},
-          {"idle_ratio", Num(m, m ? idle / l : 0)},
-          {"records_dropped", dropped}};
-}
 
 GpuTelemetryInput GpuTelemetryInputOf(const GpuActivity& g, int64_t since_ns) {
   return {GpuFiguresSince(g, since_ns), g.records_dropped_total};

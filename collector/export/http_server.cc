@@ -208,18 +208,18 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     SendJson(res, 200, body);
   });
   Get("/v1/ranks", [agg](const HttpRequest&, HttpResponse& res) {
-    nlohmann::json body;
-    const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = RanksJson(state, mono); });
-    SendJson(res, 200, body);
+    // Copied under the lock, sorted and rendered after (api_snapshot.h).
+    RanksSnapshot snap;
+    agg->Read([&](const State& state) { snap = TakeRanksSnapshot(state); });
+    SendJson(res, 200, RanksJson(snap));
   });
   Get("/v1/telemetry", [agg](const HttpRequest& req, HttpResponse& res) {
     int64_t window = 0;
     if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
-    nlohmann::json body;
     const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = TelemetryJson(state, window, mono); });
-    SendJson(res, 200, body);
+    TelemetrySnapshot snap;
+    agg->Read([&](const State& state) { snap = TakeTelemetrySnapshot(state, window, mono); });
+    SendJson(res, 200, TelemetryJson(snap));
   });
   Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
     nlohmann::json body;
