@@ -35,14 +35,10 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
       out.collectives = primary->collectives;
       out.straggler = primary->straggler_firing;
       const size_t n = primary->history.size();
-      out.lateness_ns.reserve(n);
-      out.clock_free_ns.reserve(n);
-      out.duration_ns.reserve(n);
+      out.samples.resize(n);
       for (size_t i = 0; i < n; ++i) {
         const RankSample& s = primary->history[i];
-        if (s.lateness_ns >= 0) out.lateness_ns.push_back(s.lateness_ns);
-        if (s.clock_free_ns >= 0) out.clock_free_ns.push_back(s.clock_free_ns);
-        if (s.duration_ns >= 0) out.duration_ns.push_back(s.duration_ns);
+        out.samples[i] = {s.lateness_ns, s.clock_free_ns, s.duration_ns};
       }
     }
     out.has_gpu_window = p->has_gpu_window;

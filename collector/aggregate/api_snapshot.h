@@ -34,6 +34,11 @@ struct RanksSnapshot {
     bool active = true;
     InFlightView inflight;
   };
+  struct SampleTimes {  // of one RankSample; -1 unknown
+    int64_t lateness_ns = -1;
+    int64_t clock_free_ns = -1;
+    int64_t duration_ns = -1;
+  };
   struct Process {
     int client = -1;
     uint32_t pid = 0;
@@ -49,10 +54,9 @@ struct RanksSnapshot {
     uint64_t last_seq = 0;
     uint64_t collectives = 0;
     bool straggler = false;
-    // The primary rank's kept samples with a known value, oldest first (percentiles come later).
-    std::vector<int64_t> lateness_ns;
-    std::vector<int64_t> clock_free_ns;
-    std::vector<int64_t> duration_ns;
+    // The primary rank's kept samples, oldest first, as copied: one allocation under the lock;
+    // the unknown values are dropped and the percentiles taken after it.
+    std::vector<SampleTimes> samples;
     bool has_gpu_window = false;
     int64_t gpu_window_overlap_ns = 0;
     int64_t gpu_window_nccl_ns = 0;

@@ -51,12 +51,13 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
             [](const RanksSnapshot::Process* a, const RanksSnapshot::Process* b) {
               return ProcessListedBefore(*a, *b);
             });
-  // The p-th percentile in ms of a copy of `values` (Percentile reorders); null when empty.
-  auto pct_ms = [](const std::vector<int64_t>& values, double p) {
-    if (values.empty()) return nlohmann::json();
-    std::vector<int64_t> v = values;
-    return nlohmann::json(Ms(Percentile(&v, p)));
+  // The p-th percentile in ms of `values` (reordered); null when empty.
+  auto pct_ms = [](std::vector<int64_t>* values, double p) {
+    return values->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(values, p)));
   };
+  std::vector<int64_t> late;
+  std::vector<int64_t> clock_free;
+  std::vector<int64_t> dur;
   nlohmann::json ranks = nlohmann::json::array();
   for (const RanksSnapshot::Process* p : processes) {
     nlohmann::json comms = nlohmann::json::array();
@@ -70,6 +71,14 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
                        {"active", r.active},
                        {"inflight", InFlightJson(snap.now_mono_ns, r.inflight)}});
     }
+    late.clear();
+    clock_free.clear();
+    dur.clear();
+    for (const RanksSnapshot::SampleTimes& s : p->samples) {  // the known values only
+      if (s.lateness_ns >= 0) late.push_back(s.lateness_ns);
+      if (s.clock_free_ns >= 0) clock_free.push_back(s.clock_free_ns);
+      if (s.duration_ns >= 0) dur.push_back(s.duration_ns);
+    }
     const bool primary = p->has_rank;
     const bool overlap_valid = p->has_gpu_window && p->gpu_window_nccl_ns > 0;
     ranks.push_back(
@@ -82,10 +91,10 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
          {"comms", comms},
          {"last_seq", primary && p->has_seq ? nlohmann::json(p->last_seq) : nlohmann::json()},
          {"collectives", primary ? p->collectives : 0},
-         {"lateness_p50_ms", pct_ms(p->lateness_ns, 50)},
-         {"lateness_p99_ms", pct_ms(p->lateness_ns, 99)},
-         {"clock_free_lateness_p50_ms", pct_ms(p->clock_free_ns, 50)},
-         {"duration_p50_ms", pct_ms(p->duration_ns, 50)},
+         {"lateness_p50_ms", pct_ms(&late, 50)},
+         {"lateness_p99_ms", pct_ms(&late, 99)},
+         {"clock_free_lateness_p50_ms", pct_ms(&clock_free, 50)},
+         {"duration_p50_ms", pct_ms(&dur, 50)},
          {"overlap",
           NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window_overlap_ns) /
                                                        static_cast<double>(p->gpu_window_nccl_ns)

@@ -50,7 +50,7 @@ class FakeSource : public SnapshotSource {
       p.rank = rank;
       p.client = client;
       p.pid = static_cast<uint32_t>(100 + client);
-      p.lateness_ns = {3000000, 1000000, 2000000};
+      p.samples = {{3000000, -1, -1}, {1000000, -1, -1}, {2000000, -1, -1}, {-1, -1, -1}};
     }
     return snap;
   }
