@@ -71,6 +71,16 @@ SentinelWireGpuWindow Window(int64_t start, uint32_t status, bool step) {
   return w;
 }
 
+// The node's one NIC port (mlx5_0/1, ACTIVE at 400 Gb/s), no counters yet.
+NicPortReading ActivePort() {
+  NicPortReading port;
+  port.device = "mlx5_0";
+  port.port = 1;
+  port.active = true;
+  port.rate_gbps = 400;
+  return port;
+}
+
 class MetricsSnapshotTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -182,11 +192,7 @@ class MetricsSnapshotTest : public ::testing::Test {
     }
     // NIC counters, two polls.
     for (uint64_t n : {10u, 25u}) {
-      NicPortReading port;
-      port.device = "mlx5_0";
-      port.port = 1;
-      port.active = true;
-      port.rate_gbps = 400;
+      NicPortReading port = ActivePort();
       port.value[0] = n;
       port.value[1] = 2 * n;
       port.present = 0x3;
@@ -354,11 +360,7 @@ TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
   }
   // Two more NIC polls, with the retransmit, CNP and ECN counters the window rates read.
   for (uint64_t n : {100u, 160u}) {
-    NicPortReading port;
-    port.device = "mlx5_0";
-    port.port = 1;
-    port.active = true;
-    port.rate_gbps = 400;
+    NicPortReading port = ActivePort();
     for (int c : {kNicOutOfSequence, kNicNpCnpSent, kNicNpEcnMarkedRocePackets}) {
       port.value[static_cast<size_t>(c)] = n;
       port.present |= 1u << c;
