@@ -29,6 +29,7 @@
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/record_sink.h"
 #include "collector/aggregate/snapshot.h"
+#include "collector/aggregate/snapshot_source.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/straggler_detector.h"
 #include "collector/base/clock.h"
@@ -167,7 +168,7 @@ struct State {
   NetLinks net;  // links of the wrapping net plugin (wire types 10/11, net_links.h)
 };
 
-class Aggregator : public IngestConsumer, public NicPollConsumer {
+class Aggregator : public IngestConsumer, public NicPollConsumer, public SnapshotSource {
  public:
   Aggregator(const Config& config, Clock* clock);
   ~Aggregator() override;
@@ -195,12 +196,24 @@ class Aggregator : public IngestConsumer, public NicPollConsumer {
   // Runs `fn` with the state under the lock (readers: exporters).
   void Read(const std::function<void(const State&)>& fn) const;
   // Alerts whose state changed since the last call (for the Alertmanager push).
-  std::vector<Alert> TakeAlertChanges();
+  std::vector<Alert> TakeAlertChanges() override;
   // Frames for plugin connections (client id, whole frame bytes): the hang verdicts (wire type
   // 13) of the last ticks. The ingest thread sends them after Tick().
   std::vector<std::pair<int, std::string>> TakeOutbound() override;
-  const Config& config() const { return config_; }
+  const Config& config() const override { return config_; }
   Clock* clock() const override { return clock_; }
+
+  // SnapshotSource (HTTP server, Alertmanager pusher): copies under Read (snapshot_source.cc).
+  MetricsSnapshot SnapshotMetrics(const ExcludePolicy& exclude, int64_t now_real_ns,
+                                  std::vector<ExcludedHost>* excluded) const override;
+  HealthSnapshot SnapshotHealth() const override;
+  RanksSnapshot SnapshotRanks() const override;
+  TelemetrySnapshot SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns) const override;
+  TraceSnapshot SnapshotTrace(int64_t since_ns) const override;
+  std::vector<Alert> SnapshotAlerts() const override;
+  std::vector<ExcludedHost> SnapshotExclusions(const ExcludePolicy& exclude,
+                                               int64_t now_real_ns) const override;
+  std::vector<Alert> FiringAlerts() const override;
 
  private:
   CommState* FindOrCreateComm(uint64_t hash, int32_t nranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -182,8 +182,25 @@ nlohmann::json GpuStatusJson(uint32_t status) {
   return out;
 }
 
-nlohmann::json GpuRankJson(const GpuActivity& g) {
-  const GpuFigures f = LatestGpuFigures(g);
+GpuRankInput GpuRankInputOf(const GpuActivity& g) {
+  GpuRankInput in;
+  in.latest = LatestGpuFigures(g);
+  in.windows_total = g.windows_total;
+  in.not_measured_total = g.not_measured_total;
+  in.records_dropped_total = g.records_dropped_total;
+  in.records_late_total = g.records_late_total;
+  in.has_step = g.has_step;
+  in.last_step = g.last_step;
+  in.has_clock_offset = g.windows.size() > 0;
+  if (in.has_clock_offset) in.clock_offset_ns = g.windows.Newest().clock_offset_ns;
+  in.has_clock_disagreement = ClockDisagreementNs(g, &in.clock_disagreement_ns);
+  in.attributions_total = g.attributions_total;
+  in.attributions_matched = g.attributions_matched;
+  return in;
+}
+
+nlohmann::json GpuRankJson(const GpuRankInput& g) {
+  const GpuFigures& f = g.latest;
   nlohmann::json out = FiguresJson(f);
   out["measured"] = f.valid && f.measured;
   out["not_measured_reasons"] = GpuStatusJson(f.status);
@@ -202,12 +219,10 @@ nlohmann::json GpuRankJson(const GpuActivity& g) {
   } else {
     out["step"] = nullptr;
   }
-  const bool has_clock = g.windows.size() > 0;
   out["cupti_clock_offset_ns"] =
-      has_clock ? nlohmann::json(g.windows.Newest().clock_offset_ns) : nlohmann::json();
-  int64_t dis = 0;
-  const bool has_dis = ClockDisagreementNs(g, &dis);
-  out["kernelch_minus_cupti_ns"] = has_dis ? nlohmann::json(dis) : nlohmann::json();
+      g.has_clock_offset ? nlohmann::json(g.clock_offset_ns) : nlohmann::json();
+  out["kernelch_minus_cupti_ns"] =
+      g.has_clock_disagreement ? nlohmann::json(g.clock_disagreement_ns) : nlohmann::json();
   out["kernels_attributed"] = g.attributions_total;
   out["kernels_matched"] = g.attributions_matched;
   return out;
@@ -400,17 +415,20 @@ void AppendGpuTraceEvents(const GpuActivity& g, int64_t pid, int32_t rank, int64
 
 namespace sentinel::collector {
 
-nlohmann::json GpuTelemetryJson(const std::vector<const GpuActivity*>& processes,
-                                int64_t since_ns) {
+GpuTelemetryInput GpuTelemetryInputOf(const GpuActivity& g, int64_t since_ns) {
+  return {GpuFiguresSince(g, since_ns), g.records_dropped_total};
+}
+
+nlohmann::json GpuTelemetryJson(const std::vector<GpuTelemetryInput>& processes) {
   int64_t len = 0;
   double compute = 0, comm = 0, exposed = 0, idle = 0, overlap_num = 0, overlap_den = 0;
   double exposed_max = -1;
   int measured = 0, not_measured = 0;
   uint64_t dropped = 0;
-  for (const GpuActivity* g : processes) {
-    const GpuFigures f = GpuFiguresSince(*g, since_ns);
+  for (const GpuTelemetryInput& g : processes) {
+    const GpuFigures& f = g.since;
     if (!f.valid) continue;
-    dropped += g->records_dropped_total;
+    dropped += g.records_dropped_total;
     if (!f.measured) {
       ++not_measured;
       continue;

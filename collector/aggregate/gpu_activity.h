@@ -86,8 +86,26 @@ bool ClockDisagreementNs(const GpuActivity& g, int64_t* out);
 
 // "not measured" reasons of a status word, e.g. ["foreign_owner"].
 nlohmann::json GpuStatusJson(uint32_t status);
-// The /v1/ranks "gpu" object of one process (always an object; figures null when unknown).
-nlohmann::json GpuRankJson(const GpuActivity& g);
+// What the /v1/ranks "gpu" object reads of one process's GpuActivity: a few figures, copied under
+// the aggregator's lock (api_snapshot.h) instead of the rings.
+struct GpuRankInput {
+  GpuFigures latest;  // LatestGpuFigures
+  uint64_t windows_total = 0;
+  uint64_t not_measured_total = 0;
+  uint64_t records_dropped_total = 0;
+  uint64_t records_late_total = 0;
+  bool has_step = false;
+  SentinelWireGpuWindow last_step{};
+  bool has_clock_offset = false;  // a window exists: the newest one's clock_offset_ns
+  int64_t clock_offset_ns = 0;
+  bool has_clock_disagreement = false;  // ClockDisagreementNs
+  int64_t clock_disagreement_ns = 0;
+  uint64_t attributions_total = 0;
+  uint64_t attributions_matched = 0;
+};
+GpuRankInput GpuRankInputOf(const GpuActivity& g);
+// That object for one process (always an object; figures null when unknown).
+nlohmann::json GpuRankJson(const GpuRankInput& g);
 
 // Straggler evidence (for the straggler detector; see collector/README.md "GPU activity"):
 // the exposed-communication ratio of each process over the window, and whether one is far above
@@ -143,9 +161,16 @@ struct GpuRankView {
 };
 std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView>& ranks);
 
-// The /v1/telemetry "gpu" object: time-weighted over the measured windows of every process that
-// ended at or after since_ns.
-nlohmann::json GpuTelemetryJson(const std::vector<const GpuActivity*>& processes, int64_t since_ns);
+// What the /v1/telemetry "gpu" object reads of one process: its figures since the window start
+// (GpuFiguresSince), computed under the aggregator's lock (api_snapshot.h), and its drop count.
+struct GpuTelemetryInput {
+  GpuFigures since;
+  uint64_t records_dropped_total = 0;
+};
+GpuTelemetryInput GpuTelemetryInputOf(const GpuActivity& g, int64_t since_ns);
+// That object: time-weighted over the measured windows of every process that ended at or after
+// the window's start.
+nlohmann::json GpuTelemetryJson(const std::vector<GpuTelemetryInput>& processes);
 
 // Perfetto/Chrome trace events for one rank process: a "GPU compute" counter track (compute %
 // per window), a "GPU overlap" counter track, and an "NCCL kernels (CUPTI)" slice track with

@@ -125,6 +125,16 @@ bool RankListedBefore(const R* a, const R* b) {
   return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
 }
 
+// The listing order of processes (SortedProcesses; /metrics, /v1/ranks), over any type with
+// `has_rank` (a primary rank exists), `rank` (that rank) and `client`: by primary rank, those
+// without one last, then client id.
+template <typename P>
+bool ProcessListedBefore(const P& a, const P& b) {
+  const int32_t xa = a.has_rank ? a.rank : INT32_MAX;
+  const int32_t xb = b.has_rank ? b.rank : INT32_MAX;
+  return xa != xb ? xa < xb : a.client < b.client;
+}
+
 // The age of a rank's oldest incomplete collective at `now_mono_ns` (0 when none).
 double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v);
 

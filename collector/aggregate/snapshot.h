@@ -4,8 +4,8 @@
 // renderer never sees State and a slow rendering never holds the ingest thread back.
 //
 // /v1/trace renders from TraceSnapshot, /metrics from MetricsSnapshot (metrics_snapshot.h),
-// /v1/healthz and /v1/alerts from HealthSnapshot and TakeAlerts; /v1/ranks and /v1/telemetry still
-// read State (the export files the layering checker lists in STATE_READERS).
+// /v1/healthz and /v1/alerts from HealthSnapshot and TakeAlerts, /v1/ranks and /v1/telemetry from
+// RanksSnapshot and TelemetrySnapshot (api_snapshot.h).
 #pragma once
 
 #include <cstdint>

@@ -17,15 +17,23 @@ std::vector<const RankState*> SortedRanks(const State& state) {
 }
 
 std::vector<const ProcessState*> SortedProcesses(const State& state) {
+  // Each process's sort key (ProcessListedBefore), looked up once rather than per comparison.
+  struct Keyed {
+    bool has_rank = false;
+    int32_t rank = 0;
+    int client = -1;
+    const ProcessState* process = nullptr;
+  };
+  std::vector<Keyed> keyed;
+  keyed.reserve(state.processes.size());
+  for (const auto& [client, p] : state.processes) {
+    const RankState* primary = PrimaryRank(state, *p);
+    keyed.push_back({primary != nullptr, primary ? primary->rank : 0, p->client, p.get()});
+  }
+  std::sort(keyed.begin(), keyed.end(), ProcessListedBefore<Keyed>);
   std::vector<const ProcessState*> out;
-  for (const auto& [client, p] : state.processes) out.push_back(p.get());
-  std::sort(out.begin(), out.end(), [&](const ProcessState* a, const ProcessState* b) {
-    const RankState* ra = PrimaryRank(state, *a);
-    const RankState* rb = PrimaryRank(state, *b);
-    const int xa = ra ? ra->rank : INT32_MAX;
-    const int xb = rb ? rb->rank : INT32_MAX;
-    return xa != xb ? xa < xb : a->client < b->client;
-  });
+  out.reserve(keyed.size());
+  for (const Keyed& k : keyed) out.push_back(k.process);
   return out;
 }
 
@@ -40,10 +48,6 @@ const RankState* PrimaryRank(const State& state, const ProcessState& process) {
     }
   }
   return best;
-}
-
-double InFlightAgeSeconds(const State& state, const InFlightView& v) {
-  return InFlightAgeSeconds(state.now_mono_ns, v);
 }
 
 }  // namespace sentinel::collector

@@ -38,8 +38,8 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
   return out;
 }
 
-AlertPusher::AlertPusher(std::string url, Aggregator* aggregator)
-    : url_(std::move(url)), aggregator_(aggregator) {}
+AlertPusher::AlertPusher(std::string url, SnapshotSource* source)
+    : url_(std::move(url)), source_(source) {}
 
 AlertPusher::~AlertPusher() { Stop(); }
 
@@ -78,14 +78,10 @@ void AlertPusher::Loop() {
       cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; });
       if (stop_) return;
     }
-    std::vector<Alert> changes = aggregator_->TakeAlertChanges();
+    std::vector<Alert> changes = source_->TakeAlertChanges();
     if (std::chrono::steady_clock::now() - last_resend > std::chrono::seconds(60)) {
       last_resend = std::chrono::steady_clock::now();
-      aggregator_->Read([&](const State& state) {
-        for (const auto& [id, a] : state.alerts.all()) {
-          if (a.firing()) changes.push_back(a);
-        }
-      });
+      for (Alert& a : source_->FiringAlerts()) changes.push_back(std::move(a));
     }
     Post(changes);
   }

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/snapshot_source.h"
 
 namespace sentinel::collector {
 
@@ -20,7 +20,7 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts);
 
 class AlertPusher {
  public:
-  AlertPusher(std::string url, Aggregator* aggregator);
+  AlertPusher(std::string url, SnapshotSource* source);
   ~AlertPusher();
   AlertPusher(const AlertPusher&) = delete;
   AlertPusher& operator=(const AlertPusher&) = delete;
@@ -32,7 +32,7 @@ class AlertPusher {
   bool Post(const std::vector<Alert>& alerts);
 
   const std::string url_;
-  Aggregator* const aggregator_;
+  SnapshotSource* const source_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -13,11 +13,6 @@
 namespace sentinel::collector {
 namespace {
 
-uint64_t Drops(const SentinelWireHeartbeat& hb) {
-  return hb.records_dropped_ring + hb.events_dropped_pool + hb.events_dropped_threads +
-         hb.records_dropped_sink;
-}
-
 nlohmann::json NumOrNull(bool valid, double v) {
   return valid ? nlohmann::json(v) : nlohmann::json();
 }
@@ -37,95 +32,90 @@ nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int6
           {"records", snap.records}};
 }
 
-nlohmann::json InFlightJson(const State& state, const InFlightView& v) {
+nlohmann::json InFlightJson(int64_t now_mono_ns, const InFlightView& v) {
   if (!v.has_state) return nullptr;
+  const bool waiting = v.oldest_since_ns > 0 && v.enqueued > v.completed;
   return {{"enqueued", v.enqueued},
           {"gpu_started", v.gpu_started},
           {"completed", v.completed},
-          {"oldest_age_s", InFlightAgeSeconds(state, v)},
-          {"oldest_func", v.oldest_since_ns > 0 && v.enqueued > v.completed
-                              ? nlohmann::json(FuncName(v.oldest_func))
-                              : nlohmann::json()},
-          {"oldest_seq", v.oldest_since_ns > 0 && v.enqueued > v.completed
-                             ? nlohmann::json(v.oldest_seq)
-                             : nlohmann::json()}};
+          {"oldest_age_s", InFlightAgeSeconds(now_mono_ns, v)},
+          {"oldest_func", waiting ? nlohmann::json(FuncName(v.oldest_func)) : nlohmann::json()},
+          {"oldest_seq", waiting ? nlohmann::json(v.oldest_seq) : nlohmann::json()}};
 }
 
-nlohmann::json RanksJson(const State& state, int64_t now_mono_ns) {
-  (void)now_mono_ns;
+nlohmann::json RanksJson(const RanksSnapshot& snap) {
+  std::vector<const RanksSnapshot::Process*> processes;
+  processes.reserve(snap.processes.size());
+  for (const RanksSnapshot::Process& p : snap.processes) processes.push_back(&p);
+  std::sort(processes.begin(), processes.end(),
+            [](const RanksSnapshot::Process* a, const RanksSnapshot::Process* b) {
+              return ProcessListedBefore(*a, *b);
+            });
+  // The p-th percentile in ms of `values` (reordered); null when empty.
+  auto pct_ms = [](std::vector<int64_t>* values, double p) {
+    return values->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(values, p)));
+  };
+  std::vector<int64_t> late;
+  std::vector<int64_t> clock_free;
+  std::vector<int64_t> dur;
   nlohmann::json ranks = nlohmann::json::array();
-  for (const ProcessState* p : SortedProcesses(state)) {
-    const RankState* primary = PrimaryRank(state, *p);
+  for (const RanksSnapshot::Process* p : processes) {
     nlohmann::json comms = nlohmann::json::array();
-    for (const auto& key : p->ranks) {
-      auto it = state.ranks.find(key);
-      if (it == state.ranks.end()) continue;
-      const RankState* r = it->second.get();
-      if (r->client != p->client && r->client >= 0) continue;  // moved to a newer connection
-      comms.push_back({{"comm", CommLabel(r->comm_hash)},
-                       {"rank", r->rank},
-                       {"nranks", r->nranks},
-                       {"last_seq", r->has_seq ? nlohmann::json(r->last_seq) : nlohmann::json()},
-                       {"collectives", r->collectives},
-                       {"p2p", r->p2p},
-                       {"active", r->active},
-                       {"inflight", InFlightJson(state, r->inflight)}});
+    for (const RanksSnapshot::Comm& r : p->comms) {
+      comms.push_back({{"comm", CommLabel(r.comm_hash)},
+                       {"rank", r.rank},
+                       {"nranks", r.nranks},
+                       {"last_seq", r.has_seq ? nlohmann::json(r.last_seq) : nlohmann::json()},
+                       {"collectives", r.collectives},
+                       {"p2p", r.p2p},
+                       {"active", r.active},
+                       {"inflight", InFlightJson(snap.now_mono_ns, r.inflight)}});
     }
-    std::vector<int64_t> late;
-    std::vector<int64_t> clock_free;
-    std::vector<int64_t> dur;
-    if (primary != nullptr) {
-      for (size_t i = 0; i < primary->history.size(); ++i) {
-        const RankSample& s = primary->history[i];
-        if (s.lateness_ns >= 0) late.push_back(s.lateness_ns);
-        if (s.clock_free_ns >= 0) clock_free.push_back(s.clock_free_ns);
-        if (s.duration_ns >= 0) dur.push_back(s.duration_ns);
-      }
+    late.clear();
+    clock_free.clear();
+    dur.clear();
+    for (const RanksSnapshot::SampleTimes& s : p->samples) {  // the known values only
+      if (s.lateness_ns >= 0) late.push_back(s.lateness_ns);
+      if (s.clock_free_ns >= 0) clock_free.push_back(s.clock_free_ns);
+      if (s.duration_ns >= 0) dur.push_back(s.duration_ns);
     }
-    const bool has_late = !late.empty();
-    const bool has_cf = !clock_free.empty();
-    const bool has_dur = !dur.empty();
-    const bool overlap_valid = p->has_gpu_window && p->gpu_window.nccl_ns > 0;
+    const bool primary = p->has_rank;
+    const bool overlap_valid = p->has_gpu_window && p->gpu_window_nccl_ns > 0;
     ranks.push_back(
         {{"pid", p->pid},
          {"host", p->host},
          {"job_id", p->job_id},
-         {"rank", primary ? nlohmann::json(primary->rank) : nlohmann::json()},
-         {"nranks", primary ? nlohmann::json(primary->nranks) : nlohmann::json()},
+         {"rank", primary ? nlohmann::json(p->rank) : nlohmann::json()},
+         {"nranks", primary ? nlohmann::json(p->nranks) : nlohmann::json()},
          {"connected", p->connected},
          {"comms", comms},
-         {"last_seq",
-          primary && primary->has_seq ? nlohmann::json(primary->last_seq) : nlohmann::json()},
-         {"collectives", primary ? primary->collectives : 0},
-         {"lateness_p50_ms", NumOrNull(has_late, has_late ? Ms(Percentile(&late, 50)) : 0)},
-         {"lateness_p99_ms", NumOrNull(has_late, has_late ? Ms(Percentile(&late, 99)) : 0)},
-         {"clock_free_lateness_p50_ms",
-          NumOrNull(has_cf, has_cf ? Ms(Percentile(&clock_free, 50)) : 0)},
-         {"duration_p50_ms", NumOrNull(has_dur, has_dur ? Ms(Percentile(&dur, 50)) : 0)},
+         {"last_seq", primary && p->has_seq ? nlohmann::json(p->last_seq) : nlohmann::json()},
+         {"collectives", primary ? p->collectives : 0},
+         {"lateness_p50_ms", pct_ms(&late, 50)},
+         {"lateness_p99_ms", pct_ms(&late, 99)},
+         {"clock_free_lateness_p50_ms", pct_ms(&clock_free, 50)},
+         {"duration_p50_ms", pct_ms(&dur, 50)},
          {"overlap",
-          NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window.overlap_ns) /
-                                                       static_cast<double>(p->gpu_window.nccl_ns)
+          NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window_overlap_ns) /
+                                                       static_cast<double>(p->gpu_window_nccl_ns)
                                                  : 0)},
          {"gpu", GpuRankJson(p->gpu)},
-         {"drops", p->has_heartbeat ? Drops(p->heartbeat) : 0},
+         {"drops", p->has_heartbeat ? HeartbeatDrops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
          // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
          {"budget_level", p->has_heartbeat ? p->heartbeat.budget_level : 0},
-         {"straggler", primary != nullptr && primary->straggler_firing}});
+         {"straggler", primary && p->straggler}});
   }
-  return {{"host", state.host}, {"ranks", ranks}};
+  return {{"host", snap.host}, {"ranks", ranks}};
 }
 
-nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns) {
+nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
   std::vector<int64_t> latency;
   std::vector<int64_t> duration;
   std::vector<int64_t> skew;
   std::vector<int64_t> busbw_mbps;
   std::map<uint64_t, std::vector<int64_t>> skew_by_comm;
-  const int64_t since = now_mono_ns - window_ns;
-  for (size_t i = 0; i < state.collectives.size(); ++i) {
-    const CollSummary& s = state.collectives[i];
-    if (s.end_mono_ns < since) continue;
+  for (const TelemetrySnapshot::Coll& s : snap.collectives) {
     skew.push_back(s.skew_ns);
     skew_by_comm[s.comm_hash].push_back(s.skew_ns);
     if (s.latency_ns >= 0) latency.push_back(s.latency_ns);
@@ -133,20 +123,8 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
     if (s.busbw_gbps >= 0) busbw_mbps.push_back(static_cast<int64_t>(s.busbw_gbps * 1000));
   }
   const size_t n = skew.size();
-  uint64_t dropped = 0;
-  int64_t overlap = 0;
-  int64_t nccl = 0;
-  std::vector<const GpuActivity*> gpus;
-  for (const auto& [client, p] : state.processes) {
-    gpus.push_back(&p->gpu);
-    if (p->has_heartbeat) dropped += Drops(p->heartbeat);
-    if (p->has_gpu_window && p->gpu_window.end_ns >= since) {
-      overlap += p->gpu_window.overlap_ns;
-      nccl += p->gpu_window.nccl_ns;
-    }
-  }
   nlohmann::json suspects = nlohmann::json::array();
-  for (const HangSuspect& h : state.hang_suspects) {
+  for (const HangSuspect& h : snap.hang_suspects) {
     suspects.push_back({{"comm", CommLabel(h.comm_hash)},
                         {"func", FuncName(h.func)},
                         {"seq", h.seq},
@@ -161,8 +139,8 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
                        {"collectives", count},
                        {"skew_p99_ms", Ms(Percentile(&v, 99))}});
   }
-  const Counters& c = state.counters;
-  const NicWindow nic = ComputeNicWindow(state.nic, window_ns, now_mono_ns);
+  const Counters& c = snap.counters;
+  const NicWindow& nic = snap.nic;
   auto pct = [](std::vector<int64_t>* v, double p) {
     return v->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(v, p)));
   };
@@ -171,9 +149,10 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
   const double busbw_p50 =
       busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
   const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
-  const BaselineSnapshot baseline = TakeBaselineSnapshot(state, since);
-  return {{"host", state.host},
-          {"window_s", static_cast<double>(window_ns) / 1e9},
+  const int64_t overlap = snap.gpu_window_overlap;
+  const int64_t nccl = snap.gpu_window_nccl;
+  return {{"host", snap.host},
+          {"window_s", static_cast<double>(snap.window_ns) / 1e9},
           {"collectives", n},
           {"latency_p50_ms", pct(&latency, 50)},
           {"latency_p99_ms", pct(&latency, 99)},
@@ -191,15 +170,15 @@ nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_
           {"retransmits", nic.has_retransmits ? nlohmann::json(nic.retransmits) : nlohmann::json()},
           {"cnp_rate", NumOrNull(nic.has_cnp, nic.cnp_per_s)},
           {"ecn_rate", NumOrNull(nic.has_ecn, nic.ecn_per_s)},
-          {"gpu", GpuTelemetryJson(gpus, since)},
+          {"gpu", GpuTelemetryJson(snap.gpu)},
           {"collective_hang_suspects", suspects},
           {"by_comm", by_comm},
           // The job's bus bandwidth per size and the fabric baseline (baseline_export.h).
-          {"busbw_by_size", JobBusbwBySizeJson(baseline)},
-          {"baseline", BaselineJson(baseline)},
+          {"busbw_by_size", JobBusbwBySizeJson(snap.baseline)},
+          {"baseline", BaselineJson(snap.baseline)},
           {"records", c.records},
-          {"net", state.net.ToJson()},  // net plugin devices and links (net_links.h)
-          {"plugin_dropped", dropped},
+          {"net", snap.net.ToJson()},  // net plugin devices and links (net_links.h)
+          {"plugin_dropped", snap.plugin_dropped},
           {"evicted",
            {{"pending_join", c.evicted_pending},
             {"too_old", c.evicted_too_old},

@@ -1,23 +1,26 @@
-// The JSON payloads of design.md's HTTP API (schemas in schemas/api/). /v1/healthz and /v1/alerts
-// render snapshots (snapshot.h) after the aggregator's lock is released; /v1/ranks and
-// /v1/telemetry are still pure functions of State, called under its reader lock.
+// The JSON payloads of design.md's HTTP API (schemas in schemas/api/), rendered from snapshots
+// after the aggregator's lock is released: /v1/healthz and /v1/alerts from snapshot.h's,
+// /v1/ranks and /v1/telemetry from api_snapshot.h's.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
-#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/api_snapshot.h"
+#include "collector/aggregate/snapshot.h"
 
 namespace sentinel::collector {
 
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns);
-nlohmann::json RanksJson(const State& state, int64_t now_mono_ns);
-nlohmann::json TelemetryJson(const State& state, int64_t window_ns, int64_t now_mono_ns);
 nlohmann::json AlertsJson(const std::vector<Alert>& alerts);  // TakeAlerts
 nlohmann::json AlertJson(const Alert& alert);
 nlohmann::json ErrorJson(int code, const std::string& message);
-// A rank's in-flight state for /v1/ranks (null when it never sent any).
-nlohmann::json InFlightJson(const State& state, const InFlightView& v);
+// /v1/ranks and /v1/telemetry from their snapshots (api_snapshot.h), after the lock.
+nlohmann::json RanksJson(const RanksSnapshot& snap);
+nlohmann::json TelemetryJson(const TelemetrySnapshot& snap);
+// A rank's in-flight state at `now_mono_ns` (the last tick), null when it never sent any.
+nlohmann::json InFlightJson(int64_t now_mono_ns, const InFlightView& v);
 
 }  // namespace sentinel::collector

@@ -19,7 +19,6 @@
 #include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
-#include "collector/aggregate/exclusion.h"
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
 
@@ -98,7 +97,7 @@ struct HttpServer::Glue {
     const int fd = info->connect_fd;
     absl::MutexLock lock(&self->mu_);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-      self->deadlines_[fd] = MonoNs() + self->aggregator_->config().http_timeout_ns;
+      self->deadlines_[fd] = MonoNs() + self->source_->config().http_timeout_ns;
     } else {
       self->deadlines_.erase(fd);
     }
@@ -170,7 +169,7 @@ struct HttpServer::Glue {
   }
 };
 
-HttpServer::HttpServer(Aggregator* aggregator) : aggregator_(aggregator) {}
+HttpServer::HttpServer(SnapshotSource* source) : source_(source) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -179,71 +178,48 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   int port = 0;
   absl::Status s = SplitHostPort(listen, &host, &port);
   if (!s.ok()) return s;
-  Aggregator* agg = aggregator_;
+  SnapshotSource* agg = source_;
   // The kinds were validated when the config was parsed.
-  ExcludePolicy exclude{ParseExcludeKinds(aggregator_->config().exclude_kinds).value_or(0),
-                        aggregator_->config().exclude_hold_ns};
-  const MetricsOptions metrics = MetricsOptionsFrom(aggregator_->config());
+  ExcludePolicy exclude{ParseExcludeKinds(source_->config().exclude_kinds).value_or(0),
+                        source_->config().exclude_hold_ns};
+  const MetricsOptions metrics = MetricsOptionsFrom(source_->config());
   Get("/metrics", [agg, exclude, metrics](const HttpRequest&, HttpResponse& res) {
     // Copied under the lock, rendered (with the series budget) after: ingest waits for the copy
-    // only (metrics_snapshot.h).
-    MetricsSnapshot snap;
+    // only (metrics_snapshot.h). Likewise every handler below (snapshot_source.h).
     std::vector<ExcludedHost> excluded;
-    const int64_t real = agg->clock()->RealNs();
-    agg->Read([&](const State& state) {
-      snap = TakeMetricsSnapshot(state);
-      excluded = DeriveExclusions(state.alerts, exclude, real);
-    });
+    const MetricsSnapshot snap = agg->SnapshotMetrics(exclude, agg->clock()->RealNs(), &excluded);
     std::string text = RenderPrometheus(snap, metrics);
     text += ExcludePrometheus(excluded);
     res.set_content(text, "text/plain; version=0.0.4; charset=utf-8");
   });
   Get("/healthz", [agg](const HttpRequest&, HttpResponse& res) {
-    nlohmann::json body;
     const int64_t real = agg->clock()->RealNs();
     const int64_t mono = agg->clock()->MonoNs();
-    HealthSnapshot snap;
-    agg->Read([&](const State& state) { snap = TakeHealthSnapshot(state); });
-    body = HealthzJson(snap, real, mono);
-    SendJson(res, 200, body);
+    SendJson(res, 200, HealthzJson(agg->SnapshotHealth(), real, mono));
   });
   Get("/v1/ranks", [agg](const HttpRequest&, HttpResponse& res) {
-    nlohmann::json body;
-    const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = RanksJson(state, mono); });
-    SendJson(res, 200, body);
+    // Copied under the lock, sorted and rendered after (api_snapshot.h).
+    SendJson(res, 200, RanksJson(agg->SnapshotRanks()));
   });
   Get("/v1/telemetry", [agg](const HttpRequest& req, HttpResponse& res) {
     int64_t window = 0;
     if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
-    nlohmann::json body;
     const int64_t mono = agg->clock()->MonoNs();
-    agg->Read([&](const State& state) { body = TelemetryJson(state, window, mono); });
-    SendJson(res, 200, body);
+    SendJson(res, 200, TelemetryJson(agg->SnapshotTelemetry(window, mono)));
   });
   Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
-    nlohmann::json body;
-    std::vector<Alert> alerts;
-    agg->Read([&](const State& state) { alerts = TakeAlerts(state); });
-    body = AlertsJson(alerts);
-    SendJson(res, 200, body);
+    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts()));
   });
   Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {
-    nlohmann::json body;
     const int64_t real = agg->clock()->RealNs();
-    agg->Read([&](const State& state) {
-      body = ExcludeJson(DeriveExclusions(state.alerts, exclude, real), exclude);
-    });
-    SendJson(res, 200, body);
+    SendJson(res, 200, ExcludeJson(agg->SnapshotExclusions(exclude, real), exclude));
   });
   Get("/v1/trace", [agg](const HttpRequest& req, HttpResponse& res) {
     int64_t window = 0;
     if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
     const int64_t mono = agg->clock()->MonoNs();
     // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy only.
-    TraceSnapshot snap;
-    agg->Read([&](const State& state) { snap = TakeTraceSnapshot(state, mono - window); });
-    SendJson(res, 200, TraceJson(snap, window, mono));
+    SendJson(res, 200, TraceJson(agg->SnapshotTrace(mono - window), window, mono));
   });
   Get("/v1/expect", [agg](const HttpRequest&, HttpResponse& res) {
     const Config& config = agg->config();
@@ -300,7 +276,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
                              ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   // Its idle timeout, in whole seconds (at least 1): the reaper enforces the exact deadline.
-  const int64_t timeout_ns = aggregator_->config().http_timeout_ns;
+  const int64_t timeout_ns = source_->config().http_timeout_ns;
   const auto idle_s =
       static_cast<unsigned>(std::max<int64_t>(1, (timeout_ns + 999999999) / 1000000000));
   daemon_ = MHD_start_daemon(

@@ -3,7 +3,8 @@
 // thread: a slow client costs a bounded connection buffer, never a worker. libmicrohttpd's own
 // timeout is an idle timeout (a client sending a byte a second would never hit it), so a small
 // reaper thread enforces --http-timeout as a deadline for each connection's whole life. GET only;
-// one request per connection. Reads the aggregator only through Aggregator::Read().
+// one request per connection. Reads the aggregator only through SnapshotSource (snapshots copied
+// under its lock, rendered here after it).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
-#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/snapshot_source.h"
 #include "collector/export/http_request.h"
 
 struct MHD_Daemon;
@@ -27,7 +28,7 @@ class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
 
-  explicit HttpServer(Aggregator* aggregator);
+  explicit HttpServer(SnapshotSource* source);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -42,7 +43,7 @@ class HttpServer {
   void Get(const std::string& path, Handler handler) { routes_[path] = std::move(handler); }
   void Reap();
 
-  Aggregator* const aggregator_;
+  SnapshotSource* const source_;
   std::map<std::string, Handler> routes_;  // written before the daemon starts, then read-only
   MHD_Daemon* daemon_ = nullptr;
   std::thread reaper_;

@@ -334,15 +334,15 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
     if (merged.count > 0) w.Histogram("sentinel_rank_duration_seconds", labels, merged);
   }
 
-  // By primary rank, then client id, as state_order.h's SortedProcesses; only the connected ones
-  // with a primary rank have series.
+  // In the listing order (ProcessListedBefore); only the connected ones with a primary rank have
+  // series.
   std::vector<const MetricsSnapshot::Process*> processes;
   for (const MetricsSnapshot::Process& p : snap.processes) {
     if (p.has_rank && p.connected) processes.push_back(&p);
   }
   std::sort(processes.begin(), processes.end(),
             [](const MetricsSnapshot::Process* a, const MetricsSnapshot::Process* b) {
-              return a->rank != b->rank ? a->rank < b->rank : a->client < b->client;
+              return ProcessListedBefore(*a, *b);
             });
   w.Family("sentinel_plugin_dropped_total", "counter",
            "Records or events the plugin dropped, by reason (from heartbeats).");

@@ -172,7 +172,7 @@ TEST_F(ExportersTest, EndedCommunicatorLeavesAfterRetentionNewOneExportedAtOnce)
   EXPECT_NE(text.find(new_up), std::string::npos);
   // The JSON API still has it.
   nlohmann::json ranks;
-  agg_->Read([&](const State& s) { ranks = RanksJson(s, clock_.MonoNs()); });
+  agg_->Read([&](const State& s) { ranks = RanksJson(TakeRanksSnapshot(s)); });
   EXPECT_NE(ranks.dump().find("0x0000000000000042"), std::string::npos);
 }
 
@@ -188,8 +188,8 @@ TEST_F(ExportersTest, TelemetryWindowExcludesOldCollectives) {
   nlohmann::json t5;
   nlohmann::json t15;
   agg_->Read([&](const State& s) {
-    t5 = TelemetryJson(s, 5LL * 60 * 1000 * kMs, clock_.MonoNs());
-    t15 = TelemetryJson(s, 15LL * 60 * 1000 * kMs, clock_.MonoNs());
+    t5 = TelemetryJson(TakeTelemetrySnapshot(s, 5LL * 60 * 1000 * kMs, clock_.MonoNs()));
+    t15 = TelemetryJson(TakeTelemetrySnapshot(s, 15LL * 60 * 1000 * kMs, clock_.MonoNs()));
   });
   EXPECT_EQ(t5["collectives"], 2);
   EXPECT_EQ(t15["collectives"], 5);
@@ -302,7 +302,7 @@ TEST_F(ExportersTest, RanksShowOverheadRatioAndBudgetLevel) {
   hb.budget_level = 2;
   agg_->OnControlFrame(1, f);
   nlohmann::json ranks;
-  agg_->Read([&](const State& s) { ranks = RanksJson(s, clock_.MonoNs()); });
+  agg_->Read([&](const State& s) { ranks = RanksJson(TakeRanksSnapshot(s)); });
   bool seen = false;
   for (const auto& r : ranks["ranks"]) {
     if (r["rank"] != 0) continue;

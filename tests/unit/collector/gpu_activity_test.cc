@@ -60,7 +60,9 @@ class GpuActivityTest : public ::testing::Test {
   }
   nlohmann::json Ranks() {
     nlohmann::json out;
-    agg_->Read([&](const State& s) { out = RanksJson(s, clock_.MonoNs()); });
+    RanksSnapshot snap;
+    agg_->Read([&](const State& s) { snap = TakeRanksSnapshot(s); });
+    out = RanksJson(snap);
     return out;
   }
   nlohmann::json RankJson(int rank) {
@@ -133,7 +135,9 @@ TEST_F(GpuActivityTest, NotMeasuredWindowGivesNullsNeverZeros) {
             std::string::npos);
   // Telemetry: the measured window still counts, the not-measured one is reported as such.
   nlohmann::json t;
-  agg_->Read([&](const State& s) { t = TelemetryJson(s, 10 * kSec, clock_.MonoNs()); });
+  TelemetrySnapshot snap;
+  agg_->Read([&](const State& s) { snap = TakeTelemetrySnapshot(s, 10 * kSec, clock_.MonoNs()); });
+  t = TelemetryJson(snap);
   EXPECT_EQ(t["gpu"]["ranks_measured"], 1);
   EXPECT_DOUBLE_EQ(t["gpu"]["compute_ratio"].get<double>(), 0.45);
 }

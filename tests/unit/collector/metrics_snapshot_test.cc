@@ -7,6 +7,7 @@
 #include "collector/aggregate/metrics_snapshot.h"
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "gtest/gtest.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/api_snapshot.h"
 #include "collector/export/api_json.h"
 #include "collector/export/prometheus_text.h"
 #include "tests/unit/collector/wire_test_util.h"
@@ -69,9 +71,20 @@ SentinelWireGpuWindow Window(int64_t start, uint32_t status, bool step) {
   return w;
 }
 
+// The node's one NIC port (mlx5_0/1, ACTIVE at 400 Gb/s), no counters yet.
+NicPortReading ActivePort() {
+  NicPortReading port;
+  port.device = "mlx5_0";
+  port.port = 1;
+  port.active = true;
+  port.rate_gbps = 400;
+  return port;
+}
+
 class MetricsSnapshotTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    start_mono_ = clock_.MonoNs();
     agg_ = std::make_unique<Aggregator>(config_, &clock_);
     for (int c = 1; c <= kClients; ++c) {
       agg_->NoteAccepted(c, static_cast<uint32_t>(100 + c), 0);
@@ -179,11 +192,7 @@ class MetricsSnapshotTest : public ::testing::Test {
     }
     // NIC counters, two polls.
     for (uint64_t n : {10u, 25u}) {
-      NicPortReading port;
-      port.device = "mlx5_0";
-      port.port = 1;
-      port.active = true;
-      port.rate_gbps = 400;
+      NicPortReading port = ActivePort();
       port.value[0] = n;
       port.value[1] = 2 * n;
       port.present = 0x3;
@@ -219,6 +228,7 @@ class MetricsSnapshotTest : public ::testing::Test {
 
   Config config_;
   FakeClock clock_;
+  int64_t start_mono_ = 0;
   std::unique_ptr<Aggregator> agg_;
   std::string last_;
   std::string host_;
@@ -313,6 +323,90 @@ TEST_F(MetricsSnapshotTest, HealthzAndAlertsFromSnapshots) {
   // Firing first, then the newest first: both fired at the same instant, so by id.
   EXPECT_EQ(a[0]["id"], "placement-0x00000000000000b0");
   EXPECT_EQ(a[1]["id"], "transport-0x00000000000000a0");
+}
+
+// The windows /v1/telemetry is asked for below (its only query parameter, "window"): the
+// default, none of the collectives (they ended ~12 s ago) but the last NIC polls, all of them.
+constexpr int64_t kTelemetryWindows[] = {0, 6000 * kMs, 13000 * kMs, 3600000 * kMs};
+
+std::string ReadGolden(const std::string& file) {
+  std::ifstream in(std::string(METRICS_GOLDEN_DIR) + "/" + file, std::ios::binary);
+  std::stringstream golden;
+  golden << in.rdbuf();
+  return golden.str();
+}
+
+// The machine's host name (the collector's own) replaced by HOST, as in the golden files.
+std::string Normalized(std::string text, const std::string& host) {
+  const std::string quoted = "\"" + host + "\"";
+  for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at)) {
+    text.replace(at, quoted.size(), "\"HOST\"");
+  }
+  return text + "\n";
+}
+
+// /v1/ranks and /v1/telemetry from their snapshots (api_snapshot.h), taken under the lock and
+// rendered after it: the same bytes as the State renderers gave (testdata/ranks.json and
+// telemetry_*.json were written by them, at commit ac8621e, which had both paths and asserted
+// their output equal for /v1/ranks and for /v1/telemetry under each window).
+TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
+  // Two CUPTI kernels on client 1: one over its first world collective (matched), one not.
+  for (int64_t at : {start_mono_ - 1000, start_mono_ - 100000 * kMs}) {
+    SentinelWireKernelAttribution k{};
+    k.start_ns = at;
+    k.end_ns = at + kMs;
+    k.overlap_ns = kMs / 2;
+    Control(agg_.get(), 1, kSentinelWireKernelAttribution, k);
+  }
+  // Two more NIC polls, with the retransmit, CNP and ECN counters the window rates read.
+  for (uint64_t n : {100u, 160u}) {
+    NicPortReading port = ActivePort();
+    for (int c : {kNicOutOfSequence, kNicNpCnpSent, kNicNpEcnMarkedRocePackets}) {
+      port.value[static_cast<size_t>(c)] = n;
+      port.present |= 1u << c;
+    }
+    agg_->OnNicPoll({port});
+    clock_.Advance(1000 * kMs);
+  }
+  agg_->Tick();
+  const int64_t now = clock_.MonoNs();
+  std::string host;
+  RanksSnapshot ranks_snap;
+  agg_->Read([&](const State& s) {
+    host = s.host;
+    ranks_snap = TakeRanksSnapshot(s);
+  });
+  const std::string ranks = RanksJson(ranks_snap).dump();
+  EXPECT_EQ(Normalized(ranks, host), ReadGolden("ranks.json"));
+  // The node really has what the comparison is meant to cover.
+  const nlohmann::json r = nlohmann::json::parse(ranks)["ranks"];
+  ASSERT_EQ(r.size(), static_cast<size_t>(kClients));
+  EXPECT_EQ(r[0]["rank"], 0);
+  EXPECT_EQ(r[0]["comms"].size(), 2u);
+  EXPECT_EQ(r[0]["gpu"]["kernels_attributed"], 2);
+  EXPECT_EQ(r[0]["gpu"]["kernels_matched"], 1);
+  EXPECT_FALSE(r[0]["gpu"]["kernelch_minus_cupti_ns"].is_null());
+  EXPECT_FALSE(r[1]["gpu"]["step"].is_null());
+  EXPECT_FALSE(r[1]["comms"][0]["inflight"]["oldest_func"].is_null());
+  EXPECT_FALSE(r[2]["lateness_p99_ms"].is_null());
+  EXPECT_EQ(r[3]["connected"], false);
+  for (size_t i = 0; i < std::size(kTelemetryWindows); ++i) {
+    const int64_t window = kTelemetryWindows[i] == 0 ? config_.window_ns : kTelemetryWindows[i];
+    TelemetrySnapshot snap;
+    agg_->Read([&](const State& s) { snap = TakeTelemetrySnapshot(s, window, now); });
+    const std::string file = "telemetry_" + std::to_string(i) + ".json";
+    EXPECT_EQ(Normalized(TelemetryJson(snap).dump(), host), ReadGolden(file)) << file;
+  }
+  const nlohmann::json t =
+      nlohmann::json::parse(ReadGolden("telemetry_" + std::to_string(0) + ".json"));
+  EXPECT_EQ(t["collectives"], 24 + 5 + 1);
+  EXPECT_FALSE(t["busbw_link_ratio"].is_null());
+  EXPECT_EQ(t["retransmits"], 160);  // the counter appeared at 0: all its growth
+  EXPECT_FALSE(t["cnp_rate"].is_null());
+  EXPECT_EQ(t["gpu"]["ranks_measured"], 3);  // the gone process's last window too
+  EXPECT_EQ(t["gpu"]["ranks_not_measured"], 1);
+  EXPECT_FALSE(t["baseline"].is_null());
+  EXPECT_FALSE(t["net"]["links"].empty());
 }
 
 }  // namespace

@@ -245,7 +245,8 @@ TEST_F(NicAlertsTest, MetricsAndTelemetry) {
   nlohmann::json telemetry;
   agg_.Read([&](const collector::State& st) {
     metrics = collector::RenderPrometheus(collector::TakeMetricsSnapshot(st));
-    telemetry = collector::TelemetryJson(st, 60 * kSec, clock_.MonoNs());
+    telemetry =
+        collector::TelemetryJson(collector::TakeTelemetrySnapshot(st, 60 * kSec, clock_.MonoNs()));
   });
   EXPECT_NE(metrics.find("sentinel_nic_counter_total{device=\"mlx5_0\",port=\"1\",counter=\"local_"
                          "ack_timeout_err\"} 4\n"),

@@ -1,0 +1,85 @@
+// The /v1/ranks and /v1/telemetry snapshots: see api_snapshot.h.
+#include "collector/aggregate/api_snapshot.h"
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/state_order.h"
+
+namespace sentinel::collector {
+
+RanksSnapshot TakeRanksSnapshot(const State& state) {
+  RanksSnapshot snap;
+  snap.host = state.host;
+  snap.now_mono_ns = state.now_mono_ns;
+  snap.processes.reserve(state.processes.size());
+  for (const auto& [client, p] : state.processes) {
+    RanksSnapshot::Process& out = snap.processes.emplace_back();
+    out.client = p->client;
+    out.pid = p->pid;
+    out.host = p->host;
+    out.job_id = p->job_id;
+    out.connected = p->connected;
+    for (const auto& key : p->ranks) {
+      auto it = state.ranks.find(key);
+      if (it == state.ranks.end()) continue;
+      const RankState* r = it->second.get();
+      if (r->client != p->client && r->client >= 0) continue;  // moved to a newer connection
+      out.comms.push_back({r->comm_hash, r->rank, r->nranks, r->has_seq, r->last_seq,
+                           r->collectives, r->p2p, r->active, r->inflight});
+    }
+    if (const RankState* primary = PrimaryRank(state, *p)) {
+      out.has_rank = true;
+      out.rank = primary->rank;
+      out.nranks = primary->nranks;
+      out.has_seq = primary->has_seq;
+      out.last_seq = primary->last_seq;
+      out.collectives = primary->collectives;
+      out.straggler = primary->straggler_firing;
+      const size_t n = primary->history.size();
+      out.samples.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        const RankSample& s = primary->history[i];
+        out.samples[i] = {s.lateness_ns, s.clock_free_ns, s.duration_ns};
+      }
+    }
+    out.has_gpu_window = p->has_gpu_window;
+    out.gpu_window_overlap_ns = p->gpu_window.overlap_ns;
+    out.gpu_window_nccl_ns = p->gpu_window.nccl_ns;
+    out.gpu = GpuRankInputOf(p->gpu);
+    out.has_heartbeat = p->has_heartbeat;
+    out.heartbeat = p->heartbeat;
+    out.overhead_ratio = p->overhead_ratio;
+  }
+  return snap;
+}
+
+TelemetrySnapshot TakeTelemetrySnapshot(const State& state, int64_t window_ns,
+                                        int64_t now_mono_ns) {
+  TelemetrySnapshot snap;
+  snap.host = state.host;
+  snap.window_ns = window_ns;
+  snap.since_mono_ns = now_mono_ns - window_ns;
+  const int64_t since = snap.since_mono_ns;
+  for (size_t i = 0; i < state.collectives.size(); ++i) {
+    const CollSummary& s = state.collectives[i];
+    if (s.end_mono_ns < since) continue;
+    snap.collectives.push_back({s.comm_hash, s.skew_ns, s.duration_ns, s.latency_ns, s.busbw_gbps});
+  }
+  snap.gpu.reserve(state.processes.size());
+  for (const auto& [client, p] : state.processes) {
+    snap.gpu.push_back(GpuTelemetryInputOf(p->gpu, since));
+    if (p->has_heartbeat) snap.plugin_dropped += HeartbeatDrops(p->heartbeat);
+    if (p->has_gpu_window && p->gpu_window.end_ns >= since) {
+      snap.gpu_window_overlap += p->gpu_window.overlap_ns;
+      snap.gpu_window_nccl += p->gpu_window.nccl_ns;
+    }
+  }
+  snap.hang_suspects = state.hang_suspects;
+  snap.counters = state.counters;
+  // A few figures per port from up to an hour of polls: cheaper to compute than to copy.
+  snap.nic = ComputeNicWindow(state.nic, window_ns, now_mono_ns);
+  snap.baseline = TakeBaselineSnapshot(state, since);
+  snap.net = state.net;
+  return snap;
+}
+
+}  // namespace sentinel::collector

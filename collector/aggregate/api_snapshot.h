@@ -1,0 +1,109 @@
+// What /v1/ranks and /v1/telemetry render (api_json.h), as plain data: the aggregator's reader
+// copies it under the lock (TakeRanksSnapshot, TakeTelemetrySnapshot) and percentiles, sorting
+// and JSON are computed from it after the lock is released, so a request holds ingest back only
+// for the copy (issue 9). Like snapshot.h, one of the few aggregate/ headers export/ may include.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collector/aggregate/counters.h"
+#include "collector/aggregate/gpu_activity.h"
+#include "collector/aggregate/hang_detector.h"
+#include "collector/aggregate/metrics_snapshot.h"
+#include "collector/aggregate/net_links.h"
+#include "collector/aggregate/snapshot.h"
+#include "collector/nic/nic_counters.h"
+#include "schemas/wire/sentinel_wire.h"
+
+namespace sentinel::collector {
+
+struct State;
+
+// What /v1/ranks shows: one entry per process.
+struct RanksSnapshot {
+  struct Comm {  // a rank the process feeds (not one a newer connection took over)
+    uint64_t comm_hash = 0;
+    int32_t rank = 0;
+    int32_t nranks = 0;
+    bool has_seq = false;
+    uint64_t last_seq = 0;
+    uint64_t collectives = 0;
+    uint64_t p2p = 0;
+    bool active = true;
+    InFlightView inflight;
+  };
+  struct SampleTimes {  // of one RankSample; -1 unknown
+    int64_t lateness_ns = -1;
+    int64_t clock_free_ns = -1;
+    int64_t duration_ns = -1;
+  };
+  struct Process {
+    int client = -1;
+    uint32_t pid = 0;
+    std::string host;
+    std::string job_id;
+    bool connected = false;
+    std::vector<Comm> comms;  // in the order it fed them
+    // Its primary rank (PrimaryRank, state_order.h), when it has one.
+    bool has_rank = false;
+    int32_t rank = 0;
+    int32_t nranks = 0;
+    bool has_seq = false;
+    uint64_t last_seq = 0;
+    uint64_t collectives = 0;
+    bool straggler = false;
+    // The primary rank's kept samples, oldest first, as copied: one allocation under the lock;
+    // the unknown values are dropped and the percentiles taken after it.
+    std::vector<SampleTimes> samples;
+    bool has_gpu_window = false;
+    int64_t gpu_window_overlap_ns = 0;
+    int64_t gpu_window_nccl_ns = 0;
+    GpuRankInput gpu;
+    bool has_heartbeat = false;
+    SentinelWireHeartbeat heartbeat{};
+    double overhead_ratio = -1;
+  };
+  std::string host;
+  int64_t now_mono_ns = 0;         // as of the last tick (in-flight ages)
+  std::vector<Process> processes;  // in the aggregator's hash-map order: RanksJson sorts
+};
+
+// What /v1/telemetry shows over one window.
+struct TelemetrySnapshot {
+  struct Coll {  // a joined collective that ended in the window (CollSummary)
+    uint64_t comm_hash = 0;
+    int64_t skew_ns = 0;
+    int64_t duration_ns = -1;
+    int64_t latency_ns = -1;
+    double busbw_gbps = -1;
+  };
+  std::string host;
+  int64_t window_ns = 0;
+  int64_t since_mono_ns = 0;      // now - window
+  std::vector<Coll> collectives;  // oldest first
+  // Per process, in the aggregator's hash-map order (the sums are order-sensitive doubles).
+  std::vector<GpuTelemetryInput> gpu;
+  uint64_t plugin_dropped = 0;     // heartbeat drops over every process
+  int64_t gpu_window_overlap = 0;  // over the processes whose last window ended in the window
+  int64_t gpu_window_nccl = 0;
+  std::vector<HangSuspect> hang_suspects;
+  Counters counters;
+  NicWindow nic;
+  BaselineSnapshot baseline;
+  NetLinks net;
+};
+
+// What the plugin dropped, as a heartbeat counts it (every reason).
+inline uint64_t HeartbeatDrops(const SentinelWireHeartbeat& hb) {
+  return hb.records_dropped_ring + hb.events_dropped_pool + hb.events_dropped_threads +
+         hb.records_dropped_sink;
+}
+
+// Copies what /v1/ranks shows of `state`. Call with the aggregator's lock held.
+RanksSnapshot TakeRanksSnapshot(const State& state);
+// Copies what /v1/telemetry shows over `window_ns` before `now_mono_ns`. Call with the lock held.
+TelemetrySnapshot TakeTelemetrySnapshot(const State& state, int64_t window_ns, int64_t now_mono_ns);
+
+}  // namespace sentinel::collector

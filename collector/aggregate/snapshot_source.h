@@ -1,0 +1,45 @@
+// What export/ reads of the aggregator (issue 9): plain-data snapshots copied under its lock, the
+// alert changes for the Alertmanager push, its config and clock. The Aggregator implements it;
+// the HTTP server and the Alertmanager pusher hold only this, so export/ never sees State and a
+// test may hand them a fake. Every snapshot is taken under one hold of the aggregator's lock.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "collector/aggregate/alert_book.h"
+#include "collector/aggregate/api_snapshot.h"
+#include "collector/aggregate/exclusion.h"
+#include "collector/aggregate/metrics_snapshot.h"
+#include "collector/aggregate/snapshot.h"
+#include "collector/base/clock.h"
+#include "collector/config/config.h"
+
+namespace sentinel::collector {
+
+class SnapshotSource {
+ public:
+  virtual ~SnapshotSource() = default;
+
+  virtual const Config& config() const = 0;
+  virtual Clock* clock() const = 0;
+
+  // /metrics: what it renders, and the hosts `exclude` lists at `now_real_ns` (same lock hold).
+  virtual MetricsSnapshot SnapshotMetrics(const ExcludePolicy& exclude, int64_t now_real_ns,
+                                          std::vector<ExcludedHost>* excluded) const = 0;
+  virtual HealthSnapshot SnapshotHealth() const = 0;              // /healthz
+  virtual RanksSnapshot SnapshotRanks() const = 0;                // /v1/ranks
+  virtual TelemetrySnapshot SnapshotTelemetry(int64_t window_ns,  // /v1/telemetry
+                                              int64_t now_mono_ns) const = 0;
+  virtual TraceSnapshot SnapshotTrace(int64_t since_ns) const = 0;  // /v1/trace
+  virtual std::vector<Alert> SnapshotAlerts() const = 0;  // /v1/alerts: all, in the book's order
+  // /v1/exclude: the hosts `exclude` lists at `now_real_ns`.
+  virtual std::vector<ExcludedHost> SnapshotExclusions(const ExcludePolicy& exclude,
+                                                       int64_t now_real_ns) const = 0;
+  // The Alertmanager push: the firing alerts (re-sent every minute), and those whose state
+  // changed since the last call.
+  virtual std::vector<Alert> FiringAlerts() const = 0;
+  virtual std::vector<Alert> TakeAlertChanges() = 0;
+};
+
+}  // namespace sentinel::collector
