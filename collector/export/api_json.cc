@@ -19,6 +19,11 @@ nlohmann::json NumOrNull(bool valid, double v) {
 
 double Ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
+// The p-th percentile in ms of `values` (reordered); null when empty.
+nlohmann::json PercentileMsOrNull(std::vector<int64_t>* values, double p) {
+  return values->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(values, p)));
+}
+
 }  // namespace
 
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -51,10 +56,6 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
             [](const RanksSnapshot::Process* a, const RanksSnapshot::Process* b) {
               return ProcessListedBefore(*a, *b);
             });
-  // The p-th percentile in ms of `values` (reordered); null when empty.
-  auto pct_ms = [](std::vector<int64_t>* values, double p) {
-    return values->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(values, p)));
-  };
   std::vector<int64_t> late;
   std::vector<int64_t> clock_free;
   std::vector<int64_t> dur;
@@ -91,10 +92,10 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
          {"comms", comms},
          {"last_seq", primary && p->has_seq ? nlohmann::json(p->last_seq) : nlohmann::json()},
          {"collectives", primary ? p->collectives : 0},
-         {"lateness_p50_ms", pct_ms(&late, 50)},
-         {"lateness_p99_ms", pct_ms(&late, 99)},
-         {"clock_free_lateness_p50_ms", pct_ms(&clock_free, 50)},
-         {"duration_p50_ms", pct_ms(&dur, 50)},
+         {"lateness_p50_ms", PercentileMsOrNull(&late, 50)},
+         {"lateness_p99_ms", PercentileMsOrNull(&late, 99)},
+         {"clock_free_lateness_p50_ms", PercentileMsOrNull(&clock_free, 50)},
+         {"duration_p50_ms", PercentileMsOrNull(&dur, 50)},
          {"overlap",
           NumOrNull(overlap_valid, overlap_valid ? static_cast<double>(p->gpu_window_overlap_ns) /
                                                        static_cast<double>(p->gpu_window_nccl_ns)
@@ -141,9 +142,6 @@ nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
   }
   const Counters& c = snap.counters;
   const NicWindow& nic = snap.nic;
-  auto pct = [](std::vector<int64_t>* v, double p) {
-    return v->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(v, p)));
-  };
   // p50 bus bandwidth (GB/s: gigabytes, as nccl-tests prints it) over the fastest ACTIVE port's
   // rate (sysfs, Gb/s: gigabits), so the ratio converts bytes to bits; null when unknown.
   const double busbw_p50 =
@@ -154,12 +152,12 @@ nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
   return {{"host", snap.host},
           {"window_s", static_cast<double>(snap.window_ns) / 1e9},
           {"collectives", n},
-          {"latency_p50_ms", pct(&latency, 50)},
-          {"latency_p99_ms", pct(&latency, 99)},
-          {"duration_p50_ms", pct(&duration, 50)},
-          {"duration_p99_ms", pct(&duration, 99)},
-          {"skew_p50_ms", pct(&skew, 50)},
-          {"skew_p99_ms", pct(&skew, 99)},
+          {"latency_p50_ms", PercentileMsOrNull(&latency, 50)},
+          {"latency_p99_ms", PercentileMsOrNull(&latency, 99)},
+          {"duration_p50_ms", PercentileMsOrNull(&duration, 50)},
+          {"duration_p99_ms", PercentileMsOrNull(&duration, 99)},
+          {"skew_p50_ms", PercentileMsOrNull(&skew, 50)},
+          {"skew_p99_ms", PercentileMsOrNull(&skew, 99)},
           {"busbw_gbps_p50", NumOrNull(busbw_p50 >= 0, busbw_p50)},
           {"busbw_link_ratio",
            NumOrNull(has_ratio, has_ratio ? busbw_p50 * 8 / nic.fastest_active_gbps : 0)},
