@@ -22,8 +22,9 @@ try:
 except Exception as e:  # the guard's ncclInvalidUsage surfaces as a DistBackendError
     print("RESULT error", type(e).__name__); sys.exit(3)
 PYEOF
-# A fresh port per run: a TCPStore of the previous run may still hold the last one.
-run() { env MASTER_PORT=$((20000 + RANDOM % 20000)) "$@" "$PY" "$WORK/one_rank.py"; }
+# A fresh port per run (a TCPStore of the previous run may still hold the last one), below the
+# kernel's ephemeral range (32768 up), where no outgoing connection can hold it.
+run() { env MASTER_PORT=$((20000 + RANDOM % 12000)) "$@" "$PY" "$WORK/one_rank.py"; }
 norm() {
   sed -E 's/^([^ :]+):[0-9]+:[0-9]+ /\1:P:T /; s/0x[0-9a-f]+/0xX/g;
           s/(total|rest|kernels|alloc|bootstrap|allgathers|topo|graphs|connections) [0-9.]+/\1 X/g;

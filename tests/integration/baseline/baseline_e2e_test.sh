@@ -52,22 +52,51 @@ done
 curl -sf "http://$ADDR/v1/telemetry" > "$TMP/tel0.json" || fail "telemetry"
 grep -q '"func":"AllReduce"' "$TMP/tel0.json" || fail "no AllReduce in busbw_by_size"
 
-# run_baseline NAME [extra env...] -- [extra args...]: 2 ranks, torchrun-style variables.
+# A rendezvous port nobody holds now, below the kernel's ephemeral range: a random port inside that
+# range can be held by any other test's connection or listener (CI runs tests in parallel), and then
+# rank 0 cannot listen and rank 1 waits out its whole timeout.
+free_port() {
+  python3 - <<'PY'
+import random, socket
+lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(200):
+    port = random.randrange(10000, max(lo, 10001))
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    try:
+        s.bind(("::", port))
+        print(port)
+        break
+    except OSError:
+        pass
+    finally:
+        s.close()
+PY
+}
+
+# run_baseline NAME [extra env...] -- [extra args...]: 2 ranks, torchrun-style variables. Prints the
+# two exit codes. A port taken between the probe and rank 0's listen (the tool says so) is retried.
 run_baseline() {
   local name="$1"; shift
   local envs=()
   while [[ $# -gt 0 && "$1" != "--" ]]; do envs+=("$1"); shift; done
   shift
-  local port=$((20000 + RANDOM % 20000))
-  local pids=()
-  for r in 0 1; do
-    env "${envs[@]}" RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
-      timeout 120 "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" --collector "$ADDR" \
-      --warmup 1 --iters 3 --timeout 60 "$@" > "$TMP/$name.$r.out" 2> "$TMP/$name.$r.err" &
-    pids+=($!)
+  local try rcs=()
+  for try in 1 2 3; do
+    local port
+    port=$(free_port)
+    [[ -n "$port" ]] || { echo "no free port"; return; }
+    local pids=()
+    for r in 0 1; do
+      env "${envs[@]}" RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+        timeout 120 "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" --collector "$ADDR" \
+        --warmup 1 --iters 3 --timeout 60 "$@" > "$TMP/$name.$r.out" 2> "$TMP/$name.$r.err" &
+      pids+=($!)
+    done
+    rcs=()
+    for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
+    grep -q "rank 0 cannot listen on port" "$TMP/$name.0.err" || break
   done
-  local rcs=()
-  for p in "${pids[@]}"; do wait "$p"; rcs+=($?); done
   echo "${rcs[0]} ${rcs[1]}"
 }
 
