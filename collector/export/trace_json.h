@@ -9,11 +9,7 @@
 
 namespace sentinel::collector {
 
-// Every kept sample that started within the last `window_ns`.
+// Every kept sample that started within the last `window_ns` (`snap` taken since then).
 nlohmann::json TraceJson(const TraceSnapshot& snap, int64_t window_ns, int64_t now_mono_ns);
-// The same from the live state (callers that already hold the lock, tests).
-inline nlohmann::json TraceJson(const State& state, int64_t window_ns, int64_t now_mono_ns) {
-  return TraceJson(TakeTraceSnapshot(state, now_mono_ns - window_ns), window_ns, now_mono_ns);
-}
 
 }  // namespace sentinel::collector

@@ -77,7 +77,9 @@ void BM_TraceJsonUnderLock(benchmark::State& st) {
   const int64_t now = RealClock()->MonoNs();
   for (auto _ : st) {
     nlohmann::json body;
-    agg->Read([&](const State& s) { body = TraceJson(s, kWindowNs, now); });
+    agg->Read([&](const State& s) {
+      body = TraceJson(TakeTraceSnapshot(s, now - kWindowNs), kWindowNs, now);
+    });
     benchmark::DoNotOptimize(body);
   }
 }

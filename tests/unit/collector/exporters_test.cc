@@ -199,9 +199,9 @@ TEST_F(ExportersTest, TelemetryWindowExcludesOldCollectives) {
 TEST_F(ExportersTest, TraceHasOneSpanPerOperationAndNamedTracks) {
   Feed(3, kMs);
   nlohmann::json trace;
-  agg_->Read([&](const State& s) {
-    trace = TraceJson(s, 3600LL * 1000 * kMs, clock_.MonoNs() + 10 * kMs);
-  });
+  const int64_t window = 3600LL * 1000 * kMs;
+  const int64_t now = clock_.MonoNs() + 10 * kMs;
+  trace = TraceJson(agg_->SnapshotTrace(now - window), window, now);
   int spans = 0;
   int names = 0;
   int flow_steps = 0;
