@@ -1,6 +1,7 @@
 // The SENTINEL_* registry and its single parse: see sentinel_env.h.
 #include "common/sentinel_env.h"
 
+#include <dlfcn.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -343,7 +344,39 @@ void ParseSentinelEnv(const char* const* envp, SentinelEnv* out) noexcept {
   }
 }
 
+namespace {
+using EnvTeller = void (*)(const char*, size_t);
+
+// The teller of another sentinel library loaded in this process (never loads one), or null.
+EnvTeller OtherLibraryTeller() {
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&TellEnvProblemsHere), &self) == 0) return nullptr;
+  for (const char* lib : kEnvTellerLibraries) {
+    void* handle = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
+    if (handle == nullptr) continue;
+    auto teller = reinterpret_cast<EnvTeller>(dlsym(handle, kEnvTellerSymbol));
+    dlclose(handle);  // only our reference: both libraries are linked -z nodelete
+    Dl_info where{};
+    if (teller != nullptr && dladdr(reinterpret_cast<void*>(teller), &where) != 0 &&
+        where.dli_fbase != self.dli_fbase) {
+      return teller;
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+
 void TellEnvProblemsOnce(const char* lines, size_t len) noexcept {
+  if (len == 0) return;
+  // Looked up at each call (a rare, error-only path): the other library may load later.
+  if (EnvTeller other = OtherLibraryTeller()) {
+    other(lines, len);
+    return;
+  }
+  TellEnvProblemsHere(lines, len);
+}
+
+void TellEnvProblemsHere(const char* lines, size_t len) noexcept {
   static std::mutex mu;
   static char told[kEnvProblemsMax];  // the lines already told, '\n'-terminated
   static size_t told_len = 0;

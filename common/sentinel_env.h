@@ -138,8 +138,20 @@ void ParseSentinelEnv(const char* const* envp, SentinelEnv* out) noexcept;
 const SentinelEnv& ProcessSentinelEnv() noexcept;
 
 // Writes each "\n"-terminated line of `lines` to stderr as "[sentinel] <line>" unless this
-// process (this copy of the library) already told that line. Allocation-free; thread-safe.
+// process already told that line. Thread-safe. The profiler .so and the net .so each carry a copy
+// of this registry (and NCCL loads them RTLD_LOCAL), so when the other one is loaded in this
+// process the lines go to its teller (kEnvTellerSymbol) and one "told" set serves the process;
+// whichever library is loaded first keeps the set, the second delegates to it.
 void TellEnvProblemsOnce(const char* lines, size_t len) noexcept;
+
+// This copy's own teller (no delegation): what each library exports as kEnvTellerSymbol.
+void TellEnvProblemsHere(const char* lines, size_t len) noexcept;
+
+// The C symbol each sentinel library exports for TellEnvProblemsOnce, and the libraries (by
+// soname) that carry one.
+inline constexpr const char* kEnvTellerSymbol = "sentinelTellEnvProblems";
+inline constexpr const char* kEnvTellerLibraries[] = {"libnccl-profiler-sentinel.so",
+                                                      "libnccl-net-sentinel.so"};
 
 namespace testing {
 // Tests only, with no other thread reading: re-reads the environment into the process instance
@@ -148,3 +160,7 @@ void ReloadProcessSentinelEnv() noexcept;
 }  // namespace testing
 
 }  // namespace sentinel::rules
+
+// kEnvTellerSymbol: defined (and exported) by each sentinel library as a call of
+// TellEnvProblemsHere; nothing calls it directly, TellEnvProblemsOnce finds it with dlsym.
+extern "C" void sentinelTellEnvProblems(const char* lines, size_t len);

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/jsonl_sink.h"
@@ -49,3 +50,10 @@ __attribute__((constructor)) void WirePluginAtLoad() { WirePlugin(); }
 }  // namespace
 
 }  // namespace sentinel::plugin
+
+// The other sentinel library (the net .so) tells its SENTINEL_* problems through this one when
+// both are loaded, so each is told once per process (common/sentinel_env.h).
+extern "C" __attribute__((visibility("default"))) void sentinelTellEnvProblems(const char* lines,
+                                                                               size_t len) {
+  sentinel::rules::TellEnvProblemsHere(lines, len);
+}

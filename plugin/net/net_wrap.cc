@@ -863,6 +863,13 @@ __attribute__((constructor)) void LoadAtDlopen() { Load(); }
 }  // namespace
 }  // namespace sentinel::net
 
+// The profiler .so tells its SENTINEL_* problems through this one when both are loaded, so each
+// is told once per process (common/sentinel_env.h).
+extern "C" __attribute__((visibility("default"))) void sentinelTellEnvProblems(const char* lines,
+                                                                               size_t len) {
+  sentinel::rules::TellEnvProblemsHere(lines, len);
+}
+
 extern "C" __attribute__((visibility("default"))) int sentinelNetSnapshot(
     SentinelNetSnapshot* out) {
   using namespace sentinel::net;  // NOLINT(build/namespaces): one C entry point

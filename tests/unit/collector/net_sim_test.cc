@@ -192,6 +192,36 @@ TEST_F(NetSimTest, SlowConnectionIsDetectedAndNamedBySentineld) {
   EXPECT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " net extra 2>/dev/null"), 2);
 }
 
+// The profiler .so and the net .so each carry the SENTINEL_* registry, and NCCL loads them
+// RTLD_LOCAL: a misspelt name must still be told once per process, not once per library.
+TEST_F(NetSimTest, AMisspeltVariableIsToldOncePerRankWithBothLibrariesLoaded) {
+  const std::string flags =
+      "--ranks 2 --steps 2 --compute-ms 1 --bytes 16K --collectives allreduce";
+  const std::string env =
+      "FAKE_NCCL_NODES=2 SENTINEL_SOCKET=none SENTINEL_NET_WARP=x "
+      "NCCL_NET_PLUGIN=sentinel SENTINEL_NET_WRAP=fake ";
+  auto told = [](const std::string& out) {
+    const std::string line =
+        "[sentinel] SENTINEL_NET_WARP is not a variable sentinel knows (did you mean "
+        "SENTINEL_NET_WRAP?); ignored\n";
+    int n = 0;
+    for (size_t at = out.find(line); at != std::string::npos; at = out.find(line, at + 1)) ++n;
+    return n;
+  };
+  std::string net_only;
+  ASSERT_EQ(RunSim(env, flags, &net_only), 0) << net_only;
+  EXPECT_EQ(told(net_only), 2) << net_only;  // the net .so alone tells it, once per rank
+  std::string both;
+  ASSERT_EQ(RunSim(env + "SENTINEL_DUMP=" + dir_ + "/dump.%p.jsonl",
+                   flags + " --plugin " + SENTINEL_PROFILER_SO, &both),
+            0)
+      << both;
+  EXPECT_EQ(told(both), 2) << both;  // before: 4, each library telling it in each rank
+  std::string dumps;                 // the profiler really ran in both ranks
+  RunCommand("ls " + dir_ + " | grep -c '^dump\\..*\\.jsonl$'", &dumps);
+  EXPECT_EQ(dumps, "2\n");
+}
+
 TEST_F(NetSimTest, SentinelctlNetWithoutNetData) {
   Start();
   std::string out;
