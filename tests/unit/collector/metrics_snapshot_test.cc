@@ -6,6 +6,7 @@
 // baseline run, net-plugin links, a gone process).
 #include "collector/aggregate/metrics_snapshot.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -326,8 +327,9 @@ TEST_F(MetricsSnapshotTest, HealthzAndAlertsFromSnapshots) {
 }
 
 // The windows /v1/telemetry is asked for below (its only query parameter, "window"): the
-// default, none of the collectives (they ended ~12 s ago) but the last NIC polls, all of them.
-constexpr int64_t kTelemetryWindows[] = {0, 6000 * kMs, 13000 * kMs, 3600000 * kMs};
+// default, none of the collectives but the last NIC polls, the straggler's steps (they ended
+// ~33 s ago) but not the fixture's collectives (~43 s ago), all of them.
+constexpr int64_t kTelemetryWindows[] = {0, 6000 * kMs, 40000 * kMs, 3600000 * kMs};
 
 std::string ReadGolden(const std::string& file) {
   std::ifstream in(std::string(METRICS_GOLDEN_DIR) + "/" + file, std::ios::binary);
@@ -348,7 +350,9 @@ std::string Normalized(std::string text, const std::string& host) {
 // /v1/ranks and /v1/telemetry from their snapshots (api_snapshot.h), taken under the lock and
 // rendered after it: the same bytes as the State renderers gave (testdata/ranks.json and
 // telemetry_*.json were written by them, at commit ac8621e, which had both paths and asserted
-// their output equal for /v1/ranks and for /v1/telemetry under each window).
+// their output equal for /v1/ranks and for /v1/telemetry under each window). The straggler and
+// the hang suspect set up below were in that commit's test when the files were written, so the
+// comparison covers the "straggler" flag and "collective_hang_suspects" too.
 TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
   // Two CUPTI kernels on client 1: one over its first world collective (matched), one not.
   for (int64_t at : {start_mono_ - 1000, start_mono_ - 100000 * kMs}) {
@@ -358,6 +362,34 @@ TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
     k.overlap_ns = kMs / 2;
     Control(agg_.get(), 1, kSentinelWireKernelAttribution, k);
   }
+  // A straggler: more steps on the world communicator, right after its first 24 collectives
+  // (which ended by 28 ms into the fixture): 10 ms of compute between collectives, a little
+  // jitter, and rank 2 computing 30 % slower. Every rank's collective ends 1 ms after the last
+  // one arrived; the collector's clock advances with the steps. Rank 3's process is gone. The
+  // straggler detector fires for rank 2 once it has learned the noise (at the 50th step).
+  constexpr uint64_t kStragglerSteps = 64;
+  int64_t step_end = start_mono_ + 30 * kMs;
+  for (uint64_t seq = 24; seq < 24 + kStragglerSteps; ++seq) {
+    int64_t arrival[3];
+    int64_t last = 0;
+    for (int r = 0; r < 3; ++r) {
+      const int64_t jitter =
+          static_cast<int64_t>((seq * 7 + static_cast<uint64_t>(r) * 3) % 5) * 50000;
+      arrival[r] = step_end + (r == 2 ? 13 * kMs : 10 * kMs) + jitter;
+      last = std::max(last, arrival[r]);
+    }
+    clock_.Advance(last + kMs - step_end);
+    step_end = last + kMs;
+    for (int r = 0; r < 3; ++r) {
+      const auto rec = MakeColl(kWorld, r, kClients, seq, arrival[r], step_end - arrival[r]);
+      agg_->OnRecords(r + 1, &rec, 1);
+    }
+  }
+  // A hang suspect: rank 0 of the pair communicator reports its next collective, rank 1 never
+  // does, for the hang timeout (and the two NIC polls below).
+  const auto stuck = MakeColl(kPair, 0, 2, 5, clock_.MonoNs(), kMs);
+  agg_->OnRecords(1, &stuck, 1);
+  clock_.Advance(config_.hang_timeout_ns);
   // Two more NIC polls, with the retransmit, CNP and ECN counters the window rates read.
   for (uint64_t n : {100u, 160u}) {
     NicPortReading port = ActivePort();
@@ -390,6 +422,8 @@ TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
   EXPECT_FALSE(r[1]["comms"][0]["inflight"]["oldest_func"].is_null());
   EXPECT_FALSE(r[2]["lateness_p99_ms"].is_null());
   EXPECT_EQ(r[3]["connected"], false);
+  // The straggler flag (the straggler detector's, on the primary rank): rank 2 only.
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(r[i]["straggler"], i == 2) << i;
   for (size_t i = 0; i < std::size(kTelemetryWindows); ++i) {
     const int64_t window = kTelemetryWindows[i] == 0 ? config_.window_ns : kTelemetryWindows[i];
     TelemetrySnapshot snap;
@@ -399,7 +433,20 @@ TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
   }
   const nlohmann::json t =
       nlohmann::json::parse(ReadGolden("telemetry_" + std::to_string(0) + ".json"));
-  EXPECT_EQ(t["collectives"], 24 + 5 + 1);
+  EXPECT_EQ(t["collectives"], 24 + 5 + 1 + kStragglerSteps);
+  // The hang suspect: the pair communicator's seq 5, rank 0 in it, rank 1 missing.
+  ASSERT_EQ(t["collective_hang_suspects"].size(), 1u);
+  const nlohmann::json& hang = t["collective_hang_suspects"][0];
+  EXPECT_EQ(hang["comm"], "0x00000000000000b0");
+  EXPECT_EQ(hang["func"], "AllReduce");
+  EXPECT_EQ(hang["seq"], 5);
+  EXPECT_EQ(hang["arrived_ranks"], nlohmann::json::array({0}));
+  EXPECT_EQ(hang["missing_ranks"], nlohmann::json::array({1}));
+  EXPECT_GE(hang["waiting_s"].get<double>(), 30.0);
+  // Over the window of the straggler's steps: only their collectives, and still the suspect.
+  const nlohmann::json t2 = nlohmann::json::parse(ReadGolden("telemetry_2.json"));
+  EXPECT_EQ(t2["collectives"], kStragglerSteps);
+  EXPECT_EQ(t2["collective_hang_suspects"], t["collective_hang_suspects"]);
   EXPECT_FALSE(t["busbw_link_ratio"].is_null());
   EXPECT_EQ(t["retransmits"], 160);  // the counter appeared at 0: all its growth
   EXPECT_FALSE(t["cnp_rate"].is_null());
