@@ -135,6 +135,16 @@ inline void* KernelChHandle(Slot* parent, uint32_t channel) {
   return reinterpret_cast<char*>(parent) + size_t{2} * channel + 1;
 }
 
+// The GPU timers of a Coll/P2p's channel c < kMaxKchHandles (SlotArena::KernelChTimesOf): written
+// with plain stores by that channel's own start and KernelChStop state (the start that set the
+// channel's bit in kch_seen is its only writer) and folded into gpu_start_raw / gpu_end_raw when
+// the record is built. A shared min/max took a CAS per channel: the costliest step of the state.
+// Atomics only so that finalize's truncation may read while a late channel writes.
+struct KernelChTimes {
+  std::atomic<int64_t> start;  // pTimer at the start, or kNoGpuStart
+  std::atomic<int64_t> end;    // pTimer at KernelChStop, or 0
+};
+
 inline constexpr uint8_t kStepSawSendWait = 1u << 0;
 inline constexpr uint8_t kStepSawRecvWait = 1u << 1;
 inline constexpr uint8_t kStepSawRecvFlush = 1u << 2;

@@ -219,6 +219,26 @@ inline void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
   }
 }
 
+// Folds the per-channel GPU timers (KernelChTimes) of Coll/P2p `s` into its gpu_start_raw /
+// gpu_end_raw. Atomic min/max: a truncating finalize may run while a duplicate channel's
+// KernelCh slot still updates them.
+void FoldKernelChTimes(Slot* s) {
+  uint64_t channels = s->kch_seen.load(std::memory_order_relaxed);
+  if (channels == 0) return;
+  const KernelChTimes* times = g->slots.KernelChTimesOf(s);
+  int64_t start = kNoGpuStart;
+  int64_t end = 0;
+  for (; channels != 0; channels &= channels - 1) {
+    const KernelChTimes& t = times[__builtin_ctzll(channels)];
+    const int64_t channel_start = t.start.load(std::memory_order_relaxed);
+    const int64_t channel_end = t.end.load(std::memory_order_relaxed);
+    start = channel_start < start ? channel_start : start;
+    end = channel_end > end ? channel_end : end;
+  }
+  if (start != kNoGpuStart) AtomicMin(s->gpu_start_raw, start);
+  if (end != 0) AtomicMax(s->gpu_end_raw, end);
+}
+
 // Once per collective: builds the record directly in the thread's ring slot.
 void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
   if (truncated) ts->Add(kCtrRecordsTruncated);
@@ -231,6 +251,7 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
     ts->Add(kCtrRecordsDroppedRing);
     return;
   }
+  if (KindOf(s) != Kind::kCeColl) FoldKernelChTimes(s);
   BuildCollRecord(*s, truncated, static_cast<uint32_t>(g->pid), slot);
   if (s->ordinal != 0 && g->budget_level.load(std::memory_order_relaxed) >=
                              static_cast<uint8_t>(BudgetLevel::kRecordsSampled)) {
@@ -311,14 +332,16 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
     s->flags |= kSentinelCollGpuSkipped;
     waits_for = kProxyFamily;
   } else if ((mask & kSentinelProfileKernelCh) != 0 && n_channels_valid) {
-    kch = s->nchannels;
+    // Channels from kMaxKchHandles up get KernelCh slots, each with its own reference.
+    kch = s->nchannels < kMaxKchHandles ? s->nchannels : kMaxKchHandles;
   }
   s->kch_expected = kch;
   s->kch_weight = MeterCollective(ts, kch);
   uint32_t grace = 0;
   if (kch == 0 && (mask & waits_for) != 0) grace = 1;
   s->grace.store(grace, std::memory_order_relaxed);
-  s->refs.store(1 + kch + grace, std::memory_order_relaxed);
+  // One reference of its own, one for all its expected KernelCh children (see StopKernelCh).
+  s->refs.store(1 + (kch != 0 ? 1 : 0) + grace, std::memory_order_relaxed);
 }
 
 Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
@@ -476,7 +499,9 @@ void StopProxyStep(Slot* s, int64_t now) {
 
 // ---- KernelCh: the per-channel hot path (3 callbacks per channel at Inspector's mask) ----------
 // Metered per collective (KernelChMeter), and usually without a slot of its own (KernelChHandle):
-// one fetch_or on the parent at the start, one at the stop, then the parent's reference drop.
+// one fetch_or on the parent at the start and one at the stop. The collective's expected channels
+// share ONE reference on it (SetCompletionRefs), dropped by the stop that completes their set: a
+// reference drop per channel was a CAS loop, the costliest step of the KernelCh stop (perf).
 
 // Inline: without -mpopcnt, __builtin_popcountll is a libgcc call.
 inline uint32_t Popcount64(uint64_t x) {
@@ -495,32 +520,33 @@ void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_
     return nullptr;
   }
   if (parent->kch_weight != 0) meter.Time(parent->kch_weight);
-  // Only a Coll/P2p that expects KernelCh children (KernelCh in the mask) reserved references for
-  // them: the first kch_expected distinct channels use those.
-  bool own_handle = false;  // the channel's bit is ours: no slot needed
-  bool reserved = false;
+  // The first kch_expected distinct channels (below kMaxKchHandles) of a Coll/P2p that expects
+  // KernelCh children (KernelCh in the mask) get slot-less handles under the collective's one
+  // KernelCh reference; any other channel, or a channel started twice, gets a KernelCh slot that
+  // holds a reference of its own.
+  bool own_bit = false;  // this start set the channel's bit: it owns the channel's timers
+  bool expected = false;
   bool first_channel = true;
   if (channel_id < kMaxKchHandles) {
     uint64_t bit = uint64_t{1} << channel_id;
-    // relaxed: only decides who owns the bit; the refcount orders the rest.
+    // relaxed: only decides who owns the bit; the stops' kch_done and the refcount order the rest.
     uint64_t seen = parent->kch_seen.fetch_or(bit, std::memory_order_relaxed);
-    own_handle = (seen & bit) == 0;
-    if (own_handle) {
-      reserved = seen == 0 ? parent->kch_expected != 0 : Popcount64(seen) < parent->kch_expected;
+    own_bit = (seen & bit) == 0;
+    if (own_bit) {
+      expected = seen == 0 ? parent->kch_expected != 0 : Popcount64(seen) < parent->kch_expected;
       first_channel = seen == 0;
     }
   }
-  if (!reserved && !TryRef(parent)) {
+  if (!expected && !TryRef(parent)) {
     meter.Count(1);
     ts->Add(kCtrOrphanChildren);
     return nullptr;
   }
-  // Not counted at the collective's start: a slot-less handle counts its state and stop now, a
-  // KernelCh slot's are counted by their own callbacks.
-  if (!reserved) meter.Count(own_handle ? kKernelChCallbacks : 1);
-  ReleaseGrace(parent, ts);  // we hold a reference, so this cannot finish the parent
+  // Not counted at the collective's start: a KernelCh slot's state and stop count themselves.
+  if (!expected) meter.Count(1);
+  ReleaseGrace(parent, ts);  // a reference is held for us, so this cannot finish the parent
   void* handle = nullptr;
-  if (own_handle) {
+  if (expected) {
     handle = KernelChHandle(parent, channel_id);
   } else {
     Slot* s = g->slots.Claim(Kind::kKernelCh, ts);
@@ -535,11 +561,18 @@ void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_
   // stable while this child holds a reference.
   uint64_t ordinal = parent->ordinal;
   if (ordinal != 0) ctx->inflight.OnGpuStart(ordinal);
-  if (p_timer != 0) {
-    if (first_channel && (ordinal <= kCalibWarmup || (ordinal & (kCalibEvery - 1)) == 0)) {
-      ctx->calib.Observe(MonoNs(), p_timer);
-    }
-    AtomicMin(parent->gpu_start_raw, static_cast<int64_t>(p_timer));
+  if (p_timer != 0 && first_channel &&
+      (ordinal <= kCalibWarmup || (ordinal & (kCalibEvery - 1)) == 0)) {
+    ctx->calib.Observe(MonoNs(), p_timer);
+  }
+  const int64_t gpu_start = p_timer != 0 ? static_cast<int64_t>(p_timer) : kNoGpuStart;
+  if (own_bit) {
+    // relaxed: read after the refcount's acq_rel drop (FoldKernelChTimes).
+    KernelChTimes& t = g->slots.KernelChTimesOf(parent)[channel_id];
+    t.start.store(gpu_start, std::memory_order_relaxed);
+    t.end.store(0, std::memory_order_relaxed);
+  } else if (p_timer != 0) {
+    AtomicMin(parent->gpu_start_raw, gpu_start);  // a channel started twice: shared
   }
   return handle;
 }
@@ -568,12 +601,15 @@ void StopKernelCh(void* handle, ThreadState* ts) {
   Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
   if (parent == nullptr) return;
   uint64_t bit = uint64_t{1} << channel;
-  // The first stop wins (relaxed: the refcount drop below orders this KernelCh's updates).
-  if ((parent->kch_done.fetch_or(bit, std::memory_order_relaxed) & bit) != 0) {
+  // The first stop wins. acq_rel: each stop releases its channel's timers (KernelChTimes) to the
+  // stop that completes the set, which passes them on through the refcount drop.
+  const uint64_t before = parent->kch_done.fetch_or(bit, std::memory_order_acq_rel);
+  if ((before & bit) != 0) {
     ts->Add(kCtrStaleHandles);
     return;
   }
-  Unref(parent, ts);
+  // Slot-less handles go only to expected channels, so exactly one stop completes the set.
+  if (Popcount64(before | bit) == parent->kch_expected) Unref(parent, ts);
 }
 
 void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args, ThreadState* ts) {
@@ -582,7 +618,9 @@ void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
   Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
   if (parent == nullptr) return;
   if (state == kSentinelStateKernelChStop && args != nullptr && args->kernel_ch.p_timer != 0) {
-    AtomicMax(parent->gpu_end_raw, static_cast<int64_t>(args->kernel_ch.p_timer));
+    // A slot-less handle's channel is its own (KernelChTimes); relaxed: see StopKernelCh.
+    g->slots.KernelChTimesOf(parent)[channel].end.store(
+        static_cast<int64_t>(args->kernel_ch.p_timer), std::memory_order_relaxed);
   }
 }
 

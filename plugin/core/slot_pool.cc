@@ -49,6 +49,13 @@ bool SlotArena::Map(uint32_t pool_size) noexcept {
     p.size = PoolSizeFor(p.kind, pool_size);
     p.begin = begin_ + offset;
     offset += p.size;
+    if (p.kind == Kind::kColl || p.kind == Kind::kP2p) {
+      // Zero pages, resident only as channels are used (a channel's 16 bytes per slot).
+      void* times = mmap(nullptr, size_t{p.size} * kMaxKchHandles * sizeof(KernelChTimes),
+                         PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (times == MAP_FAILED) return false;
+      p.kch_times = static_cast<KernelChTimes*>(times);
+    }
   }
   return true;
 }

@@ -23,6 +23,7 @@ struct Pool {
   Slot* begin = nullptr;
   uint32_t size = 0;
   Kind kind = Kind::kNone;
+  KernelChTimes* kch_times = nullptr;  // Coll/P2p: kMaxKchHandles per slot, in slot order
   alignas(64) std::atomic<uint64_t> cursor{0};
 };
 
@@ -35,6 +36,12 @@ class SlotArena {
   [[nodiscard]] bool Map(uint32_t pool_size) noexcept;
 
   Pool& pool(Kind k) noexcept { return pools_[static_cast<int>(k)]; }
+
+  // The per-channel GPU timers of `s`, a Coll/P2p slot (KernelChTimes).
+  KernelChTimes* KernelChTimesOf(const Slot* s) noexcept {
+    const Pool& p = pools_[static_cast<int>(KindOf(s))];
+    return p.kch_times + static_cast<size_t>(s - p.begin) * kMaxKchHandles;
+  }
   size_t slots() const noexcept { return slots_; }
 
   // Any pointer NCCL gives back: range + alignment + tag, before reading anything else.
@@ -118,6 +125,11 @@ inline Slot* SlotArena::Claim(Kind k, ThreadState* ts) noexcept {
         __builtin_prefetch(next, 1, 3);
         __builtin_prefetch(next + 64, 1, 3);
         __builtin_prefetch(next + 128, 1, 3);
+        // ... and the first 8 channels' GPU timers (KernelChTimes), written by its KernelCh.
+        const char* times =
+            reinterpret_cast<const char*>(p.kch_times + ((i + 1) % p.size) * kMaxKchHandles);
+        __builtin_prefetch(times, 1, 3);
+        __builtin_prefetch(times + 64, 1, 3);
       }
       return s;
     }

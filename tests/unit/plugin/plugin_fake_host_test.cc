@@ -497,6 +497,58 @@ TEST_F(FakeHostTest, KernelChStartOutsideItsLiveContextGetsNoHandleAndIsCountedS
   EXPECT_EQ(recs[0]["seq"], 7);
 }
 
+// A collective's GPU time spans all its KernelCh channels whatever their order, beside a channel
+// started twice and a channel beyond its n_channels (each of those gets a KernelCh slot of its
+// own), and the record waits for its last channel: the expected channels share one reference and
+// keep their timers per channel (KernelChTimes), folded into the record when it is built.
+TEST_F(FakeHostTest, GpuTimeSpansEveryChannelInAnyOrderAndTheRecordWaitsForTheLast) {
+  auto stale_now = [&](uint64_t probe_comm) {  // finalize flushes a heartbeat
+    h().v5->finalize(h().InitV5(probe_comm, 1, 0));
+    auto hb = LastHeartbeat(Dump());
+    return hb.is_null() ? -1 : hb["stale_handles"].get<int64_t>();
+  };
+  const int64_t stale0 = stale_now(0x6C01ull);
+  const uint64_t comm = 0x6C0Dull;
+  void* ctx = h().InitV5(comm, 2, 0);
+  void* coll = h().Coll(ctx, nullptr, 0, 11, "AllReduce", 4, "ncclInt32", 3);
+  h().Stop(coll);
+  const int64_t base = plugin::MonoNs() + kGpuSkew;
+  struct Channel {
+    uint8_t id;
+    int64_t start;
+    int64_t end;
+    void* handle = nullptr;
+  };
+  // Expected channels 2, 0 (the earliest start) and 5 (the latest end); then channel 0 again and
+  // channel 9 (beyond n_channels = 3).
+  std::vector<Channel> chans = {
+      {2, 300, 1000}, {0, 50, 900}, {5, 200, 1500}, {0, 100, 1100}, {9, 400, 1200}};
+  for (Channel& c : chans) {
+    auto d = FakeHost::Descr(kSentinelProfileKernelCh, coll);
+    d.kernel_ch.channel_id = c.id;
+    d.kernel_ch.p_timer = static_cast<uint64_t>(base - 3000 + c.start);
+    c.handle = h().Start(ctx, d);
+    ASSERT_NE(c.handle, nullptr) << int{c.id};
+  }
+  EXPECT_NE(chans[1].handle, chans[3].handle);  // the second start of channel 0 is its own
+  // Stops in another order: the two others first, then the expected ones, channel 5 last.
+  for (size_t i : {3u, 4u, 1u, 0u, 2u}) {
+    SentinelEventStateArgs a;
+    memset(&a, 0, sizeof(a));
+    a.kernel_ch.p_timer = static_cast<uint64_t>(base - 3000 + chans[i].end);
+    h().Record(chans[i].handle, kSentinelStateKernelChStop, &a);
+    h().Stop(chans[i].handle);
+  }
+  h().v5->finalize(ctx);
+  EXPECT_EQ(stale_now(0x6C02ull) - stale0, 0);
+  auto recs = Records(Dump(), comm);
+  ASSERT_EQ(recs.size(), 1u);
+  EXPECT_FALSE(HasFlag(recs[0], "truncated"));
+  ASSERT_TRUE(HasFlag(recs[0], "gpu_time_valid"));
+  EXPECT_EQ(recs[0]["gpu_end_ns"].get<int64_t>() - recs[0]["gpu_start_ns"].get<int64_t>(),
+            1500 - 50);
+}
+
 // The in-flight state through the built .so: a collective whose kernel started and never ended,
 // and one behind it that was only enqueued, show as enqueued 3 / GPU-started 2 / completed 1 with
 // the oldest's enqueue time, seqNumber and function, flagged stuck past SENTINEL_INFLIGHT_STUCK_MS;
