@@ -67,6 +67,14 @@ class FakeHostTest : public ::testing::Test {
     return coll;
   }
 
+  // The process's stale-handle count so far, from the heartbeat that finalizing a new probe
+  // communicator flushes (-1 without one).
+  int64_t StaleHandlesNow(uint64_t probe_comm) {
+    h().v5->finalize(h().InitV5(probe_comm, 1, 0));
+    auto hb = LastHeartbeat(Dump());
+    return hb.is_null() ? -1 : hb["stale_handles"].get<int64_t>();
+  }
+
   uint64_t min_start_ = 0;
   uint64_t max_stop_ = 0;
 };
@@ -473,12 +481,7 @@ TEST_F(FakeHostTest, FinalizeTruncatesRecordsStillWaitingForChildren) {
 // case keeps the checks of the other starts: a garbage context, or a collective of a communicator
 // already finalized, gets no handle and is counted stale (exactly these two).
 TEST_F(FakeHostTest, KernelChStartOutsideItsLiveContextGetsNoHandleAndIsCountedStale) {
-  auto stale_now = [&](uint64_t probe_comm) {  // finalize flushes a heartbeat
-    h().v5->finalize(h().InitV5(probe_comm, 1, 0));
-    auto hb = LastHeartbeat(Dump());
-    return hb.is_null() ? -1 : hb["stale_handles"].get<int64_t>();
-  };
-  const int64_t stale0 = stale_now(0x5C01ull);
+  const int64_t stale0 = StaleHandlesNow(0x5C01ull);
   const uint64_t comm = 0x5C0Dull;
   void* ctx = h().InitV5(comm, 2, 0);
   void* coll = h().Coll(ctx, nullptr, 0, 7, "AllReduce", 4, "ncclInt32", 2);
@@ -490,7 +493,7 @@ TEST_F(FakeHostTest, KernelChStartOutsideItsLiveContextGetsNoHandleAndIsCountedS
   EXPECT_EQ(h().Start(reinterpret_cast<void*>(0xdeadbeefULL), d), nullptr);
   h().v5->finalize(ctx);  // emits the record truncated; the slot lives until channel 1 stops
   EXPECT_EQ(h().Start(ctx, d), nullptr);
-  EXPECT_EQ(stale_now(0x5C02ull) - stale0, 2);
+  EXPECT_EQ(StaleHandlesNow(0x5C02ull) - stale0, 2);
   auto recs = Records(Dump(), comm);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_TRUE(HasFlag(recs[0], "truncated"));
@@ -502,12 +505,7 @@ TEST_F(FakeHostTest, KernelChStartOutsideItsLiveContextGetsNoHandleAndIsCountedS
 // own), and the record waits for its last channel: the expected channels share one reference and
 // keep their timers per channel (KernelChTimes), folded into the record when it is built.
 TEST_F(FakeHostTest, GpuTimeSpansEveryChannelInAnyOrderAndTheRecordWaitsForTheLast) {
-  auto stale_now = [&](uint64_t probe_comm) {  // finalize flushes a heartbeat
-    h().v5->finalize(h().InitV5(probe_comm, 1, 0));
-    auto hb = LastHeartbeat(Dump());
-    return hb.is_null() ? -1 : hb["stale_handles"].get<int64_t>();
-  };
-  const int64_t stale0 = stale_now(0x6C01ull);
+  const int64_t stale0 = StaleHandlesNow(0x6C01ull);
   const uint64_t comm = 0x6C0Dull;
   void* ctx = h().InitV5(comm, 2, 0);
   void* coll = h().Coll(ctx, nullptr, 0, 11, "AllReduce", 4, "ncclInt32", 3);
@@ -540,7 +538,7 @@ TEST_F(FakeHostTest, GpuTimeSpansEveryChannelInAnyOrderAndTheRecordWaitsForTheLa
     h().Stop(chans[i].handle);
   }
   h().v5->finalize(ctx);
-  EXPECT_EQ(stale_now(0x6C02ull) - stale0, 0);
+  EXPECT_EQ(StaleHandlesNow(0x6C02ull) - stale0, 0);
   auto recs = Records(Dump(), comm);
   ASSERT_EQ(recs.size(), 1u);
   EXPECT_FALSE(HasFlag(recs[0], "truncated"));
