@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -15,7 +16,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
+#include "httplib.h"
 #include "tests/integration/fake_nccl/test_util.h"
 
 namespace sentinel::testing {
@@ -91,6 +94,50 @@ class HangAbortTest : public ::testing::Test {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
+  // A sentineld API response (null when it does not answer).
+  nlohmann::json Get(const char* path) {
+    httplib::Client cli("127.0.0.1", std::atoi(ReadFile(dir_ + "/port").c_str()));
+    cli.set_connection_timeout(2, 0);
+    cli.set_read_timeout(5, 0);
+    auto res = cli.Get(path);
+    if (!res || res->status != 200) return nlohmann::json();
+    return nlohmann::json::parse(res->body, nullptr, false);
+  }
+  // True when sentineld sees every rank's in-flight state and `rank` behind all the others: they
+  // have enqueued a collective (from NCCL seq `from_seq` on) that it has not.
+  bool SeesRankBehind(int rank, int from_seq) {
+    const nlohmann::json ranks = Get("/v1/ranks");
+    if (!ranks.is_object() || !ranks.contains("ranks")) return false;
+    int64_t behind = -1;
+    int64_t others_min = -1;
+    int seen = 0;
+    for (const auto& r : ranks["ranks"]) {
+      if (!r.contains("comms") || r["comms"].empty()) continue;
+      const nlohmann::json& inflight = r["comms"][0]["inflight"];
+      if (!inflight.is_object()) continue;
+      ++seen;
+      const int64_t enqueued = inflight["enqueued"].get<int64_t>();
+      if (r.value("rank", -1) == rank) {
+        behind = enqueued;
+      } else {
+        if (!inflight["oldest_seq"].is_number() || inflight["oldest_seq"].get<int>() < from_seq) {
+          return false;
+        }
+        others_min = others_min < 0 ? enqueued : std::min(others_min, enqueued);
+      }
+    }
+    return seen == kRanks && behind >= 0 && others_min > behind;
+  }
+  // True while a hang alert fires (e.g. a first collective slower than the timeout on a loaded
+  // machine: the pause must start a hang of its own).
+  bool HangFiring() {
+    const nlohmann::json alerts = Get("/v1/alerts");
+    if (!alerts.is_object() || !alerts.contains("alerts")) return true;
+    for (const auto& a : alerts["alerts"]) {
+      if (a.value("kind", "") == "hang" && a.value("state", "") == "firing") return true;
+    }
+    return false;
+  }
   std::vector<std::pair<std::string, std::string>> Env() {
     // An instrumented .so preloaded ahead of the instrumented sim is fine: one runtime.
     const char* asan = getenv("ASAN_OPTIONS");
@@ -160,11 +207,23 @@ TEST_F(HangAbortTest, StragglerUnderTheTimeoutIsNeverAborted) {
 // The whole job (launcher and ranks: one process group) stops for 4 s, twice the timeout, while
 // rank 1 is 1 s behind every step: the peers wait inside the collective with a culprit named,
 // first silent (stopped), then, after SIGCONT, with an "in flight since" older than the timeout.
+// The pause starts when sentineld sees rank 1 behind the others (not after a fixed sleep: on a
+// loaded machine that could land where its last reports show every rank inside one collective,
+// which is a device or network hang, not this case).
 TEST_F(HangAbortTest, PausedJobWithAStragglerBehindIsNeverAborted) {
   Started sim =
       StartProgram(Sim({"--straggler", "rank=1,delay-ms=1000,pct=0,from=2,until=8"}), Env(), 90);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2600));  // inside step 2's wait
+  bool behind = false;
+  for (int i = 0; i < 600 && !behind; ++i) {  // up to about 12 s; the delays last 6 s from step 2
+    behind = !HangFiring() && SeesRankBehind(1, 2);
+    if (!behind) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_EQ(kill(-sim.pid, SIGSTOP), 0);
+  if (!behind) {
+    kill(-sim.pid, SIGKILL);
+    WaitProgram(sim);
+    FAIL() << "sentineld never saw rank 1 behind the others";
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(4000));
   ASSERT_EQ(kill(-sim.pid, SIGCONT), 0);
   RunResult r = WaitProgram(sim);
