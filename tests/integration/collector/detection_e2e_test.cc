@@ -23,6 +23,7 @@
 #include "nlohmann/json.hpp"
 
 #include "httplib.h"
+#include "tests/integration/collector/daemon_api.h"
 #include "tests/integration/fake_nccl/test_util.h"
 
 namespace sentinel::testing {
@@ -65,14 +66,7 @@ class Daemon {
   const std::string& socket() const { return socket_; }
   const std::string& dir() const { return dir_; }
 
-  nlohmann::json GetJson(const std::string& path) {
-    httplib::Client cli("127.0.0.1", port_);
-    cli.set_connection_timeout(2, 0);
-    cli.set_read_timeout(5, 0);
-    auto res = cli.Get(path.c_str());
-    if (!res || res->status != 200) return nlohmann::json();
-    return nlohmann::json::parse(res->body, nullptr, false);
-  }
+  nlohmann::json GetJson(const std::string& path) { return GetDaemonJson(port_, path); }
   // Every alert of `kind` the daemon lists (firing and resolved).
   std::vector<nlohmann::json> Alerts(const std::string& kind) {
     std::vector<nlohmann::json> out;

@@ -18,7 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
-#include "httplib.h"
+#include "tests/integration/collector/daemon_api.h"
 #include "tests/integration/fake_nccl/test_util.h"
 
 namespace sentinel::testing {
@@ -94,14 +94,8 @@ class HangAbortTest : public ::testing::Test {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   }
-  // A sentineld API response (null when it does not answer).
   nlohmann::json Get(const char* path) {
-    httplib::Client cli("127.0.0.1", std::atoi(ReadFile(dir_ + "/port").c_str()));
-    cli.set_connection_timeout(2, 0);
-    cli.set_read_timeout(5, 0);
-    auto res = cli.Get(path);
-    if (!res || res->status != 200) return nlohmann::json();
-    return nlohmann::json::parse(res->body, nullptr, false);
+    return GetDaemonJson(std::atoi(ReadFile(dir_ + "/port").c_str()), path);
   }
   // True when sentineld sees every rank's in-flight state and `rank` behind all the others: they
   // have enqueued a collective (from NCCL seq `from_seq` on) that it has not.
