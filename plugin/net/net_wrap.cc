@@ -195,14 +195,14 @@ Req* Claim(Conn* c) {
 }
 
 // Wraps a request the real plugin returned; null and NCCL's optional-completion marker stay raw.
-void* Tag(Conn* c, void* real_req, uint64_t bytes, int n) {
+void* Tag(Conn* c, void* real_req, uint64_t bytes, int n, uint64_t t0) {
   if (real_req == nullptr || real_req == SENTINEL_NET_OPTIONAL_RECV_COMPLETION) return real_req;
   Req* r = Claim(c);
   if (r == nullptr) return real_req;
   r->real = real_req;
   r->bytes = bytes;
   r->n = n;
-  r->t0 = Ticks();
+  r->t0 = t0;
   return r;
 }
 
@@ -257,15 +257,17 @@ void OnAccept(SentinelNcclResult rc, void* listen_comm, void* real, void** recv_
   }
 }
 
-// After isend/irecv on an observed comm: errors counted, a successful request tagged.
+// After isend/irecv on an observed comm: errors counted, a successful request tagged. t0: the
+// ticks read before the real call, so a request's latency covers the whole window the transport
+// had it (the plugin's own clock starts inside that call, never before ours).
 inline void OnPost(Conn* c, SentinelNcclResult rc, void* real_req, uint64_t bytes, int n,
-                   void** request) {
+                   uint64_t t0, void** request) {
   if (ABSL_PREDICT_FALSE(rc != kSentinelNcclSuccess)) {
     Bump(c->errors, 1);
     *request = real_req;
     return;
   }
-  *request = Tag(c, real_req, bytes, n);
+  *request = Tag(c, real_req, bytes, n, t0);
 }
 
 inline void OnDone(Req* r, SentinelNcclResult rc, const int* done, const int* sizes) {
@@ -486,8 +488,9 @@ struct Fwd {
       return RealIsend(RealComm(send_comm), data, size, tag, mhandle, phandle, request);
     }
     void* real_req = nullptr;
+    const uint64_t t0 = Ticks();
     SentinelNcclResult rc = RealIsend(c->real, data, size, tag, mhandle, phandle, &real_req);
-    OnPost(c, rc, real_req, static_cast<uint64_t>(size), 1, request);
+    OnPost(c, rc, real_req, static_cast<uint64_t>(size), 1, t0, request);
     return rc;
   }
   static SentinelNcclResult Isend6(void* send_comm, void* data, SizeK size, int tag, void* mhandle,
@@ -533,12 +536,13 @@ struct Fwd {
       return RealIrecv(RealComm(recv_comm), n, data, sizes, tags, mhandles, phandles, request);
     }
     void* real_req = *request;  // NCCL may preset NCCL_NET_OPTIONAL_RECV_COMPLETION (§7.3)
+    const uint64_t t0 = Ticks();
     SentinelNcclResult rc = RealIrecv(c->real, n, data, sizes, tags, mhandles, phandles, &real_req);
     uint64_t posted = 0;
     if (sizes != nullptr) {
       for (int i = 0; i < n; ++i) posted += static_cast<uint64_t>(sizes[i]);
     }
-    OnPost(c, rc, real_req, posted, n, request);
+    OnPost(c, rc, real_req, posted, n, t0, request);
     return rc;
   }
   static SentinelNcclResult Irecv6(void* recv_comm, int n, void** data, SizeK* sizes, int* tags,
