@@ -387,7 +387,12 @@ int Run(const Options& o) {
     std::printf("# %s (NCCL %d), %s, %d rank(s) via %s, rendezvous port %d\n", nccl.path.c_str(),
                 version, cuda.path.c_str(), li.world, li.launcher.c_str(), port);
     std::fflush(stdout);
-    if (!ServeRendezvous(port, li.world, rv, o.timeout_s, &err)) return Fail(rank, err);
+    if (li.world > 1) {
+      const int listen_fd = ListenForRendezvous(port, nullptr, &err);
+      if (listen_fd < 0 || !ServeRendezvous(listen_fd, li.world, rv, o.timeout_s, &err)) {
+        return Fail(rank, err);
+      }
+    }
   } else if (!FetchRendezvous(li.master_addr, port, rank, o.timeout_s, &rv, &err)) {
     return Fail(rank, err);
   }

@@ -145,9 +145,7 @@ bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* err
   return true;
 }
 
-bool ServeRendezvous(int port, int world, const Rendezvous& rv, double timeout_s,
-                     std::string* error) {
-  if (world <= 1) return true;
+int ListenForRendezvous(int port, int* bound_port, std::string* error) {
   int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   bool v6 = fd >= 0;
   if (!v6) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -177,8 +175,24 @@ bool ServeRendezvous(int port, int world, const Rendezvous& rv, double timeout_s
     *error = "rank 0 cannot listen on port " + std::to_string(port) + ": " + strerror(errno) +
              " (choose another with --port or SENTINEL_BASELINE_PORT)";
     close(fd);
-    return false;
+    return -1;
   }
+  if (bound_port != nullptr) {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    *bound_port = port;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+      *bound_port = a.ss_family == AF_INET6
+                        ? ntohs(reinterpret_cast<const sockaddr_in6*>(&a)->sin6_port)
+                        : ntohs(reinterpret_cast<const sockaddr_in*>(&a)->sin_port);
+    }
+  }
+  return fd;
+}
+
+bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv, double timeout_s,
+                     std::string* error) {
+  const int fd = listen_fd;
   std::string msg(kMagic, 4);
   msg.append(rv.id.internal, kNcclUniqueIdBytes);
   uint32_t n = static_cast<uint32_t>(rv.sizes.size());

@@ -38,9 +38,15 @@ struct Rendezvous {
   std::vector<uint64_t> sizes;  // the sweep, decided by rank 0
 };
 
-// Rank 0: serves `rv` to world-1 connections on `port` (all interfaces), waiting at most
-// `timeout_s`. Other ranks: connect to addr:port (retrying until `timeout_s`) and read it.
-[[nodiscard]] bool ServeRendezvous(int port, int world, const Rendezvous& rv, double timeout_s,
+// Rank 0: listens on `port` on all interfaces (0: a port the kernel picks) and returns the
+// listening socket, or -1 with *error naming the port and the errno. *bound_port (if not null):
+// the port it listens on.
+[[nodiscard]] int ListenForRendezvous(int port, int* bound_port, std::string* error);
+
+// Rank 0: serves `rv` to world-1 connections on `listen_fd` (from ListenForRendezvous), waiting at
+// most `timeout_s`, then closes it. Other ranks: connect to addr:port (retrying until `timeout_s`)
+// and read it.
+[[nodiscard]] bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv, double timeout_s,
                                    std::string* error);
 [[nodiscard]] bool FetchRendezvous(const std::string& addr, int port, int rank, double timeout_s,
                                    Rendezvous* rv, std::string* error);

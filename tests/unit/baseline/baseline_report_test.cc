@@ -187,9 +187,12 @@ TEST(Launch, RendezvousOverLoopback) {
   Rendezvous rv;
   for (int i = 0; i < kNcclUniqueIdBytes; ++i) rv.id.internal[i] = static_cast<char>(i * 7);
   rv.sizes = {8, 1u << 20, 64u << 20};
-  const int port = 20000 + (getpid() % 20000);
+  int port = 0;  // the kernel picks a free one: a fixed or random port can be held by another test
   std::string err0;
-  std::thread server([&] { EXPECT_TRUE(ServeRendezvous(port, 3, rv, 20, &err0)) << err0; });
+  const int listen_fd = ListenForRendezvous(0, &port, &err0);
+  ASSERT_GE(listen_fd, 0) << err0;
+  ASSERT_GT(port, 0);
+  std::thread server([&] { EXPECT_TRUE(ServeRendezvous(listen_fd, 3, rv, 20, &err0)) << err0; });
   std::vector<Rendezvous> got(2);
   std::vector<std::thread> clients;
   for (int r = 1; r <= 2; ++r) {
