@@ -221,11 +221,13 @@ TEST_F(CollectorE2eTest, SimEightRanksCountsExactAndStragglerLateness) {
     double late = NumOr(r, "lateness_p50_ms", -1);
     std::printf("rank %d: collectives %.0f lateness p50 %.2f ms\n", rank,
                 NumOr(r, "collectives", -1), late);
+    // 8 ranks (8 ASan ranks in one stage) share 2 busy cores: a rank's wake-up can be late by a
+    // few ms, so 10 ms either side; the straggler's 40 ms stays far outside the others' band.
     if (rank == 5) {
-      EXPECT_NEAR(late, 40.0, 5.0) << r.dump();
+      EXPECT_NEAR(late, 40.0, 10.0) << r.dump();
     } else {
       EXPECT_GE(late, 0.0) << r.dump();
-      EXPECT_LT(late, 5.0) << r.dump();
+      EXPECT_LT(late, 10.0) << r.dump();
     }
   }
 
@@ -276,9 +278,11 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
   std::map<std::string, std::string> env = {{"SENTINEL_SOCKET", socket_},
                                             {"SENTINEL_EVENTS", "minimal"}};
   std::string host_log = dir_.File("host.log");
-  // One rank, one collective every 500 us for 6 s, every callback timed.
-  Child host({SENTINEL_TIMING_HOST_PATH, SENTINEL_PLUGIN_PATH, "6", "3", "8", "0x5e1f", "500"}, env,
-             host_log);
+  // One rank, one collective every 500 us for 15 s, every callback timed. The 15 s leave the
+  // restarted collector (an ASan build in one stage) and the plugin's reconnection backoff
+  // (doubling from 100 ms) time to meet while the job still runs.
+  Child host({SENTINEL_TIMING_HOST_PATH, SENTINEL_PLUGIN_PATH, "15", "3", "8", "0x5e1f", "500"},
+             env, host_log);
   ASSERT_GT(host.pid(), 0);
   std::unique_ptr<Child> sim;
   std::string sim_log = dir_.File("sim-kill.log");
@@ -315,13 +319,13 @@ TEST_F(CollectorE2eTest, CollectorKilledMidRunJobCompletesDropsReported) {
                           : 0;
         return sink_drops_metric > 0;
       },
-      4000));
+      10000));
 
   // The job completes.
   ASSERT_EQ(host.Wait(30000), 0) << ReadFile(host_log);
   HostResult hr = ParseHost(ReadFile(host_log));
   ASSERT_TRUE(hr.parsed) << ReadFile(host_log);
-  EXPECT_GT(hr.colls, 5000u);
+  EXPECT_GT(hr.colls, 5000u);  // 30,000 at 500 us each; a sixth even if every sleep ran long
   std::printf(
       "timing host: %llu event callbacks, wall max %.3f ms (%llu over 1 ms); blocked "
       "(voluntary switch) in %llu, longest %.3f ms, %llu over 1 ms outside a page fault and %llu "

@@ -46,7 +46,12 @@ TEST(InFlightStream, SentinelDSkipsInFlightFramesAndKeepsEveryRecord) {
       {SENTINEL_SIM_PATH, "--ranks", std::to_string(kRanks), "--steps", "20", "--compute-ms", "2",
        "--bytes", "64K", "--hang", "rank=1,at=" + std::to_string(kHangStep) + ",kind=kernel-stuck",
        "--timeout-s", "3", "--plugin", SENTINEL_PLUGIN_PATH, "--quiet"},
-      {{"SENTINEL_SOCKET", socket}, {"SENTINEL_DUMP", dir + "/dump.%p.jsonl"}}, 60);
+      // A fixed stuck threshold: the adaptive one would follow a rank preempted in the first
+      // steps past the job's 3 s hang (it has its own tests in in_flight_test).
+      {{"SENTINEL_SOCKET", socket},
+       {"SENTINEL_DUMP", dir + "/dump.%p.jsonl"},
+       {"SENTINEL_INFLIGHT_STUCK_MS", "300"}},
+      60);
   EXPECT_EQ(sim.exit_code, 3) << sim.output;
 
   // The dumps show the states the drainer sent to both sinks: several per rank, stuck ones too.

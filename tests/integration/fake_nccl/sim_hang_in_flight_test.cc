@@ -90,7 +90,14 @@ class SimHangTest : public ::testing::Test {
             SENTINEL_PLUGIN_PATH,
             "--quiet"};
   }
-  Env SimEnv() { return {{"SENTINEL_DUMP", dir_ + "/dump.%p.jsonl"}, {"SENTINEL_SOCKET", "none"}}; }
+  // A fixed stuck threshold: the adaptive one (in_flight_test) scales with the job's recent
+  // collectives, and one rank preempted for 150 ms in the first steps on a loaded host would
+  // push it past this 3 s hang. What these tests check is the hung job's states.
+  Env SimEnv() {
+    return {{"SENTINEL_DUMP", dir_ + "/dump.%p.jsonl"},
+            {"SENTINEL_SOCKET", "none"},
+            {"SENTINEL_INFLIGHT_STUCK_MS", "300"}};
+  }
 
   // The checks every hang shares: per rank, the last in-flight state; no record of the hung
   // collective; the peers' states come at least once a second and promptly flagged stuck.
@@ -124,10 +131,11 @@ class SimHangTest : public ::testing::Test {
       ASSERT_NE(first_stuck, d.in_flight.end());
       long long age = JsonNum(*first_stuck, "now_ns") - JsonNum(*first_stuck, "oldest_since_ns");
       EXPECT_LT(age, 1500000000LL) << *first_stuck;
-      // At least once a second while hung (generous for a loaded 2-core machine).
+      // Once a second while hung; a loaded 2-core host may delay one by as much as the
+      // collector's own 2.5 s tolerance for a live rank's states.
       for (size_t i = 1; i < d.in_flight.size(); ++i) {
         long long gap = JsonNum(d.in_flight[i], "now_ns") - JsonNum(d.in_flight[i - 1], "now_ns");
-        EXPECT_LT(gap, 1600000000LL) << d.in_flight[i];
+        EXPECT_LT(gap, 2500000000LL) << d.in_flight[i];
       }
     }
     // The culprit's own collective never completed either, and it is behind its peers.
@@ -164,7 +172,8 @@ TEST_F(SimHangTest, KernelStuckRankEnqueuedButItsKernelNeverStarted) {
 }
 
 TEST_F(SimHangTest, KilledRankSimplyStopsSending) {
-  Started sim = StartProgram(SimArgs("rank=2,at=" + std::to_string(kHangStep), 6), SimEnv(), 60);
+  // The job's own hang timeout (10 s) leaves the peers time to report after the kill.
+  Started sim = StartProgram(SimArgs("rank=2,at=" + std::to_string(kHangStep), 10), SimEnv(), 60);
   // Wait until every peer reports the hung collective.
   std::map<int, RankDump> dumps;
   auto all_stuck = [&] {
@@ -185,8 +194,20 @@ TEST_F(SimHangTest, KilledRankSimplyStopsSending) {
   ASSERT_GT(dumps[victim].pid, 0);
   ASSERT_EQ(kill(static_cast<pid_t>(dumps[victim].pid), SIGKILL), 0);
   int64_t killed_at = MonoNs();
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  std::map<int, RankDump> after = ReadDumps();
+  // Wait until both surviving peers have reported a state from well after the kill.
+  std::map<int, RankDump> after;
+  auto peers_reported_since_kill = [&] {
+    after = ReadDumps();
+    for (int rank : {0, 1}) {
+      const auto& f = after[rank].in_flight;
+      if (f.empty() || JsonNum(f.back(), "now_ns") <= killed_at + 500000000LL) return false;
+    }
+    return true;
+  };
+  const auto report_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!peers_reported_since_kill() && std::chrono::steady_clock::now() < report_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   // The killed rank wrote nothing more: no comm_end, no state newer than the kill.
   EXPECT_LE(after[victim].lines, dumps[victim].lines + 1);  // a write in flight at the kill
   for (const std::string& l : after[victim].in_flight) EXPECT_LT(JsonNum(l, "now_ns"), killed_at);

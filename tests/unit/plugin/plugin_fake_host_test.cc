@@ -2,6 +2,7 @@
 // (§5.3 A/B/C) and checks the records it dumps (SENTINEL_DUMP).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <thread>
 
 #include "tests/unit/plugin/fake_host.h"
@@ -572,14 +573,20 @@ TEST_F(FakeHostTest, InFlightStateOfAHungCollective) {
     auto states = Records(Dump(), comm, "in_flight");
     return states.empty() ? nlohmann::json() : states.back();
   };
+  // States go out once a second (at once when stuck); 30 s is for a loaded TSan run.
   nlohmann::json st;
-  for (int i = 0; i < 100; ++i) {
-    st = latest();
-    // The first state with all three events in it (a slow machine may report the stuck one
-    // before the third collective is enqueued).
-    if (!st.is_null() && HasFlag(st, "stuck") && st.value("enqueued", 0) == 3) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  auto latest_until = [&](const std::function<bool(const nlohmann::json&)>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    do {
+      st = latest();
+      if (!st.is_null() && done(st)) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    } while (std::chrono::steady_clock::now() < deadline);
+  };
+  // The first state with all three events in it (a slow machine may report the stuck one before
+  // the third collective is enqueued).
+  latest_until(
+      [](const nlohmann::json& s) { return HasFlag(s, "stuck") && s.value("enqueued", 0) == 3; });
   ASSERT_FALSE(st.is_null());
   ASSERT_TRUE(HasFlag(st, "stuck")) << st.dump();
   EXPECT_FALSE(HasFlag(st, "no_kernel_ch"));
@@ -613,11 +620,8 @@ TEST_F(FakeHostTest, InFlightStateOfAHungCollective) {
     h().Stop(ch1);
     h().KernelChs(ctx, c, 1, kGpuSkew, nullptr, nullptr);
   }).join();
-  for (int i = 0; i < 60; ++i) {
-    st = latest();
-    if (st["completed"] == 3) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  latest_until([](const nlohmann::json& s) { return s.value("completed", 0) == 3; });
+  ASSERT_FALSE(st.is_null());
   EXPECT_EQ(st["enqueued"], 3);
   EXPECT_EQ(st["gpu_started"], 3);
   EXPECT_EQ(st["completed"], 3);

@@ -540,8 +540,9 @@ TEST_F(CollectorSinkTest, HangVerdictFromSentineldReachesTheHandlerOnce) {
   CollectorSink sink(o);
   sink.OnCommInit(MakeComm(0xabc, 3));
   ASSERT_EQ(sink.state(), CollectorSink::State::kStreaming);
-  // The sink reads at heartbeats and in-flight states; give the bytes time to arrive.
-  for (int i = 0; i < 200 && g_verdicts.empty(); ++i) {
+  // The sink reads at heartbeats and in-flight states; give the bytes time to arrive (up to 10 s:
+  // the server is a thread of this process, which TSan slows).
+  for (int i = 0; i < 2000 && g_verdicts.empty(); ++i) {
     sink.OnHeartbeat(MakeHeartbeat(0));
     usleep(5000);
   }
