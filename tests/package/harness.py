@@ -2,6 +2,7 @@
 port, the simulator, a fake sysfs NIC tree, and HTTP helpers. Everything is cleaned up on exit."""
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -13,9 +14,22 @@ import urllib.request
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port that binds now (IPv4 and IPv6), for a server that cannot take port 0 and report
+    (Prometheus, a rendezvous by MASTER_PORT). It is picked below the kernel's ephemeral range, where
+    port 0 and every outgoing connection of the tests running beside this one take theirs."""
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+    for _ in range(200):
+        port = random.randrange(10000, max(low, 10001))
+        s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        try:
+            s.bind(("::", port))
+            return port
+        except OSError:
+            pass
+        finally:
+            s.close()
+    raise RuntimeError("no free TCP port below %d" % low)
 
 
 def http_get(url, timeout=10):

@@ -8,6 +8,7 @@
 # Usage: baseline_e2e_test.sh BUILD_DIR
 set -uo pipefail
 BUILD="$1"
+HERE="$(cd "$(dirname "$0")" && pwd)"
 BASELINE="$BUILD/tools/baseline/sentinel-baseline"
 SENTINELD="$BUILD/collector/sentineld"
 CTL="$BUILD/collector/sentinelctl"
@@ -55,23 +56,8 @@ grep -q '"func":"AllReduce"' "$TMP/tel0.json" || fail "no AllReduce in busbw_by_
 # A rendezvous port nobody holds now, below the kernel's ephemeral range: a random port inside that
 # range can be held by any other test's connection or listener (CI runs tests in parallel), and then
 # rank 0 cannot listen and rank 1 waits out its whole timeout.
-free_port() {
-  python3 - <<'PY'
-import random, socket
-lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-for _ in range(200):
-    port = random.randrange(10000, max(lo, 10001))
-    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-    try:
-        s.bind(("::", port))
-        print(port)
-        break
-    except OSError:
-        pass
-    finally:
-        s.close()
-PY
+free_port() {  # tests/package/harness.py: below the ephemeral range, binds now
+  PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$HERE/../../package" python3 -c 'from harness import free_port; print(free_port())'
 }
 
 # run_baseline NAME [extra env...] -- [extra args...]: 2 ranks, torchrun-style variables. Prints the
