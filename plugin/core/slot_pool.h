@@ -25,6 +25,11 @@ struct Pool {
   Kind kind = Kind::kNone;
   KernelChTimes* kch_times = nullptr;  // Coll/P2p: kMaxKchHandles per slot, in slot order
   alignas(64) std::atomic<uint64_t> cursor{0};
+
+  // Coll/P2p: the per-channel GPU timers of the slot at `index`.
+  KernelChTimes* KernelChTimesAt(uint64_t index) const noexcept {
+    return kch_times + index * kMaxKchHandles;
+  }
 };
 
 class SlotArena {
@@ -40,7 +45,7 @@ class SlotArena {
   // The per-channel GPU timers of `s`, a Coll/P2p slot (KernelChTimes).
   KernelChTimes* KernelChTimesOf(const Slot* s) noexcept {
     const Pool& p = pools_[static_cast<int>(KindOf(s))];
-    return p.kch_times + static_cast<size_t>(s - p.begin) * kMaxKchHandles;
+    return p.KernelChTimesAt(static_cast<uint64_t>(s - p.begin));
   }
   size_t slots() const noexcept { return slots_; }
 
@@ -121,13 +126,13 @@ inline Slot* SlotArena::Claim(Kind k, ThreadState* ts) noexcept {
         // The slot this thread most likely claims next (FIFO): start loading the three lines a
         // Coll/P2p uses now, so that claim does not wait for cache misses. (Measured: helps
         // Coll/P2p; costs the one-line child kinds more than it saves.)
-        const char* next = reinterpret_cast<const char*>(p.begin + (i + 1) % p.size);
+        const uint64_t next_i = (i + 1) % p.size;
+        const char* next = reinterpret_cast<const char*>(p.begin + next_i);
         __builtin_prefetch(next, 1, 3);
         __builtin_prefetch(next + 64, 1, 3);
         __builtin_prefetch(next + 128, 1, 3);
         // ... and the first 8 channels' GPU timers (KernelChTimes), written by its KernelCh.
-        const char* times =
-            reinterpret_cast<const char*>(p.kch_times + ((i + 1) % p.size) * kMaxKchHandles);
+        const char* times = reinterpret_cast<const char*>(p.KernelChTimesAt(next_i));
         __builtin_prefetch(times, 1, 3);
         __builtin_prefetch(times + 64, 1, 3);
       }

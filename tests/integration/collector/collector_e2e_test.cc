@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -21,6 +20,7 @@
 #include "nlohmann/json.hpp"
 
 #include "httplib.h"
+#include "tests/integration/fake_nccl/test_util.h"
 #include "tests/unit/transport/fake_collector_server.h"
 
 extern char** environ;
@@ -85,24 +85,6 @@ class Child {
   bool reaped_ = false;
   int rc_ = -1;
 };
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Polls `pred` every 50 ms until it holds or `timeout_ms` passes.
-template <typename Pred>
-bool Eventually(Pred pred, int timeout_ms) {
-  auto end = Clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (Clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return pred();
-}
 
 class Collector {
  public:

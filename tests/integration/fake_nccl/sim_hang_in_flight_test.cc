@@ -8,11 +8,9 @@
 #include <time.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -185,11 +183,7 @@ TEST_F(SimHangTest, KilledRankSimplyStopsSending) {
     }
     return true;
   };
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!all_stuck() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(all_stuck());
+  ASSERT_TRUE(Eventually(all_stuck, 20000));
   const int victim = 3;
   ASSERT_GT(dumps[victim].pid, 0);
   ASSERT_EQ(kill(static_cast<pid_t>(dumps[victim].pid), SIGKILL), 0);
@@ -204,10 +198,7 @@ TEST_F(SimHangTest, KilledRankSimplyStopsSending) {
     }
     return true;
   };
-  const auto report_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!peers_reported_since_kill() && std::chrono::steady_clock::now() < report_deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  Eventually(peers_reported_since_kill, 20000);  // judged below, rank by rank
   // The killed rank wrote nothing more: no comm_end, no state newer than the kill.
   EXPECT_LE(after[victim].lines, dumps[victim].lines + 1);  // a write in flight at the kill
   for (const std::string& l : after[victim].in_flight) EXPECT_LT(JsonNum(l, "now_ns"), killed_at);

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -35,6 +37,17 @@ inline std::vector<std::string> Lines(const std::string& text) {
   std::string line;
   while (std::getline(ss, line)) out.push_back(line);
   return out;
+}
+
+// Polls `pred` every 50 ms until it holds or `timeout_ms` passes; then one last look.
+template <typename Pred>
+bool Eventually(Pred pred, int timeout_ms) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
 }
 
 struct RunResult {
