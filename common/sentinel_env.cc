@@ -42,6 +42,8 @@ constexpr EnvVarSpec kRegistry[] = {
      "NCCL event mask (checked by plugin/base/event_mask.h)"},
     {Var::kSocket, "SENTINEL_SOCKET", F, "", 0, 0, nullptr, false, R,
      "sentineld's socket; none = no streaming"},
+    {Var::kDaemonUser, "SENTINEL_DAEMON_USER", S, "sentinel", 0, 0, nullptr, false, R,
+     "the system sentineld's user, trusted beside you and root"},
     {Var::kDump, "SENTINEL_DUMP", F, "", 0, 0, nullptr, false, R, "JSONL dump file (%p, %h)"},
     {Var::kJobId, "SENTINEL_JOB_ID", S, "", 0, 0, nullptr, false, R, "job id sent to sentineld"},
     {Var::kLogLevel, "SENTINEL_LOG_LEVEL", E, "warn", 0, 0,

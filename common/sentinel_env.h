@@ -19,6 +19,7 @@ enum class Var : uint8_t {
   kDisable,
   kEvents,
   kSocket,
+  kDaemonUser,
   kDump,
   kJobId,
   kLogLevel,

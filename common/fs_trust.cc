@@ -1,0 +1,246 @@
+// The trusted-owner rule for sentinel's directories, files and peers: see fs_trust.h.
+#include "common/fs_trust.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/sentinel_env.h"
+
+namespace sentinel::rules {
+namespace {
+
+constexpr const char* kDefaultDaemonUser = "sentinel";
+
+void Note(TrustFinding* f, TrustVerdict v, const char* path, const struct stat* st, int err) {
+  f->verdict = v;
+  std::snprintf(f->path, sizeof(f->path), "%s", path);
+  if (st != nullptr) {
+    f->owner = st->st_uid;
+    f->mode = st->st_mode;
+  }
+  f->err = err;
+}
+
+bool WritableByOthers(mode_t mode) { return (mode & (S_IWGRP | S_IWOTH)) != 0; }
+
+// One directory above the socket directory: trusted owner; group/other write only with the
+// sticky bit (nobody but the owner can then rename or remove what is inside).
+bool CheckAncestor(const char* path, const TrustedUids& trusted, TrustFinding* f) {
+  struct stat st {};
+  if (lstat(path, &st) != 0) {
+    Note(f, errno == ENOENT ? TrustVerdict::kMissing : TrustVerdict::kUnreadable, path, nullptr,
+         errno);
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    Note(f, TrustVerdict::kNotADirectory, path, &st, 0);
+    return false;
+  }
+  if (!trusted.Contains(st.st_uid)) {
+    Note(f, TrustVerdict::kForeignOwner, path, &st, 0);
+    return false;
+  }
+  if (WritableByOthers(st.st_mode) && (st.st_mode & S_ISVTX) == 0) {
+    Note(f, TrustVerdict::kWritableByOthers, path, &st, 0);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TrustedUids TrustedUidsFor(const char* daemon_user) noexcept {
+  TrustedUids t;
+  t.self = getuid();
+  const char* name =
+      daemon_user != nullptr && daemon_user[0] != '\0' ? daemon_user : kDefaultDaemonUser;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long as_number = std::strtoull(name, &end, 10);
+  if (errno == 0 && end != name && *end == '\0' && as_number < kNoUid) {
+    t.daemon = static_cast<uid_t>(as_number);
+    return t;
+  }
+  struct passwd pw {};
+  struct passwd* result = nullptr;
+  char buf[4096];
+  if (getpwnam_r(name, &pw, buf, sizeof(buf), &result) == 0 && result != nullptr) {
+    t.daemon = pw.pw_uid;
+  }
+  return t;
+}
+
+TrustedUids TrustedUidsFromEnv() noexcept {
+  return TrustedUidsFor(ProcessSentinelEnv().Text(Var::kDaemonUser));
+}
+
+TrustFinding CheckTrustedDir(const char* dir, const TrustedUids& trusted) noexcept {
+  TrustFinding f;
+  if (dir == nullptr || dir[0] == '\0') {
+    Note(&f, TrustVerdict::kMissing, "", nullptr, ENOENT);
+    return f;
+  }
+  // The directory itself: never a symlink (whoever owns the link's directory could swap it).
+  struct stat st {};
+  if (lstat(dir, &st) != 0) {
+    Note(&f, errno == ENOENT ? TrustVerdict::kMissing : TrustVerdict::kUnreadable, dir, nullptr,
+         errno);
+    return f;
+  }
+  if (S_ISLNK(st.st_mode)) {
+    Note(&f, TrustVerdict::kSymlink, dir, &st, 0);
+    return f;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    Note(&f, TrustVerdict::kNotADirectory, dir, &st, 0);
+    return f;
+  }
+  if (!trusted.Contains(st.st_uid)) {
+    Note(&f, TrustVerdict::kForeignOwner, dir, &st, 0);
+    return f;
+  }
+  if (WritableByOthers(st.st_mode)) {
+    Note(&f, TrustVerdict::kWritableByOthers, dir, &st, 0);
+    return f;
+  }
+  // The directories above, resolved (a root-owned link such as /var/run -> /run is fine; what
+  // matters is who can change the directories the path really goes through).
+  char resolved[PATH_MAX];
+  if (realpath(dir, resolved) == nullptr) {
+    Note(&f, TrustVerdict::kUnreadable, dir, nullptr, errno);
+    return f;
+  }
+  for (char* slash = std::strrchr(resolved, '/'); slash != nullptr;
+       slash = std::strrchr(resolved, '/')) {
+    if (slash == resolved) {
+      if (!CheckAncestor("/", trusted, &f)) return f;
+      break;
+    }
+    *slash = '\0';
+    if (!CheckAncestor(resolved, trusted, &f)) return f;
+  }
+  return f;
+}
+
+TrustFinding CheckTrustedParent(const char* path, const TrustedUids& trusted) noexcept {
+  TrustFinding f;
+  if (path == nullptr) {
+    Note(&f, TrustVerdict::kMissing, "", nullptr, ENOENT);
+    return f;
+  }
+  const char* slash = std::strrchr(path, '/');
+  if (slash == nullptr) return CheckTrustedDir(".", trusted);
+  if (slash == path) return CheckTrustedDir("/", trusted);
+  char dir[PATH_MAX];
+  const size_t len = static_cast<size_t>(slash - path);
+  if (len >= sizeof(dir)) {
+    Note(&f, TrustVerdict::kTooLong, "", nullptr, ENAMETOOLONG);
+    return f;
+  }
+  std::memcpy(dir, path, len);
+  dir[len] = '\0';
+  return CheckTrustedDir(dir, trusted);
+}
+
+int OpenTrustedFileForRead(const char* path, const TrustedUids& trusted,
+                           TrustFinding* finding) noexcept {
+  TrustFinding local;
+  TrustFinding* f = finding != nullptr ? finding : &local;
+  *f = TrustFinding{};
+  if (path == nullptr || path[0] == '\0') {
+    Note(f, TrustVerdict::kMissing, "", nullptr, ENOENT);
+    return -1;
+  }
+  const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    TrustVerdict v = TrustVerdict::kUnreadable;
+    if (err == ENOENT) v = TrustVerdict::kMissing;
+    if (err == ELOOP) v = TrustVerdict::kSymlink;
+    Note(f, v, path, nullptr, err);
+    return -1;
+  }
+  struct stat st {};
+  TrustVerdict v = TrustVerdict::kTrusted;
+  if (fstat(fd, &st) != 0) {
+    Note(f, TrustVerdict::kUnreadable, path, nullptr, errno);
+    close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    v = TrustVerdict::kNotARegularFile;
+  } else if (!trusted.Contains(st.st_uid)) {
+    v = TrustVerdict::kForeignOwner;
+  } else if (WritableByOthers(st.st_mode)) {
+    v = TrustVerdict::kWritableByOthers;
+  }
+  if (v != TrustVerdict::kTrusted) {
+    Note(f, v, path, &st, 0);
+    close(fd);
+    return -1;
+  }
+  // Back to blocking reads for a regular file (O_NONBLOCK only kept a FIFO from stalling open).
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  return fd;
+}
+
+void DescribeTrustFinding(const TrustFinding& f, const TrustedUids& trusted, char* out,
+                          size_t cap) noexcept {
+  if (out == nullptr || cap == 0) return;
+  const unsigned self = static_cast<unsigned>(trusted.self);
+  const unsigned mode = static_cast<unsigned>(f.mode & 07777);
+  switch (f.verdict) {
+    case TrustVerdict::kTrusted:
+      std::snprintf(out, cap, "%s: trusted", f.path);
+      break;
+    case TrustVerdict::kMissing:
+      std::snprintf(out, cap, "%s: does not exist", f.path);
+      break;
+    case TrustVerdict::kNotADirectory:
+      std::snprintf(out, cap, "%s: not a directory", f.path);
+      break;
+    case TrustVerdict::kNotARegularFile:
+      std::snprintf(out, cap, "%s: not a regular file", f.path);
+      break;
+    case TrustVerdict::kSymlink:
+      std::snprintf(out, cap, "%s: a symbolic link (not followed)", f.path);
+      break;
+    case TrustVerdict::kForeignOwner:
+      std::snprintf(out, cap,
+                    "%s: owned by uid %u, not by you (uid %u), root or the sentinel daemon's user",
+                    f.path, static_cast<unsigned>(f.owner), self);
+      break;
+    case TrustVerdict::kWritableByOthers:
+      std::snprintf(out, cap, "%s: mode %04o lets other users write to it", f.path, mode);
+      break;
+    case TrustVerdict::kUnreadable:
+      std::snprintf(out, cap, "%s: %s", f.path, strerrordesc_np(f.err));
+      break;
+    case TrustVerdict::kTooLong:
+      std::snprintf(out, cap, "path too long");
+      break;
+  }
+}
+
+bool PeerCredentials(int fd, uid_t* uid, pid_t* pid) noexcept {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred)) {
+    return false;
+  }
+  if (uid != nullptr) *uid = cred.uid;
+  if (pid != nullptr) *pid = cred.pid;
+  return true;
+}
+
+}  // namespace sentinel::rules
