@@ -1,0 +1,163 @@
+// Tests of the trusted-owner rule (common/fs_trust.h). Runs as whatever user ctest runs as; the
+// foreign-owner cases need root (to chown) and say so when skipped.
+#include "common/fs_trust.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace sentinel::rules {
+namespace {
+
+constexpr uid_t kStranger = 4242;
+
+class FsTrustTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/fs_trust_test.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;  // mkdtemp: mode 0700, ours, under sticky /tmp
+    trusted_ = TrustedUidsFor("no-such-sentinel-daemon-user");
+  }
+  void TearDown() override {
+    const std::string cmd = "rm -rf '" + root_ + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);  // NOLINT(concurrency-mt-unsafe)
+  }
+  std::string Dir(const std::string& name, mode_t mode) {
+    const std::string d = root_ + "/" + name;
+    EXPECT_EQ(mkdir(d.c_str(), 0700), 0);
+    EXPECT_EQ(chmod(d.c_str(), mode), 0);
+    return d;
+  }
+  std::string File(const std::string& name, mode_t mode) {
+    const std::string f = root_ + "/" + name;
+    const int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(write(fd, "x", 1), 1);
+    close(fd);
+    EXPECT_EQ(chmod(f.c_str(), mode), 0);
+    return f;
+  }
+  std::string root_;
+  TrustedUids trusted_;
+};
+
+TEST_F(FsTrustTest, TrustedUidsAreSelfRootAndTheDaemon) {
+  EXPECT_EQ(trusted_.self, getuid());
+  EXPECT_EQ(trusted_.daemon, kNoUid);
+  EXPECT_TRUE(trusted_.Contains(0));
+  EXPECT_TRUE(trusted_.Contains(getuid()));
+  EXPECT_FALSE(trusted_.Contains(kStranger));
+  const TrustedUids by_number = TrustedUidsFor("4243");
+  EXPECT_EQ(by_number.daemon, 4243u);
+  EXPECT_TRUE(by_number.Contains(4243));
+  EXPECT_FALSE(by_number.Contains(kStranger));
+}
+
+TEST_F(FsTrustTest, OwnPrivateDirectoryIsTrusted) {
+  const TrustFinding f = CheckTrustedDir(Dir("sock", 0700).c_str(), trusted_);
+  EXPECT_TRUE(f.ok()) << f.path;
+  EXPECT_TRUE(CheckTrustedDir(Dir("grp", 0750).c_str(), trusted_).ok());
+}
+
+TEST_F(FsTrustTest, GroupOrWorldWritableDirectoryIsRefused) {
+  for (mode_t mode : {0777, 0770, 0702, 01777}) {
+    const std::string d = Dir("w" + std::to_string(mode), mode);
+    const TrustFinding f = CheckTrustedDir(d.c_str(), trusted_);
+    EXPECT_EQ(f.verdict, TrustVerdict::kWritableByOthers) << std::oct << mode;
+    char line[512];
+    DescribeTrustFinding(f, trusted_, line, sizeof(line));
+    EXPECT_NE(std::string(line).find("lets other users write"), std::string::npos) << line;
+  }
+}
+
+TEST_F(FsTrustTest, SymlinkedDirectoryIsRefused) {
+  const std::string real = Dir("real", 0700);
+  const std::string link = root_ + "/link";
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  EXPECT_EQ(CheckTrustedDir(link.c_str(), trusted_).verdict, TrustVerdict::kSymlink);
+}
+
+TEST_F(FsTrustTest, MissingAndNonDirectory) {
+  EXPECT_EQ(CheckTrustedDir((root_ + "/nope").c_str(), trusted_).verdict, TrustVerdict::kMissing);
+  EXPECT_EQ(CheckTrustedDir(File("f", 0600).c_str(), trusted_).verdict,
+            TrustVerdict::kNotADirectory);
+}
+
+TEST_F(FsTrustTest, AnOpenParentLetsOthersSwapThePath) {
+  // A private directory under a world-writable, non-sticky one: anyone could rename it away.
+  const std::string open_parent = Dir("open", 0777);
+  const std::string inner = open_parent + "/inner";
+  ASSERT_EQ(mkdir(inner.c_str(), 0700), 0);
+  const TrustFinding f = CheckTrustedDir(inner.c_str(), trusted_);
+  EXPECT_EQ(f.verdict, TrustVerdict::kWritableByOthers);
+  EXPECT_EQ(std::string(f.path).find("/open"), std::string(f.path).size() - 5) << f.path;
+  // The same under a sticky parent (like /tmp) is fine.
+  const std::string sticky = Dir("sticky", 01777);
+  const std::string inner2 = sticky + "/inner";
+  ASSERT_EQ(mkdir(inner2.c_str(), 0700), 0);
+  EXPECT_TRUE(CheckTrustedDir(inner2.c_str(), trusted_).ok());
+  EXPECT_TRUE(CheckTrustedParent((inner2 + "/sentineld.sock").c_str(), trusted_).ok());
+}
+
+TEST_F(FsTrustTest, ForeignOwnerIsRefusedAndNamed) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown a directory to another uid";
+  const std::string d = Dir("theirs", 0700);
+  ASSERT_EQ(chown(d.c_str(), kStranger, kStranger), 0);
+  const TrustFinding f = CheckTrustedDir(d.c_str(), trusted_);
+  EXPECT_EQ(f.verdict, TrustVerdict::kForeignOwner);
+  EXPECT_EQ(f.owner, kStranger);
+  char line[512];
+  DescribeTrustFinding(f, trusted_, line, sizeof(line));
+  EXPECT_NE(std::string(line).find("owned by uid 4242"), std::string::npos) << line;
+  // Trusted once that uid is the daemon's.
+  EXPECT_TRUE(CheckTrustedDir(d.c_str(), TrustedUidsFor("4242")).ok());
+}
+
+TEST_F(FsTrustTest, FilesAreReadOnlyWhenTrusted) {
+  TrustFinding f;
+  const std::string good = File("expect", 0644);
+  const int fd = OpenTrustedFileForRead(good.c_str(), trusted_, &f);
+  EXPECT_GE(fd, 0) << f.path;
+  if (fd >= 0) close(fd);
+  EXPECT_LT(OpenTrustedFileForRead(File("w", 0666).c_str(), trusted_, &f), 0);
+  EXPECT_EQ(f.verdict, TrustVerdict::kWritableByOthers);
+  const std::string link = root_ + "/expect-link";
+  ASSERT_EQ(symlink(good.c_str(), link.c_str()), 0);
+  EXPECT_LT(OpenTrustedFileForRead(link.c_str(), trusted_, &f), 0);
+  EXPECT_EQ(f.verdict, TrustVerdict::kSymlink);
+  const std::string fifo = root_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_LT(OpenTrustedFileForRead(fifo.c_str(), trusted_, &f), 0);  // and does not block
+  EXPECT_EQ(f.verdict, TrustVerdict::kNotARegularFile);
+  EXPECT_LT(OpenTrustedFileForRead((root_ + "/none").c_str(), trusted_, &f), 0);
+  EXPECT_EQ(f.verdict, TrustVerdict::kMissing);
+  if (geteuid() == 0) {
+    const std::string theirs = File("theirs", 0644);
+    ASSERT_EQ(chown(theirs.c_str(), kStranger, kStranger), 0);
+    EXPECT_LT(OpenTrustedFileForRead(theirs.c_str(), trusted_, &f), 0);
+    EXPECT_EQ(f.verdict, TrustVerdict::kForeignOwner);
+  }
+}
+
+TEST_F(FsTrustTest, PeerCredentialsComeFromTheKernel) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  uid_t uid = kNoUid;
+  pid_t pid = 0;
+  EXPECT_TRUE(PeerCredentials(sv[0], &uid, &pid));
+  EXPECT_EQ(uid, getuid());
+  EXPECT_EQ(pid, getpid());
+  close(sv[0]);
+  close(sv[1]);
+  EXPECT_FALSE(PeerCredentials(-1, &uid, &pid));
+}
+
+}  // namespace
+}  // namespace sentinel::rules
