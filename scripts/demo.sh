@@ -9,7 +9,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${1:-$ROOT/build}"
 
-"$ROOT/scripts/setup.sh" "$BUILD"
+# Only what the demo runs (the test command builds the rest into the same tree later).
+"$ROOT/scripts/setup.sh" --target sentineld --target sentinelctl --target sentinel_sim \
+  --target sentinel_nccl_profiler --target sentinel_fake_cupti "$BUILD"
 
 SENTINELD="$BUILD/collector/sentineld"
 SENTINELCTL="$BUILD/collector/sentinelctl"

@@ -1,10 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages nccl-sentinel needs (when missing), then configures and builds.
-# Usage: scripts/setup.sh [BUILD_DIR] [extra cmake arguments...]
+# Usage: scripts/setup.sh [--target NAME]... [BUILD_DIR] [extra cmake arguments...]
+#   --target NAME  build only NAME (repeatable; default: everything). The demo builds the few
+#                  targets it runs; the test command then builds the rest in the same tree.
+# A new build tree is configured with warnings as errors (SENTINEL_WERROR=ON) unless the extra
+# arguments say otherwise, so the demo's tree and the test command's tree are one configuration.
 # Not root and packages missing: prints the exact apt-get command and exits 1.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TARGETS=()
+while [[ "${1:-}" == --target ]]; do
+  [[ -n "${2:-}" ]] || { echo "setup: --target needs a name" >&2; exit 2; }
+  TARGETS+=(--target "$2")
+  shift 2
+done
 BUILD_DIR="${1:-$ROOT/build}"
 shift || true
 
@@ -48,10 +58,10 @@ fi
 GENERATOR=()
 command -v ninja >/dev/null && GENERATOR=(-G Ninja)
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
-  cmake -S "$ROOT" -B "$BUILD_DIR" "${GENERATOR[@]}" "$@"
+  cmake -S "$ROOT" -B "$BUILD_DIR" "${GENERATOR[@]}" -DSENTINEL_WERROR=ON "$@"
 elif (($#)); then
   cmake "$BUILD_DIR" "$@"
 fi
 JOBS="${SENTINEL_JOBS:-$(nproc)}"
-cmake --build "$BUILD_DIR" -j "$JOBS"
-echo "setup: built in $BUILD_DIR"
+cmake --build "$BUILD_DIR" -j "$JOBS" "${TARGETS[@]}"
+echo "setup: built ${TARGETS[*]:-everything} in $BUILD_DIR"
