@@ -1,22 +1,15 @@
 // The system clock: see clock.h.
 #include "collector/base/clock.h"
 
-#include <time.h>
+#include "common/mono_clock.h"
 
 namespace sentinel::collector {
 namespace {
 
 class SystemClock : public Clock {
  public:
-  int64_t MonoNs() const override { return Read(CLOCK_MONOTONIC); }
-  int64_t RealNs() const override { return Read(CLOCK_REALTIME); }
-
- private:
-  static int64_t Read(clockid_t id) {
-    timespec ts{};
-    clock_gettime(id, &ts);
-    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-  }
+  int64_t MonoNs() const override { return rules::MonoNowNs(); }
+  int64_t RealNs() const override { return rules::RealNowNs(); }
 };
 
 }  // namespace

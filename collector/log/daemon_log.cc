@@ -14,14 +14,12 @@
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 
+#include "common/mono_clock.h"
+
 namespace sentinel::collector {
 namespace {
 
-int64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t MonotonicNs() { return rules::MonoNowNs(); }
 
 // JSON string body: quotes, backslashes and control characters escaped.
 void AppendEscaped(std::string* out, absl::string_view s, bool json) {

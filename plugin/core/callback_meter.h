@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "plugin/core/clock.h"
+#include "plugin/base/clock.h"
 #include "plugin/core/thread_state.h"
 
 namespace sentinel::plugin {

@@ -12,9 +12,10 @@
 #include <mutex>
 #include <thread>
 
+#include "plugin/base/clock.h"
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
-#include "plugin/core/clock.h"
+#include "plugin/base/thread.h"
 #include "plugin/core/in_flight_monitor.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/thread_state.h"
@@ -141,7 +142,6 @@ void FinalDrain(DrainerState& st) {
 }
 
 void ThreadMain(DrainerState* st) {
-  pthread_setname_np(pthread_self(), "sentinel-drain");
   std::unique_lock<std::mutex> lk(st->wake_mu);
   while (!st->stop) {
     st->wake_cv.wait_for(lk, std::chrono::milliseconds(st->interval_ms));
@@ -160,45 +160,33 @@ void ThreadMain(DrainerState* st) {
 }
 
 // Requires lifecycle_mu.
-Status StartThread(DrainerState& st) {
+Status StartDrainer(DrainerState& st) {
   if (st.thread != nullptr) return Status::Ok();
   {
     std::lock_guard<std::mutex> lk(st.wake_mu);
     st.stop = false;
     st.exited = false;
   }
-  // The thread inherits a fully blocked signal mask: signals stay the host's business.
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  Status status;
-  try {
-    st.thread = new std::thread(&ThreadMain, &st);
-  } catch (...) {
-    st.thread = nullptr;
-    status = Status(StatusCode::kResourceExhausted, "cannot start the drainer thread");
+  DrainerState* state = &st;
+  st.thread = StartThread("sentinel-drain", [state] { ThreadMain(state); });
+  if (st.thread == nullptr) {
+    return Status(StatusCode::kResourceExhausted, "cannot start the drainer thread");
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  return status;
+  return Status::Ok();
 }
 
 // Requires lifecycle_mu; the thread has been told to stop.
-void JoinThread(DrainerState& st) {
-  if (st.thread == nullptr) return;
-  if (st.thread->joinable()) st.thread->join();
-  delete st.thread;
-  st.thread = nullptr;
-}
+void JoinDrainer(DrainerState& st) { JoinThread(st.thread); }
 
 // Requires lifecycle_mu.
-void StopThread(DrainerState& st) {
+void StopDrainer(DrainerState& st) {
   if (st.thread == nullptr) return;
   {
     std::lock_guard<std::mutex> lk(st.wake_mu);
     st.stop = true;
   }
   st.wake_cv.notify_all();
-  JoinThread(st);
+  JoinDrainer(st);
 }
 
 // The thread is joined, not left to finish on its own: a thread still tearing down while the
@@ -211,7 +199,7 @@ void JoinAtExit(DrainerState& st, std::chrono::steady_clock::time_point deadline
     if (!st.wake_cv.wait_until(wl, deadline, [&] { return st.exited; })) return;
   }
   std::unique_lock<std::mutex> ll(st.lifecycle_mu, std::try_to_lock);
-  if (ll.owns_lock()) JoinThread(st);
+  if (ll.owns_lock()) JoinDrainer(st);
 }
 
 }  // namespace
@@ -265,7 +253,7 @@ void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config
       st.queue.push_back(std::move(it));
     }
     ++st.live_comms;
-    Status started = StartThread(st);
+    Status started = StartDrainer(st);
     if (!started.ok()) {
       SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: %s; records are dropped", started.message());
     }
@@ -291,7 +279,7 @@ void DrainerOnCommEnd(uint64_t comm_hash, int rank) noexcept {
     if (st.live_comms == 0) {
       // e.g. the CUPTI tracer: its last windows go out with the final drain.
       if (st.wiring.on_last_comm_end != nullptr) st.wiring.on_last_comm_end();
-      StopThread(st);
+      StopDrainer(st);
       FinalDrain(st);
     }
   } catch (...) {

@@ -16,6 +16,7 @@
 
 #include "absl/base/attributes.h"
 
+#include "plugin/base/clock.h"
 #include "plugin/base/env_config.h"
 #include "plugin/base/event_mask.h"
 #include "plugin/base/log.h"
@@ -23,7 +24,6 @@
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
 #include "plugin/core/callback_meter.h"
-#include "plugin/core/clock.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/event_model.h"

@@ -17,9 +17,10 @@
 #include <thread>
 
 #include "common/sentinel_env.h"
+#include "plugin/base/clock.h"
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
-#include "plugin/core/clock.h"
+#include "plugin/base/thread.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/profiler_core.h"
 
@@ -41,11 +42,7 @@ T Read(const uint8_t* rec, size_t off) {
   return v;
 }
 
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
+int64_t RealtimeNs() { return rules::RealNowNs(); }
 
 }  // namespace
 
@@ -640,7 +637,7 @@ void AtExit() {
   if (!rt.done) return;
   // Joined, not detached: a thread still tearing down while the process exits races with
   // whatever stops the world at exit (LeakSanitizer's leak check crashes on it).
-  if (rt.thread->joinable()) rt.thread->join();
+  JoinThread(rt.thread);
   if (rt.tracer == nullptr) return;
   CuptiTracer* t = rt.tracer.get();
   lk.unlock();
@@ -664,14 +661,11 @@ void CuptiOnCommInit() noexcept {
       return;
     }
     rt.owner_pid = getpid();
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    rt.thread = new std::thread([] {
-      pthread_setname_np(pthread_self(), "sentinel-cupti");
-      ThreadMain();
-    });
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    rt.thread = StartThread("sentinel-cupti", [] { ThreadMain(); });
+    if (rt.thread == nullptr) {
+      SENTINEL_LOG_ONCE(LogLevel::kWarn, "CUPTI: cannot start the tracer thread; GPU activity off");
+      return;
+    }
     atexit(&AtExit);  // joins the thread (never destroyed: `rt` is leaked)
   } catch (...) {
     SENTINEL_LOG_ONCE(LogLevel::kWarn, "CUPTI: cannot start the tracer thread; GPU activity off");

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/env_bool.h"
+#include "plugin/base/thread.h"
 #include "plugin/guard/expect_source.h"
 
 namespace sentinel::guard {
@@ -33,6 +34,7 @@ std::atomic<int> g_mode{static_cast<int>(CaptureMode::kOff)};
 int g_fd = -1;
 int g_user_level = 0;
 pid_t g_pid = 0;
+std::thread* g_forwarder = nullptr;  // the log forwarder; joined at exit by its own process
 bool g_user_file_set = false;
 char g_user_file[1024];
 const char* g_unavailable = "";
@@ -351,30 +353,22 @@ plugin::Status StartLogForwarder() noexcept {
       std::lock_guard<std::mutex> lock(s.mu);
       OpenOutputLocked(s);  // NCCL creates its file at its first log call: so do we
     }
-    // Our thread blocks all signals (house style 3.5): the host's handlers stay the host's. The
-    // caller's mask is restored on every path, a failed thread creation included.
-    sigset_t all;
-    sigset_t old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    try {
-      std::thread t([] {
-        pthread_setname_np(pthread_self(), "sentinel-logfwd");
-        for (;;) {
-          usleep(20 * 1000);
-          if (getpid() != g_pid) return;
-          CaptureState& s = State();
-          std::lock_guard<std::mutex> lock(s.mu);
-          DrainLocked(s);
-          if (s.finished) return;
-        }
-      });
-      t.detach();
-    } catch (...) {
+    // plugin::StartThread blocks every signal in the thread (the host's handlers stay the
+    // host's); DrainLogCaptureAtExit joins it.
+    g_forwarder = plugin::StartThread("sentinel-logfwd", [] {
+      for (;;) {
+        usleep(20 * 1000);
+        if (getpid() != g_pid) return;
+        CaptureState& s = State();
+        std::lock_guard<std::mutex> lock(s.mu);
+        DrainLocked(s);
+        if (s.finished) return;
+      }
+    });
+    if (g_forwarder == nullptr) {
       started = plugin::Status(plugin::StatusCode::kResourceExhausted,
                                "cannot start the log forwarder thread");
     }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   });
   return started;
 }
@@ -428,6 +422,7 @@ void DrainLogAfterCollectiveSlow() noexcept {
 
 void DrainLogCaptureAtExit() noexcept {
   if (!Active()) return;
+  bool finished = false;
   try {
     CaptureState& s = State();
     std::lock_guard<std::mutex> lock(s.mu);
@@ -435,9 +430,12 @@ void DrainLogCaptureAtExit() noexcept {
     std::string out;
     s.forwarder.Finish(&s.evidence, &out);
     Emit(s.out_fd, out);
-    s.finished = true;
+    s.finished = finished = true;
   } catch (...) {
   }
+  // Outside the lock: the forwarder sees `finished` within one 20 ms nap and returns. A forked
+  // child has no forwarder thread of its own to join.
+  if (finished && getpid() == g_pid) plugin::JoinThread(g_forwarder);
 }
 
 CaptureMode CurrentCaptureMode() {

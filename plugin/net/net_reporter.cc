@@ -4,8 +4,6 @@
 // connection whose counters changed. Runs on its own thread (signals blocked), never on NCCL's.
 #include "plugin/net/net_reporter.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,8 +13,11 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <thread>
 
 #include "common/sentinel_env.h"
+#include "plugin/base/clock.h"
+#include "plugin/base/thread.h"
 #include "plugin/net/net_observer.h"
 #include "plugin/transport/collector_sink.h"
 #include "schemas/wire/sentinel_wire.h"
@@ -28,8 +29,7 @@ static_assert(SENTINEL_WIRE_NET_SIZE_CLASSES == SENTINEL_NET_SIZE_CLASSES, "size
 
 std::once_flag g_start_once;
 std::atomic<bool> g_stop{false};
-pthread_t g_thread;
-bool g_started = false;
+std::thread* g_thread = nullptr;          // the reporter; joined at exit
 plugin::CollectorSink* g_sink = nullptr;  // leaked on purpose (the .so is never unmapped)
 SentinelNetSnapshot* g_snap = nullptr;
 bool g_device_sent[SENTINEL_NET_MAX_DEVICES];
@@ -37,11 +37,7 @@ uint64_t g_last_requests[SENTINEL_NET_MAX_CONNS];
 uint64_t g_last_errors[SENTINEL_NET_MAX_CONNS];
 int64_t g_period_ns = 1'000'000'000;
 
-int64_t MonoNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
+using plugin::MonoNs;
 
 // One round: the reporter thread, or the exit handler after the thread stopped (never both).
 void ReportOnce() {
@@ -93,8 +89,7 @@ void ReportOnce() {
   }
 }
 
-void* Loop(void*) {
-  pthread_setname_np(pthread_self(), "sentinel-net");
+void Loop() {
   int64_t next = MonoNs() + g_period_ns;
   while (!g_stop.load(std::memory_order_relaxed)) {
     // 10 ms slices: the exit handler never waits long for the join.
@@ -104,13 +99,12 @@ void* Loop(void*) {
     next += g_period_ns;
     ReportOnce();
   }
-  return nullptr;
 }
 
 void AtExit() {
-  if (!g_started) return;
+  if (g_thread == nullptr) return;
   g_stop.store(true, std::memory_order_relaxed);
-  pthread_join(g_thread, nullptr);
+  plugin::JoinThread(g_thread);
   ReportOnce();  // the last counters
   g_sink->Flush();
 }
@@ -127,13 +121,8 @@ void StartReporter() noexcept {
         g_sink->state() == plugin::CollectorSink::State::kOff) {
       return;  // SENTINEL_SOCKET=none, or no memory: observation stays local (sentinelNetSnapshot)
     }
-    sigset_t all;
-    sigset_t old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    g_started = pthread_create(&g_thread, nullptr, &Loop, nullptr) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (g_started) atexit(&AtExit);
+    g_thread = plugin::StartThread("sentinel-net", &Loop);
+    if (g_thread != nullptr) atexit(&AtExit);
   });
 }
 

@@ -26,6 +26,7 @@
 #include "absl/base/optimization.h"
 
 #include "common/sentinel_env.h"
+#include "plugin/base/clock.h"
 #include "plugin/base/plugin_dlopen.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/net/net_abi.h"
@@ -45,20 +46,15 @@ inline void Bump(std::atomic<uint64_t>& c, uint64_t by) {
   c.store(c.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
 }
 
+// The plugin's one clock, unsigned for the tick arithmetic here.
+uint64_t MonoNs() { return static_cast<uint64_t>(plugin::MonoNs()); }
+
 inline uint64_t Ticks() {
 #if defined(__x86_64__)
   return __rdtsc();
 #else
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return MonoNs();
 #endif
-}
-
-uint64_t MonoNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 // A (ticks, ns) pair read as close together as this thread can: the ticks on both sides of the

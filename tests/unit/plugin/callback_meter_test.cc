@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "plugin/core/clock.h"
+#include "plugin/base/clock.h"
 #include "plugin/core/thread_state.h"
 
 namespace sentinel::plugin {

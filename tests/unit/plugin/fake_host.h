@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "plugin/abi/nccl_profiler_abi.h"
-#include "plugin/core/clock.h"
+#include "plugin/base/clock.h"
 
 namespace sentinel::testing {
 
