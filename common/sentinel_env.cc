@@ -113,24 +113,13 @@ constexpr EnvVarSpec kRegistry[] = {
      "the plugin's CPU budget, % of wall time; 0 = none"},
     {Var::kAddr, "SENTINEL_ADDR", S, "", 0, 0, nullptr, false, O,
      "sentinelctl's HOST:PORT (collector/README.md)"},
-    {Var::kSimStatusFd, "SENTINEL_SIM_STATUS_FD", S, "", 0, 0, nullptr, false, O,
-     "tests/sim: status pipe of a simulated rank"},
-    {Var::kSimIds, "SENTINEL_SIM_IDS", S, "", 0, 0, nullptr, false, O,
-     "tests/sim: the simulated communicator ids"},
-    {Var::kBenchPlugin, "SENTINEL_BENCH_PLUGIN", F, "", 0, 0, nullptr, false, O,
-     "benchmarks: the plugin .so to load"},
-    {Var::kBenchSeconds, "SENTINEL_BENCH_SECONDS", S, "", 0, 0, nullptr, false, O,
-     "benchmarks: the CUPTI soak's length"},
-    {Var::kJobs, "SENTINEL_JOBS", S, "", 0, 0, nullptr, false, O, "scripts/: parallel jobs"},
-    {Var::kCtestArgs, "SENTINEL_CTEST_ARGS", S, "", 0, 0, nullptr, false, O,
-     "scripts/test.sh: extra ctest arguments"},
-    {Var::kTidyCommits, "SENTINEL_TIDY_COMMITS", S, "", 0, 0, nullptr, false, O,
-     "scripts/clang_tidy_changed.sh: commits to check"},
 };
 static_assert(sizeof(kRegistry) / sizeof(kRegistry[0]) == kVarCount, "one row per Var");
 
-// Names the plugin sets itself (log_capture's stash of the user's NCCL_DEBUG*): not user typos.
-constexpr const char* kInternalPrefixes[] = {"SENTINEL_ORIG_"};
+// Not the product's and not user typos: names the plugin sets itself (log_capture's stash of the
+// user's NCCL_DEBUG*), and the developers' knobs of tests, benchmarks and scripts
+// (SENTINEL_DEV_JOBS, SENTINEL_DEV_BENCH_PLUGIN, ...; CONTRIBUTING.md lists them).
+constexpr const char* kInternalPrefixes[] = {"SENTINEL_ORIG_", "SENTINEL_DEV_"};
 
 struct Problems {
   SentinelEnv* env;
@@ -293,6 +282,12 @@ SentinelEnv g_process_env;  // written once under the magic static below (or by 
 const EnvVarSpec* EnvRegistry() noexcept { return kRegistry; }
 
 const EnvVarSpec& Spec(Var v) noexcept { return kRegistry[static_cast<size_t>(v)]; }
+
+bool SentinelEnv::ChoiceIs(Var v, const char* word) const noexcept {
+  const EnvVarSpec& spec = Spec(v);
+  if (spec.type != EnvType::kEnum || spec.choices == nullptr || word == nullptr) return false;
+  return FindChoice(spec.choices, word) == (*this)[v].choice;
+}
 
 const EnvVarSpec* FindEnvVar(const char* name) noexcept {
   for (const EnvVarSpec& s : kRegistry) {

@@ -55,14 +55,7 @@ enum class Var : uint8_t {
   kNetWrap,
   kNetReportMs,
   kBudget,
-  kAddr,          // sentinelctl's address (collector/README.md)
-  kSimStatusFd,   // tests/sim: set for the simulated ranks
-  kSimIds,        // tests/sim
-  kBenchPlugin,   // benchmarks: the plugin .so to load
-  kBenchSeconds,  // benchmarks: CUPTI soak length
-  kJobs,          // scripts/: parallel jobs
-  kCtestArgs,     // scripts/test.sh: extra ctest arguments
-  kTidyCommits,   // scripts/clang_tidy_changed.sh: commits to check
+  kAddr,  // sentinelctl's address (collector/README.md)
   kCount
 };
 inline constexpr size_t kVarCount = static_cast<size_t>(Var::kCount);
@@ -124,7 +117,29 @@ struct SentinelEnv {
   [[nodiscard]] int64_t Number(Var v) const noexcept { return (*this)[v].number; }
   [[nodiscard]] double Real(Var v) const noexcept { return (*this)[v].real; }
   [[nodiscard]] int Choice(Var v) const noexcept { return (*this)[v].choice; }
+  // Whether a kEnum variable's value (or its default) is `word` as the registry spells it
+  // (case-insensitive). Read choices by name, never by position: see ChoiceByName.
+  [[nodiscard]] bool ChoiceIs(Var v, const char* word) const noexcept;
 };
+
+// One word of a kEnum variable and what it means to its reader.
+template <typename E>
+struct ChoiceName {
+  const char* word;
+  E value;
+};
+
+// The reader's value for a kEnum variable's chosen word: reordering or adding a word in the
+// registry's "a|b|c" can never swap one feature for another. A word the table lacks gives
+// `fallback` (each reader's test checks that its table covers every word).
+template <typename E, size_t N>
+E ChoiceByName(const SentinelEnv& env, Var v, const ChoiceName<E> (&table)[N],
+               E fallback) noexcept {
+  for (const ChoiceName<E>& row : table) {
+    if (env.ChoiceIs(v, row.word)) return row.value;
+  }
+  return fallback;
+}
 
 // One value of `v` under the registry's rule for its type (the rule ParseSentinelEnv applies):
 // false when `text` is not valid (then *out is unchanged). `text` must not be nullptr.

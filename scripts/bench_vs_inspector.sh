@@ -37,7 +37,7 @@ mkdir -p "$STUBS/dump"
 run() {  # NAME SO [ENV...]: one round, "NAME <benchmark> <median ns>" per channel count
   local name="$1" so="$2"
   shift 2
-  env "$@" SENTINEL_BENCH_PLUGIN="$so" "$BENCH" --benchmark_filter=BM_SentinelCollective \
+  env "$@" SENTINEL_DEV_BENCH_PLUGIN="$so" "$BENCH" --benchmark_filter=BM_SentinelCollective \
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null |
     awk -v n="$name" '/_median/ { sub(/\/min_time.*/, "", $1); print n, $1, $2 }'
 }

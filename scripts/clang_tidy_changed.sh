@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # clang-tidy (pinned 14, the repository's .clang-tidy) on the C++ sources a change touches; the
 # .clang-tidy's WarningsAsErrors families fail the run. Works on a clean clone:
-#   range = merge base with origin/main, else with main, else the last $SENTINEL_TIDY_COMMITS
+#   range = merge base with origin/main, else with main, else the last $SENTINEL_DEV_TIDY_COMMITS
 #   commits (default 20), else (a shallow clone with no history) every source file.
 # Usage: scripts/clang_tidy_changed.sh BUILD_DIR   (BUILD_DIR has compile_commands.json)
 set -euo pipefail
@@ -15,7 +15,7 @@ for ref in origin/main main; do
   fi
 done
 if [[ -z "$base" ]]; then
-  n="${SENTINEL_TIDY_COMMITS:-20}"
+  n="${SENTINEL_DEV_TIDY_COMMITS:-20}"
   while (( n > 0 )) && ! git rev-parse -q --verify "HEAD~$n" >/dev/null; do n=$(( n - 1 )); done
   (( n > 0 )) && base="HEAD~$n"
 fi
@@ -34,5 +34,5 @@ for f in "${files[@]}"; do
 done
 (( ${#todo[@]} == 0 )) && { echo "clang-tidy: nothing to check"; exit 0; }
 printf '%s\0' "${todo[@]}" |
-  xargs -0 -n 4 -P "${SENTINEL_JOBS:-2}" clang-tidy-14 -p "$build" --quiet \
+  xargs -0 -n 4 -P "${SENTINEL_DEV_JOBS:-2}" clang-tidy-14 -p "$build" --quiet \
     --extra-arg=-Wno-unknown-warning-option

@@ -62,6 +62,6 @@ if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
 elif (($#)); then
   cmake "$BUILD_DIR" "$@"
 fi
-JOBS="${SENTINEL_JOBS:-$(nproc)}"
+JOBS="${SENTINEL_DEV_JOBS:-$(nproc)}"
 cmake --build "$BUILD_DIR" -j "$JOBS" "${TARGETS[@]}"
 echo "setup: built ${TARGETS[*]:-everything} in $BUILD_DIR"

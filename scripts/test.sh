@@ -13,8 +13,8 @@ BUILD_DIR="${1:-$ROOT/build}"
 shift || true
 "$ROOT/scripts/setup.sh" "$BUILD_DIR" -DSENTINEL_WERROR=ON "$@"
 cd "$BUILD_DIR"
-JOBS="${SENTINEL_JOBS:-$(nproc)}"
-ctest -LE 'gpu|serial' --output-on-failure -j "$JOBS" ${SENTINEL_CTEST_ARGS:-}
+JOBS="${SENTINEL_DEV_JOBS:-$(nproc)}"
+ctest -LE 'gpu|serial' --output-on-failure -j "$JOBS" ${SENTINEL_DEV_CTEST_ARGS:-}
 echo "test.sh: the timing-judged end-to-end tests, one at a time (label serial; a failure on a" \
      "loaded machine may be the load: rerun with ctest -L serial)"
-ctest -L serial -LE gpu --output-on-failure -j 1 ${SENTINEL_CTEST_ARGS:-}
+ctest -L serial -LE gpu --output-on-failure -j 1 ${SENTINEL_DEV_CTEST_ARGS:-}

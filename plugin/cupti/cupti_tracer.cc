@@ -59,8 +59,9 @@ CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors)
                  rules::Spec(v).default_text + "\n";
     }
   }
-  static constexpr CuptiMode kModes[] = {CuptiMode::kAuto, CuptiMode::kOn, CuptiMode::kOff};
-  c.mode = kModes[env.Choice(Var::kCupti)];  // auto|on|off, booleans too
+  static constexpr rules::ChoiceName<CuptiMode> kModes[] = {
+      {"auto", CuptiMode::kAuto}, {"on", CuptiMode::kOn}, {"off", CuptiMode::kOff}};
+  c.mode = rules::ChoiceByName(env, Var::kCupti, kModes, CuptiMode::kAuto);  // booleans too
   if (env.Set(Var::kCuptiPath)) c.path = env.Text(Var::kCuptiPath);
   if (env.Set(Var::kCuptiCommKernels)) c.comm_kernels = env.Text(Var::kCuptiCommKernels);
   if (env.Set(Var::kStepNvtx)) c.step_nvtx = env.Text(Var::kStepNvtx);

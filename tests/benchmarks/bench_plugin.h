@@ -36,10 +36,10 @@ inline std::string MakeDumpFile(const char* name) {
   return dump;
 }
 
-// The v5 table of SENTINEL_BENCH_PLUGIN (another build, for before/after comparisons) or of the
+// The v5 table of SENTINEL_DEV_BENCH_PLUGIN (another build, for before/after comparisons) or of the
 // plugin this tree built. Aborts with the loader's message when it cannot be loaded.
 inline const SentinelProfilerV5* LoadPluginV5() {
-  const char* so = getenv("SENTINEL_BENCH_PLUGIN");
+  const char* so = getenv("SENTINEL_DEV_BENCH_PLUGIN");
   if (so == nullptr || *so == '\0') so = SENTINEL_PLUGIN_SO;
   void* h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) {

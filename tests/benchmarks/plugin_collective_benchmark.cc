@@ -2,7 +2,7 @@
 // the built plugin's real ncclProfiler_v5 entry points with streaming on (the drainer writes every
 // record to a JSONL sink on tmpfs, as it would to sentineld). Issue 9's target: <= 0.5x the CPU
 // per collective of NCCL Inspector, which scripts/bench_vs_inspector.sh measures with this same
-// benchmark (SENTINEL_BENCH_PLUGIN = Inspector's .so) side by side with ours.
+// benchmark (SENTINEL_DEV_BENCH_PLUGIN = Inspector's .so) side by side with ours.
 //
 // BM_InspectorLikeCollective is our own model of the per-event work Inspector does
 // (nccl-abi-facts.md §6.2: per-channel start/stop times, exec time as the max over channels,
@@ -58,7 +58,7 @@ struct Plugin {
       records = ReadCounter("records_completed");
       ring_drops = ReadCounter("records_dropped_ring");
     }
-    // Another plugin measured side by side (SENTINEL_BENCH_PLUGIN, e.g. NCCL Inspector) writes
+    // Another plugin measured side by side (SENTINEL_DEV_BENCH_PLUGIN, e.g. NCCL Inspector) writes
     // no dump and has no rings of ours to drain: the loop then never re-creates its communicator,
     // as NCCL would not.
     writes_dump = access(dump.c_str(), F_OK) == 0;

@@ -36,7 +36,7 @@ if [[ ! -f "$PKG_BUILD/CMakeCache.txt" ]]; then
   cmake -S "$SRC" -B "$PKG_BUILD" "${generator[@]}" "${launcher[@]}" \
     -DCMAKE_INSTALL_PREFIX=/usr -DSENTINEL_BUILD_TESTS=OFF -DSENTINEL_BUILD_BENCHMARKS=OFF >/dev/null
 fi
-cmake --build "$PKG_BUILD" -j "${SENTINEL_JOBS:-2}" >/dev/null
+cmake --build "$PKG_BUILD" -j "${SENTINEL_DEV_JOBS:-2}" >/dev/null
 OUT="$PKG_BUILD/out"
 rm -rf "$OUT"
 (cd "$PKG_BUILD" && cpack -G DEB -B "$OUT" >/dev/null)

@@ -296,8 +296,8 @@ void Report(int fd, const char* what, int value) {
 }
 
 int Worker(const Options& o) {
-  const char* fd_env = getenv("SENTINEL_SIM_STATUS_FD");
-  const char* ids_env = getenv("SENTINEL_SIM_IDS");
+  const char* fd_env = getenv("SENTINEL_DEV_SIM_STATUS_FD");
+  const char* ids_env = getenv("SENTINEL_DEV_SIM_IDS");
   if (fd_env == nullptr || ids_env == nullptr) {
     fprintf(stderr, "sentinel-sim: --worker-rank is internal\n");
     return 2;
@@ -427,7 +427,7 @@ int Launcher(const Options& o, char** argv) {
     }
     ids_hex += ToHex(id) + ",";
   }
-  setenv("SENTINEL_SIM_IDS", ids_hex.c_str(), 1);
+  setenv("SENTINEL_DEV_SIM_IDS", ids_hex.c_str(), 1);
   if (!o.plugin.empty()) setenv("NCCL_PROFILER_PLUGIN", o.plugin.c_str(), 1);
   if (!o.scenario.empty()) setenv("FAKE_NCCL_SCENARIO", o.scenario.c_str(), 1);
 
@@ -460,7 +460,7 @@ int Launcher(const Options& o, char** argv) {
       // Child: the write end survives exec; everything else is close-on-exec.
       int wfd = fcntl(fds[1], F_DUPFD, 3);
       fcntl(wfd, F_SETFL, 0);  // the rank's writes block normally
-      setenv("SENTINEL_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
+      setenv("SENTINEL_DEV_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
       setenv("RANK", std::to_string(r).c_str(), 1);  // as torchrun does (the fake CUPTI reads it)
       std::string rank_flag = "--worker-rank=" + std::to_string(r);
       std::vector<char*> args = child_argv;

@@ -4,7 +4,7 @@
 //    close amortised), at the 100k kernels/s shape (half compute, half NCCL, 2 streams);
 //    target <= 50 ns/record.
 //  - BM_FlushThreadAt100kKernelsPerSecond: the tracer's Tick loop in real time for
-//    SENTINEL_BENCH_SECONDS (default 10; 600 for the soak) against the fake libcupti generating
+//    SENTINEL_DEV_BENCH_SECONDS (default 10; 600 for the soak) against the fake libcupti generating
 //    100k kernels/s. Reports the tracer thread's share of one CPU (ours, without the fake's own
 //    record generation) and RSS at start/end; target <= 2 %, memory flat.
 #include <benchmark/benchmark.h>
@@ -128,7 +128,7 @@ void BM_ProcessRecords(benchmark::State& state) {
 BENCHMARK(BM_ProcessRecords)->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void BM_FlushThreadAt100kKernelsPerSecond(benchmark::State& state) {
-  const char* s = getenv("SENTINEL_BENCH_SECONDS");
+  const char* s = getenv("SENTINEL_DEV_BENCH_SECONDS");
   const double seconds = s != nullptr ? atof(s) : 10.0;
   for (auto _ : state) {
     fake_cupti_reset();

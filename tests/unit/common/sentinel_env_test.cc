@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <fstream>
 #include <initializer_list>
 #include <memory>
@@ -91,8 +92,9 @@ TEST(SentinelEnvRegistryTest, RowsAreConsistent) {
 
 // A typo must not pass silently: it is named, with the nearest known name, and ignored.
 TEST_F(SentinelEnvTest, UnknownNameIsReportedWithTheNearestKnownOne) {
-  const SentinelEnv& env = Env({"SENTINEL_DISABEL=1", "SENTINEL_WHATEVER_ELSE_ENTIRELY=3",
-                                "SENTINEL_ORIG_NCCL_DEBUG==INFO", "OTHER_VAR=1"});
+  const SentinelEnv& env =
+      Env({"SENTINEL_DISABEL=1", "SENTINEL_WHATEVER_ELSE_ENTIRELY=3",
+           "SENTINEL_ORIG_NCCL_DEBUG==INFO", "SENTINEL_DEV_JOBS=2", "OTHER_VAR=1"});
   EXPECT_FALSE(env.Flag(Var::kDisable));
   const std::string p = Problems();
   EXPECT_NE(p.find("SENTINEL_DISABEL is not a variable sentinel knows (did you mean "
@@ -103,6 +105,7 @@ TEST_F(SentinelEnvTest, UnknownNameIsReportedWithTheNearestKnownOne) {
             std::string::npos)
       << p;
   EXPECT_EQ(p.find("SENTINEL_ORIG_"), std::string::npos) << "the plugin's own stash: " << p;
+  EXPECT_EQ(p.find("SENTINEL_DEV_"), std::string::npos) << "a developers' knob: " << p;
   EXPECT_EQ(p.find("OTHER_VAR"), std::string::npos) << p;
 }
 
@@ -139,6 +142,38 @@ TEST_F(SentinelEnvTest, OneBooleanRuleForEveryBooleanVariable) {
 
 // One number rule: whole decimal numbers in the row's range; anything else keeps the default
 // and says the variable, the value, the range and the value used.
+// Choices are read by name: every word of every kEnum variable is found by ChoiceIs when set, and
+// ChoiceByName maps words (never positions) to the reader's values.
+TEST_F(SentinelEnvTest, ChoicesAreReadByName) {
+  for (size_t i = 0; i < kVarCount; ++i) {
+    const EnvVarSpec& s = EnvRegistry()[i];
+    if (s.type != EnvType::kEnum) continue;
+    const std::string choices = s.choices;
+    size_t start = 0;
+    while (start <= choices.size()) {
+      const size_t bar = std::min(choices.find('|', start), choices.size());
+      const std::string word = choices.substr(start, bar - start);
+      const std::string entry = std::string(s.name) + "=" + word;
+      const SentinelEnv& env = Env({entry.c_str()});
+      EXPECT_TRUE(env.ChoiceIs(s.id, word.c_str())) << entry;
+      EXPECT_FALSE(env.ChoiceIs(s.id, "no-such-word")) << entry;
+      start = bar + 1;
+    }
+  }
+  enum class Mode { kA, kB, kC, kFallback };
+  static constexpr ChoiceName<Mode> kTable[] = {
+      {"off", Mode::kC}, {"auto", Mode::kA}, {"on", Mode::kB}};  // any order
+  EXPECT_EQ(ChoiceByName(Env({}), Var::kCupti, kTable, Mode::kFallback), Mode::kA);
+  EXPECT_EQ(ChoiceByName(Env({"SENTINEL_CUPTI=OFF"}), Var::kCupti, kTable, Mode::kFallback),
+            Mode::kC);
+  EXPECT_EQ(ChoiceByName(Env({"SENTINEL_CUPTI=yes"}), Var::kCupti, kTable, Mode::kFallback),
+            Mode::kB);
+  static constexpr ChoiceName<Mode> kPartial[] = {{"auto", Mode::kA}};
+  EXPECT_EQ(ChoiceByName(Env({"SENTINEL_CUPTI=on"}), Var::kCupti, kPartial, Mode::kFallback),
+            Mode::kFallback);
+  EXPECT_FALSE(Env({}).ChoiceIs(Var::kVerbs, "on")) << "not a kEnum variable";
+}
+
 TEST_F(SentinelEnvTest, NumbersOutOfRangeOrMalformedKeepTheDefault) {
   EXPECT_EQ(Env({"SENTINEL_RINGS=4096"}).Number(Var::kRings), 4096);
   EXPECT_EQ(Problems(), "");
