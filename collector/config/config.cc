@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,9 +21,11 @@
 #include "absl/strings/strip.h"
 
 #include "collector/base/alert_kind.h"
+#include "collector/base/owned_paths.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/expectation.h"
+#include "common/fs_trust.h"
 #include "common/sentinel_env.h"
 #include "common/socket_path.h"
 
@@ -50,8 +53,9 @@ absl::Status ParseIntField(absl::string_view key, absl::string_view value, int l
 
 absl::Status ParseDouble(absl::string_view key, absl::string_view value, double* out) {
   double v = 0;
-  if (!absl::SimpleAtod(value, &v) || !(v >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", key, ": expected a number >= 0"));
+  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || !(v >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", key, ": expected a finite number >= 0, got '", value, "'"));
   }
   *out = v;
   return absl::OkStatus();
@@ -104,31 +108,9 @@ std::string NodeExpectFileContent(const Config& config) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
-  size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = write(fd, content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write ", tmp, ": ", ErrnoText(err)));
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (fchmod(fd, mode) != 0 || close(fd) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", ErrnoText(errno)));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename to ", path, ": ", ErrnoText(err)));
-  }
-  return absl::OkStatus();
+  // A fixed temporary name (<path>.tmp.<pid>) opened with O_TRUNC followed symlinks planted in
+  // advance: an unpredictable O_EXCL|O_NOFOLLOW name, in a directory checked first.
+  return WriteFileSafely(path, content, mode, rules::TrustedUidsFromEnv());
 }
 
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
@@ -193,6 +175,11 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   const std::string key = absl::StrReplaceAll(raw_key, {{"_", "-"}});
   value = absl::StripAsciiWhitespace(value);
   if (key == "socket") {
+    // Empty is not "the default": a config that meant a path must not silently move the socket.
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          "--socket: empty path (leave the option out for the default socket)");
+    }
     socket_path = std::string(value);
     return absl::OkStatus();
   }
@@ -385,18 +372,48 @@ absl::Status Config::Validate() const {
       return absl::InvalidArgumentError(absl::StrCat("--", d.name, ": must be at least 1ms"));
     }
   }
-  if (straggler_rel <= 0 || straggler_noise_h <= 0 || straggler_floor_h < 0) {
-    return absl::InvalidArgumentError(
-        "--straggler-rel and --straggler-noise-h must be positive, --straggler-floor-h >= 0");
+  // Each bound below is a value that parses but cannot work: a detector dividing by zero, a rank
+  // called gone between two of its own reports, a sysfs poll that keeps a core busy.
+  if (!std::isfinite(straggler_rel) || straggler_rel <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler-rel: must be a finite fraction > 0 (e.g. 0.05), got ", straggler_rel));
   }
-  if (!port_file.empty()) {
-    const size_t slash = port_file.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : port_file.substr(0, slash + 1);
-    struct stat st {};
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--port-file: directory ", dir, " does not exist"));
-    }
+  if (!std::isfinite(straggler_noise_h) || straggler_noise_h <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-noise-h: must be a finite number > 0, got ", straggler_noise_h));
+  }
+  if (!std::isfinite(straggler_floor_h) || straggler_floor_h < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-floor-h: must be a finite number >= 0, got ", straggler_floor_h));
+  }
+  if (straggler_min_ns < kMinStragglerMinNs) {
+    // The detector divides by the compute segment, floored at this: 0 divides by zero.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler-min: must be at least 1us (the floor a compute segment is divided by), got ",
+        straggler_min_ns, "ns"));
+  }
+  if (hang_silent_ns < kMinHangSilentNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hang-silent: must be at least 2s (plugins send their in-flight state every "
+                     "second, so a shorter value calls live ranks gone), got ",
+                     hang_silent_ns / 1000000, "ms"));
+  }
+  if (nic_poll_ns != 0 && nic_poll_ns < kMinNicPollNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nic-poll: must be 0 (off) or at least 100ms (each poll reads every port's "
+                     "counters from sysfs), got ",
+                     nic_poll_ns / 1000, "us"));
+  }
+  // Files sentineld writes go only into directories other users cannot change (fs_trust.h).
+  const rules::TrustedUids trusted = rules::TrustedUidsFromEnv();
+  const struct {
+    const char* flag;
+    const std::string& path;
+  } files[] = {{"--port-file", port_file}, {"--record-log", record_log}};
+  for (const auto& file : files) {
+    if (file.path.empty()) continue;
+    const rules::TrustFinding f = rules::CheckTrustedParent(file.path.c_str(), trusted);
+    if (!f.ok()) return absl::InvalidArgumentError(TrustRefusal(file.flag, f, trusted));
   }
   return absl::OkStatus();
 }
