@@ -212,8 +212,14 @@ std::FILE* OpenForAppend(const std::string& path, mode_t mode, const rules::Trus
     if (fd < 0 && errno != EEXIST) break;  // EEXIST: created meanwhile, open it as existing
   }
   if (fd < 0) {
-    *error = errno == ELOOP ? absl::StrCat(path, ": a symbolic link (not followed)")
-                            : absl::StrCat(path, ": ", ErrText(errno));
+    const int err = errno;
+    if (err == ELOOP) {
+      *error = absl::StrCat(path, ": a symbolic link (not followed)");
+    } else if (err == ENXIO) {  // a FIFO without a reader (O_NONBLOCK) or a socket
+      *error = absl::StrCat(path, ": not a regular file");
+    } else {
+      *error = absl::StrCat(path, ": ", ErrText(err));
+    }
     return nullptr;
   }
   struct stat st {};
