@@ -424,16 +424,21 @@ std::string UsageText() {
 Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
 
   --socket PATH            UNIX socket the plugins connect to (default: $SENTINEL_SOCKET, else
-                           $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock)
+                           $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock).
+                           Its directory is created (last component only) or set to 0700 (0750 with
+                           --allow-group); one owned by another user or writable by others is refused
   --listen HOST:PORT       HTTP API and /metrics (default 127.0.0.1:9464; port 0 picks a free one)
-  --port-file FILE         write the bound HTTP port to FILE once listening
+  --port-file FILE         write the bound HTTP port to FILE once listening (its directory must be
+                           yours, root's or the daemon user's, and not writable by others)
   --config FILE            key = value file with any of these options (command line wins)
   --window DUR             default /v1/telemetry window (default 15m)
-  --nic-poll DUR           period of the RDMA port counter poll from sysfs (default 5s; 0 = off)
+  --nic-poll DUR           period of the RDMA port counter poll from sysfs (default 5s; 0 = off;
+                           else at least 100ms)
   --sysfs-root DIR         where sysfs is mounted, for the NIC counters (default /sys)
   --hang-timeout DUR       a collective some local ranks reached and others did not, for this long,
                            raises a hang alert (default 30s)
-  --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s)
+  --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s;
+                           at least 2s: plugins report every second)
   --alert-retention DUR    resolved alerts stay in /v1/alerts this long (default 1h)
   --exclude-kinds LIST     alert kinds that put a host on GET /v1/exclude: comma list of straggler,
                            hang, transport, placement, link_degraded, nic_errors, or none
@@ -462,12 +467,12 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --http-timeout DUR       a whole HTTP connection, request and reply, gets this long (default 10s)
   --hello-timeout DUR      a plugin connection that has not said hello by then is closed (5s)
   --max-handshaking N      of --max-clients, slots for connections still in their hello (64,
-                           and at most a quarter of --max-clients)
+                           and at most a quarter of --max-clients; one uid holds at most half)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
                            between collectives (default 0.05)
   --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)
   --straggler-floor-h X    ... plus this many compute segments of excess (default 2)
-  --straggler-min DUR      clock-noise floor of a compute segment (default 50us)
+  --straggler-min DUR      clock-noise floor of a compute segment (default 50us; at least 1us)
   --straggler-learn N      judged collectives that only learn the noise level (default 32)
   --straggler-warmup N     first N joined collectives of a communicator are not judged: they
                            measure process start-up, not stragglers (default 2)
