@@ -431,23 +431,31 @@ TEST_F(DaemonTrustTest, HelloLessFloodOfOneUidDoesNotEvictAnotherUidsJob) {
     waitpid(f, nullptr, 0);
   }
   // Records received, from /metrics (polled: the last job's frames may still be in flight).
+  const auto metric = [](const std::string& metrics, const std::string& series) {
+    const std::string key = "\n" + series + " ";
+    const size_t at = metrics.find(key);
+    return at == std::string::npos ? -1.0 : std::atof(metrics.c_str() + at + key.size());
+  };
   double received = -1;
+  double evicted = -1;
   for (int i = 0; i < 100; ++i) {
     httplib::Client http("127.0.0.1", port);
     http.set_read_timeout(10, 0);
     auto res = http.Get("/metrics");
     const std::string metrics = res ? res->body : std::string();
-    const std::string key = "\nsentinel_records_received_total ";
-    const size_t at = metrics.find(key);
-    if (at != std::string::npos) received = std::atof(metrics.c_str() + at + key.size());
+    received = metric(metrics, "sentinel_records_received_total");
+    evicted = metric(metrics, "sentinel_clients_refused_total{reason=\"hello_timeout\"}");
     if (received >= kJobs * kRecords) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   kill(daemon, SIGTERM);
   waitpid(daemon, nullptr, 0);
+  // The flood really reached the daemon: thousands of its hello-less connections were closed.
+  EXPECT_GE(evicted, 1000) << "the flood did not reach sentineld; the test proves nothing";
   EXPECT_EQ(handshakes, kJobs) << "jobs lost their handshake to another uid's flood";
   EXPECT_EQ(received, kJobs * kRecords) << "records delivered of " << kJobs * kRecords;
-  std::printf("handshakes %d/%d, records %.0f/%d\n", handshakes, kJobs, received, kJobs * kRecords);
+  std::printf("handshakes %d/%d, records %.0f/%d, flood connections closed without hello %.0f\n",
+              handshakes, kJobs, received, kJobs * kRecords, evicted);
 }
 
 }  // namespace
