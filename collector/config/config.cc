@@ -7,6 +7,7 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,9 +21,11 @@
 #include "absl/strings/strip.h"
 
 #include "collector/base/alert_kind.h"
+#include "collector/base/owned_paths.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/expectation.h"
+#include "common/fs_trust.h"
 #include "common/sentinel_env.h"
 #include "common/socket_path.h"
 
@@ -50,8 +53,9 @@ absl::Status ParseIntField(absl::string_view key, absl::string_view value, int l
 
 absl::Status ParseDouble(absl::string_view key, absl::string_view value, double* out) {
   double v = 0;
-  if (!absl::SimpleAtod(value, &v) || !(v >= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat("--", key, ": expected a number >= 0"));
+  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || !(v >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", key, ": expected a finite number >= 0, got '", value, "'"));
   }
   *out = v;
   return absl::OkStatus();
@@ -104,31 +108,9 @@ std::string NodeExpectFileContent(const Config& config) {
 }
 
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return absl::InternalError(absl::StrCat("create ", tmp, ": ", ErrnoText(errno)));
-  size_t off = 0;
-  while (off < content.size()) {
-    const ssize_t n = write(fd, content.data() + off, content.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write ", tmp, ": ", ErrnoText(err)));
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (fchmod(fd, mode) != 0 || close(fd) != 0) {
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("chmod/close ", tmp, ": ", ErrnoText(errno)));
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename to ", path, ": ", ErrnoText(err)));
-  }
-  return absl::OkStatus();
+  // A fixed temporary name (<path>.tmp.<pid>) opened with O_TRUNC followed symlinks planted in
+  // advance: an unpredictable O_EXCL|O_NOFOLLOW name, in a directory checked first.
+  return WriteFileSafely(path, content, mode, rules::TrustedUidsFromEnv());
 }
 
 absl::StatusOr<int64_t> ParseDurationNs(absl::string_view text) {
@@ -193,6 +175,11 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   const std::string key = absl::StrReplaceAll(raw_key, {{"_", "-"}});
   value = absl::StripAsciiWhitespace(value);
   if (key == "socket") {
+    // Empty is not "the default": a config that meant a path must not silently move the socket.
+    if (value.empty()) {
+      return absl::InvalidArgumentError(
+          "--socket: empty path (leave the option out for the default socket)");
+    }
     socket_path = std::string(value);
     return absl::OkStatus();
   }
@@ -385,18 +372,48 @@ absl::Status Config::Validate() const {
       return absl::InvalidArgumentError(absl::StrCat("--", d.name, ": must be at least 1ms"));
     }
   }
-  if (straggler_rel <= 0 || straggler_noise_h <= 0 || straggler_floor_h < 0) {
-    return absl::InvalidArgumentError(
-        "--straggler-rel and --straggler-noise-h must be positive, --straggler-floor-h >= 0");
+  // Each bound below is a value that parses but cannot work: a detector dividing by zero, a rank
+  // called gone between two of its own reports, a sysfs poll that keeps a core busy.
+  if (!std::isfinite(straggler_rel) || straggler_rel <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler-rel: must be a finite fraction > 0 (e.g. 0.05), got ", straggler_rel));
   }
-  if (!port_file.empty()) {
-    const size_t slash = port_file.rfind('/');
-    const std::string dir = slash == std::string::npos ? "." : port_file.substr(0, slash + 1);
-    struct stat st {};
-    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--port-file: directory ", dir, " does not exist"));
-    }
+  if (!std::isfinite(straggler_noise_h) || straggler_noise_h <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-noise-h: must be a finite number > 0, got ", straggler_noise_h));
+  }
+  if (!std::isfinite(straggler_floor_h) || straggler_floor_h < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-floor-h: must be a finite number >= 0, got ", straggler_floor_h));
+  }
+  if (straggler_min_ns < kMinStragglerMinNs) {
+    // The detector divides by the compute segment, floored at this: 0 divides by zero.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--straggler-min: must be at least 1us (the floor a compute segment is divided by), got ",
+        straggler_min_ns, "ns"));
+  }
+  if (hang_silent_ns < kMinHangSilentNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hang-silent: must be at least 2s (plugins send their in-flight state every "
+                     "second, so a shorter value calls live ranks gone), got ",
+                     hang_silent_ns / 1000000, "ms"));
+  }
+  if (nic_poll_ns != 0 && nic_poll_ns < kMinNicPollNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--nic-poll: must be 0 (off) or at least 100ms (each poll reads every port's "
+                     "counters from sysfs), got ",
+                     nic_poll_ns / 1000, "us"));
+  }
+  // Files sentineld writes go only into directories other users cannot change (fs_trust.h).
+  const rules::TrustedUids trusted = rules::TrustedUidsFromEnv();
+  const struct {
+    const char* flag;
+    const std::string& path;
+  } files[] = {{"--port-file", port_file}, {"--record-log", record_log}};
+  for (const auto& file : files) {
+    if (file.path.empty()) continue;
+    const rules::TrustFinding f = rules::CheckTrustedParent(file.path.c_str(), trusted);
+    if (!f.ok()) return absl::InvalidArgumentError(TrustRefusal(file.flag, f, trusted));
   }
   return absl::OkStatus();
 }
@@ -407,16 +424,21 @@ std::string UsageText() {
 Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
 
   --socket PATH            UNIX socket the plugins connect to (default: $SENTINEL_SOCKET, else
-                           $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock)
+                           $XDG_RUNTIME_DIR/sentinel/sentineld.sock, else /tmp/sentinel-<uid>/sentineld.sock).
+                           Its directory is created (last component only) or set to 0700 (0750 with
+                           --allow-group); one owned by another user or writable by others is refused
   --listen HOST:PORT       HTTP API and /metrics (default 127.0.0.1:9464; port 0 picks a free one)
-  --port-file FILE         write the bound HTTP port to FILE once listening
+  --port-file FILE         write the bound HTTP port to FILE once listening (its directory must be
+                           yours, root's or the daemon user's, and not writable by others)
   --config FILE            key = value file with any of these options (command line wins)
   --window DUR             default /v1/telemetry window (default 15m)
-  --nic-poll DUR           period of the RDMA port counter poll from sysfs (default 5s; 0 = off)
+  --nic-poll DUR           period of the RDMA port counter poll from sysfs (default 5s; 0 = off;
+                           else at least 100ms)
   --sysfs-root DIR         where sysfs is mounted, for the NIC counters (default /sys)
   --hang-timeout DUR       a collective some local ranks reached and others did not, for this long,
                            raises a hang alert (default 30s)
-  --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s)
+  --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s;
+                           at least 2s: plugins report every second)
   --alert-retention DUR    resolved alerts stay in /v1/alerts this long (default 1h)
   --exclude-kinds LIST     alert kinds that put a host on GET /v1/exclude: comma list of straggler,
                            hang, transport, placement, link_degraded, nic_errors, or none
@@ -445,12 +467,12 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --http-timeout DUR       a whole HTTP connection, request and reply, gets this long (default 10s)
   --hello-timeout DUR      a plugin connection that has not said hello by then is closed (5s)
   --max-handshaking N      of --max-clients, slots for connections still in their hello (64,
-                           and at most a quarter of --max-clients)
+                           and at most a quarter of --max-clients; one uid holds at most half)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
                            between collectives (default 0.05)
   --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)
   --straggler-floor-h X    ... plus this many compute segments of excess (default 2)
-  --straggler-min DUR      clock-noise floor of a compute segment (default 50us)
+  --straggler-min DUR      clock-noise floor of a compute segment (default 50us; at least 1us)
   --straggler-learn N      judged collectives that only learn the noise level (default 32)
   --straggler-warmup N     first N joined collectives of a communicator are not judged: they
                            measure process start-up, not stragglers (default 2)

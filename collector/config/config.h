@@ -15,6 +15,11 @@
 
 namespace sentinel::collector {
 
+// Lower bounds Validate() enforces (below them a value parses but cannot work).
+inline constexpr int64_t kMinStragglerMinNs = 1000;            // --straggler-min: 1us
+inline constexpr int64_t kMinHangSilentNs = 2LL * 1000000000;  // --hang-silent: 2s
+inline constexpr int64_t kMinNicPollNs = 100LL * 1000000;      // --nic-poll: 100ms (or 0 = off)
+
 struct Config {
   std::string socket_path;  // empty = DefaultSocketPath()
   std::string listen = "127.0.0.1:9464";
@@ -104,7 +109,9 @@ std::string NodeExpectPath(const std::string& socket_path);
 // Its content: a comment header, "# on_mismatch=X" when set, then the expectation.
 std::string NodeExpectFileContent(const Config& config);
 // Writes `content` to `path` through a temp file and rename(2) (readers never see a partial
-// file), with `mode` regardless of the umask.
+// file), with `mode` regardless of the umask. The temp file has an unpredictable name, is created
+// with O_CREAT|O_EXCL|O_NOFOLLOW, and `path`'s directory must pass rules::CheckTrustedParent
+// (collector/base/owned_paths.h WriteFileSafely).
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content, mode_t mode);
 
 }  // namespace sentinel::collector

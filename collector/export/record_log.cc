@@ -10,21 +10,32 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/stats.h"
+#include "collector/base/owned_paths.h"
 
 namespace sentinel::collector {
 
 RecordLog::RecordLog(std::string path, uint64_t max_bytes)
-    : path_(std::move(path)), max_file_bytes_(std::max<uint64_t>(max_bytes / 2, 4096)) {}
+    : path_(std::move(path)),
+      max_file_bytes_(std::max<uint64_t>(max_bytes / 2, 4096)),
+      trusted_(rules::TrustedUidsFromEnv()) {}
 
 RecordLog::~RecordLog() {
   if (file_ != nullptr) std::fclose(file_);
 }
 
 absl::Status RecordLog::Open() {
-  file_ = std::fopen(path_.c_str(), "ae");
+  // Appending through a symlink, or to a file someone else planted, would write our records (or
+  // truncate at rotation) wherever they point: the directory is checked, the file opened with
+  // O_NOFOLLOW and, when new, created with O_EXCL (owned_paths.h).
+  const rules::TrustFinding dir = rules::CheckTrustedParent(path_.c_str(), trusted_);
+  if (!dir.ok()) {
+    return absl::FailedPreconditionError(
+        TrustRefusal(absl::StrCat("record log ", path_).c_str(), dir, trusted_));
+  }
+  std::string error;
+  file_ = OpenForAppend(path_, 0644, trusted_, &error);
   if (file_ == nullptr) {
-    return absl::InternalError(
-        absl::StrCat("cannot open record log ", path_, ": ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("cannot open record log ", error));
   }
   struct stat st {};
   if (fstat(fileno(file_), &st) == 0) file_bytes_ = static_cast<uint64_t>(st.st_size);
@@ -35,9 +46,14 @@ void RecordLog::Rotate() {
   std::fclose(file_);
   file_ = nullptr;
   const std::string old = path_ + ".1";
-  std::rename(path_.c_str(), old.c_str());  // replaces the previous .1: the cap holds
+  // rename(2) replaces the previous .1 (the cap holds) and never follows a link at either name.
+  std::rename(path_.c_str(), old.c_str());
   ++rotations_;
-  file_ = std::fopen(path_.c_str(), "we");
+  // A fresh file (O_EXCL): if something appeared at the path meanwhile it is appended to only when
+  // it is a regular file of a trusted uid, as at start-up.
+  std::string error;
+  file_ = OpenForAppend(path_, 0644, trusted_, &error);
+  if (file_ == nullptr) ++write_errors_;
   file_bytes_ = 0;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 
 #include "collector/aggregate/record_sink.h"
+#include "common/fs_trust.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
@@ -22,6 +23,8 @@ class RecordLog : public RecordSink {
   RecordLog(const RecordLog&) = delete;
   RecordLog& operator=(const RecordLog&) = delete;
 
+  // Refuses a directory other users could change and a path that is a symlink, not a regular
+  // file, or owned by an untrusted uid (common/fs_trust.h); creates a missing file with O_EXCL.
   absl::Status Open();
   void Write(const std::string& host, const SentinelWireCollRecord& record) override;
   void Flush() override;
@@ -34,6 +37,7 @@ class RecordLog : public RecordSink {
 
   std::string path_;
   uint64_t max_file_bytes_;
+  rules::TrustedUids trusted_;
   std::FILE* file_ = nullptr;
   uint64_t file_bytes_ = 0;
   uint64_t total_bytes_ = 0;

@@ -21,6 +21,8 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/base/epoll_wakeup.h"
+#include "collector/base/owned_paths.h"
+#include "common/fs_trust.h"
 
 namespace sentinel::collector {
 namespace {
@@ -28,27 +30,12 @@ namespace {
 constexpr int kMaxLogsPerMinute = 20;
 constexpr int kMaxReadsPerWakeup = 16;  // fairness between clients
 
-absl::Status MakeDirs(const std::string& dir, mode_t mode) {
-  if (dir.empty()) return absl::OkStatus();
-  struct stat st {};
-  if (stat(dir.c_str(), &st) == 0) return absl::OkStatus();
-  const size_t slash = dir.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    absl::Status s = MakeDirs(dir.substr(0, slash), mode);
-    if (!s.ok()) return s;
-  }
-  if (mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) {
-    return absl::InternalError(absl::StrCat("mkdir ", dir, ": ", ErrnoText(errno)));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status IngestServer::ClaimSocketPath(const sockaddr_un& addr) {
   // One daemon per path, also when two start at once: the lock is held for our lifetime.
   const std::string lock_path = socket_path_ + ".lock";
-  lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  lock_fd_ = open(lock_path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   const bool locked = lock_fd_ >= 0 && flock(lock_fd_, LOCK_EX | LOCK_NB) == 0;
   struct stat st {};
   if (lstat(socket_path_.c_str(), &st) != 0) {
@@ -135,11 +122,12 @@ absl::Status IngestServer::Listen() {
     }
     allow_gid_ = grp.gr_gid;
   }
-  const size_t slash = socket_path_.rfind('/');
-  if (slash != std::string::npos && slash > 0) {
-    absl::Status s = MakeDirs(socket_path_.substr(0, slash), use_group ? 0750 : 0700);
-    if (!s.ok()) return s;
-  }
+  // The socket's directory: created (last component only) or brought to its documented mode,
+  // and refused when another user could replace what is in it (owned_paths.h).
+  absl::Status dir_ok =
+      PrepareSocketDir(DirName(socket_path_), use_group ? 0750 : 0700,
+                       use_group ? allow_gid_ : kNoGroup, rules::TrustedUidsFromEnv());
+  if (!dir_ok.ok()) return dir_ok;
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, socket_path_.data(), socket_path_.size());
   absl::Status owned = ClaimSocketPath(addr);
@@ -216,8 +204,18 @@ bool IngestServer::PeerAllowed(uid_t uid, gid_t gid) const {
   return false;
 }
 
+size_t IngestServer::HandshakeCap() const {
+  return static_cast<size_t>(
+      std::max(1, std::min(config_.max_handshaking, config_.max_clients / 4)));
+}
+
+size_t IngestServer::HandshakeCapPerUid() const { return std::max<size_t>(1, HandshakeCap() / 2); }
+
 void IngestServer::Accept() {
-  for (;;) {
+  // A bounded batch per wake-up, no larger than a uid's share of handshakes: a connection accepted
+  // here is read (its hello counted) before its own uid's later connections can push it out.
+  const size_t batch = std::min<size_t>(16, HandshakeCapPerUid());
+  for (size_t accepted = 0; accepted < batch; ++accepted) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0 && (errno == EMFILE || errno == ENFILE) && spare_fd_ >= 0) {
       // Out of descriptors: refuse the pending peer (it reconnects with backoff) rather than
@@ -245,12 +243,16 @@ void IngestServer::Accept() {
       continue;
     }
     // Connections still in their hello hold a bounded share of the slots, and give theirs up
-    // first: a job that said hello is never refused behind idle connections.
-    const size_t handshake_cap = static_cast<size_t>(
-        std::max(1, std::min(config_.max_handshaking, config_.max_clients / 4)));
-    if ((Handshaking() >= handshake_cap ||
-         clients_.size() >= static_cast<size_t>(config_.max_clients)) &&
-        !EvictOldestHandshake() && clients_.size() >= static_cast<size_t>(config_.max_clients)) {
+    // first: a job that said hello is never refused behind idle connections. Each uid holds at
+    // most half of that share, and room is taken from the uid holding the most: a flood of
+    // hello-less connections evicts only its own, never another user's job in its handshake.
+    auto mine = handshakes_by_uid_.find(cred.uid);
+    const bool uid_at_cap =
+        mine != handshakes_by_uid_.end() && mine->second >= HandshakeCapPerUid();
+    const bool full = clients_.size() >= static_cast<size_t>(config_.max_clients);
+    if ((uid_at_cap || handshaking_ >= HandshakeCap() || full) &&
+        !EvictHandshakeFor(cred.uid, uid_at_cap) &&
+        clients_.size() >= static_cast<size_t>(config_.max_clients)) {
       if (ShouldLog())
         spdlog::warn("refused pid {}: --max-clients {} reached", cred.pid, config_.max_clients);
       aggregator_->NoteRefused("too_many");
@@ -272,34 +274,54 @@ void IngestServer::Accept() {
       continue;
     }
     aggregator_->NoteAccepted(client->id, static_cast<uint32_t>(cred.pid), cred.uid);
+    ++handshaking_;
+    ++handshakes_by_uid_[cred.uid];
     clients_.emplace(fd, std::move(client));
   }
 }
 
-size_t IngestServer::Handshaking() const {
-  size_t n = 0;
-  for (const auto& [fd, c] : clients_) n += c->session->hello_done() ? 0 : 1;
-  return n;
-}
-
-bool IngestServer::EvictOldestHandshake() {
+bool IngestServer::EvictHandshakeFor(uid_t uid, bool uid_at_cap) {
+  uid_t victim_uid = uid;
+  if (!uid_at_cap) {
+    size_t most = 0;
+    for (const auto& [u, n] : handshakes_by_uid_) {
+      if (n > most || (n == most && u == uid)) {
+        most = n;
+        victim_uid = u;
+      }
+    }
+    if (most == 0) return false;
+  }
   Client* oldest = nullptr;
   for (const auto& [fd, c] : clients_) {
-    if (c->session->hello_done()) continue;
-    if (oldest == nullptr || c->accepted_ns < oldest->accepted_ns) oldest = c.get();
+    if (!c->handshaking || c->uid != victim_uid) continue;
+    if (oldest == nullptr || c->accepted_ns < oldest->accepted_ns ||
+        (c->accepted_ns == oldest->accepted_ns && c->id < oldest->id)) {
+      oldest = c.get();
+    }
   }
   if (oldest == nullptr) return false;
-  if (ShouldLog()) spdlog::warn("closed pid {}: slot needed, no hello yet", oldest->pid);
+  if (ShouldLog()) {
+    spdlog::warn("closed pid {} uid {}: slot needed, no hello yet", oldest->pid, oldest->uid);
+  }
   aggregator_->NoteRefused("hello_timeout");
   CloseClient(oldest, CloseReason::kNone);
   return true;
+}
+
+void IngestServer::EndHandshake(Client* client) {
+  if (!client->handshaking) return;
+  client->handshaking = false;
+  --handshaking_;
+  auto it = handshakes_by_uid_.find(client->uid);
+  if (it != handshakes_by_uid_.end() && --it->second == 0) handshakes_by_uid_.erase(it);
 }
 
 void IngestServer::ExpireHandshakes() {
   const int64_t now = aggregator_->clock()->MonoNs();
   std::vector<Client*> expired;
   for (const auto& [fd, c] : clients_) {
-    if (!c->session->hello_done() && now - c->accepted_ns >= config_.hello_timeout_ns) {
+    if (c->handshaking && now - c->accepted_ns >= config_.hello_timeout_ns) {
       expired.push_back(c.get());
     }
   }
@@ -325,6 +347,7 @@ void IngestServer::CloseClient(Client* client, CloseReason reason) {
                        : FrameErrorName(s->frame_error()));
     }
   }
+  EndHandshake(client);
   aggregator_->NoteClosed(client->id, reason, s->frames(), s->skipped_unknown());
   aggregator_->OnDisconnect(client->id);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, client->fd, nullptr);
@@ -351,6 +374,7 @@ void IngestServer::ReadClient(Client* client) {
       return;
     }
     const bool ok = s->Commit(static_cast<size_t>(n));
+    if (client->handshaking && s->hello_done()) EndHandshake(client);
     std::string& out = s->PendingOutput();
     if (!out.empty()) {
       // Only the 24-byte hello ack goes this way; a peer that cannot take it is closed.

@@ -45,13 +45,19 @@ class IngestServer {
     pid_t pid = 0;
     uid_t uid = 0;
     int64_t accepted_ns = 0;
+    bool handshaking = true;  // counted in handshaking_ / handshakes_by_uid_ until its hello
     std::unique_ptr<Session> session;
   };
   // Closes connections still in their hello after --hello-timeout.
   void ExpireHandshakes();
-  // Makes room for a new connection by closing the oldest one still in its hello; false if none.
-  bool EvictOldestHandshake();
-  size_t Handshaking() const;
+  // Makes room for a connection of `uid` by closing one still in its hello: the oldest of `uid`
+  // when that uid holds its per-uid share, else the oldest of the uid holding the most (so one
+  // uid's churn of hello-less connections only ever evicts its own). False if none is closed.
+  bool EvictHandshakeFor(uid_t uid, bool uid_at_cap);
+  // The connection said hello (or is closing): it no longer counts as handshaking.
+  void EndHandshake(Client* client);
+  size_t HandshakeCap() const;
+  size_t HandshakeCapPerUid() const;
   absl::Status ClaimSocketPath(const sockaddr_un& addr);
   void Accept();
   bool PeerAllowed(uid_t uid, gid_t gid) const;
@@ -78,6 +84,9 @@ class IngestServer {
   std::atomic<bool> stop_{false};
   int next_client_id_ = 1;
   absl::flat_hash_map<int, std::unique_ptr<Client>> clients_;  // by fd
+  // Connections still in their hello, in all and per kernel uid (SO_PEERCRED).
+  size_t handshaking_ = 0;
+  absl::flat_hash_map<uid_t, size_t> handshakes_by_uid_;
   int64_t log_window_start_ns_ = 0;
   int log_in_window_ = 0;
   uint64_t log_suppressed_ = 0;

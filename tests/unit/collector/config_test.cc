@@ -19,6 +19,8 @@
 namespace sentinel::collector {
 namespace {
 
+void RunRm(const std::string& dir) { (void)!std::system(("rm -rf '" + dir + "'").c_str()); }
+
 TEST(DurationTest, Units) {
   EXPECT_EQ(*ParseDurationNs("60s"), 60LL * 1000000000);
   EXPECT_EQ(*ParseDurationNs("15m"), 15LL * 60 * 1000000000);
@@ -125,6 +127,109 @@ TEST(ConfigTest, NodeExpectFileSitsNextToTheSocket) {
   EXPECT_FALSE(WriteFileAtomically(std::string(tmpl) + "/missing/expect", content, 0644).ok());
   unlink(path.c_str());
   rmdir(tmpl);
+}
+
+// Parses `args` (after "sentineld") and returns the status.
+absl::Status ParseArgs(std::vector<std::string> args, Config* c) {
+  args.insert(args.begin(), "sentineld");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  bool help = false;
+  return ParseCommandLine(static_cast<int>(argv.size()), argv.data(), c, &help);
+}
+
+// Values that parse but cannot work are refused, each with a message naming its flag.
+TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
+  const struct {
+    std::vector<std::string> args;
+    const char* message;
+  } cases[] = {
+      {{"--nic-poll", "1us"}, "--nic-poll: must be 0 (off) or at least 100ms"},
+      {{"--nic-poll", "50ms"}, "--nic-poll: must be 0 (off) or at least 100ms"},
+      {{"--straggler-rel", "inf"}, "--straggler-rel"},
+      {{"--straggler-rel", "nan"}, "--straggler-rel"},
+      {{"--straggler-rel", "0"}, "--straggler-rel: must be a finite fraction > 0"},
+      {{"--straggler-noise-h", "inf"}, "--straggler-noise-h"},
+      {{"--straggler-floor-h", "inf"}, "--straggler-floor-h"},
+      {{"--straggler-min", "0"}, "--straggler-min: must be at least 1us"},
+      {{"--hang-silent", "0"}, "--hang-silent: must be at least 2s"},
+      {{"--hang-silent", "1s"}, "--hang-silent: must be at least 2s"},
+      {{"--socket", ""}, "--socket: empty path"},
+      {{"--socket="}, "--socket: empty path"},
+  };
+  for (const auto& c : cases) {
+    Config config;
+    const absl::Status s = ParseArgs(c.args, &config);
+    std::string shown;
+    for (const auto& a : c.args) shown += "'" + a + "' ";
+    ASSERT_FALSE(s.ok()) << shown << "was accepted";
+    EXPECT_NE(std::string(s.message()).find(c.message), std::string::npos)
+        << shown << ": " << s.message();
+  }
+  // The smallest workable values stay accepted.
+  Config ok;
+  EXPECT_TRUE(ParseArgs({"--nic-poll", "0"}, &ok).ok());
+  EXPECT_TRUE(ParseArgs({"--nic-poll", "100ms", "--hang-silent", "2s", "--straggler-min", "1us",
+                         "--straggler-rel", "0.001"},
+                        &ok)
+                  .ok());
+}
+
+// The shipped example configuration stays valid.
+TEST(ConfigTest, ExampleConfigIsValid) {
+  Config c;
+  const absl::Status s =
+      ParseArgs({"--config", std::string(SENTINEL_SOURCE_DIR) + "/examples/sentineld.conf"}, &c);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(c.socket_path, "/run/sentinel/sentineld.sock");
+}
+
+// The temporary file of an atomic write used a name anyone could predict (<path>.tmp.<pid>) and
+// followed a symlink planted there: the target of that link (a private file) was overwritten and
+// made 0644. It must stay as it was, and a directory other users can write is refused.
+TEST(ConfigTest, AtomicWriteNeverFollowsAPlantedTempName) {
+  char tmpl[] = "/tmp/sncfg-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  const std::string secret = dir + "/secret";
+  { std::ofstream(secret) << "private\n"; }
+  ASSERT_EQ(chmod(secret.c_str(), 0600), 0);
+  const std::string target = dir + "/port";
+  const std::string planted = target + ".tmp." + std::to_string(getpid());
+  ASSERT_EQ(symlink(secret.c_str(), planted.c_str()), 0);
+  const absl::Status s = WriteFileAtomically(target, "1234\n", 0644);
+  EXPECT_TRUE(s.ok()) << s.message();
+  std::ifstream in(secret);
+  std::string content((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "private\n") << "the planted link's target was overwritten";
+  struct stat st {};
+  ASSERT_EQ(stat(secret.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "the planted link's target changed mode";
+  // A symlink at the target itself is replaced, not written through.
+  ASSERT_EQ(unlink(target.c_str()), 0);
+  ASSERT_EQ(symlink(secret.c_str(), target.c_str()), 0);
+  EXPECT_TRUE(WriteFileAtomically(target, "1234\n", 0644).ok());
+  struct stat lst {};
+  ASSERT_EQ(lstat(target.c_str(), &lst), 0);
+  EXPECT_TRUE(S_ISREG(lst.st_mode));
+  std::ifstream again(secret);
+  std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, "private\n");
+  // A directory others can write: refused with one line, nothing written.
+  const std::string open_dir = dir + "/open";
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  const absl::Status refused = WriteFileAtomically(open_dir + "/port", "1\n", 0644);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(std::string(refused.message()).find("lets other users write to it"), std::string::npos)
+      << refused.message();
+  EXPECT_NE(access((open_dir + "/port").c_str(), F_OK), 0);
+  Config c;
+  const absl::Status flag = ParseArgs({"--port-file", open_dir + "/port"}, &c);
+  ASSERT_FALSE(flag.ok());
+  EXPECT_NE(std::string(flag.message()).find("--port-file: " + open_dir), std::string::npos)
+      << flag.message();
+  RunRm(dir);
 }
 
 TEST(ConfigTest, SeriesBudgetKeys) {
