@@ -179,6 +179,9 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
   const rules::TrustFinding dir = rules::CheckTrustedParent(path, trusted);
   if (dir.verdict == rules::TrustVerdict::kMissing) return s;  // no sentineld default here
   if (!dir.ok()) {
+    // Nothing there: nothing to ignore (the collector sink says what it thinks of the directory).
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT) return s;
     char why[400];
     rules::DescribeTrustFinding(dir, trusted, why, sizeof why);
     s.ignored = IgnoredLine("the node default expectation", std::string(path) + " is in " + why);
