@@ -74,7 +74,11 @@ struct Client {
   bool acked = false;
   bool told = false;  // the verdicts of a verdict mode were sent
   std::vector<uint8_t> out;
+  size_t flood_off = 0;    // where in the flood block the next send starts
+  size_t flood_bytes = 0;  // flood bytes the kernel took
 };
+
+constexpr size_t kVerdictFrame = sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHangVerdict);
 
 void Frame(std::vector<uint8_t>* out, uint16_t type, const void* payload, size_t size) {
   SentinelWireFrameHeader h{};
@@ -152,6 +156,17 @@ int main(int argc, char** argv) {
               static_cast<unsigned>(geteuid()));
   std::fflush(stdout);
 
+  // The flood: 256 verdicts for a communicator nobody has, claimed stuck 31 s.
+  std::vector<uint8_t> flood;
+  {
+    SentinelWireHangVerdict v{};
+    v.comm_hash = 0x5e47140d;
+    v.ordinal = 7;
+    v.seq = 6;
+    v.waiting_ns = 31'000'000'000LL;
+    std::snprintf(v.culprits, sizeof(v.culprits), "rank 9 never_launched on host nowhere");
+    for (int k = 0; k < 256; ++k) Frame(&flood, kSentinelWireHangVerdict, &v, sizeof(v));
+  }
   std::vector<Client> clients;
   Stats written = stats;
   const double started = NowS();
@@ -170,7 +185,7 @@ int main(int argc, char** argv) {
     if (pfds[0].revents & POLLIN) {
       int fd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd >= 0) {
-        clients.push_back(Client{fd, {}, false, false, {}});
+        clients.push_back(Client{fd, {}, false, false, {}, 0, 0});
         ++stats.connections;
         WriteStats(stats_path, stats);
       }
@@ -210,7 +225,13 @@ int main(int argc, char** argv) {
           ack.minor = SENTINEL_WIRE_MINOR;
           ack.status = kSentinelHelloAccepted;
           Frame(&c.out, kSentinelWireHelloAck, &ack, sizeof(ack));
-          if (mode == "flood") flood_until = NowS() + flood_s;
+          if (mode == "flood") {
+            flood_until = NowS() + flood_s;
+            // A deep socket buffer (root may exceed wmem_max): the kernel holds megabytes of
+            // frames, so a reader that takes one frame at a time never catches up with us.
+            int bytes = 16 << 20;
+            (void)setsockopt(c.fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof(bytes));
+          }
         } else if (h.type == kSentinelWireInFlight && !c.told &&
                    h.size >= sizeof(h) + sizeof(SentinelWireInFlight) &&
                    (mode == "wrong-seq" || mode == "young" || mode == "escape")) {
@@ -246,15 +267,17 @@ int main(int argc, char** argv) {
         off += h.size;
       }
       c.in.erase(c.in.begin(), c.in.begin() + static_cast<std::ptrdiff_t>(off));
-      if (flooding && c.acked && c.out.size() < 256 * 1024) {
-        SentinelWireHangVerdict v{};
-        v.comm_hash = 0x5e47140d;
-        v.ordinal = 7;
-        v.seq = 6;
-        v.waiting_ns = 31'000'000'000LL;
-        std::snprintf(v.culprits, sizeof(v.culprits), "rank 9 never_launched on host nowhere");
-        for (int k = 0; k < 64; ++k) Frame(&c.out, kSentinelWireHangVerdict, &v, sizeof(v));
-        stats.verdicts_sent += 64;
+      if (flooding && c.acked && c.out.empty()) {
+        // One big block sent over and over from where the last send stopped: one send(2) moves
+        // what the socket takes, so the writer always outpaces a reader of one frame at a time.
+        ssize_t n = send(c.fd, flood.data() + c.flood_off, flood.size() - c.flood_off,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+          c.flood_off += static_cast<size_t>(n);
+          c.flood_bytes += static_cast<size_t>(n);
+          if (c.flood_off == flood.size()) c.flood_off = 0;
+          stats.verdicts_sent = static_cast<long>(c.flood_bytes / kVerdictFrame);
+        }
       }
       while (!c.out.empty()) {
         ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -132,7 +132,7 @@ class PluginTrustTest : public ::testing::Test {
     env.insert(env.end(), extra.begin(), extra.end());
     std::vector<std::string> argv = {TRUST_JOB_PATH};
     argv.insert(argv.end(), args.begin(), args.end());
-    return RunProgram(argv, env, 150);
+    return RunProgram(argv, env, 90);
   }
 
   std::string base_;
