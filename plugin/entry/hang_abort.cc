@@ -107,10 +107,11 @@ void LogIgnored(const SentinelWireHangVerdict& v, VerdictCheck c, const InFlight
   if (!g_ignored_lines.Allow(MonoNs(), &suppressed)) return;
   char own[160] = "";
   if (c == VerdictCheck::kOtherCollective || c == VerdictCheck::kTooYoung) {
+    const uint64_t oldest = snap.completed + 1;
     std::snprintf(
         own, sizeof(own), " (its oldest incomplete: collective #%llu, NCCL seq %llu, for %.1f s)",
-        static_cast<unsigned long long>(snap.completed + 1),
-        static_cast<unsigned long long>(snap.oldest_seq), static_cast<double>(own_ns) / 1e9);
+        static_cast<unsigned long long>(oldest), static_cast<unsigned long long>(snap.oldest_seq),
+        static_cast<double>(own_ns) / 1e9);
   }
   char more[64] = "";
   if (suppressed > 0) {

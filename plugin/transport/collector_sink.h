@@ -65,7 +65,7 @@ struct CollectorSinkOptions {
   HangVerdictHandler on_hang_verdict = nullptr;
   // Collector -> plugin frames read per call, whatever the peer keeps sending.
   size_t incoming_max_frames = 8;
-  size_t incoming_max_bytes = 16 * 1024;
+  size_t incoming_max_bytes = size_t{16} * 1024;
   // Lines a person must see whatever SENTINEL_LOG_LEVEL is (the socket path too long, a refused
   // directory or peer, an explicit SENTINEL_SOCKET nobody listens on): null writes them to stderr
   // as "[sentinel <pid>] ...". MUST NOT call back into the sink.

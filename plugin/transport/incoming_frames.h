@@ -20,8 +20,8 @@
 namespace sentinel::plugin {
 
 struct IncomingLimits {
-  size_t max_frames = 8;         // whole frames handed to the callback per call
-  size_t max_bytes = 16 * 1024;  // bytes received per call (about 13 hang verdicts)
+  size_t max_frames = 8;                 // whole frames handed to the callback per call
+  size_t max_bytes = size_t{16} * 1024;  // bytes received per call (about 13 hang verdicts)
 };
 
 enum class IncomingEnd : uint8_t {
