@@ -134,4 +134,27 @@ void Log(LogLevel level, const char* fmt, ...) noexcept {
 
 uint64_t LogErrorCount() noexcept { return g_log_errors.load(std::memory_order_relaxed); }
 
+bool LogRateLimiter::Allow(int64_t now_ns, uint64_t* suppressed) noexcept {
+  // acquire/release: the holder's writes of the fields are seen by the next holder.
+  while (busy_.exchange(true, std::memory_order_acquire)) {
+  }
+  bool allow = false;
+  uint64_t told = 0;
+  if (used_ == 0 || now_ns - window_start_ns_ >= window_ns_ || now_ns < window_start_ns_) {
+    window_start_ns_ = now_ns;
+    used_ = 0;
+  }
+  if (used_ < burst_) {
+    ++used_;
+    allow = true;
+    told = suppressed_;
+    suppressed_ = 0;
+  } else {
+    ++suppressed_;
+  }
+  busy_.store(false, std::memory_order_release);
+  if (suppressed != nullptr) *suppressed = told;
+  return allow;
+}
+
 }  // namespace sentinel::plugin

@@ -23,6 +23,27 @@ __attribute__((format(printf, 2, 3))) void Log(LogLevel level, const char* fmt, 
 // Number of logging failures swallowed by the error handler.
 uint64_t LogErrorCount() noexcept;
 
+// A limit on how often one kind of line may be written: at most `burst` lines in each window of
+// `window_ns` (fixed windows, CLOCK_MONOTONIC). For every line whose text a peer or a file can
+// cause (a hang verdict from the socket, ...): a peer that sends the same thing a million times
+// gets a few lines and a count, never a flood on the job's stderr. Thread-safe, no allocation.
+class LogRateLimiter {
+ public:
+  constexpr LogRateLimiter(uint32_t burst, int64_t window_ns) noexcept
+      : burst_(burst), window_ns_(window_ns) {}
+  // True when a line may be written at `now_ns`; then *suppressed (if not null) is the number of
+  // lines refused since the last one allowed, for the caller to say ("N more suppressed").
+  bool Allow(int64_t now_ns, uint64_t* suppressed) noexcept;
+
+ private:
+  const uint32_t burst_;
+  const int64_t window_ns_;
+  std::atomic<bool> busy_{false};  // a tiny spin lock: the fields below change together
+  int64_t window_start_ns_ = 0;
+  uint32_t used_ = 0;
+  uint64_t suppressed_ = 0;
+};
+
 }  // namespace sentinel::plugin
 
 // Logs once per call site for the life of the process.

@@ -8,11 +8,16 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/sentinel_env.h"
+#include "common/wire_text.h"
 #include "plugin/base/log.h"
 #include "plugin/base/raw_log.h"
+#include "plugin/core/clock.h"
+#include "plugin/core/in_flight_monitor.h"
 #include "plugin/core/names.h"
+#include "plugin/core/profiler_core.h"
 #include "plugin/transport/collector_sink.h"
 
 namespace sentinel::plugin {
@@ -58,6 +63,69 @@ OnHangMode Mode() {
   return mode;
 }
 
+// The profiler core's view of one communicator context (drainer thread: allocates a little).
+bool CoreInFlightLookup(uint64_t comm_hash, int rank, InFlightSnapshot* out) {
+  static std::vector<InFlightSample>* samples = new std::vector<InFlightSample>();  // leaked
+  SnapshotInFlight(samples);
+  for (const InFlightSample& s : *samples) {
+    if (s.comm_hash == comm_hash && s.rank == rank) {
+      *out = s.snap;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::atomic<InFlightLookupFn> g_lookup{&CoreInFlightLookup};
+
+// Lines a peer can cause: a few per minute, with the count of the ones left out. Verdicts this
+// rank acts on are bounded by themselves (one abort per communicator).
+LogRateLimiter g_ignored_lines(5, 60'000'000'000);
+LogRateLimiter g_reported_lines(5, 60'000'000'000);
+
+const char* CheckText(VerdictCheck c) {
+  switch (c) {
+    case VerdictCheck::kConfirmed:
+      return "confirmed";
+    case VerdictCheck::kUnknownComm:
+      return "this process has no such communicator rank";
+    case VerdictCheck::kNothingInFlight:
+      return "this rank has no incomplete collective on it";
+    case VerdictCheck::kUnverifiable:
+      return "this rank cannot tell which collective is its oldest incomplete one";
+    case VerdictCheck::kOtherCollective:
+      return "it is not this rank's oldest incomplete collective";
+    case VerdictCheck::kTooYoung:
+      return "this rank has not been inside it that long by its own clock";
+  }
+  return "unknown";
+}
+
+void LogIgnored(const SentinelWireHangVerdict& v, VerdictCheck c, const InFlightSnapshot& snap,
+                int64_t own_ns) {
+  uint64_t suppressed = 0;
+  if (!g_ignored_lines.Allow(MonoNs(), &suppressed)) return;
+  char own[160] = "";
+  if (c == VerdictCheck::kOtherCollective || c == VerdictCheck::kTooYoung) {
+    const uint64_t oldest = snap.completed + 1;
+    std::snprintf(
+        own, sizeof(own), " (its oldest incomplete: collective #%llu, NCCL seq %llu, for %.1f s)",
+        static_cast<unsigned long long>(oldest), static_cast<unsigned long long>(snap.oldest_seq),
+        static_cast<double>(own_ns) / 1e9);
+  }
+  char more[64] = "";
+  if (suppressed > 0) {
+    std::snprintf(more, sizeof(more), " [%llu similar lines suppressed]",
+                  static_cast<unsigned long long>(suppressed));
+  }
+  RawLog(
+      "ignored a hang verdict from sentineld for communicator 0x%016llx rank %d: collective "
+      "#%llu (NCCL seq %llu) stuck %.1f s: %s%s; nothing done%s",
+      static_cast<unsigned long long>(v.comm_hash), v.rank,
+      static_cast<unsigned long long>(v.ordinal), static_cast<unsigned long long>(v.seq),
+      static_cast<double>(v.waiting_ns) / 1e9, CheckText(c), own, more);
+}
+
 void AbortThread(void* comm, SentinelWireHangVerdict v) {
   Registry& r = R();
   const CommAbortFn fn = r.abort_fn.load(std::memory_order_acquire);
@@ -82,13 +150,12 @@ OnHangMode ParseOnHang(const char* value, bool* bad) {
 
 void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, char* out,
                             size_t cap) {
-  // The strings come from the wire: bounded copies, whatever their terminators.
-  char culprits[sizeof(v.culprits)];
-  char exclude[sizeof(v.exclude)];
-  std::snprintf(culprits, sizeof(culprits), "%.*s", static_cast<int>(sizeof(v.culprits) - 1),
-                v.culprits);
-  std::snprintf(exclude, sizeof(exclude), "%.*s", static_cast<int>(sizeof(v.exclude) - 1),
-                v.exclude);
+  // The strings come from the wire: bounded, whatever their terminators, and escaped (a peer's
+  // newline or terminal escape must not reach a person's screen as such).
+  char culprits[sizeof(v.culprits) + 64];
+  char exclude[sizeof(v.exclude) + 64];
+  rules::EscapeWireText(v.culprits, sizeof(v.culprits), culprits, sizeof(culprits));
+  rules::EscapeWireText(v.exclude, sizeof(v.exclude), exclude, sizeof(exclude));
   std::snprintf(out, cap,
                 "%s communicator 0x%016llx rank %d: sentineld confirmed a hang in %s (collective "
                 "#%llu, NCCL seq %llu), stuck %.1f s (--hang-timeout %.1f s); culprit: %s; "
@@ -99,6 +166,27 @@ void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, cha
                 static_cast<double>(v.waiting_ns) / 1e9,
                 static_cast<double>(v.hang_timeout_ns) / 1e9,
                 culprits[0] != '\0' ? culprits : "unknown", exclude[0] != '\0' ? exclude : "none");
+}
+
+VerdictCheck CheckHangVerdict(const SentinelWireHangVerdict& v, bool found,
+                              const InFlightSnapshot& snap, int64_t now_ns, int64_t* own_ns) {
+  *own_ns = 0;
+  if (!found) return VerdictCheck::kUnknownComm;
+  if (snap.enqueued <= snap.completed) return VerdictCheck::kNothingInFlight;
+  if (!snap.oldest_valid || snap.oldest_since_ns <= 0) return VerdictCheck::kUnverifiable;
+  *own_ns = now_ns - snap.oldest_since_ns;
+  if (v.ordinal != snap.completed + 1 || v.seq != snap.oldest_seq) {
+    return VerdictCheck::kOtherCollective;
+  }
+  if (v.waiting_ns <= 0) return VerdictCheck::kTooYoung;  // nothing to confirm
+  const int64_t slack =
+      v.waiting_ns / 8 < kVerdictEntrySlackMaxNs ? v.waiting_ns / 8 : kVerdictEntrySlackMaxNs;
+  if (*own_ns < v.waiting_ns - slack) return VerdictCheck::kTooYoung;
+  return VerdictCheck::kConfirmed;
+}
+
+void HangAbortSetInFlightLookup(InFlightLookupFn fn) noexcept {
+  g_lookup.store(fn != nullptr ? fn : &CoreInFlightLookup, std::memory_order_release);
 }
 
 void HangAbortSetAbortFn(CommAbortFn fn) noexcept {
@@ -171,13 +259,25 @@ bool HangAbortIsAbortedSlow(void* comm) noexcept {
 void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
   char line[1400];
   Registry& r = R();
+  // The rank's own evidence first: a verdict about anything else is not acted on or repeated.
+  InFlightSnapshot snap;
+  const bool found =
+      g_lookup.load(std::memory_order_acquire)(verdict.comm_hash, verdict.rank, &snap);
+  int64_t own_ns = 0;
+  const VerdictCheck check = CheckHangVerdict(verdict, found, snap, MonoNs(), &own_ns);
+  if (check != VerdictCheck::kConfirmed) {
+    LogIgnored(verdict, check, snap, own_ns);
+    return;
+  }
   if (Mode() != OnHangMode::kAbort) {
+    if (!g_reported_lines.Allow(MonoNs(), nullptr)) return;
     FormatHangAbortMessage(verdict, false, line, sizeof(line));
     RawLog("%s", line);
     Log(LogLevel::kWarn, "%s", line);
     return;
   }
   if (r.abort_fn.load(std::memory_order_acquire) == nullptr) {
+    if (!g_reported_lines.Allow(MonoNs(), nullptr)) return;
     FormatHangAbortMessage(verdict, false, line, sizeof(line));
     RawLog("%s", line);
     static std::atomic<bool> said{false};
@@ -203,6 +303,7 @@ void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
     if (comm != nullptr) g_hang_aborted_comms.fetch_add(1, std::memory_order_relaxed);
   }
   if (comm == nullptr) {
+    if (!g_reported_lines.Allow(MonoNs(), nullptr)) return;
     FormatHangAbortMessage(verdict, false, line, sizeof(line));
     RawLog(
         "%s; not aborting: this communicator was not created by a blocking create call we "

@@ -10,6 +10,15 @@
 // own calls on that (freed) handle: destroy/abort succeed without reaching NCCL, the async error
 // is ncclRemoteError, collectives return ncclRemoteError.
 //
+// A verdict is evidence from a peer, not an order: before acting (or reporting) the plugin checks
+// it against its own in-flight state (plugin/core/in_flight.h). It acts only when the verdict names
+// this rank's own oldest incomplete collective on that communicator (the ordinal and the NCCL
+// seqNumber both) and the rank's own CLOCK_MONOTONIC says it has been inside it at least as long as
+// the verdict claims, less a small slack (kVerdictEntrySlackMaxNs: sentineld reports the time of
+// the longest-waiting rank, and the waiting ranks entered the collective at slightly different
+// moments). Otherwise it writes that it ignored the verdict (rate limited) and goes on. Every
+// wire string is escaped (common/wire_text.h) before it reaches stderr or the log.
+//
 // Nothing here runs on NCCL's hot path except HangAbortIsAborted (one relaxed load while nothing
 // was aborted). Never throws.
 #pragma once
@@ -17,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/core/in_flight.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
@@ -27,8 +37,28 @@ enum class OnHangMode : uint8_t { kOff, kAbort };
 OnHangMode ParseOnHang(const char* value, bool* bad);
 
 // The abort message: one line naming the communicator, the stuck collective, the culprit ranks
-// and hosts, and the exclusion list. Pure (tests).
+// and hosts, and the exclusion list (wire strings escaped: control bytes as \xNN). Pure (tests).
 void FormatHangAbortMessage(const SentinelWireHangVerdict& v, bool aborting, char* out, size_t cap);
+
+// How a verdict compares with the rank's own state.
+enum class VerdictCheck : uint8_t {
+  kConfirmed,        // its own oldest incomplete collective, in it at least as long as claimed
+  kUnknownComm,      // no live communicator context with that (comm_hash, rank) in this process
+  kNothingInFlight,  // the rank has no incomplete collective on it
+  kUnverifiable,     // its oldest one's ring entry was overwritten (over 256 queued behind it)
+  kOtherCollective,  // another ordinal or another NCCL seqNumber than its oldest incomplete one
+  kTooYoung,         // inside it for less than claimed, by the rank's own clock
+};
+// The slack granted on the claimed time: an eighth of it, at most this (1 s).
+inline constexpr int64_t kVerdictEntrySlackMaxNs = 1'000'000'000;
+// Pure (tests): `found`/`snap` = the rank's own state, `now_ns` its CLOCK_MONOTONIC. *own_ns: how
+// long it has been in its oldest incomplete collective (0 when nothing is in flight).
+VerdictCheck CheckHangVerdict(const SentinelWireHangVerdict& v, bool found,
+                              const InFlightSnapshot& snap, int64_t now_ns, int64_t* own_ns);
+// The rank's own state of (comm_hash, rank); false when this process has no such live context.
+using InFlightLookupFn = bool (*)(uint64_t comm_hash, int rank, InFlightSnapshot* out);
+// Tests replace the lookup (null: the profiler core's SnapshotInFlight).
+void HangAbortSetInFlightLookup(InFlightLookupFn fn) noexcept;
 
 using CommAbortFn = int (*)(void* comm);
 // The interposer's NCCL pncclCommAbort (its presence means LD_PRELOAD is in effect).

@@ -26,11 +26,34 @@ constexpr size_t kMaxExpectBytes = 1u << 16;
 
 bool Set(const char* s) { return s != nullptr && *s != '\0'; }
 
-// Reads up to kMaxExpectBytes. False with errno set when the file cannot be opened or read (a
-// directory reads as EISDIR).
-bool ReadSmallFile(const std::string& path, std::string* out) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return false;
+enum class ReadResult { kOk, kMissing, kUntrusted, kError };
+
+// Reads up to kMaxExpectBytes of a trusted file. kMissing: it does not exist; kUntrusted: *why
+// says which path and why (owner, mode, a symlink); kError: *err is the reason (not a regular
+// file: a directory, a FIFO; or the errno text).
+ReadResult ReadTrustedSmallFile(const std::string& path, const rules::TrustedUids& trusted,
+                                std::string* out, std::string* why, std::string* err) {
+  rules::TrustFinding f;
+  int fd = rules::OpenTrustedFileForRead(path.c_str(), trusted, &f);
+  if (fd < 0) {
+    switch (f.verdict) {
+      case rules::TrustVerdict::kMissing:
+        *err = ErrnoText(ENOENT);
+        return ReadResult::kMissing;
+      case rules::TrustVerdict::kUnreadable:
+        *err = ErrnoText(f.err);
+        return f.err == ENOTDIR ? ReadResult::kMissing : ReadResult::kError;
+      case rules::TrustVerdict::kNotARegularFile:
+        *err = "not a regular file";
+        return ReadResult::kError;
+      default:
+        break;
+    }
+    char text[400];
+    rules::DescribeTrustFinding(f, trusted, text, sizeof text);
+    *why = text;
+    return ReadResult::kUntrusted;
+  }
   char buf[4096];
   bool ok = true;
   for (;;) {
@@ -44,10 +67,21 @@ bool ReadSmallFile(const std::string& path, std::string* out) {
     out->append(buf, static_cast<size_t>(n));
     if (out->size() > kMaxExpectBytes) break;
   }
-  int saved = errno;
+  if (!ok) *err = ErrnoText(errno);
   close(fd);
-  errno = saved;
-  return ok;
+  return ok ? ReadResult::kOk : ReadResult::kError;
+}
+
+rules::TrustedUids TrustedFor(const ExpectSourceInputs& in) {
+  rules::TrustedUids t = in.trusted;
+  if (t.self == rules::kNoUid) t.self = in.uid;
+  return t;
+}
+
+std::string IgnoredLine(const char* what, const std::string& why) {
+  return std::string("[sentinel] ignoring ") + what + ": " + why +
+         " (read only when owned by you, root or the sentinel daemon's user and not writable by "
+         "others; README.md \"Trust\"): no expectation is enforced from it";
 }
 
 // sentineld's "# on_mismatch=warn" header line, if any.
@@ -78,6 +112,7 @@ ExpectSourceInputs ExpectSourceInputsFromEnv() {
   in.sentinel_socket = env.Text(rules::Var::kSocket);
   in.xdg_runtime_dir = getenv("XDG_RUNTIME_DIR");
   in.uid = getuid();
+  in.trusted = rules::TrustedUidsFromEnv();
   return in;
 }
 
@@ -120,21 +155,53 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     s.kind = ExpectSourceKind::kFile;
     s.name = in.expect_file;
     s.description = std::string("SENTINEL_EXPECT_FILE=") + in.expect_file;
-    if (!ReadSmallFile(s.name, &s.text)) {
-      s.read_error = "cannot read SENTINEL_EXPECT_FILE=" + s.name + ": " + ErrnoText(errno);
+    std::string why;
+    std::string err;
+    switch (ReadTrustedSmallFile(s.name, TrustedFor(in), &s.text, &why, &err)) {
+      case ReadResult::kOk:
+        break;
+      case ReadResult::kUntrusted: {
+        ExpectSource none;
+        none.ignored = IgnoredLine("SENTINEL_EXPECT_FILE", why);
+        return none;
+      }
+      case ReadResult::kMissing:
+      case ReadResult::kError:
+        s.read_error = "cannot read SENTINEL_EXPECT_FILE=" + s.name + ": " + err;
+        break;
     }
     return s;
   }
   char path[rules::kSocketPathMax + 16];
   if (!NodeDefaultExpectPath(in, path, sizeof path)) return s;
+  const rules::TrustedUids trusted = TrustedFor(in);
+  // The directory first: whoever can write there can replace the file between runs.
+  const rules::TrustFinding dir = rules::CheckTrustedParent(path, trusted);
+  if (dir.verdict == rules::TrustVerdict::kMissing) return s;  // no sentineld default here
+  if (!dir.ok()) {
+    // Nothing there: nothing to ignore (the collector sink says what it thinks of the directory).
+    struct stat st;
+    if (lstat(path, &st) != 0 && errno == ENOENT) return s;
+    char why[400];
+    rules::DescribeTrustFinding(dir, trusted, why, sizeof why);
+    s.ignored = IgnoredLine("the node default expectation", std::string(path) + " is in " + why);
+    return s;
+  }
   std::string text;
-  if (!ReadSmallFile(path, &text)) {
-    if (errno == ENOENT || errno == ENOTDIR) return s;  // no sentineld default on this node
+  std::string why;
+  std::string err;
+  const ReadResult read = ReadTrustedSmallFile(path, trusted, &text, &why, &err);
+  if (read == ReadResult::kMissing) return s;  // no sentineld default on this node
+  if (read == ReadResult::kUntrusted) {
+    s.ignored = IgnoredLine("the node default expectation", why);
+    return s;
+  }
+  if (read == ReadResult::kError) {
     s.kind = ExpectSourceKind::kNodeDefault;
     s.name = path;
     s.description = std::string("node default from sentineld (") + path + ")";
-    s.read_error = "cannot read the node default expectation " + s.name +
-                   " published by sentineld: " + ErrnoText(errno);
+    s.read_error =
+        "cannot read the node default expectation " + s.name + " published by sentineld: " + err;
     return s;
   }
   s.kind = ExpectSourceKind::kNodeDefault;

@@ -97,6 +97,8 @@ void LoadConfigLocked(Runtime& r) {
   c.disabled = rules::SentinelDisabled();  // the one boolean rule (common/env_bool.h)
   if (c.disabled) return;
   ExpectSource src = ResolveExpectSource(ExpectSourceInputsFromEnv());
+  // An untrusted expectation file: said once (this runs once per process), never enforced.
+  if (!src.ignored.empty()) WriteStderr(src.ignored + "\n");
   if (src.kind == ExpectSourceKind::kNone)
     return;  // no expectation: the guard stays out of the way
   c.source_kind = src.kind;

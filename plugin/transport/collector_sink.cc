@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/fs_trust.h"
 #include "common/host_name.h"
 #include "common/sentinel_env.h"
 #include "plugin/base/status.h"
@@ -80,8 +81,11 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
 
   rules::SocketPathKind kind = rules::SocketPathKind::kPath;
   if (options_.socket_path != nullptr) {
+    explicit_path_ = true;
     kind = rules::ResolveSocketPath(options_.socket_path, nullptr, getuid(), path_, sizeof(path_));
   } else {
+    const char* env_socket = rules::ProcessSentinelEnv().Text(rules::Var::kSocket);
+    explicit_path_ = env_socket != nullptr && env_socket[0] != '\0';
     kind = rules::ResolveSocketPathFromEnv(path_, sizeof(path_));
   }
   options_.socket_path = nullptr;  // the caller's string need not outlive us; path_ holds it
@@ -91,9 +95,15 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   }
   if (kind == rules::SocketPathKind::kTooLong) {
     state_.store(State::kOff, std::memory_order_relaxed);
-    Log("sentinel: collector socket path too long for a UNIX socket; streaming off");
+    Notice(
+        "sentineld's socket path (SENTINEL_SOCKET) is longer than the %zu bytes a UNIX socket "
+        "path holds; streaming to sentineld is off for this process, the job goes on",
+        rules::kSocketPathMax - 1);
     return;
   }
+  // Once, here (NSS may be asked for SENTINEL_DAEMON_USER): never on a hot path.
+  trusted_ = options_.trusted != nullptr ? *options_.trusted : rules::TrustedUidsFromEnv();
+  options_.trusted = nullptr;
 
   rules::ShortHostName(host_, sizeof(host_));
   // SENTINEL_JOB_ID (from the one reading of SENTINEL_*), else the launcher's own job id.
@@ -109,8 +119,8 @@ CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : opt
   Status buffered = buffer_.Allocate(options_.buffer_bytes);
   comms_.reset(new (std::nothrow) SentinelWireCommInit[options_.max_comms]);
   in_flight_.reset(new (std::nothrow) SentinelWireInFlight[options_.max_comms]());
-  in_.reset(new (std::nothrow) uint8_t[SENTINEL_WIRE_FRAME_MAX]);
-  if (!buffered.ok() || comms_ == nullptr || in_flight_ == nullptr || in_ == nullptr) {
+  const bool incoming = incoming_.Allocate();
+  if (!buffered.ok() || comms_ == nullptr || in_flight_ == nullptr || !incoming) {
     state_.store(State::kOff, std::memory_order_relaxed);
     Log("sentinel: no memory for the collector stream buffer; streaming off");
     return;
@@ -146,6 +156,33 @@ void CollectorSink::Log(const char* fmt, ...) const {
   }
 }
 
+void CollectorSink::Notice(const char* fmt, ...) const {
+  char line[480];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof(line), fmt, ap);
+  va_end(ap);
+  if (options_.log_notice != nullptr) {
+    options_.log_notice(line);
+    return;
+  }
+  char out[512];
+  int n = std::snprintf(out, sizeof(out), "[sentinel %u] %s\n", pid_, line);
+  if (n > 0) {
+    ssize_t ignored = write(2, out, static_cast<size_t>(n) < sizeof(out) ? n : sizeof(out) - 1);
+    (void)ignored;
+  }
+}
+
+void CollectorSink::RefuseUntrusted(const char* why) {
+  Bump(untrusted_);
+  state_.store(State::kOff, std::memory_order_relaxed);
+  Notice(
+      "not streaming to sentineld at %s: %s. Streaming is off for this process and the job "
+      "goes on; once the path is fixed (see README.md \"Trust\"), the next run streams",
+      path_, why);
+}
+
 CollectorSinkStats CollectorSink::Stats() const {
   CollectorSinkStats s;
   auto get = [](const std::atomic<uint64_t>& a) { return a.load(std::memory_order_relaxed); };
@@ -165,6 +202,8 @@ CollectorSinkStats CollectorSink::Stats() const {
   s.comm_table_overflow = get(comm_table_overflow_);
   s.in_flight_sent = get(in_flight_sent_);
   s.hang_verdicts = get(hang_verdicts_);
+  s.untrusted = get(untrusted_);
+  s.incoming_budget_spent = get(incoming_budget_spent_);
   return s;
 }
 
@@ -196,6 +235,16 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
   if (static_cast<uint32_t>(getpid()) != pid_) return;  // forked child: never our socket
   Bump(connect_attempts_);
 
+  // Who may have put a socket at this path: the directory (and those above) must be trusted.
+  // A few lstat(2)s per attempt, on the drainer thread, at most once per backoff step.
+  const rules::TrustFinding dir = rules::CheckTrustedParent(path_, trusted_);
+  if (!dir.ok() && dir.verdict != rules::TrustVerdict::kMissing) {
+    char why[400];
+    rules::DescribeTrustFinding(dir, trusted_, why, sizeof(why));
+    RefuseUntrusted(why);
+    return;
+  }
+
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     Bump(connect_failures_);
@@ -212,11 +261,34 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
     Bump(connect_failures_);
     if (!logged_connect_failure_) {
       logged_connect_failure_ = true;
-      Log("sentinel: sentineld not reachable at %s (errno %d); records are dropped and counted "
-          "until it is",
-          path_, err);
+      if (explicit_path_) {
+        // The job asked for this socket: say once, whatever the log level, that nobody listens.
+        Notice(
+            "sentineld is not reachable at %s (SENTINEL_SOCKET): %s; records are dropped and "
+            "counted, and the plugin retries with backoff",
+            path_, strerrordesc_np(err));
+      } else {
+        Log("sentinel: sentineld not reachable at %s (errno %d); records are dropped and "
+            "counted until it is",
+            path_, err);
+      }
     }
     ScheduleRetry(now);
+    return;
+  }
+  // The kernel's word on who listens there (the directory check leaves a race to a trusted
+  // owner only; this closes it and covers a socket handed over by one).
+  uid_t peer_uid = rules::kNoUid;
+  pid_t peer_pid = 0;
+  if (!rules::PeerCredentials(fd, &peer_uid, &peer_pid) || !trusted_.Contains(peer_uid)) {
+    close(fd);
+    char why[200];
+    std::snprintf(why, sizeof(why),
+                  "the process listening there (pid %d) runs as uid %u, not as you (uid %u), "
+                  "root or the sentinel daemon's user",
+                  static_cast<int>(peer_pid), static_cast<unsigned>(peer_uid),
+                  static_cast<unsigned>(trusted_.self));
+    RefuseUntrusted(why);
     return;
   }
   fd_ = fd;
@@ -319,7 +391,7 @@ void CollectorSink::OnStreamStarted() {
   backoff_ns_ = options_.backoff_min_ns;
   logged_connect_failure_ = false;
   buffer_.Reset();
-  in_have_ = 0;
+  incoming_.Reset();
   // Everything the collector must know to make sense of what follows: the live communicators,
   // then the cumulative counters (so it learns what was lost while it was away).
   for (size_t i = 0; i < n_comms_; ++i) {
@@ -404,47 +476,42 @@ void CollectorSink::SendHeartbeatNow() {
 }
 
 void CollectorSink::ReadIncoming() {
-  while (fd_ >= 0) {
-    // Only the header first, then exactly the rest of the frame: never a byte of the next one.
-    size_t need = kHeaderBytes;
-    if (in_have_ >= kHeaderBytes) {
-      SentinelWireFrameHeader h;
-      std::memcpy(&h, in_.get(), sizeof(h));
-      if (h.size < kHeaderBytes || h.size % 8 != 0 || h.size > SENTINEL_WIRE_FRAME_MAX) {
-        Disconnect("malformed frame from sentineld");
-        return;
-      }
-      need = h.size;
-    }
-    if (in_have_ < need) {
-      ssize_t got = recv(fd_, in_.get() + in_have_, need - in_have_, MSG_DONTWAIT);
-      if (got == 0) {
-        Disconnect("sentineld closed the connection");
-        return;
-      }
-      if (got < 0) {
-        if (errno == EINTR) continue;
-        if (errno != EAGAIN && errno != EWOULDBLOCK) Disconnect("receive failed");
-        return;
-      }
-      in_have_ += static_cast<size_t>(got);
-      continue;
-    }
-    SentinelWireFrameHeader h;
-    std::memcpy(&h, in_.get(), sizeof(h));
-    in_have_ = 0;
-    if (h.type != kSentinelWireHangVerdict ||
-        h.size < kHeaderBytes + sizeof(SentinelWireHangVerdict)) {
-      continue;  // not for us, or from a newer collector: skipped by the wire contract
-    }
-    SentinelWireHangVerdict v;
-    std::memcpy(&v, in_.get() + kHeaderBytes, sizeof(v));
-    Bump(hang_verdicts_);
-    HangVerdictHandler handler = options_.on_hang_verdict != nullptr
-                                     ? options_.on_hang_verdict
-                                     : g_hang_verdict_handler.load(std::memory_order_acquire);
-    if (handler != nullptr) handler(v);
+  if (fd_ < 0) return;
+  IncomingLimits limits;
+  limits.max_frames = options_.incoming_max_frames;
+  limits.max_bytes = options_.incoming_max_bytes;
+  auto recv_fd = [](void* ctx, void* buf, size_t n) -> ssize_t {
+    return recv(*static_cast<const int*>(ctx), buf, n, MSG_DONTWAIT);
+  };
+  const int fd = fd_;
+  switch (incoming_.ReadSome(recv_fd, const_cast<int*>(&fd), limits, &OnIncomingFrame, this)) {
+    case IncomingEnd::kDrained:
+      return;
+    case IncomingEnd::kBudgetSpent:
+      Bump(incoming_budget_spent_);  // the rest waits in the kernel for the next call
+      return;
+    case IncomingEnd::kClosed:
+      Disconnect("sentineld closed the connection");
+      return;
+    case IncomingEnd::kError:
+      Disconnect("receive failed");
+      return;
+    case IncomingEnd::kMalformed:
+      Disconnect("malformed frame from sentineld");
+      return;
   }
+}
+
+void CollectorSink::OnIncomingFrame(void* self, uint16_t type, const uint8_t* payload, size_t len) {
+  auto* sink = static_cast<CollectorSink*>(self);
+  SentinelWireHangVerdict v;
+  // Another type, or a short payload: skipped by the wire contract (a newer collector's frame).
+  if (type != kSentinelWireHangVerdict || !DecodeHangVerdict(payload, len, &v)) return;
+  Bump(sink->hang_verdicts_);
+  HangVerdictHandler handler = sink->options_.on_hang_verdict != nullptr
+                                   ? sink->options_.on_hang_verdict
+                                   : g_hang_verdict_handler.load(std::memory_order_acquire);
+  if (handler != nullptr) handler(v);
 }
 
 // ---- RecordSink -----------------------------------------------------------------------------

@@ -2,6 +2,15 @@
 // UNIX stream socket (wire: schemas/wire/sentinel_wire.h). It never blocks NCCL: it runs on the
 // core's drainer thread only, with a non-blocking socket and one bounded buffer; whatever cannot
 // be sent is dropped and counted, and the counts reach the collector in the next heartbeat.
+//
+// Trust (common/fs_trust.h): before each connection attempt the socket's directory must be a real
+// directory owned by a trusted uid (this process's, root, or SENTINEL_DAEMON_USER's) and not
+// writable by group or others, and so must the directories above it (unless sticky); after
+// connecting, the peer's SO_PEERCRED uid must be trusted. Otherwise streaming is off for the life
+// of this process, with one "[sentinel]" line on stderr saying why; the job goes on untouched. A
+// directory that does not exist yet is only "sentineld absent" (retried with backoff). A directory
+// fixed later is used by the next run of the job: a refused one is never retried within a process,
+// so that nobody else's socket gets a second chance at the job's records.
 #pragma once
 
 #include <atomic>
@@ -9,18 +18,22 @@
 #include <cstdint>
 #include <memory>
 
+#include "common/fs_trust.h"
 #include "common/socket_path.h"
 #include "plugin/base/status.h"
 #include "plugin/core/record_sink.h"
 #include "plugin/transport/frame_buffer.h"
+#include "plugin/transport/incoming_frames.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
 
 // Frames sentineld sends us on the same connection (today: the hang verdict, wire type 13) are
-// read without blocking on the drainer thread, at each heartbeat and in-flight state, and handed
-// to this handler there. The plugin .so registers it when it loads (plugin/entry/hang_abort.h);
-// CollectorSinkOptions::on_hang_verdict replaces it for one sink (tests).
+// read without blocking, at most CollectorSinkOptions::incoming_max_frames / _bytes per call, at
+// each heartbeat and in-flight state (drainer thread, or the final drain), and handed to this
+// handler there. The handler judges the verdict itself (plugin/entry/hang_abort.cc). The plugin .so
+// registers it when it loads (plugin/entry/hang_abort.h); CollectorSinkOptions::on_hang_verdict
+// replaces it for one sink (tests).
 using HangVerdictHandler = void (*)(const SentinelWireHangVerdict& verdict);
 void SetHangVerdictHandler(HangVerdictHandler handler) noexcept;
 
@@ -50,6 +63,16 @@ struct CollectorSinkOptions {
   void (*log_info)(const char* line) = nullptr;
   // Where hang verdicts go; null: the process-wide SetHangVerdictHandler one.
   HangVerdictHandler on_hang_verdict = nullptr;
+  // Collector -> plugin frames read per call, whatever the peer keeps sending.
+  size_t incoming_max_frames = 8;
+  size_t incoming_max_bytes = size_t{16} * 1024;
+  // Lines a person must see whatever SENTINEL_LOG_LEVEL is (the socket path too long, a refused
+  // directory or peer, an explicit SENTINEL_SOCKET nobody listens on): null writes them to stderr
+  // as "[sentinel <pid>] ...". MUST NOT call back into the sink.
+  void (*log_notice)(const char* line) = nullptr;
+  // Trusted uids for the directory and peer checks; null: this process's (TrustedUidsFromEnv,
+  // resolved once at construction: it may ask NSS for SENTINEL_DAEMON_USER).
+  const rules::TrustedUids* trusted = nullptr;
 };
 
 // Cumulative counters, readable from any thread (a snapshot of relaxed loads).
@@ -65,11 +88,13 @@ struct CollectorSinkStats {
   uint64_t control_dropped = 0;     // comm init/end, heartbeat, verdict, GPU window frames lost
   uint64_t send_eagain = 0;         // sends that found the socket full (a slow collector)
   uint64_t bytes_sent = 0;
-  uint64_t send_calls = 0;           // send(2) calls: records per call shows the batching
-  uint64_t comm_replays = 0;         // CommInit frames re-sent after a reconnect
-  uint64_t in_flight_sent = 0;       // InFlight frames appended while streaming (incl. replays)
-  uint64_t comm_table_overflow = 0;  // communicators not remembered (table full)
-  uint64_t hang_verdicts = 0;        // hang verdicts received from sentineld
+  uint64_t send_calls = 0;             // send(2) calls: records per call shows the batching
+  uint64_t comm_replays = 0;           // CommInit frames re-sent after a reconnect
+  uint64_t in_flight_sent = 0;         // InFlight frames appended while streaming (incl. replays)
+  uint64_t comm_table_overflow = 0;    // communicators not remembered (table full)
+  uint64_t hang_verdicts = 0;          // hang verdicts received from sentineld
+  uint64_t untrusted = 0;              // streaming refused: socket directory or peer not trusted
+  uint64_t incoming_budget_spent = 0;  // reads that stopped at the per-call bound
 };
 
 // OnRecords() always returns n: every record is sent, buffered, or dropped and counted here
@@ -111,6 +136,10 @@ class CollectorSink final : public RecordSink {
  private:
   int64_t Now() const;
   void Log(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
+  // Always shown (see CollectorSinkOptions::log_notice).
+  void Notice(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
+  // Streaming off for the life of this process because of who owns the path or the peer.
+  void RefuseUntrusted(const char* why);
   // If a retry is due at `now` (backoff clock): connects, says hello and waits at most
   // `wait_budget_ns` of real time for the ack.
   void MaybeConnect(int64_t now, int64_t wait_budget_ns);
@@ -127,8 +156,10 @@ class CollectorSink final : public RecordSink {
   // Walks frames that the kernel has taken whole, counting the collective records among them.
   void AccountSent();
   void SendHeartbeatNow();
-  // Reads what sentineld sent us, without blocking; dispatches whole frames.
+  // Reads what sentineld sent us, without blocking and within the per-call bound; dispatches
+  // whole frames.
   void ReadIncoming();
+  static void OnIncomingFrame(void* self, uint16_t type, const uint8_t* payload, size_t len);
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     // Only the drainer writes; readers want a recent value, not an ordering: relaxed is enough.
@@ -158,14 +189,17 @@ class CollectorSink final : public RecordSink {
   bool have_hb_ = false;
   SentinelWireHeartbeat last_hb_ = {};
   bool logged_connect_failure_ = false;
+  // SENTINEL_SOCKET (or options.socket_path) named the path: an unreachable one is told once.
+  bool explicit_path_ = false;
+  rules::TrustedUids trusted_;
   // Incoming bytes of a partial frame (sentineld -> plugin), allocated with the send buffer.
-  std::unique_ptr<uint8_t[]> in_;
-  size_t in_have_ = 0;
+  IncomingFrames incoming_;
 
   std::atomic<uint64_t> connect_attempts_{0}, connects_{0}, connect_failures_{0},
       handshake_failures_{0}, refused_{0}, disconnects_{0}, records_sent_{0}, records_dropped_{0},
       control_dropped_{0}, send_eagain_{0}, bytes_sent_{0}, send_calls_{0}, comm_replays_{0},
-      comm_table_overflow_{0}, in_flight_sent_{0}, hang_verdicts_{0};
+      comm_table_overflow_{0}, in_flight_sent_{0}, hang_verdicts_{0}, untrusted_{0},
+      incoming_budget_spent_{0};
 };
 
 }  // namespace sentinel::plugin

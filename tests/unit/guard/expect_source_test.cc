@@ -203,5 +203,108 @@ TEST_F(ExpectSourceTest, UnreadableExpectFileFailsTheJobThatAskedForIt) {
   EXPECT_NE(err.find("cannot read SENTINEL_EXPECT_FILE=" + missing), std::string::npos) << err;
 }
 
+// ---- trust: whose files may set the expectation ------------------------------------------
+
+// SENTINEL_EXPECT_FILE that someone else owns, or that others may write to: ignored with one
+// line, never enforced (it would otherwise fail every init, or abort the process).
+TEST_F(ExpectSourceTest, UntrustedExpectFileIsIgnoredWithALine) {
+  const std::string file = dir_ + "/mine.expect";
+  Write(file, "net=ib\n");
+  ExpectSourceInputs in = Inputs();
+  in.expect_file = file.c_str();
+  ExpectSource s = ResolveExpectSource(in);  // trusted: read
+  EXPECT_EQ(s.kind, ExpectSourceKind::kFile);
+  EXPECT_EQ(s.text, "net=ib\n");
+  EXPECT_TRUE(s.ignored.empty());
+
+  ASSERT_EQ(chmod(file.c_str(), 0666), 0);
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+  EXPECT_TRUE(s.text.empty());
+  EXPECT_NE(s.ignored.find("[sentinel] ignoring SENTINEL_EXPECT_FILE: " + file +
+                           ": mode 0666 lets other users write to it"),
+            std::string::npos)
+      << s.ignored;
+
+  if (geteuid() == 0) {
+    ASSERT_EQ(chmod(file.c_str(), 0644), 0);
+    ASSERT_EQ(chown(file.c_str(), 4243, 4243), 0);
+    s = ResolveExpectSource(in);
+    EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+    EXPECT_NE(s.ignored.find("owned by uid 4243"), std::string::npos) << s.ignored;
+  }
+  // A symlink is not followed (whoever owns its target's directory could swap it).
+  const std::string link = dir_ + "/link.expect";
+  ASSERT_EQ(symlink(file.c_str(), link.c_str()), 0);
+  in.expect_file = link.c_str();
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+  EXPECT_NE(s.ignored.find("symbolic link"), std::string::npos) << s.ignored;
+}
+
+// The node default next to the socket: the file and its directory must be trusted.
+TEST_F(ExpectSourceTest, UntrustedNodeDefaultIsIgnoredWithALine) {
+  ExpectSourceInputs in = Inputs();
+  Write(node_file_, "# on_mismatch=abort\nnet=ib\n");
+  ExpectSource s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNodeDefault);
+  EXPECT_EQ(s.on_mismatch, "abort");
+
+  ASSERT_EQ(chmod(node_file_.c_str(), 0622), 0);
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+  EXPECT_TRUE(s.on_mismatch.empty());
+  EXPECT_NE(s.ignored.find("ignoring the node default expectation: " + node_file_ +
+                           ": mode 0622 lets other users write to it"),
+            std::string::npos)
+      << s.ignored;
+
+  ASSERT_EQ(chmod(node_file_.c_str(), 0644), 0);
+  ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);  // anybody could have planted it
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+  EXPECT_NE(s.ignored.find(node_file_ + " is in " + dir_ + ": mode 0777"), std::string::npos)
+      << s.ignored;
+  ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
+
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(node_file_.c_str(), 4243, 4243), 0);
+    s = ResolveExpectSource(in);
+    EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+    EXPECT_NE(s.ignored.find("owned by uid 4243"), std::string::npos) << s.ignored;
+    // The daemon's user (SENTINEL_DAEMON_USER) is trusted: sentineld publishes as that user.
+    in.trusted.daemon = 4243;
+    s = ResolveExpectSource(in);
+    EXPECT_EQ(s.kind, ExpectSourceKind::kNodeDefault);
+    EXPECT_TRUE(s.ignored.empty());
+  }
+}
+
+// Through the guard: a planted node default with on_mismatch=abort and a failing expectation
+// leaves the creation call alone and says once why.
+TEST_F(ExpectSourceTest, PlantedNodeDefaultNeverFailsTheInit) {
+  SetEnv("SENTINEL_SOCKET", socket_.c_str());
+  SetEnv("SENTINEL_ON_MISMATCH", "fail");
+  Write(node_file_, "net=ib gdr=maybe\n");  // a parse error: fails the init when enforced
+  ASSERT_EQ(chmod(node_file_.c_str(), 0666), 0);
+  ResetForTest();
+  EXPECT_FALSE(Config().active);
+  testing::internal::CaptureStderr();
+  void* comm = nullptr;
+  EXPECT_EQ(OnCreateEnd("ncclCommInitRank", 0, &comm, 1, nullptr), 0);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "");  // said when the configuration was read, before this capture
+
+  ResetForTest();
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(Config().active);
+  EXPECT_EQ(OnCreateEnd("ncclCommInitRank", 0, &comm, 1, nullptr), 0);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("[sentinel] ignoring the node default expectation: " + node_file_),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("invalid expectation"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace sentinel::guard

@@ -11,8 +11,39 @@
 
 #include "gtest/gtest.h"
 
+#include "plugin/core/clock.h"
+
 namespace sentinel::plugin {
 namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// The rank's own state as the verdict check sees it: (0xabc, 3) and (0xdef, 1) are inside
+// collective #4 (NCCL seq 3) since `g_since_ns`; anything else is not a communicator of ours.
+std::atomic<int64_t> g_since_ns{0};
+bool FakeLookup(uint64_t comm_hash, int rank, InFlightSnapshot* out) {
+  if (!((comm_hash == 0xabc && rank == 3) || (comm_hash == 0xdef && rank == 1))) return false;
+  *out = InFlightSnapshot{};
+  out->enqueued = 4;
+  out->gpu_started = 4;
+  out->completed = 3;
+  out->oldest_valid = true;
+  out->oldest_since_ns = g_since_ns.load();
+  out->oldest_seq = 3;
+  out->oldest_func = kSentinelFuncAllReduce;
+  return true;
+}
+
+InFlightSnapshot Inside(uint64_t ordinal, uint64_t seq, int64_t since_ns) {
+  InFlightSnapshot s;
+  s.enqueued = ordinal;
+  s.gpu_started = ordinal;
+  s.completed = ordinal - 1;
+  s.oldest_valid = true;
+  s.oldest_since_ns = since_ns;
+  s.oldest_seq = seq;
+  return s;
+}
 
 SentinelWireHangVerdict Verdict(uint64_t hash, int rank) {
   SentinelWireHangVerdict v{};
@@ -67,9 +98,65 @@ TEST(HangAbort, MessageNamesCollectiveCulpritAndExclusions) {
   EXPECT_LT(std::strlen(line), sizeof(line));
 }
 
+TEST(HangAbort, MessageEscapesControlBytesFromTheWire) {
+  char line[1400];
+  SentinelWireHangVerdict v = Verdict(0xabc, 3);
+  std::snprintf(v.culprits, sizeof(v.culprits), "rank 2\n[sentinel 1] forged\x1b[31m red");
+  std::snprintf(v.exclude, sizeof(v.exclude), "a\rb\x7f");
+  FormatHangAbortMessage(v, false, line, sizeof(line));
+  const std::string text(line);
+  EXPECT_NE(text.find("culprit: rank 2\\x0a[sentinel 1] forged\\x1b[31m red;"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("exclude on restart: a\\x0db\\x7f"), std::string::npos) << text;
+  for (char c : text) EXPECT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f) << text;
+}
+
+// The rank's own evidence: its oldest incomplete collective (ordinal and seq), for at least the
+// claimed time by its own clock, less an eighth of the claim (at most 1 s).
+TEST(HangAbort, VerdictIsCheckedAgainstTheRanksOwnState) {
+  const int64_t now = 1000 * kSecond;
+  SentinelWireHangVerdict v = Verdict(0xabc, 3);  // collective #4, seq 3, 2.1 s
+  int64_t own = -1;
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 2200000000), now, &own),
+            VerdictCheck::kConfirmed);
+  EXPECT_EQ(own, 2200000000);
+  // Slack: 2.1 s / 8 = 262.5 ms.
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 1900000000), now, &own),
+            VerdictCheck::kConfirmed);
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 1800000000), now, &own),
+            VerdictCheck::kTooYoung);
+  // A 1-second-old collective claimed stuck for 31 s (the slack is 1 s at most).
+  v.waiting_ns = 31 * kSecond;
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - kSecond), now, &own),
+            VerdictCheck::kTooYoung);
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 29 * kSecond), now, &own),
+            VerdictCheck::kTooYoung);
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 30 * kSecond), now, &own),
+            VerdictCheck::kConfirmed);
+  // Another collective: a wrong ordinal, a wrong seq, or none in flight.
+  v.waiting_ns = 2100000000;
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(5, 4, now - 10 * kSecond), now, &own),
+            VerdictCheck::kOtherCollective);
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 99, now - 10 * kSecond), now, &own),
+            VerdictCheck::kOtherCollective);
+  InFlightSnapshot idle;
+  idle.enqueued = 3;
+  idle.completed = 3;
+  EXPECT_EQ(CheckHangVerdict(v, true, idle, now, &own), VerdictCheck::kNothingInFlight);
+  InFlightSnapshot lost = Inside(4, 3, now - 10 * kSecond);
+  lost.oldest_valid = false;
+  EXPECT_EQ(CheckHangVerdict(v, true, lost, now, &own), VerdictCheck::kUnverifiable);
+  EXPECT_EQ(CheckHangVerdict(v, false, InFlightSnapshot{}, now, &own), VerdictCheck::kUnknownComm);
+  v.waiting_ns = -5;
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 10 * kSecond), now, &own),
+            VerdictCheck::kTooYoung);
+}
+
 // Only this test sets SENTINEL_ON_HANG (the mode is read once per process).
 TEST(HangAbort, AbortsThePairedCommunicatorOnceFromItsOwnThread) {
   ASSERT_EQ(setenv("SENTINEL_ON_HANG", "abort", 1), 0);
+  HangAbortSetInFlightLookup(&FakeLookup);
+  g_since_ns.store(MonoNs() - 3 * kSecond);
   int comm_a = 0;
   int comm_b = 0;
   // Two creations on this thread, each paired with the profiler init NCCL ran during it.
@@ -95,6 +182,32 @@ TEST(HangAbort, AbortsThePairedCommunicatorOnceFromItsOwnThread) {
   ASSERT_TRUE(HangAbortWaitIdle(5000));
   EXPECT_EQ(g_aborts.load(), 0);
 
+  // Forged: another collective than the rank's oldest, or a young one claimed stuck for 31 s.
+  testing::internal::CaptureStderr();
+  SentinelWireHangVerdict forged = Verdict(0xabc, 3);
+  forged.seq = 7;
+  for (int i = 0; i < 200; ++i) OnHangVerdict(forged);
+  forged = Verdict(0xabc, 3);
+  forged.waiting_ns = 31 * kSecond;
+  OnHangVerdict(forged);
+  ASSERT_TRUE(HangAbortWaitIdle(5000));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(g_aborts.load(), 0) << err;
+  EXPECT_FALSE(HangAbortIsAborted(&comm_a));
+  // A few lines, not 201: the first one says why.
+  size_t lines = 0;
+  for (size_t at = err.find("ignored a hang verdict"); at != std::string::npos;
+       at = err.find("ignored a hang verdict", at + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1u) << err;
+  EXPECT_LE(lines, 5u) << err;
+  EXPECT_NE(err.find("collective #4 (NCCL seq 7) stuck 2.1 s: it is not this rank's oldest "
+                     "incomplete collective (its oldest incomplete: collective #4, NCCL seq 3"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("aborting"), std::string::npos) << err;
+
   OnHangVerdict(Verdict(0xabc, 3));
   OnHangVerdict(Verdict(0xabc, 3));  // a repeat: aborted once
   ASSERT_TRUE(HangAbortWaitIdle(5000));
@@ -112,6 +225,7 @@ TEST(HangAbort, AbortsThePairedCommunicatorOnceFromItsOwnThread) {
   ASSERT_TRUE(HangAbortWaitIdle(5000));
   EXPECT_EQ(g_aborts.load(), 1);
   HangAbortSetAbortFn(nullptr);
+  HangAbortSetInFlightLookup(nullptr);
   unsetenv("SENTINEL_ON_HANG");
 }
 

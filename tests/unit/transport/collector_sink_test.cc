@@ -3,12 +3,16 @@
 #include "plugin/transport/collector_sink.h"
 
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -556,6 +560,167 @@ TEST_F(CollectorSinkTest, HangVerdictFromSentineldReachesTheHandlerOnce) {
   EXPECT_STREQ(g_verdicts[0].exclude, "host-b (straggler)");
   EXPECT_EQ(sink.Stats().hang_verdicts, 1u);
   EXPECT_EQ(sink.state(), CollectorSink::State::kStreaming);  // the unknown frame was skipped
+}
+
+// ---- trust: who owns the socket's directory, who listens -----------------------------------
+
+std::vector<std::string> g_notices;
+void RecordNotice(const char* line) { g_notices.emplace_back(line); }
+
+// A directory anybody may write to: somebody else could have put the socket there. Streaming is
+// off at the first attempt, with one line, and the server never sees a connection.
+TEST_F(CollectorSinkTest, WorldWritableSocketDirectoryIsRefusedWithOneLine) {
+  ASSERT_EQ(chmod(dir_.path().c_str(), 0777), 0);
+  FakeCollectorServer server(path_);
+  ASSERT_TRUE(server.Start());
+  g_notices.clear();
+  CollectorSinkOptions o = Opts();
+  o.log_notice = &RecordNotice;
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(0xabc, 3));
+  for (int i = 0; i < 5; ++i) {
+    Advance(10'000'000'000);
+    sink.OnHeartbeat(MakeHeartbeat(0));
+    sink.Poll();
+  }
+  EXPECT_EQ(sink.state(), CollectorSink::State::kOff);
+  EXPECT_EQ(sink.Stats().untrusted, 1u);
+  EXPECT_EQ(sink.Stats().connects, 0u);
+  EXPECT_EQ(server.Snapshot().connections, 0);
+  ASSERT_EQ(g_notices.size(), 1u);
+  EXPECT_NE(g_notices[0].find(dir_.path() + ": mode 0777 lets other users write to it"),
+            std::string::npos)
+      << g_notices[0];
+  EXPECT_NE(g_notices[0].find("Streaming is off for this process"), std::string::npos);
+}
+
+// A directory owned by another user (uid 4243, as an attacker's /tmp/sentinel-<uid> would be).
+TEST_F(CollectorSinkTest, ForeignOwnedSocketDirectoryIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to chown the directory to uid 4243";
+  FakeCollectorServer server(path_);
+  ASSERT_TRUE(server.Start());
+  ASSERT_EQ(chown(dir_.path().c_str(), 4243, 4243), 0);
+  g_notices.clear();
+  CollectorSinkOptions o = Opts();
+  o.log_notice = &RecordNotice;
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(0xabc, 3));
+  EXPECT_EQ(sink.state(), CollectorSink::State::kOff);
+  EXPECT_EQ(server.Snapshot().connections, 0);
+  ASSERT_EQ(g_notices.size(), 1u);
+  EXPECT_NE(g_notices[0].find("owned by uid 4243"), std::string::npos) << g_notices[0];
+}
+
+// A trusted directory, but the listening socket belongs to a process of uid 4243 (bound, then
+// listen(2) after dropping privileges: SO_PEERCRED reports the listener's credentials).
+TEST_F(CollectorSinkTest, PeerOfAnotherUidIsRefusedBeforeTheHello) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a listener as uid 4243";
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path_.c_str());
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) _exit(2);
+    if (setresgid(4243, 4243, 4243) != 0 || setresuid(4243, 4243, 4243) != 0) _exit(3);
+    if (listen(fd, 8) != 0) _exit(4);
+    char c = 'r';
+    if (write(ready[1], &c, 1) != 1) _exit(5);
+    // Counts what a client sends: a byte means the plugin said hello to a stranger.
+    int client = accept(fd, nullptr, nullptr);
+    char buf[256];
+    ssize_t n = client >= 0 ? read(client, buf, sizeof(buf)) : -1;
+    _exit(n > 0 ? 10 : 0);
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+  g_notices.clear();
+  CollectorSinkOptions o = Opts();
+  o.log_notice = &RecordNotice;
+  {
+    CollectorSink sink(o);
+    sink.OnCommInit(MakeComm(0xabc, 3));
+    EXPECT_EQ(sink.state(), CollectorSink::State::kOff);
+    EXPECT_EQ(sink.Stats().untrusted, 1u);
+    EXPECT_EQ(sink.Stats().connects, 0u);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the plugin sent bytes to a listener of uid 4243";
+  ASSERT_EQ(g_notices.size(), 1u);
+  EXPECT_NE(g_notices[0].find("runs as uid 4243"), std::string::npos) << g_notices[0];
+}
+
+// SENTINEL_SOCKET longer than a sockaddr_un holds: one line, whatever the log level.
+TEST_F(CollectorSinkTest, SocketPathTooLongIsToldOnce) {
+  const std::string long_path = "/tmp/" + std::string(120, 'x') + "/s.sock";
+  g_notices.clear();
+  CollectorSinkOptions o = Opts();
+  o.socket_path = long_path.c_str();
+  o.log_notice = &RecordNotice;
+  o.log_info = nullptr;
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(0xabc, 3));
+  EXPECT_EQ(sink.state(), CollectorSink::State::kOff);
+  ASSERT_EQ(g_notices.size(), 1u);
+  EXPECT_NE(g_notices[0].find("longer than the 107 bytes"), std::string::npos) << g_notices[0];
+}
+
+// An explicit socket path nobody listens on: one line at the first failure, retried quietly.
+TEST_F(CollectorSinkTest, UnreachableExplicitSocketIsToldOnce) {
+  g_notices.clear();
+  CollectorSinkOptions o = Opts();
+  o.log_notice = &RecordNotice;
+  CollectorSink sink(o);
+  for (int i = 0; i < 4; ++i) {
+    sink.OnCommInit(MakeComm(0xabc, 3));
+    Advance(10'000'000'000);
+  }
+  EXPECT_EQ(sink.state(), CollectorSink::State::kDisconnected);
+  EXPECT_GE(sink.Stats().connect_failures, 2u);
+  ASSERT_EQ(g_notices.size(), 1u);
+  EXPECT_NE(g_notices[0].find("sentineld is not reachable at " + path_), std::string::npos)
+      << g_notices[0];
+}
+
+// A peer that keeps writing: each read takes a bounded number of frames, the rest waits in the
+// kernel for the next call (the final drain on the application's thread stays short).
+TEST_F(CollectorSinkTest, IncomingFramesAreReadInBoundedSteps) {
+  SentinelWireHangVerdict v{};
+  v.comm_hash = 0xabc;
+  v.rank = 3;
+  FakeCollectorServer::Options so;
+  constexpr size_t kSent = 100;
+  for (size_t i = 0; i < kSent; ++i) {
+    v.ordinal = i + 1;
+    AppendFrame(&so.after_ack, kSentinelWireHangVerdict, &v, sizeof(v));
+  }
+  FakeCollectorServer server(path_, so);
+  ASSERT_TRUE(server.Start());
+  g_verdicts.clear();
+  CollectorSinkOptions o = Opts();
+  o.on_hang_verdict = &RecordVerdict;
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(0xabc, 3));
+  ASSERT_EQ(sink.state(), CollectorSink::State::kStreaming);
+  size_t calls = 0;
+  for (int i = 0; i < 4000 && g_verdicts.size() < kSent; ++i) {
+    const size_t before = g_verdicts.size();
+    sink.OnHeartbeat(MakeHeartbeat(0));
+    ++calls;
+    ASSERT_LE(g_verdicts.size() - before, o.incoming_max_frames) << "call " << calls;
+    if (g_verdicts.size() == before) usleep(2000);
+  }
+  ASSERT_EQ(g_verdicts.size(), kSent);
+  for (size_t i = 0; i < kSent; ++i) EXPECT_EQ(g_verdicts[i].ordinal, i + 1);
+  EXPECT_GE(sink.Stats().incoming_budget_spent, kSent / o.incoming_max_frames - 1);
+  EXPECT_EQ(sink.state(), CollectorSink::State::kStreaming);
 }
 
 }  // namespace
