@@ -14,7 +14,7 @@
 #include "common/wire_text.h"
 #include "plugin/base/log.h"
 #include "plugin/base/raw_log.h"
-#include "plugin/core/clock.h"
+#include "plugin/base/clock.h"
 #include "plugin/core/in_flight_monitor.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"

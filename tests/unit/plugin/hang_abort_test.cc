@@ -11,7 +11,7 @@
 
 #include "gtest/gtest.h"
 
-#include "plugin/core/clock.h"
+#include "plugin/base/clock.h"
 
 namespace sentinel::plugin {
 namespace {
