@@ -14,6 +14,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -23,6 +24,7 @@
 
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
+#include "common/wire_text.h"
 
 namespace sentinel::collector {
 namespace {
@@ -98,12 +100,46 @@ struct HttpServer::Glue {
   // printf-style (libmicrohttpd's logger type): the attribute lets the compiler check the call.
   __attribute__((format(printf, 2, 0))) static void Log(void* /*cls*/, const char* format,
                                                         va_list ap) {
+    // libmicrohttpd's messages can quote what a client sent, and a client can make many: each
+    // is escaped (common/wire_text.h), and at most kLogBurst are written per second, the rest
+    // counted and reported with the next one written.
+    constexpr int kLogBurst = 20;
+    struct Window {
+      std::mutex mu;
+      int64_t start_ns = 0;
+      int written = 0;
+      uint64_t suppressed = 0;
+    };
+    static Window* window = new Window;  // leaked: the polling thread may log during exit
+    uint64_t suppressed = 0;
+    {
+      std::lock_guard<std::mutex> lock(window->mu);
+      const int64_t now = MonoNs();
+      if (now - window->start_ns >= 1000000000) {
+        window->start_ns = now;
+        window->written = 0;
+      }
+      if (window->written >= kLogBurst) {
+        ++window->suppressed;
+        return;
+      }
+      ++window->written;
+      suppressed = window->suppressed;
+      window->suppressed = 0;
+    }
     char line[512];
     const int n = vsnprintf(line, sizeof(line), format, ap);
     if (n <= 0) return;
     size_t len = std::min(static_cast<size_t>(n), sizeof(line) - 1);
     while (len > 0 && line[len - 1] == '\n') --len;  // spdlog ends the line itself
-    spdlog::debug("http: {}", std::string_view(line, len));
+    char shown[4 * sizeof(line) + 1];
+    const size_t shown_len = rules::EscapeWireText(line, len, shown, sizeof(shown));
+    if (suppressed > 0) {
+      spdlog::debug("http: {} (and {} more messages suppressed)",
+                    std::string_view(shown, shown_len), suppressed);
+    } else {
+      spdlog::debug("http: {}", std::string_view(shown, shown_len));
+    }
   }
 
   // The raw request target's length rides in the request's context pointer (no allocation, so
