@@ -67,7 +67,8 @@ SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (srun); rank 0 is at MASTER_ADDR, else t
 SLURM_JOB_NODELIST. With more than one rank, every rank needs the same SENTINEL_BASELINE_TOKEN
 (16 bytes or more, random: export SENTINEL_BASELINE_TOKEN=$(od -An -N16 -tx1 /dev/urandom |
 tr -d ' \n') before the launcher); rank 0 hands the NCCL id only to ranks that prove they hold it,
-and ranks take it only from a rank 0 that does. SENTINEL_EXPECT (or the node default) is checked at communicator creation and
+and ranks take it only from a rank 0 that does.
+SENTINEL_EXPECT (or the node default) is checked at communicator creation and
 at the first collective: a wrong transport ends the run with exit code 3, before any number.
 Only rank 0 prints the table and the verdict and sends the results to its node's sentineld
 (SENTINEL_SOCKET). NCCL_PROFILER_PLUGIN is set to none: the baseline's own traffic must not count
