@@ -110,7 +110,7 @@ struct HttpServer::Glue {
       int written = 0;
       uint64_t suppressed = 0;
     };
-    static Window* window = new Window;  // leaked: the polling thread may log during exit
+    static auto* window = new Window;  // leaked: the polling thread may log during exit
     uint64_t suppressed = 0;
     {
       std::lock_guard<std::mutex> lock(window->mu);
