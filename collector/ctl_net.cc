@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_format.h"
 
+#include "collector/ctl_text.h"
+
 namespace sentinel::ctl {
 namespace {
 
@@ -22,8 +24,8 @@ std::set<std::string> DegradedLinks(const nlohmann::json& alerts) {
 
 std::string End(const nlohmann::json& e) {
   if (e.is_null()) return "?";
-  return absl::StrFormat("%s:%d/%s", e.value("host", "?"), e.value("pid", 0),
-                         e.value("dev_name", "?"));
+  return absl::StrFormat("%s:%s/%s", Shown(e, "host", "?"), Shown(e, "pid", "0"),
+                         Shown(e, "dev_name", "?"));
 }
 
 std::string Bytes(double b) {
@@ -57,11 +59,11 @@ std::string NetTables(const nlohmann::json& telemetry, const nlohmann::json& ale
       absl::StrFormat("DEVICES (%d)\n%-16s %-8s %-4s %-12s %-10s %-5s %-9s %s\n", devices.size(),
                       "HOST", "PID", "DEV", "NAME", "PLUGIN", "GDR", "SPEED", "PCI");
   for (const auto& d : devices) {
-    out += absl::StrFormat("%-16s %-8d %-4d %-12s %-10s %-5s %-9s %s\n", d.value("host", ""),
-                           d.value("pid", 0), d.value("dev", 0), d.value("name", ""),
-                           d.value("plugin", ""), d.value("gdr_offered", false) ? "yes" : "no",
+    out += absl::StrFormat("%-16s %-8s %-4s %-12s %-10s %-5s %-9s %s\n", Shown(d, "host"),
+                           Shown(d, "pid", "0"), Shown(d, "dev", "0"), Shown(d, "name"),
+                           Shown(d, "plugin"), d.value("gdr_offered", false) ? "yes" : "no",
                            absl::StrFormat("%gGb/s", d.value("speed_mbps", 0) / 1000.0),
-                           d.value("pci_path", ""));
+                           Shown(d, "pci_path"));
   }
   int ndegraded = 0;
   for (const auto& l : links) ndegraded += l.value("degraded", false) ? 1 : 0;
@@ -82,7 +84,7 @@ std::string NetTables(const nlohmann::json& telemetry, const nlohmann::json& ale
     uint64_t errors = (s.is_null() ? 0 : s.value("errors", uint64_t{0})) +
                       (r.is_null() ? 0 : r.value("errors", uint64_t{0}));
     out += absl::StrFormat("%-16s %-28s %-28s %-9s %-6.0f %-10s %-10s %-10s %-4d %s\n",
-                           l.value("link_id", ""), End(s), End(r), Bytes(bytes), reqs, Us(mean),
+                           Shown(l, "link_id"), End(s), End(r), Bytes(bytes), reqs, Us(mean),
                            Us(side.value("max_latency_ns", 0.0)), rate, errors,
                            l.value("degraded", false) ? "DEGRADED" : "ok");
   }

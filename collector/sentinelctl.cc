@@ -24,10 +24,14 @@
 #include "absl/strings/str_join.h"
 
 #include "collector/ctl_net.h"
+#include "collector/ctl_text.h"
 #include "common/sentinel_env.h"
 #include "tools/baseline/report.h"
 
 namespace {
+
+using sentinel::ctl::Escaped;
+using sentinel::ctl::Shown;
 
 constexpr int kOk = 0;
 constexpr int kUnreachable = 1;
@@ -128,8 +132,11 @@ bool Get(const Options& o, const std::string& path, nlohmann::json* out,
     return false;
   }
   if (res->status != 200) {
-    std::fprintf(stderr, "sentinelctl: %s answered %d: %s\n", path.c_str(), res->status,
-                 res->body.c_str());
+    // The body is the daemon's (or whoever answers): escaped, and at most 1 KiB of it.
+    constexpr size_t kShownBody = 1024;
+    std::fprintf(stderr, "sentinelctl: %s answered %d: %s%s\n", path.c_str(), res->status,
+                 Escaped(std::string_view(res->body).substr(0, kShownBody)).c_str(),
+                 res->body.size() > kShownBody ? "..." : "");
     return false;
   }
   if (raw != nullptr) {
@@ -178,7 +185,7 @@ std::string RanksTable(const nlohmann::json& ranks) {
     out += absl::StrFormat(
         "%-6s %-8d %-16s %-10s %-12d %-10s %-10s %-10s %-8d %-6s\n",
         r["rank"].is_number() ? std::to_string(r["rank"].get<int>()) : "-", r.value("pid", 0),
-        r.value("host", ""),
+        Shown(r, "host"),
         r["last_seq"].is_number() ? std::to_string(r["last_seq"].get<uint64_t>()) : "-",
         r.value("collectives", 0), Num(r["lateness_p50_ms"]) + "ms",
         Num(r["lateness_p99_ms"]) + "ms", Num(r["duration_p50_ms"]) + "ms", r.value("drops", 0),
@@ -195,8 +202,8 @@ int Status(const Options& o) {
   int firing = 0;
   for (const auto& alert : a["alerts"]) firing += alert["state"] == "firing" ? 1 : 0;
   std::printf("sentineld %s on %s: %s, up %.0f s, %d client(s), %llu records, %d firing alert(s)\n",
-              h.value("version", "?").c_str(), h.value("host", "?").c_str(),
-              h.value("status", "?").c_str(), h.value("uptime_s", 0.0), h.value("clients", 0),
+              Shown(h, "version", "?").c_str(), Shown(h, "host", "?").c_str(),
+              Shown(h, "status", "?").c_str(), h.value("uptime_s", 0.0), h.value("clients", 0),
               static_cast<unsigned long long>(h.value("records", 0ULL)), firing);
   return kOk;
 }
@@ -245,17 +252,15 @@ int Alerts(const Options& o) {
     std::cout << (o.all || o.since_s >= 0 ? "no alerts\n" : "no firing alerts\n");
   } else {
     for (const auto& alert : shown) {
-      std::string when = alert.value("started_at", "");
+      std::string when = Shown(alert, "started_at");
       if (alert["resolved_at"].is_string()) {
-        when += " -> " + alert["resolved_at"].get<std::string>() + " (" +
-                (alert["resolve_reason"].is_string() ? alert["resolve_reason"].get<std::string>()
-                                                     : std::string("resolved")) +
-                ")";
+        when += " -> " + Shown(alert, "resolved_at") + " (" +
+                Shown(alert, "resolve_reason", "resolved") + ")";
       }
       std::cout << absl::StrFormat("%-8s %-9s %-10s %s\n    %s\n    %s\n    runbook: %s\n",
-                                   alert.value("state", ""), alert.value("kind", ""),
-                                   alert.value("severity", ""), alert.value("id", ""),
-                                   alert.value("summary", ""), when, alert.value("runbook", ""));
+                                   Shown(alert, "state"), Shown(alert, "kind"),
+                                   Shown(alert, "severity"), Shown(alert, "id"),
+                                   Shown(alert, "summary"), when, Shown(alert, "runbook"));
     }
   }
   return firing > 0 ? kFiring : kOk;
@@ -308,9 +313,11 @@ int Top(const Options& o) {
 }
 
 int Trace(const Options& o) {
-  std::string body;
-  nlohmann::json unused;
-  if (!Get(o, absl::StrCat("/v1/trace?last=", o.last), &unused, &body)) return kUnreachable;
+  // Parsed and written again (compact, every control byte in a string as \u00NN): the body is
+  // the daemon's, and this goes to a terminal as often as to a file.
+  nlohmann::json trace;
+  if (!Get(o, absl::StrCat("/v1/trace?last=", o.last), &trace)) return kUnreachable;
+  const std::string body = trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::fwrite(body.data(), 1, body.size(), stdout);
   std::fputc('\n', stdout);
   return kOk;
@@ -344,8 +351,8 @@ int Baseline(const Options& o) {
   }
   const double link = b["link_gbps"].is_number() ? b["link_gbps"].get<double>() : 0;
   std::cout << absl::StrFormat(
-      "baseline %s from %s (job %s), received %s%s\n", b.value("run_id", ""), b.value("host", ""),
-      b.value("job_id", "").empty() ? "-" : b.value("job_id", ""), b.value("received_at", ""),
+      "baseline %s from %s (job %s), received %s%s\n", Shown(b, "run_id"), Shown(b, "host"),
+      Shown(b, "job_id").empty() ? "-" : Shown(b, "job_id"), Shown(b, "received_at"),
       b.value("complete", false) ? "" : " (incomplete)");
   std::cout << bl::FormatTable(results, nranks, link);
   std::cout << "verdict: " << bl::Judge(results, nranks, link, bl::VerdictThresholds()).line
@@ -363,7 +370,8 @@ int Exclude(const Options& o) {
   }
   std::vector<std::string> hosts;
   for (const auto& h : e["hosts"]) {
-    if (h["host"].is_string()) hosts.push_back(h["host"].get<std::string>());
+    // A script reads this: a newline or escape in a host would forge lines, so escaped too.
+    if (h["host"].is_string()) hosts.push_back(Shown(h, "host"));
   }
   if (o.format == "slurm") {
     std::cout << absl::StrJoin(hosts, ",") << "\n";
@@ -440,14 +448,22 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     return Usage(
         absl::StrCat("--addr/SENTINEL_ADDR: expected HOST:PORT, got '", o.addr, "'").c_str());
   }
-  if (o.command == "status") return Status(o);
-  if (o.command == "ranks") return Ranks(o);
-  if (o.command == "alerts") return Alerts(o);
-  if (o.command == "top") return Top(o);
-  if (o.command == "trace") return Trace(o);
-  if (o.command == "baseline") return Baseline(o);
-  if (o.command == "exclude") return Exclude(o);
-  if (o.command == "net") return Net(o);
+  // An answer of an unexpected shape (a field of another type) ends the command with a line,
+  // not an uncaught exception.
+  try {
+    if (o.command == "status") return Status(o);
+    if (o.command == "ranks") return Ranks(o);
+    if (o.command == "alerts") return Alerts(o);
+    if (o.command == "top") return Top(o);
+    if (o.command == "trace") return Trace(o);
+    if (o.command == "baseline") return Baseline(o);
+    if (o.command == "exclude") return Exclude(o);
+    if (o.command == "net") return Net(o);
+  } catch (const nlohmann::json::exception& e) {
+    std::fprintf(stderr, "sentinelctl: %s: sentineld's answer has an unexpected shape (%s)\n",
+                 o.command.c_str(), Escaped(e.what()).c_str());
+    return kUnreachable;
+  }
   return Usage(o.command.empty() ? "missing command"
                                  : absl::StrCat("unknown command ", o.command).c_str());
 }

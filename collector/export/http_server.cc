@@ -5,13 +5,16 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -21,13 +24,36 @@
 
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
+#include "common/wire_text.h"
 
 namespace sentinel::collector {
 namespace {
 
 constexpr const char* kJson = "application/json";
-constexpr unsigned kMaxConnections = 512;  // past this, libmicrohttpd closes new connections
+// Connections served at once. Each costs an fd and libmicrohttpd's connection buffer (malloc'ed,
+// kMaxRequestHead + 8 KiB, touched only as far as the request goes).
+constexpr unsigned kMaxConnections = 4096;
+constexpr unsigned kMinConnections = 64;
+// Open files kept for everything else: the plugin connections, sysfs, logs.
+constexpr rlim_t kOtherFds = 512;
 constexpr int64_t kReapPeriodNs = 100000000;
+constexpr int64_t kEvictLogPeriodNs = 10LL * 1000000000;
+
+// The connection limit the open-file limit allows, after raising its soft value to the hard one
+// (sentineld's own process: thousands of sockets are its job).
+unsigned ConnectionLimitForFds() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return kMinConnections;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  if (lim.rlim_cur == RLIM_INFINITY) return kMaxConnections;
+  const rlim_t spare = lim.rlim_cur > 2 * kOtherFds ? lim.rlim_cur - kOtherFds : lim.rlim_cur / 2;
+  return static_cast<unsigned>(
+      std::clamp<rlim_t>(spare, rlim_t{kMinConnections}, rlim_t{kMaxConnections}));
+}
 
 int64_t MonoNs() {
   timespec ts{};
@@ -74,12 +100,46 @@ struct HttpServer::Glue {
   // printf-style (libmicrohttpd's logger type): the attribute lets the compiler check the call.
   __attribute__((format(printf, 2, 0))) static void Log(void* /*cls*/, const char* format,
                                                         va_list ap) {
+    // libmicrohttpd's messages can quote what a client sent, and a client can make many: each
+    // is escaped (common/wire_text.h), and at most kLogBurst are written per second, the rest
+    // counted and reported with the next one written.
+    constexpr int kLogBurst = 20;
+    struct Window {
+      std::mutex mu;
+      int64_t start_ns = 0;
+      int written = 0;
+      uint64_t suppressed = 0;
+    };
+    static auto* window = new Window;  // leaked: the polling thread may log during exit
+    uint64_t suppressed = 0;
+    {
+      std::lock_guard<std::mutex> lock(window->mu);
+      const int64_t now = MonoNs();
+      if (now - window->start_ns >= 1000000000) {
+        window->start_ns = now;
+        window->written = 0;
+      }
+      if (window->written >= kLogBurst) {
+        ++window->suppressed;
+        return;
+      }
+      ++window->written;
+      suppressed = window->suppressed;
+      window->suppressed = 0;
+    }
     char line[512];
     const int n = vsnprintf(line, sizeof(line), format, ap);
     if (n <= 0) return;
     size_t len = std::min(static_cast<size_t>(n), sizeof(line) - 1);
     while (len > 0 && line[len - 1] == '\n') --len;  // spdlog ends the line itself
-    spdlog::debug("http: {}", std::string_view(line, len));
+    char shown[4 * sizeof(line) + 1];
+    const size_t shown_len = rules::EscapeWireText(line, len, shown, sizeof(shown));
+    if (suppressed > 0) {
+      spdlog::debug("http: {} (and {} more messages suppressed)",
+                    std::string_view(shown, shown_len), suppressed);
+    } else {
+      spdlog::debug("http: {}", std::string_view(shown, shown_len));
+    }
   }
 
   // The raw request target's length rides in the request's context pointer (no allocation, so
@@ -96,10 +156,13 @@ struct HttpServer::Glue {
     if (info == nullptr) return;
     const int fd = info->connect_fd;
     absl::MutexLock lock(&self->mu_);
+    self->Forget(fd);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-      self->deadlines_[fd] = MonoNs() + self->source_->config().http_timeout_ns;
-    } else {
-      self->deadlines_.erase(fd);
+      const int64_t now = MonoNs();
+      const int64_t deadline = now + self->source_->config().http_timeout_ns;
+      self->deadlines_[fd] = deadline;
+      self->by_deadline_.emplace(deadline, fd);
+      self->MakeRoom(now);
     }
   }
 
@@ -258,7 +321,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     }
     const int yes = 1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));  // TIME_WAIT only
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+    // A full backlog would make new clients (a liveness probe) wait out SYN retries: the
+    // kernel's largest.
+    if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, SOMAXCONN) != 0) {
       err = errno;
       close(fd);
       continue;
@@ -279,10 +344,14 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   const int64_t timeout_ns = source_->config().http_timeout_ns;
   const auto idle_s =
       static_cast<unsigned>(std::max<int64_t>(1, (timeout_ns + 999999999) / 1000000000));
+  limit_ = ConnectionLimitForFds();
+  // The headroom above keep_ absorbs connections accepted before libmicrohttpd has closed the
+  // ones MakeRoom shut down; it never reaches its own limit, where it stops accepting.
+  keep_ = limit_ - limit_ / 8;
   daemon_ = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, nullptr,
       nullptr, &Glue::Access, this, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-      MHD_OPTION_CONNECTION_LIMIT, kMaxConnections, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
+      MHD_OPTION_CONNECTION_LIMIT, limit_, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(kMaxRequestHead + 8192),
       MHD_OPTION_URI_LOG_CALLBACK, &Glue::UriLog, this, MHD_OPTION_NOTIFY_CONNECTION, &Glue::Notify,
       this, MHD_OPTION_EXTERNAL_LOGGER, &Glue::Log, this, MHD_OPTION_END);
@@ -295,19 +364,41 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   return bound_port;
 }
 
+void HttpServer::Forget(int fd) {
+  auto it = deadlines_.find(fd);
+  if (it == deadlines_.end()) return;
+  by_deadline_.erase({it->second, fd});
+  deadlines_.erase(it);
+}
+
+void HttpServer::MakeRoom(int64_t now_ns) {
+  while (by_deadline_.size() > keep_) {
+    const int fd = by_deadline_.begin()->second;
+    // Not close(): the fd stays libmicrohttpd's; it sees the end of the stream and closes it.
+    shutdown(fd, SHUT_RDWR);
+    Forget(fd);
+    ++evicted_;
+  }
+  if (evicted_ != evict_logged_ && now_ns - evict_logged_ns_ >= kEvictLogPeriodNs) {
+    spdlog::warn(
+        "http: {} open connections reached {} of {}: closed the oldest {} (in all {}) to serve "
+        "new requests; a client holds requests open (slowloris?)",
+        by_deadline_.size() + 1, keep_, limit_, evicted_ - evict_logged_, evicted_);
+    evict_logged_ = evicted_;
+    evict_logged_ns_ = now_ns;
+  }
+}
+
 void HttpServer::Reap() {
   absl::MutexLock lock(&mu_);
   while (!stop_) {
     mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Nanoseconds(kReapPeriodNs));
     const int64_t now = MonoNs();
-    for (auto it = deadlines_.begin(); it != deadlines_.end();) {
-      if (now < it->second) {
-        ++it;
-        continue;
-      }
-      // Not close(): the fd stays libmicrohttpd's; it sees the end of the stream and closes it.
-      shutdown(it->first, SHUT_RDWR);
-      it = deadlines_.erase(it);
+    // Oldest first; every connection gets the same timeout, so stop at the first one still due.
+    while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
+      const int fd = by_deadline_.begin()->second;
+      shutdown(fd, SHUT_RDWR);  // libmicrohttpd closes it, as above
+      Forget(fd);
     }
   }
 }

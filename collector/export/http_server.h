@@ -1,15 +1,20 @@
 // sentineld's HTTP API (design.md "Collector API"): /metrics, /healthz, /v1/ranks, /v1/telemetry,
 // /v1/alerts, /v1/trace, /v1/expect, /v1/exclude, served by libmicrohttpd with one internal epoll
-// thread: a slow client costs a bounded connection buffer, never a worker. libmicrohttpd's own
-// timeout is an idle timeout (a client sending a byte a second would never hit it), so a small
-// reaper thread enforces --http-timeout as a deadline for each connection's whole life. GET only;
-// one request per connection. Reads the aggregator only through SnapshotSource (snapshots copied
-// under its lock, rendered here after it).
+// thread: a slow client costs a bounded connection buffer and an fd, never a worker.
+// libmicrohttpd's own timeout is an idle timeout (a client sending a byte a second would never hit
+// it), so a small reaper thread enforces --http-timeout as a deadline for each connection's whole
+// life. Thousands of slow clients (slowloris) cannot lock the API out: the server keeps up to
+// ConnectionLimit() connections, and when the open ones reach 7/8 of it, each new connection
+// closes the oldest open one, so a fresh request (a liveness probe) is always accepted and, being
+// answered in one pass of the polling thread, served. GET only; one request per connection. Reads
+// the aggregator only through SnapshotSource (snapshots copied under its lock, rendered here after
+// it).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -38,20 +43,39 @@ class HttpServer {
   absl::StatusOr<int> Start(const std::string& listen);
   void Stop();
 
+  // Connections served at once (set by Start: 4096, or less when the open-file limit, raised to
+  // its hard limit first, is low). Connections closed to make room so far.
+  unsigned ConnectionLimit() const { return limit_; }
+  uint64_t Evicted() const {
+    absl::MutexLock lock(&mu_);
+    return evicted_;
+  }
+
  private:
   struct Glue;  // libmicrohttpd's C callbacks
   void Get(const std::string& path, Handler handler) { routes_[path] = std::move(handler); }
   void Reap();
+  // Drops `fd` from both maps (a no-op when it is not listed).
+  void Forget(int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Closes the oldest connections while more than keep_ are open; logs at most once per 10 s.
+  void MakeRoom(int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SnapshotSource* const source_;
   std::map<std::string, Handler> routes_;  // written before the daemon starts, then read-only
   MHD_Daemon* daemon_ = nullptr;
   std::thread reaper_;
-  absl::Mutex mu_;
+  unsigned limit_ = 0;  // libmicrohttpd's connection limit
+  unsigned keep_ = 0;   // open connections past which the oldest is closed (7/8 of limit_)
+  mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  // Open connections (fd -> deadline, CLOCK_MONOTONIC ns); libmicrohttpd reports a close before
+  // Open connections (fd -> deadline, CLOCK_MONOTONIC ns) and the same ordered by deadline, i.e.
+  // by age (every connection gets the same --http-timeout). libmicrohttpd reports a close before
   // it closes the fd, so a listed fd is never a reused one.
   std::map<int, int64_t> deadlines_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, int>> by_deadline_ ABSL_GUARDED_BY(mu_);
+  uint64_t evicted_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t evict_logged_ns_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t evict_logged_ ABSL_GUARDED_BY(mu_) = 0;  // evicted_ when last logged
 };
 
 // Splits "HOST:PORT" ("[::1]:9464" allowed).

@@ -711,10 +711,12 @@ void CoreFinalize(void* context) noexcept {
   Context* ctx = g->contexts.AsContext(context);
   if (ctx == nullptr) return;
   ThreadState* ts = ThreadStates::Current();
-  // Records still waiting for children are emitted now, marked truncated.
+  // Records still waiting for children are emitted now, marked truncated. Only the slots ever
+  // handed out can hold one (Pool::Touched): the cost follows the job, not SENTINEL_POOL_SIZE.
   for (Kind k : {Kind::kColl, Kind::kP2p, Kind::kCeColl}) {
     Pool& pool = g->slots.pool(k);
-    for (uint32_t i = 0; i < pool.size; ++i) {
+    const uint32_t touched = pool.Touched();
+    for (uint32_t i = 0; i < touched; ++i) {
       Slot* s = pool.begin + i;
       if (s->state.load(std::memory_order_acquire) != SlotState::kLive) continue;
       if (s->ctx.load(std::memory_order_relaxed) != ctx) continue;
@@ -980,7 +982,9 @@ void SweepGrace(int64_t now_ns) noexcept {
   ThreadState* ts = ThreadStates::Current();
   for (Kind k : {Kind::kColl, Kind::kP2p}) {
     Pool& pool = g->slots.pool(k);
-    for (uint32_t i = 0; i < pool.size; ++i) {
+    // As in CoreFinalize: slots never handed out hold no grace (and stay unfaulted).
+    const uint32_t touched = pool.Touched();
+    for (uint32_t i = 0; i < touched; ++i) {
       Slot* s = pool.begin + i;
       if (s->state.load(std::memory_order_acquire) != SlotState::kLive) continue;
       if (s->grace.load(std::memory_order_relaxed) == 0) continue;

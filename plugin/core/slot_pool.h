@@ -26,6 +26,18 @@ struct Pool {
   KernelChTimes* kch_times = nullptr;  // Coll/P2p: kMaxKchHandles per slot, in slot order
   alignas(64) std::atomic<uint64_t> cursor{0};
 
+  // Slow paths (finalize, the grace sweep): how many slots from `begin` were ever handed out.
+  // Claims take indices from `cursor` in ring order, so every slot at or past this bound is
+  // still untouched (kFree, a zero page never faulted in): scanning it would cost time and
+  // memory proportional to SENTINEL_POOL_SIZE, not to the job.
+  uint32_t Touched() const noexcept {
+    // relaxed: a slot the caller must find was claimed before the call (NCCL starts every event
+    // of a communicator before finalizing it), and its claimer's fetch_add came before that
+    // claim; a slot claimed during a grace sweep is young and waits for the next sweep anyway.
+    const uint64_t c = cursor.load(std::memory_order_relaxed);
+    return c < size ? static_cast<uint32_t>(c) : size;
+  }
+
   // Coll/P2p: the per-channel GPU timers of the slot at `index`.
   KernelChTimes* KernelChTimesAt(uint64_t index) const noexcept {
     return kch_times + index * kMaxKchHandles;

@@ -64,7 +64,11 @@ Usage: sentinel-baseline [options]
 
 Rank and world come from RANK/WORLD_SIZE/LOCAL_RANK (torchrun), OMPI_COMM_WORLD_* (mpirun) or
 SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID (srun); rank 0 is at MASTER_ADDR, else the first host of
-SLURM_JOB_NODELIST. SENTINEL_EXPECT (or the node default) is checked at communicator creation and
+SLURM_JOB_NODELIST. With more than one rank, every rank needs the same SENTINEL_BASELINE_TOKEN
+(16 bytes or more, random: export SENTINEL_BASELINE_TOKEN=$(od -An -N16 -tx1 /dev/urandom |
+tr -d ' \n') before the launcher); rank 0 hands the NCCL id only to ranks that prove they hold it,
+and ranks take it only from a rank 0 that does.
+SENTINEL_EXPECT (or the node default) is checked at communicator creation and
 at the first collective: a wrong transport ends the run with exit code 3, before any number.
 Only rank 0 prints the table and the verdict and sends the results to its node's sentineld
 (SENTINEL_SOCKET). NCCL_PROFILER_PLUGIN is set to none: the baseline's own traffic must not count
@@ -153,6 +157,8 @@ int ParseArgs(int argc, char** argv, Options* o) {
     } else if (a == "--min-bytes" || a == "--max-bytes") {
       uint64_t b = 0;
       if (!ParseBytes(v, &b) || b < 4) return Usage(a + ": expected a size of 4 bytes or more");
+      if (b > kMaxRendezvousBytes)
+        return Usage(a + ": at most " + FormatBytes(kMaxRendezvousBytes));
       (a == "--min-bytes" ? o->min_bytes : o->max_bytes) = b;
     } else if (a == "--warmup" || a == "--iters") {
       if (!ParseNum(v, a == "--iters" ? 1 : 0, 1e6, &d)) return Usage(a + ": expected a count");
@@ -389,11 +395,11 @@ int Run(const Options& o) {
     std::fflush(stdout);
     if (li.world > 1) {
       const int listen_fd = ListenForRendezvous(port, nullptr, &err);
-      if (listen_fd < 0 || !ServeRendezvous(listen_fd, li.world, rv, o.timeout_s, &err)) {
+      if (listen_fd < 0 || !ServeRendezvous(listen_fd, li.world, rv, li.token, o.timeout_s, &err)) {
         return Fail(rank, err);
       }
     }
-  } else if (!FetchRendezvous(li.master_addr, port, rank, o.timeout_s, &rv, &err)) {
+  } else if (!FetchRendezvous(li.master_addr, port, rank, li.token, o.timeout_s, &rv, &err)) {
     return Fail(rank, err);
   }
 

@@ -1,24 +1,43 @@
 // Launcher environment and the rank-0 rendezvous; see launch.h. Wire of the rendezvous (all
-// little-endian): client -> "SNBL" u32 rank; server -> "SNBL" | 128-byte id | u32 n | n x u64.
+// little-endian; T = the job's token, HMAC = HMAC-SHA256 keyed with T):
+//   server -> client  "SNB2" | server nonce (32 random bytes)
+//   client -> server  "SNB2" | u32 rank | client nonce (32) | HMAC("sentinel-baseline client" |
+//                     server nonce | client nonce | rank)
+//   server -> client  "SNB2" | 128-byte id | u32 n | n x u64 sizes | HMAC("sentinel-baseline
+//                     server" | server nonce | client nonce | rank | id | n | sizes)
+// Each side checks the other's MAC before it trusts anything: a stranger without T gets no id,
+// a squatter on the port cannot feed a rank a fake id or sizes, and a recorded exchange replays
+// nowhere (fresh nonces on both sides).
 #include "tools/baseline/launch.h"
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+
+#include "tools/baseline/hmac_sha256.h"
 
 namespace sentinel::baseline {
 namespace {
 
-constexpr char kMagic[4] = {'S', 'N', 'B', 'L'};
-constexpr uint32_t kMaxSizes = 4096;
+constexpr char kMagic[4] = {'S', 'N', 'B', '2'};
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kServerHelloBytes = 4 + kNonceBytes;
+constexpr size_t kClientHelloBytes = 4 + 4 + kNonceBytes + kSha256Bytes;
+constexpr char kClientLabel[] = "sentinel-baseline client";
+constexpr char kServerLabel[] = "sentinel-baseline server";
 
 bool ParseInt(const char* text, int* out) {
   if (text == nullptr || *text == '\0') return false;
@@ -72,6 +91,49 @@ bool ReadAll(int fd, void* data, size_t n, double deadline) {
   }
   return true;
 }
+
+// Fills `out` with bytes from the kernel's random source.
+bool RandomBytes(uint8_t* out, size_t n) {
+  while (n > 0) {
+    const ssize_t r = getrandom(out, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    out += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// label | server nonce | client nonce | rank (u32) | payload
+std::string MacInput(const char* label, const uint8_t* server_nonce, const uint8_t* client_nonce,
+                     uint32_t rank, const std::string& payload) {
+  std::string m(label);
+  m.append(reinterpret_cast<const char*>(server_nonce), kNonceBytes);
+  m.append(reinterpret_cast<const char*>(client_nonce), kNonceBytes);
+  m.append(reinterpret_cast<const char*>(&rank), 4);
+  m += payload;
+  return m;
+}
+
+// id | u32 n | n x u64: what the server's MAC covers after the magic.
+std::string Payload(const Rendezvous& rv) {
+  std::string p(rv.id.internal, kNcclUniqueIdBytes);
+  const auto n = static_cast<uint32_t>(rv.sizes.size());
+  p.append(reinterpret_cast<const char*>(&n), 4);
+  for (uint64_t s : rv.sizes) p.append(reinterpret_cast<const char*>(&s), 8);
+  return p;
+}
+
+// One connection rank 0 is serving.
+struct Peer {
+  int fd = -1;
+  double deadline = 0;
+  uint8_t server_nonce[kNonceBytes] = {};
+  std::string in;   // the client's hello, as it arrives
+  std::string out;  // what is left to send
+  uint32_t rank = 0;
+  bool replying = false;  // the hello checked out; `out` is the id
+};
 
 }  // namespace
 
@@ -141,6 +203,22 @@ bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* err
     port = 29401;
   }
   info.port = port;
+  const char* token = getenv_fn("SENTINEL_BASELINE_TOKEN");
+  if (token != nullptr) info.token = token;
+  if (info.world > 1 && info.token.size() < kMinTokenBytes) {
+    *error = std::string(info.token.empty() ? "SENTINEL_BASELINE_TOKEN is not set"
+                                            : "SENTINEL_BASELINE_TOKEN is shorter than 16 bytes") +
+             ": with " + std::to_string(info.world) +
+             " ranks, rank 0 hands the NCCL id only to ranks that prove they hold the job's "
+             "token. Give every rank the same random one, e.g. export "
+             "SENTINEL_BASELINE_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') before "
+             "srun/torchrun/mpirun";
+    return false;
+  }
+  if (info.token.size() > kMaxTokenBytes) {
+    *error = "SENTINEL_BASELINE_TOKEN is longer than " + std::to_string(kMaxTokenBytes) + " bytes";
+    return false;
+  }
   *out = info;
   return true;
 }
@@ -190,46 +268,154 @@ int ListenForRendezvous(int port, int* bound_port, std::string* error) {
   return fd;
 }
 
-bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv, double timeout_s,
-                     std::string* error) {
+bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv, const std::string& token,
+                     double timeout_s, std::string* error, int* refused) {
   const int fd = listen_fd;
-  std::string msg(kMagic, 4);
-  msg.append(rv.id.internal, kNcclUniqueIdBytes);
-  uint32_t n = static_cast<uint32_t>(rv.sizes.size());
-  msg.append(reinterpret_cast<const char*>(&n), 4);
-  for (uint64_t s : rv.sizes) msg.append(reinterpret_cast<const char*>(&s), 8);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (uint64_t s : rv.sizes) {
+    if (s == 0 || s > kMaxRendezvousBytes) {
+      *error = "rank 0: size " + std::to_string(s) + " is out of bounds";
+      close(fd);
+      return false;
+    }
+  }
+  if (rv.sizes.size() > kMaxRendezvousSizes) {
+    *error = "rank 0: more than " + std::to_string(kMaxRendezvousSizes) + " sizes";
+    close(fd);
+    return false;
+  }
+  const std::string payload = Payload(rv);
   const double deadline = NowS() + timeout_s;
   int served = 0;
+  int strangers = 0;
   std::vector<bool> seen(static_cast<size_t>(world), false);
+  std::vector<bool> busy(static_cast<size_t>(world), false);  // a reply to this rank under way
+  std::deque<Peer> peers;  // in accept order: the front is the oldest
+  auto drop = [&](size_t i, bool stranger) {
+    Peer& p = peers[i];
+    if (p.replying) busy[p.rank] = false;
+    close(p.fd);
+    if (stranger) ++strangers;
+    peers.erase(peers.begin() + static_cast<std::ptrdiff_t>(i));
+  };
+  bool ok = true;
   while (served < world - 1) {
-    if (!WaitFd(fd, POLLIN, deadline)) {
+    const double now = NowS();
+    if (now >= deadline) {
       *error = "rank 0 waited " + std::to_string(static_cast<int>(timeout_s)) + " s for ranks:";
       for (int r = 1; r < world; ++r) {
         if (!seen[static_cast<size_t>(r)]) *error += " " + std::to_string(r);
       }
-      close(fd);
-      return false;
+      ok = false;
+      break;
     }
-    int c = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (c < 0) continue;
-    char hello[8];
-    uint32_t rank = 0;
-    bool ok = ReadAll(c, hello, sizeof hello, NowS() + 10) && memcmp(hello, kMagic, 4) == 0;
-    if (ok) memcpy(&rank, hello + 4, 4);
-    ok = ok && rank > 0 && rank < static_cast<uint32_t>(world) && !seen[rank] &&
-         WriteAll(c, msg.data(), msg.size(), NowS() + 10);
-    close(c);
-    if (ok) {
-      seen[rank] = true;
-      ++served;
+    // Peers past their own deadline: closed (an idle or slow connection holds nothing).
+    for (size_t i = peers.size(); i-- > 0;) {
+      if (now >= peers[i].deadline) drop(i, true);
     }
+    std::vector<pollfd> pfds;
+    pfds.push_back({fd, POLLIN, 0});
+    double wake = deadline;
+    for (const Peer& p : peers) {
+      pfds.push_back({p.fd, static_cast<short>(p.out.empty() ? POLLIN : POLLOUT), 0});
+      wake = std::min(wake, p.deadline);
+    }
+    const int wait_ms = static_cast<int>(std::max(0.0, wake - now) * 1000) + 1;
+    const int rc = poll(pfds.data(), pfds.size(), std::min(wait_ms, 1000));
+    if (rc < 0 && errno != EINTR) {
+      *error = std::string("rank 0: poll: ") + strerror(errno);
+      ok = false;
+      break;
+    }
+    if (rc <= 0) continue;
+    // Existing peers first (indices match pfds[1..] only before new accepts and drops).
+    std::vector<std::pair<size_t, bool>> gone;  // (peer, closed without being served)
+    for (size_t i = 0; i < peers.size(); ++i) {
+      Peer& p = peers[i];
+      const short ev = pfds[i + 1].revents;
+      if (ev == 0) continue;
+      if (!p.out.empty()) {
+        const ssize_t w = send(p.fd, p.out.data(), p.out.size(), MSG_NOSIGNAL);
+        if (w < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (w <= 0) {
+          gone.emplace_back(i, true);
+          continue;
+        }
+        p.out.erase(0, static_cast<size_t>(w));
+        if (p.out.empty() && p.replying) {
+          seen[p.rank] = true;
+          ++served;
+          gone.emplace_back(i, false);  // served: closed below
+        }
+        continue;
+      }
+      char buf[kClientHelloBytes];
+      const ssize_t r = recv(p.fd, buf, kClientHelloBytes - p.in.size(), 0);
+      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (r <= 0) {
+        gone.emplace_back(i, true);
+        continue;
+      }
+      p.in.append(buf, static_cast<size_t>(r));
+      if (p.in.size() < kClientHelloBytes) continue;
+      const auto* hello = reinterpret_cast<const uint8_t*>(p.in.data());
+      uint32_t rank = 0;
+      std::memcpy(&rank, hello + 4, 4);
+      const uint8_t* client_nonce = hello + 8;
+      uint8_t mac[kSha256Bytes];
+      HmacSha256(token, MacInput(kClientLabel, p.server_nonce, client_nonce, rank, ""), mac);
+      if (std::memcmp(hello, kMagic, 4) != 0 ||
+          !SameBytes(mac, hello + 8 + kNonceBytes, kSha256Bytes) || rank == 0 ||
+          rank >= static_cast<uint32_t>(world) || seen[rank] || busy[rank]) {
+        gone.emplace_back(i, true);
+        continue;
+      }
+      HmacSha256(token, MacInput(kServerLabel, p.server_nonce, client_nonce, rank, payload), mac);
+      p.out.assign(kMagic, 4);
+      p.out += payload;
+      p.out.append(reinterpret_cast<const char*>(mac), kSha256Bytes);
+      p.rank = rank;
+      p.replying = true;
+      busy[rank] = true;
+    }
+    for (size_t k = gone.size(); k-- > 0;) drop(gone[k].first, gone[k].second);
+    if ((pfds[0].revents & POLLIN) == 0) continue;
+    for (;;) {
+      const int c = accept4(fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (c < 0) break;
+      if (peers.size() >= kMaxPeers) drop(0, true);  // the oldest gives way
+      Peer p;
+      p.fd = c;
+      p.deadline = NowS() + kPeerTimeoutS;
+      if (!RandomBytes(p.server_nonce, kNonceBytes)) {
+        close(c);
+        *error = std::string("rank 0: no random bytes for the rendezvous: ") + strerror(errno);
+        ok = false;
+        break;
+      }
+      p.out.assign(kMagic, 4);
+      p.out.append(reinterpret_cast<const char*>(p.server_nonce), kNonceBytes);
+      // 36 bytes into an empty socket buffer: sent at once (else on POLLOUT).
+      const ssize_t w = send(c, p.out.data(), p.out.size(), MSG_NOSIGNAL);
+      if (w > 0) p.out.erase(0, static_cast<size_t>(w));
+      peers.push_back(std::move(p));
+    }
+    if (!ok) break;
   }
+  while (!peers.empty()) drop(peers.size() - 1, true);
   close(fd);
-  return true;
+  if (refused != nullptr) *refused = strangers;
+  if (strangers > 0) {
+    std::fprintf(stderr,
+                 "sentinel-baseline[rank 0]: closed %d rendezvous connection(s) that did not "
+                 "prove the job's token, asked for a wrong or served rank, or stalled\n",
+                 strangers);
+  }
+  return ok;
 }
 
-bool FetchRendezvous(const std::string& addr, int port, int rank, double timeout_s, Rendezvous* rv,
-                     std::string* error) {
+bool FetchRendezvous(const std::string& addr, int port, int rank, const std::string& token,
+                     double timeout_s, Rendezvous* rv, std::string* error) {
   const double deadline = NowS() + timeout_s;
   std::string last = "no attempt";
   while (NowS() < deadline) {
@@ -249,26 +435,74 @@ bool FetchRendezvous(const std::string& addr, int port, int rank, double timeout
           close(fd);
           continue;
         }
-        char hello[8];
-        memcpy(hello, kMagic, 4);
-        uint32_t r = static_cast<uint32_t>(rank);
-        memcpy(hello + 4, &r, 4);
-        char magic[4];
-        uint32_t n = 0;
-        bool ok = WriteAll(fd, hello, sizeof hello, deadline) && ReadAll(fd, magic, 4, deadline) &&
-                  memcmp(magic, kMagic, 4) == 0 &&
-                  ReadAll(fd, rv->id.internal, kNcclUniqueIdBytes, deadline) &&
-                  ReadAll(fd, &n, 4, deadline) && n <= kMaxSizes;
+        const double until = std::min(deadline, NowS() + kPeerTimeoutS);
+        const auto r = static_cast<uint32_t>(rank);
+        uint8_t server_hello[kServerHelloBytes];
+        uint8_t client_nonce[kNonceBytes];
+        bool ok = ReadAll(fd, server_hello, sizeof server_hello, until) &&
+                  std::memcmp(server_hello, kMagic, 4) == 0 &&
+                  RandomBytes(client_nonce, kNonceBytes);
+        const uint8_t* server_nonce = server_hello + 4;
         if (ok) {
-          rv->sizes.assign(n, 0);
-          ok = n == 0 || ReadAll(fd, rv->sizes.data(), 8 * size_t{n}, deadline);
+          uint8_t mac[kSha256Bytes];
+          HmacSha256(token, MacInput(kClientLabel, server_nonce, client_nonce, r, ""), mac);
+          std::string hello(kMagic, 4);
+          hello.append(reinterpret_cast<const char*>(&r), 4);
+          hello.append(reinterpret_cast<const char*>(client_nonce), kNonceBytes);
+          hello.append(reinterpret_cast<const char*>(mac), kSha256Bytes);
+          ok = WriteAll(fd, hello.data(), hello.size(), until);
+        }
+        // The reply, read in bounded pieces: the count is checked before the sizes are read.
+        char head[4 + kNcclUniqueIdBytes + 4];
+        uint32_t n = 0;
+        const bool greeted = ok;  // the peer spoke the protocol and has our proof
+        ok = ok && ReadAll(fd, head, sizeof head, until) && std::memcmp(head, kMagic, 4) == 0;
+        if (ok) std::memcpy(&n, head + 4 + kNcclUniqueIdBytes, 4);
+        std::vector<uint64_t> sizes;
+        uint8_t their_mac[kSha256Bytes];
+        if (ok && n > kMaxRendezvousSizes) {
+          ok = false;
+          last = "the peer at the port sent " + std::to_string(n) + " sizes (at most " +
+                 std::to_string(kMaxRendezvousSizes) + ")";
+        } else if (ok) {
+          sizes.assign(n, 0);
+          ok = (n == 0 || ReadAll(fd, sizes.data(), 8 * size_t{n}, until)) &&
+               ReadAll(fd, their_mac, sizeof their_mac, until);
+          if (!ok) last = "the peer at the port is not sentinel-baseline's rank 0";
+        } else if (greeted) {
+          last =
+              "the peer at the port closed the connection after this rank's proof: rank 0 "
+              "holds another SENTINEL_BASELINE_TOKEN, or rank " +
+              std::to_string(rank) + " was served already";
+        } else {
+          last = "the peer at the port is not sentinel-baseline's rank 0";
         }
         close(fd);
         if (ok) {
-          freeaddrinfo(res);
-          return true;
+          Rendezvous got;
+          std::memcpy(got.id.internal, head + 4, kNcclUniqueIdBytes);
+          got.sizes = sizes;
+          uint8_t mac[kSha256Bytes];
+          HmacSha256(token, MacInput(kServerLabel, server_nonce, client_nonce, r, Payload(got)),
+                     mac);
+          if (!SameBytes(mac, their_mac, kSha256Bytes)) {
+            last =
+                "the peer at the port did not prove it holds SENTINEL_BASELINE_TOKEN (another "
+                "process on the port, or rank 0 has another token)";
+            ok = false;
+          }
+          for (size_t i = 0; ok && i < got.sizes.size(); ++i) {
+            if (got.sizes[i] == 0 || got.sizes[i] > kMaxRendezvousBytes) {
+              last = "rank 0 sent size " + std::to_string(got.sizes[i]) + ", out of bounds";
+              ok = false;
+            }
+          }
+          if (ok) {
+            freeaddrinfo(res);
+            *rv = got;
+            return true;
+          }
         }
-        last = "the peer at the port is not sentinel-baseline's rank 0";
       }
       freeaddrinfo(res);
     }

@@ -4,7 +4,9 @@
 # variables) with the fake CUDA runtime and a fake sysfs NIC of 10 Gb/s. Checks the table, the
 # verdict in both directions (a straggling job: "look at the job"; a degraded rank or ring link in
 # the fabric: "look at the network"), the fail-fast path (SENTINEL_EXPECT net=ib on a socket fabric: exit 3,
-# no table), and that the results reach sentineld (/v1/telemetry, /metrics, sentinelctl baseline).
+# no table), that the results reach sentineld (/v1/telemetry, /metrics, sentinelctl baseline), and
+# the rendezvous against strangers: no token, no run (exit 2); a stranger who connects first as
+# rank 1 (the old protocol, no token) and holds idle connections gets no id, and the job still runs.
 # Usage: baseline_e2e_test.sh BUILD_DIR
 set -uo pipefail
 BUILD="$1"
@@ -30,7 +32,9 @@ echo "4: ACTIVE" > "$P/state"; echo "5: LinkUp" > "$P/phys_state"
 echo "10 Gb/sec (4X SDR)" > "$P/rate"; echo "InfiniBand" > "$P/link_layer"
 export SENTINEL_SYSFS_ROOT="$TMP/sys" SENTINEL_DEV_ROOT="$TMP/dev" SENTINEL_VERBS=0
 export SENTINEL_SOCKET="$TMP/s.sock" FAKE_NCCL_NODES=2 FAKE_NCCL_LINK_GBPS=10 FAKE_NCCL_LATENCY_US=5
-unset SENTINEL_EXPECT SENTINEL_EXPECT_FILE NCCL_PROFILER_PLUGIN
+unset SENTINEL_EXPECT SENTINEL_EXPECT_FILE NCCL_PROFILER_PLUGIN SENTINEL_BASELINE_TOKEN
+# The job's shared secret for the rendezvous, given to the baseline's ranks only (run_baseline).
+TOKEN="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 
 "$SENTINELD" --socket "$SENTINEL_SOCKET" --listen 127.0.0.1:0 --port-file "$TMP/port" \
   --nic-poll 0 --log-level warn > "$TMP/sentineld.err" 2>&1 &
@@ -74,7 +78,8 @@ run_baseline() {
     [[ -n "$port" ]] || { echo "no free port"; return; }
     local pids=()
     for r in 0 1; do
-      env "${envs[@]}" RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      env SENTINEL_BASELINE_TOKEN="$TOKEN" "${envs[@]}" RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r \
+        MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
         timeout 120 "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" --collector "$ADDR" \
         --warmup 1 --iters 3 --timeout 60 "$@" > "$TMP/$name.$r.out" 2> "$TMP/$name.$r.err" &
       pids+=($!)
@@ -147,4 +152,60 @@ rcs=$(run_baseline expect SENTINEL_EXPECT=net=ib FAKE_NCCL_NET=socket -- --no-co
 [[ "$rcs" == "3 3" ]] || fail "expectation mismatch should exit 3, got $rcs"
 grep -q "verdict:" "$TMP/expect.0.out" && fail "a verdict was printed on the wrong transport"
 grep -q "no baseline measured" "$TMP/expect.0.err" || fail "fail-fast message"
+# 4) No token with more than one rank: a usage error naming the variable, nothing started.
+RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=1 \
+  "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" > "$TMP/notoken.out" 2> "$TMP/notoken.err"
+[[ $? -eq 2 ]] || fail "no SENTINEL_BASELINE_TOKEN should exit 2"
+grep -q "SENTINEL_BASELINE_TOKEN is not set" "$TMP/notoken.err" || fail "no-token message"
+
+# 5) A stranger connects to rank 0 first, as rank 1 in the old unauthenticated protocol, and holds
+# 4 idle connections: it gets nothing but rank 0's greeting, and the two real ranks still run.
+port=$(free_port)
+env SENTINEL_BASELINE_TOKEN="$TOKEN" RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 \
+  MASTER_PORT=$port timeout 120 "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" --no-collector \
+  --sizes sweep --min-bytes 1K --max-bytes 1K --warmup 1 --iters 1 --timeout 60 \
+  > "$TMP/stranger.0.out" 2> "$TMP/stranger.0.err" &
+R0=$!
+python3 - "$((port + 1))" "$TMP/stranger.got" > "$TMP/stranger.py.out" 2>&1 <<'PY' &
+import socket, struct, sys, time
+port, out = int(sys.argv[1]), sys.argv[2]
+deadline = time.time() + 30
+while True:  # rank 0 listens once its libraries are loaded
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=2)
+        break
+    except OSError:
+        if time.time() > deadline:
+            sys.exit(1)
+        time.sleep(0.05)
+idle = [socket.create_connection(("127.0.0.1", port), timeout=2) for _ in range(4)]
+s.sendall(b"SNBL" + struct.pack("<I", 1) + bytes(64))  # old hello as rank 1, then junk
+s.settimeout(15)
+got = b""
+try:
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+except OSError:  # a timeout, or a reset when the server closes with our bytes unread
+    pass
+open(out + ".tmp", "w").write(str(len(got)))
+__import__("os").rename(out + ".tmp", out)
+# The idle connections stay open while the real rank 1 runs (closed when this script ends).
+time.sleep(20)
+PY
+STRANGER=$!
+for _ in $(seq 400); do [[ -s "$TMP/stranger.got" ]] && break; sleep 0.1; done
+[[ -s "$TMP/stranger.got" ]] || fail "the stranger could not reach rank 0"
+env SENTINEL_BASELINE_TOKEN="$TOKEN" RANK=1 WORLD_SIZE=2 LOCAL_RANK=1 MASTER_ADDR=127.0.0.1 \
+  MASTER_PORT=$port timeout 120 "$BASELINE" --nccl "$NCCL" --cudart "$CUDART" --no-collector \
+  --warmup 1 --iters 1 --timeout 60 > "$TMP/stranger.1.out" 2> "$TMP/stranger.1.err"
+rc1=$?
+wait "$R0"; rc0=$?
+kill "$STRANGER" 2>/dev/null; wait "$STRANGER" 2>/dev/null
+[[ "$rc0 $rc1" == "0 0" ]] || fail "with a stranger on the rendezvous, exit codes $rc0 $rc1"
+[[ "$(cat "$TMP/stranger.got")" -le 36 ]] || fail "the stranger got $(cat "$TMP/stranger.got") bytes: more than the greeting"
+grep -q "closed [0-9]* rendezvous connection(s) that did not prove the job's token" "$TMP/stranger.0.err" \
+  || fail "rank 0 did not say it refused the stranger"
 echo "PASS"

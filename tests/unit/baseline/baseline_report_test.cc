@@ -153,7 +153,8 @@ TEST(Launch, Schemes) {
   env = {{"SLURM_PROCID", "5"},
          {"SLURM_NTASKS", "16"},
          {"SLURM_LOCALID", "1"},
-         {"SLURM_JOB_NODELIST", "gpu[003-006,9]"}};
+         {"SLURM_JOB_NODELIST", "gpu[003-006,9]"},
+         {"SENTINEL_BASELINE_TOKEN", "0123456789abcdef0123"}};
   ASSERT_TRUE(ReadLaunchInfo(get, &li, &err)) << err;
   EXPECT_EQ(li.launcher, "srun");
   EXPECT_EQ(li.rank, 5);
@@ -177,7 +178,16 @@ TEST(Launch, Schemes) {
   EXPECT_FALSE(ReadLaunchInfo(get, &li, &err));
   EXPECT_NE(err.find("RANK='4'"), std::string::npos) << err;
   env = {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}};
-  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err));
+  // More than one rank and no token: refused, saying how to make one.
+  EXPECT_FALSE(ReadLaunchInfo(get, &li, &err));
+  EXPECT_NE(err.find("SENTINEL_BASELINE_TOKEN is not set"), std::string::npos) << err;
+  EXPECT_NE(err.find("/dev/urandom"), std::string::npos) << err;
+  env["SENTINEL_BASELINE_TOKEN"] = "short";
+  EXPECT_FALSE(ReadLaunchInfo(get, &li, &err));
+  EXPECT_NE(err.find("shorter than 16"), std::string::npos) << err;
+  env["SENTINEL_BASELINE_TOKEN"] = "0123456789abcdef";
+  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err)) << err;
+  EXPECT_EQ(li.token, "0123456789abcdef");
   EXPECT_EQ(li.launcher, "mpirun");
   EXPECT_EQ(FirstSlurmHost("a,b"), "a");
   EXPECT_EQ(FirstSlurmHost("node7"), "node7");
@@ -192,13 +202,16 @@ TEST(Launch, RendezvousOverLoopback) {
   const int listen_fd = ListenForRendezvous(0, &port, &err0);
   ASSERT_GE(listen_fd, 0) << err0;
   ASSERT_GT(port, 0);
-  std::thread server([&] { EXPECT_TRUE(ServeRendezvous(listen_fd, 3, rv, 20, &err0)) << err0; });
+  const std::string token = "job-token-0123456789";
+  std::thread server(
+      [&] { EXPECT_TRUE(ServeRendezvous(listen_fd, 3, rv, token, 20, &err0)) << err0; });
   std::vector<Rendezvous> got(2);
   std::vector<std::thread> clients;
   for (int r = 1; r <= 2; ++r) {
     clients.emplace_back([&, r] {
       std::string err;
-      EXPECT_TRUE(FetchRendezvous("127.0.0.1", port, r, 20, &got[static_cast<size_t>(r - 1)], &err))
+      EXPECT_TRUE(
+          FetchRendezvous("127.0.0.1", port, r, token, 20, &got[static_cast<size_t>(r - 1)], &err))
           << err;
     });
   }
@@ -212,7 +225,7 @@ TEST(Launch, RendezvousOverLoopback) {
   // Nobody serving: a bounded wait and a message naming the address.
   Rendezvous none;
   std::string err;
-  EXPECT_FALSE(FetchRendezvous("127.0.0.1", port, 1, 1, &none, &err));
+  EXPECT_FALSE(FetchRendezvous("127.0.0.1", port, 1, token, 1, &none, &err));
   EXPECT_NE(err.find("127.0.0.1"), std::string::npos);
 }
 
