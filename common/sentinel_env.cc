@@ -103,6 +103,8 @@ constexpr EnvVarSpec kRegistry[] = {
      "sentinel-baseline's libcudart"},
     {Var::kBaselinePort, "SENTINEL_BASELINE_PORT", S, "", 0, 0, nullptr, false, R,
      "sentinel-baseline's rendezvous port (tools/baseline checks it)"},
+    {Var::kBaselineToken, "SENTINEL_BASELINE_TOKEN", S, "", 0, 0, nullptr, false, R,
+     "sentinel-baseline's rendezvous secret (tools/baseline checks it)"},
     {Var::kChainProfiler, "SENTINEL_CHAIN_PROFILER", S, "", 0, 0, nullptr, false, R,
      "a second profiler plugin to forward to"},
     {Var::kNetWrap, "SENTINEL_NET_WRAP", S, "", 0, 0, nullptr, false, R,

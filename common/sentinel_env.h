@@ -51,6 +51,7 @@ enum class Var : uint8_t {
   kBaselineNccl,
   kBaselineCudart,
   kBaselinePort,
+  kBaselineToken,
   kChainProfiler,
   kNetWrap,
   kNetReportMs,

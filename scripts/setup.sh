@@ -22,6 +22,7 @@ PACKAGES=(
   build-essential cmake ninja-build clang libclang-rt-14-dev clang-format clang-tidy
   libgtest-dev libgmock-dev libbenchmark-dev
   libabsl-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libcpp-httplib-dev libmicrohttpd-dev
+  libssl-dev  # libcrypto: sentinel-baseline's HMAC-SHA256 (also a dependency of libcpp-httplib-dev)
   libibverbs-dev
   prometheus prometheus-alertmanager
   python3 python3-jsonschema

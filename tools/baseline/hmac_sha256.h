@@ -1,7 +1,5 @@
-// SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), written here for the rendezvous's proof that
-// both ends hold the job's token (launch.h): a few hundred bytes per rank, so plain and small
-// beats a crypto library dependency. Checked against the FIPS and RFC 4231 vectors
-// (tests/unit/baseline). Not for anything secret at rest, not constant-time beyond the compare.
+// HMAC-SHA256 for the rendezvous's proof that both ends hold the job's token (launch.h), from
+// OpenSSL's libcrypto (already a dependency: cpp-httplib's Debian package brings libssl-dev).
 #pragma once
 
 #include <cstddef>
@@ -12,20 +10,6 @@
 namespace sentinel::baseline {
 
 inline constexpr size_t kSha256Bytes = 32;
-
-class Sha256 {
- public:
-  Sha256();
-  void Update(const void* data, size_t n);
-  void Final(uint8_t out[kSha256Bytes]);
-
- private:
-  void Block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t used_ = 0;
-  uint64_t total_ = 0;
-};
 
 // HMAC-SHA256 of `message` under `key`.
 void HmacSha256(std::string_view key, std::string_view message, uint8_t out[kSha256Bytes]);
