@@ -24,6 +24,7 @@
 
 #include "collector/config/config.h"
 #include "collector/export/exporters.h"
+#include "common/mono_clock.h"
 #include "common/wire_text.h"
 
 namespace sentinel::collector {
@@ -55,11 +56,7 @@ unsigned ConnectionLimitForFds() {
       std::clamp<rlim_t>(spare, rlim_t{kMinConnections}, rlim_t{kMaxConnections}));
 }
 
-int64_t MonoNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+int64_t MonoNs() { return rules::MonoNowNs(); }
 
 void SendJson(HttpResponse& res, int status, const nlohmann::json& body) {
   res.status = status;

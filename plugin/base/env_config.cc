@@ -102,10 +102,11 @@ EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
   errors->append(env.problems, env.problems_len);
   c.disable = env.Flag(Var::kDisable);
   if (env.Set(Var::kEvents)) c.events = env.Text(Var::kEvents);
-  static constexpr LogLevel kLevels[] = {LogLevel::kTrace, LogLevel::kDebug, LogLevel::kInfo,
-                                         LogLevel::kWarn,  LogLevel::kWarn,  LogLevel::kError,
-                                         LogLevel::kOff};  // SENTINEL_LOG_LEVEL's choices
-  c.log_level = kLevels[env.Choice(Var::kLogLevel)];
+  static constexpr rules::ChoiceName<LogLevel> kLevels[] = {
+      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},  {"info", LogLevel::kInfo},
+      {"warn", LogLevel::kWarn},   {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
+      {"off", LogLevel::kOff}};
+  c.log_level = rules::ChoiceByName(env, Var::kLogLevel, kLevels, LogLevel::kWarn);
   if (env.Set(Var::kDump)) {
     char host[256];
     rules::ShortHostName(host, sizeof(host));

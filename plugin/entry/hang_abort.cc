@@ -12,9 +12,10 @@
 
 #include "common/sentinel_env.h"
 #include "common/wire_text.h"
+#include "plugin/base/clock.h"
 #include "plugin/base/log.h"
 #include "plugin/base/raw_log.h"
-#include "plugin/base/clock.h"
+#include "plugin/base/thread.h"
 #include "plugin/core/in_flight_monitor.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"
@@ -317,9 +318,14 @@ void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
   // Our own thread: ncclCommAbort may take a while, and it finalizes the profiler context, which
   // may stop the drainer thread this verdict arrived on.
   r.in_progress.fetch_add(1, std::memory_order_acq_rel);
-  try {
-    std::thread(&AbortThread, comm, verdict).detach();
-  } catch (...) {
+  // Detached on purpose: it ends the communicator, not the process, and HangAbortWaitIdle (tests)
+  // and `in_progress` say when it is done; exit does not wait for an abort in progress.
+  std::thread* abort_thread =
+      StartThread("sentinel-abort", [comm, verdict] { AbortThread(comm, verdict); });
+  if (abort_thread != nullptr) {
+    abort_thread->detach();
+    delete abort_thread;
+  } else {
     r.in_progress.fetch_sub(1, std::memory_order_acq_rel);
     {
       std::lock_guard<std::mutex> lock(r.mu);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/env_bool.h"
+#include "common/mono_clock.h"
 #include "common/sentinel_env.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
@@ -60,11 +61,7 @@ Runtime& R() {
 
 thread_local uint64_t tls_last_profiler_hash = 0;
 
-int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
+int64_t NowNs() { return rules::MonoNowNs(); }
 
 void WriteStderr(const std::string& s) {
   size_t off = 0;
@@ -107,8 +104,9 @@ void LoadConfigLocked(Runtime& r) {
   const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
   if (env.Set(rules::Var::kOnMismatch)) {
     // fail|warn|abort under the registry's rule; a bad value was told once there: fail.
-    static constexpr Mode kModes[] = {Mode::kFail, Mode::kWarn, Mode::kAbort};
-    c.mode = kModes[env.Choice(rules::Var::kOnMismatch)];
+    static constexpr rules::ChoiceName<Mode> kModes[] = {
+        {"fail", Mode::kFail}, {"warn", Mode::kWarn}, {"abort", Mode::kAbort}};
+    c.mode = rules::ChoiceByName(env, rules::Var::kOnMismatch, kModes, Mode::kFail);
   } else if (!src.on_mismatch.empty() && !ParseMode(src.on_mismatch.c_str(), &c.mode)) {
     WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name +
                 " (fail|warn|abort): using fail\n");

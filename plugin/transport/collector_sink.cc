@@ -18,6 +18,7 @@
 
 #include "common/fs_trust.h"
 #include "common/host_name.h"
+#include "common/mono_clock.h"
 #include "common/sentinel_env.h"
 #include "plugin/base/status.h"
 
@@ -29,17 +30,8 @@ constexpr size_t kCollFrameBytes = FrameBuffer::kCollFrameBytes;
 
 constexpr size_t FrameBytes(size_t payload) { return FrameBuffer::FrameBytes(payload); }
 
-int64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t RealtimeNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+int64_t MonotonicNs() { return rules::MonoNowNs(); }
+int64_t RealtimeNs() { return rules::RealNowNs(); }
 
 bool VerboseFromEnv() {
   const rules::SentinelEnv& env = rules::ProcessSentinelEnv();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/mono_clock.h"
 #include "common/sentinel_env.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/host_probe.h"
@@ -258,11 +259,7 @@ double ProbeLinkGbps() {
   return best;
 }
 
-int64_t MonoNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
+int64_t MonoNs() { return rules::MonoNowNs(); }
 
 int Fail(int rank, const std::string& what) {
   std::fprintf(stderr, "sentinel-baseline[rank %d]: %s\n", rank, what.c_str());

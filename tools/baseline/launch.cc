@@ -27,6 +27,7 @@
 #include <cstring>
 #include <deque>
 
+#include "common/mono_clock.h"
 #include "tools/baseline/hmac_sha256.h"
 
 namespace sentinel::baseline {
@@ -48,11 +49,7 @@ bool ParseInt(const char* text, int* out) {
   return true;
 }
 
-double NowS() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
+double NowS() { return static_cast<double>(rules::MonoNowNs()) * 1e-9; }
 
 // Waits for `fd` to be readable (events POLLIN) or writable until `deadline`.
 bool WaitFd(int fd, short events, double deadline) {
