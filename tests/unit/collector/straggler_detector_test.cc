@@ -1,0 +1,179 @@
+// Tests of the straggler detector's math (collector/aggregate/straggler_detector.h) on modelled
+// collectives: a seeded generator stands in for the ranks, so every case is deterministic. The
+// end-to-end cases (real ranks, real sentineld) are in tests/integration/collector; the false-alert
+// rates across noise families are measured by the detection evaluation.
+#include "collector/aggregate/straggler_detector.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sentinel::collector {
+namespace {
+
+// A communicator of `ranks` local ranks whose compute between collectives is `segment_ns` with
+// `jitter` (relative, normal). `slow` ranks compute `slowdown` longer from collective `from`.
+struct Model {
+  int ranks = 8;
+  int64_t segment_ns = 10'000'000;
+  double jitter = 0.02;
+  std::vector<int> slow;
+  double slowdown = 0.0;
+  uint64_t from = 0;
+  uint64_t until = UINT64_MAX;  // the slowdown ends here
+  uint32_t seed = 7;
+};
+
+struct Transitions {
+  std::vector<StragglerEvent> events;
+  std::vector<uint64_t> event_seq;
+};
+
+// Feeds `n` collectives of `m` to `d`, starting at seq `first`.
+Transitions Feed(StragglerDetector* d, const Model& m, uint64_t first, uint64_t n,
+                 std::mt19937* rng) {
+  std::normal_distribution<double> noise(0.0, m.jitter);
+  Transitions run;
+  std::vector<StragglerDetector::Observation> obs(static_cast<size_t>(m.ranks));
+  std::vector<int64_t> arrival(static_cast<size_t>(m.ranks));
+  for (uint64_t seq = first; seq < first + n; ++seq) {
+    for (int r = 0; r < m.ranks; ++r) {
+      double f = 1.0 + noise(*rng);
+      const bool slowed = seq >= m.from && seq < m.until &&
+                          std::find(m.slow.begin(), m.slow.end(), r) != m.slow.end();
+      if (slowed) f += m.slowdown;
+      arrival[static_cast<size_t>(r)] =
+          static_cast<int64_t>(static_cast<double>(m.segment_ns) * std::max(f, 0.1));
+    }
+    const int64_t earliest = *std::min_element(arrival.begin(), arrival.end());
+    for (int r = 0; r < m.ranks; ++r) {
+      // Every rank's previous collective ended at the same instant (a collective is a barrier).
+      obs[static_cast<size_t>(r)] = {r, arrival[static_cast<size_t>(r)] - earliest,
+                                     arrival[static_cast<size_t>(r)]};
+    }
+    const size_t before = run.events.size();
+    d->Observe(obs, seq, &run.events);
+    for (size_t i = before; i < run.events.size(); ++i) run.event_seq.push_back(seq);
+  }
+  return run;
+}
+
+int Fired(const Transitions& run, int member) {
+  int n = 0;
+  for (const StragglerEvent& e : run.events) {
+    n += e.member == member && e.change == StragglerChange::kFired ? 1 : 0;
+  }
+  return n;
+}
+
+TEST(StragglerDetectorTest, QuietRanksWithJitterNeverFire) {
+  StragglerDetector d{StragglerParams{}};
+  std::mt19937 rng(11);
+  Model m;
+  m.jitter = 0.03;
+  const Transitions run = Feed(&d, m, 1, 20000, &rng);
+  EXPECT_TRUE(run.events.empty()) << run.events.size() << " transitions, first at seq "
+                                  << (run.event_seq.empty() ? 0 : run.event_seq[0]);
+  EXPECT_EQ(d.observed(), 20000u);
+  EXPECT_GT(d.threshold_ns(), 0.0);
+}
+
+TEST(StragglerDetectorTest, ARankSlowedTwentyPercentFiresAsNewlyDegradedWithItsRealExcess) {
+  StragglerDetector d{StragglerParams{}};
+  std::mt19937 rng(3);
+  Model m;
+  m.slow = {5};
+  m.slowdown = 0.20;
+  m.from = 500;
+  const Transitions run = Feed(&d, m, 1, 1000, &rng);
+  ASSERT_EQ(Fired(run, 5), 1);
+  for (const StragglerEvent& e : run.events) EXPECT_EQ(e.member, 5) << "only the slow rank";
+  EXPECT_GE(run.event_seq[0], 500u) << "not before the slowdown";
+  EXPECT_LE(run.event_seq[0], 540u) << "within a few dozen collectives of it";
+  const StragglerRankState* s = d.rank(5);
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->firing);
+  EXPECT_EQ(s->pattern, StragglerPattern::kDegraded);
+  EXPECT_NEAR(d.RelativeExcess(5), 0.20, 0.05) << "the excess the rank really has";
+}
+
+TEST(StragglerDetectorTest, ARankSlowFromTheStartIsStructural) {
+  StragglerDetector d{StragglerParams{}};
+  std::mt19937 rng(5);
+  Model m;
+  m.slow = {7};
+  m.slowdown = 0.15;
+  const Transitions run = Feed(&d, m, 1, 600, &rng);
+  ASSERT_EQ(Fired(run, 7), 1);
+  EXPECT_EQ(d.rank(7)->pattern, StragglerPattern::kStructural);
+}
+
+TEST(StragglerDetectorTest, TheAlertResolvesWhenTheSlowdownEndsAndDoesNotFlapWhileItLasts) {
+  StragglerDetector d{StragglerParams{}};
+  std::mt19937 rng(9);
+  Model m;
+  m.slow = {2};
+  m.slowdown = 0.10;
+  m.from = 300;
+  m.until = 1300;
+  const Transitions run = Feed(&d, m, 1, 2000, &rng);
+  ASSERT_EQ(run.events.size(), 2u) << "one fire, one resolve";
+  EXPECT_EQ(run.events[0].change, StragglerChange::kFired);
+  EXPECT_EQ(run.events[1].change, StragglerChange::kResolved);
+  EXPECT_GE(run.event_seq[1], 1300u);
+  EXPECT_LE(run.event_seq[1], 1500u);
+  EXPECT_FALSE(d.rank(2)->firing);
+}
+
+TEST(StragglerDetectorTest, TheTimeScaleDoesNotMatter) {
+  // The same relative slowdown fires at the same collective at 1 ms and at 200 ms of compute.
+  std::vector<uint64_t> fired_at;
+  for (int64_t segment : {1'000'000LL, 200'000'000LL}) {
+    StragglerDetector d{StragglerParams{}};
+    std::mt19937 rng(21);
+    Model m;
+    m.segment_ns = segment;
+    m.slow = {1};
+    m.slowdown = 0.12;
+    m.from = 400;
+    const Transitions run = Feed(&d, m, 1, 900, &rng);
+    ASSERT_EQ(Fired(run, 1), 1) << segment;
+    fired_at.push_back(run.event_seq[0]);
+  }
+  EXPECT_EQ(fired_at[0], fired_at[1]);
+}
+
+TEST(StragglerDetectorTest, BelowTheSmallestSlowdownWorthAnAlertNothingFires) {
+  StragglerParams p;
+  p.rel = 0.05;
+  StragglerDetector d{p};
+  std::mt19937 rng(13);
+  Model m;
+  m.jitter = 0.01;
+  m.slow = {4};
+  m.slowdown = 0.015;  // under k = rel / 2
+  m.from = 200;
+  const Transitions run = Feed(&d, m, 1, 4000, &rng);
+  EXPECT_EQ(Fired(run, 4), 0);
+}
+
+TEST(StragglerDetectorTest, ResetResolvesEveryFiringRank) {
+  StragglerDetector d{StragglerParams{}};
+  std::mt19937 rng(17);
+  Model m;
+  m.slow = {0};
+  m.slowdown = 0.3;
+  m.from = 100;
+  ASSERT_EQ(Fired(Feed(&d, m, 1, 400, &rng), 0), 1);
+  ASSERT_TRUE(d.rank(0)->firing);
+  d.Reset();
+  EXPECT_FALSE(d.rank(0)->firing);
+  EXPECT_EQ(d.rank(99), nullptr);
+  EXPECT_EQ(d.rank(-1), nullptr);
+}
+
+}  // namespace
+}  // namespace sentinel::collector
