@@ -1,5 +1,5 @@
-// The one registry of every SENTINEL_* variable (issue 9: "parse every SENTINEL_* variable once,
-// in one place, with one boolean rule"). The table in sentinel_env.cc names each variable, its
+// The one registry of every SENTINEL_* variable: every SENTINEL_* variable is parsed once, in one
+// place, with one boolean rule. The table in sentinel_env.cc names each variable, its
 // type, default, range or choices and a one-line doc; README.md's variable table must list the
 // same names (tests/unit/common/sentinel_env_test.cc checks both ways).
 //

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Side by side, same driver, same machine: the CPU per collective of our profiler plugin and of
-# NCCL Inspector (issue 9's reference) at Inspector's mask (Coll + KernelCh), from
+# NCCL Inspector (reference) at Inspector's mask (Coll + KernelCh), from
 # sentinel_collective_benchmark. Inspector is NOT part of this repository: build it from NCCL's
 # sources (plugins/profiler/inspector: `make`, needs the CUDA toolkit's headers) and pass its .so.
 # Without a GPU its init needs a CUDA driver and runtime; this script builds two stubs that answer

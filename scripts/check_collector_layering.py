@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the directory layering of collector/ by parsing its #include lines (issue 9: no circles).
+"""Checks the directory layering of collector/ by parsing its #include lines (no circles).
 
 A file in one directory may include collector/ headers of its own directory or of a LOWER layer
 only; directories of the same layer (ingest and nic) do not include each other. Of aggregate/,
@@ -45,7 +45,7 @@ EXPORT_MAY_INCLUDE = {
     "collector/aggregate/record_sink.h",  # the interface the record log implements
 }
 # export/ files that still read the aggregator's State under its lock. Empty since every endpoint
-# renders a snapshot taken through SnapshotSource (issue 9); keep it empty.
+# renders a snapshot taken through SnapshotSource; keep it empty.
 STATE_READERS = set()
 
 

@@ -1,5 +1,5 @@
 // The alert kinds sentineld raises, their names, and the --exclude-kinds list of them. It sits in
-// base/ so that config/ can validate the flag without reaching up into aggregate/ (issue 9).
+// base/ so that config/ can validate the flag without reaching up into aggregate/.
 #pragma once
 
 #include <cstdint>

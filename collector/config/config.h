@@ -60,19 +60,19 @@ struct Config {
   // NIC counters (collector/nic/): sysfs mount point and poll period (0 = off).
   std::string sysfs_root = "/sys";
   int64_t nic_poll_ns = 5LL * 1000000000;
-  // Hardening (issue 9): a whole HTTP connection (request read + reply written) and a plugin
+  // Hardening: a whole HTTP connection (request read + reply written) and a plugin
   // connection's hello each get this long; connections still in their handshake hold at most
   // max_handshaking of the max_clients slots, so clients that said hello are preferred.
   int64_t http_timeout_ns = 10LL * 1000000000;
   int64_t hello_timeout_ns = 5LL * 1000000000;
   int max_handshaking = 64;
-  // Per-client bounds on the state one connection can create (issue 9, defect 6).
+  // Per-client bounds on the state one connection can create.
   int max_ranks_per_client = 64;
-  // Node exclusion (issue 10 §4, collector/aggregate/exclusion.h): the alert kinds that put a
+  // Node exclusion (collector/aggregate/exclusion.h): the alert kinds that put a
   // host on GET /v1/exclude, and how long it stays listed after its alert resolved.
   std::string exclude_kinds = "straggler,nic_errors,link_degraded";
   int64_t exclude_hold_ns = 30LL * 60 * 1000000000;
-  // Series budget of /metrics (issue 11, collector/export/metrics_select.h): per-communicator and
+  // Series budget of /metrics (collector/export/metrics_select.h): per-communicator and
   // per-size-bucket detail is opt-in; the series of an ended communicator go after the retention.
   std::string metrics_detail = "none";  // none, or a comma list of comm, size
   std::string metrics_comms;            // allow-list: communicator hashes (0x...) or names

@@ -3,7 +3,7 @@
 // the real ingest path (Session frame parsing -> Aggregator) in virtual time; Tick() runs every
 // --tick of virtual time as the daemon does. Prints precision, recall, detection latency, false
 // alerts per simulated hour and hang culprit correctness per scenario family; with --check, exits 1
-// when a target of issue 7 is missed.
+// when a detection target is missed.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -502,7 +502,7 @@ void Usage(FILE* out) {
       "  --noise-minutes M  simulated minutes per noise-only job (default 10)\n"
       "  --family SUBSTR    only families whose name contains SUBSTR (repeatable)\n"
       "  --set KEY=VALUE    a sentineld option (config file key), e.g. straggler-floor-h=4\n"
-      "  --check            exit 1 when a target of issue 7 is missed\n");
+      "  --check            exit 1 when a detection target is missed\n");
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -683,7 +683,7 @@ int Main(int argc, char** argv) {
                 f.hangs == 0 ? "-" : absl::StrFormat("%d/%d", f.hang_correct, f.hangs).c_str(),
                 Percentile(f.hang_latency_s, 0.99));
     std::printf("%-40s sim_hours=%.3f\n", "", f.sim_hours);
-    // Targets (issue 7).
+    // Targets.
     std::vector<std::string> missed;
     if (f.name.rfind("noise", 0) == 0 && f.false_alerts > 0) missed.push_back("false alerts");
     if (f.name.rfind("straggler", 0) == 0) {

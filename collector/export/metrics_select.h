@@ -1,4 +1,4 @@
-// Which communicators /metrics carries (issue 11, the series budget). By default each rank
+// Which communicators /metrics carries (the series budget). By default each rank
 // exports its primary communicator only (the largest it joined: PrimaryRank), without size
 // buckets, so a rank's series do not grow with its communicators, message sizes or past jobs;
 // --metrics-detail comm,size and the --metrics-comms allow-list opt into the rest. A

@@ -1,5 +1,5 @@
 /* Our own declarations of NCCL's profiler-plugin ABI (v4, v5, v6), written from the
- * fact sheet (shared/docs/nccl-abi-facts.md §2-§3). NCCL's headers are not used or copied.
+ * fact sheet (docs/nccl-facts.md §2-§3). NCCL's headers are not used or copied.
  * Every size and offset the fact sheet gives is pinned by a static_assert below, so a layout
  * mistake fails the build instead of corrupting a host process.
  *

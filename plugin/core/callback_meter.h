@@ -6,7 +6,7 @@
 // counter line plus a never-taken branch per callback (sentinel_meter_benchmark).
 //
 // KernelCh callbacks (start, KernelChStop state, stop: 3 per channel) are metered per collective,
-// so the meter's cost does not grow with the channel count (issue 10 §3): the Coll/P2p start adds
+// so the meter's cost does not grow with the channel count: the Coll/P2p start adds
 // the 3 callbacks per channel it expects to the thread's KernelCh callback count (MeterCollective),
 // and its KernelCh callbacks are timed when that addition carries the count across a multiple of
 // kKernelChSample. A collective of N channels is so timed with probability 3N / kKernelChSample,

@@ -1,4 +1,4 @@
-// Conversions between the static strings NCCL puts in descriptors (nccl-abi-facts.md §2.6) and
+// Conversions between the static strings NCCL puts in descriptors (docs/nccl-facts.md §2.6) and
 // the wire enums of schemas/wire/sentinel_wire.h, plus datatype sizes. Hot-path safe: no
 // allocation; a pointer-keyed cache hit (NCCL's strings are static) costs one load and two
 // compares, a miss a first-character filter and a few short strcmp calls.
@@ -15,7 +15,7 @@ namespace sentinel::plugin {
 namespace names_internal {
 
 // A tiny direct-mapped cache keyed by the string's address. NCCL's descriptor strings are static
-// C strings that live for the whole process (nccl-abi-facts.md §2.6), so the same address always
+// C strings that live for the whole process (docs/nccl-facts.md §2.6), so the same address always
 // holds the same text and a hit skips every strcmp. One entry packs the pointer (48 bits of user
 // address), the string's first character (a cheap sanity check against a host that reuses a
 // buffer) and the value, so a reader never sees a torn entry. relaxed: each entry is a

@@ -28,8 +28,9 @@ std::atomic<bool> g_chain_on{false};
 namespace {
 
 constexpr int kMaxContexts = 1024;
-// Pair slots are reused in FIFO order, so a stale handle (NCCL stops its old CollApi again, §5.6.1)
-// still maps to its own pair until the cursor wraps. Plain .bss: untouched pages cost nothing.
+// Pair slots are reused in FIFO order, so a stale handle (NCCL stops its old CollApi again,
+// docs/nccl-facts.md §5.6.1) still maps to its own pair until the cursor wraps. Plain .bss:
+// untouched pages cost nothing.
 constexpr uint32_t kSlots = 1u << 16;
 constexpr int kClaimProbes = 16;
 

@@ -1,7 +1,7 @@
 // Chaining a second profiler plugin (SENTINEL_CHAIN_PROFILER=<name or path>, plugin/README.md).
 //
-// NCCL loads one profiler plugin per process (§4.1 step 8), so we load the second one ourselves and
-// fan every callback out to it:
+// NCCL loads one profiler plugin per process (docs/nccl-facts.md §4.1 step 8), so we load the
+// second one ourselves and fan every callback out to it:
 // - init: our core runs with a private mask int, the chained plugin with another; NCCL's mask gets
 //   the union. Each event goes to a side only if NCCL would have emitted it under that side's mask
 //   alone (the ancestor table of §4.5), so each side sees exactly its own events.

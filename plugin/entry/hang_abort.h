@@ -1,4 +1,4 @@
-// SENTINEL_ON_HANG=abort (issue 10 §5): when sentineld confirms a hang and tells this process
+// SENTINEL_ON_HANG=abort: when sentineld confirms a hang and tells this process
 // (wire type 13 on the plugin's own connection, read by the collector sink on the drainer
 // thread), abort the waiting rank's communicator with NCCL's ncclCommAbort, from a thread of our
 // own, so that the job fails within seconds instead of at NCCL's or PyTorch's watchdog.

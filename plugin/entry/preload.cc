@@ -1,4 +1,4 @@
-// The LD_PRELOAD interposer (nccl-abi-facts.md §10): defines NCCL's communicator-creation API and
+// The LD_PRELOAD interposer (docs/nccl-facts.md §10): defines NCCL's communicator-creation API and
 // the collectives, calls the real pncclX, and lets the guard fail fast on a transport/placement
 // mismatch. The same .so is also the profiler plugin; everything here is extern "C" glue.
 #include <dlfcn.h>
@@ -303,7 +303,7 @@ SENTINEL_EXPORT int ncclCommFinalize(SentinelComm comm) {
   return Teardown(real, comm);
 }
 
-// Also NCCL's own check in every enqueue (nccl-abi-facts.md §10.2): one relaxed load until we
+// Also NCCL's own check in every enqueue (docs/nccl-facts.md §10.2): one relaxed load until we
 // abort something.
 SENTINEL_EXPORT int ncclCommGetAsyncError(SentinelComm comm, int* error) {
   SENTINEL_REAL(int (*)(SentinelComm, int*), ncclCommGetAsyncError);

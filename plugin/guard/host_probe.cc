@@ -1,4 +1,4 @@
-// sysfs / /dev / libibverbs probe (cupti-verbs-facts.md §3.1, §3.4, §3.8, §4.1).
+// sysfs / /dev / libibverbs probe (docs/cupti-verbs-facts.md §3.1, §3.4, §3.8, §4.1).
 #include "plugin/guard/host_probe.h"
 
 #include <dirent.h>

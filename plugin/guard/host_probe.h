@@ -1,5 +1,5 @@
-// What the host itself says about its RDMA NICs (cupti-verbs-facts.md §3, §4): sysfs devices and
-// ports (state, link layer, width x speed), /dev/infiniband device nodes, libibverbs' view, and
+// What the host itself says about its RDMA NICs (docs/cupti-verbs-facts.md §3, §4): sysfs devices
+// and ports (state, link layer, width x speed), /dev/infiniband device nodes, libibverbs' view, and
 // whether GPUDirect RDMA can work. Roots are configurable so tests build fake trees.
 #pragma once
 

@@ -45,7 +45,7 @@ bool IsWarnLine(std::string_view line) {
 
 // Forwards to the user's destination. NCCL writes its log to the process's `stdout` FILE* (with
 // no flush) unless NCCL_DEBUG_FILE names a file: we go through the same FILE*, so NCCL's lines
-// keep their place among the program's own buffered output (issue 9, defect 10).
+// keep their place among the program's own buffered output.
 void WriteAll(int fd, const std::string& bytes);
 void Emit(int fd, const std::string& bytes) {
   if (bytes.empty()) return;
@@ -291,7 +291,8 @@ void LineForwarder::Line(std::string_view line, bool had_newline, LogEvidence* e
     if (had_newline) out->push_back('\n');
     return;
   }
-  // The version line: an INFO line now, a bare line at the user's VERSION/WARN level (§8.2).
+  // The version line: an INFO line now, a bare line at the user's VERSION/WARN level
+  // (docs/nccl-facts.md §8.2).
   size_t info = line.find(" NCCL INFO NCCL version ");
   if (user_level_ >= 1 && info != std::string_view::npos) {
     out->append("NCCL version ");

@@ -1,5 +1,5 @@
-// The NCCL environment variables that decide the transport (nccl-abi-facts.md §7.2,
-// cupti-verbs-facts.md §3.7), read once so the verdict can name contradictions with the
+// The NCCL environment variables that decide the transport (docs/nccl-facts.md §7.2,
+// docs/cupti-verbs-facts.md §3.7), read once so the verdict can name contradictions with the
 // expectation (NCCL_IB_DISABLE=1 with net=ib, NCCL_NET naming another net, NCCL_IB_HCA matching
 // no device, ...).
 #pragma once
@@ -30,7 +30,7 @@ struct NcclEnv {
 
 NcclEnv ReadNcclEnv();
 
-// NCCL_IB_HCA semantics (cupti-verbs-facts.md §3.7): comma list of `dev[:port]`, a leading '^'
+// NCCL_IB_HCA semantics (docs/cupti-verbs-facts.md §3.7): comma list of `dev[:port]`, a leading '^'
 // excludes, a leading '=' asks for exact names (otherwise a prefix match). Returns the subset of
 // `devices` the filter keeps (all of them when the filter is empty).
 std::vector<std::string> FilterByIbHca(const std::string& ib_hca,

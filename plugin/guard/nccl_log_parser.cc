@@ -1,4 +1,4 @@
-// Line parser for NCCL's INFO/WARN log (nccl-abi-facts.md §7.1, §8.2, §8.3).
+// Line parser for NCCL's INFO/WARN log (docs/nccl-facts.md §7.1, §8.2, §8.3).
 #include "plugin/guard/nccl_log_parser.h"
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // The libibverbs functions the guard uses, as a table of function pointers filled at run time with
-// dlopen("libibverbs.so.1") + dlsym (cupti-verbs-facts.md §3.6). We declare the few types we touch
-// ourselves and never include <infiniband/verbs.h>. Query-only: nothing here registers memory, so
-// NCCL's ibv_fork_init() is never disturbed. Tests pass a fake table.
+// dlopen("libibverbs.so.1") + dlsym (docs/cupti-verbs-facts.md §3.6). We declare the few types we
+// touch ourselves and never include <infiniband/verbs.h>. Query-only: nothing here registers
+// memory, so NCCL's ibv_fork_init() is never disturbed. Tests pass a fake table.
 #pragma once
 
 namespace sentinel::plugin {

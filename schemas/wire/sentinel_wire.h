@@ -51,7 +51,7 @@ enum {
 /* Features announced in SentinelWireHello.features (bit flags). */
 enum { kSentinelFeatureNone = 0 };
 
-/* ncclFunc_t numbering (nccl-abi-facts.md §2.5), plus our own "unknown". */
+/* ncclFunc_t numbering (docs/nccl-facts.md §2.5), plus our own "unknown". */
 enum {
   kSentinelFuncBroadcast = 0,
   kSentinelFuncReduce = 1,
@@ -251,7 +251,7 @@ typedef struct {
   int64_t idle_ns;
   int32_t device;
   uint32_t pid;
-  /* Added with the CUPTI tracer (issue 8); all times CLOCK_MONOTONIC ns of the rank's host. */
+  /* Added with the CUPTI tracer; all times CLOCK_MONOTONIC ns of the rank's host. */
   int64_t memcpy_ns;        /* GPU busy in memcpy/memset */
   uint64_t kernels;         /* kernels that started in the window */
   uint64_t nccl_kernels;    /* of which NCCL */
@@ -384,7 +384,7 @@ typedef struct {
 } SentinelWireNetConnStats;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireNetConnStats) == 200, "net conn stats size");
 
-/* ---- Hang verdict, collector -> plugin (issue 10 §5, SENTINEL_ON_HANG): type 13 ---- */
+/* ---- Hang verdict, collector -> plugin (SENTINEL_ON_HANG): type 13 ---- */
 enum { kSentinelWireHangVerdict = 13 };
 /* Roles of the culprit ranks (the collector's hang roles). */
 enum {

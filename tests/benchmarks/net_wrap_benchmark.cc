@@ -1,4 +1,4 @@
-// Cost libnccl-net-sentinel.so adds per isend / irecv / test (issue 10 target: <= 30 ns per call),
+// Cost libnccl-net-sentinel.so adds per isend / irecv / test (target: <= 30 ns per call),
 // for a v11 plugin and for a v8 plugin (int sizes) driven through our v8 table.
 // The fake net plugin runs with FAKE_NET_NULL_IO=1 (a static request, done at once, no socket), so
 // the difference between the Direct and Wrapped benchmarks is the wrapper: comm lookup, request

@@ -5,7 +5,7 @@
 // benchmark (SENTINEL_DEV_BENCH_PLUGIN = Inspector's .so) side by side with ours.
 //
 // BM_InspectorLikeCollective is our own model of the per-event work Inspector does
-// (nccl-abi-facts.md §6.2: per-channel start/stop times, exec time as the max over channels,
+// (docs/nccl-facts.md §6.2: per-channel start/stop times, exec time as the max over channels,
 // message size and bus bandwidth, one "last completed" slot per communicator behind a dirty flag):
 // a same-machine reference, not Inspector's code.
 #include <benchmark/benchmark.h>

@@ -1,4 +1,4 @@
-// What measuring the plugin's own overhead costs (issue 10 §3: <= 5 ns per collective): one
+// What measuring the plugin's own overhead costs (target: <= 5 ns per collective): one
 // collective at Inspector's mask is 2 + 3N callbacks (Coll start/stop; per channel KernelCh
 // start, state, stop). Coll start/stop each run inside a CallbackMeter, the start also meters its
 // N channels (MeterCollective) and each KernelCh callback runs inside a KernelChMeter that tests

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guard on real NCCL (PyTorch's), 1 GPU, no InfiniBand (issue 4's prepared check). ctest label gpu;
+# Guard on real NCCL (PyTorch's), 1 GPU, no InfiniBand (prepared check). ctest label gpu;
 # not run in CI. Usage: guard_real_nccl.sh <path to libnccl-profiler-sentinel.so>
 # Checks: (1) net=ib fails at init through the LD_PRELOAD interposer, naming the Socket fallback and
 # its cause; (2) net=socket passes silently; (3) the user's NCCL_DEBUG output (unset, INFO) is the

@@ -132,7 +132,7 @@ for _ in $(seq 100); do [[ -s "$WORK/port" ]] && break; sleep 0.05; done
 LD_LIBRARY_PATH="$LIBDIR" SENTINEL_SOCKET="$WORK/s.sock" \
   "$SIM" --ranks 4 --steps 300 --compute-ms 5 --bytes 1M --straggler rank=2,delay-ms=20,from=40 \
   --plugin sentinel --quiet
-# The job has ended, so its alerts resolved with reason `ended` (issue 7's lifecycle): `alerts --all`
+# The job has ended, so its alerts resolved with reason `ended` (lifecycle): `alerts --all`
 # lists them; exit 0 because nothing fires any more.
 alerts_rc=0
 "$ROOT/usr/bin/sentinelctl" --port-file "$WORK/port" alerts --all --json >"$WORK/alerts.json" ||

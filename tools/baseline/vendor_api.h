@@ -1,6 +1,6 @@
 // The two vendor libraries sentinel-baseline drives, reached only through dlopen'ed function
-// tables (house style 3.5): NCCL (libnccl.so.2) and the CUDA runtime (libcudart). Declarations
-// are our own, written from the public API's C signatures; enums travel as int.
+// tables (docs/house-rules.md §3.5): NCCL (libnccl.so.2) and the CUDA runtime (libcudart).
+// Declarations are our own, written from the public API's C signatures; enums travel as int.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// /metrics size and scrape time on a simulated node (issue 11, series budget). Starts the real
+// /metrics size and scrape time on a simulated node (series budget). Starts the real
 // sentineld on a temp socket, runs `--jobs` jobs of the node_feeder shape in a row (8 ranks, 6
 // communicators, 5 functions, 6 size buckets; the earlier jobs ended, within the retention, and
 // the last one live), then scrapes /metrics `--scrapes` times over loopback and prints the series

@@ -1,7 +1,7 @@
-// What a reader of the aggregator costs the ingest thread on a 1,024-rank node (issue 9, export
+// What a reader of the aggregator costs the ingest thread on a 1,024-rank node (export
 // reads a snapshot): the time spent under the aggregator's lock to copy a TraceSnapshot
 // (snapshot.h) versus rendering under the lock, and a MetricsSnapshot (metrics_snapshot.h) for
-// /metrics versus rendering it (after the lock; under it before issue 9: 19.3 ms on 1,024 ranks at
+// /metrics versus rendering it (after the lock; under it before: 19.3 ms on 1,024 ranks at
 // commit db56a7f, BM_PrometheusUnderLock), and the /v1/ranks and /v1/telemetry snapshots
 // (api_snapshot.h) versus rendering them. One communicator of `ranks` ranks, one per client, each
 // with `samples` joined 1 MiB all-reduces kept. A figure, not a test.

@@ -1,4 +1,4 @@
-// CUPTI tracer cost (issue 8 targets):
+// CUPTI tracer cost (targets):
 //  - BM_ProcessRecords: CPU per activity record through the tracer's real path (GetNextRecord
 //    walk, prefix parse, cached kernel classification, clock mapping, accounting, and the window
 //    close amortised), at the 100k kernels/s shape (half compute, half NCCL, 2 streams);

@@ -1,4 +1,4 @@
-// NCCL's communicator hash (nccl-abi-facts.md §10.4): a 128-bit-state hash of byte strings. The
+// NCCL's communicator hash (docs/nccl-facts.md §10.4): a 128-bit-state hash of byte strings. The
 // unique id is eaten as one 128-byte string; split communicators hash (parent hash, splitCount,
 // color) as three separate strings.
 #pragma once

@@ -94,7 +94,8 @@ void InitLocked(LogState& s) {
   s.out = stdout;
   const char* file = getenv("NCCL_DEBUG_FILE");
   if (file != nullptr && s.level > kLogVersion) {
-    // %h = short hostname, %p = pid, %% = '%', any other %x copied verbatim (§8.5).
+    // %h = short hostname, %p = pid, %% = '%', any other %x copied verbatim (docs/nccl-facts.md
+    // §8.5).
     std::string path;
     for (const char* p = file; *p != '\0'; ++p) {
       if (*p == '%' && p[1] != '\0') {

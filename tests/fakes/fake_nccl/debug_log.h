@@ -1,4 +1,4 @@
-// NCCL-format log lines for the fake NCCL (nccl-abi-facts.md §8.1, §8.5): NCCL_DEBUG,
+// NCCL-format log lines for the fake NCCL (docs/nccl-facts.md §8.1, §8.5): NCCL_DEBUG,
 // NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE are read lazily at the first log call and cached.
 // Thread-safe; every line is written under one mutex, like NCCL's ncclDebugLog.
 #pragma once

@@ -1,6 +1,7 @@
 // The fake NCCL: communicators, groups, enqueue, the simulated stream and proxy thread, CUDA-graph
-// emulation, and the exported API (each function as weak ncclX plus strong pncclX, §10.1). Events
-// reach the profiler plugin from the same threads and in the same order as NCCL 2.28.9 (§5.1-§5.5).
+// emulation, and the exported API (each function as weak ncclX plus strong pncclX,
+// docs/nccl-facts.md §10.1). Events reach the profiler plugin from the same threads and in the same
+// order as NCCL 2.28.9 (§5.1-§5.5).
 #include "tests/fakes/fake_nccl/fake_nccl.h"
 
 #include <pthread.h>

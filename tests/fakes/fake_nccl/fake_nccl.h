@@ -1,5 +1,5 @@
 /* Public header of the fake NCCL (libnccl.so.2 stand-in for tests, the job simulator and the demo).
- * Our own declarations of the subset of NCCL's host API we use (nccl-abi-facts.md §2, §10), plus
+ * Our own declarations of the subset of NCCL's host API we use (docs/nccl-facts.md §2, §10), plus
  * the fake-only control API (fakeNccl*). Not NCCL's header; ncclConfig_t is our own layout. */
 #pragma once
 

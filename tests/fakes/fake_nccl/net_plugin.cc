@@ -22,7 +22,7 @@ namespace sentinel::testing {
 namespace {
 
 constexpr size_t kMaxMessage = 32 * 1024;  // fits the loopback socket buffers: sends never block
-constexpr int kMaxPluginEntries = 14;      // §7.1
+constexpr int kMaxPluginEntries = 14;      // docs/nccl-facts.md §7.1
 
 struct Host {
   std::mutex mu;

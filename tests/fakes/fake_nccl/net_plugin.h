@@ -1,6 +1,6 @@
-// External net plugin host of the fake NCCL (nccl-abi-facts.md §7.1/§7.2): loads NCCL_NET_PLUGIN by
-// NCCL's name rule, probes ncclNetPlugin_v11..v6, initialises it per communicator, and carries the
-// inter-node bytes of collectives and p2p through its listen/connect/accept/isend/irecv/test.
+// External net plugin host of the fake NCCL (docs/nccl-facts.md §7.1/§7.2): loads NCCL_NET_PLUGIN
+// by NCCL's name rule, probes ncclNetPlugin_v11..v6, initialises it per communicator, and carries
+// the inter-node bytes of collectives and p2p through its listen/connect/accept/isend/irecv/test.
 #pragma once
 
 #include <atomic>

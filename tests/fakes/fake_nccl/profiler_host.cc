@@ -38,7 +38,8 @@ Host& H() {
   return *host;
 }
 
-// The single process-global mask int whose address every init receives (§4.2, §4.5).
+// The single process-global mask int whose address every init receives (docs/nccl-facts.md §4.2,
+// §4.5).
 int g_event_mask = 0;
 
 bool IsNotFound(const char* err) {

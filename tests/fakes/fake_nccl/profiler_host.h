@@ -1,5 +1,5 @@
 // The fake NCCL's side of the profiler-plugin ABI: finding and loading the plugin exactly as NCCL
-// 2.28.9 does (nccl-abi-facts.md §4.1-§4.3), and the per-version adapters (§3.8) that turn our
+// 2.28.9 does (docs/nccl-facts.md §4.1-§4.3), and the per-version adapters (§3.8) that turn our
 // canonical v5/v6 descriptor into what the loaded plugin expects. Process-global and thread-safe.
 #pragma once
 

@@ -1,5 +1,5 @@
 // libnccl-net-fake.so: an external NCCL net plugin (API v11) for tests, with a real loopback TCP
-// transport. Written from shared/docs/nccl-abi-facts.md §7. It counts every call and remembers the
+// transport. Written from docs/nccl-facts.md §7. It counts every call and remembers the
 // last arguments of the ones tests check (fakeNetCalls / fakeNetLast), so a wrapper's forwarding
 // can be verified from outside. Not kinder than a real plugin: connect/accept are non-blocking, a
 // recv completes only when every byte arrived, errors come back as NCCL results.

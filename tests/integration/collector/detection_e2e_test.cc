@@ -1,4 +1,4 @@
-// Detection end to end (issue 7): real simulator processes over the fake NCCL -> the real plugin
+// Detection end to end: real simulator processes over the fake NCCL -> the real plugin
 // .so -> a real sentineld over a unix socket; alerts read from its HTTP API on loopback.
 //  - a rank late only before the first of three collectives per step: one straggler alert, rank 5;
 //  - 2 ms compute, rank 5 slowed by 20 % for a while: exactly one alert naming rank 5 within 10 s

@@ -1,4 +1,4 @@
-// SENTINEL_ON_HANG=abort end to end (issue 10 §5): a simulated job through the fake NCCL, with
+// SENTINEL_ON_HANG=abort end to end: a simulated job through the fake NCCL, with
 // the plugin both as profiler and LD_PRELOAD interposer, streaming to a real sentineld with
 // --hang-timeout 2s. One rank never launches a collective: within hang-timeout + 5 s the others
 // abort their communicator (ncclCommAbort from the plugin's own thread), their blocked stream

@@ -81,7 +81,7 @@ void AllReduceEach(const std::vector<ncclComm_t>& comms, size_t count) {
 }
 
 int Run(const std::string& scenario, int n) {
-  if (scenario == "allreduce") {  // §5.3 A per rank
+  if (scenario == "allreduce") {  // docs/nccl-facts.md §5.3 A per rank
     auto comms = InitAll(n);
     AllReduceEach(comms, 262144);
     SyncAll(comms);

@@ -1,6 +1,6 @@
 // Fidelity of the fake NCCL against the fact sheet, observed through the recording plugin: call
-// order and threads of §5.3 A/B, special cases of §5.5, plugin loading of §4.1, the ABI adapters,
-// commHash (§10.4, computed here by hand) and NCCL-format log lines (§8).
+// order and threads of docs/nccl-facts.md §5.3 A/B, special cases of §5.5, plugin loading of §4.1,
+// the ABI adapters, commHash (§10.4, computed here by hand) and NCCL-format log lines (§8).
 #include <time.h>
 #include <unistd.h>
 

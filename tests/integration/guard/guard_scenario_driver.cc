@@ -112,7 +112,7 @@ int RunRank(const Options& o) {
   std::vector<ncclComm_t> comms;
   ncclResult_t rc = ncclSuccess;
   // The program's own output between NCCL calls, buffered as stdout to a file is: NCCL's log lines
-  // must keep their place among these lines with sentinel loaded (issue 9, defect 10).
+  // must keep their place among these lines with sentinel loaded.
   std::printf("app: rank %d before init\n", o.rank);
   double t0 = NowS();  // the creation call's wall time, checks included (init_us)
   if (o.api == "all") {

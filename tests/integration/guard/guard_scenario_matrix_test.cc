@@ -1,4 +1,4 @@
-// The fail-fast guard end to end (issue 4): the real libnccl-profiler-sentinel.so, LD_PRELOADed
+// The fail-fast guard end to end: the real libnccl-profiler-sentinel.so, LD_PRELOADed
 // into a multi-process "job" (guard_scenario_driver) over the fake NCCL, with fake sysfs and /dev
 // trees. Asserts the verdict and the cause named in the message for every wrong scenario, silence
 // for correct ones, the fail / warn / abort outcomes, profiler-only mode, the control record, and
@@ -911,7 +911,7 @@ TEST(GuardOutcomeTest, InvalidExpectationFailsWithACaret) {
 
 TEST(GuardOutcomeTest, DisableSwitchOnlyForwards) {
   Job job(WrongCase("IbDisabledByEnv"));
-  // Every true spelling of the shared rule (common/env_bool.h), not only "1" (issue 9, defect 3).
+  // Every true spelling of the shared rule (common/env_bool.h), not only "1".
   for (const char* value : {"1", "true", "yes", "on", "TRUE"}) {
     RunOptions o;
     o.extra = {{"SENTINEL_DISABLE", value}};

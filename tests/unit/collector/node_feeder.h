@@ -1,4 +1,4 @@
-// A simulated node for the /metrics series budget (issue 11): `ranks` plugin stand-ins (one real
+// A simulated node for the /metrics series budget: `ranks` plugin stand-ins (one real
 // socket each, as one process per GPU), each in `comms` communicators (the first, the largest, is
 // the job's world), issuing every function in `funcs` at every size in `sizes` for `steps` steps,
 // with heartbeats, a GPU window and in-flight state, as the plugin sends them. End() finalizes

@@ -1,4 +1,4 @@
-// The /metrics series budget (issue 11) on the real sentineld: a simulated node of 8 ranks runs
+// The /metrics series budget on the real sentineld: a simulated node of 8 ranks runs
 // jobs in a row, each with 6 communicators, 5 functions and 6 size buckets (node_feeder.h). In the
 // default mode a rank contributes at most 100 series, the count does not grow from job to job, and
 // an ended job's series leave /metrics after --series-retention (while the JSON API keeps every

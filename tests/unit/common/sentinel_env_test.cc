@@ -1,4 +1,4 @@
-// The one SENTINEL_* registry (issue 9, "one parser"): README.md's variable table and the
+// The one SENTINEL_* registry ("one parser"): README.md's variable table and the
 // registry list the same variables, every part shares one boolean rule and one number rule, and a
 // bad value or an unknown SENTINEL_* name becomes one problem line naming what was used instead.
 #include "common/sentinel_env.h"

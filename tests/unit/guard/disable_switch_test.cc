@@ -1,5 +1,5 @@
 // SENTINEL_DISABLE under the one shared boolean rule (common/env_bool.h): every true spelling
-// turns the NCCL log capture off too, not only the profiler (issue 9, defect 3). Its own binary:
+// turns the NCCL log capture off too, not only the profiler. Its own binary:
 // the capture is process-wide state installed once.
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
-// Builds fake sysfs and /dev trees in a temp dir for the guard's host probe (cupti-verbs-facts.md
-// §4.1 formats). Shared by the unit and integration tests of the guard.
+// Builds fake sysfs and /dev trees in a temp dir for the guard's host probe
+// (docs/cupti-verbs-facts.md §4.1 formats). Shared by the unit and integration tests of the guard.
 #pragma once
 
 #include <stdlib.h>

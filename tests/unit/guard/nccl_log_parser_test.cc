@@ -1,4 +1,4 @@
-// The NCCL log parser on lines in NCCL 2.28.9's exact formats (nccl-abi-facts.md §8).
+// The NCCL log parser on lines in NCCL 2.28.9's exact formats (docs/nccl-facts.md §8).
 #include "plugin/guard/nccl_log_parser.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// SENTINEL_* problems (issue 9, defects 8 and 9): each bad setting gets a message that says
+// SENTINEL_* problems: each bad setting gets a message that says
 // what is wrong, and the user is told once on stderr whatever NCCL's own log level is.
 #include "plugin/base/env_config.h"
 

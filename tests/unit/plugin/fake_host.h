@@ -1,5 +1,5 @@
 // A small in-test "fake NCCL host": dlopens the BUILT plugin .so, resolves ncclProfiler_v4/v5/v6
-// and drives scripted call sequences the way NCCL 2.28 does (nccl-abi-facts.md §5.3), plus
+// and drives scripted call sequences the way NCCL 2.28 does (docs/nccl-facts.md §5.3), plus
 // helpers to read back the SENTINEL_DUMP file.
 #pragma once
 

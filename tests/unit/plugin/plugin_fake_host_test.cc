@@ -1,5 +1,5 @@
 // Drives the BUILT libnccl-profiler-sentinel.so through the v5/v6/v4 tables like NCCL 2.28 does
-// (§5.3 A/B/C) and checks the records it dumps (SENTINEL_DUMP).
+// (docs/nccl-facts.md §5.3 A/B/C) and checks the records it dumps (SENTINEL_DUMP).
 #include <gtest/gtest.h>
 
 #include <functional>
