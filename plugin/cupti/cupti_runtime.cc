@@ -109,8 +109,9 @@ void ThreadMain() {
 
 void AtExit() {
   Runtime& rt = Rt();
-  if (rt.owner_pid.load(std::memory_order_relaxed) != getpid())
+  if (rt.owner_pid.load(std::memory_order_relaxed) != getpid()) {
     return;  // not ours (a forked child)
+  }
   std::unique_lock<std::mutex> lk(rt.mu);
   if (rt.thread == nullptr || rt.owner_pid != getpid()) return;
   rt.stop = true;

@@ -157,8 +157,9 @@ inline void OnDone(Req* r, SentinelNcclResult rc, const int* done, const int* si
   Bump(c.bytes, bytes);
   Bump(c.requests, 1);
   Bump(c.lat_sum, lat);
-  if (lat > c.lat_max.load(std::memory_order_relaxed))
+  if (lat > c.lat_max.load(std::memory_order_relaxed)) {
     c.lat_max.store(lat, std::memory_order_relaxed);
+  }
   Bump(c.class_requests[cls], 1);
   Bump(c.class_lat[cls], lat);
   // `real` stays readable until the tag is reused: irecvConsumed may name a completed request.

@@ -329,11 +329,12 @@ extern "C" __attribute__((visibility("default"))) void sentinelTellEnvProblems(c
 
 extern "C" __attribute__((visibility("default"))) int sentinelNetSnapshot(
     SentinelNetSnapshot* out) {
-  using namespace sentinel::net;  // NOLINT(build/namespaces): one C entry point
+  namespace net = sentinel::net;
   if (out == nullptr) return -1;
   memset(out, 0, sizeof(*out));
-  out->wrapped_version = g_wrapped_version;
-  snprintf(out->real_name, sizeof(out->real_name), "%s", g_real_name != nullptr ? g_real_name : "");
-  SnapshotTables(out);
+  out->wrapped_version = net::g_wrapped_version;
+  snprintf(out->real_name, sizeof(out->real_name), "%s",
+           net::g_real_name != nullptr ? net::g_real_name : "");
+  net::SnapshotTables(out);
   return 0;
 }
