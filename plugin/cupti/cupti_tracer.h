@@ -15,6 +15,8 @@
 // Thread-safety: the buffer callbacks may run on any thread (CUPTI's worker, application threads
 // with per-thread buffers, ours inside FlushAll); they take one short mutex and never allocate.
 // Everything else runs on the tracer thread, except AddStepBoundary (any thread).
+//
+// Settings: cupti_config.h. The process's one tracer, its thread and exit: cupti_runtime.h.
 #pragma once
 
 #include <atomic>
@@ -24,40 +26,16 @@
 #include <string>
 #include <vector>
 
-#include "common/sentinel_env.h"
 #include "plugin/cupti/cupti_api.h"
+#include "plugin/cupti/cupti_config.h"
 #include "plugin/cupti/gpu_accounting.h"
 #include "plugin/cupti/kernel_class.h"
+// Not used here: plugin/entry/plugin_wiring.cc reaches the runtime's entry points through this
+// header; drop this line once it includes cupti_runtime.h itself.
+#include "plugin/cupti/cupti_runtime.h"  // IWYU pragma: keep
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin::cupti {
-
-enum class CuptiMode { kOff, kAuto, kOn };
-
-struct CuptiConfig {
-  CuptiMode mode = CuptiMode::kAuto;       // SENTINEL_CUPTI=off|on|auto
-  std::string path;                        // SENTINEL_CUPTI_PATH
-  uint32_t window_ms = 1000;               // SENTINEL_CUPTI_WINDOW_MS
-  uint32_t flush_ms = 100;                 // SENTINEL_CUPTI_FLUSH_MS
-  uint32_t starve_ms = 3000;               // SENTINEL_CUPTI_STARVE_MS
-  uint32_t rearm_s = 30;                   // SENTINEL_CUPTI_REARM_S (0 = never re-arm)
-  uint32_t buffer_kib = 1024;              // SENTINEL_CUPTI_BUFFER_KIB
-  uint32_t buffers = 8;                    // SENTINEL_CUPTI_BUFFERS
-  uint32_t attributions_per_window = 256;  // SENTINEL_CUPTI_ATTRIBUTIONS
-  std::string comm_kernels;                // SENTINEL_CUPTI_COMM_KERNELS (extra name substrings)
-  // SENTINEL_STEP_NVTX: steps start where an NVTX range (or mark) of this name starts, read from
-  // CUPTI MARKER activity records in our own buffers (no subscriber). Needs NVTX injected into
-  // CUPTI, i.e. NVTX_INJECTION64_PATH naming a libcupti (nvtx_injection); without it, steps come
-  // from the first collective as usual.
-  std::string step_nvtx;
-  std::string nvtx_injection;  // NVTX_INJECTION64_PATH as the job set it (read, never written)
-};
-
-// The SENTINEL_CUPTI* settings from one reading of the environment (common/sentinel_env.h;
-// tests pass their own); problems are appended to *errors (one line each).
-CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors);
-// The same from the process's one reading.
-CuptiConfig ParseCuptiConfig(std::string* errors);
 
 enum class TracerState : int { kIdle = 0, kArmed = 1, kSteppedAside = 2, kOff = 3 };
 
@@ -168,13 +146,5 @@ class CuptiTracer {
   mutable std::mutex counters_mu_;
   Counters counters_;  // guarded by counters_mu_ when read from other threads
 };
-
-// Production wiring (called from the drainer's slow paths). The tracer thread loads CUPTI, arms
-// it and logs the outcome once; every call is a no-op when SENTINEL_CUPTI=off.
-void CuptiOnCommInit() noexcept;
-void CuptiOnLastCommEnd() noexcept;
-void CuptiStepBoundary(int64_t t) noexcept;
-// "off: <reason>", "armed", "stepped aside", "idle" (for tests and logs).
-std::string CuptiStatusLine();
 
 }  // namespace sentinel::plugin::cupti
