@@ -30,9 +30,6 @@
 #include "plugin/cupti/cupti_config.h"
 #include "plugin/cupti/gpu_accounting.h"
 #include "plugin/cupti/kernel_class.h"
-// Not used here: plugin/entry/plugin_wiring.cc reaches the runtime's entry points through this
-// header; drop this line once it includes cupti_runtime.h itself.
-#include "plugin/cupti/cupti_runtime.h"  // IWYU pragma: keep
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin::cupti {

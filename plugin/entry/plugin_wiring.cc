@@ -12,7 +12,7 @@
 #include "plugin/base/log.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/jsonl_sink.h"
-#include "plugin/cupti/cupti_tracer.h"
+#include "plugin/cupti/cupti_runtime.h"
 #include "plugin/cupti/step_marker.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/transport/collector_sink.h"
