@@ -3,7 +3,7 @@
 // attacker would. Run as another uid through setpriv, or with --listen-uid.
 //
 //   fake_sentineld --socket PATH --stats FILE [--mode MODE] [--count N] [--listen-uid UID]
-//                  [--make-dir MODE_OCTAL] [--flood-s S]
+//                  [--make-dir MODE_OCTAL] [--flood-s S] [--min-completed N]
 //
 //   --make-dir: create the socket's directory with this mode first (after --listen-uid's drop,
 //               if any, or as whoever runs it).
@@ -100,6 +100,11 @@ int main(int argc, char** argv) {
   long listen_uid = -1;
   long make_dir = -1;
   double flood_s = 30;
+  // The verdict modes answer the first in-flight report of rank 0 that has completed at least
+  // this many collectives: the test's late collective, not an earlier one a periodic report
+  // happened to catch in progress (on a loaded host that one has completed by the time the
+  // verdict arrives, and the plugin rightly ignores it).
+  long min_completed = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const char* v = argv[i + 1];
@@ -117,6 +122,8 @@ int main(int argc, char** argv) {
       make_dir = std::strtol(v, nullptr, 8);
     } else if (a == "--flood-s") {
       flood_s = std::atof(v);
+    } else if (a == "--min-completed") {
+      min_completed = std::atol(v);
     } else {
       std::fprintf(stderr, "fake_sentineld: unknown option %s\n", a.c_str());
       return 64;
@@ -237,7 +244,8 @@ int main(int argc, char** argv) {
                    (mode == "wrong-seq" || mode == "young" || mode == "escape")) {
           SentinelWireInFlight in;
           std::memcpy(&in, p, sizeof(in));
-          if (in.rank == 0 && in.enqueued > in.completed && in.oldest_since_ns > 0) {
+          if (in.rank == 0 && in.enqueued > in.completed && in.oldest_since_ns > 0 &&
+              in.completed >= static_cast<uint64_t>(min_completed)) {
             c.told = true;
             SentinelWireHangVerdict v{};
             v.comm_hash = in.comm_hash;

@@ -264,7 +264,8 @@ TEST_F(PluginTrustTest, ForgedVerdictsAreIgnoredAndTheJobCompletes) {
                         Case{"young", "1", "has not been inside it that long by its own clock"}}) {
     SCOPED_TRACE(c.mode);
     const std::string socket = d + "/" + c.mode + ".sock";
-    const std::string stats = StartCollector(socket, {"--mode", c.mode, "--count", c.count}, false);
+    const std::string stats = StartCollector(
+        socket, {"--mode", c.mode, "--count", c.count, "--min-completed", "2"}, false);
     RunResult r = Job(socket, {{"SENTINEL_ON_HANG", "abort"}},
                       {"--steps", "6", "--late-ms", "5000", "--late-at", "2"});
     StopCollector();
@@ -283,7 +284,8 @@ TEST_F(PluginTrustTest, ForgedVerdictsAreIgnoredAndTheJobCompletes) {
 // terminal escapes and a bell: reported with every control byte escaped.
 TEST_F(PluginTrustTest, VerdictStringsAreEscapedOnStderr) {
   const std::string socket = Dir("e", 0700) + "/s.sock";
-  const std::string stats = StartCollector(socket, {"--mode", "escape"}, false);
+  const std::string stats =
+      StartCollector(socket, {"--mode", "escape", "--min-completed", "2"}, false);
   RunResult r = Job(socket, {}, {"--steps", "6", "--late-ms", "5000", "--late-at", "2"});
   StopCollector();
   EXPECT_EQ(Stat(ReadFile(stats), "verdicts_sent"), 1) << r.output;
