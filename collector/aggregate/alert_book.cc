@@ -35,15 +35,41 @@ const char* ResolveReasonName(ResolveReason reason) {
   return "";
 }
 
+void AlertBook::CountFiring(int source, int delta) {
+  firing_ = delta > 0 ? firing_ + 1 : firing_ - 1;
+  if (source < 0) return;
+  size_t& n = firing_by_source_[source];
+  n = delta > 0 ? n + 1 : n - 1;
+  if (n == 0) firing_by_source_.erase(source);
+}
+
+size_t AlertBook::FiringOf(int source) const {
+  auto it = firing_by_source_.find(source);
+  return it == firing_by_source_.end() ? 0 : it->second;
+}
+
 bool AlertBook::Fire(Alert alert, int64_t now_real_ns) {
+  if (alert.ranks.size() > kMaxRanksPerAlert) {
+    if (alert.evidence.is_object()) {
+      alert.evidence["ranks_omitted"] = alert.ranks.size() - kMaxRanksPerAlert;
+    }
+    alert.ranks.resize(kMaxRanksPerAlert);
+  }
   auto it = alerts_.find(alert.id);
   if (it != alerts_.end() && it->second.firing()) {
     const int64_t started = it->second.started_real_ns;
+    const int source = it->second.source;
     it->second = std::move(alert);
     it->second.started_real_ns = started;
+    it->second.source = source;
     it->second.state = AlertState::kFiring;
     it->second.resolve_reason = ResolveReason::kNone;
     it->second.resolved_real_ns = 0;
+    return false;
+  }
+  if (firing_ >= max_firing_ ||
+      (alert.source >= 0 && FiringOf(alert.source) >= max_firing_per_source_)) {
+    ++refused_;
     return false;
   }
   alert.state = AlertState::kFiring;
@@ -51,6 +77,7 @@ bool AlertBook::Fire(Alert alert, int64_t now_real_ns) {
   alert.resolved_real_ns = 0;
   if (alert.started_real_ns == 0) alert.started_real_ns = now_real_ns;
   spdlog::warn("alert {} firing: {}", alert.id, alert.summary);
+  CountFiring(alert.source, +1);
   PushChange(alert);
   alerts_[alert.id] = std::move(alert);
   return true;
@@ -60,6 +87,7 @@ bool AlertBook::Resolve(const std::string& id, ResolveReason reason, int64_t now
   auto it = alerts_.find(id);
   if (it == alerts_.end() || !it->second.firing()) return false;
   it->second.state = AlertState::kResolved;
+  CountFiring(it->second.source, -1);
   it->second.resolve_reason = reason == ResolveReason::kNone ? ResolveReason::kCleared : reason;
   it->second.resolved_real_ns = now_real_ns;
   spdlog::info("alert {} resolved ({})", id, ResolveReasonName(it->second.resolve_reason));
@@ -112,11 +140,7 @@ const Alert* AlertBook::Find(const std::string& id) const {
   return it == alerts_.end() ? nullptr : &it->second;
 }
 
-int AlertBook::FiringCount() const {
-  int n = 0;
-  for (const auto& [id, a] : alerts_) n += a.firing() ? 1 : 0;
-  return n;
-}
+int AlertBook::FiringCount() const { return static_cast<int>(firing_); }
 
 std::vector<Alert> AlertBook::TakeChanges() {
   std::vector<Alert> out;
