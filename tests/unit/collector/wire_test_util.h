@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -179,13 +180,21 @@ class WireClient {
     uid_ = uid;
     gid_ = gid;
   }
+  // The host its hello claims (default "testhost").
+  void set_hello_host(const std::string& host) { hello_host_ = host; }
   bool Connect(const std::string& path, uint32_t pid, uint16_t major = SENTINEL_WIRE_MAJOR,
                SentinelWireHelloAck* ack_out = nullptr) {
     fd_ = own_process_ ? ConnectFromChild(path, uid_, gid_) : ConnectUnix(path);
     if (fd_ < 0) return false;
     timeval tv{5, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (!Send(Frame(kSentinelWireHello, MakeHello(pid, major)))) return false;
+    SentinelWireHello hello = MakeHello(pid, major);
+    if (!hello_host_.empty()) {
+      std::memset(hello.host, 0, sizeof(hello.host));
+      std::memcpy(hello.host, hello_host_.data(),
+                  std::min(hello_host_.size(), sizeof(hello.host) - 1));
+    }
+    if (!Send(Frame(kSentinelWireHello, hello))) return false;
     uint8_t buf[24];
     size_t got = 0;
     while (got < sizeof(buf)) {
@@ -222,6 +231,7 @@ class WireClient {
  private:
   int fd_ = -1;
   bool own_process_ = false;
+  std::string hello_host_;
   int uid_ = -1;
   int gid_ = -1;
 };
