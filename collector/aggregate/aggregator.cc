@@ -29,8 +29,10 @@ constexpr size_t kMaxResolvedAlerts = 1024;
 constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
 constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
 constexpr uint32_t kNoUid = UINT32_MAX;
-// Memory handed back to the kernel (malloc_trim) once this much state was released.
+// Memory handed back to the kernel (malloc_trim): at once when this much state was released, else
+// (a client left, smaller releases) at most every kTrimEveryNs.
 constexpr int64_t kTrimAfterBytes = int64_t{4} << 20;
+constexpr int64_t kTrimEveryNs = 5LL * 1000000000;
 
 double BusBwFactor(uint8_t func, int32_t nranks) {
   if (nranks <= 1) return 1.0;
@@ -169,6 +171,7 @@ void Aggregator::OnDisconnect(int client) {
   if (state_.counters.clients_connected > 0) --state_.counters.clients_connected;
   p->pending_verdicts.clear();
   p->pending_verdicts.shrink_to_fit();
+  ++released_bytes_;           // its buffers went with it (the ingest server's side): trim soon
   ShrinkGpuActivity(&p->gpu);  // a gone process's windows stay for the API, in less room
   for (const auto& key : p->ranks) {
     auto r = state_.ranks.find(key);
@@ -517,10 +520,13 @@ void Aggregator::TrimEnded() {
       }
     }
   }
-  if (released_bytes_ >= kTrimAfterBytes) {
+  const int64_t now = clock_->MonoNs();
+  if (released_bytes_ >= kTrimAfterBytes ||
+      (released_bytes_ > 0 && now - last_trim_mono_ns_ >= kTrimEveryNs)) {
     // Freed state goes back to the kernel, so a burst (or an attack) does not pin its peak.
     malloc_trim(0);
     released_bytes_ = 0;
+    last_trim_mono_ns_ = now;
   }
 }
 

@@ -344,6 +344,7 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<StragglerEvent> scratch_events_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, std::string>> outbound_ ABSL_GUARDED_BY(mu_);
   int64_t released_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // freed since the last malloc_trim
+  int64_t last_trim_mono_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 StragglerParams StragglerParamsFrom(const Config& config);
