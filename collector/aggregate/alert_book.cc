@@ -1,6 +1,7 @@
 // Alert book: see alert_book.h.
 #include "collector/aggregate/alert_book.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "spdlog/spdlog.h"
@@ -41,6 +42,14 @@ void AlertBook::CountFiring(int source, int delta) {
   size_t& n = firing_by_source_[source];
   n = delta > 0 ? n + 1 : n - 1;
   if (n == 0) firing_by_source_.erase(source);
+}
+
+void AlertBook::ForgetResolved(const Alert& alert) {
+  auto mine = resolved_by_source_.find(alert.source);
+  if (mine == resolved_by_source_.end()) return;
+  std::deque<std::string>& ids = mine->second;
+  ids.erase(std::remove(ids.begin(), ids.end(), alert.id), ids.end());
+  if (ids.empty()) resolved_by_source_.erase(mine);
 }
 
 size_t AlertBook::FiringOf(int source) const {
@@ -93,9 +102,27 @@ bool AlertBook::Resolve(const std::string& id, ResolveReason reason, int64_t now
   spdlog::info("alert {} resolved ({})", id, ResolveReasonName(it->second.resolve_reason));
   PushChange(it->second);
   resolved_order_.push_back(id);
+  if (it->second.source >= 0) {
+    // One client's resolved alerts are bounded too: a peer that came and went with many alerts
+    // leaves only its newest few in the history.
+    const int source = it->second.source;
+    std::deque<std::string>& mine = resolved_by_source_[source];
+    mine.erase(std::remove(mine.begin(), mine.end(), id), mine.end());  // resolved before
+    mine.push_back(id);
+    while (mine.size() > kMaxResolvedPerSource) {
+      const std::string oldest = mine.front();
+      mine.pop_front();
+      auto old = alerts_.find(oldest);
+      if (old != alerts_.end() && !old->second.firing() && old->second.source == source) {
+        alerts_.erase(old);
+        ++evicted_;
+      }
+    }
+  }
   while (resolved_order_.size() > max_resolved_) {
     auto old = alerts_.find(resolved_order_.front());
     if (old != alerts_.end() && !old->second.firing()) {
+      ForgetResolved(old->second);
       alerts_.erase(old);
       ++evicted_;
     }
@@ -121,6 +148,7 @@ uint64_t AlertBook::Expire(int64_t now_real_ns) {
     // An id that fired again since is no longer this resolution's to drop.
     if (it != alerts_.end() && !it->second.firing()) {
       if (now_real_ns - it->second.resolved_real_ns < retention_ns_) break;
+      ForgetResolved(it->second);
       alerts_.erase(it);
       ++dropped;
     }

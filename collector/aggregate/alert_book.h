@@ -58,6 +58,8 @@ class AlertBook {
   // Bounds on firing alerts, whatever the peers send: in total, and per source client.
   static constexpr size_t kMaxFiring = 1024;
   static constexpr size_t kMaxFiringPerSource = 32;
+  // Resolved alerts kept per source client (the newest); the rest are evicted.
+  static constexpr size_t kMaxResolvedPerSource = 8;
   // Ranks listed per alert; the rest are counted in evidence "ranks_omitted".
   static constexpr size_t kMaxRanksPerAlert = 64;
 
@@ -99,6 +101,7 @@ class AlertBook {
  private:
   void PushChange(const Alert& alert);
   void CountFiring(int source, int delta);
+  void ForgetResolved(const Alert& alert);
 
   int64_t retention_ns_;
   size_t max_resolved_;
@@ -106,6 +109,7 @@ class AlertBook {
   size_t max_firing_per_source_;
   size_t firing_ = 0;
   absl::flat_hash_map<int, size_t> firing_by_source_;
+  absl::flat_hash_map<int, std::deque<std::string>> resolved_by_source_;  // oldest first
   uint64_t refused_ = 0;
   absl::flat_hash_map<std::string, Alert> alerts_;
   std::deque<std::string> resolved_order_;  // oldest resolution first

@@ -224,6 +224,21 @@ TEST(AlertBookBoundsTest, FiringAlertsAndRanksPerAlertAreBounded) {
   EXPECT_EQ(book.Find("a0")->evidence["ranks_omitted"], 100 - AlertBook::kMaxRanksPerAlert);
 }
 
+TEST(AlertBookBoundsTest, ResolvedAlertsPerSourceAreBounded) {
+  AlertBook book(3600 * kSec, 1024);
+  for (int i = 0; i < 20; ++i) {
+    Alert a;
+    a.id = "s" + std::to_string(i);
+    a.source = 7;
+    book.Fire(a, kSec);
+    book.Resolve(a.id, ResolveReason::kEnded, 2 * kSec);
+  }
+  EXPECT_EQ(book.all().size(), AlertBook::kMaxResolvedPerSource);
+  EXPECT_NE(book.Find("s19"), nullptr);  // the newest are kept
+  EXPECT_EQ(book.Find("s0"), nullptr);
+  EXPECT_EQ(book.evicted(), 20 - AlertBook::kMaxResolvedPerSource);
+}
+
 // One uid's state is charged to it; what an ended communicator held comes back (its join windows
 // at once, the communicator itself beyond the per-uid bound of ended ones).
 TEST_F(OwnershipTest, UidBudgetIsChargedAndEndedStateComesBack) {
