@@ -264,6 +264,11 @@ void Aggregator::EraseComm(uint64_t hash) {
   auto it = state_.comms.find(hash);
   if (it == state_.comms.end()) return;
   CommState* comm = it->second.get();
+  // Its alerts end with it: an alert for a communicator nobody holds could never resolve, and
+  // would keep its source's (and the book's) firing budget for good.
+  const std::string label = CommLabel(hash);
+  state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
+                          clock_->RealNs());
   int64_t bytes = comm->charged_ring_bytes;
   for (RankState* m : comm->members) {
     bytes += static_cast<int64_t>(sizeof(RankState)) +

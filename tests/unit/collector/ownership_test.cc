@@ -224,6 +224,22 @@ TEST(AlertBookBoundsTest, FiringAlertsAndRanksPerAlertAreBounded) {
   EXPECT_EQ(book.Find("a0")->evidence["ranks_omitted"], 100 - AlertBook::kMaxRanksPerAlert);
 }
 
+// A communicator evicted for the uid's budget takes its alerts with it (resolved, ended): they
+// would otherwise fire for good and hold the firing bounds.
+TEST_F(OwnershipTest, EvictedCommunicatorsAlertsResolve) {
+  config_.max_comms = 8;  // 4 per uid
+  agg_ = std::make_unique<Aggregator>(config_, &clock_);
+  Accept(1, kRogueUid);
+  for (uint64_t k = 0; k < 12; ++k) {
+    Control(1, kSentinelWireCommInit, MakeCommInit(0xAB00 + k, 0, 2));
+    Control(1, kSentinelWireVerdict, Verdict(0xAB00 + k, 0));
+  }
+  int firing = 0;
+  agg_->Read([&](const State& s) { firing = s.alerts.FiringCount(); });
+  EXPECT_EQ(firing, 4) << "one per communicator it still holds";
+  EXPECT_EQ(Find("placement-" + CommLabel(0xAB00))->resolve_reason, ResolveReason::kEnded);
+}
+
 TEST(AlertBookBoundsTest, ResolvedAlertsPerSourceAreBounded) {
   AlertBook book(3600 * kSec, 1024);
   for (int i = 0; i < 20; ++i) {
