@@ -172,13 +172,23 @@ int AlertBook::FiringCount() const { return static_cast<int>(firing_); }
 
 std::vector<Alert> AlertBook::TakeChanges() {
   std::vector<Alert> out;
-  out.swap(changes_);
+  out.reserve(changes_.size());
+  for (const Change& c : changes_) {
+    auto it = alerts_.find(c.id);
+    if (it == alerts_.end()) continue;  // evicted since: nothing left to tell
+    Alert& a = out.emplace_back(it->second);
+    a.state = c.state;
+    a.resolve_reason = c.reason;
+    a.resolved_real_ns = c.resolved_real_ns;
+  }
+  changes_.clear();
+  changes_.shrink_to_fit();
   return out;
 }
 
 void AlertBook::PushChange(const Alert& alert) {
-  if (changes_.size() >= 1024) changes_.erase(changes_.begin());
-  changes_.push_back(alert);
+  if (changes_.size() >= 1024) changes_.pop_front();
+  changes_.push_back({alert.id, alert.state, alert.resolve_reason, alert.resolved_real_ns});
 }
 
 }  // namespace sentinel::collector

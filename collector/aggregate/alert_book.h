@@ -113,7 +113,15 @@ class AlertBook {
   uint64_t refused_ = 0;
   absl::flat_hash_map<std::string, Alert> alerts_;
   std::deque<std::string> resolved_order_;  // oldest resolution first
-  std::vector<Alert> changes_;
+  // A change is the alert's id and the state it changed to; TakeChanges copies the alert then
+  // (not at every change: a burst of changes nobody drains would hold a copy of each alert).
+  struct Change {
+    std::string id;
+    AlertState state = AlertState::kFiring;
+    ResolveReason reason = ResolveReason::kNone;
+    int64_t resolved_real_ns = 0;
+  };
+  std::deque<Change> changes_;
   uint64_t evicted_ = 0;
 };
 
