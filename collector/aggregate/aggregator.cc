@@ -1,6 +1,8 @@
 // Join, skew/lateness math, bounded windows and detection: see aggregator.h.
 #include "collector/aggregate/aggregator.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -16,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "spdlog/spdlog.h"
 
+#include "collector/aggregate/ring_resize.h"
 #include "common/host_name.h"
 
 namespace sentinel::collector {
@@ -25,6 +28,11 @@ constexpr size_t kMaxGoneProcesses = 256;
 constexpr size_t kMaxResolvedAlerts = 1024;
 constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
 constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
+constexpr uint32_t kNoUid = UINT32_MAX;
+// Memory handed back to the kernel (malloc_trim): at once when this much state was released, else
+// (a client left, smaller releases) at most every kTrimEveryNs.
+constexpr int64_t kTrimAfterBytes = int64_t{4} << 20;
+constexpr int64_t kTrimEveryNs = 5LL * 1000000000;
 
 double BusBwFactor(uint8_t func, int32_t nranks) {
   if (nranks <= 1) return 1.0;
@@ -60,6 +68,12 @@ StragglerParams StragglerParamsFrom(const Config& config) {
 }
 
 Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
+  // Large buffers (join windows, rendered /metrics and API bodies) always come from mmap and go
+  // back to the kernel when freed. glibc's default raises that threshold to the largest block
+  // freed so far (up to 32 MiB), after which such buffers stay in the heap: a burst of state, or a
+  // big scrape, then pinned its peak (measured: +4.6 MiB after one 4.7 MB /metrics).
+  static const bool allocator_set = mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1;
+  (void)allocator_set;
   absl::MutexLock lock(&mu_);
   char host[256];
   rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs
@@ -93,8 +107,9 @@ void Aggregator::NoteAccepted(int client, uint32_t pid, uint32_t uid) {
   ++state_.counters.clients_connected;
   auto process = std::make_unique<ProcessState>();
   process->client = client;
-  process->pid = pid;
+  process->pid = pid;  // SO_PEERCRED: the identity, never the hello's
   process->uid = uid;
+  process->host = state_.host;
   process->connected_real_ns = clock_->RealNs();
   state_.processes[client] = std::move(process);
 }
@@ -141,15 +156,10 @@ void Aggregator::OnHello(int client, const SentinelWireHello& hello) {
     it = state_.processes.emplace(client, std::move(process)).first;
   }
   ProcessState* p = it->second.get();
-  p->pid = hello.pid;
-  // Untrusted: keep hostname characters only, so labels and JSON lines need no escaping.
-  p->host.clear();
-  for (char c : SafeString(hello.host, sizeof(hello.host))) {
-    if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '-' || c == '_') {
-      p->host.push_back(c);
-    }
-  }
-  if (p->host.empty()) p->host = state_.host;
+  // What the peer says about itself is shown as claimed only: its pid and uid come from the kernel
+  // (NoteAccepted), its host is this node (a Unix socket has no remote end).
+  p->claimed_pid = hello.pid;
+  p->host = state_.host;
   p->job_id = SafeString(hello.job_id, sizeof(hello.job_id));
   // Untrusted values: wrap instead of overflowing.
   p->mono_to_real_ns = static_cast<int64_t>(static_cast<uint64_t>(hello.realtime_ns) -
@@ -165,6 +175,10 @@ void Aggregator::OnDisconnect(int client) {
   if (!p->connected) return;
   p->connected = false;
   if (state_.counters.clients_connected > 0) --state_.counters.clients_connected;
+  p->pending_verdicts.clear();
+  p->pending_verdicts.shrink_to_fit();
+  ++released_bytes_;           // its buffers went with it (the ingest server's side): trim soon
+  ShrinkGpuActivity(&p->gpu);  // a gone process's windows stay for the API, in less room
   for (const auto& key : p->ranks) {
     auto r = state_.ranks.find(key);
     if (r != state_.ranks.end() && r->second->client == client) {
@@ -185,25 +199,105 @@ void Aggregator::OnDisconnect(int client) {
   }
 }
 
-void Aggregator::EvictIdleComm() {
-  auto victim = state_.comms.end();
-  for (auto it = state_.comms.begin(); it != state_.comms.end(); ++it) {
-    if (victim == state_.comms.end() ||
-        (it->second->active_count == 0 && victim->second->active_count > 0) ||
-        ((it->second->active_count == 0) == (victim->second->active_count == 0) &&
-         it->second->last_activity_mono_ns < victim->second->last_activity_mono_ns)) {
-      victim = it;
-    }
+uint32_t Aggregator::ClientUid(int client) const {
+  auto it = state_.processes.find(client);
+  return it == state_.processes.end() ? kNoUid : it->second->uid;
+}
+
+bool Aggregator::ClientOwnsRank(int client, uint64_t hash, int32_t rank) const {
+  auto it = state_.ranks.find(std::make_pair(hash, rank));
+  return it != state_.ranks.end() && it->second->client == client && client >= 0;
+}
+
+bool Aggregator::ClientOwnsComm(int client, uint64_t hash) const {
+  auto p = state_.processes.find(client);
+  if (p == state_.processes.end()) return false;
+  for (const auto& key : p->second->ranks) {
+    if (key.first == hash && ClientOwnsRank(client, key.first, key.second)) return true;
   }
-  if (victim == state_.comms.end()) return;
-  for (RankState* m : victim->second->members) {
+  return false;
+}
+
+int64_t Aggregator::UidLimitRanks() const {
+  return std::max<int64_t>(config_.max_ranks / kUidBudgetShareDivisor,
+                           config_.max_ranks_per_client);
+}
+
+int64_t Aggregator::UidLimitComms() const {
+  return std::max<int64_t>(config_.max_comms / kUidBudgetShareDivisor, 1);
+}
+
+int64_t Aggregator::RankBytes() const {
+  return static_cast<int64_t>(sizeof(RankState)) +
+         static_cast<int64_t>(config_.history_per_rank) * static_cast<int64_t>(sizeof(RankSample));
+}
+
+void Aggregator::Charge(uint32_t uid, int64_t ranks, int64_t comms, int64_t bytes) {
+  UidUsage& u = state_.uid_usage[uid];
+  u.ranks += ranks;
+  u.comms += comms;
+  u.bytes += bytes;
+  if (bytes < 0) released_bytes_ -= bytes;
+  if (u.ranks <= 0 && u.comms <= 0) state_.uid_usage.erase(uid);
+}
+
+namespace {
+int64_t RingBytes(const CommState& comm) {
+  int64_t bytes = 0;
+  for (const auto& ring : comm.rings) {
+    if (!ring) continue;
+    bytes += static_cast<int64_t>(ring->slots.capacity() * sizeof(JoinSlot) +
+                                  ring->cells.capacity() * sizeof(JoinCell));
+  }
+  return bytes;
+}
+}  // namespace
+
+void Aggregator::RechargeRings(CommState* comm) {
+  const int64_t now = RingBytes(*comm);
+  if (now == comm->charged_ring_bytes) return;
+  Charge(comm->uid, 0, 0, now - comm->charged_ring_bytes);
+  comm->charged_ring_bytes = now;
+}
+
+void Aggregator::EraseComm(uint64_t hash) {
+  auto it = state_.comms.find(hash);
+  if (it == state_.comms.end()) return;
+  CommState* comm = it->second.get();
+  // Its alerts end with it: an alert for a communicator nobody holds could never resolve, and
+  // would keep its source's (and the book's) firing budget for good.
+  const std::string label = CommLabel(hash);
+  state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
+                          clock_->RealNs());
+  int64_t bytes = comm->charged_ring_bytes;
+  for (RankState* m : comm->members) {
+    bytes += static_cast<int64_t>(sizeof(RankState)) +
+             static_cast<int64_t>(m->history.capacity() * sizeof(RankSample));
     state_.ranks.erase(std::make_pair(m->comm_hash, m->rank));
     ++state_.counters.evicted_ranks;
   }
-  state_.comms.erase(victim);
+  Charge(comm->uid, -static_cast<int64_t>(comm->members.size()), -1, -bytes);
+  state_.comms.erase(it);
   ++state_.counters.evicted_comms;
   last_rank_ = nullptr;
   last_comm_ = nullptr;
+}
+
+bool Aggregator::EvictIdleComm(uint32_t uid) {
+  auto victim = state_.comms.end();
+  for (auto it = state_.comms.begin(); it != state_.comms.end(); ++it) {
+    const CommState& c = *it->second;
+    const bool ended = c.active_count == 0;
+    if (!ended && c.uid != uid) continue;  // never another user's live communicator
+    if (victim == state_.comms.end() || (ended && victim->second->active_count > 0) ||
+        (ended == (victim->second->active_count == 0) &&
+         c.last_activity_mono_ns < victim->second->last_activity_mono_ns)) {
+      victim = it;
+    }
+  }
+  if (victim == state_.comms.end()) return false;
+  EraseComm(victim->first);
+  return true;
 }
 
 // One connection may create at most --max-ranks-per-client ranks: a single client cannot turn
@@ -215,16 +309,39 @@ bool Aggregator::ClientMayAddRank(int client) const {
   return owned < static_cast<size_t>(config_.max_ranks_per_client);
 }
 
-CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks) {
+CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks, int client) {
+  const uint32_t uid = ClientUid(client);
   auto it = state_.comms.find(hash);
-  if (it != state_.comms.end()) return it->second.get();
-  if (state_.comms.size() >= static_cast<size_t>(config_.max_comms)) EvictIdleComm();
+  if (it != state_.comms.end()) {
+    CommState* comm = it->second.get();
+    if (comm->uid != uid) {
+      ++state_.counters.refused_not_owner;  // another user's communicator
+      return nullptr;
+    }
+    if (comm->nranks != nranks) {
+      ++state_.counters.refused_rank_index;  // its size is fixed by its first announcement
+      return nullptr;
+    }
+    return comm;
+  }
+  auto usage = state_.uid_usage.find(uid);
+  if (usage != state_.uid_usage.end() && usage->second.comms >= UidLimitComms() &&
+      !EvictIdleComm(uid)) {
+    ++state_.counters.refused_budget;
+    return nullptr;
+  }
+  if (state_.comms.size() >= static_cast<size_t>(config_.max_comms) && !EvictIdleComm(uid)) {
+    ++state_.counters.refused_budget;
+    return nullptr;
+  }
   auto comm = std::make_unique<CommState>();
   comm->hash = hash;
+  comm->uid = uid;
   comm->nranks = nranks;
   comm->last_activity_mono_ns = clock_->MonoNs();
   CommState* raw = comm.get();
   state_.comms.emplace(hash, std::move(comm));
+  Charge(uid, 0, 1, 0);
   return raw;
 }
 
@@ -246,29 +363,66 @@ void Aggregator::EnsureWidth(CommState* comm, FuncRing* ring) {
 FuncRing* Aggregator::Ring(CommState* comm, int func) {
   std::unique_ptr<FuncRing>& ring = comm->rings[static_cast<size_t>(func)];
   if (!ring) {
+    // Charged to the communicator's uid: refused (the record dropped) over its byte budget.
+    const int64_t width = std::max<int64_t>(4, static_cast<int64_t>(comm->members.size()));
+    const int64_t cost = config_.pending_slots * (static_cast<int64_t>(sizeof(JoinSlot)) +
+                                                  width * static_cast<int64_t>(sizeof(JoinCell)));
+    auto usage = state_.uid_usage.find(comm->uid);
+    if (usage != state_.uid_usage.end() && usage->second.bytes + cost > kUidBudgetBytes) {
+      ++state_.counters.refused_budget;
+      return nullptr;
+    }
     ring = std::make_unique<FuncRing>();
     ring->slots.resize(static_cast<size_t>(config_.pending_slots));
     EnsureWidth(comm, ring.get());
+    RechargeRings(comm);
   }
   return ring.get();
 }
 
-RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int client) {
+RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int client, bool create) {
+  if (rank < 0 || rank >= comm->nranks) {
+    ++state_.counters.refused_rank_index;  // checked against the communicator's size
+    return nullptr;
+  }
+  const uint32_t uid = ClientUid(client);
+  if (uid != comm->uid) {
+    ++state_.counters.refused_not_owner;
+    return nullptr;
+  }
   const auto key = std::make_pair(comm->hash, rank);
   auto it = state_.ranks.find(key);
   RankState* rs = nullptr;
   if (it == state_.ranks.end()) {
-    if (!ClientMayAddRank(client)) return nullptr;  // --max-ranks-per-client (issue 9)
+    if (!create) return nullptr;
+    if (!ClientMayAddRank(client)) return nullptr;  // --max-ranks-per-client
+    // The uid's budget: ranks, and the estimated bytes of the rank and of its communicator's
+    // join windows growing by one column.
+    UidUsage& usage = state_.uid_usage[uid];
+    int64_t growth = RankBytes();
+    for (const auto& ring : comm->rings) {
+      if (ring && ring->width < static_cast<int>(comm->members.size()) + 1) {
+        growth += static_cast<int64_t>(ring->slots.size()) * ring->width *
+                  static_cast<int64_t>(sizeof(JoinCell));  // the width doubles
+      }
+    }
+    if (usage.ranks >= UidLimitRanks() || usage.bytes + growth > kUidBudgetBytes) {
+      ++state_.counters.refused_budget;
+      return nullptr;
+    }
     if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
-      EvictIdleComm();
-      // The victim may have been this very communicator.
-      if (state_.comms.find(comm->hash) == state_.comms.end()) return nullptr;
-      if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) return nullptr;
+      const uint64_t hash = comm->hash;
+      // The victim may be this very communicator (then the record is dropped).
+      if (!EvictIdleComm(uid) || state_.comms.find(hash) == state_.comms.end() ||
+          state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
+        return nullptr;
+      }
     }
     auto owned = std::make_unique<RankState>();
     rs = owned.get();
     rs->comm_hash = comm->hash;
     rs->rank = rank;
+    rs->uid = uid;
     rs->inflight.rank = rank;
     rs->nranks = comm->nranks;
     rs->history.Reset(static_cast<size_t>(config_.history_per_rank));
@@ -278,14 +432,32 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
     comm->index[rank] = rs->local_index;
     comm->members.push_back(rs);
     ++comm->active_count;
+    Charge(uid, 1, 0, RankBytes());
     for (auto& ring : comm->rings) {
       if (ring) EnsureWidth(comm, ring.get());
     }
+    RechargeRings(comm);
   } else {
     rs = it->second.get();
+    if (rs->client != client) {
+      // Another live client's rank is never taken; a gone client's may be, by the same uid (the
+      // process reconnected, or the job restarted a rank).
+      if (rs->client >= 0 || !create) {
+        ++state_.counters.refused_not_owner;
+        return nullptr;
+      }
+    }
     if (!rs->active) {
+      if (!create) return nullptr;
       rs->active = true;
       ++comm->active_count;
+      const size_t cap = static_cast<size_t>(config_.history_per_rank);
+      if (rs->history.capacity() != cap) {
+        Charge(uid, 0, 0,
+               (static_cast<int64_t>(cap) - static_cast<int64_t>(rs->history.capacity())) *
+                   static_cast<int64_t>(sizeof(RankSample)));
+        ResizeRing(&rs->history, cap);
+      }
     }
   }
   comm->ended_resolved = false;
@@ -298,6 +470,7 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
     if (p != state_.processes.end()) {
       rs->pid = p->second->pid;
       p->second->ranks.push_back(key);
+      if (!p->second->pending_verdicts.empty()) ReplayPendingVerdicts(client, comm->hash);
     }
   }
   return rs;
@@ -310,6 +483,62 @@ void Aggregator::Deactivate(RankState* rank) {
   if (it == state_.comms.end()) return;
   if (--it->second->active_count == 0) it->second->ended_mono_ns = clock_->MonoNs();
   RecheckPending(it->second.get());
+  if (it->second->active_count == 0) ReleaseEnded(it->second.get());
+}
+
+void Aggregator::ReleaseEnded(CommState* comm) {
+  // No join can complete without an active rank: the windows go (a returning rank makes new
+  // ones). The histories stay for the API, in exactly the room their samples take.
+  for (auto& ring : comm->rings) ring.reset();
+  RechargeRings(comm);
+  for (RankState* m : comm->members) {
+    const size_t cap = m->history.capacity();
+    if (m->history.size() == cap) continue;
+    ResizeRing(&m->history, m->history.size());
+    Charge(comm->uid, 0, 0,
+           (static_cast<int64_t>(m->history.size()) - static_cast<int64_t>(cap)) *
+               static_cast<int64_t>(sizeof(RankSample)));
+    for (auto& h : m->duration) {
+      if (h && h->count == 0) h.reset();
+    }
+  }
+  if (last_comm_ == comm) {
+    last_comm_ = nullptr;
+    last_rank_ = nullptr;
+  }
+}
+
+void Aggregator::TrimEnded() {
+  // Per uid: its ended communicators, newest first; beyond the bounds they go.
+  absl::flat_hash_map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> ended;
+  for (const auto& [hash, comm] : state_.comms) {
+    if (comm->active_count == 0) ended[comm->uid].emplace_back(comm->ended_mono_ns, hash);
+  }
+  for (auto& [uid, list] : ended) {
+    if (list.size() <= static_cast<size_t>(kEndedCommsPerUid)) {
+      int64_t ranks = 0;
+      for (const auto& e : list)
+        ranks += static_cast<int64_t>(state_.comms[e.second]->members.size());
+      if (ranks <= kEndedRanksPerUid) continue;
+    }
+    std::sort(list.begin(), list.end(), std::greater<>());
+    int64_t ranks = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const CommState& c = *state_.comms[list[i].second];
+      ranks += static_cast<int64_t>(c.members.size());
+      if (i >= static_cast<size_t>(kEndedCommsPerUid) || ranks > kEndedRanksPerUid) {
+        EraseComm(list[i].second);
+      }
+    }
+  }
+  const int64_t now = clock_->MonoNs();
+  if (released_bytes_ >= kTrimAfterBytes ||
+      (released_bytes_ > 0 && now - last_trim_mono_ns_ >= kTrimEveryNs)) {
+    // Freed state goes back to the kernel, so a burst (or an attack) does not pin its peak.
+    malloc_trim(0);
+    released_bytes_ = 0;
+    last_trim_mono_ns_ = now;
+  }
 }
 
 bool Aggregator::AllActiveReported(const CommState& comm, const FuncRing& ring, size_t slot) const {
@@ -352,9 +581,7 @@ void Aggregator::OnRecords(int client, const SentinelWireCollRecord* records, si
   batch_now_ns_ = clock_->MonoNs();  // one clock read per batch, not per record
   for (size_t i = 0; i < n; ++i) Ingest(client, records[i]);
   if (record_log_ != nullptr) {
-    auto p = state_.processes.find(client);
-    const std::string& host = p != state_.processes.end() ? p->second->host : state_.host;
-    for (size_t i = 0; i < n; ++i) record_log_->Write(host, records[i]);
+    for (size_t i = 0; i < n; ++i) record_log_->Write(state_.host, records[i]);
     state_.counters.record_log_bytes = record_log_->bytes_written();
     state_.counters.record_log_rotations = record_log_->rotations();
   }
@@ -385,10 +612,10 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
     rs = last_rank_;
     comm = last_comm_;
   } else {
-    comm = FindOrCreateComm(rec.comm_hash, rec.nranks);
-    rs = FindOrCreateRank(comm, rec.rank, client);
+    comm = FindOrCreateComm(rec.comm_hash, rec.nranks, client);
+    rs = comm != nullptr ? FindOrCreateRank(comm, rec.rank, client) : nullptr;
     if (rs == nullptr) {
-      ++state_.counters.evicted_ranks;  // over --max-ranks: the record is dropped, and counted
+      ++state_.counters.evicted_ranks;  // refused or over a bound: dropped, and counted
       return;
     }
     last_rank_ = rs;
@@ -396,6 +623,7 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
   }
   const int64_t now = batch_now_ns_;
   rs->last_record_mono_ns = now;
+  rs->progress_mono_ns = now;
   comm->last_activity_mono_ns = now;
   ++rs->count_by_func[static_cast<size_t>(func)];
   RankSample sample;
@@ -421,6 +649,10 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
   rs->has_seq = true;
 
   FuncRing* ring = Ring(comm, func);
+  if (ring == nullptr) {  // over the uid's budget: the rank keeps its own sample, unjoined
+    AddSample(rs, sample, &state_.counters.evicted_samples);
+    return;
+  }
   const size_t s = rec.seq % ring->slots.size();
   JoinSlot& slot = ring->slots[s];
   if (slot.state != 0 && slot.seq != rec.seq) {
@@ -610,6 +842,7 @@ void Aggregator::FireStraggler(CommState* comm, RankState* rs, int func, int buc
   a.comm = CommLabel(comm->hash);
   a.ranks = {rs->rank};
   a.host = state_.host;
+  a.source = rs->client;
   if (structural) {
     a.summary = absl::StrFormat(
         "rank %d on comm %s has been late since the communicator started: %.0f%% of its compute "
@@ -662,7 +895,35 @@ void Aggregator::MaybeEndComm(CommState* comm) {
   for (RankState* m : comm->members) m->straggler_firing = false;
 }
 
+void Aggregator::ReplayPendingVerdicts(int client, uint64_t hash) {
+  auto p = state_.processes.find(client);
+  if (p == state_.processes.end()) return;
+  std::vector<SentinelWireVerdict> now;
+  std::vector<SentinelWireVerdict>& pending = p->second->pending_verdicts;
+  for (size_t i = 0; i < pending.size();) {
+    if (pending[i].comm_hash == hash) {
+      now.push_back(pending[i]);
+      pending.erase(pending.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
+  for (const SentinelWireVerdict& v : now) HandleVerdict(client, v);
+}
+
 void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
+  // A verdict speaks for a communicator the client announced ranks of. One that overtook its
+  // CommInit waits (bounded) for it; any other is refused.
+  if (!ClientOwnsComm(client, v.comm_hash)) {
+    auto p = state_.processes.find(client);
+    if (p != state_.processes.end() && p->second->connected &&
+        p->second->pending_verdicts.size() < kPendingVerdictsPerClient) {
+      p->second->pending_verdicts.push_back(v);
+    } else {
+      ++state_.counters.refused_not_owner;
+    }
+    return;
+  }
   AlertKind kind_id = AlertKind::kTransport;
   switch (v.kind) {
     case kSentinelVerdictTransport:
@@ -692,10 +953,14 @@ void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
   a.severity =
       v.outcome == kSentinelOutcomeWarn ? AlertSeverity::kWarning : AlertSeverity::kCritical;
   a.comm = CommLabel(v.comm_hash);
-  if (std::find(a.ranks.begin(), a.ranks.end(), v.rank) == a.ranks.end()) a.ranks.push_back(v.rank);
+  // Only a rank the client owns is listed (bounded by its ranks; AlertBook caps the list).
+  if (ClientOwnsRank(client, v.comm_hash, v.rank) &&
+      std::find(a.ranks.begin(), a.ranks.end(), v.rank) == a.ranks.end()) {
+    a.ranks.push_back(v.rank);
+  }
   std::sort(a.ranks.begin(), a.ranks.end());
-  auto p = state_.processes.find(client);
-  a.host = p != state_.processes.end() && !p->second->host.empty() ? p->second->host : state_.host;
+  a.host = state_.host;  // this node: the peer's own word on its host is not identity
+  a.source = client;
   const std::string expected = SafeString(v.expected, sizeof(v.expected));
   const std::string found = SafeString(v.found, sizeof(v.found));
   const std::string cause = SafeString(v.cause, sizeof(v.cause));
@@ -726,17 +991,25 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
         ++state_.counters.records_invalid;
         return;
       }
-      CommState* comm = FindOrCreateComm(init.comm_hash, init.nranks);
-      comm->nranks = init.nranks;
+      last_rank_ = nullptr;
+      CommState* comm = FindOrCreateComm(init.comm_hash, init.nranks, client);
+      if (comm == nullptr) return;
+      const bool fresh = comm->members.empty();
+      if (FindOrCreateRank(comm, init.rank, client) == nullptr) {
+        if (fresh) EraseComm(init.comm_hash);  // nothing of it was accepted
+        return;
+      }
       comm->nnodes = init.nnodes;
       comm->name = SafeString(init.comm_name, sizeof(init.comm_name));
-      FindOrCreateRank(comm, init.rank, client);
-      last_rank_ = nullptr;
       return;
     }
     case kSentinelWireCommEnd: {
       const auto end = ReadPayload<SentinelWireCommEnd>(frame);
       auto it = state_.ranks.find(std::make_pair(end.comm_hash, end.rank));
+      if (it != state_.ranks.end() && it->second->client != client) {
+        ++state_.counters.refused_not_owner;  // only its own client ends a rank
+        it = state_.ranks.end();
+      }
       if (it != state_.ranks.end()) {
         it->second->ended = true;
         it->second->inflight.ended = true;
@@ -749,12 +1022,21 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
     }
     case kSentinelWireNetDevice:
     case kSentinelWireNetConnStats: {  // the wrapping net plugin (net_links.h)
+      // Each end is named by the process that reports it: this node, the kernel's pid. A link's
+      // far end stays unnamed until the far node's own process reports it.
       auto it = state_.processes.find(client);
-      const std::string host = it != state_.processes.end() ? it->second->host : "";
+      if (it == state_.processes.end()) return;
+      const uint32_t pid = it->second->pid;
       if (frame.type == kSentinelWireNetDevice) {
-        state_.net.OnDevice(host, ReadPayload<SentinelWireNetDevice>(frame));
+        auto d = ReadPayload<SentinelWireNetDevice>(frame);
+        d.pid = pid;
+        state_.net.OnDevice(state_.host, d);
       } else {
-        state_.net.OnConnStats(host, ReadPayload<SentinelWireNetConnStats>(frame), batch_now_ns_);
+        auto cs = ReadPayload<SentinelWireNetConnStats>(frame);
+        cs.pid = pid;
+        if (!state_.net.OnConnStats(state_.host, cs, batch_now_ns_, client)) {
+          ++state_.counters.refused_not_owner;
+        }
       }
       return;
     }
@@ -784,6 +1066,10 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
         ++state_.counters.records_invalid;
         return;
       }
+      // Kernels outside NCCL in the window: the process's host thread is still launching work.
+      if (w.status == 0 && w.compute_ns > 0 && w.kernels > w.nccl_kernels) {
+        it->second->compute_progress_mono_ns = batch_now_ns_;
+      }
       it->second->gpu_window = w;
       it->second->has_gpu_window = true;
       return;
@@ -812,7 +1098,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
     case kSentinelWireBaselineResult: {  // sentinel-baseline (collector/aggregate/baseline_store.h)
       auto it = state_.processes.find(client);
       const ProcessState* p = it == state_.processes.end() ? nullptr : it->second.get();
-      if (!state_.baseline.Add(ReadPayload<SentinelWireBaseline>(frame), p ? p->host : "",
+      if (!state_.baseline.Add(ReadPayload<SentinelWireBaseline>(frame), state_.host,
                                p ? p->job_id : "", clock_->RealNs())) {
         ++state_.counters.records_invalid;
       }
@@ -880,6 +1166,9 @@ void Aggregator::Tick() {
     a.comm = CommLabel(hash);
     a.ranks = h.missing;
     a.host = state_.host;
+    if (c != state_.comms.end() && !c->second->members.empty()) {
+      a.source = c->second->members.front()->client;
+    }
     a.summary = absl::StrFormat(
         "%s seq %d on comm %s: %d local rank(s) arrived and rank(s) %s have not, for %.0f s",
         FuncName(h.func), h.seq, a.comm, h.arrived.size(), absl::StrJoin(h.missing, ","),
@@ -905,6 +1194,8 @@ void Aggregator::Tick() {
   EvaluateNetLinkAlerts();
   state_.alerts.Expire(clock_->RealNs());
   state_.counters.evicted_alerts = state_.alerts.evicted();
+  state_.counters.alerts_refused = state_.alerts.refused();
+  TrimEnded();
 }
 
 // Fires link_degraded for the net links net_links.h finds degraded; resolves the recovered ones.
@@ -931,8 +1222,10 @@ void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
     ++state_.counters.records_invalid;
     return;
   }
-  CommState* comm = FindOrCreateComm(in.comm_hash, in.nranks);
-  RankState* rs = FindOrCreateRank(comm, in.rank, client);
+  // Checked against the communicator's size (FindOrCreateComm refuses another size) and
+  // taken only from the rank's own client.
+  CommState* comm = FindOrCreateComm(in.comm_hash, in.nranks, client);
+  RankState* rs = comm != nullptr ? FindOrCreateRank(comm, in.rank, client) : nullptr;
   if (rs == nullptr) {
     ++state_.counters.evicted_ranks;
     return;
@@ -941,6 +1234,10 @@ void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
   comm->has_inflight = true;
   comm->last_activity_mono_ns = batch_now_ns_;
   InFlightView& v = rs->inflight;
+  if (!v.has_state || in.enqueued != v.enqueued || in.completed != v.completed ||
+      in.gpu_started != v.gpu_started) {
+    rs->progress_mono_ns = batch_now_ns_;
+  }
   v.has_state = true;
   v.connected = true;
   v.last_update_ns = batch_now_ns_;
@@ -958,24 +1255,75 @@ void Aggregator::EvaluateHangs(int64_t now) {
   HangParams params;
   params.timeout_ns = config_.hang_timeout_ns;
   params.silent_ns = config_.hang_silent_ns;
+  params.busy_window_ns = config_.hang_silent_ns;
   std::vector<InFlightView> views;
   for (auto& [hash, comm] : state_.comms) {
     if (!comm->has_inflight || comm->ended_resolved) continue;
     views.clear();
-    for (const RankState* m : comm->members) views.push_back(m->inflight);
+    for (const RankState* m : comm->members) {
+      views.push_back(m->inflight);
+      views.back().progress_elsewhere_ns = ProgressElsewhere(*comm, *m);
+    }
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     HangActionParams action_params;
     action_params.timeout_ns = config_.hang_timeout_ns;
-    const HangAction action = DecideHangAction(views, v, now, action_params, &comm->hang_action);
+    action_params.busy_timeout_ns = std::max(kHangTimeoutBusyNs, config_.hang_timeout_ns);
+    HangAction action = DecideHangAction(views, v, now, action_params, &comm->hang_action);
     if (!v.hung) continue;
     FireHang(*comm, v);
+    if (action == HangAction::kAct && !HangEvidenceOwned(*comm, v)) {
+      spdlog::warn("hang on comm {}: not acted on, its culprits' evidence is not their own",
+                   CommLabel(hash));
+      action = HangAction::kNoCulprit;
+    }
     if (action == HangAction::kAct) SendHangVerdict(*comm, v);
     state_.hangs.emplace_back(hash, std::move(v));
   }
 }
 
+int64_t Aggregator::ProgressElsewhere(const CommState& comm, const RankState& m) const {
+  if (m.client < 0) return 0;
+  auto p = state_.processes.find(m.client);
+  if (p == state_.processes.end()) return 0;
+  int64_t latest = p->second->compute_progress_mono_ns;
+  for (const auto& key : p->second->ranks) {
+    if (key.first == comm.hash) continue;
+    auto r = state_.ranks.find(key);
+    if (r == state_.ranks.end() || r->second->client != m.client) continue;
+    latest = std::max(latest, r->second->progress_mono_ns);
+  }
+  return latest;
+}
+
+bool Aggregator::HangEvidenceOwned(const CommState& comm, const HangVerdict& v) const {
+  auto rank_of = [&](int rank) -> const RankState* {
+    auto it = comm.index.find(rank);
+    return it == comm.index.end() ? nullptr : comm.members[static_cast<size_t>(it->second)];
+  };
+  for (int rank : v.waiting) {
+    const RankState* rs = rank_of(rank);
+    if (rs == nullptr || rs->uid != comm.uid || comm.uid == kNoUid) return false;
+  }
+  for (const HangRank& r : v.ranks) {
+    if (!IsCulprit(r.role)) continue;
+    const RankState* rs = rank_of(r.rank);
+    if (rs == nullptr || rs->uid != comm.uid) return false;
+    // Its own process's in-flight state says it is behind, or its own connection ended. A rank
+    // that never sent in-flight state has shown nothing of its own.
+    if (!rs->inflight.has_state && rs->inflight.connected) return false;
+  }
+  return true;
+}
+
 void Aggregator::FireHang(const CommState& comm, const HangVerdict& v) {
   Alert a;
+  for (int rank : v.waiting) {  // raised from the waiting ranks' own state
+    auto it = comm.index.find(rank);
+    if (it != comm.index.end()) {
+      a.source = comm.members[static_cast<size_t>(it->second)]->client;
+      break;
+    }
+  }
   a.id = absl::StrCat("hang-", CommLabel(comm.hash));
   a.kind = AlertKind::kHang;
   a.severity = AlertSeverity::kCritical;
@@ -1003,6 +1351,13 @@ void Aggregator::FireHang(const CommState& comm, const HangVerdict& v) {
     verdict = "waiting on a rank outside this node (no local rank is behind)";
   } else {
     verdict = "every rank is inside it and none is behind (a device or network fault)";
+  }
+  if (v.any_busy) {
+    absl::StrAppend(
+        &verdict,
+        " (busy_outside_nccl: alive and working outside NCCL, e.g. a checkpoint or an "
+        "evaluation; no abort for it before ",
+        static_cast<double>(std::max(kHangTimeoutBusyNs, config_.hang_timeout_ns)) / 1e9, " s)");
   }
   a.summary = absl::StrFormat(
       "hang on comm %s: %d local rank(s) stuck for %.0f s in %s (collective #%d, NCCL seq %d): %s",

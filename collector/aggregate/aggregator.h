@@ -5,6 +5,15 @@
 // Thread-safety: every public method locks mu_. The ingest thread writes (OnHello, OnRecords, ...,
 // Tick); HTTP threads read through Read(). Memory is bounded by Config's caps whatever the traffic;
 // whatever is dropped to stay within them is counted in State::counters.
+//
+// Ownership: a client is a connection, identified by the kernel (SO_PEERCRED pid and uid, given
+// to NoteAccepted); nothing a peer says about itself is identity. A communicator belongs to the
+// uid of the client that announced it first, and each of its ranks to the client that announced
+// that rank: records, in-flight state, CommEnd and guard verdicts for a rank are taken only from
+// its client (a rank whose client is gone may be taken over by a client of the same uid: a
+// reconnect). Rank indices are checked against the communicator's size. Each uid's state is
+// charged against a budget (ranks, communicators, estimated bytes), so one user cannot crowd out
+// another; ended state is shrunk and its memory handed back.
 #pragma once
 
 #include <array>
@@ -47,9 +56,10 @@ struct RankState {
   uint64_t comm_hash = 0;
   int32_t rank = 0;
   int32_t nranks = 0;
-  int client = -1;      // the connection feeding it, -1 when gone
+  int client = -1;      // the connection feeding it (its owner), -1 when gone
   int local_index = 0;  // position in CommState::members
-  uint32_t pid = 0;
+  uint32_t pid = 0;     // its process's pid, from the kernel (SO_PEERCRED)
+  uint32_t uid = 0;     // its process's uid, from the kernel
   bool active = true;
   uint64_t last_seq = 0;
   bool has_seq = false;
@@ -69,6 +79,8 @@ struct RankState {
   // Last SentinelWireInFlight (hang detection); inflight.last_update_ns is collector time.
   InFlightView inflight;
   uint16_t inflight_flags = 0;
+  // Last time its own process showed progress on it: a record, or in-flight counters that moved.
+  int64_t progress_mono_ns = 0;
 };
 
 // One in-flight or recently joined (comm, func, seq). Per-rank data lives in FuncRing arrays.
@@ -99,7 +111,8 @@ struct FuncRing {
 
 struct CommState {
   uint64_t hash = 0;
-  int32_t nranks = 0;
+  uint32_t uid = 0;    // the owning uid (kernel): the uid of the client that announced it
+  int32_t nranks = 0;  // fixed by its first announcement; rank indices are checked against it
   int32_t nnodes = 0;
   std::string name;
   std::vector<RankState*> members;          // by local index
@@ -115,13 +128,15 @@ struct CommState {
   int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)
   std::array<std::array<uint64_t, kSizeBuckets>, kFuncSlots> joined_by_func_bucket{};
   std::array<Histogram, kSizeBuckets> skew;
+  int64_t charged_ring_bytes = 0;  // its join windows, as charged to its uid's budget
 };
 
 struct ProcessState {
   int client = -1;
-  uint32_t pid = 0;
-  uint32_t uid = 0;
-  std::string host;
+  uint32_t pid = 0;           // SO_PEERCRED (0: not known)
+  uint32_t uid = UINT32_MAX;  // SO_PEERCRED (UINT32_MAX: not known)
+  uint32_t claimed_pid = 0;   // what its hello said: shown beside pid, never used as identity
+  std::string host;           // sentineld's own host name: every client is on this node
   std::string job_id;
   bool connected = true;
   int64_t connected_real_ns = 0;
@@ -133,6 +148,18 @@ struct ProcessState {
   bool has_gpu_window = false;
   GpuActivity gpu;  // CUPTI windows and kernel attributions (gpu_activity.h)
   std::vector<std::pair<uint64_t, int32_t>> ranks;  // (comm, rank) it fed
+  // Last GPU window showing work outside NCCL (CUPTI): its host thread is launching kernels.
+  int64_t compute_progress_mono_ns = 0;
+  // Guard verdicts for a communicator it had not announced yet (the verdict may overtake the
+  // CommInit): replayed once it announces a rank there, bounded.
+  std::vector<SentinelWireVerdict> pending_verdicts;
+};
+
+// One uid's share of the state (its budget, Aggregator::kUidBudget*).
+struct UidUsage {
+  int64_t ranks = 0;
+  int64_t comms = 0;
+  int64_t bytes = 0;  // estimated: ranks' windows and communicators' join windows
 };
 
 // A joined collective, kept for /v1/telemetry.
@@ -157,6 +184,7 @@ struct State {
   absl::flat_hash_map<uint64_t, std::unique_ptr<CommState>> comms;
   absl::flat_hash_map<std::pair<uint64_t, int32_t>, std::unique_ptr<RankState>> ranks;
   absl::flat_hash_map<int, std::unique_ptr<ProcessState>> processes;
+  absl::flat_hash_map<uint32_t, UidUsage> uid_usage;
   std::deque<int> gone_processes;  // disconnected, oldest first (bounded)
   Ring<CollSummary> collectives;
   std::vector<HangSuspect> hang_suspects;
@@ -170,6 +198,20 @@ struct State {
 
 class Aggregator : public IngestConsumer, public NicPollConsumer, public SnapshotSource {
  public:
+  // Per-uid budget: the share of --max-ranks / --max-comms one user's clients may hold, and the
+  // estimated bytes of their windows (a rank's history, a communicator's join windows). A real
+  // job's ranks on one node need far less (8 GPUs x 64 communicators: ~512 ranks, ~60 MB).
+  static constexpr int kUidBudgetShareDivisor = 2;  // of --max-ranks and --max-comms
+  static constexpr int64_t kUidBudgetBytes = int64_t{96} << 20;
+  // Ended communicators (no active local rank) kept per uid for the API, most recent first.
+  static constexpr int kEndedCommsPerUid = 32;
+  static constexpr int64_t kEndedRanksPerUid = 256;
+  // No abort for a hang whose only culprits are busy_outside_nccl before this much stuck time
+  // (the --hang-timeout-busy default; at least --hang-timeout).
+  static constexpr int64_t kHangTimeoutBusyNs = 30LL * 60 * 1000000000;
+  // Guard verdicts waiting for their communicator's announcement, per client.
+  static constexpr size_t kPendingVerdictsPerClient = 8;
+
   Aggregator(const Config& config, Clock* clock);
   ~Aggregator() override;
 
@@ -216,9 +258,41 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<Alert> FiringAlerts() const override;
 
  private:
-  CommState* FindOrCreateComm(uint64_t hash, int32_t nranks) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The communicator `hash` as `client` may use it: an existing one of the client's uid with the
+  // same size, or a new one charged to that uid. nullptr when refused (counted).
+  CommState* FindOrCreateComm(uint64_t hash, int32_t nranks, int client)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ClientMayAddRank(int client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  RankState* FindOrCreateRank(CommState* comm, int32_t rank, int client)
+  // The rank as `client` may write it: its own, a new one it announces (create), or one whose
+  // client is gone, taken over by a client of the same uid. nullptr when refused (counted).
+  RankState* FindOrCreateRank(CommState* comm, int32_t rank, int client, bool create = true)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t ClientUid(int client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ClientOwnsComm(int client, uint64_t hash) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ClientOwnsRank(int client, uint64_t hash, int32_t rank) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t UidLimitRanks() const;
+  int64_t UidLimitComms() const;
+  // Charges (or, negative, credits) `bytes` of estimated state to `uid`.
+  void Charge(uint32_t uid, int64_t ranks, int64_t comms, int64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RechargeRings(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t RankBytes() const;
+  // Drops a communicator and its ranks, crediting its uid.
+  void EraseComm(uint64_t hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A communicator with no active local rank left: its join windows go, its ranks' histories
+  // shrink to what they hold (the API still shows them).
+  void ReleaseEnded(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps at most kEndedCommsPerUid / kEndedRanksPerUid ended communicators per uid.
+  void TrimEnded() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ReplayPendingVerdicts(int client, uint64_t hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // True when the hang verdict may be acted on: every culprit and waiting rank belongs to one uid
+  // and each culprit's role rests on its own process's evidence (its own in-flight state, or its
+  // own connection's end).
+  bool HangEvidenceOwned(const CommState& comm, const HangVerdict& v) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Last time rank `m`'s process made progress outside communicator `comm` (0: never).
+  int64_t ProgressElsewhere(const CommState& comm, const RankState& m) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Ingest(int client, const SentinelWireCollRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   FuncRing* Ring(CommState* comm, int func) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -248,7 +322,9 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   void MaybeEndComm(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNetLinkAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // net_links.h hook
-  void EvictIdleComm() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Evicts one communicator to make room for `uid`: an ended one of any uid, else the least
+  // recently active of `uid` itself (never another user's live one). False when none qualifies.
+  bool EvictIdleComm(uint32_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void HandleVerdict(int client, const SentinelWireVerdict& verdict)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -267,6 +343,8 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<StragglerDetector::Observation> scratch_obs_ ABSL_GUARDED_BY(mu_);
   std::vector<StragglerEvent> scratch_events_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, std::string>> outbound_ ABSL_GUARDED_BY(mu_);
+  int64_t released_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // freed since the last malloc_trim
+  int64_t last_trim_mono_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 StragglerParams StragglerParamsFrom(const Config& config);

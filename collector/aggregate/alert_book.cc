@@ -1,6 +1,7 @@
 // Alert book: see alert_book.h.
 #include "collector/aggregate/alert_book.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "spdlog/spdlog.h"
@@ -35,15 +36,49 @@ const char* ResolveReasonName(ResolveReason reason) {
   return "";
 }
 
+void AlertBook::CountFiring(int source, int delta) {
+  firing_ = delta > 0 ? firing_ + 1 : firing_ - 1;
+  if (source < 0) return;
+  size_t& n = firing_by_source_[source];
+  n = delta > 0 ? n + 1 : n - 1;
+  if (n == 0) firing_by_source_.erase(source);
+}
+
+void AlertBook::ForgetResolved(const Alert& alert) {
+  auto mine = resolved_by_source_.find(alert.source);
+  if (mine == resolved_by_source_.end()) return;
+  std::deque<std::string>& ids = mine->second;
+  ids.erase(std::remove(ids.begin(), ids.end(), alert.id), ids.end());
+  if (ids.empty()) resolved_by_source_.erase(mine);
+}
+
+size_t AlertBook::FiringOf(int source) const {
+  auto it = firing_by_source_.find(source);
+  return it == firing_by_source_.end() ? 0 : it->second;
+}
+
 bool AlertBook::Fire(Alert alert, int64_t now_real_ns) {
+  if (alert.ranks.size() > kMaxRanksPerAlert) {
+    if (alert.evidence.is_object()) {
+      alert.evidence["ranks_omitted"] = alert.ranks.size() - kMaxRanksPerAlert;
+    }
+    alert.ranks.resize(kMaxRanksPerAlert);
+  }
   auto it = alerts_.find(alert.id);
   if (it != alerts_.end() && it->second.firing()) {
     const int64_t started = it->second.started_real_ns;
+    const int source = it->second.source;
     it->second = std::move(alert);
     it->second.started_real_ns = started;
+    it->second.source = source;
     it->second.state = AlertState::kFiring;
     it->second.resolve_reason = ResolveReason::kNone;
     it->second.resolved_real_ns = 0;
+    return false;
+  }
+  if (firing_ >= max_firing_ ||
+      (alert.source >= 0 && FiringOf(alert.source) >= max_firing_per_source_)) {
+    ++refused_;
     return false;
   }
   alert.state = AlertState::kFiring;
@@ -51,6 +86,7 @@ bool AlertBook::Fire(Alert alert, int64_t now_real_ns) {
   alert.resolved_real_ns = 0;
   if (alert.started_real_ns == 0) alert.started_real_ns = now_real_ns;
   spdlog::warn("alert {} firing: {}", alert.id, alert.summary);
+  CountFiring(alert.source, +1);
   PushChange(alert);
   alerts_[alert.id] = std::move(alert);
   return true;
@@ -60,14 +96,33 @@ bool AlertBook::Resolve(const std::string& id, ResolveReason reason, int64_t now
   auto it = alerts_.find(id);
   if (it == alerts_.end() || !it->second.firing()) return false;
   it->second.state = AlertState::kResolved;
+  CountFiring(it->second.source, -1);
   it->second.resolve_reason = reason == ResolveReason::kNone ? ResolveReason::kCleared : reason;
   it->second.resolved_real_ns = now_real_ns;
   spdlog::info("alert {} resolved ({})", id, ResolveReasonName(it->second.resolve_reason));
   PushChange(it->second);
   resolved_order_.push_back(id);
+  if (it->second.source >= 0) {
+    // One client's resolved alerts are bounded too: a peer that came and went with many alerts
+    // leaves only its newest few in the history.
+    const int source = it->second.source;
+    std::deque<std::string>& mine = resolved_by_source_[source];
+    mine.erase(std::remove(mine.begin(), mine.end(), id), mine.end());  // resolved before
+    mine.push_back(id);
+    while (mine.size() > kMaxResolvedPerSource) {
+      const std::string oldest = mine.front();
+      mine.pop_front();
+      auto old = alerts_.find(oldest);
+      if (old != alerts_.end() && !old->second.firing() && old->second.source == source) {
+        alerts_.erase(old);
+        ++evicted_;
+      }
+    }
+  }
   while (resolved_order_.size() > max_resolved_) {
     auto old = alerts_.find(resolved_order_.front());
     if (old != alerts_.end() && !old->second.firing()) {
+      ForgetResolved(old->second);
       alerts_.erase(old);
       ++evicted_;
     }
@@ -93,6 +148,7 @@ uint64_t AlertBook::Expire(int64_t now_real_ns) {
     // An id that fired again since is no longer this resolution's to drop.
     if (it != alerts_.end() && !it->second.firing()) {
       if (now_real_ns - it->second.resolved_real_ns < retention_ns_) break;
+      ForgetResolved(it->second);
       alerts_.erase(it);
       ++dropped;
     }
@@ -112,21 +168,27 @@ const Alert* AlertBook::Find(const std::string& id) const {
   return it == alerts_.end() ? nullptr : &it->second;
 }
 
-int AlertBook::FiringCount() const {
-  int n = 0;
-  for (const auto& [id, a] : alerts_) n += a.firing() ? 1 : 0;
-  return n;
-}
+int AlertBook::FiringCount() const { return static_cast<int>(firing_); }
 
 std::vector<Alert> AlertBook::TakeChanges() {
   std::vector<Alert> out;
-  out.swap(changes_);
+  out.reserve(changes_.size());
+  for (const Change& c : changes_) {
+    auto it = alerts_.find(c.id);
+    if (it == alerts_.end()) continue;  // evicted since: nothing left to tell
+    Alert& a = out.emplace_back(it->second);
+    a.state = c.state;
+    a.resolve_reason = c.reason;
+    a.resolved_real_ns = c.resolved_real_ns;
+  }
+  changes_.clear();
+  changes_.shrink_to_fit();
   return out;
 }
 
 void AlertBook::PushChange(const Alert& alert) {
-  if (changes_.size() >= 1024) changes_.erase(changes_.begin());
-  changes_.push_back(alert);
+  if (changes_.size() >= 1024) changes_.pop_front();
+  changes_.push_back({alert.id, alert.state, alert.resolve_reason, alert.resolved_real_ns});
 }
 
 }  // namespace sentinel::collector

@@ -46,19 +46,36 @@ struct Alert {
   std::string runbook;
   int64_t started_real_ns = 0;
   int64_t resolved_real_ns = 0;  // 0 = still firing
+  // The client whose data raised it (-1: sentineld's own measurements, e.g. the NIC counters).
+  // Not shown: it bounds how many alerts one client can keep firing.
+  int source = -1;
 
   bool firing() const { return state == AlertState::kFiring; }
 };
 
 class AlertBook {
  public:
-  // Resolved alerts are kept for `retention_ns` after they resolved, and at most `max_resolved`.
-  AlertBook(int64_t retention_ns, size_t max_resolved)
-      : retention_ns_(retention_ns), max_resolved_(max_resolved) {}
+  // Bounds on firing alerts, whatever the peers send: in total, and per source client.
+  static constexpr size_t kMaxFiring = 1024;
+  static constexpr size_t kMaxFiringPerSource = 32;
+  // Resolved alerts kept per source client (the newest); the rest are evicted.
+  static constexpr size_t kMaxResolvedPerSource = 8;
+  // Ranks listed per alert; the rest are counted in evidence "ranks_omitted".
+  static constexpr size_t kMaxRanksPerAlert = 64;
 
-  // Raises `alert`, or refreshes the firing alert of that id (summary, evidence; the start time is
-  // kept). A resolved alert of the same id is replaced by the new firing one. Returns true when
-  // the alert newly fired.
+  // Resolved alerts are kept for `retention_ns` after they resolved, and at most `max_resolved`.
+  AlertBook(int64_t retention_ns, size_t max_resolved, size_t max_firing = kMaxFiring,
+            size_t max_firing_per_source = kMaxFiringPerSource)
+      : retention_ns_(retention_ns),
+        max_resolved_(max_resolved),
+        max_firing_(max_firing),
+        max_firing_per_source_(max_firing_per_source) {}
+
+  // Raises `alert`, or refreshes the firing alert of that id (summary, evidence; the start time and
+  // source are kept). A resolved alert of the same id is replaced by the new firing one. Returns
+  // true when the alert newly fired; false for a refresh, and for a new alert over the bounds
+  // (kMaxFiring in total, kMaxFiringPerSource for its source client), which is dropped and counted
+  // in refused(). Sentineld's own alerts (source -1) count only against the total.
   bool Fire(Alert alert, int64_t now_real_ns);
   // Resolves the firing alert `id`; false when none is firing.
   bool Resolve(const std::string& id, ResolveReason reason, int64_t now_real_ns);
@@ -77,15 +94,34 @@ class AlertBook {
   std::vector<Alert> TakeChanges();
   // Evicted for the count bound or the retention (sentinel_evicted_total{what="alert"}).
   uint64_t evicted() const { return evicted_; }
+  // New alerts dropped for the firing bounds.
+  uint64_t refused() const { return refused_; }
+  size_t FiringOf(int source) const;
 
  private:
   void PushChange(const Alert& alert);
+  void CountFiring(int source, int delta);
+  void ForgetResolved(const Alert& alert);
 
   int64_t retention_ns_;
   size_t max_resolved_;
+  size_t max_firing_;
+  size_t max_firing_per_source_;
+  size_t firing_ = 0;
+  absl::flat_hash_map<int, size_t> firing_by_source_;
+  absl::flat_hash_map<int, std::deque<std::string>> resolved_by_source_;  // oldest first
+  uint64_t refused_ = 0;
   absl::flat_hash_map<std::string, Alert> alerts_;
   std::deque<std::string> resolved_order_;  // oldest resolution first
-  std::vector<Alert> changes_;
+  // A change is the alert's id and the state it changed to; TakeChanges copies the alert then
+  // (not at every change: a burst of changes nobody drains would hold a copy of each alert).
+  struct Change {
+    std::string id;
+    AlertState state = AlertState::kFiring;
+    ResolveReason reason = ResolveReason::kNone;
+    int64_t resolved_real_ns = 0;
+  };
+  std::deque<Change> changes_;
   uint64_t evicted_ = 0;
 };
 

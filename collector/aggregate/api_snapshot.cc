@@ -15,6 +15,7 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
     RanksSnapshot::Process& out = snap.processes.emplace_back();
     out.client = p->client;
     out.pid = p->pid;
+    out.claimed_pid = p->claimed_pid;
     out.host = p->host;
     out.job_id = p->job_id;
     out.connected = p->connected;

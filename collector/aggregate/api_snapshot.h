@@ -41,7 +41,8 @@ struct RanksSnapshot {
   };
   struct Process {
     int client = -1;
-    uint32_t pid = 0;
+    uint32_t pid = 0;          // the kernel's (SO_PEERCRED)
+    uint32_t claimed_pid = 0;  // what its hello said
     std::string host;
     std::string job_id;
     bool connected = false;

@@ -33,6 +33,11 @@ struct Counters {
   uint64_t evicted_alerts = 0;
   uint64_t record_log_bytes = 0;
   uint64_t record_log_rotations = 0;
+  // Frames refused for ownership and bounds (sentinel_frames_refused_total{reason}).
+  uint64_t refused_not_owner = 0;   // a rank or communicator another client (or uid) owns
+  uint64_t refused_rank_index = 0;  // a rank index or size that does not fit the communicator
+  uint64_t refused_budget = 0;      // over the client's uid budget
+  uint64_t alerts_refused = 0;      // over the firing-alert bounds (per client, in total)
   uint64_t alert_pushes = 0;
   uint64_t alert_push_failures = 0;
 };

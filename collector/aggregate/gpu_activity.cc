@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/ring_resize.h"
 
 namespace sentinel::collector {
 namespace {
@@ -63,6 +64,12 @@ bool ValidGpuWindow(const SentinelWireGpuWindow& w) {
     return false;
   }
   return true;
+}
+
+void ShrinkGpuActivity(GpuActivity* g) {
+  ResizeRing(&g->windows, g->windows.size());
+  ResizeRing(&g->attributions, g->attributions.size());
+  ResizeRing(&g->clock_disagreement, g->clock_disagreement.size());
 }
 
 bool IngestGpuWindow(GpuActivity* g, const SentinelWireGpuWindow& w) {

@@ -62,6 +62,9 @@ struct GpuFigures {
   double idle_ratio = 0;
 };
 
+// A gone process's windows, moved into exactly the room they take (they stay for the API).
+void ShrinkGpuActivity(GpuActivity* g);
+
 // Sanity checks of an untrusted window (times ordered, figures within the window).
 bool ValidGpuWindow(const SentinelWireGpuWindow& w);
 // Returns false (and counts it) for an invalid window.

@@ -15,6 +15,8 @@ const char* HangActionName(HangAction action) {
       return "not_live";
     case HangAction::kConfirming:
       return "confirming";
+    case HangAction::kBusy:
+      return "busy";
     case HangAction::kAct:
       return "act";
     case HangAction::kDone:
@@ -62,6 +64,11 @@ HangAction DecideHangAction(const std::vector<InFlightView>& ranks, const HangVe
   const int64_t since = std::max(now_ns - verdict.waiting_ns, state->live_since_ns);
   const int64_t stuck_live = evidence_ns - since;
   if (stuck_live < params.timeout_ns) return HangAction::kConfirming;
+  bool only_busy = true;
+  for (const HangRank& r : verdict.ranks) {
+    if (IsCulprit(r.role) && r.role != HangRole::kBusyOutsideNccl) only_busy = false;
+  }
+  if (only_busy && stuck_live < params.busy_timeout_ns) return HangAction::kBusy;
   state->acted_ordinal = verdict.ordinal;
   return HangAction::kAct;
 }

@@ -7,6 +7,9 @@
 //   - the evidence is live: every rank of the communicator on this node is still reporting its
 //     in-flight state (a process that disconnected counts as gone, which is definitive). A paused
 //     job (SIGSTOP, a debugger, a suspended container) goes silent, so it never qualifies;
+//   - a culprit that is alive and busy outside NCCL (busy_outside_nccl: a checkpoint write, an
+//     evaluation) is not acted on until the stuck time reaches busy_timeout_ns (much longer than
+//     --hang-timeout), unless another culprit is stuck;
 //   - the stuck time counts only live, reported time: the waiting ranks have been in the
 //     collective for --hang-timeout up to the oldest of the ranks' latest states, counted from
 //     when the evidence last became live if that is later (a job resumed after a pause has a
@@ -28,6 +31,8 @@ struct HangActionParams {
   // A rank's in-flight state older than this is not live. The plugin sends one at least once a
   // second, so this tolerates one late state.
   int64_t live_ns = 2500LL * 1000000;
+  // For a hang whose every culprit is busy_outside_nccl (--hang-timeout-busy).
+  int64_t busy_timeout_ns = 30LL * 60 * 1000000000;
 };
 
 struct HangActionState {
@@ -40,6 +45,7 @@ enum class HangAction : uint8_t {
   kNoCulprit,   // hung, but no local rank is behind: report only
   kNotLive,     // some local rank stopped reporting (paused job): wait
   kConfirming,  // hung with live evidence, but not yet for --hang-timeout of live time
+  kBusy,        // the only culprits are alive and busy outside NCCL: not yet for busy_timeout_ns
   kAct,         // tell the waiting ranks now
   kDone,        // already acted on this stuck collective
 };

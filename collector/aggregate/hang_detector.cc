@@ -17,6 +17,8 @@ const char* HangRoleName(HangRole role) {
       return "gone";
     case HangRole::kPassed:
       return "passed";
+    case HangRole::kBusyOutsideNccl:
+      return "busy_outside_nccl";
   }
   return "unknown";
 }
@@ -63,6 +65,10 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
       hr.role = HangRole::kPassed;
     } else if (!r.connected || (gone(r) && !reached)) {
       hr.role = HangRole::kGone;
+    } else if (r.has_state && r.enqueued < t && r.progress_elsewhere_ns > 0 &&
+               now_ns - r.progress_elsewhere_ns <= params.busy_window_ns) {
+      hr.role = HangRole::kBusyOutsideNccl;
+      v.any_busy = true;
     } else if (!r.has_state || r.enqueued < t) {
       hr.role = HangRole::kNeverLaunched;
     } else if (r.gpu_started < t) {
@@ -77,6 +83,19 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   std::sort(v.ranks.begin(), v.ranks.end(),
             [](const HangRank& a, const HangRank& b) { return a.rank < b.rank; });
   std::sort(v.culprits.begin(), v.culprits.end());
+  if (v.any_busy) {
+    std::vector<int> busy;
+    std::vector<int> stuck;
+    for (const HangRank& r : v.ranks) {
+      if (r.role == HangRole::kBusyOutsideNccl) {
+        busy.push_back(r.rank);
+      } else if (IsCulprit(r.role)) {
+        stuck.push_back(r.rank);
+      }
+    }
+    stuck.insert(stuck.end(), busy.begin(), busy.end());
+    v.culprits = std::move(stuck);
+  }
   std::sort(v.waiting.begin(), v.waiting.end());
   v.outside_node = v.culprits.empty() && static_cast<int32_t>(ranks.size()) < nranks;
   return v;

@@ -5,7 +5,11 @@
 // The collective the stuck ranks wait in is ordinal T = (their completed) + 1. Every other local
 // rank is then classified against T:
 //   - gone: its process disconnected, or stopped sending in-flight state (silent);
-//   - never_launched: it has not enqueued T (a stuck host thread, a data loader, a deadlock);
+//   - busy_outside_nccl: it has not enqueued T, but its process is still making progress
+//     elsewhere (its other communicators advance, or CUPTI sees it launch non-NCCL kernels): alive
+//     and late (a checkpoint write, an evaluation), not stuck;
+//   - never_launched: it has not enqueued T and shows no progress elsewhere (a stuck host
+//     thread, a data loader, a deadlock);
 //   - launched_kernel_not_started: it enqueued T but T's kernel never started (the GPU is busy
 //     or stuck in earlier work);
 //   - otherwise it reached T too (waiting) or passed it.
@@ -25,11 +29,12 @@ enum class HangRole : uint8_t {
   kLaunchedKernelNotStarted,  // culprit: enqueued, kernel never started
   kGone,                      // culprit: process gone or silent
   kPassed,                    // completed it (not involved)
+  kBusyOutsideNccl,           // culprit, alive: did not enqueue it, but progresses elsewhere
 };
 const char* HangRoleName(HangRole role);
 inline bool IsCulprit(HangRole role) {
   return role == HangRole::kNeverLaunched || role == HangRole::kLaunchedKernelNotStarted ||
-         role == HangRole::kGone;
+         role == HangRole::kGone || role == HangRole::kBusyOutsideNccl;
 }
 
 // One local rank's last in-flight state, as the aggregator keeps it.
@@ -45,6 +50,10 @@ struct InFlightView {
   int64_t oldest_since_ns = 0;  // 0: nothing in flight
   uint64_t oldest_seq = 0;
   uint8_t oldest_func = 0;
+  // Collector monotonic time its process last made progress outside this communicator (records
+  // or in-flight counters of its other communicators, CUPTI windows with non-NCCL kernels); 0
+  // when never.
+  int64_t progress_elsewhere_ns = 0;
 };
 
 struct HangRank {
@@ -63,13 +72,18 @@ struct HangVerdict {
   int64_t waiting_ns = 0;       // how long the longest-waiting rank has been in it
   bool outside_node = false;    // no local culprit, and the communicator has non-local ranks
   std::vector<HangRank> ranks;  // every local rank with its role, by rank
+  // Culprits, stuck ones first (never_launched, launched_kernel_not_started, gone), then
+  // busy_outside_nccl; each group by rank.
   std::vector<int> culprits;
+  bool any_busy = false;  // some culprit is busy_outside_nccl
   std::vector<int> waiting;
 };
 
 struct HangParams {
   int64_t timeout_ns = 30LL * 1000000000;
   int64_t silent_ns = 5LL * 1000000000;  // no in-flight record for this long = gone
+  // Progress elsewhere within this long before now makes a late rank busy_outside_nccl.
+  int64_t busy_window_ns = 5LL * 1000000000;
 };
 
 // Pure: `ranks` are the communicator's local ranks, `nranks` its size job-wide.

@@ -22,6 +22,7 @@ void CopyText(char* dst, size_t cap, const std::string& text) {
 uint8_t WireRole(HangRole role) {
   switch (role) {
     case HangRole::kNeverLaunched:
+    case HangRole::kBusyOutsideNccl:  // the wire has no busy role: it did not enqueue it either
       return kSentinelHangRoleNeverLaunched;
     case HangRole::kLaunchedKernelNotStarted:
       return kSentinelHangRoleLaunchedKernelNotStarted;
@@ -52,15 +53,11 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
   std::vector<std::string> culprits;
   for (const HangRank& r : v.ranks) {
     if (!IsCulprit(r.role)) continue;
-    std::string host = state_.host;
+    // This node and the kernel's pid: never what a peer said about itself.
+    const std::string& host = state_.host;
     uint32_t pid = 0;
     auto it = comm.index.find(r.rank);
-    if (it != comm.index.end()) {
-      const RankState* rs = comm.members[static_cast<size_t>(it->second)];
-      pid = rs->pid;
-      auto p = state_.processes.find(rs->client);
-      if (p != state_.processes.end() && !p->second->host.empty()) host = p->second->host;
-    }
+    if (it != comm.index.end()) pid = comm.members[static_cast<size_t>(it->second)]->pid;
     if (w.n_culprits < SENTINEL_WIRE_HANG_CULPRITS) {
       w.culprit_ranks[w.n_culprits] = r.rank;
       w.culprit_roles[w.n_culprits] = WireRole(r.role);

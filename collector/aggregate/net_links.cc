@@ -56,9 +56,13 @@ void NetLinks::OnDevice(const std::string& host, const SentinelWireNetDevice& d)
   devices_.push_back({host, d});
 }
 
-void NetLinks::OnConnStats(const std::string& host, const SentinelWireNetConnStats& s,
-                           int64_t now_mono_ns) {
+bool NetLinks::OnConnStats(const std::string& host, const SentinelWireNetConnStats& s,
+                           int64_t now_mono_ns, int client) {
   auto it = links_.find(s.link_id);
+  if (it != links_.end()) {
+    const NetEnd& e = s.is_send != 0 ? it->second.send : it->second.recv;
+    if (e.present && e.client != client) return false;
+  }
   if (it == links_.end()) {
     if (links_.size() >= kMaxLinks) {
       // Drop the link updated longest ago.
@@ -74,6 +78,7 @@ void NetLinks::OnConnStats(const std::string& host, const SentinelWireNetConnSta
   }
   NetLink& link = it->second;
   NetEnd& end = s.is_send != 0 ? link.send : link.recv;
+  end.client = client;
   end.host = host;
   end.pid = s.pid;
   end.dev = s.dev;
@@ -86,6 +91,7 @@ void NetLinks::OnConnStats(const std::string& host, const SentinelWireNetConnSta
     }
   }
   link.last_update_mono_ns = now_mono_ns;
+  return true;
 }
 
 std::vector<DegradedLink> NetLinks::DetectDegraded(const NetLinkPolicy& policy) const {
@@ -106,6 +112,7 @@ std::vector<DegradedLink> NetLinks::DetectDegraded(const NetLinkPolicy& policy) 
       if (mean <= policy.factor * median || mean - median < policy.min_excess_ns) continue;
       DegradedLink d;
       d.link_id = link->link_id;
+      d.send_client = link->send.client;
       d.send_host = link->send.host;
       d.send_pid = link->send.pid;
       d.recv_host = link->recv.present ? link->recv.host : "?";
@@ -238,6 +245,7 @@ std::vector<Alert> LinkDegradedAlerts(const std::vector<DegradedLink>& degraded,
     a.kind = AlertKind::kLinkDegraded;
     a.severity = AlertSeverity::kWarning;
     a.host = d.send_host;
+    a.source = d.send_client;
     a.summary = absl::StrFormat(
         "net link %s (pid %u) -> %s (pid %u): sends of %s take %.0f us on average, %.1fx the "
         "median of %d links (%.0f us)",

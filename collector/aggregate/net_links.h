@@ -19,6 +19,7 @@ namespace sentinel::collector {
 struct Alert;
 
 struct NetEnd {
+  int client = -1;  // the connection that reported this end: only it may update it
   std::string host;
   uint32_t pid = 0;
   int32_t dev = -1;
@@ -42,6 +43,7 @@ struct NetDeviceInfo {
 // A link whose sends take much longer than the other links' for the same size class.
 struct DegradedLink {
   uint64_t link_id = 0;
+  int send_client = -1;  // the connection that reported the send end
   std::string send_host;
   uint32_t send_pid = 0;
   std::string recv_host;
@@ -66,7 +68,10 @@ class NetLinks {
   static constexpr size_t kMaxDevices = 1024;
 
   void OnDevice(const std::string& host, const SentinelWireNetDevice& d);
-  void OnConnStats(const std::string& host, const SentinelWireNetConnStats& s, int64_t now_mono_ns);
+  // `client`: the reporting connection. An end already reported by another connection is not
+  // changed (returns false): each end is named only by its own process's report.
+  bool OnConnStats(const std::string& host, const SentinelWireNetConnStats& s, int64_t now_mono_ns,
+                   int client = -1);
 
   const std::map<uint64_t, NetLink>& links() const { return links_; }
   const std::vector<NetDeviceInfo>& devices() const { return devices_; }

@@ -84,6 +84,7 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
     const bool overlap_valid = p->has_gpu_window && p->gpu_window_nccl_ns > 0;
     ranks.push_back(
         {{"pid", p->pid},
+         {"claimed_pid", p->claimed_pid},
          {"host", p->host},
          {"job_id", p->job_id},
          {"rank", primary ? nlohmann::json(p->rank) : nlohmann::json()},

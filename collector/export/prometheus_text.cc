@@ -148,6 +148,15 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
   for (const auto& [what, n] : evicted) {
     w.Sample("sentinel_evicted_total", L({{"what", what}}), static_cast<double>(n));
   }
+  w.Family("sentinel_frames_refused_total", "counter",
+           "Plugin frames refused by ownership or a per-peer bound, by reason.");
+  const std::pair<const char*, uint64_t> refused[] = {{"not_owner", c.refused_not_owner},
+                                                      {"rank_index", c.refused_rank_index},
+                                                      {"budget", c.refused_budget},
+                                                      {"alert_bound", c.alerts_refused}};
+  for (const auto& [reason, n] : refused) {
+    w.Sample("sentinel_frames_refused_total", L({{"reason", reason}}), static_cast<double>(n));
+  }
   w.Family("sentinel_hang_suspects", "gauge",
            "Collectives some local ranks reached and others did not, past the hang timeout.");
   w.Sample("sentinel_hang_suspects", "", static_cast<double>(snap.hang_suspects));

@@ -35,6 +35,9 @@ class DaemonTest : public DaemonFixture {
   void ConnectRanks(int n) {
     for (int r = 0; r < n; ++r) {
       clients_.push_back(std::make_unique<WireClient>());
+      // Each rank from a process of its own, as in a job: sentineld names processes by the
+      // kernel's pid, and the trace draws one track per process.
+      clients_.back()->ConnectAsOwnProcess();
       ASSERT_TRUE(clients_.back()->Connect(socket_, static_cast<uint32_t>(2000 + r)));
       ASSERT_TRUE(clients_.back()->Send(Frame(kSentinelWireCommInit, MakeCommInit(kComm, r, n))));
     }
@@ -81,9 +84,14 @@ TEST_F(DaemonTest, RanksTelemetryAlertsTraceMatchSchemas) {
   });
   for (const auto& r : ranks["ranks"]) {
     const int rank = r["rank"];
-    EXPECT_EQ(r["pid"], 2000 + rank);
+    // Identity from the kernel and from sentineld itself: the pid is this test process's
+    // (SO_PEERCRED), the host this node's; the hello's pid is shown as claimed only.
+    EXPECT_NE(r["pid"], 2000 + rank);
+    EXPECT_GT(r["pid"], 0);
+    EXPECT_EQ(r["claimed_pid"], 2000 + rank);
     EXPECT_EQ(r["last_seq"], 19);
-    EXPECT_EQ(r["host"], "testhost");
+    EXPECT_EQ(r["host"], ranks["host"]);
+    EXPECT_NE(r["host"], "testhost");
     const double expected = rank == 2 ? 40.0 : 0.0;
     EXPECT_NEAR(r["lateness_p50_ms"].get<double>(), expected, 0.05) << rank;
   }

@@ -2,11 +2,14 @@
 // stand-in (our own small client speaking the wire, as the plugin's transport does).
 #pragma once
 
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -106,20 +109,92 @@ inline SentinelWireCommInit MakeCommInit(uint64_t comm, int rank, int nranks) {
   return c;
 }
 
+inline int ConnectUnix(const std::string& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Connects to `path` from a forked child process, under `uid`/`gid` when >= 0 (needs root), and
+// hands the connected descriptor back: the daemon's SO_PEERCRED (taken at connect) names that
+// child's pid and uid, as a separate process would have. -1 on failure.
+inline int ConnectFromChild(const std::string& path, int uid = -1, int gid = -1) {
+  int pair[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return -1;
+  const pid_t child = fork();
+  if (child < 0) return -1;
+  if (child == 0) {
+    close(pair[0]);
+    if (gid >= 0 && (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0)) _exit(2);
+    if (uid >= 0 && setresuid(uid, uid, uid) != 0) _exit(3);
+    const int fd = ConnectUnix(path);
+    if (fd < 0) _exit(4);
+    char byte = 'f';
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    _exit(sendmsg(pair[1], &msg, 0) == 1 ? 0 : 5);
+  }
+  close(pair[1]);
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  int fd = -1;
+  if (recvmsg(pair[0], &msg, MSG_CMSG_CLOEXEC) == 1) {
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    if (cm != nullptr && cm->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+  }
+  close(pair[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return fd;
+}
+
 // A blocking client on a UNIX socket: Connect() sends the hello and reads the ack.
 class WireClient {
  public:
   ~WireClient() { Close(); }
+  // Connect from a child process of its own (ConnectFromChild), under `uid`/`gid` when >= 0.
+  void ConnectAsOwnProcess(int uid = -1, int gid = -1) {
+    own_process_ = true;
+    uid_ = uid;
+    gid_ = gid;
+  }
+  // The host its hello claims (default "testhost").
+  void set_hello_host(const std::string& host) { hello_host_ = host; }
   bool Connect(const std::string& path, uint32_t pid, uint16_t major = SENTINEL_WIRE_MAJOR,
                SentinelWireHelloAck* ack_out = nullptr) {
-    fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return false;
+    fd_ = own_process_ ? ConnectFromChild(path, uid_, gid_) : ConnectUnix(path);
+    if (fd_ < 0) return false;
     timeval tv{5, 0};
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    if (!Send(Frame(kSentinelWireHello, MakeHello(pid, major)))) return false;
+    SentinelWireHello hello = MakeHello(pid, major);
+    if (!hello_host_.empty()) {
+      std::memset(hello.host, 0, sizeof(hello.host));
+      std::memcpy(hello.host, hello_host_.data(),
+                  std::min(hello_host_.size(), sizeof(hello.host) - 1));
+    }
+    if (!Send(Frame(kSentinelWireHello, hello))) return false;
     uint8_t buf[24];
     size_t got = 0;
     while (got < sizeof(buf)) {
@@ -155,6 +230,10 @@ class WireClient {
 
  private:
   int fd_ = -1;
+  bool own_process_ = false;
+  std::string hello_host_;
+  int uid_ = -1;
+  int gid_ = -1;
 };
 
 }  // namespace sentinel::testing
