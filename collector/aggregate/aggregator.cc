@@ -1267,7 +1267,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     HangActionParams action_params;
     action_params.timeout_ns = config_.hang_timeout_ns;
-    action_params.busy_timeout_ns = std::max(kHangTimeoutBusyNs, config_.hang_timeout_ns);
+    action_params.busy_timeout_ns = config_.hang_timeout_busy_ns;
     HangAction action = DecideHangAction(views, v, now, action_params, &comm->hang_action);
     if (!v.hung) continue;
     FireHang(*comm, v);
@@ -1353,11 +1353,10 @@ void Aggregator::FireHang(const CommState& comm, const HangVerdict& v) {
     verdict = "every rank is inside it and none is behind (a device or network fault)";
   }
   if (v.any_busy) {
-    absl::StrAppend(
-        &verdict,
-        " (busy_outside_nccl: alive and working outside NCCL, e.g. a checkpoint or an "
-        "evaluation; no abort for it before ",
-        static_cast<double>(std::max(kHangTimeoutBusyNs, config_.hang_timeout_ns)) / 1e9, " s)");
+    absl::StrAppend(&verdict,
+                    " (busy_outside_nccl: alive and working outside NCCL, e.g. a checkpoint or an "
+                    "evaluation; no abort for it before ",
+                    static_cast<double>(config_.hang_timeout_busy_ns) / 1e9, " s)");
   }
   a.summary = absl::StrFormat(
       "hang on comm %s: %d local rank(s) stuck for %.0f s in %s (collective #%d, NCCL seq %d): %s",

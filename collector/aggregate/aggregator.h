@@ -206,9 +206,6 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // Ended communicators (no active local rank) kept per uid for the API, most recent first.
   static constexpr int kEndedCommsPerUid = 32;
   static constexpr int64_t kEndedRanksPerUid = 256;
-  // No abort for a hang whose only culprits are busy_outside_nccl before this much stuck time
-  // (the --hang-timeout-busy default; at least --hang-timeout).
-  static constexpr int64_t kHangTimeoutBusyNs = 30LL * 60 * 1000000000;
   // Guard verdicts waiting for their communicator's announcement, per client.
   static constexpr size_t kPendingVerdictsPerClient = 8;
 

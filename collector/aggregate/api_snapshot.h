@@ -1,7 +1,7 @@
 // What /v1/ranks and /v1/telemetry render (api_json.h), as plain data: the aggregator's reader
 // copies it under the lock (TakeRanksSnapshot, TakeTelemetrySnapshot) and percentiles, sorting
 // and JSON are computed from it after the lock is released, so a request holds ingest back only
-// for the copy (issue 9). Like snapshot.h, one of the few aggregate/ headers export/ may include.
+// for the copy. Like snapshot.h, one of the few aggregate/ headers export/ may include.
 #pragma once
 
 #include <cstdint>

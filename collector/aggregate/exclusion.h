@@ -1,4 +1,4 @@
-// Node exclusion for the scheduler (issue 10 §4): from the alert book's firing and recently
+// Node exclusion for the scheduler: from the alert book's firing and recently
 // resolved alerts, the hosts a restart should avoid, each with the alert kinds and ids that put it
 // on the list. Served at GET /v1/exclude, exported as sentinel_exclude_host on /metrics, printed by
 // `sentinelctl exclude`. Pure functions over the alert book: the caller holds the aggregator lock.

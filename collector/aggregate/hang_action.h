@@ -1,4 +1,4 @@
-// When sentineld tells the waiting ranks of a hung communicator to act (issue 10 §5, wire type
+// When sentineld tells the waiting ranks of a hung communicator to act (wire type
 // 13, SENTINEL_ON_HANG=abort in the plugin). Acting must never hit a communicator that is merely
 // slow, so the hang detector's verdict is necessary but not enough:
 //   - a culprit is named: some local rank is behind (never launched, kernel never started, or

@@ -1,5 +1,6 @@
-// The collector -> plugin hang verdict (wire type 13, issue 10 §5): built when DecideHangAction
-// says act, queued per waiting rank's connection, sent by the ingest thread after the tick.
+// The collector -> plugin hang verdict (wire type 13, SENTINEL_ON_HANG=abort): built when
+// DecideHangAction says act, queued per waiting rank's connection, sent by the ingest thread after
+// the tick.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>

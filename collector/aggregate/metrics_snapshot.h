@@ -1,7 +1,7 @@
 // What /metrics renders (prometheus_text.h), as plain data: the aggregator's reader copies it
 // under the lock (TakeMetricsSnapshot) and the series budget (metrics_select.h) and the text are
-// computed from it after the lock is released, so a scrape holds ingest back only for the copy
-// (issue 9). Like snapshot.h, one of the few aggregate/ headers export/ may include.
+// computed from it after the lock is released, so a scrape holds ingest back only for the copy.
+// Like snapshot.h, one of the few aggregate/ headers export/ may include.
 #pragma once
 
 #include <array>

@@ -1,5 +1,5 @@
 // Plain-data snapshots of the aggregator's state, the only part of aggregate/ that export/ may
-// include (issue 9; scripts/check_collector_layering.py). The aggregator's reader fills one under
+// include (scripts/check_collector_layering.py). The aggregator's reader fills one under
 // the lock (TakeTraceSnapshot) and the renderer formats it after the lock is released, so a
 // renderer never sees State and a slow rendering never holds the ingest thread back.
 //

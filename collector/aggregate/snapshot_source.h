@@ -1,4 +1,4 @@
-// What export/ reads of the aggregator (issue 9): plain-data snapshots copied under its lock, the
+// What export/ reads of the aggregator: plain-data snapshots copied under its lock, the
 // alert changes for the Alertmanager push, its config and clock. The Aggregator implements it;
 // the HTTP server and the Alertmanager pusher hold only this, so export/ never sees State and a
 // test may hand them a fake. Every snapshot is taken under one hold of the aggregator's lock.

@@ -27,10 +27,13 @@ struct Config {
   std::string config_file;
   int64_t window_ns = 15LL * 60 * 1000000000;   // default telemetry window
   int64_t hang_timeout_ns = 30LL * 1000000000;  // pending join older than this = hang
-  std::string allow_group;                      // extra group allowed to connect
-  std::string record_log;                       // JSONL record log path, empty = off
-  int64_t record_log_max_mb = 256;              // disk cap over the log and its rotation
-  std::string alertmanager;                     // base URL, empty = no push
+  // A hang whose only culprits are busy_outside_nccl (alive, progressing elsewhere) is acted on
+  // (an abort verdict) only after this long; at least hang_timeout_ns.
+  int64_t hang_timeout_busy_ns = 30LL * 60 * 1000000000;
+  std::string allow_group;          // extra group allowed to connect
+  std::string record_log;           // JSONL record log path, empty = off
+  int64_t record_log_max_mb = 256;  // disk cap over the log and its rotation
+  std::string alertmanager;         // base URL, empty = no push
   std::string log_level = "info";
   std::string log_format = "text";  // text|json (collector/log/daemon_log.h)
   // Prefix of every alert's runbook link: a page per alert kind is `<base>alert-<kind>`. The

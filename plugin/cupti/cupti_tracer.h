@@ -4,7 +4,7 @@
 // feeds GpuAccounting; closed windows become GpuWindow records and NCCL kernels KernelAttribution
 // records, queued to the drainer.
 //
-// Coexistence (cupti-verbs-facts.md §2): no cuptiSubscribe, ever. The Activity API is
+// Coexistence (docs/cupti-verbs-facts.md §2): no cuptiSubscribe, ever. The Activity API is
 // process-global, so another tool (torch.profiler/Kineto, Nsight) that registers its own
 // callbacks silently takes our records. We detect that as "NCCL made progress but no activity
 // record reached us for SENTINEL_CUPTI_STARVE_MS" (and timestamps that are not on CUPTI's normal

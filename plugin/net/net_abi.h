@@ -1,5 +1,5 @@
 /* Our own declarations of NCCL's net plugin API v6..v11. v11 is written from
- * shared/docs/nccl-abi-facts.md §7.3/§7.4 (DWARF-checked there); v6..v10 from the facts listed in
+ * docs/nccl-facts.md §7.3/§7.4 (DWARF-checked there); v6..v10 from the facts listed in
  * plugin/net/README.md ("Net API versions": NCCL 2.28.9's per-version plugin headers). Every
  * layout is pinned below. C, so fakes can include it. */
 #ifndef SENTINEL_PLUGIN_NET_NET_ABI_H_

@@ -154,6 +154,8 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
       {{"--straggler-min", "0"}, "--straggler-min: must be at least 1us"},
       {{"--hang-silent", "0"}, "--hang-silent: must be at least 2s"},
       {{"--hang-silent", "1s"}, "--hang-silent: must be at least 2s"},
+      {{"--hang-timeout", "2m", "--hang-timeout-busy", "1m"},
+       "--hang-timeout-busy: must be at least --hang-timeout"},
       {{"--socket", ""}, "--socket: empty path"},
       {{"--socket="}, "--socket: empty path"},
   };

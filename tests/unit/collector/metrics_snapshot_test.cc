@@ -211,8 +211,8 @@ class MetricsSnapshotTest : public ::testing::Test {
     last_ = RenderPrometheus(snap, options);
     host_ = snap.host;
   }
-  // The text the State renderer (under the lock, before issue 9) gave for this node, with the
-  // machine's host name replaced by HOST: byte for byte the same.
+  // The text the State renderer (under the lock, as it was before the snapshots) gave for this
+  // node, with the machine's host name replaced by HOST: byte for byte the same.
   void ExpectGolden(const MetricsOptions& options, const std::string& file) {
     Render(options);
     std::ifstream in(std::string(METRICS_GOLDEN_DIR) + "/" + file, std::ios::binary);
