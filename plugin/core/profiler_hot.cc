@@ -83,7 +83,7 @@ constexpr uint64_t kCalibEvery = 8;  // a power of two
 
 }  // namespace
 
-// ---- record emission ----------------------------------------------------------------------------
+// ---- record emission ---------------------------------------------------------------------------
 
 namespace profiler_internal {
 namespace {

@@ -1,7 +1,6 @@
-// Private to the profiler files of the plugin core, which together implement profiler_core.h:
-// profiler_hot.cc (the event callbacks and record emission), profiler_lifecycle.cc (process and
-// communicator init/teardown) and profiler_heartbeat.cc (what the drainer thread calls). What they
-// share: the process-wide state, the emission functions and the hot path's inline slot helpers.
+// Private to the profiler files that implement profiler_core.h (profiler_hot.cc: event callbacks
+// and emission; profiler_lifecycle.cc: init/teardown; profiler_heartbeat.cc: the drainer's calls):
+// the process-wide state they share, the emission functions and the hot path's inline helpers.
 #pragma once
 
 #include <sys/types.h>
