@@ -1,35 +1,47 @@
-// The plugin core: the per-event logic and record completion, over the slot pools
-// (slot_pool.h), reference counts (slot_refs.h), context table (context_table.h), function
-// recovery (func_recovery.h) and record building (record_builder.h).
-// See event_model.h for the lifetime rules and plugin/README.md for the completion rule.
-#include "plugin/core/profiler_core.h"
-
-#include <pthread.h>
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <new>
-#include <string>
+// The hot path of the plugin core: the per-kind starts, the KernelCh fast path, the stops and state
+// records, and the emission of a record when its event's last reference goes. See event_model.h
+// for the lifetime rules and plugin/README.md for the completion rule.
+//
+// SYNCHRONIZATION
+// - Callers: NCCL's application, launcher, CUDA host-function and proxy progress threads call the
+//   four entry points below at once, also for one context (docs/nccl-facts.md §5.4). An event's
+//   start, states and stop may come from different threads: NCCL's hand-off of the handle orders
+//   them and publishes what a start wrote with relaxed or plain stores (ResetSlot). No lock here.
+// - Globals (profiler_state.h) are set up under std::call_once before the gate opens and only read
+//   here, but for `mask` and `budget_level`, lowered by the drainer's budget judgement: relaxed, an
+//   event that still sees the old value is handled at the old step.
+// - A thread writes only its own ThreadState (ring and counters, single writer), or the shared
+//   overflow state (fetch_add counters, records dropped).
+// - Pointers from NCCL are validated (range, alignment, tag) before anything else is read. Slots
+//   are claimed by an acquire CAS kFree -> kLive that pairs with OnLastRef's release store of
+//   kFree; stops and states also need an acquire load of kLive. Children that hold their parent
+//   take it by TryRef (a Coll/P2p only reads its API parent, validated: event_model.h).
+// - `refs` (slot_refs.h): one acq_rel CAS per transition. Children add to their parent with
+//   relaxed RMWs (proxy sums, GPU min/max, KernelChTimes) before dropping their reference, so the
+//   thread that drops the last one (any caller above, or the drainer's SweepGrace) sees them all
+//   and alone frees the slot and emits the record; kDoneBit decides between it and finalize's
+//   truncation (CoreFinalize). `grace`: a relaxed check, then an acq_rel exchange, so exactly one
+//   of the first child start and the drainer's sweep drops that reference.
+// - Slot-less KernelCh: a relaxed fetch_or of `kch_seen` picks the start that owns a channel's
+//   timers; an acq_rel fetch_or of `kch_done` picks the first stop and passes the channels' timers
+//   on to the stop that completes the set, which drops the collective's KernelCh reference.
+// - Contexts: published by a release store, checked by acquire loads (context_table.h); their
+//   in-flight counters and GPU clock offset have their own orders (in_flight.h, calibration.h).
+#include <atomic>
+#include <cstdint>
 
 #include "absl/base/attributes.h"
 
 #include "plugin/base/clock.h"
-#include "plugin/base/env_config.h"
-#include "plugin/base/event_mask.h"
-#include "plugin/base/log.h"
-#include "plugin/base/no_destructor.h"
-#include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
 #include "plugin/core/callback_meter.h"
 #include "plugin/core/context_table.h"
-#include "plugin/core/drainer.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/func_recovery.h"
 #include "plugin/core/names.h"
 #include "plugin/core/overhead_budget.h"
+#include "plugin/core/profiler_core.h"
+#include "plugin/core/profiler_state.h"
 #include "plugin/core/record_builder.h"
 #include "plugin/core/slot_pool.h"
 #include "plugin/core/slot_refs.h"
@@ -37,8 +49,19 @@
 
 namespace sentinel::plugin {
 
-ABSL_CONST_INIT std::atomic<int> g_gate{kGateUninit};
 const EventDesc kBlankEventDesc{};
+
+using profiler_internal::AfterDrop;
+using profiler_internal::AtomicMax;
+using profiler_internal::AtomicMin;
+using profiler_internal::g;
+using profiler_internal::g_dummy_context;
+using profiler_internal::kProxyFamily;
+using profiler_internal::ReleaseGrace;
+using profiler_internal::ResetCompletionState;
+using profiler_internal::ResetRecordFields;
+using profiler_internal::ResetSlot;
+using profiler_internal::Unref;
 
 namespace {
 
@@ -57,167 +80,13 @@ constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
 // sentinel_collective_benchmark).
 constexpr uint64_t kCalibWarmup = 256;
 constexpr uint64_t kCalibEvery = 8;  // a power of two
-constexpr uint32_t kProxyFamily =
-    kSentinelProfileProxyOp | kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
 
-// Process-wide state, created at the first init and never destroyed (leaked on purpose: NCCL
-// may call us from threads that outlive every communicator, and dlclose never unmaps us).
-struct Globals {
-  EnvConfig config;
-  pid_t pid = 0;
-  SlotArena slots;
-  ContextTable contexts;
-  std::atomic<int*> mask_ptr{nullptr};
-  std::atomic<uint32_t> mask{0};
-  // The overhead budget's step (a BudgetLevel), read on the hot path next to `mask`.
-  std::atomic<uint8_t> budget_level{0};
-  std::atomic<uint64_t> turn_offs{0};
-  std::atomic<uint64_t> sink_drops{0};
-  int64_t grace_ns = 0;
-  bool ready = false;    // pools and threads set up (false when disabled)
-  std::mutex budget_mu;  // the budget's judgement (heartbeat snapshots), off the hot path
-  OverheadBudget budget{0.0};
-};
+}  // namespace
 
-// Written once inside std::call_once; read afterwards only (call_once orders it).
-Globals* g = nullptr;
-std::once_flag g_once;
-char g_dummy_context[64];
-// The pid whose atfork child handler ran; the child is off for good.
-std::atomic<bool> g_forked_child{false};
+// ---- record emission ---------------------------------------------------------------------------
 
-void ChildAfterFork() {
-  g_forked_child.store(true, std::memory_order_relaxed);
-  g_gate.store(kGateOff, std::memory_order_relaxed);
-}
-
-void GlobalInit() {
-  auto* gl = new (std::nothrow) Globals();
-  if (gl == nullptr) return;
-  std::string errors;
-  gl->config = ParseEnvConfig(&errors);
-  gl->pid = getpid();
-  ConfigureLog(gl->config.log_level);
-  if (!errors.empty()) Log(LogLevel::kWarn, "bad settings ignored:\n%s", errors.c_str());
-  uint32_t mask = kMaskDefault;
-  if (!ParseEventMask(gl->config.events.c_str(), &mask)) {
-    Log(LogLevel::kWarn,
-        "SENTINEL_EVENTS='%s' is not a preset, event list or number; using "
-        "'default'",
-        gl->config.events.c_str());
-    mask = kMaskDefault;
-  }
-  gl->mask.store(mask, std::memory_order_relaxed);
-  gl->grace_ns = static_cast<int64_t>(gl->config.proxy_grace_ms) * 1000000;
-  gl->budget = OverheadBudget(gl->config.budget_percent);
-  if (gl->config.disable) {
-    g = gl;
-    g_gate.store(kGateOff, std::memory_order_relaxed);
-    return;
-  }
-  if (!gl->slots.Map(gl->config.pool_size) || !gl->contexts.Map(gl->config.max_comms) ||
-      !ThreadStates::Get().Init(gl->config.rings, gl->config.ring_records)) {
-    Log(LogLevel::kWarn, "cannot map the plugin's pools; the plugin stays off");
-    g = gl;
-    g_gate.store(kGateOff, std::memory_order_relaxed);
-    return;
-  }
-  gl->ready = true;
-  pthread_atfork(nullptr, nullptr, &ChildAfterFork);
-  atexit(&DrainerAtExit);
-  g = gl;
-  g_gate.store(kGateOn, std::memory_order_relaxed);
-}
-
-// Resets the fields every kind uses. The handle is not yet visible to anyone else.
-inline void ResetSlot(Slot* s, Context* ctx, Slot* parent, uint32_t refs, int64_t now) {
-  // relaxed throughout: these become visible to other threads through NCCL's hand-off of the
-  // handle (or, for parents, through the acq_rel refcount).
-  s->refs.store(refs, std::memory_order_relaxed);  // also clears kStoppedBit
-  s->ctx.store(ctx, std::memory_order_relaxed);
-  s->parent.store(parent, std::memory_order_relaxed);
-  s->start_ns.store(now, std::memory_order_relaxed);
-}
-
-// What a Coll/P2p slot accumulates until its record completes: stop and GPU times, proxy sums,
-// KernelCh starts. Relaxed stores: the slot is not yet published to any other thread.
-inline void ResetCompletionState(Slot* s) {
-  s->kch_seen.store(0, std::memory_order_relaxed);
-  s->kch_done.store(0, std::memory_order_relaxed);
-  s->stop_ns.store(0, std::memory_order_relaxed);
-  s->gpu_start_raw.store(kNoGpuStart, std::memory_order_relaxed);
-  s->gpu_end_raw.store(0, std::memory_order_relaxed);
-  s->send_wait_ns.store(0, std::memory_order_relaxed);
-  s->send_xfer_ns.store(0, std::memory_order_relaxed);
-  s->recv_wait_ns.store(0, std::memory_order_relaxed);
-  s->recv_xfer_ns.store(0, std::memory_order_relaxed);
-  s->send_bytes.store(0, std::memory_order_relaxed);
-  s->recv_bytes.store(0, std::memory_order_relaxed);
-  s->proxy_steps.store(0, std::memory_order_relaxed);
-}
-
-inline void ResetRecordFields(Slot* s) {
-  s->seq = 0;
-  s->bytes = 0;
-  s->ordinal = 0;
-  s->api_ns = 0;
-  s->peer = -1;
-  s->root = -1;
-  s->func.store(kSentinelFuncUnknown, std::memory_order_relaxed);
-  s->datatype.store(kSentinelDatatypeUnknown, std::memory_order_relaxed);
-  s->algo = kSentinelAlgoUnknown;
-  s->proto = kSentinelProtoUnknown;
-  s->nchannels = 0;
-  s->graph_captured.store(0, std::memory_order_relaxed);
-  s->flags = 0;
-  s->kch_expected = 0;
-  s->kch_weight = 0;
-  s->grace.store(0, std::memory_order_relaxed);
-  ResetCompletionState(s);
-}
-
-void OnLastRef(Slot* s, ThreadState* ts, bool emit);
-
-// Finishes what a dropped reference decided: the last one frees the slot and emits its record
-// unless finalize already emitted it (truncated).
-inline void AfterDrop(RefDrop drop, Slot* s, ThreadState* ts) {
-  switch (drop) {
-    case RefDrop::kStale:
-      ts->Add(kCtrStaleHandles);
-      break;
-    case RefDrop::kHeld:
-      break;
-    case RefDrop::kLast:
-      OnLastRef(s, ts, true);
-      break;
-    case RefDrop::kLastEmitted:
-      OnLastRef(s, ts, false);
-      break;
-  }
-}
-
-inline void Unref(Slot* s, ThreadState* ts) { AfterDrop(DropRef(s), s, ts); }
-
-// Drops the "ProxyOp children may still come" reference once (a child arrived, or the grace
-// period ran out).
-inline void ReleaseGrace(Slot* s, ThreadState* ts) {
-  if (s->grace.load(std::memory_order_relaxed) != 0 &&
-      s->grace.exchange(0, std::memory_order_acq_rel) == 1) {
-    Unref(s, ts);
-  }
-}
-
-inline void AtomicMin(std::atomic<int64_t>& a, int64_t v) {
-  int64_t cur = a.load(std::memory_order_relaxed);
-  // relaxed: a self-contained value, read after the acq_rel refcount release.
-  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
-inline void AtomicMax(std::atomic<int64_t>& a, int64_t v) {
-  int64_t cur = a.load(std::memory_order_relaxed);
-  while (v > cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
-  }
-}
+namespace profiler_internal {
+namespace {
 
 // Folds the per-channel GPU timers (KernelChTimes) of Coll/P2p `s` into its gpu_start_raw /
 // gpu_end_raw. Atomic min/max: a truncating finalize may run while a duplicate channel's
@@ -238,6 +107,8 @@ void FoldKernelChTimes(Slot* s) {
   if (start != kNoGpuStart) AtomicMin(s->gpu_start_raw, start);
   if (end != 0) AtomicMax(s->gpu_end_raw, end);
 }
+
+}  // namespace
 
 // Once per collective: builds the record directly in the thread's ring slot.
 void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
@@ -280,6 +151,10 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
   // Only Ref-holding kinds keep a parent reference (see CoreStartEvent).
   if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) Unref(parent, ts);
 }
+
+}  // namespace profiler_internal
+
+namespace {
 
 // ---- per-kind starts ------------------------------------------------------------------------
 
@@ -628,106 +503,6 @@ void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
 
 // ---- entry points ---------------------------------------------------------------------------
 
-void* CoreInit(const InitArgs& a) noexcept {
-  std::call_once(g_once, &GlobalInit);
-  if (g == nullptr || !g->ready || g_forked_child.load(std::memory_order_relaxed) ||
-      g_gate.load(std::memory_order_relaxed) != kGateOn) {
-    if (a.mask_ptr != nullptr) {
-      // relaxed: NCCL reads the mask with relaxed atomic loads (§4.5).
-      reinterpret_cast<std::atomic<int>*>(a.mask_ptr)->store(0, std::memory_order_relaxed);
-    }
-    return g_dummy_context;
-  }
-  SetNcclLogger(a.logfn);
-  int* expected_ptr = nullptr;
-  if (g->mask_ptr.compare_exchange_strong(expected_ptr, a.mask_ptr, std::memory_order_relaxed)) {
-    SetLogRank(a.rank);
-  }
-  Context* ctx = g->contexts.Claim();
-  if (ctx == nullptr) {
-    SENTINEL_LOG_ONCE(LogLevel::kWarn,
-                      "more than %u live communicators; extra ones are not "
-                      "profiled (SENTINEL_MAX_COMMS)",
-                      g->contexts.size());
-    if (a.mask_ptr != nullptr) {
-      reinterpret_cast<std::atomic<int>*>(a.mask_ptr)
-          ->store(static_cast<int>(g->mask.load(std::memory_order_relaxed)),
-                  std::memory_order_relaxed);
-    }
-    return g_dummy_context;
-  }
-  ctx->comm_hash = a.comm_hash;
-  ctx->rank = a.rank;
-  ctx->nranks = a.nranks;
-  ctx->nnodes = a.n_nodes;
-  ctx->abi_version = a.abi_version;
-  ctx->init_ns = MonoNs();
-  memset(ctx->name, 0, sizeof(ctx->name));
-  if (a.comm_name != nullptr) strncpy(ctx->name, a.comm_name, sizeof(ctx->name) - 1);
-  ctx->calib.Reset();
-  // The per-peer table lives in its own anonymous mapping (zeroed; like the arena, it is
-  // reachable only from mmap'ed memory). A reused context: nobody can reach the old table.
-  if (ctx->p2p_seq != nullptr) munmap(ctx->p2p_seq, ctx->p2p_seq_size * sizeof(*ctx->p2p_seq));
-  ctx->p2p_seq = nullptr;
-  ctx->p2p_seq_size = 0;
-  if (a.nranks > 0 && a.nranks <= (1 << 20)) {
-    uint32_t n = static_cast<uint32_t>(a.nranks) * 2;
-    void* table = mmap(nullptr, n * sizeof(*ctx->p2p_seq), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (table != MAP_FAILED) {
-      ctx->p2p_seq = static_cast<std::atomic<uint64_t>*>(table);
-      for (uint32_t i = 0; i < n; ++i) new (&ctx->p2p_seq[i]) std::atomic<uint64_t>(0);
-      ctx->p2p_seq_size = n;
-    }
-  }
-  ctx->fallback_seq.store(0, std::memory_order_relaxed);
-  for (auto& s : ctx->recovered_seq) s.store(0, std::memory_order_relaxed);
-  ctx->inflight.Reset();
-  ContextTable::Publish(ctx);
-
-  uint32_t mask = g->mask.load(std::memory_order_relaxed);
-  if (a.mask_ptr != nullptr) {
-    // The mask is process-global (§4.5): every communicator stores the same value.
-    reinterpret_cast<std::atomic<int>*>(a.mask_ptr)
-        ->store(static_cast<int>(mask), std::memory_order_relaxed);
-  }
-  SentinelWireCommInit ci;
-  memset(&ci, 0, sizeof(ci));
-  ci.comm_hash = a.comm_hash;
-  ci.init_ns = ctx->init_ns;
-  ci.rank = a.rank;
-  ci.nranks = a.nranks;
-  ci.nnodes = a.n_nodes;
-  ci.pid = static_cast<uint32_t>(g->pid);
-  ci.abi_version = static_cast<uint32_t>(a.abi_version);
-  ci.event_mask = mask;
-  memcpy(ci.comm_name, ctx->name, sizeof(ci.comm_name));
-  DrainerOnCommInit(ci, g->config);
-  return ctx;
-}
-
-void CoreFinalize(void* context) noexcept {
-  if (g == nullptr || !g->ready) return;
-  Context* ctx = g->contexts.AsContext(context);
-  if (ctx == nullptr) return;
-  ThreadState* ts = ThreadStates::Current();
-  // Records still waiting for children are emitted now, marked truncated. Only the slots ever
-  // handed out can hold one (Pool::Touched): the cost follows the job, not SENTINEL_POOL_SIZE.
-  for (Kind k : {Kind::kColl, Kind::kP2p, Kind::kCeColl}) {
-    Pool& pool = g->slots.pool(k);
-    const uint32_t touched = pool.Touched();
-    for (uint32_t i = 0; i < touched; ++i) {
-      Slot* s = pool.begin + i;
-      if (s->state.load(std::memory_order_acquire) != SlotState::kLive) continue;
-      if (s->ctx.load(std::memory_order_relaxed) != ctx) continue;
-      // Otherwise the last reference emits it.
-      if (ClaimForTruncation(s)) BuildAndPush(s, true, ts);
-    }
-  }
-  if (!ContextTable::MarkFinalized(ctx)) return;
-  DrainerOnCommEnd(ctx->comm_hash, ctx->rank);
-}
-
 void CoreStartKernelCh(void* context, void** handle, void* parent_handle, uint8_t channel_id,
                        uint64_t p_timer) noexcept {
   ThreadState* ts = ThreadStates::Current();
@@ -945,132 +720,6 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
     default:
       break;
   }
-}
-
-void TurnOff(const char* where, const char* why) noexcept {
-  if (g_gate.exchange(kGateOff, std::memory_order_relaxed) == kGateOff) return;
-  if (g != nullptr) {
-    g->turn_offs.fetch_add(1, std::memory_order_relaxed);
-    if (int* m = g->mask_ptr.load(std::memory_order_relaxed)) {
-      reinterpret_cast<std::atomic<int>*>(m)->store(0, std::memory_order_relaxed);
-    }
-  }
-  Log(LogLevel::kWarn, "turned off for the rest of the process at %s: %s", where, why);
-}
-
-uint64_t TurnOffCount() noexcept {
-  return g == nullptr ? 0 : g->turn_offs.load(std::memory_order_relaxed);
-}
-
-uint32_t CurrentEventMask() noexcept {
-  return g == nullptr ? 0 : g->mask.load(std::memory_order_relaxed);
-}
-
-void* DummyContext() noexcept { return g_dummy_context; }
-
-bool ContextIdentity(void* context, uint64_t* comm_hash, int* rank) noexcept {
-  if (g == nullptr || !g->ready) return false;
-  Context* ctx = g->contexts.AsContext(context);
-  if (ctx == nullptr) return false;
-  *comm_hash = ctx->comm_hash;
-  *rank = ctx->rank;
-  return true;
-}
-
-void SweepGrace(int64_t now_ns) noexcept {
-  if (g == nullptr || !g->ready) return;
-  ThreadState* ts = ThreadStates::Current();
-  for (Kind k : {Kind::kColl, Kind::kP2p}) {
-    Pool& pool = g->slots.pool(k);
-    // As in CoreFinalize: slots never handed out hold no grace (and stay unfaulted).
-    const uint32_t touched = pool.Touched();
-    for (uint32_t i = 0; i < touched; ++i) {
-      Slot* s = pool.begin + i;
-      if (s->state.load(std::memory_order_acquire) != SlotState::kLive) continue;
-      if (s->grace.load(std::memory_order_relaxed) == 0) continue;
-      // acquire: pairs with the stop's acq_rel CAS. The stop stores stop_ns just after that
-      // CAS, so stop_ns == 0 below catches a stop still in progress.
-      if ((s->refs.load(std::memory_order_acquire) & kStoppedBit) == 0) continue;
-      int64_t stop = s->stop_ns.load(std::memory_order_relaxed);
-      if (stop == 0 || now_ns - stop < g->grace_ns) continue;
-      ReleaseGrace(s, ts);
-    }
-  }
-}
-
-void SnapshotInFlight(std::vector<InFlightSample>* out) noexcept {
-  out->clear();
-  if (g == nullptr || !g->ready) return;
-  bool kernel_ch = (g->mask.load(std::memory_order_relaxed) & kSentinelProfileKernelCh) != 0;
-  bool out_of_memory = false;
-  g->contexts.ForEachLive([&](Context* c) {
-    if (out_of_memory) return;
-    InFlightSample sample;
-    sample.comm_hash = c->comm_hash;
-    sample.rank = c->rank;
-    sample.nranks = c->nranks;
-    sample.pid = static_cast<uint32_t>(g->pid);
-    sample.kernel_ch = kernel_ch;
-    sample.snap = c->inflight.Read();
-    try {
-      out->push_back(sample);
-    } catch (...) {
-      out_of_memory = true;  // fewer records this drain, nothing else
-    }
-  });
-}
-
-namespace {
-
-// Once per heartbeat: the budget's judgement, and the step it takes when over budget.
-uint32_t JudgeBudget(int64_t now_ns, uint64_t callback_ns_total) noexcept {
-  std::lock_guard<std::mutex> lock(g->budget_mu);
-  if (!g->budget.Observe(now_ns, callback_ns_total))
-    return static_cast<uint32_t>(g->budget.level());
-  BudgetLevel level = g->budget.level();
-  if (level >= BudgetLevel::kNoProxy) {
-    // The mask is process-global in NCCL (§4.5): new events of every communicator stop coming.
-    uint32_t mask = g->mask.load(std::memory_order_relaxed) &
-                    ~(kProxyFamily | static_cast<uint32_t>(kSentinelProfileProxyCtrl));
-    g->mask.store(mask, std::memory_order_relaxed);
-    if (int* m = g->mask_ptr.load(std::memory_order_relaxed)) {
-      reinterpret_cast<std::atomic<int>*>(m)->store(static_cast<int>(mask),
-                                                    std::memory_order_relaxed);
-    }
-  }
-  g->budget_level.store(static_cast<uint8_t>(level), std::memory_order_relaxed);
-  Log(LogLevel::kWarn,
-      "own overhead %.3f%% of the time exceeds SENTINEL_BUDGET=%.3f%%: degraded to step %u (%s)",
-      g->budget.last_ratio() * 100.0, g->budget.fraction() * 100.0, static_cast<unsigned>(level),
-      BudgetLevelName(level));
-  return static_cast<uint32_t>(level);
-}
-
-}  // namespace
-
-SentinelWireHeartbeat SnapshotCounters() noexcept {
-  SentinelWireHeartbeat hb;
-  memset(&hb, 0, sizeof(hb));
-  hb.now_ns = MonoNs();
-  if (g == nullptr || !g->ready) return hb;
-  ThreadStates& st = ThreadStates::Get();
-  hb.records_completed = st.Sum(kCtrRecordsCompleted);
-  hb.records_dropped_ring = st.Sum(kCtrRecordsDroppedRing);
-  hb.events_dropped_pool = st.Sum(kCtrEventsDroppedPool);
-  hb.events_dropped_threads = st.Sum(kCtrEventsDroppedThreads);
-  hb.stale_handles = st.Sum(kCtrStaleHandles) + st.Sum(kCtrOrphanChildren);
-  hb.pxn_foreign = st.Sum(kCtrPxnForeign);
-  hb.records_truncated = st.Sum(kCtrRecordsTruncated);
-  hb.callback_ns_total = st.Sum(kCtrCallbackNs);
-  hb.callbacks_total = st.Sum(kCtrCallbacks) + st.Sum(kCtrKernelChCallbacks);
-  hb.records_dropped_sink = g->sink_drops.load(std::memory_order_relaxed);
-  hb.pid = static_cast<uint32_t>(g->pid);
-  hb.budget_level = JudgeBudget(hb.now_ns, hb.callback_ns_total);
-  return hb;
-}
-
-void AddSinkDrops(uint64_t n) noexcept {
-  if (g != nullptr) g->sink_drops.fetch_add(n, std::memory_order_relaxed);
 }
 
 }  // namespace sentinel::plugin
