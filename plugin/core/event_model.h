@@ -1,5 +1,5 @@
 // The event model's storage: handle slots in fixed pools, and communicator contexts. Private to
-// plugin/core (profiler_core.cc, the units it is built from, and their tests).
+// plugin/core (the profiler_*.cc files, the units it is built from, and their tests).
 //
 // Lifetime rules:
 // - A handle is a pointer to a Slot. Its FIRST field is a 64-bit type tag (kind + magic), so any

@@ -27,7 +27,7 @@ enum Counter : int {
   kNumCounters,
 };
 
-// Pool kinds a thread can hold a claim chunk for (profiler_core.cc static_asserts Kind::kCount).
+// Pool kinds a thread can hold a claim chunk for (slot_pool.h static_asserts Kind::kCount).
 inline constexpr int kMaxPoolKinds = 16;
 
 struct ThreadState {

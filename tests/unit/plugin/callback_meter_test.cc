@@ -1,5 +1,5 @@
 // The own-overhead meter (callback_meter.h) against a known injected cost: collectives of 1, 2, 4
-// and 8 channels whose every callback busy-waits a fixed time, metered the way profiler_core.cc
+// and 8 channels whose every callback busy-waits a fixed time, metered the way profiler_hot.cc
 // meters them (CallbackMeter for Coll start/stop, MeterCollective at the start, KernelChMeter per
 // KernelCh callback). The count must be exact and the sampled time estimate close to the time
 // really spent, at every channel count (KernelCh callbacks are counted and timed per collective).

@@ -1,5 +1,5 @@
-// Unit tests of the units profiler_core.cc is built from: the slot pools, the reference counts,
-// the context table, function recovery, record building and the overhead budget.
+// Unit tests of the units the profiler core (profiler_*.cc) is built from: the slot pools, the
+// reference counts, the context table, function recovery, record building and the overhead budget.
 #include <gtest/gtest.h>
 
 #include <memory>
