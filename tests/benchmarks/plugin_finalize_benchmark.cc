@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/benchmarks/bench_plugin.h"
+#include "tests/common/process_usage.h"
 
 namespace {
 
@@ -28,26 +29,6 @@ int64_t NowNs() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-int64_t CpuNs() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return (static_cast<int64_t>(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
-         (static_cast<int64_t>(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
-}
-
-long RssMiB() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      long kib = 0;
-      in >> kib;
-      return kib / 1024;
-    }
-  }
-  return -1;
 }
 
 SentinelEventDescrV5 Descr(uint64_t type) {
@@ -87,25 +68,25 @@ int Measure(long pool) {
     p->start_event(ctx, &h, &d);
     if (h != nullptr) p->stop_event(h);
   };
-  const long rss0 = RssMiB();
+  const long rss0 = (sentinel::testing::ProcStatusKiB(0, "VmRSS") / 1024);
   void* ctx = nullptr;
   p->init(&ctx, 0x1001, &mask, "fresh", 1, 2, 0, nullptr);
   for (uint64_t s = 1; s <= 100; ++s) coll(ctx, s);
   int64_t t0 = NowNs();
   p->finalize(ctx);
   const double fresh_ms = static_cast<double>(NowNs() - t0) / 1e6;
-  const long rss_fresh = RssMiB();
+  const long rss_fresh = (sentinel::testing::ProcStatusKiB(0, "VmRSS") / 1024);
 
   p->init(&ctx, 0x1002, &mask, "wrapped", 1, 2, 0, nullptr);
   for (long i = 0; i < pool; ++i) coll(ctx, static_cast<uint64_t>(i + 1));
   for (long i = 0; i < 4 * pool; ++i) p2p(ctx);
-  const int64_t cpu0 = CpuNs();
+  const int64_t cpu0 = sentinel::testing::ProcessCpuNs();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const double idle_cpu_ms = static_cast<double>(CpuNs() - cpu0) / 1e6;
+  const double idle_cpu_ms = static_cast<double>(sentinel::testing::ProcessCpuNs() - cpu0) / 1e6;
   t0 = NowNs();
   p->finalize(ctx);
   const double wrapped_ms = static_cast<double>(NowNs() - t0) / 1e6;
-  const long rss_wrapped = RssMiB();
+  const long rss_wrapped = (sentinel::testing::ProcStatusKiB(0, "VmRSS") / 1024);
   std::printf(
       "pool %8ld: fresh finalize %8.2f ms (RSS +%ld MiB) | wrapped: finalize %8.2f ms, drainer "
       "idle CPU %6.1f ms/s, RSS +%ld MiB\n",

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/process_usage.h"
 #include "tests/unit/collector/slow_clients.h"
 
 namespace {
@@ -32,19 +33,6 @@ int Usage() {
   std::fprintf(stderr,
                "usage: sentinel_http_slowloris_bench SENTINELD [--clients N] [--probes N]\n");
   return 2;
-}
-
-long RssKiB(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      long kib = 0;
-      in >> kib;
-      return kib;
-    }
-  }
-  return -1;
 }
 
 struct Figures {
@@ -120,10 +108,10 @@ int main(int argc, char** argv) {
     rc = 1;
   } else {
     const Figures idle = Probe(port, probes);
-    const long rss0 = RssKiB(pid);
+    const long rss0 = sentinel::testing::ProcStatusKiB(pid, "VmRSS");
     const std::vector<int> slow = OpenSlowClients(port, clients, 60000);
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    const long rss1 = RssKiB(pid);
+    const long rss1 = sentinel::testing::ProcStatusKiB(pid, "VmRSS");
     const Figures loaded = Probe(port, probes);
     const int open = CountOpen(slow);
     std::printf(

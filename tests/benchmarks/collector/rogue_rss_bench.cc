@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/common/process_usage.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace {
@@ -42,17 +43,6 @@ std::string Arg(int argc, char** argv, const char* name, const char* fallback) {
     if (std::strncmp(argv[i], name, len) == 0 && argv[i][len] == '=') return argv[i] + len + 1;
   }
   return fallback;
-}
-
-// A /proc/<pid>/status field in MiB (VmRSS, VmHWM), -1 when absent.
-double StatusMiB(pid_t pid, const char* field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  const std::string key = std::string(field) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::atof(line.c_str() + key.size()) / 1024.0;
-  }
-  return -1;
 }
 
 class Daemon {
@@ -268,7 +258,7 @@ int main(int argc, char** argv) {
     double secs = 0;
     d.Get("/v1/alerts", &body, &secs);  // warm the HTTP path before the idle figure
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    const double idle = StatusMiB(d.pid(), "VmRSS");
+    const double idle = (sentinel::testing::ProcStatusKiB(d.pid(), "VmRSS") / 1024.0);
     Rogue rogue{uid, g->gr_gid, {}};
     a.run(&rogue, d.socket());
     std::this_thread::sleep_for(std::chrono::seconds(3));  // let it ingest
@@ -281,11 +271,11 @@ int main(int argc, char** argv) {
     std::string metrics;
     double msecs = 0;
     if (scrape) d.Get("/metrics", &metrics, &msecs);
-    const double during = StatusMiB(d.pid(), "VmRSS");
+    const double during = (sentinel::testing::ProcStatusKiB(d.pid(), "VmRSS") / 1024.0);
     rogue.conns.clear();  // every rogue connection closes
     std::this_thread::sleep_for(std::chrono::duration<double>(after));
-    const double peak = StatusMiB(d.pid(), "VmHWM");
-    const double rest = StatusMiB(d.pid(), "VmRSS");
+    const double peak = (sentinel::testing::ProcStatusKiB(d.pid(), "VmHWM") / 1024.0);
+    const double rest = (sentinel::testing::ProcStatusKiB(d.pid(), "VmRSS") / 1024.0);
     // What is still held: processes and their (communicator, rank) entries, alerts.
     size_t kept_processes = 0;
     size_t kept_ranks = 0;

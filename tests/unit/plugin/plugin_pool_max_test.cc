@@ -12,30 +12,11 @@
 #include <thread>
 
 #include "common/sentinel_env.h"
+#include "tests/common/process_usage.h"
 #include "tests/unit/plugin/fake_host.h"
 
 namespace sentinel::testing {
 namespace {
-
-int64_t CpuNs() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return (static_cast<int64_t>(ru.ru_utime.tv_sec) + ru.ru_stime.tv_sec) * 1000000000 +
-         (static_cast<int64_t>(ru.ru_utime.tv_usec) + ru.ru_stime.tv_usec) * 1000;
-}
-
-long RssKiB() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmRSS:") {
-      long kib = 0;
-      in >> kib;
-      return kib;
-    }
-  }
-  return -1;
-}
 
 TEST(PluginPoolMax, FinalizeAndGraceSweepFollowTheSlotsUsed) {
   const rules::EnvVarSpec* spec = rules::FindEnvVar("SENTINEL_POOL_SIZE");
@@ -47,7 +28,7 @@ TEST(PluginPoolMax, FinalizeAndGraceSweepFollowTheSlotsUsed) {
   setenv("SENTINEL_POOL_SIZE", std::to_string(spec->hi).c_str(), 1);
   FakeHost h;
   ASSERT_TRUE(h.ok());
-  const long rss0 = RssKiB();
+  const long rss0 = ProcStatusKiB(0, "VmRSS");
   const uint64_t comm = 0xB16B00Bull;
   void* ctx = h.InitV5(comm, 2, 0);
   ASSERT_NE(ctx, nullptr);
@@ -60,13 +41,13 @@ TEST(PluginPoolMax, FinalizeAndGraceSweepFollowTheSlotsUsed) {
   void* pending = h.Coll(ctx, nullptr, 0, 201, "AllReduce", 4, "ncclInt32", 1);
   h.Stop(pending);
   // The drainer's grace sweep runs every 25 ms: one second of it on an idle job.
-  const int64_t cpu0 = CpuNs();
+  const int64_t cpu0 = ProcessCpuNs();
   std::this_thread::sleep_for(std::chrono::seconds(1));
-  const int64_t idle_cpu_ns = CpuNs() - cpu0;
+  const int64_t idle_cpu_ns = ProcessCpuNs() - cpu0;
   const int64_t t0 = plugin::MonoNs();
   h.v5->finalize(ctx);
   const int64_t finalize_ns = plugin::MonoNs() - t0;
-  const long rss1 = RssKiB();
+  const long rss1 = ProcStatusKiB(0, "VmRSS");
   std::printf("pool %lld: finalize %.2f ms, idle CPU %.0f ms/s, RSS +%ld KiB\n",
               static_cast<long long>(spec->hi), finalize_ns / 1e6, idle_cpu_ns / 1e6, rss1 - rss0);
   EXPECT_LT(finalize_ns, 2000000000) << "finalize scanned the whole pool";
