@@ -1,4 +1,5 @@
 // sentineld: flags, signals and the run loop. Everything else lives in sentinel_collector_lib.
+#include <malloc.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -41,6 +42,12 @@ int main(int argc, char** argv) {
                  std::string(s.message()).c_str());
     return 2;
   }
+  // Large buffers (join windows, rendered /metrics and API bodies) always come from mmap and go
+  // back to the kernel when freed. glibc's default raises that threshold to the largest block
+  // freed so far (up to 32 MiB), after which such buffers stay in the heap: a burst of state, or a
+  // big scrape, then pinned its peak (measured: +4.6 MiB after one 4.7 MB /metrics). Set here,
+  // before any thread starts.
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);  // NOLINT(concurrency-mt-unsafe): still one thread
   // Validated by ParseCommandLine: cannot fail here.
   (void)ConfigureDaemonLog(config.log_format, config.log_level);
   signal(SIGPIPE, SIG_IGN);

@@ -68,12 +68,6 @@ StragglerParams StragglerParamsFrom(const Config& config) {
 }
 
 Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
-  // Large buffers (join windows, rendered /metrics and API bodies) always come from mmap and go
-  // back to the kernel when freed. glibc's default raises that threshold to the largest block
-  // freed so far (up to 32 MiB), after which such buffers stay in the heap: a burst of state, or a
-  // big scrape, then pinned its peak (measured: +4.6 MiB after one 4.7 MB /metrics).
-  static const bool allocator_set = mallopt(M_MMAP_THRESHOLD, 128 * 1024) == 1;
-  (void)allocator_set;
   absl::MutexLock lock(&mu_);
   char host[256];
   rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs

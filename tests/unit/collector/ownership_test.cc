@@ -237,7 +237,16 @@ TEST_F(OwnershipTest, EvictedCommunicatorsAlertsResolve) {
   int firing = 0;
   agg_->Read([&](const State& s) { firing = s.alerts.FiringCount(); });
   EXPECT_EQ(firing, 4) << "one per communicator it still holds";
-  EXPECT_EQ(Find("placement-" + CommLabel(0xAB00))->resolve_reason, ResolveReason::kEnded);
+  // Which communicators go is the eviction's choice (hash order); each one evicted took its alert
+  // with it as `ended` (or the alert was then dropped by the bound on resolved alerts per client).
+  int ended = 0;
+  for (uint64_t k = 0; k < 12; ++k) {
+    const Alert* a = Find("placement-" + CommLabel(0xAB00 + k));
+    if (a == nullptr || a->firing()) continue;
+    EXPECT_EQ(a->resolve_reason, ResolveReason::kEnded) << CommLabel(0xAB00 + k);
+    ++ended;
+  }
+  EXPECT_GE(ended, 1);
 }
 
 TEST(AlertBookBoundsTest, ResolvedAlertsPerSourceAreBounded) {
