@@ -19,6 +19,16 @@ inline std::string Escaped(std::string_view text) {
   return out;
 }
 
+// obj[key] for reading, null when `obj` is not an object or has no such key. nlohmann's const
+// operator[] asserts (or, with NDEBUG, reads past the end) on a missing key: a daemon's answer of
+// another shape must never end the program that way.
+inline const nlohmann::json& Field(const nlohmann::json& obj, const char* key) {
+  static const nlohmann::json kNull;
+  if (!obj.is_object()) return kNull;
+  const auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
 // obj[key] for display: a string escaped, a number or boolean as JSON writes it, else `fallback`.
 inline std::string Shown(const nlohmann::json& obj, const char* key, const char* fallback = "") {
   if (!obj.is_object()) return fallback;

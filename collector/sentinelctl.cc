@@ -31,6 +31,7 @@
 namespace {
 
 using sentinel::ctl::Escaped;
+using sentinel::ctl::Field;
 using sentinel::ctl::Shown;
 
 constexpr int kOk = 0;
@@ -178,18 +179,19 @@ std::string RanksTable(const nlohmann::json& ranks) {
                                     "RANK", "PID", "HOST", "LAST_SEQ", "COLLECTIVES", "LATE_P50",
                                     "LATE_P99", "DUR_P50", "DROPS", "STATE");
   out.insert(out.size() - 1, GpuHeader());
-  for (const auto& r : ranks["ranks"]) {
+  for (const auto& r : Field(ranks, "ranks")) {
     const std::string state = !r.value("connected", false)  ? "gone"
                               : r.value("straggler", false) ? "LATE"
                                                             : "ok";
     out += absl::StrFormat(
         "%-6s %-8d %-16s %-10s %-12d %-10s %-10s %-10s %-8d %-6s\n",
-        r["rank"].is_number() ? std::to_string(r["rank"].get<int>()) : "-", r.value("pid", 0),
-        Shown(r, "host"),
-        r["last_seq"].is_number() ? std::to_string(r["last_seq"].get<uint64_t>()) : "-",
-        r.value("collectives", 0), Num(r["lateness_p50_ms"]) + "ms",
-        Num(r["lateness_p99_ms"]) + "ms", Num(r["duration_p50_ms"]) + "ms", r.value("drops", 0),
-        state);
+        Field(r, "rank").is_number() ? std::to_string(Field(r, "rank").get<int>()) : "-",
+        r.value("pid", 0), Shown(r, "host"),
+        Field(r, "last_seq").is_number() ? std::to_string(Field(r, "last_seq").get<uint64_t>())
+                                         : "-",
+        r.value("collectives", 0), Num(Field(r, "lateness_p50_ms")) + "ms",
+        Num(Field(r, "lateness_p99_ms")) + "ms", Num(Field(r, "duration_p50_ms")) + "ms",
+        r.value("drops", 0), state);
     out.insert(out.size() - 1, GpuCells(r));
   }
   return out;
@@ -200,7 +202,7 @@ int Status(const Options& o) {
   nlohmann::json a;
   if (!Get(o, "/healthz", &h) || !Get(o, "/v1/alerts", &a)) return kUnreachable;
   int firing = 0;
-  for (const auto& alert : a["alerts"]) firing += alert["state"] == "firing" ? 1 : 0;
+  for (const auto& alert : Field(a, "alerts")) firing += Field(alert, "state") == "firing" ? 1 : 0;
   std::printf("sentineld %s on %s: %s, up %.0f s, %d client(s), %llu records, %d firing alert(s)\n",
               Shown(h, "version", "?").c_str(), Shown(h, "host", "?").c_str(),
               Shown(h, "status", "?").c_str(), h.value("uptime_s", 0.0), h.value("clients", 0),
@@ -236,12 +238,12 @@ int Alerts(const Options& o) {
   if (!Get(o, "/v1/alerts", &a)) return kUnreachable;
   int firing = 0;
   nlohmann::json shown = nlohmann::json::array();
-  for (const auto& alert : a["alerts"]) {
-    const bool is_firing = alert["state"] == "firing";
+  for (const auto& alert : Field(a, "alerts")) {
+    const bool is_firing = Field(alert, "state") == "firing";
     firing += is_firing ? 1 : 0;
     bool recent = false;
-    if (!is_firing && o.since_s >= 0 && alert["resolved_at"].is_string()) {
-      const int64_t at = ParseUtc(alert["resolved_at"].get<std::string>());
+    if (!is_firing && o.since_s >= 0 && Field(alert, "resolved_at").is_string()) {
+      const int64_t at = ParseUtc(Field(alert, "resolved_at").get<std::string>());
       recent = at >= 0 && std::time(nullptr) - at <= o.since_s;
     }
     if (is_firing || o.all || recent) shown.push_back(alert);
@@ -253,7 +255,7 @@ int Alerts(const Options& o) {
   } else {
     for (const auto& alert : shown) {
       std::string when = Shown(alert, "started_at");
-      if (alert["resolved_at"].is_string()) {
+      if (Field(alert, "resolved_at").is_string()) {
         when += " -> " + Shown(alert, "resolved_at") + " (" +
                 Shown(alert, "resolve_reason", "resolved") + ")";
       }
@@ -278,8 +280,9 @@ int TopLoop(const Options& o, bool tty) {
     std::string screen = tty ? "\x1b[H\x1b[2J" : "";
     screen += absl::StrFormat(
         "sentineld %s  collectives(1m) %d  skew p99 %sms  latency p50 %sms  hang suspects %d\n\n",
-        o.addr, t.value("collectives", 0), Num(t["skew_p99_ms"]), Num(t["latency_p50_ms"]),
-        static_cast<int>(t["collective_hang_suspects"].size()));
+        o.addr, t.value("collectives", 0), Num(Field(t, "skew_p99_ms")),
+        Num(Field(t, "latency_p50_ms")),
+        static_cast<int>(Field(t, "collective_hang_suspects").size()));
     screen += RanksTable(r);
     if (tty) screen += "\n(Ctrl-C to quit)";
     std::fputs(screen.c_str(), stdout);
@@ -327,7 +330,7 @@ int Trace(const Options& o) {
 int Baseline(const Options& o) {
   nlohmann::json t;
   if (!Get(o, "/v1/telemetry", &t)) return kUnreachable;
-  const nlohmann::json& b = t["baseline"];
+  const nlohmann::json& b = Field(t, "baseline");
   if (o.json) std::cout << b.dump(2) << "\n";
   if (!b.is_object()) {
     if (!o.json) std::cout << "no baseline yet: run sentinel-baseline on the job's allocation\n";
@@ -337,19 +340,19 @@ int Baseline(const Options& o) {
   namespace bl = sentinel::baseline;
   std::vector<bl::SizeResult> results;
   int nranks = 0;
-  for (const auto& s : b["sizes"]) {
+  for (const auto& s : Field(b, "sizes")) {
     bl::SizeResult r;
     if (!bl::ParseColl(s.value("func", ""), &r.coll)) continue;
     r.bytes = s.value("bytes", uint64_t{0});
     r.time_ns = s.value("time_us", 0.0) * 1e3;
     r.algbw_gbs = s.value("algbw_gbytes_per_s", 0.0);
     r.busbw_gbs = s.value("busbw_gbytes_per_s", 0.0);
-    const auto& job = s["job_busbw_gbytes_per_s"];
+    const auto& job = Field(s, "job_busbw_gbytes_per_s");
     r.job_busbw_gbs = job.is_number() ? job.get<double>() : -1;
     nranks = s.value("nranks", 0);
     results.push_back(r);
   }
-  const double link = b["link_gbps"].is_number() ? b["link_gbps"].get<double>() : 0;
+  const double link = Field(b, "link_gbps").is_number() ? Field(b, "link_gbps").get<double>() : 0;
   std::cout << absl::StrFormat(
       "baseline %s from %s (job %s), received %s%s\n", Shown(b, "run_id"), Shown(b, "host"),
       Shown(b, "job_id").empty() ? "-" : Shown(b, "job_id"), Shown(b, "received_at"),
@@ -369,9 +372,16 @@ int Exclude(const Options& o) {
     return kOk;
   }
   std::vector<std::string> hosts;
-  for (const auto& h : e["hosts"]) {
-    // A script reads this: a newline or escape in a host would forge lines, so escaped too.
-    if (h["host"].is_string()) hosts.push_back(Shown(h, "host"));
+  for (const auto& h : Field(e, "hosts")) {
+    // A script reads this: an entry it cannot read must not silently drop a host from the list.
+    if (!h.is_object()) {
+      std::fprintf(stderr,
+                   "sentinelctl: exclude: sentineld's answer has an unexpected shape (a hosts "
+                   "entry that is not an object)\n");
+      return kUnreachable;
+    }
+    // A newline or escape in a host would forge lines, so escaped too.
+    if (Field(h, "host").is_string()) hosts.push_back(Shown(h, "host"));
   }
   if (o.format == "slurm") {
     std::cout << absl::StrJoin(hosts, ",") << "\n";
