@@ -16,12 +16,6 @@ uint8_t CollWireFunc(Coll c);
 // "allreduce" | "allgather" | "reducescatter" (also "all_reduce", "AllReduce", ...).
 [[nodiscard]] bool ParseColl(const std::string& text, Coll* out);
 
-// nccl-tests (doc/PERFORMANCE.md): algbw = size / time; busbw = algbw x factor, with factor
-// 2(n-1)/n for AllReduce and (n-1)/n for AllGather and ReduceScatter (size = the whole buffer).
-double BusBwFactor(Coll c, int nranks);
-// GB/s (1e9 bytes/s) for `bytes` moved in `time_ns`.
-double AlgBwGBs(uint64_t bytes, double time_ns);
-
 // 8 B, 16 B, ... up to and including max_bytes (doubling).
 std::vector<uint64_t> DoublingSizes(uint64_t min_bytes, uint64_t max_bytes);
 // The element count for a size: AllReduce size/4 floats; AllGather sendcount and ReduceScatter
@@ -59,7 +53,8 @@ struct SizeResult {
   double job_busbw_gbs = -1;  // -1: sentineld saw no job collective in this bucket
 };
 
-// Fills algbw and busbw of `r` from bytes and time_ns.
+// Fills algbw and busbw of `r` from bytes and time_ns (nccl-tests' formulas,
+// common/collective_bandwidth.h; size = the whole buffer).
 void ComputeBandwidth(int nranks, SizeResult* r);
 
 // The table: size, count, time, algbw, busbw, job busbw, link, busbw/link, job/baseline.
