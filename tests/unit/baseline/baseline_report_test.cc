@@ -1,5 +1,7 @@
-// sentinel-baseline's arithmetic and text (tools/baseline/report.h) and its launcher environment
+// sentinel-baseline's arithmetic and text (common/baseline_report.h) and its launcher environment
 // (launch.h), without any library or GPU.
+#include "common/baseline_report.h"
+
 #include <unistd.h>
 
 #include <map>
@@ -10,7 +12,6 @@
 #include "gtest/gtest.h"
 
 #include "tools/baseline/launch.h"
-#include "tools/baseline/report.h"
 
 namespace sentinel::baseline {
 namespace {

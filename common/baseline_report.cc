@@ -1,5 +1,5 @@
-// Formulas, sweep, job figures, table and verdict of sentinel-baseline; see report.h.
-#include "tools/baseline/report.h"
+// Formulas, sweep, job figures, table and verdict of sentinel-baseline; see baseline_report.h.
+#include "common/baseline_report.h"
 
 #include <strings.h>
 

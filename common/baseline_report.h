@@ -1,6 +1,8 @@
-// sentinel-baseline's arithmetic and text: the nccl-tests bandwidth formulas, the size sweep, the
-// job's figures read from sentineld's /v1/telemetry, the table and the one-line verdict. Pure
-// functions, tested without any library or GPU.
+// sentinel-baseline's arithmetic and text: the size sweep, the job's figures read from sentineld's
+// /v1/telemetry, the table and the one-line verdict (bandwidth formulas: collective_bandwidth.h).
+// Pure functions, tested without any library or GPU. Shared by sentinel-baseline (tools/baseline/)
+// and `sentinelctl baseline`, so neither reaches into the other's tree; library
+// sentinel_baseline_report, which depends on nothing of the plugin.
 #pragma once
 
 #include <cstdint>
