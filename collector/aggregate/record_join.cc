@@ -8,9 +8,9 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/alerts/alert_key.h"
-#include "collector/aggregate/bus_bw_factor.h"
 #include "collector/aggregate/rank_range.h"
 #include "collector/aggregate/wire_fields.h"
+#include "common/collective_bandwidth.h"
 
 namespace sentinel::collector {
 namespace {
@@ -260,8 +260,8 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
   summary.duration_ns = max_duration;
   summary.latency_ns = max_end == INT64_MIN ? -1 : max_end - min_arrival;
   if (max_duration > 0) {
-    summary.busbw_gbps = static_cast<double>(slot.bytes) / static_cast<double>(max_duration) *
-                         BusBwFactor(static_cast<uint8_t>(func), comm->nranks);
+    summary.busbw_gbps = rules::AlgBwGBs(slot.bytes, static_cast<double>(max_duration)) *
+                         rules::BusBwFactor(static_cast<uint8_t>(func), comm->nranks);
   }
   summary.func = static_cast<uint8_t>(func);
   summary.ranks = static_cast<int32_t>(scratch_idx_.size());
