@@ -68,7 +68,7 @@ void ThreadMain() {
   }
   CuptiLoadResult lr = LoadCuptiApi(c.path);
   if (lr.api == nullptr) {
-    TurnOffWithReason(c, lr.why);
+    TurnOffWithReason(c, lr.status.message());
   } else {
     CuptiTracer::Env env;
     env.pid = static_cast<uint32_t>(getpid());
@@ -80,9 +80,9 @@ void ThreadMain() {
       EnqueueControlRecord(kSentinelWireKernelAttribution, &a, sizeof(a));
     };
     auto tracer = std::make_unique<CuptiTracer>(lr.api, c, std::move(env));
-    std::string why;
-    if (!tracer->Arm(&why)) {
-      TurnOffWithReason(c, lr.path + ": " + why);
+    const Status armed = tracer->Arm();
+    if (!armed.ok()) {
+      TurnOffWithReason(c, lr.path + ": " + armed.message());
       g_retired_tracer = tracer.release();
     } else {
       Log(LogLevel::kInfo, "CUPTI GPU activity on (%s, API %u, window %u ms)", lr.path.c_str(),

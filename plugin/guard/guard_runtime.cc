@@ -73,7 +73,7 @@ void WriteStderr(const std::string& s) {
   }
 }
 
-bool ParseMode(const char* text, Mode* mode) {
+plugin::Status ParseMode(const char* text, Mode* mode) {
   if (std::strcmp(text, "warn") == 0) {
     *mode = Mode::kWarn;
   } else if (std::strcmp(text, "abort") == 0) {
@@ -81,9 +81,9 @@ bool ParseMode(const char* text, Mode* mode) {
   } else if (std::strcmp(text, "fail") == 0) {
     *mode = Mode::kFail;
   } else {
-    return false;
+    return plugin::Status(plugin::StatusCode::kInvalidArgument, "not fail|warn|abort");
   }
-  return true;
+  return plugin::Status::Ok();
 }
 
 // Caller holds R().mu.
@@ -107,7 +107,7 @@ void LoadConfigLocked(Runtime& r) {
     static constexpr rules::ChoiceName<Mode> kModes[] = {
         {"fail", Mode::kFail}, {"warn", Mode::kWarn}, {"abort", Mode::kAbort}};
     c.mode = rules::ChoiceByName(env, rules::Var::kOnMismatch, kModes, Mode::kFail);
-  } else if (!src.on_mismatch.empty() && !ParseMode(src.on_mismatch.c_str(), &c.mode)) {
+  } else if (!src.on_mismatch.empty() && !ParseMode(src.on_mismatch.c_str(), &c.mode).ok()) {
     WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name +
                 " (fail|warn|abort): using fail\n");
   }
@@ -148,11 +148,11 @@ void SendRecords(Runtime& r, const std::vector<SentinelWireVerdict>& records) {
 Verdict EvaluateLocked(Runtime& r, Stage stage, void* comm_ptr, uint64_t comm_hash_hint,
                        Evidence* ev, LogEvidence* log) {
   const Expectation& x = r.config.expect;
-  std::string reason;
-  if (SnapshotLogEvidence(log, &reason)) {
+  const plugin::Status captured = SnapshotLogEvidence(log);
+  if (captured.ok()) {
     ev->log = log;
   } else {
-    ev->log_unavailable_reason = reason;
+    ev->log_unavailable_reason = captured.message();
   }
   if (x.WantsRdma() || x.net != NetKind::kAny) ev->host = &CachedHostFacts(x.WantsRdma());
   ev->env = ReadNcclEnv();

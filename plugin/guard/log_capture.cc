@@ -374,25 +374,26 @@ plugin::Status StartLogForwarder() noexcept {
   return started;
 }
 
-bool SnapshotLogEvidence(LogEvidence* out, std::string* reason) {
+plugin::Status SnapshotLogEvidence(LogEvidence* out) {
+  using plugin::Status;
+  using plugin::StatusCode;
   auto mode = static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed));
   if (mode == CaptureMode::kOff) {
-    *reason = "no log capture (not preloaded, or no expectation at process start)";
-    return false;
+    return Status(StatusCode::kFailedPrecondition,
+                  "no log capture (not preloaded, or no expectation at process start)");
   }
   if (mode == CaptureMode::kUnavailable) {
-    *reason = g_unavailable;
-    return false;
+    return Status(StatusCode::kUnavailable, g_unavailable);  // always a literal
   }
   if (getpid() != g_pid) {
-    *reason = "forked child: the log capture belongs to the parent";
-    return false;
+    return Status(StatusCode::kFailedPrecondition,
+                  "forked child: the log capture belongs to the parent");
   }
   CaptureState& s = State();
   std::lock_guard<std::mutex> lock(s.mu);
   DrainLocked(s);
   *out = s.evidence;
-  return true;
+  return Status::Ok();
 }
 
 void DrainLogAfterCall() noexcept {
