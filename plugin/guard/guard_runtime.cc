@@ -17,6 +17,8 @@
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
 #include "plugin/guard/nccl_env.h"
+#include "plugin/guard/verdict_text.h"
+#include "plugin/guard/verdict_wire.h"
 
 namespace sentinel::guard {
 
