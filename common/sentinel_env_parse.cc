@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/base/attributes.h"
+
 #include "common/env_bool.h"
 #include "common/sentinel_env.h"
 #include "common/sentinel_env_internal.h"
@@ -90,7 +92,8 @@ bool StartsWith(const char* s, const char* prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
 }
 
-SentinelEnv g_process_env;  // written once under the magic static below (or by tests)
+// Written once under the magic static below (or by tests).
+ABSL_CONST_INIT SentinelEnv g_process_env;
 
 }  // namespace
 

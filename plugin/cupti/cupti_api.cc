@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugin/base/fork_safe_dlopen.h"
+#include "plugin/base/no_destructor.h"
 
 namespace sentinel::plugin::cupti {
 namespace {
@@ -78,8 +79,8 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
   // in a list that is never freed, so LeakSanitizer sees it as reachable.
   auto* api = new CuptiApi();
   {
-    static auto* loaded_mu = new std::mutex();
-    static auto* loaded = new std::vector<CuptiApi*>();
+    static NoDestructor<std::mutex> loaded_mu;
+    static NoDestructor<std::vector<CuptiApi*>> loaded;
     std::lock_guard<std::mutex> lk(*loaded_mu);
     loaded->push_back(api);
   }

@@ -14,6 +14,8 @@
 #include <thread>
 #include <utility>
 
+#include "absl/base/attributes.h"
+
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/base/thread.h"
@@ -57,7 +59,7 @@ void TurnOffWithReason(const CuptiConfig& c, const std::string& why) {
 
 // A tracer whose Arm() failed is kept for the process, not destroyed: CUPTI may still hold its
 // callbacks and buffers (see ~CuptiTracer), and a reachable pointer is what a leaked singleton is.
-CuptiTracer* g_retired_tracer = nullptr;
+ABSL_CONST_INIT CuptiTracer* g_retired_tracer = nullptr;
 
 void ThreadMain() {
   Runtime& rt = Rt();

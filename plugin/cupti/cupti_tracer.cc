@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
+
 #include "common/mono_clock.h"
 #include "plugin/base/clock.h"
 #include "plugin/base/log.h"
@@ -18,7 +20,7 @@ namespace sentinel::plugin::cupti {
 namespace {
 
 // The one armed tracer (CUPTI's callbacks carry no user pointer).
-std::atomic<CuptiTracer*> g_armed{nullptr};
+ABSL_CONST_INIT std::atomic<CuptiTracer*> g_armed{nullptr};
 
 // CUPTI's normal clock is CLOCK_REALTIME ns; a timestamp callback installed by another tool
 // (Kineto's TSC) moves it far away. Farther than this from the real time = foreign clock.

@@ -11,9 +11,12 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/attributes.h"
+
 #include "common/env_bool.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
+#include "plugin/base/no_destructor.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
 #include "plugin/guard/nccl_env.h"
@@ -22,7 +25,7 @@
 
 namespace sentinel::guard {
 
-std::atomic<int> g_pending_collective_checks{0};
+ABSL_CONST_INIT std::atomic<int> g_pending_collective_checks{0};
 
 namespace {
 
@@ -57,7 +60,8 @@ struct Runtime {
 };
 
 Runtime& R() {
-  static Runtime* r = new Runtime();  // leaked: used until the very end of the process
+  // Never destroyed: used until the very end of the process.
+  static plugin::NoDestructor<Runtime> r;
   return *r;
 }
 

@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/base/attributes.h"
+
 #include "common/sentinel_env.h"
 #include "plugin/base/plugin_dlopen.h"
 #include "plugin/base/raw_log.h"
@@ -32,10 +34,10 @@ namespace sentinel::net {
 namespace {
 
 // What was loaded: g_real_has[v]: the plugin exports ncclNetPlugin_v<v> (copied to g_real<v>).
-bool g_real_has[kNewestNetVersion + 1] = {};
-const char* g_real_name = nullptr;
-std::atomic<int> g_announced{0};
-int g_wrapped_version = 0;
+ABSL_CONST_INIT bool g_real_has[kNewestNetVersion + 1] = {};
+ABSL_CONST_INIT const char* g_real_name = nullptr;
+ABSL_CONST_INIT std::atomic<int> g_announced{0};
+ABSL_CONST_INIT int g_wrapped_version = 0;
 
 // Without a usable real plugin: init fails, so NCCL falls back exactly as it does when the plugin
 // named in NCCL_NET_PLUGIN cannot be loaded or has no table NCCL knows (docs/nccl-facts.md §7.1,

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <new>
 
+#include "absl/base/attributes.h"
+
 #include "common/fs_trust.h"
 #include "common/host_name.h"
 #include "common/mono_clock.h"
@@ -53,7 +55,7 @@ int PollMs(int64_t remaining_ns) {
   return ms > 60'000 ? 60'000 : static_cast<int>(ms);
 }
 
-std::atomic<HangVerdictHandler> g_hang_verdict_handler{nullptr};
+ABSL_CONST_INIT std::atomic<HangVerdictHandler> g_hang_verdict_handler{nullptr};
 
 }  // namespace
 
