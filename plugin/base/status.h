@@ -55,6 +55,12 @@ class [[nodiscard]] Status {
   static Status Copy(StatusCode code, const char* text) noexcept {
     return Format(code, "%s", text != nullptr ? text : "");
   }
+  // The same status, also carrying the errno of the failed system call (for the caller's line).
+  Status WithErrno(int err) const noexcept {
+    Status s = *this;
+    s.errno_ = err;
+    return s;
+  }
 
   static Status Ok() noexcept { return Status(); }
 
@@ -62,10 +68,13 @@ class [[nodiscard]] Status {
   StatusCode code() const noexcept { return code_; }
   // Never null; "" for Ok().
   const char* message() const noexcept { return formatted_ ? detail_ : literal_; }
+  // The errno given with WithErrno, else 0.
+  int error_number() const noexcept { return errno_; }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   bool formatted_ = false;
+  int errno_ = 0;
   const char* literal_ = "";
   char detail_[kDetailCap];
 };
