@@ -11,3 +11,12 @@ endif()
 if(SENTINEL_BUILD_FUZZERS AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
+
+# SENTINEL_DCHECK (plugin/base/dcheck.h, collector/base/dcheck.h) aborts in Debug and sanitizer
+# builds, where a test should stop at the broken invariant; release builds count it and turn the
+# plugin off (collector: log it) instead, because the host always wins.
+if(SENTINEL_SANITIZE)
+  add_compile_definitions(SENTINEL_DCHECK_FATAL=1)
+else()
+  add_compile_definitions($<$<CONFIG:Debug>:SENTINEL_DCHECK_FATAL=1>)
+endif()

@@ -1,22 +1,12 @@
-// The SENTINEL_* registry and its single parse: see sentinel_env.h.
+// The SENTINEL_* registry's table: every variable, its type, default, range and documentation
+// (see sentinel_env.h). Parsing is in sentinel_env_parse.cc, problem reporting in
+// sentinel_env_problems.cc.
 #include "common/sentinel_env.h"
 
-#include <dlfcn.h>
-#include <strings.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cinttypes>
-#include <cstdarg>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "common/choice_words.h"
-#include "common/env_bool.h"
-
-extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in every header
+#include "common/sentinel_env_internal.h"
 
 namespace sentinel::rules {
 namespace {
@@ -124,173 +114,15 @@ static_assert(sizeof(kRegistry) / sizeof(kRegistry[0]) == kVarCount, "one row pe
 // (SENTINEL_DEV_JOBS, SENTINEL_DEV_BENCH_PLUGIN, ...; CONTRIBUTING.md lists them).
 constexpr const char* kInternalPrefixes[] = {"SENTINEL_ORIG_", "SENTINEL_DEV_"};
 
-struct Problems {
-  SentinelEnv* env;
-  void Add(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-    const size_t room = kEnvProblemsMax - env->problems_len;
-    if (room <= 1) return;
-    va_list ap;
-    va_start(ap, fmt);
-    const int n = std::vsnprintf(env->problems + env->problems_len, room, fmt, ap);
-    va_end(ap);
-    if (n < 0) return;
-    size_t used = static_cast<size_t>(n) < room ? static_cast<size_t>(n) : room - 1;
-    if (used > 0 && env->problems[env->problems_len + used - 1] != '\n') {
-      env->problems[env->problems_len + used - 1] = '\n';  // truncated: keep whole lines
-    }
-    env->problems_len += used;
-  }
-};
-
-// The one number rule: a whole decimal number, nothing after it, in [lo, hi].
-bool ParseInt(const char* text, int64_t lo, int64_t hi, int64_t* out) {
-  if (text[0] == '-' || text[0] == '+' || text[0] == ' ') return false;
-  char* end = nullptr;
-  errno = 0;
-  const auto n = std::strtoll(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || n < lo || n > hi) return false;
-  *out = n;
-  return true;
-}
-
-bool ParsePercent(const char* text, double lo, double hi, double* out) {
-  char* end = nullptr;
-  errno = 0;
-  const double d = std::strtod(text, &end);
-  if (end != text && *end == '%') ++end;
-  if (errno != 0 || end == text || *end != '\0' || !(d >= lo && d <= hi)) return false;
-  *out = d;
-  return true;
-}
-
-// Index of `text` in "a|b|c" (case-insensitive), or -1.
-int FindChoice(const char* choices, const char* text) {
-  const size_t len = std::strlen(text);
-  int index = 0;
-  for (const char* p = choices;; ++index) {
-    const char* bar = std::strchr(p, '|');
-    const size_t n = bar == nullptr ? std::strlen(p) : static_cast<size_t>(bar - p);
-    if (n == len && strncasecmp(p, text, n) == 0) return index;
-    if (bar == nullptr) return -1;
-    p = bar + 1;
-  }
-}
-
-// Parses `text` under spec's type into *v; false when it is not valid.
-bool ParseValue(const EnvVarSpec& spec, const char* text, EnvValue* v) {
-  switch (spec.type) {
-    case EnvType::kBool: {
-      const EnvBool b = ParseEnvBool(text);
-      if (b == EnvBool::kInvalid) return false;
-      v->flag = b == EnvBool::kTrue;
-      return true;
-    }
-    case EnvType::kInt:
-    case EnvType::kDuration:
-      return ParseInt(text, spec.lo, spec.hi, &v->number);
-    case EnvType::kPercent:
-      return ParsePercent(text, static_cast<double>(spec.lo), static_cast<double>(spec.hi),
-                          &v->real);
-    case EnvType::kEnum: {
-      int c = FindChoice(spec.choices, text);
-      if (c < 0 && spec.bool_aliases) {
-        const EnvBool b = ParseEnvBool(text);
-        if (b != EnvBool::kInvalid) {
-          c = FindChoice(spec.choices, b == EnvBool::kTrue ? "on" : "off");
-        }
-      }
-      if (c < 0) return false;
-      v->choice = c;
-      return true;
-    }
-    case EnvType::kString:
-    case EnvType::kPath:
-      return true;
-  }
-  return false;
-}
-
-void ReportBad(const EnvVarSpec& spec, const char* text, Problems* p) {
-  const char* def = spec.default_text[0] != '\0' ? spec.default_text : "the default";
-  switch (spec.type) {
-    case EnvType::kBool:
-      p->Add("%s='%s' is not 1/true/yes/on or 0/false/no/off; using %s%s\n", spec.name, text, def,
-             spec.id == Var::kDisable ? " (sentinel stays on)" : "");
-      return;
-    case EnvType::kInt:
-    case EnvType::kDuration:
-      p->Add("%s='%s' is not an integer in [%" PRId64 ", %" PRId64 "]; using %s\n", spec.name, text,
-             spec.lo, spec.hi, def);
-      return;
-    case EnvType::kPercent:
-      p->Add("%s='%s' is not a percentage in [%" PRId64 ", %" PRId64 "]; using %s\n", spec.name,
-             text, spec.lo, spec.hi, def);
-      return;
-    case EnvType::kEnum:
-      p->Add("%s='%s' is not one of %s; using %s\n", spec.name, text, spec.choices, def);
-      return;
-    case EnvType::kString:
-    case EnvType::kPath:
-      return;
-  }
-}
-
-// Edit distance of two short names (for "did you mean"); large for long ones.
-size_t Distance(const char* a, size_t la, const char* b, size_t lb) {
-  constexpr size_t kMax = 64;
-  if (la >= kMax || lb >= kMax) return kMax;
-  size_t prev[kMax + 1];
-  size_t cur[kMax + 1];
-  for (size_t j = 0; j <= lb; ++j) prev[j] = j;
-  for (size_t i = 1; i <= la; ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= lb; ++j) {
-      const size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
-      const size_t del = prev[j] + 1;
-      const size_t ins = cur[j - 1] + 1;
-      cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-    }
-    for (size_t j = 0; j <= lb; ++j) prev[j] = cur[j];
-  }
-  return prev[lb];
-}
-
-void ReportUnknown(const char* name, size_t len, Problems* p) {
-  const EnvVarSpec* best = nullptr;
-  size_t best_d = 3;  // suggest only a near miss (a typo)
-  for (const EnvVarSpec& s : kRegistry) {
-    const size_t d = Distance(name, len, s.name, std::strlen(s.name));
-    if (d < best_d) {
-      best_d = d;
-      best = &s;
-    }
-  }
-  if (best != nullptr) {
-    p->Add("%.*s is not a variable sentinel knows (did you mean %s?); ignored\n",
-           static_cast<int>(len), name, best->name);
-  } else {
-    p->Add("%.*s is not a variable sentinel knows (README.md lists them); ignored\n",
-           static_cast<int>(len), name);
-  }
-}
-
 bool StartsWith(const char* s, const char* prefix) {
   return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
 }
-
-SentinelEnv g_process_env;  // written once under the magic static below (or by tests)
 
 }  // namespace
 
 const EnvVarSpec* EnvRegistry() noexcept { return kRegistry; }
 
 const EnvVarSpec& Spec(Var v) noexcept { return kRegistry[static_cast<size_t>(v)]; }
-
-bool SentinelEnv::ChoiceIs(Var v, const char* word) const noexcept {
-  const EnvVarSpec& spec = Spec(v);
-  if (spec.type != EnvType::kEnum || spec.choices == nullptr || word == nullptr) return false;
-  return FindChoice(spec.choices, word) == (*this)[v].choice;
-}
 
 const EnvVarSpec* FindEnvVar(const char* name) noexcept {
   for (const EnvVarSpec& s : kRegistry) {
@@ -299,134 +131,13 @@ const EnvVarSpec* FindEnvVar(const char* name) noexcept {
   return nullptr;
 }
 
-bool ParseEnvValue(Var v, const char* text, EnvValue* out) noexcept {
-  EnvValue parsed = *out;
-  if (!ParseValue(Spec(v), text, &parsed)) return false;
-  *out = parsed;
-  return true;
-}
-
-void ParseSentinelEnv(const char* const* envp, SentinelEnv* out) noexcept {
-  *out = SentinelEnv();
-  Problems problems{out};
-  for (const EnvVarSpec& spec : kRegistry) {
-    EnvValue& v = out->values[static_cast<size_t>(spec.id)];
-    if (spec.default_text[0] != '\0') (void)ParseValue(spec, spec.default_text, &v);
+namespace env_internal {
+bool IsInternalName(const char* entry) noexcept {
+  for (const char* prefix : kInternalPrefixes) {
+    if (StartsWith(entry, prefix)) return true;
   }
-  for (const char* const* e = envp; e != nullptr && *e != nullptr; ++e) {
-    const char* entry = *e;
-    if (!StartsWith(entry, "SENTINEL_")) continue;
-    const char* eq = std::strchr(entry, '=');
-    if (eq == nullptr) continue;
-    const auto len = static_cast<size_t>(eq - entry);
-    const EnvVarSpec* spec = nullptr;
-    for (const EnvVarSpec& s : kRegistry) {
-      if (std::strlen(s.name) == len && std::strncmp(s.name, entry, len) == 0) spec = &s;
-    }
-    if (spec == nullptr) {
-      bool internal = false;
-      for (const char* prefix : kInternalPrefixes) internal = internal || StartsWith(entry, prefix);
-      if (!internal) ReportUnknown(entry, len, &problems);
-      continue;
-    }
-    const char* text = eq + 1;
-    if (*text == '\0') continue;  // set but empty = unset, as before
-    EnvValue& v = out->values[static_cast<size_t>(spec->id)];
-    EnvValue parsed = v;
-    parsed.text = text;
-    if (ParseValue(*spec, text, &parsed)) {
-      v = parsed;
-    } else {
-      v.text = text;
-      v.bad = true;
-      ReportBad(*spec, text, &problems);
-    }
-  }
+  return false;
 }
-
-namespace {
-using EnvTeller = void (*)(const char*, size_t);
-
-// The teller of another sentinel library loaded in this process (never loads one), or null.
-EnvTeller OtherLibraryTeller() {
-  Dl_info self{};
-  if (dladdr(reinterpret_cast<void*>(&TellEnvProblemsHere), &self) == 0) return nullptr;
-  for (const char* lib : kEnvTellerLibraries) {
-    void* handle = dlopen(lib, RTLD_NOW | RTLD_NOLOAD);
-    if (handle == nullptr) continue;
-    auto teller = reinterpret_cast<EnvTeller>(dlsym(handle, kEnvTellerSymbol));
-    dlclose(handle);  // only our reference: both libraries are linked -z nodelete
-    Dl_info where{};
-    if (teller != nullptr && dladdr(reinterpret_cast<void*>(teller), &where) != 0 &&
-        where.dli_fbase != self.dli_fbase) {
-      return teller;
-    }
-  }
-  return nullptr;
-}
-}  // namespace
-
-void TellEnvProblemsOnce(const char* lines, size_t len) noexcept {
-  if (len == 0) return;
-  // Looked up at each call (a rare, error-only path): the other library may load later.
-  if (EnvTeller other = OtherLibraryTeller()) {
-    other(lines, len);
-    return;
-  }
-  TellEnvProblemsHere(lines, len);
-}
-
-void TellEnvProblemsHere(const char* lines, size_t len) noexcept {
-  static std::mutex mu;
-  static char told[kEnvProblemsMax];  // the lines already told, '\n'-terminated
-  static size_t told_len = 0;
-  std::lock_guard<std::mutex> lock(mu);
-  size_t pos = 0;
-  while (pos < len) {
-    const char* nl = static_cast<const char*>(std::memchr(lines + pos, '\n', len - pos));
-    const size_t end = nl == nullptr ? len : static_cast<size_t>(nl - lines);
-    const size_t n = end - pos;
-    const char* line = lines + pos;
-    pos = end + 1;
-    if (n == 0) continue;
-    bool seen = false;
-    for (size_t t = 0; t + n < told_len + 1 && !seen; ++t) {
-      const bool at_start = t == 0 || told[t - 1] == '\n';
-      seen = at_start && t + n < told_len && told[t + n] == '\n' &&
-             std::memcmp(told + t, line, n) == 0;
-    }
-    if (seen) continue;
-    if (told_len + n + 1 <= sizeof(told)) {
-      std::memcpy(told + told_len, line, n);
-      told[told_len + n] = '\n';
-      told_len += n + 1;
-    }
-    char out[kEnvProblemsMax + 16];
-    const int m = std::snprintf(out, sizeof(out), "[sentinel] %.*s\n", static_cast<int>(n), line);
-    if (m > 0) {
-      const size_t w =
-          static_cast<size_t>(m) < sizeof(out) ? static_cast<size_t>(m) : sizeof(out) - 1;
-      (void)!write(STDERR_FILENO, out, w);
-    }
-  }
-}
-
-const SentinelEnv& ProcessSentinelEnv() noexcept {
-  // A function-local static: its initialisation runs once, and other threads wait for it.
-  static const bool parsed = [] {
-    ParseSentinelEnv(environ, &g_process_env);
-    TellEnvProblemsOnce(g_process_env.problems, g_process_env.problems_len);
-    return true;
-  }();
-  (void)parsed;
-  return g_process_env;
-}
-
-namespace testing {
-void ReloadProcessSentinelEnv() noexcept {
-  (void)ProcessSentinelEnv();
-  ParseSentinelEnv(environ, &g_process_env);
-}
-}  // namespace testing
+}  // namespace env_internal
 
 }  // namespace sentinel::rules

@@ -134,14 +134,14 @@ absl::Status PrepareSocketDir(const std::string& dir, mode_t mode, gid_t group,
   return absl::OkStatus();
 }
 
-int CreateUniqueTemp(const std::string& target, std::string* tmp_path, std::string* error) {
+absl::StatusOr<int> CreateUniqueTemp(const std::string& target, std::string* tmp_path) {
   const std::string dir = DirName(target);
   const std::string prefix = absl::StrCat(dir == "/" ? "" : dir, "/.", BaseName(target), ".tmp-");
   for (int attempt = 0; attempt < 16; ++attempt) {
     char suffix[12];
     if (!RandomSuffix(suffix, sizeof(suffix))) {
-      *error = absl::StrCat("no random bytes for a temporary name: ", ErrText(errno));
-      return -1;
+      return absl::InternalError(
+          absl::StrCat("no random bytes for a temporary name: ", ErrText(errno)));
     }
     std::string path = prefix + std::string(suffix, sizeof(suffix));
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -150,12 +150,11 @@ int CreateUniqueTemp(const std::string& target, std::string* tmp_path, std::stri
       return fd;
     }
     if (errno != EEXIST) {
-      *error = absl::StrCat("create ", path, ": ", ErrText(errno));
-      return -1;
+      return absl::InternalError(absl::StrCat("create ", path, ": ", ErrText(errno)));
     }
   }
-  *error = absl::StrCat("create a temporary file in ", dir, ": every name taken");
-  return -1;
+  return absl::InternalError(
+      absl::StrCat("create a temporary file in ", dir, ": every name taken"));
 }
 
 absl::Status WriteFileSafely(const std::string& path, const std::string& content, mode_t mode,
@@ -167,9 +166,9 @@ absl::Status WriteFileSafely(const std::string& path, const std::string& content
         TrustRefusal(absl::StrCat("not writing ", path).c_str(), f, trusted));
   }
   std::string tmp;
-  std::string error;
-  const int fd = CreateUniqueTemp(path, &tmp, &error);
-  if (fd < 0) return absl::InternalError(error);
+  const absl::StatusOr<int> created = CreateUniqueTemp(path, &tmp);
+  if (!created.ok()) return created.status();
+  const int fd = *created;
   size_t off = 0;
   while (off < content.size()) {
     const ssize_t n = write(fd, content.data() + off, content.size() - off);
@@ -201,8 +200,8 @@ absl::Status WriteFileSafely(const std::string& path, const std::string& content
   return absl::OkStatus();
 }
 
-std::FILE* OpenForAppend(const std::string& path, mode_t mode, const rules::TrustedUids& trusted,
-                         std::string* error) {
+absl::StatusOr<std::FILE*> OpenForAppend(const std::string& path, mode_t mode,
+                                         const rules::TrustedUids& trusted) {
   int fd = -1;
   for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
     // O_NONBLOCK: a FIFO planted at the path must not stall the open (it is refused below).
@@ -214,32 +213,31 @@ std::FILE* OpenForAppend(const std::string& path, mode_t mode, const rules::Trus
   if (fd < 0) {
     const int err = errno;
     if (err == ELOOP) {
-      *error = absl::StrCat(path, ": a symbolic link (not followed)");
-    } else if (err == ENXIO) {  // a FIFO without a reader (O_NONBLOCK) or a socket
-      *error = absl::StrCat(path, ": not a regular file");
-    } else {
-      *error = absl::StrCat(path, ": ", ErrText(err));
+      return absl::InternalError(absl::StrCat(path, ": a symbolic link (not followed)"));
     }
-    return nullptr;
+    if (err == ENXIO) {  // a FIFO without a reader (O_NONBLOCK) or a socket
+      return absl::InternalError(absl::StrCat(path, ": not a regular file"));
+    }
+    return absl::InternalError(absl::StrCat(path, ": ", ErrText(err)));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    *error = absl::StrCat(path, ": not a regular file");
     close(fd);
-    return nullptr;
+    return absl::InternalError(absl::StrCat(path, ": not a regular file"));
   }
   if (!trusted.Contains(st.st_uid)) {
-    *error = absl::StrCat(path, ": owned by uid ", st.st_uid, ", not by you (uid ", trusted.self,
-                          "), root or the sentinel daemon's user");
     close(fd);
-    return nullptr;
+    return absl::InternalError(absl::StrCat(path, ": owned by uid ", st.st_uid,
+                                            ", not by you (uid ", trusted.self,
+                                            "), root or the sentinel daemon's user"));
   }
   const int flags = fcntl(fd, F_GETFL);
   if (flags >= 0) (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::FILE* file = fdopen(fd, "a");
   if (file == nullptr) {
-    *error = absl::StrCat(path, ": ", ErrText(errno));
+    const int err = errno;
     close(fd);
+    return absl::InternalError(absl::StrCat(path, ": ", ErrText(err)));
   }
   return file;
 }

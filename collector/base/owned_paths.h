@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "common/fs_trust.h"
 
@@ -39,9 +40,9 @@ absl::Status PrepareSocketDir(const std::string& dir, mode_t mode, gid_t group,
                               const rules::TrustedUids& trusted);
 
 // Creates a new file next to `target` (same directory) under an unpredictable name, with
-// O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600. Returns the descriptor and its path in *tmp_path, or -1
-// with the reason in *error. The directory is not checked here.
-int CreateUniqueTemp(const std::string& target, std::string* tmp_path, std::string* error);
+// O_CREAT|O_EXCL|O_NOFOLLOW and mode 0600. Returns the descriptor and its path in *tmp_path, or
+// an InternalError with the reason. The directory is not checked here.
+absl::StatusOr<int> CreateUniqueTemp(const std::string& target, std::string* tmp_path);
 
 // Writes `content` to `path` with `mode` (whatever the umask): `path`'s directory is checked with
 // rules::CheckTrustedParent, the content goes to a fresh CreateUniqueTemp file, then rename(2)
@@ -51,9 +52,9 @@ absl::Status WriteFileSafely(const std::string& path, const std::string& content
 
 // Opens `path` for appending: an existing regular file owned by a trusted uid (O_NOFOLLOW: never
 // through a symlink), or a new one created with O_CREAT|O_EXCL|O_NOFOLLOW and `mode`. The
-// directory is not checked here (callers check it once, at start-up). Returns the stream or null
-// with the reason in *error.
-std::FILE* OpenForAppend(const std::string& path, mode_t mode, const rules::TrustedUids& trusted,
-                         std::string* error);
+// directory is not checked here (callers check it once, at start-up). Returns the stream, or an
+// InternalError whose message is the reason (it starts with the path).
+absl::StatusOr<std::FILE*> OpenForAppend(const std::string& path, mode_t mode,
+                                         const rules::TrustedUids& trusted);
 
 }  // namespace sentinel::collector

@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "collector/base/dcheck.h"
+
 namespace sentinel::collector {
 
 // Overwrites its oldest element when full; Push() returns true when it did (an eviction).
@@ -32,6 +34,7 @@ class Ring {
   size_t capacity() const { return items_.size(); }
   // i = 0 is the oldest kept element.
   const T& operator[](size_t i) const {
+    SENTINEL_DCHECK(i < size_);  // also rules out an empty ring (a modulo by zero below)
     const size_t start = (next_ + items_.size() - size_) % items_.size();
     return items_[(start + i) % items_.size()];
   }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 
@@ -56,8 +57,8 @@ void AlertPusher::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool AlertPusher::Post(const std::vector<Alert>& alerts) {
-  if (alerts.empty()) return true;
+absl::Status AlertPusher::Post(const std::vector<Alert>& alerts) {
+  if (alerts.empty()) return absl::OkStatus();
   httplib::Client client(url_);
   client.set_connection_timeout(2, 0);
   client.set_read_timeout(5, 0);
@@ -65,9 +66,8 @@ bool AlertPusher::Post(const std::vector<Alert>& alerts) {
       "/api/v2/alerts",
       AlertmanagerPayload(alerts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
       "application/json");
-  const bool ok = res && res->status / 100 == 2;
-  if (!ok) spdlog::warn("alertmanager push to {} failed", url_);
-  return ok;
+  if (res && res->status / 100 == 2) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("alertmanager push to ", url_, " failed"));
 }
 
 void AlertPusher::Loop() {
@@ -83,7 +83,9 @@ void AlertPusher::Loop() {
       last_resend = std::chrono::steady_clock::now();
       for (Alert& a : source_->FiringAlerts()) changes.push_back(std::move(a));
     }
-    Post(changes);
+    // Not retried here: the firing ones are sent again within a minute.
+    if (absl::Status pushed = Post(changes); !pushed.ok())
+      spdlog::warn("{}", std::string(pushed.message()));
   }
 }
 

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "collector/aggregate/snapshot_source.h"
 
 namespace sentinel::collector {
@@ -29,7 +31,8 @@ class AlertPusher {
 
  private:
   void Loop();
-  bool Post(const std::vector<Alert>& alerts);
+  // One POST of `alerts` (none: nothing sent); Unavailable when Alertmanager did not take it.
+  absl::Status Post(const std::vector<Alert>& alerts);
 
   const std::string url_;
   SnapshotSource* const source_;

@@ -21,18 +21,11 @@ std::string HttpRequest::get_param_value(std::string_view name) const {
   return "";
 }
 
-bool ParseDurationParam(std::string_view value, int64_t* ns, std::string* error) {
+absl::StatusOr<int64_t> ParseDurationParam(std::string_view value) {
   absl::StatusOr<int64_t> d = ParseDurationNs(absl::string_view(value.data(), value.size()));
-  if (!d.ok()) {
-    *error = std::string(d.status().message());
-    return false;
-  }
-  if (*d <= 0) {
-    *error = "must be > 0";
-    return false;
-  }
-  *ns = *d;
-  return true;
+  if (!d.ok()) return absl::InvalidArgumentError(d.status().message());
+  if (*d <= 0) return absl::InvalidArgumentError("must be > 0");
+  return *d;
 }
 
 }  // namespace sentinel::collector

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace sentinel::collector {
 
 // Limits of one request head; past them the request is refused (414 / 431). libmicrohttpd's
@@ -37,8 +39,8 @@ struct HttpResponse {
   }
 };
 
-// A duration query parameter's value ("30s", "500ms", ...): true with *ns > 0, or false with
-// *error saying why ("must be > 0" or the duration parser's message).
-[[nodiscard]] bool ParseDurationParam(std::string_view value, int64_t* ns, std::string* error);
+// A duration query parameter's value ("30s", "500ms", ...) in ns, > 0; or an InvalidArgument
+// whose message says why ("must be > 0" or the duration parser's message).
+absl::StatusOr<int64_t> ParseDurationParam(std::string_view value);
 
 }  // namespace sentinel::collector

@@ -69,11 +69,12 @@ bool DurationParam(const HttpRequest& req, HttpResponse& res, const char* name, 
                    int64_t* out) {
   *out = fallback;
   if (!req.has_param(name)) return true;
-  std::string error;
-  if (!ParseDurationParam(req.get_param_value(name), out, &error)) {
-    SendJson(res, 400, ErrorJson(400, absl::StrCat("bad ", name, ": ", error)));
+  absl::StatusOr<int64_t> parsed = ParseDurationParam(req.get_param_value(name));
+  if (!parsed.ok()) {
+    SendJson(res, 400, ErrorJson(400, absl::StrCat("bad ", name, ": ", parsed.status().message())));
     return false;
   }
+  *out = *parsed;
   return true;
 }
 

@@ -32,11 +32,11 @@ absl::Status RecordLog::Open() {
     return absl::FailedPreconditionError(
         TrustRefusal(absl::StrCat("record log ", path_).c_str(), dir, trusted_));
   }
-  std::string error;
-  file_ = OpenForAppend(path_, 0644, trusted_, &error);
-  if (file_ == nullptr) {
-    return absl::InternalError(absl::StrCat("cannot open record log ", error));
+  absl::StatusOr<std::FILE*> opened = OpenForAppend(path_, 0644, trusted_);
+  if (!opened.ok()) {
+    return absl::InternalError(absl::StrCat("cannot open record log ", opened.status().message()));
   }
+  file_ = *opened;
   struct stat st {};
   if (fstat(fileno(file_), &st) == 0) file_bytes_ = static_cast<uint64_t>(st.st_size);
   return absl::OkStatus();
@@ -51,8 +51,8 @@ void RecordLog::Rotate() {
   ++rotations_;
   // A fresh file (O_EXCL): if something appeared at the path meanwhile it is appended to only when
   // it is a regular file of a trusted uid, as at start-up.
-  std::string error;
-  file_ = OpenForAppend(path_, 0644, trusted_, &error);
+  absl::StatusOr<std::FILE*> reopened = OpenForAppend(path_, 0644, trusted_);
+  file_ = reopened.ok() ? *reopened : nullptr;
   if (file_ == nullptr) ++write_errors_;
   file_bytes_ = 0;
 }

@@ -11,56 +11,55 @@
 #include "common/host_name.h"
 #include "common/sentinel_env.h"
 #include "plugin/base/event_mask.h"
+#include "plugin/base/status.h"
 
 namespace sentinel::plugin {
 namespace {
 
-// SENTINEL_EVENTS must parse as base/event_mask.h reads it; say precisely why it does not.
-void CheckEvents(EnvConfig* c, std::string* errors) {
+// SENTINEL_EVENTS must parse as base/event_mask.h reads it; the message says precisely why it
+// does not (it follows the quoted value in the problem line).
+Status CheckEvents(const std::string& v) {
   uint32_t mask = 0;
-  if (ParseEventMask(c->events.c_str(), &mask)) return;
-  const std::string& v = c->events;
-  std::string why;
+  if (ParseEventMask(v.c_str(), &mask)) return Status::Ok();
   if (!v.empty() && v[0] >= '0' && v[0] <= '9') {
     errno = 0;
     char* end = nullptr;
     const unsigned long long n = strtoull(v.c_str(), &end, 0);
     if (errno == 0 && end != nullptr && *end == '\0' && n > 0x7FFF) {
-      why = "sets bits above 0x7fff (the 15 event types of the profiler ABI)";
-    } else {
-      why = "is not a decimal or 0x number";
+      return Status(StatusCode::kInvalidArgument,
+                    "sets bits above 0x7fff (the 15 event types of the profiler ABI)");
     }
-  } else {
-    // The first list item that is not an event name.
-    size_t pos = 0;
-    while (pos <= v.size()) {
-      size_t comma = v.find(',', pos);
-      if (comma == std::string::npos) comma = v.size();
-      std::string item = v.substr(pos, comma - pos);
-      while (!item.empty() && item.front() == ' ') item.erase(0, 1);
-      while (!item.empty() && item.back() == ' ') item.pop_back();
-      uint32_t one = 0;
-      if (!ParseEventMask(item.c_str(), &one)) {
-        why = "has unknown event '" + item + "' (presets: default, proxy, minimal, all, none)";
-        break;
-      }
-      pos = comma + 1;
-    }
-    if (why.empty()) why = "is not a preset, an event list or a number";
+    return Status(StatusCode::kInvalidArgument, "is not a decimal or 0x number");
   }
-  *errors += "SENTINEL_EVENTS='" + v + "' " + why + "; using 'default'\n";
-  c->events = "default";
+  // The first list item that is not an event name.
+  size_t pos = 0;
+  while (pos <= v.size()) {
+    size_t comma = v.find(',', pos);
+    if (comma == std::string::npos) comma = v.size();
+    std::string item = v.substr(pos, comma - pos);
+    while (!item.empty() && item.front() == ' ') item.erase(0, 1);
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    uint32_t one = 0;
+    if (!ParseEventMask(item.c_str(), &one)) {
+      return Status::Format(StatusCode::kInvalidArgument,
+                            "has unknown event '%s' (presets: default, proxy, minimal, all, none)",
+                            item.c_str());
+    }
+    pos = comma + 1;
+  }
+  return Status(StatusCode::kInvalidArgument, "is not a preset, an event list or a number");
 }
 
 // The dump's directory must exist and be writable now, not at the first record.
-void CheckDump(const std::string& path, std::string* errors) {
+Status CheckDump(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   if (access(dir.c_str(), W_OK) != 0) {
     char buf[128];
-    *errors += "SENTINEL_DUMP='" + path + "': directory " + dir + " is not writable (" +
-               strerror_r(errno, buf, sizeof(buf)) + "); no dump\n";
+    return Status::Format(StatusCode::kUnavailable, "directory %s is not writable (%s)",
+                          dir.c_str(), strerror_r(errno, buf, sizeof(buf)));
   }
+  return Status::Ok();
 }
 
 // The plugin's level for a word of SENTINEL_LOG_LEVEL (common/choice_words.h). The registry offers
@@ -129,7 +128,9 @@ EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
     char host[256];
     rules::ShortHostName(host, sizeof(host));
     c.dump_path = ExpandDumpPath(env.Text(Var::kDump), static_cast<int>(getpid()), host);
-    CheckDump(c.dump_path, errors);
+    const Status dump = CheckDump(c.dump_path);
+    if (!dump.ok())
+      *errors += "SENTINEL_DUMP='" + c.dump_path + "': " + dump.message() + "; no dump\n";
   }
   c.pool_size = static_cast<uint32_t>(env.Number(Var::kPoolSize));
   // Fewer rings than the threads NCCL records from (the application's, the proxy's) sends every
@@ -144,7 +145,11 @@ EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
   uint32_t pow2 = 2;
   while (pow2 < c.ring_records) pow2 <<= 1;
   c.ring_records = pow2;
-  CheckEvents(&c, errors);
+  const Status events = CheckEvents(c.events);
+  if (!events.ok()) {
+    *errors += "SENTINEL_EVENTS='" + c.events + "' " + events.message() + "; using 'default'\n";
+    c.events = "default";
+  }
   ReportEnvProblems(*errors);
   return c;
 }

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "absl/base/attributes.h"
 #include "spdlog/logger.h"
 #include "spdlog/sinks/base_sink.h"
 
@@ -19,8 +20,8 @@ namespace sentinel::plugin {
 namespace {
 
 // relaxed: a logger pointer is published once and the function it points to is immutable.
-std::atomic<SentinelNcclLogger> g_nccl_logfn{nullptr};
-std::atomic<uint64_t> g_log_errors{0};
+ABSL_CONST_INIT std::atomic<SentinelNcclLogger> g_nccl_logfn{nullptr};
+ABSL_CONST_INIT std::atomic<uint64_t> g_log_errors{0};
 
 // Writes each formatted line to NCCL's logger when one is set, else to stderr.
 class NcclForwardSink final : public spdlog::sinks::base_sink<std::mutex> {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "plugin/base/fork_safe_dlopen.h"
+#include "plugin/base/no_destructor.h"
 
 namespace sentinel::plugin::cupti {
 namespace {
@@ -61,7 +62,8 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
   if (!explicit_path.empty()) {
     try_open(explicit_path, 0);
     if (handle == nullptr) {
-      r.why = "SENTINEL_CUPTI_PATH cannot be opened: " + last_error;
+      r.status = Status::Format(StatusCode::kNotFound, "SENTINEL_CUPTI_PATH cannot be opened: %s",
+                                last_error.c_str());
       return r;
     }
   }
@@ -70,15 +72,15 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
   for (const std::string& path : BesideCudaRuntime()) try_open(path, 0);
   for (const char* so : kSonames) try_open(so, 0);
   if (handle == nullptr) {
-    r.why = "libcupti not found (" + last_error + ")";
+    r.status = Status::Format(StatusCode::kNotFound, "libcupti not found (%s)", last_error.c_str());
     return r;
   }
   // Leaked on purpose: lives for the process, like the library handle; every table loaded is kept
   // in a list that is never freed, so LeakSanitizer sees it as reachable.
   auto* api = new CuptiApi();
   {
-    static auto* loaded_mu = new std::mutex();
-    static auto* loaded = new std::vector<CuptiApi*>();
+    static NoDestructor<std::mutex> loaded_mu;
+    static NoDestructor<std::vector<CuptiApi*>> loaded;
     std::lock_guard<std::mutex> lk(*loaded_mu);
     loaded->push_back(api);
   }
@@ -93,7 +95,8 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
       Bind(handle, "cuptiActivityGetNumDroppedRecords", &api->activity_get_num_dropped_records);
   if (!ok) {
     delete api;
-    r.why = r.path + " lacks a required CUPTI symbol";
+    r.status = Status::Format(StatusCode::kUnavailable, "%s lacks a required CUPTI symbol",
+                              r.path.c_str());
     return r;
   }
   Bind(handle, "cuptiActivitySetAttribute", &api->activity_set_attribute);
@@ -101,8 +104,9 @@ CuptiLoadResult LoadCuptiApi(const std::string& explicit_path) {
   uint32_t version = 0;
   int rc = api->get_version(&version);
   if (rc != kSuccess || version < kMinApiVersion) {
-    r.why = r.path + ": CUPTI API version " + std::to_string(version) +
-            " (need >= " + std::to_string(kMinApiVersion) + ", CUDA 12.0)";
+    r.status = Status::Format(
+        StatusCode::kFailedPrecondition, "%s: CUPTI API version %u (need >= %u, CUDA 12.0)",
+        r.path.c_str(), static_cast<unsigned>(version), static_cast<unsigned>(kMinApiVersion));
     delete api;
     return r;
   }

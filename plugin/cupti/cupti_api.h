@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "plugin/base/status.h"
 #include "plugin/cupti/cupti_abi.h"
 
 namespace sentinel::plugin::cupti {
@@ -32,7 +33,7 @@ struct CuptiApi {
 struct CuptiLoadResult {
   const CuptiApi* api = nullptr;  // null: not loaded
   std::string path;               // the file that was opened (empty if none)
-  std::string why;                // reason when api is null
+  Status status;                  // why api is null (ok when loaded)
   uint32_t version = 0;           // cuptiGetVersion()
 };
 

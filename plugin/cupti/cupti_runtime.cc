@@ -14,6 +14,8 @@
 #include <thread>
 #include <utility>
 
+#include "absl/base/attributes.h"
+
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/base/thread.h"
@@ -57,7 +59,7 @@ void TurnOffWithReason(const CuptiConfig& c, const std::string& why) {
 
 // A tracer whose Arm() failed is kept for the process, not destroyed: CUPTI may still hold its
 // callbacks and buffers (see ~CuptiTracer), and a reachable pointer is what a leaked singleton is.
-CuptiTracer* g_retired_tracer = nullptr;
+ABSL_CONST_INIT CuptiTracer* g_retired_tracer = nullptr;
 
 void ThreadMain() {
   Runtime& rt = Rt();
@@ -68,7 +70,7 @@ void ThreadMain() {
   }
   CuptiLoadResult lr = LoadCuptiApi(c.path);
   if (lr.api == nullptr) {
-    TurnOffWithReason(c, lr.why);
+    TurnOffWithReason(c, lr.status.message());
   } else {
     CuptiTracer::Env env;
     env.pid = static_cast<uint32_t>(getpid());
@@ -80,9 +82,9 @@ void ThreadMain() {
       EnqueueControlRecord(kSentinelWireKernelAttribution, &a, sizeof(a));
     };
     auto tracer = std::make_unique<CuptiTracer>(lr.api, c, std::move(env));
-    std::string why;
-    if (!tracer->Arm(&why)) {
-      TurnOffWithReason(c, lr.path + ": " + why);
+    const Status armed = tracer->Arm();
+    if (!armed.ok()) {
+      TurnOffWithReason(c, lr.path + ": " + armed.message());
       g_retired_tracer = tracer.release();
     } else {
       Log(LogLevel::kInfo, "CUPTI GPU activity on (%s, API %u, window %u ms)", lr.path.c_str(),

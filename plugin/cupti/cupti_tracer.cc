@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
+
 #include "common/mono_clock.h"
 #include "plugin/base/clock.h"
 #include "plugin/base/log.h"
@@ -18,7 +20,7 @@ namespace sentinel::plugin::cupti {
 namespace {
 
 // The one armed tracer (CUPTI's callbacks carry no user pointer).
-std::atomic<CuptiTracer*> g_armed{nullptr};
+ABSL_CONST_INIT std::atomic<CuptiTracer*> g_armed{nullptr};
 
 // CUPTI's normal clock is CLOCK_REALTIME ns; a timestamp callback installed by another tool
 // (Kineto's TSC) moves it far away. Farther than this from the real time = foreign clock.
@@ -107,7 +109,7 @@ void CuptiTracer::OnComplete(uint8_t* buffer, size_t valid_size) {
   if (completed_.size() < completed_.capacity()) completed_.emplace_back(buffer, valid_size);
 }
 
-bool CuptiTracer::Register(std::string* why) {
+Status CuptiTracer::Register() {
   {
     std::lock_guard<std::mutex> lk(pool_mu_);
     // Top the pool up: buffers another tool's callbacks received while it owned CUPTI are gone.
@@ -126,8 +128,7 @@ bool CuptiTracer::Register(std::string* why) {
     completed_.reserve(all_buffers_.size() * 2);
     work_.reserve(all_buffers_.size() * 2);
     if (free_.empty()) {
-      *why = "cannot allocate CUPTI activity buffers";
-      return false;
+      return Status(StatusCode::kResourceExhausted, "cannot allocate CUPTI activity buffers");
     }
   }
   if (api_->activity_set_attribute != nullptr) {
@@ -138,19 +139,20 @@ bool CuptiTracer::Register(std::string* why) {
   g_armed.store(this, std::memory_order_release);
   int rc = api_->activity_register_callbacks(&RequestTrampoline, &CompleteTrampoline);
   if (rc != kSuccess) {
-    *why = "cuptiActivityRegisterCallbacks: " + ResultName(*api_, rc);
-    return false;
+    return Status::Format(StatusCode::kUnavailable, "cuptiActivityRegisterCallbacks: %s",
+                          ResultName(*api_, rc).c_str());
   }
   rc = api_->activity_enable(kKindConcurrentKernel);
   if (rc != kSuccess) {
-    *why = "cuptiActivityEnable(CONCURRENT_KERNEL): " + ResultName(*api_, rc) +
-           (rc == kErrorUnknown || rc == kErrorNotInitialized ? " (no usable GPU driver?)" : "");
-    return false;
+    return Status::Format(
+        StatusCode::kUnavailable, "cuptiActivityEnable(CONCURRENT_KERNEL): %s%s",
+        ResultName(*api_, rc).c_str(),
+        rc == kErrorUnknown || rc == kErrorNotInitialized ? " (no usable GPU driver?)" : "");
   }
   // Copies are optional: without them memcpy_ns stays 0.
   for (uint32_t k : {kKindMemcpy, kKindMemset, kKindMemcpy2}) api_->activity_enable(k);
   EnableNvtxSteps();
-  return true;
+  return Status::Ok();
 }
 
 void CuptiTracer::EnableNvtxSteps() {
@@ -158,36 +160,46 @@ void CuptiTracer::EnableNvtxSteps() {
   // NVTX calls reach CUPTI only when the job injected NVTX into a libcupti; another injection
   // (Nsight Systems' own) gets them instead. We never set NVTX_INJECTION64_PATH ourselves: NVTX
   // reads it once per module at its first call, and overriding another tool's would break it.
-  std::string why;
-  const std::string& inj = config_.nvtx_injection;
-  const size_t slash = inj.rfind('/');
-  if (inj.empty()) {
-    why = "NVTX_INJECTION64_PATH is not set (set it to the path of libcupti.so)";
-  } else if (inj.find("cupti", slash == std::string::npos ? 0 : slash) == std::string::npos) {
-    why = "NVTX_INJECTION64_PATH=" + inj + " is another tool's, not libcupti";
-  } else {
-    int rc = api_->activity_enable(kKindMarker);
-    if (rc != kSuccess) why = "cuptiActivityEnable(MARKER): " + ResultName(*api_, rc);
-  }
-  nvtx_steps_.store(why.empty(), std::memory_order_relaxed);
-  if (!why.empty() && !nvtx_logged_) {
+  const Status usable = EnableNvtxMarkers();
+  nvtx_steps_.store(usable.ok(), std::memory_order_relaxed);
+  if (!usable.ok() && !nvtx_logged_) {
     nvtx_logged_ = true;
     Log(LogLevel::kWarn,
         "CUPTI: SENTINEL_STEP_NVTX=%s is not used: %s. Steps come from the first collective.",
-        config_.step_nvtx.c_str(), why.c_str());
+        config_.step_nvtx.c_str(), usable.message());
   }
 }
 
-bool CuptiTracer::Arm(std::string* why) {
+Status CuptiTracer::EnableNvtxMarkers() {
+  const std::string& inj = config_.nvtx_injection;
+  const size_t slash = inj.rfind('/');
+  if (inj.empty()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "NVTX_INJECTION64_PATH is not set (set it to the path of libcupti.so)");
+  }
+  if (inj.find("cupti", slash == std::string::npos ? 0 : slash) == std::string::npos) {
+    return Status::Format(StatusCode::kFailedPrecondition,
+                          "NVTX_INJECTION64_PATH=%s is another tool's, not libcupti", inj.c_str());
+  }
+  int rc = api_->activity_enable(kKindMarker);
+  if (rc != kSuccess) {
+    return Status::Format(StatusCode::kUnavailable, "cuptiActivityEnable(MARKER): %s",
+                          ResultName(*api_, rc).c_str());
+  }
+  return Status::Ok();
+}
+
+Status CuptiTracer::Arm() {
   CuptiTracer* expected = nullptr;
   if (!g_armed.compare_exchange_strong(expected, this) && expected != this) {
-    *why = "another sentinel CUPTI tracer is armed in this process";
-    return false;
+    return Status(StatusCode::kFailedPrecondition,
+                  "another sentinel CUPTI tracer is armed in this process");
   }
-  if (!Register(why)) {
-    off_reason_ = *why;
+  Status registered = Register();
+  if (!registered.ok()) {
+    off_reason_ = registered.message();
     state_.store(TracerState::kOff);
-    return false;
+    return registered;
   }
   SampleClock();
   int64_t now = env_.mono_now();
@@ -195,7 +207,7 @@ bool CuptiTracer::Arm(std::string* why) {
   last_evidence_ns_ = now;
   progress_at_evidence_ = env_.nccl_progress();
   state_.store(TracerState::kArmed);
-  return true;
+  return Status::Ok();
 }
 
 void CuptiTracer::SampleClock() {
@@ -387,8 +399,7 @@ void CuptiTracer::Tick() {
     accounting_.MarkNotMeasured(aside_from_, now, kReasonForeignOwner);
     if (config_.rearm_s > 0 &&
         now - stepped_aside_at_ >= static_cast<int64_t>(config_.rearm_s) * 1000000000LL) {
-      std::string why;
-      if (Register(&why)) {
+      if (Register().ok()) {  // a failure keeps the tracer aside; the next interval retries
         state_.store(TracerState::kArmed);
         last_evidence_ns_ = now;
         progress_at_evidence_ = progress;

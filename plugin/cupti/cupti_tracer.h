@@ -55,9 +55,9 @@ class CuptiTracer {
   CuptiTracer& operator=(const CuptiTracer&) = delete;
 
   // Registers the buffer callbacks and enables CONCURRENT_KERNEL (+ MEMCPY, MEMSET, MEMCPY2).
-  // false (with *why) turns the feature off: CUPTI present but unusable (no GPU/driver...).
+  // A failure turns the feature off: CUPTI present but unusable (no GPU/driver...).
   // Only one tracer may be armed per process (the callbacks are plain functions).
-  [[nodiscard]] bool Arm(std::string* why);
+  Status Arm();
   // One flush period: flush CUPTI, parse completed buffers, detect a foreign owner, close windows.
   void Tick();
   // Last flush (forced) and close every window that ended by now.
@@ -97,7 +97,7 @@ class CuptiTracer {
                                  size_t valid_size);
   void OnRequest(uint8_t** buffer, size_t* size, size_t* max_records);
   void OnComplete(uint8_t* buffer, size_t valid_size);
-  [[nodiscard]] bool Register(std::string* why);
+  Status Register();
   void SampleClock();
   void DrainCompleted();
   void TakeStepBoundaries();
@@ -106,6 +106,8 @@ class CuptiTracer {
   void Emit(int64_t watermark);
   void StepAside(int64_t from);
   void EnableNvtxSteps();
+  // Whether steps can come from SENTINEL_STEP_NVTX markers (enables MARKER when they can).
+  Status EnableNvtxMarkers();
 
   const CuptiApi* api_;
   CuptiConfig config_;

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "common/sentinel_env.h"
+#include "plugin/base/dcheck.h"
 #include "plugin/base/log.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/jsonl_sink.h"
+#include "plugin/core/profiler_core.h"
 #include "plugin/cupti/cupti_runtime.h"
 #include "plugin/cupti/step_marker.h"
 #include "plugin/guard/guard_runtime.h"
@@ -42,6 +44,8 @@ void WirePlugin() noexcept {
   wiring.on_last_comm_end = &cupti::CuptiOnLastCommEnd;
   SetDrainerWiring(wiring);
   guard::SetControlRecordFn(&EnqueueControlRecord);  // same signature: the core's queue
+  // A broken invariant in a release build turns the plugin off, never the host (dcheck.h).
+  SetDcheckOffHandler(&TurnOff);
 }
 
 namespace {

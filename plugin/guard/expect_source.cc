@@ -12,9 +12,13 @@
 
 #include "common/sentinel_env.h"
 #include "common/socket_path.h"
+#include "plugin/base/status.h"
 
 namespace sentinel::guard {
 namespace {
+
+using plugin::Status;
+using plugin::StatusCode;
 
 // strerror_r (GNU: returns the message), as strerror is not thread-safe.
 std::string ErrnoText(int err) {
@@ -26,33 +30,29 @@ constexpr size_t kMaxExpectBytes = 1u << 16;
 
 bool Set(const char* s) { return s != nullptr && *s != '\0'; }
 
-enum class ReadResult { kOk, kMissing, kUntrusted, kError };
-
-// Reads up to kMaxExpectBytes of a trusted file. kMissing: it does not exist; kUntrusted: *why
-// says which path and why (owner, mode, a symlink); kError: *err is the reason (not a regular
-// file: a directory, a FIFO; or the errno text).
-ReadResult ReadTrustedSmallFile(const std::string& path, const rules::TrustedUids& trusted,
-                                std::string* out, std::string* why, std::string* err) {
+// Reads up to kMaxExpectBytes of a trusted file into *out. Codes: kNotFound, it does not exist
+// (the message is the errno text); kPermissionDenied, not trusted (the message says which path and
+// why: owner, mode, a symlink); kUnavailable, it cannot be read (not a regular file: a directory,
+// a FIFO; or the errno text).
+Status ReadTrustedSmallFile(const std::string& path, const rules::TrustedUids& trusted,
+                            std::string* out) {
   rules::TrustFinding f;
   int fd = rules::OpenTrustedFileForRead(path.c_str(), trusted, &f);
   if (fd < 0) {
     switch (f.verdict) {
       case rules::TrustVerdict::kMissing:
-        *err = ErrnoText(ENOENT);
-        return ReadResult::kMissing;
+        return Status::Copy(StatusCode::kNotFound, ErrnoText(ENOENT).c_str());
       case rules::TrustVerdict::kUnreadable:
-        *err = ErrnoText(f.err);
-        return f.err == ENOTDIR ? ReadResult::kMissing : ReadResult::kError;
+        return Status::Copy(f.err == ENOTDIR ? StatusCode::kNotFound : StatusCode::kUnavailable,
+                            ErrnoText(f.err).c_str());
       case rules::TrustVerdict::kNotARegularFile:
-        *err = "not a regular file";
-        return ReadResult::kError;
+        return Status(StatusCode::kUnavailable, "not a regular file");
       default:
         break;
     }
     char text[400];
     rules::DescribeTrustFinding(f, trusted, text, sizeof text);
-    *why = text;
-    return ReadResult::kUntrusted;
+    return Status::Copy(StatusCode::kPermissionDenied, text);
   }
   char buf[4096];
   bool ok = true;
@@ -67,9 +67,10 @@ ReadResult ReadTrustedSmallFile(const std::string& path, const rules::TrustedUid
     out->append(buf, static_cast<size_t>(n));
     if (out->size() > kMaxExpectBytes) break;
   }
-  if (!ok) *err = ErrnoText(errno);
+  Status result =
+      ok ? Status::Ok() : Status::Copy(StatusCode::kUnavailable, ErrnoText(errno).c_str());
   close(fd);
-  return ok ? ReadResult::kOk : ReadResult::kError;
+  return result;
 }
 
 rules::TrustedUids TrustedFor(const ExpectSourceInputs& in) {
@@ -155,21 +156,14 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     s.kind = ExpectSourceKind::kFile;
     s.name = in.expect_file;
     s.description = std::string("SENTINEL_EXPECT_FILE=") + in.expect_file;
-    std::string why;
-    std::string err;
-    switch (ReadTrustedSmallFile(s.name, TrustedFor(in), &s.text, &why, &err)) {
-      case ReadResult::kOk:
-        break;
-      case ReadResult::kUntrusted: {
-        ExpectSource none;
-        none.ignored = IgnoredLine("SENTINEL_EXPECT_FILE", why);
-        return none;
-      }
-      case ReadResult::kMissing:
-      case ReadResult::kError:
-        s.read_error = "cannot read SENTINEL_EXPECT_FILE=" + s.name + ": " + err;
-        break;
+    const Status read = ReadTrustedSmallFile(s.name, TrustedFor(in), &s.text);
+    if (read.code() == StatusCode::kPermissionDenied) {
+      ExpectSource none;
+      none.ignored = IgnoredLine("SENTINEL_EXPECT_FILE", read.message());
+      return none;
     }
+    if (!read.ok())
+      s.read_error = "cannot read SENTINEL_EXPECT_FILE=" + s.name + ": " + read.message();
     return s;
   }
   char path[rules::kSocketPathMax + 16];
@@ -188,20 +182,18 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     return s;
   }
   std::string text;
-  std::string why;
-  std::string err;
-  const ReadResult read = ReadTrustedSmallFile(path, trusted, &text, &why, &err);
-  if (read == ReadResult::kMissing) return s;  // no sentineld default on this node
-  if (read == ReadResult::kUntrusted) {
-    s.ignored = IgnoredLine("the node default expectation", why);
+  const Status read = ReadTrustedSmallFile(path, trusted, &text);
+  if (read.code() == StatusCode::kNotFound) return s;  // no sentineld default on this node
+  if (read.code() == StatusCode::kPermissionDenied) {
+    s.ignored = IgnoredLine("the node default expectation", read.message());
     return s;
   }
-  if (read == ReadResult::kError) {
+  if (!read.ok()) {
     s.kind = ExpectSourceKind::kNodeDefault;
     s.name = path;
     s.description = std::string("node default from sentineld (") + path + ")";
-    s.read_error =
-        "cannot read the node default expectation " + s.name + " published by sentineld: " + err;
+    s.read_error = "cannot read the node default expectation " + s.name +
+                   " published by sentineld: " + read.message();
     return s;
   }
   s.kind = ExpectSourceKind::kNodeDefault;

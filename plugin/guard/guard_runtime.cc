@@ -11,17 +11,21 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "common/choice_words.h"
 #include "common/env_bool.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
+#include "plugin/base/no_destructor.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
 #include "plugin/guard/nccl_env.h"
+#include "plugin/guard/verdict_text.h"
+#include "plugin/guard/verdict_wire.h"
 
 namespace sentinel::guard {
 
-std::atomic<int> g_pending_collective_checks{0};
+ABSL_CONST_INIT std::atomic<int> g_pending_collective_checks{0};
 
 namespace {
 
@@ -56,7 +60,8 @@ struct Runtime {
 };
 
 Runtime& R() {
-  static Runtime* r = new Runtime();  // leaked: used until the very end of the process
+  // Never destroyed: used until the very end of the process.
+  static plugin::NoDestructor<Runtime> r;
   return *r;
 }
 
@@ -135,11 +140,11 @@ void SendRecords(Runtime& r, const std::vector<SentinelWireVerdict>& records) {
 Verdict EvaluateLocked(Runtime& r, Stage stage, void* comm_ptr, uint64_t comm_hash_hint,
                        Evidence* ev, LogEvidence* log) {
   const Expectation& x = r.config.expect;
-  std::string reason;
-  if (SnapshotLogEvidence(log, &reason)) {
+  const plugin::Status captured = SnapshotLogEvidence(log);
+  if (captured.ok()) {
     ev->log = log;
   } else {
-    ev->log_unavailable_reason = reason;
+    ev->log_unavailable_reason = captured.message();
   }
   if (x.WantsRdma() || x.net != NetKind::kAny) ev->host = &CachedHostFacts(x.WantsRdma());
   ev->env = ReadNcclEnv();

@@ -14,7 +14,10 @@
 #include <cstring>
 #include <mutex>
 
+#include "absl/base/attributes.h"
+
 #include "common/sentinel_env.h"
+#include "plugin/base/no_destructor.h"
 
 namespace sentinel::guard {
 namespace {
@@ -260,10 +263,10 @@ HostFacts ProbeHost(const ProbeOptions& options) {
 
 namespace {
 std::mutex& ProbeMutex() {
-  static auto* mu = new std::mutex();
+  static plugin::NoDestructor<std::mutex> mu;
   return *mu;
 }
-HostFacts* cached_facts = nullptr;  // guarded by ProbeMutex(); leaked on purpose
+ABSL_CONST_INIT HostFacts* cached_facts = nullptr;  // guarded by ProbeMutex(); leaked on purpose
 }  // namespace
 
 const HostFacts& CachedHostFacts(bool want_verbs) {

@@ -17,7 +17,10 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/attributes.h"
+
 #include "common/env_bool.h"
+#include "plugin/base/no_destructor.h"
 #include "plugin/base/thread.h"
 #include "plugin/guard/expect_source.h"
 
@@ -30,14 +33,15 @@ constexpr const char* kVars[] = {"NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_
 // Set by the constructor (plain data only: no global constructors, nothing to destroy).
 // g_mode is read by other threads after the constructor ran; relaxed is enough because the
 // dynamic loader runs constructors before any thread of ours exists.
-std::atomic<int> g_mode{static_cast<int>(CaptureMode::kOff)};
-int g_fd = -1;
-int g_user_level = 0;
-pid_t g_pid = 0;
-std::thread* g_forwarder = nullptr;  // the log forwarder; joined at exit by its own process
-bool g_user_file_set = false;
-char g_user_file[1024];
-const char* g_unavailable = "";
+ABSL_CONST_INIT std::atomic<int> g_mode{static_cast<int>(CaptureMode::kOff)};
+ABSL_CONST_INIT int g_fd = -1;
+ABSL_CONST_INIT int g_user_level = 0;
+ABSL_CONST_INIT pid_t g_pid = 0;
+// The log forwarder; joined at exit by its own process.
+ABSL_CONST_INIT std::thread* g_forwarder = nullptr;
+ABSL_CONST_INIT bool g_user_file_set = false;
+ABSL_CONST_INIT char g_user_file[1024];
+ABSL_CONST_INIT const char* g_unavailable = "";
 
 bool IsWarnLine(std::string_view line) {
   return line.find(" NCCL WARN ") != std::string_view::npos;
@@ -112,12 +116,14 @@ struct CaptureState {
 };
 
 CaptureState& State() {
-  static CaptureState* state = [] {
-    auto* s = new CaptureState();  // leaked: used during exit
-    s->forwarder = LineForwarder(static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed)),
-                                 g_user_level);
-    return s;
+  // Never destroyed: used during exit.
+  static plugin::NoDestructor<CaptureState> state;
+  static const bool ready = [] {
+    state->forwarder = LineForwarder(
+        static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed)), g_user_level);
+    return true;
   }();
+  (void)ready;
   return *state;
 }
 
@@ -188,8 +194,8 @@ bool Active() {
 
 }  // namespace
 
-std::atomic<bool> g_drain_after_collectives{false};
-std::atomic<int> g_collective_drains{0};
+ABSL_CONST_INIT std::atomic<bool> g_drain_after_collectives{false};
+ABSL_CONST_INIT std::atomic<int> g_collective_drains{0};
 
 int NcclDebugLevel(const char* value) {
   if (value == nullptr) return 0;
@@ -374,25 +380,26 @@ plugin::Status StartLogForwarder() noexcept {
   return started;
 }
 
-bool SnapshotLogEvidence(LogEvidence* out, std::string* reason) {
+plugin::Status SnapshotLogEvidence(LogEvidence* out) {
+  using plugin::Status;
+  using plugin::StatusCode;
   auto mode = static_cast<CaptureMode>(g_mode.load(std::memory_order_relaxed));
   if (mode == CaptureMode::kOff) {
-    *reason = "no log capture (not preloaded, or no expectation at process start)";
-    return false;
+    return Status(StatusCode::kFailedPrecondition,
+                  "no log capture (not preloaded, or no expectation at process start)");
   }
   if (mode == CaptureMode::kUnavailable) {
-    *reason = g_unavailable;
-    return false;
+    return Status(StatusCode::kUnavailable, g_unavailable);  // always a literal
   }
   if (getpid() != g_pid) {
-    *reason = "forked child: the log capture belongs to the parent";
-    return false;
+    return Status(StatusCode::kFailedPrecondition,
+                  "forked child: the log capture belongs to the parent");
   }
   CaptureState& s = State();
   std::lock_guard<std::mutex> lock(s.mu);
   DrainLocked(s);
   *out = s.evidence;
-  return true;
+  return Status::Ok();
 }
 
 void DrainLogAfterCall() noexcept {

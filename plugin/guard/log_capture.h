@@ -57,7 +57,7 @@ void InstallLogCapture(bool preloaded) noexcept;
 plugin::Status StartLogForwarder() noexcept;
 // Drains what NCCL wrote so far and copies the evidence into `out`. False when no log evidence
 // can exist (`reason` then says why).
-bool SnapshotLogEvidence(LogEvidence* out, std::string* reason);
+plugin::Status SnapshotLogEvidence(LogEvidence* out);
 // Drains on the application's thread at the return of an interposed NCCL call, so that what NCCL
 // printed during the call reaches the user's stream before the program prints again.
 void DrainLogAfterCall() noexcept;

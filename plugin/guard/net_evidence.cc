@@ -8,6 +8,8 @@
 #include <memory>
 #include <new>
 
+#include "absl/base/attributes.h"
+
 namespace sentinel::guard {
 namespace {
 
@@ -20,7 +22,7 @@ SentinelNetSnapshotFn DefaultLookup() {
   return fn;
 }
 
-SnapshotLookup g_lookup = DefaultLookup;
+ABSL_CONST_INIT SnapshotLookup g_lookup = DefaultLookup;
 
 std::string Bounded(const char* s, size_t n) { return std::string(s, strnlen(s, n)); }
 

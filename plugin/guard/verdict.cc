@@ -1,11 +1,14 @@
 // The verdict rules (plugin/guard/README.md "Checks"): each expectation term is decided from the
-// strongest evidence available, and a mismatch names the causes the evidence supports.
+// strongest evidence available, and a mismatch names the causes the evidence supports. The
+// message a person reads is built in verdict_text.cc, the records for sentineld in verdict_wire.cc.
 #include "plugin/guard/verdict.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+
+#include "plugin/guard/verdict_join.h"
 
 namespace sentinel::guard {
 namespace {
@@ -19,15 +22,6 @@ std::string Fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
-}
-
-std::string Join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const std::string& s : v) {
-    if (!out.empty()) out += sep;
-    out += s;
-  }
-  return out;
 }
 
 std::vector<std::string> SysfsDeviceNames(const HostFacts* host) {
@@ -856,115 +850,10 @@ class Evaluator {
   Verdict v_;
 };
 
-void CopyField(char* dst, size_t cap, const std::string& src) {
-  size_t n = std::min(cap - 1, src.size());
-  std::memcpy(dst, src.data(), n);
-  dst[n] = '\0';
-}
-
-const char* KindName(uint16_t kind) {
-  switch (kind) {
-    case kSentinelVerdictPlacement:
-      return "placement";
-    case kSentinelVerdictLinkDegraded:
-      return "link degraded";
-    default:
-      return "transport";
-  }
-}
-
 }  // namespace
 
 Verdict Evaluate(const Expectation& expect, const Evidence& evidence, Stage stage) {
   return Evaluator(expect, evidence, stage).Run();
-}
-
-const char* ModeName(Mode mode) {
-  switch (mode) {
-    case Mode::kWarn:
-      return "warn";
-    case Mode::kAbort:
-      return "abort";
-    case Mode::kFail:
-      break;
-  }
-  return "fail";
-}
-
-std::string FormatVerdict(const Verdict& verdict, const Expectation& expect,
-                          const Evidence& evidence, Mode mode, const std::string& where) {
-  std::string m = "[sentinel] NCCL transport/placement expectation NOT MET";
-  m += " (rank " + std::to_string(evidence.rank) + "/" + std::to_string(evidence.nranks);
-  if (evidence.comm_hash != 0) {
-    char hash[32];
-    std::snprintf(hash, sizeof hash, "0x%llx", static_cast<unsigned long long>(evidence.comm_hash));
-    m += ", commId " + std::string(hash);
-  }
-  m += ", at " + where + ")\n";
-  m += "  expected: " + expect.text + "\n";
-  if (!expect.source.empty()) m += "  expectation from: " + expect.source + "\n";
-  for (const Finding& f : verdict.mismatches) {
-    m += "  [" + std::string(KindName(f.kind)) + "] " + f.term + "\n";
-    m += "    found: " + f.found + "\n";
-    m += "    likely cause" + std::string(f.causes.size() > 1 ? "s" : "") + ":\n";
-    for (const std::string& c : f.causes) m += "      - " + c + "\n";
-    if (!f.advice.empty()) {
-      m += "    what to do:\n";
-      for (const std::string& a : f.advice) m += "      - " + a + "\n";
-    }
-  }
-  if (!verdict.evidence.empty()) {
-    m += "  evidence (NCCL's log):\n";
-    for (const std::string& l : verdict.evidence) m += "    | " + l + "\n";
-  } else if (!evidence.log_unavailable_reason.empty()) {
-    m += "  NCCL log evidence unavailable: " + evidence.log_unavailable_reason + "\n";
-  }
-  switch (mode) {
-    case Mode::kFail:
-      m += "  outcome: the call returns ncclInvalidUsage (SENTINEL_ON_MISMATCH=fail; set "
-           "SENTINEL_ON_MISMATCH=warn to continue anyway)\n";
-      break;
-    case Mode::kWarn:
-      m += "  outcome: continuing (SENTINEL_ON_MISMATCH=warn)\n";
-      break;
-    case Mode::kAbort:
-      m += "  outcome: aborting the process (SENTINEL_ON_MISMATCH=abort)\n";
-      break;
-  }
-  return m;
-}
-
-std::vector<SentinelWireVerdict> ToWireVerdicts(const Verdict& verdict, const Expectation& expect,
-                                                const Evidence& evidence, uint16_t outcome,
-                                                int64_t now_ns) {
-  std::vector<SentinelWireVerdict> out;
-  for (uint16_t kind : {static_cast<uint16_t>(kSentinelVerdictTransport),
-                        static_cast<uint16_t>(kSentinelVerdictPlacement),
-                        static_cast<uint16_t>(kSentinelVerdictLinkDegraded)}) {
-    std::vector<std::string> found;
-    std::vector<std::string> causes;
-    for (const Finding& f : verdict.mismatches) {
-      if (f.kind != kind) continue;
-      found.push_back(f.term + ": " + f.found);
-      for (const std::string& c : f.causes) causes.push_back(c);
-      if (!f.advice.empty()) causes.push_back("do: " + f.advice.front());
-    }
-    if (found.empty()) continue;
-    SentinelWireVerdict w;
-    std::memset(&w, 0, sizeof w);
-    w.comm_hash = evidence.comm_hash;
-    w.now_ns = now_ns;
-    w.rank = evidence.rank;
-    w.nranks = evidence.nranks;
-    w.kind = kind;
-    w.outcome = outcome;
-    CopyField(w.expected, sizeof w.expected, expect.text);
-    CopyField(w.found, sizeof w.found, Join(found, " | "));
-    CopyField(w.cause, sizeof w.cause, Join(causes, "; "));
-    CopyField(w.evidence, sizeof w.evidence, Join(verdict.evidence, "\n"));
-    out.push_back(w);
-  }
-  return out;
 }
 
 }  // namespace sentinel::guard

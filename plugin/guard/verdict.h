@@ -59,16 +59,6 @@ struct Verdict {
 
 Verdict Evaluate(const Expectation& expect, const Evidence& evidence, Stage stage);
 
-// The one clear message. `where` is e.g. "ncclCommInitRank" or "first collective".
-std::string FormatVerdict(const Verdict& verdict, const Expectation& expect,
-                          const Evidence& evidence, Mode mode, const std::string& where);
-
-// One wire record per mismatch kind (transport / placement / link degraded); `outcome` is a
-// kSentinelOutcome*. Strings are truncated to the record's fields and always NUL-terminated.
-std::vector<SentinelWireVerdict> ToWireVerdicts(const Verdict& verdict, const Expectation& expect,
-                                                const Evidence& evidence, uint16_t outcome,
-                                                int64_t now_ns);
-
-const char* ModeName(Mode mode);
+// The message text: verdict_text.h (FormatVerdict, ModeName); the wire records: verdict_wire.h.
 
 }  // namespace sentinel::guard

@@ -11,6 +11,8 @@
 #include <x86intrin.h>
 #endif
 
+#include "absl/base/attributes.h"
+
 #include "plugin/base/clock.h"
 
 namespace sentinel::net {
@@ -44,8 +46,8 @@ inline void ReadClockPair(uint64_t* ticks, uint64_t* ns) {
 }
 
 // The pair read at load (the library constructor), the start of the ticks -> ns calibration.
-inline uint64_t g_tick0 = 0;
-inline uint64_t g_mono0 = 0;
+ABSL_CONST_INIT inline uint64_t g_tick0 = 0;
+ABSL_CONST_INIT inline uint64_t g_mono0 = 0;
 
 inline void CalibrateAtLoad() { ReadClockPair(&g_tick0, &g_mono0); }
 

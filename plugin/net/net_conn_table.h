@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 
 #include "plugin/net/net_abi.h"
@@ -68,14 +69,14 @@ struct Listen {
 };
 
 // The tables (constant-initialised, one definition in the .so; hidden like everything else).
-inline Conn g_conns[SENTINEL_NET_MAX_CONNS];
-inline std::atomic<uint32_t> g_nconns{0};
-inline Listen g_listens[kMaxListens];
-inline std::atomic<uint32_t> g_nlistens{0};
-inline SentinelNetDevice g_devices[SENTINEL_NET_MAX_DEVICES];
-inline std::atomic<int> g_ndevices{0};
-inline std::atomic<uint64_t> g_requests_untracked{0};
-inline std::atomic<uint64_t> g_conns_untracked{0};
+ABSL_CONST_INIT inline Conn g_conns[SENTINEL_NET_MAX_CONNS];
+ABSL_CONST_INIT inline std::atomic<uint32_t> g_nconns{0};
+ABSL_CONST_INIT inline Listen g_listens[kMaxListens];
+ABSL_CONST_INIT inline std::atomic<uint32_t> g_nlistens{0};
+ABSL_CONST_INIT inline SentinelNetDevice g_devices[SENTINEL_NET_MAX_DEVICES] = {};
+ABSL_CONST_INIT inline std::atomic<int> g_ndevices{0};
+ABSL_CONST_INIT inline std::atomic<uint64_t> g_requests_untracked{0};
+ABSL_CONST_INIT inline std::atomic<uint64_t> g_conns_untracked{0};
 
 // ---- data path (inline) ------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
 
 #include "plugin/net/net_abi.h"
@@ -23,8 +24,9 @@ constexpr int kMaxRecvs = 64;  // multi-recv n an int-size plugin can be given (
 
 // The real plugin's tables, copied at load (net_load.cc), before NCCL reads ours.
 template <int V>
-inline typename NetApi<V>::Table g_real{};
-inline std::atomic<int> g_refcount{0};  // v11 table over an older plugin: NCCL's init-once rule
+ABSL_CONST_INIT inline typename NetApi<V>::Table g_real{};
+ABSL_CONST_INIT inline std::atomic<int> g_refcount{
+    0};  // v11 table over an older plugin: NCCL's init-once rule
 
 // Logs once which of our tables NCCL initialised over which real one (net_load.cc).
 void Announce(int exported, int real);

@@ -17,9 +17,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "absl/base/attributes.h"
+
 #include "common/sentinel_env.h"
 #include "plugin/base/plugin_dlopen.h"
 #include "plugin/base/raw_log.h"
+#include "plugin/base/status.h"
 #include "plugin/net/net_abi.h"
 #include "plugin/net/net_clock.h"
 #include "plugin/net/net_conn_table.h"
@@ -31,10 +34,10 @@ namespace sentinel::net {
 namespace {
 
 // What was loaded: g_real_has[v]: the plugin exports ncclNetPlugin_v<v> (copied to g_real<v>).
-bool g_real_has[kNewestNetVersion + 1] = {};
-const char* g_real_name = nullptr;
-std::atomic<int> g_announced{0};
-int g_wrapped_version = 0;
+ABSL_CONST_INIT bool g_real_has[kNewestNetVersion + 1] = {};
+ABSL_CONST_INIT const char* g_real_name = nullptr;
+ABSL_CONST_INIT std::atomic<int> g_announced{0};
+ABSL_CONST_INIT int g_wrapped_version = 0;
 
 // Without a usable real plugin: init fails, so NCCL falls back exactly as it does when the plugin
 // named in NCCL_NET_PLUGIN cannot be loaded or has no table NCCL knows (docs/nccl-facts.md §7.1,
@@ -227,23 +230,25 @@ bool IsOurs(const void* table) {
          table == &ncclNetPlugin_v9 || table == &ncclNetPlugin_v10 || table == &ncclNetPlugin_v11;
 }
 
-// Copies the real table v<V> if the plugin exports it; false if it is ours or incomplete.
+// Copies the real table v<V> if the plugin exports it (an incomplete one is said and skipped).
+// Fails when the table is ours: the message is the line to log.
 template <int V>
-bool Probe(void* dl, const char* value, int* newest) {
+plugin::Status Probe(void* dl, const char* value, int* newest) {
   char sym[32];
   snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", V);
   void* table = dlsym(dl, sym);
-  if (table == nullptr) return true;
+  if (table == nullptr) return plugin::Status::Ok();
   if (IsOurs(table)) {
-    plugin::RawLog("net: SENTINEL_NET_WRAP=%s names sentinel itself; nothing wrapped", value);
-    return false;
+    return plugin::Status::Format(
+        plugin::StatusCode::kInvalidArgument,
+        "net: SENTINEL_NET_WRAP=%s names sentinel itself; nothing wrapped", value);
   }
   const auto& real = *static_cast<const typename NetApi<V>::Table*>(table);
   if (real.init == nullptr || real.devices == nullptr || real.get_properties == nullptr ||
       real.listen == nullptr || real.connect == nullptr || real.accept == nullptr ||
       real.isend == nullptr || real.irecv == nullptr || real.test == nullptr) {
     plugin::RawLog("net: SENTINEL_NET_WRAP=%s: incomplete %s table; not used", value, sym);
-    return true;
+    return plugin::Status::Ok();
   }
   g_real<V> = real;
   g_real_has[V] = true;
@@ -251,41 +256,57 @@ bool Probe(void* dl, const char* value, int* newest) {
     *newest = V;
     g_real_name = real.name;
   }
-  return true;
+  return plugin::Status::Ok();
+}
+
+// Opens the plugin SENTINEL_NET_WRAP names and copies its tables; *dl is its handle. A failure's
+// message is the whole line to log (RawLog's buffer is no longer than the Status's).
+plugin::Status OpenRealPlugin(const char* value, void** dl, int* newest) {
+  if (value == nullptr || value[0] == '\0') {
+    return plugin::Status(
+        plugin::StatusCode::kFailedPrecondition,
+        "net: NCCL_NET_PLUGIN=sentinel but SENTINEL_NET_WRAP is unset: no network to "
+        "wrap; NCCL falls back to its internal transports");
+  }
+  char tried[1100];
+  *dl = plugin::DlopenLikeNccl(value, "nccl-net", tried, sizeof(tried));
+  if (*dl == nullptr) {
+    const char* err = dlerror();
+    return plugin::Status::Format(
+        plugin::StatusCode::kNotFound,
+        "net: SENTINEL_NET_WRAP=%s: cannot load (tried %s): %s; NCCL falls back to its "
+        "internal transports, as without sentinel",
+        value, tried, err != nullptr ? err : "unknown error");
+  }
+  // Every table the plugin has (NCCL 2.28 probes v11 down to v6 and takes the first).
+  using ProbeFn = plugin::Status (*)(void*, const char*, int*);
+  static constexpr ProbeFn kProbes[] = {&Probe<11>, &Probe<10>, &Probe<9>,
+                                        &Probe<8>,  &Probe<7>,  &Probe<6>};
+  for (ProbeFn probe : kProbes) {  // in this order, stopping at the first failure
+    plugin::Status probed = probe(*dl, value, newest);
+    if (!probed.ok()) {
+      for (bool& has : g_real_has) has = false;
+      return probed;
+    }
+  }
+  if (*newest == 0) {
+    return plugin::Status::Format(
+        plugin::StatusCode::kNotFound,
+        "net: SENTINEL_NET_WRAP=%s: no usable ncclNetPlugin_v11..v6 table; NCCL falls back "
+        "to its internal transports",
+        value);
+  }
+  return plugin::Status::Ok();
 }
 
 void Load() {
   CalibrateAtLoad();
   const char* value = rules::ProcessSentinelEnv().Text(rules::Var::kNetWrap);
-  if (value == nullptr || value[0] == '\0') {
-    plugin::RawLog(
-        "net: NCCL_NET_PLUGIN=sentinel but SENTINEL_NET_WRAP is unset: no network to "
-        "wrap; NCCL falls back to its internal transports");
-    return;
-  }
-  char tried[1100];
-  void* dl = plugin::DlopenLikeNccl(value, "nccl-net", tried, sizeof(tried));
-  if (dl == nullptr) {
-    const char* err = dlerror();
-    plugin::RawLog(
-        "net: SENTINEL_NET_WRAP=%s: cannot load (tried %s): %s; NCCL falls back to its "
-        "internal transports, as without sentinel",
-        value, tried, err != nullptr ? err : "unknown error");
-    return;
-  }
-  // Every table the plugin has (NCCL 2.28 probes v11 down to v6 and takes the first).
+  void* dl = nullptr;
   int newest = 0;
-  if (!Probe<11>(dl, value, &newest) || !Probe<10>(dl, value, &newest) ||
-      !Probe<9>(dl, value, &newest) || !Probe<8>(dl, value, &newest) ||
-      !Probe<7>(dl, value, &newest) || !Probe<6>(dl, value, &newest)) {
-    for (bool& has : g_real_has) has = false;
-    return;
-  }
-  if (newest == 0) {
-    plugin::RawLog(
-        "net: SENTINEL_NET_WRAP=%s: no usable ncclNetPlugin_v11..v6 table; NCCL falls back "
-        "to its internal transports",
-        value);
+  const plugin::Status opened = OpenRealPlugin(value, &dl, &newest);
+  if (!opened.ok()) {
+    plugin::RawLog("%s", opened.message());
     return;
   }
   g_wrapped_version = newest;

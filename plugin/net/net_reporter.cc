@@ -15,6 +15,8 @@
 #include <new>
 #include <thread>
 
+#include "absl/base/attributes.h"
+
 #include "common/sentinel_env.h"
 #include "plugin/base/clock.h"
 #include "plugin/base/thread.h"
@@ -27,15 +29,16 @@ namespace {
 
 static_assert(SENTINEL_WIRE_NET_SIZE_CLASSES == SENTINEL_NET_SIZE_CLASSES, "size classes");
 
-std::once_flag g_start_once;
-std::atomic<bool> g_stop{false};
-std::thread* g_thread = nullptr;          // the reporter; joined at exit
-plugin::CollectorSink* g_sink = nullptr;  // leaked on purpose (the .so is never unmapped)
-SentinelNetSnapshot* g_snap = nullptr;
-bool g_device_sent[SENTINEL_NET_MAX_DEVICES];
-uint64_t g_last_requests[SENTINEL_NET_MAX_CONNS];
-uint64_t g_last_errors[SENTINEL_NET_MAX_CONNS];
-int64_t g_period_ns = 1'000'000'000;
+ABSL_CONST_INIT std::once_flag g_start_once;
+ABSL_CONST_INIT std::atomic<bool> g_stop{false};
+ABSL_CONST_INIT std::thread* g_thread = nullptr;  // the reporter; joined at exit
+// Leaked on purpose (the .so is never unmapped).
+ABSL_CONST_INIT plugin::CollectorSink* g_sink = nullptr;
+ABSL_CONST_INIT SentinelNetSnapshot* g_snap = nullptr;
+ABSL_CONST_INIT bool g_device_sent[SENTINEL_NET_MAX_DEVICES];
+ABSL_CONST_INIT uint64_t g_last_requests[SENTINEL_NET_MAX_CONNS];
+ABSL_CONST_INIT uint64_t g_last_errors[SENTINEL_NET_MAX_CONNS];
+ABSL_CONST_INIT int64_t g_period_ns = 1'000'000'000;
 
 using plugin::MonoNs;
 

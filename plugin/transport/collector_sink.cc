@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "absl/base/attributes.h"
 #include "common/choice_words.h"
 #include "common/fs_trust.h"
 #include "common/host_name.h"
@@ -53,7 +54,7 @@ int PollMs(int64_t remaining_ns) {
   return ms > 60'000 ? 60'000 : static_cast<int>(ms);
 }
 
-std::atomic<HangVerdictHandler> g_hang_verdict_handler{nullptr};
+ABSL_CONST_INIT std::atomic<HangVerdictHandler> g_hang_verdict_handler{nullptr};
 
 }  // namespace
 
@@ -227,31 +228,16 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
   if (static_cast<uint32_t>(getpid()) != pid_) return;  // forked child: never our socket
   Bump(connect_attempts_);
 
-  // Who may have put a socket at this path: the directory (and those above) must be trusted.
-  // A few lstat(2)s per attempt, on the drainer thread, at most once per backoff step.
-  const rules::TrustFinding dir = rules::CheckTrustedParent(path_, trusted_);
-  if (!dir.ok() && dir.verdict != rules::TrustVerdict::kMissing) {
-    char why[400];
-    rules::DescribeTrustFinding(dir, trusted_, why, sizeof(why));
-    RefuseUntrusted(why);
+  int fd = -1;
+  const Status opened = OpenTrustedSocket(&fd);
+  if (opened.code() == StatusCode::kPermissionDenied) {
+    RefuseUntrusted(opened.message());
     return;
   }
-
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
+  if (!opened.ok()) {
     Bump(connect_failures_);
-    ScheduleRetry(now);
-    return;
-  }
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path_, std::strlen(path_) + 1);
-  // A UNIX-socket connect completes or fails at once; EAGAIN (backlog full) is a failure too.
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
-    int err = errno;
-    close(fd);
-    Bump(connect_failures_);
-    if (!logged_connect_failure_) {
+    const int err = opened.error_number();
+    if (err != 0 && !logged_connect_failure_) {  // socket(2) failing is counted, not told
       logged_connect_failure_ = true;
       if (explicit_path_) {
         // The job asked for this socket: say once, whatever the log level, that nobody listens.
@@ -268,21 +254,6 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
     ScheduleRetry(now);
     return;
   }
-  // The kernel's word on who listens there (the directory check leaves a race to a trusted
-  // owner only; this closes it and covers a socket handed over by one).
-  uid_t peer_uid = rules::kNoUid;
-  pid_t peer_pid = 0;
-  if (!rules::PeerCredentials(fd, &peer_uid, &peer_pid) || !trusted_.Contains(peer_uid)) {
-    close(fd);
-    char why[200];
-    std::snprintf(why, sizeof(why),
-                  "the process listening there (pid %d) runs as uid %u, not as you (uid %u), "
-                  "root or the sentinel daemon's user",
-                  static_cast<int>(peer_pid), static_cast<unsigned>(peer_uid),
-                  static_cast<unsigned>(trusted_.self));
-    RefuseUntrusted(why);
-    return;
-  }
   fd_ = fd;
   // Real time bounds the wait, whatever clock the backoff runs on.
   Status handshake = Handshake(MonotonicNs() + wait_budget_ns);
@@ -295,6 +266,43 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
     return;
   }
   OnStreamStarted();
+}
+
+Status CollectorSink::OpenTrustedSocket(int* fd_out) {
+  // Who may have put a socket at this path: the directory (and those above) must be trusted.
+  // A few lstat(2)s per attempt, on the drainer thread, at most once per backoff step.
+  const rules::TrustFinding dir = rules::CheckTrustedParent(path_, trusted_);
+  if (!dir.ok() && dir.verdict != rules::TrustVerdict::kMissing) {
+    char why[400];
+    rules::DescribeTrustFinding(dir, trusted_, why, sizeof(why));
+    return Status::Copy(StatusCode::kPermissionDenied, why);
+  }
+
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status(StatusCode::kUnavailable, "no socket");  // counted, not told
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path_, std::strlen(path_) + 1);
+  // A UNIX-socket connect completes or fails at once; EAGAIN (backlog full) is a failure too.
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
+    const int err = errno;
+    close(fd);
+    return Status(StatusCode::kUnavailable, "sentineld is not reachable").WithErrno(err);
+  }
+  // The kernel's word on who listens there (the directory check leaves a race to a trusted
+  // owner only; this closes it and covers a socket handed over by one).
+  uid_t peer_uid = rules::kNoUid;
+  pid_t peer_pid = 0;
+  if (!rules::PeerCredentials(fd, &peer_uid, &peer_pid) || !trusted_.Contains(peer_uid)) {
+    close(fd);
+    return Status::Format(StatusCode::kPermissionDenied,
+                          "the process listening there (pid %d) runs as uid %u, not as you (uid "
+                          "%u), root or the sentinel daemon's user",
+                          static_cast<int>(peer_pid), static_cast<unsigned>(peer_uid),
+                          static_cast<unsigned>(trusted_.self));
+  }
+  *fd_out = fd;
+  return Status::Ok();
 }
 
 Status CollectorSink::Handshake(int64_t deadline_ns) {

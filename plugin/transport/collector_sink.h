@@ -143,6 +143,10 @@ class CollectorSink final : public RecordSink {
   // If a retry is due at `now` (backoff clock): connects, says hello and waits at most
   // `wait_budget_ns` of real time for the ack.
   void MaybeConnect(int64_t now, int64_t wait_budget_ns);
+  // A connected socket at path_ whose directory and listener are trusted, in *fd. Fails with
+  // kPermissionDenied (the message says what is not trusted) or kUnavailable (no socket, nobody
+  // listening: the errno is carried).
+  Status OpenTrustedSocket(int* fd);
   // Hello, then the HelloAck by `deadline_ns` (real CLOCK_MONOTONIC). kFailedPrecondition: the
   // collector refused us and streaming is now off for good; any other failure is retried.
   Status Handshake(int64_t deadline_ns);

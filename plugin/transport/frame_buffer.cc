@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "plugin/base/dcheck.h"
+
 namespace sentinel::plugin {
 
 Status FrameBuffer::Allocate(size_t capacity) noexcept {
@@ -20,6 +22,7 @@ Status FrameBuffer::Allocate(size_t capacity) noexcept {
 }
 
 bool FrameBuffer::MakeRoom(size_t bytes) {
+  SENTINEL_DCHECK(walk_ <= head_ && head_ <= tail_ && tail_ <= cap_);
   if (cap_ - tail_ >= bytes) return true;
   if (cap_ - (tail_ - walk_) < bytes) return false;
   // Slide the unsent bytes (and the partly sent frame) to the front.
@@ -63,7 +66,9 @@ uint64_t FrameBuffer::CollectSent() {
   while (walk_ + kHeaderBytes <= head_) {
     SentinelWireFrameHeader h;
     std::memcpy(&h, buf_.get() + walk_, sizeof(h));
-    if (walk_ + h.size > head_) break;
+    // Only Append wrote these headers: a size under a header would never advance.
+    SENTINEL_DCHECK(h.size >= kHeaderBytes);
+    if (h.size < kHeaderBytes || walk_ + h.size > head_) break;
     if (h.type == kSentinelWireColl) ++sent;
     walk_ += h.size;
   }
@@ -77,6 +82,8 @@ FrameBuffer::Lost FrameBuffer::DiscardUnsent() {
   while (off + kHeaderBytes <= tail_) {
     SentinelWireFrameHeader h;
     std::memcpy(&h, buf_.get() + off, sizeof(h));
+    SENTINEL_DCHECK(h.size >= kHeaderBytes);
+    if (h.size < kHeaderBytes) break;
     if (h.type == kSentinelWireColl) {
       ++lost.records;
     } else {

@@ -10,11 +10,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view value(reinterpret_cast<const char*>(data), size);
-  int64_t ns = -1;
-  std::string error;
-  if (sentinel::collector::ParseDurationParam(value, &ns, &error)) {
-    if (ns <= 0) __builtin_trap();  // accepted durations are positive
-  } else if (error.empty()) {
+  const absl::StatusOr<int64_t> ns = sentinel::collector::ParseDurationParam(value);
+  if (ns.ok()) {
+    if (*ns <= 0) __builtin_trap();  // accepted durations are positive
+  } else if (ns.status().message().empty()) {
     __builtin_trap();  // every refusal says why (it goes into the 400 body)
   }
   sentinel::collector::HttpRequest req;

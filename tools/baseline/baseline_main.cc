@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "common/baseline_report.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
@@ -199,20 +201,17 @@ std::string EnvOr(const char* name, const char* fallback) {
 }
 
 // GET http://addr/v1/telemetry with a plain HTTP/1.0 request (no client library needed here).
-bool HttpGet(const std::string& addr, const std::string& path, std::string* body,
-             std::string* error) {
+absl::StatusOr<std::string> HttpGet(const std::string& addr, const std::string& path) {
   size_t colon = addr.rfind(':');
   if (colon == std::string::npos) {
-    *error = "collector address '" + addr + "' is not HOST:PORT";
-    return false;
+    return absl::InvalidArgumentError("collector address '" + addr + "' is not HOST:PORT");
   }
   std::string host = addr.substr(0, colon);
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (getaddrinfo(host.c_str(), addr.substr(colon + 1).c_str(), &hints, &res) != 0) {
-    *error = "cannot resolve " + host;
-    return false;
+    return absl::NotFoundError("cannot resolve " + host);
   }
   int fd = -1;
   for (addrinfo* a = res; a != nullptr && fd < 0; a = a->ai_next) {
@@ -224,8 +223,8 @@ bool HttpGet(const std::string& addr, const std::string& path, std::string* body
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    *error = std::string("no sentineld at ") + addr + " (" + strerror(errno) + ")";
-    return false;
+    return absl::UnavailableError(std::string("no sentineld at ") + addr + " (" + strerror(errno) +
+                                  ")");
   }
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -239,12 +238,10 @@ bool HttpGet(const std::string& addr, const std::string& path, std::string* body
   size_t split = resp.find("\r\n\r\n");
   if (!ok || split == std::string::npos || resp.compare(0, 12, "HTTP/1.1 200") != 0) {
     if (resp.compare(0, 12, "HTTP/1.0 200") != 0 || split == std::string::npos) {
-      *error = "sentineld at " + addr + " gave no usable answer for " + path;
-      return false;
+      return absl::UnavailableError("sentineld at " + addr + " gave no usable answer for " + path);
     }
   }
-  *body = resp.substr(split + 4);
-  return true;
+  return resp.substr(split + 4);
 }
 
 // The fastest ACTIVE RDMA port the host probe sees (the shared guard library), Gb/s; 0 unknown.
@@ -313,7 +310,9 @@ int Run(const Options& o) {
     }
     return getenv(name);  // NOLINT(concurrency-mt-unsafe): start-up, one thread
   };
-  if (!ReadLaunchInfo(read_env, &li, &err)) return Usage(err);
+  if (absl::Status read = ReadLaunchInfo(read_env, &li); !read.ok()) {
+    return Usage(std::string(read.message()));
+  }
   const int port = o.port > 0 ? o.port : li.port;
   const int rank = li.rank;
 
@@ -329,12 +328,13 @@ int Run(const Options& o) {
   guard::InstallLogCapture(true);
 
   CudaApi cuda;
-  if (!LoadCudart(o.cudart.empty() ? EnvOr("SENTINEL_BASELINE_CUDART",
-                                           "libcudart.so.13:libcudart.so.12:libcudart.so.11.0:"
-                                           "libcudart.so")
-                                   : o.cudart,
-                  &cuda, &err)) {
-    return Fail(rank, "CUDA runtime: " + err + " (pass --cudart PATH)");
+  if (absl::Status loaded = LoadCudart(o.cudart.empty() ? EnvOr("SENTINEL_BASELINE_CUDART",
+                                                                "libcudart.so.13:libcudart.so.12:"
+                                                                "libcudart.so.11.0:libcudart.so")
+                                                        : o.cudart,
+                                       &cuda);
+      !loaded.ok()) {
+    return Fail(rank, "CUDA runtime: " + std::string(loaded.message()) + " (pass --cudart PATH)");
   }
   int ndev = 0;
   int crc = cuda.get_device_count(&ndev);
@@ -347,9 +347,10 @@ int Run(const Options& o) {
                 "cudaSetDevice(" + std::to_string(device) + "): " + cuda.get_error_string(crc));
   }
   NcclApi nccl;
-  if (!LoadNccl(o.nccl.empty() ? EnvOr("SENTINEL_BASELINE_NCCL", "libnccl.so.2") : o.nccl, &nccl,
-                &err)) {
-    return Fail(rank, "NCCL: " + err + " (pass --nccl PATH)");
+  if (absl::Status loaded = LoadNccl(
+          o.nccl.empty() ? EnvOr("SENTINEL_BASELINE_NCCL", "libnccl.so.2") : o.nccl, &nccl);
+      !loaded.ok()) {
+    return Fail(rank, "NCCL: " + std::string(loaded.message()) + " (pass --nccl PATH)");
   }
 
   // Rank 0 decides the sweep: the job's sizes when sentineld has them, else doubling.
@@ -363,7 +364,13 @@ int Run(const Options& o) {
       std::string addr =
           o.collector.empty() ? EnvOr("SENTINEL_ADDR", "127.0.0.1:9464") : o.collector;
       std::string body;
-      have_job = HttpGet(addr, "/v1/telemetry", &body, &err) && ParseJobBuckets(body, &job, &err);
+      absl::StatusOr<std::string> answer = HttpGet(addr, "/v1/telemetry");
+      if (answer.ok()) {
+        body = *std::move(answer);
+      } else {
+        err = std::string(answer.status().message());
+      }
+      have_job = answer.ok() && ParseJobBuckets(body, &job, &err);
       if (!have_job) std::printf("# job figures: none (%s)\n", err.c_str());
     }
     for (Coll c : o.colls) {
@@ -391,13 +398,15 @@ int Run(const Options& o) {
                 version, cuda.path.c_str(), li.world, li.launcher.c_str(), port);
     std::fflush(stdout);
     if (li.world > 1) {
-      const int listen_fd = ListenForRendezvous(port, nullptr, &err);
-      if (listen_fd < 0 || !ServeRendezvous(listen_fd, li.world, rv, li.token, o.timeout_s, &err)) {
-        return Fail(rank, err);
-      }
+      const absl::StatusOr<int> listen_fd = ListenForRendezvous(port, nullptr);
+      if (!listen_fd.ok()) return Fail(rank, std::string(listen_fd.status().message()));
+      const absl::Status served = ServeRendezvous(*listen_fd, li.world, rv, li.token, o.timeout_s);
+      if (!served.ok()) return Fail(rank, std::string(served.message()));
     }
-  } else if (!FetchRendezvous(li.master_addr, port, rank, li.token, o.timeout_s, &rv, &err)) {
-    return Fail(rank, err);
+  } else if (absl::Status fetched =
+                 FetchRendezvous(li.master_addr, port, rank, li.token, o.timeout_s, &rv);
+             !fetched.ok()) {
+    return Fail(rank, std::string(fetched.message()));
   }
 
   NcclComm comm = nullptr;

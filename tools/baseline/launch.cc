@@ -144,7 +144,7 @@ std::string FirstSlurmHost(const std::string& nodelist) {
   return prefix + nodelist.substr(end + 1, stop - end - 1);
 }
 
-bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* error) {
+absl::Status ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out) {
   struct Scheme {
     const char* name;
     const char* rank;
@@ -164,14 +164,13 @@ bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* err
     const char* world = getenv_fn(s.world);
     if (!ParseInt(rank, &info.rank) || !ParseInt(world, &info.world) || info.world < 1 ||
         info.rank >= info.world) {
-      *error = std::string(s.name) + " environment: " + s.rank + "='" + rank + "', " + s.world +
-               "='" + (world != nullptr ? world : "(unset)") + "' is not a rank within a world";
-      return false;
+      return absl::InvalidArgumentError(
+          std::string(s.name) + " environment: " + s.rank + "='" + rank + "', " + s.world + "='" +
+          (world != nullptr ? world : "(unset)") + "' is not a rank within a world");
     }
     const char* local = getenv_fn(s.local);
     if (local != nullptr && !ParseInt(local, &info.local_rank)) {
-      *error = std::string(s.local) + "='" + local + "' is not a number";
-      return false;
+      return absl::InvalidArgumentError(std::string(s.local) + "='" + local + "' is not a number");
     }
     break;
   }
@@ -187,13 +186,13 @@ bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* err
   const char* master_port = getenv_fn("MASTER_PORT");
   if (own != nullptr && *own != '\0') {
     if (!ParseInt(own, &port) || port < 1 || port > 65535) {
-      *error = std::string("SENTINEL_BASELINE_PORT='") + own + "' is not a TCP port";
-      return false;
+      return absl::InvalidArgumentError(std::string("SENTINEL_BASELINE_PORT='") + own +
+                                        "' is not a TCP port");
     }
   } else if (master_port != nullptr && *master_port != '\0') {
     if (!ParseInt(master_port, &port) || port < 1 || port > 65534) {
-      *error = std::string("MASTER_PORT='") + master_port + "' is not a TCP port";
-      return false;
+      return absl::InvalidArgumentError(std::string("MASTER_PORT='") + master_port +
+                                        "' is not a TCP port");
     }
     ++port;
   } else {
@@ -203,30 +202,29 @@ bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* err
   const char* token = getenv_fn("SENTINEL_BASELINE_TOKEN");
   if (token != nullptr) info.token = token;
   if (info.world > 1 && info.token.size() < kMinTokenBytes) {
-    *error = std::string(info.token.empty() ? "SENTINEL_BASELINE_TOKEN is not set"
-                                            : "SENTINEL_BASELINE_TOKEN is shorter than 16 bytes") +
-             ": with " + std::to_string(info.world) +
-             " ranks, rank 0 hands the NCCL id only to ranks that prove they hold the job's "
-             "token. Give every rank the same random one, e.g. export "
-             "SENTINEL_BASELINE_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') before "
-             "srun/torchrun/mpirun";
-    return false;
+    return absl::InvalidArgumentError(
+        std::string(info.token.empty() ? "SENTINEL_BASELINE_TOKEN is not set"
+                                       : "SENTINEL_BASELINE_TOKEN is shorter than 16 bytes") +
+        ": with " + std::to_string(info.world) +
+        " ranks, rank 0 hands the NCCL id only to ranks that prove they hold the job's "
+        "token. Give every rank the same random one, e.g. export "
+        "SENTINEL_BASELINE_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n') before "
+        "srun/torchrun/mpirun");
   }
   if (info.token.size() > kMaxTokenBytes) {
-    *error = "SENTINEL_BASELINE_TOKEN is longer than " + std::to_string(kMaxTokenBytes) + " bytes";
-    return false;
+    return absl::InvalidArgumentError("SENTINEL_BASELINE_TOKEN is longer than " +
+                                      std::to_string(kMaxTokenBytes) + " bytes");
   }
   *out = info;
-  return true;
+  return absl::OkStatus();
 }
 
-int ListenForRendezvous(int port, int* bound_port, std::string* error) {
+absl::StatusOr<int> ListenForRendezvous(int port, int* bound_port) {
   int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
   bool v6 = fd >= 0;
   if (!v6) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    *error = std::string("socket: ") + strerror(errno);
-    return false;
+    return absl::UnavailableError(std::string("socket: ") + strerror(errno));
   }
   int one = 1;
   int zero = 0;
@@ -247,10 +245,11 @@ int ListenForRendezvous(int port, int* bound_port, std::string* error) {
     rc = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   }
   if (rc != 0 || listen(fd, 1024) != 0) {
-    *error = "rank 0 cannot listen on port " + std::to_string(port) + ": " + strerror(errno) +
-             " (choose another with --port or SENTINEL_BASELINE_PORT)";
+    const std::string why = "rank 0 cannot listen on port " + std::to_string(port) + ": " +
+                            strerror(errno) +
+                            " (choose another with --port or SENTINEL_BASELINE_PORT)";
     close(fd);
-    return -1;
+    return absl::UnavailableError(why);
   }
   if (bound_port != nullptr) {
     sockaddr_storage a{};
@@ -265,21 +264,23 @@ int ListenForRendezvous(int port, int* bound_port, std::string* error) {
   return fd;
 }
 
-bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv, const std::string& token,
-                     double timeout_s, std::string* error, int* refused) {
+absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
+                             const std::string& token, double timeout_s, int* refused) {
+  std::string error_text;  // why it failed, for the status
+  std::string* error = &error_text;
   const int fd = listen_fd;
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   for (uint64_t s : rv.sizes) {
     if (s == 0 || s > kMaxRendezvousBytes) {
       *error = "rank 0: size " + std::to_string(s) + " is out of bounds";
       close(fd);
-      return false;
+      return absl::InvalidArgumentError(*error);
     }
   }
   if (rv.sizes.size() > kMaxRendezvousSizes) {
     *error = "rank 0: more than " + std::to_string(kMaxRendezvousSizes) + " sizes";
     close(fd);
-    return false;
+    return absl::InvalidArgumentError(*error);
   }
   const std::string payload = Payload(rv);
   const double deadline = NowS() + timeout_s;
@@ -408,11 +409,12 @@ bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv, const std::
                  "prove the job's token, asked for a wrong or served rank, or stalled\n",
                  strangers);
   }
-  return ok;
+  if (!ok) return absl::UnavailableError(*error);
+  return absl::OkStatus();
 }
 
-bool FetchRendezvous(const std::string& addr, int port, int rank, const std::string& token,
-                     double timeout_s, Rendezvous* rv, std::string* error) {
+absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const std::string& token,
+                             double timeout_s, Rendezvous* rv) {
   const double deadline = NowS() + timeout_s;
   std::string last = "no attempt";
   while (NowS() < deadline) {
@@ -497,7 +499,7 @@ bool FetchRendezvous(const std::string& addr, int port, int rank, const std::str
           if (ok) {
             freeaddrinfo(res);
             *rv = got;
-            return true;
+            return absl::OkStatus();
           }
         }
       }
@@ -505,10 +507,10 @@ bool FetchRendezvous(const std::string& addr, int port, int rank, const std::str
     }
     usleep(100000);
   }
-  *error = "rank " + std::to_string(rank) + " could not get the NCCL id from rank 0 at " + addr +
-           ":" + std::to_string(port) + " within " + std::to_string(static_cast<int>(timeout_s)) +
-           " s (" + last + ")";
-  return false;
+  return absl::DeadlineExceededError(
+      "rank " + std::to_string(rank) + " could not get the NCCL id from rank 0 at " + addr + ":" +
+      std::to_string(port) + " within " + std::to_string(static_cast<int>(timeout_s)) + " s (" +
+      last + ")");
 }
 
 }  // namespace sentinel::baseline

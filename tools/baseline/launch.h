@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
 #include "tools/baseline/vendor_api.h"
 
 namespace sentinel::baseline {
@@ -38,9 +41,9 @@ using GetEnvFn = std::function<const char*(const char*)>;
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), else one rank. The address: MASTER_ADDR, else the
 // first host of SLURM_JOB_NODELIST (srun), else 127.0.0.1. The port: SENTINEL_BASELINE_PORT, else
 // MASTER_PORT + 1 (torchrun's own store holds MASTER_PORT), else 29401. The token:
-// SENTINEL_BASELINE_TOKEN, required (kMinTokenBytes..kMaxTokenBytes) when world > 1. False on
-// malformed or missing values, *error saying which and what to do.
-[[nodiscard]] bool ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out, std::string* error);
+// SENTINEL_BASELINE_TOKEN, required (kMinTokenBytes..kMaxTokenBytes) when world > 1. An
+// InvalidArgument on malformed or missing values, its message saying which and what to do.
+absl::Status ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out);
 
 // "node[01-04,07],gpu5" -> "node01"; "a,b" -> "a"; "" -> "".
 std::string FirstSlurmHost(const std::string& nodelist);
@@ -52,23 +55,22 @@ struct Rendezvous {
 };
 
 // Rank 0: listens on `port` on all interfaces (0: a port the kernel picks) and returns the
-// listening socket, or -1 with *error naming the port and the errno. *bound_port (if not null):
+// listening socket, or an Unavailable naming the port and the errno. *bound_port (if not null):
 // the port it listens on.
-[[nodiscard]] int ListenForRendezvous(int port, int* bound_port, std::string* error);
+absl::StatusOr<int> ListenForRendezvous(int port, int* bound_port);
 
 // Rank 0: serves `rv` once to each rank 1..world-1 that proves it holds `token`, on `listen_fd`
 // (from ListenForRendezvous), waiting at most `timeout_s` in all, then closes it. Connections are
 // served concurrently (poll), each for at most kPeerTimeoutS, at most kMaxPeers at once (the
 // oldest gives way): idle or lying connections cannot starve the ranks. *refused (if not null):
-// connections closed without the id (no proof, wrong rank, too slow).
-[[nodiscard]] bool ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
-                                   const std::string& token, double timeout_s, std::string* error,
-                                   int* refused = nullptr);
+// connections closed without the id (no proof, wrong rank, too slow). The status's message says
+// what failed (a size out of bounds, the ranks that never came, a poll error).
+absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
+                             const std::string& token, double timeout_s, int* refused = nullptr);
 // Other ranks: connect to addr:port (retrying until `timeout_s`) and take the id and sizes only
 // from a peer that proves it holds `token`, with every size within kMaxRendezvousBytes.
-[[nodiscard]] bool FetchRendezvous(const std::string& addr, int port, int rank,
-                                   const std::string& token, double timeout_s, Rendezvous* rv,
-                                   std::string* error);
+absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const std::string& token,
+                             double timeout_s, Rendezvous* rv);
 
 inline constexpr double kPeerTimeoutS = 10;
 inline constexpr size_t kMaxPeers = 512;

@@ -3,88 +3,99 @@
 
 #include <dlfcn.h>
 
+#include <functional>
+#include <initializer_list>
 #include <sstream>
+
+#include "absl/status/statusor.h"
 
 namespace sentinel::baseline {
 namespace {
 
 template <typename Fn>
-bool Resolve(void* handle, const char* name, Fn* out, std::string* error) {
+absl::Status Resolve(void* handle, const char* name, Fn* out) {
   void* sym = dlsym(handle, name);
-  if (sym == nullptr) {
-    *error = std::string("missing symbol ") + name;
-    return false;
-  }
+  if (sym == nullptr) return absl::NotFoundError(std::string("missing symbol ") + name);
   *out = reinterpret_cast<Fn>(sym);
-  return true;
+  return absl::OkStatus();
 }
 
-void* Open(const std::string& path, std::string* error) {
+absl::StatusOr<void*> Open(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    *error = "cannot load " + path + ": " + (why != nullptr ? why : "unknown error");
+    return absl::UnavailableError("cannot load " + path + ": " +
+                                  (why != nullptr ? why : "unknown error"));
   }
   return handle;
 }
 
-}  // namespace
-
-bool LoadNccl(const std::string& path, NcclApi* api, std::string* error) {
-  void* h = Open(path, error);
-  if (h == nullptr) return false;
-  std::string why;
-  bool ok = Resolve(h, "ncclGetVersion", &api->get_version, &why) &&
-            Resolve(h, "ncclGetUniqueId", &api->get_unique_id, &why) &&
-            Resolve(h, "ncclCommInitRank", &api->comm_init_rank, &why) &&
-            Resolve(h, "ncclAllReduce", &api->all_reduce, &why) &&
-            Resolve(h, "ncclAllGather", &api->all_gather, &why) &&
-            Resolve(h, "ncclReduceScatter", &api->reduce_scatter, &why) &&
-            Resolve(h, "ncclCommDestroy", &api->comm_destroy, &why) &&
-            Resolve(h, "ncclCommAbort", &api->comm_abort, &why) &&
-            Resolve(h, "ncclGetErrorString", &api->get_error_string, &why);
-  if (!ok) {
-    *error = path + ": " + why;
-    return false;
+// The first failure of a list of symbol lookups, in order (the later ones are not tried).
+absl::Status FirstFailure(std::initializer_list<std::function<absl::Status()>> steps) {
+  for (const auto& step : steps) {
+    absl::Status s = step();
+    if (!s.ok()) return s;
   }
-  api->path = path;
-  return true;  // never dlclose'd: NCCL keeps threads until exit
+  return absl::OkStatus();
 }
 
-bool LoadCudart(const std::string& paths_colon_separated, CudaApi* api, std::string* error) {
+}  // namespace
+
+absl::Status LoadNccl(const std::string& path, NcclApi* api) {
+  absl::StatusOr<void*> opened = Open(path);
+  if (!opened.ok()) return opened.status();
+  void* h = *opened;
+  const absl::Status resolved = FirstFailure({
+      [&] { return Resolve(h, "ncclGetVersion", &api->get_version); },
+      [&] { return Resolve(h, "ncclGetUniqueId", &api->get_unique_id); },
+      [&] { return Resolve(h, "ncclCommInitRank", &api->comm_init_rank); },
+      [&] { return Resolve(h, "ncclAllReduce", &api->all_reduce); },
+      [&] { return Resolve(h, "ncclAllGather", &api->all_gather); },
+      [&] { return Resolve(h, "ncclReduceScatter", &api->reduce_scatter); },
+      [&] { return Resolve(h, "ncclCommDestroy", &api->comm_destroy); },
+      [&] { return Resolve(h, "ncclCommAbort", &api->comm_abort); },
+      [&] { return Resolve(h, "ncclGetErrorString", &api->get_error_string); },
+  });
+  if (!resolved.ok()) return absl::UnavailableError(path + ": " + std::string(resolved.message()));
+  api->path = path;
+  return absl::OkStatus();  // never dlclose'd: NCCL keeps threads until exit
+}
+
+absl::Status LoadCudart(const std::string& paths_colon_separated, CudaApi* api) {
   std::stringstream ss(paths_colon_separated);
   std::string path;
   std::string errors;
   while (std::getline(ss, path, ':')) {
     if (path.empty()) continue;
-    std::string why;
-    void* h = Open(path, &why);
-    if (h == nullptr) {
-      errors += (errors.empty() ? "" : "; ") + why;
+    absl::StatusOr<void*> opened = Open(path);
+    if (!opened.ok()) {
+      errors += (errors.empty() ? "" : "; ") + std::string(opened.status().message());
       continue;
     }
-    bool ok = Resolve(h, "cudaGetDeviceCount", &api->get_device_count, &why) &&
-              Resolve(h, "cudaSetDevice", &api->set_device, &why) &&
-              Resolve(h, "cudaMalloc", &api->malloc, &why) &&
-              Resolve(h, "cudaFree", &api->free, &why) &&
-              Resolve(h, "cudaMemset", &api->memset, &why) &&
-              Resolve(h, "cudaStreamCreate", &api->stream_create, &why) &&
-              Resolve(h, "cudaStreamSynchronize", &api->stream_synchronize, &why) &&
-              Resolve(h, "cudaStreamDestroy", &api->stream_destroy, &why) &&
-              Resolve(h, "cudaEventCreate", &api->event_create, &why) &&
-              Resolve(h, "cudaEventRecord", &api->event_record, &why) &&
-              Resolve(h, "cudaEventSynchronize", &api->event_synchronize, &why) &&
-              Resolve(h, "cudaEventElapsedTime", &api->event_elapsed_time, &why) &&
-              Resolve(h, "cudaEventDestroy", &api->event_destroy, &why) &&
-              Resolve(h, "cudaGetErrorString", &api->get_error_string, &why);
-    if (ok) {
+    void* h = *opened;
+    const absl::Status resolved = FirstFailure({
+        [&] { return Resolve(h, "cudaGetDeviceCount", &api->get_device_count); },
+        [&] { return Resolve(h, "cudaSetDevice", &api->set_device); },
+        [&] { return Resolve(h, "cudaMalloc", &api->malloc); },
+        [&] { return Resolve(h, "cudaFree", &api->free); },
+        [&] { return Resolve(h, "cudaMemset", &api->memset); },
+        [&] { return Resolve(h, "cudaStreamCreate", &api->stream_create); },
+        [&] { return Resolve(h, "cudaStreamSynchronize", &api->stream_synchronize); },
+        [&] { return Resolve(h, "cudaStreamDestroy", &api->stream_destroy); },
+        [&] { return Resolve(h, "cudaEventCreate", &api->event_create); },
+        [&] { return Resolve(h, "cudaEventRecord", &api->event_record); },
+        [&] { return Resolve(h, "cudaEventSynchronize", &api->event_synchronize); },
+        [&] { return Resolve(h, "cudaEventElapsedTime", &api->event_elapsed_time); },
+        [&] { return Resolve(h, "cudaEventDestroy", &api->event_destroy); },
+        [&] { return Resolve(h, "cudaGetErrorString", &api->get_error_string); },
+    });
+    if (resolved.ok()) {
       api->path = path;
-      return true;
+      return absl::OkStatus();
     }
-    errors += (errors.empty() ? "" : "; ") + path + ": " + why;
+    errors += (errors.empty() ? "" : "; ") + path + ": " + std::string(resolved.message());
   }
-  *error = errors.empty() ? "no CUDA runtime library given" : errors;
-  return false;
+  return absl::UnavailableError(errors.empty() ? "no CUDA runtime library given" : errors);
 }
 
 }  // namespace sentinel::baseline

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace sentinel::baseline {
 
 inline constexpr int kNcclUniqueIdBytes = 128;
@@ -55,10 +57,9 @@ struct CudaApi {
 };
 
 // dlopen(RTLD_NOW | RTLD_LOCAL) of `path` (a file or a soname searched the usual way) and dlsym of
-// every entry. False with `error` naming the library or the missing symbol.
-[[nodiscard]] bool LoadNccl(const std::string& path, NcclApi* api, std::string* error);
+// every entry. An Unavailable naming the library or the missing symbol.
+absl::Status LoadNccl(const std::string& path, NcclApi* api);
 // `paths`: tried in order (the first that loads wins).
-[[nodiscard]] bool LoadCudart(const std::string& paths_colon_separated, CudaApi* api,
-                              std::string* error);
+absl::Status LoadCudart(const std::string& paths_colon_separated, CudaApi* api);
 
 }  // namespace sentinel::baseline

@@ -90,9 +90,9 @@ void BM_ProcessRecords(benchmark::State& state) {
   env.realtime_now = [&] { return now + offset; };
   env.emit_window = [&](const SentinelWireGpuWindow&) { ++windows; };
   CuptiTracer tracer(&api, config, std::move(env));
-  std::string why;
-  if (!tracer.Arm(&why)) {
-    state.SkipWithError(why.c_str());
+  const Status armed = tracer.Arm();
+  if (!armed.ok()) {
+    state.SkipWithError(armed.message());
     return;
   }
   constexpr int kPerBuffer = 10000;  // 100 ms of activity at 100k kernels/s
@@ -154,9 +154,9 @@ void BM_FlushThreadAt100kKernelsPerSecond(benchmark::State& state) {
       dropped += w.records_dropped;
     };
     CuptiTracer tracer(&api, config, std::move(env));
-    std::string why;
-    if (!tracer.Arm(&why)) {
-      state.SkipWithError(why.c_str());
+    const Status armed = tracer.Arm();
+    if (!armed.ok()) {
+      state.SkipWithError(armed.message());
       return;
     }
     const long rss_start = RssKib();

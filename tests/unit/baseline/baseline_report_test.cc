@@ -11,10 +11,16 @@
 
 #include "gtest/gtest.h"
 
+#include "tests/unit/baseline/launch_text.h"
 #include "tools/baseline/launch.h"
 
 namespace sentinel::baseline {
 namespace {
+
+using testing::Fetch;
+using testing::Listen;
+using testing::Read;
+using testing::Serve;
 
 TEST(Formulas, MatchNcclTests) {
   // nccl-tests: AllReduce 2(n-1)/n, AllGather and ReduceScatter (n-1)/n
@@ -144,7 +150,7 @@ TEST(Launch, Schemes) {
   };
   LaunchInfo li;
   std::string err;
-  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err));
+  ASSERT_TRUE(Read(get, &li, &err));
   EXPECT_EQ(li.launcher, "single");
   EXPECT_EQ(li.world, 1);
   EXPECT_EQ(li.port, 29401);
@@ -153,7 +159,7 @@ TEST(Launch, Schemes) {
          {"SLURM_LOCALID", "1"},
          {"SLURM_JOB_NODELIST", "gpu[003-006,9]"},
          {"SENTINEL_BASELINE_TOKEN", "0123456789abcdef0123"}};
-  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err)) << err;
+  ASSERT_TRUE(Read(get, &li, &err)) << err;
   EXPECT_EQ(li.launcher, "srun");
   EXPECT_EQ(li.rank, 5);
   EXPECT_EQ(li.world, 16);
@@ -164,27 +170,27 @@ TEST(Launch, Schemes) {
   env["WORLD_SIZE"] = "4";
   env["MASTER_ADDR"] = "10.1.2.3";
   env["MASTER_PORT"] = "29500";
-  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err));
+  ASSERT_TRUE(Read(get, &li, &err));
   EXPECT_EQ(li.launcher, "torchrun");
   EXPECT_EQ(li.rank, 2);
   EXPECT_EQ(li.master_addr, "10.1.2.3");
   EXPECT_EQ(li.port, 29501);
   env["SENTINEL_BASELINE_PORT"] = "4000";
-  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err));
+  ASSERT_TRUE(Read(get, &li, &err));
   EXPECT_EQ(li.port, 4000);
   env["RANK"] = "4";  // not below WORLD_SIZE
-  EXPECT_FALSE(ReadLaunchInfo(get, &li, &err));
+  EXPECT_FALSE(Read(get, &li, &err));
   EXPECT_NE(err.find("RANK='4'"), std::string::npos) << err;
   env = {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}};
   // More than one rank and no token: refused, saying how to make one.
-  EXPECT_FALSE(ReadLaunchInfo(get, &li, &err));
+  EXPECT_FALSE(Read(get, &li, &err));
   EXPECT_NE(err.find("SENTINEL_BASELINE_TOKEN is not set"), std::string::npos) << err;
   EXPECT_NE(err.find("/dev/urandom"), std::string::npos) << err;
   env["SENTINEL_BASELINE_TOKEN"] = "short";
-  EXPECT_FALSE(ReadLaunchInfo(get, &li, &err));
+  EXPECT_FALSE(Read(get, &li, &err));
   EXPECT_NE(err.find("shorter than 16"), std::string::npos) << err;
   env["SENTINEL_BASELINE_TOKEN"] = "0123456789abcdef";
-  ASSERT_TRUE(ReadLaunchInfo(get, &li, &err)) << err;
+  ASSERT_TRUE(Read(get, &li, &err)) << err;
   EXPECT_EQ(li.token, "0123456789abcdef");
   EXPECT_EQ(li.launcher, "mpirun");
   EXPECT_EQ(FirstSlurmHost("a,b"), "a");
@@ -197,19 +203,17 @@ TEST(Launch, RendezvousOverLoopback) {
   rv.sizes = {8, 1u << 20, 64u << 20};
   int port = 0;  // the kernel picks a free one: a fixed or random port can be held by another test
   std::string err0;
-  const int listen_fd = ListenForRendezvous(0, &port, &err0);
+  const int listen_fd = Listen(0, &port, &err0);
   ASSERT_GE(listen_fd, 0) << err0;
   ASSERT_GT(port, 0);
   const std::string token = "job-token-0123456789";
-  std::thread server(
-      [&] { EXPECT_TRUE(ServeRendezvous(listen_fd, 3, rv, token, 20, &err0)) << err0; });
+  std::thread server([&] { EXPECT_TRUE(Serve(listen_fd, 3, rv, token, 20, &err0)) << err0; });
   std::vector<Rendezvous> got(2);
   std::vector<std::thread> clients;
   for (int r = 1; r <= 2; ++r) {
     clients.emplace_back([&, r] {
       std::string err;
-      EXPECT_TRUE(
-          FetchRendezvous("127.0.0.1", port, r, token, 20, &got[static_cast<size_t>(r - 1)], &err))
+      EXPECT_TRUE(Fetch("127.0.0.1", port, r, token, 20, &got[static_cast<size_t>(r - 1)], &err))
           << err;
     });
   }
@@ -223,7 +227,7 @@ TEST(Launch, RendezvousOverLoopback) {
   // Nobody serving: a bounded wait and a message naming the address.
   Rendezvous none;
   std::string err;
-  EXPECT_FALSE(FetchRendezvous("127.0.0.1", port, 1, token, 1, &none, &err));
+  EXPECT_FALSE(Fetch("127.0.0.1", port, 1, token, 1, &none, &err));
   EXPECT_NE(err.find("127.0.0.1"), std::string::npos);
 }
 

@@ -18,11 +18,17 @@
 
 #include "gtest/gtest.h"
 
+#include "tests/unit/baseline/launch_text.h"
 #include "tools/baseline/hmac_sha256.h"
 #include "tools/baseline/launch.h"
 
 namespace sentinel::baseline {
 namespace {
+
+using testing::Fetch;
+using testing::Listen;
+using testing::Read;
+using testing::Serve;
 
 const std::string kToken = "job-token-0123456789abcdef";
 
@@ -89,10 +95,10 @@ class Server {
  public:
   Server(int world, double timeout_s, const Rendezvous& rv = MakeRv()) {
     std::string err;
-    fd_ = ListenForRendezvous(0, &port_, &err);
+    fd_ = Listen(0, &port_, &err);
     EXPECT_GE(fd_, 0) << err;
-    thread_ = std::thread(
-        [=] { ok_ = ServeRendezvous(fd_, world, rv, kToken, timeout_s, &error_, &refused_); });
+    thread_ =
+        std::thread([=] { ok_ = Serve(fd_, world, rv, kToken, timeout_s, &error_, &refused_); });
   }
   bool Join() {
     thread_.join();
@@ -125,7 +131,7 @@ TEST(Rendezvous, StrangerConnectingFirstAsRankOneGetsNoIdAndRankOneIsServed) {
   EXPECT_EQ(got.find(std::string(rv.id.internal, 16)), std::string::npos);
   Rendezvous mine;
   std::string err;
-  EXPECT_TRUE(FetchRendezvous("127.0.0.1", server.port(), 1, kToken, 20, &mine, &err)) << err;
+  EXPECT_TRUE(Fetch("127.0.0.1", server.port(), 1, kToken, 20, &mine, &err)) << err;
   EXPECT_EQ(std::string(mine.id.internal, kNcclUniqueIdBytes),
             std::string(rv.id.internal, kNcclUniqueIdBytes));
   EXPECT_TRUE(server.Join()) << server.error();
@@ -142,7 +148,7 @@ TEST(Rendezvous, IdleConnectionsDoNotStarveTheRanks) {
     ranks.emplace_back([&, r] {
       Rendezvous rv;
       std::string err;
-      EXPECT_TRUE(FetchRendezvous("127.0.0.1", server.port(), r, kToken, 30, &rv, &err)) << err;
+      EXPECT_TRUE(Fetch("127.0.0.1", server.port(), r, kToken, 30, &rv, &err)) << err;
     });
   }
   for (auto& t : ranks) t.join();
@@ -157,8 +163,7 @@ TEST(Rendezvous, ARankWithAnotherTokenIsRefused) {
   Server server(2, 3);
   Rendezvous rv;
   std::string err;
-  EXPECT_FALSE(
-      FetchRendezvous("127.0.0.1", server.port(), 1, "another-token-0123456789", 2, &rv, &err));
+  EXPECT_FALSE(Fetch("127.0.0.1", server.port(), 1, "another-token-0123456789", 2, &rv, &err));
   EXPECT_NE(err.find("SENTINEL_BASELINE_TOKEN"), std::string::npos) << err;
   EXPECT_FALSE(server.Join());
   EXPECT_NE(server.error().find("ranks: 1"), std::string::npos) << server.error();
@@ -172,7 +177,7 @@ class Squatter {
   using Reply = std::function<std::string(const std::string& nonce, const std::string& hello)>;
   explicit Squatter(Reply reply) : reply_(std::move(reply)) {
     std::string err;
-    fd_ = ListenForRendezvous(0, &port_, &err);
+    fd_ = Listen(0, &port_, &err);
     EXPECT_GE(fd_, 0) << err;
     thread_ = std::thread([this] {
       while (!stop_) {
@@ -226,7 +231,7 @@ TEST(Rendezvous, ASquatterCannotFeedAFakeIdOrSize) {
   });
   Rendezvous rv;
   std::string err;
-  EXPECT_FALSE(FetchRendezvous("127.0.0.1", squatter.port(), 1, kToken, 2, &rv, &err));
+  EXPECT_FALSE(Fetch("127.0.0.1", squatter.port(), 1, kToken, 2, &rv, &err));
   EXPECT_NE(err.find("did not prove it holds SENTINEL_BASELINE_TOKEN"), std::string::npos) << err;
   EXPECT_TRUE(rv.sizes.empty());
 }
@@ -244,15 +249,15 @@ TEST(Rendezvous, SizesAreBoundedEvenFromAPeerWithTheToken) {
   });
   Rendezvous rv;
   std::string err;
-  EXPECT_FALSE(FetchRendezvous("127.0.0.1", squatter.port(), 1, kToken, 2, &rv, &err));
+  EXPECT_FALSE(Fetch("127.0.0.1", squatter.port(), 1, kToken, 2, &rv, &err));
   EXPECT_NE(err.find("out of bounds"), std::string::npos) << err;
   // And rank 0 refuses to serve one.
   Rendezvous bad = MakeRv();
   bad.sizes.push_back(kMaxRendezvousBytes + 1);
   int port = 0;
-  const int fd = ListenForRendezvous(0, &port, &err);
+  const int fd = Listen(0, &port, &err);
   ASSERT_GE(fd, 0);
-  EXPECT_FALSE(ServeRendezvous(fd, 2, bad, kToken, 1, &err));
+  EXPECT_FALSE(Serve(fd, 2, bad, kToken, 1, &err));
   EXPECT_NE(err.find("out of bounds"), std::string::npos) << err;
 }
 

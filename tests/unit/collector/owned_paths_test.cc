@@ -136,11 +136,12 @@ TEST_F(OwnedPathsTest, StickySharedDirectoryIsRefusedNotChanged) {
 TEST_F(OwnedPathsTest, TemporaryNamesDifferAndAreNewFiles) {
   std::string a;
   std::string b;
-  std::string error;
-  const int fa = CreateUniqueTemp(dir_ + "/port", &a, &error);
-  const int fb = CreateUniqueTemp(dir_ + "/port", &b, &error);
-  ASSERT_GE(fa, 0) << error;
-  ASSERT_GE(fb, 0) << error;
+  const absl::StatusOr<int> created_a = CreateUniqueTemp(dir_ + "/port", &a);
+  const absl::StatusOr<int> created_b = CreateUniqueTemp(dir_ + "/port", &b);
+  ASSERT_TRUE(created_a.ok()) << created_a.status();
+  ASSERT_TRUE(created_b.ok()) << created_b.status();
+  const int fa = *created_a;
+  const int fb = *created_b;
   EXPECT_NE(a, b);
   EXPECT_EQ(a.rfind(dir_ + "/.port.tmp-", 0), 0u) << a;
   close(fa);

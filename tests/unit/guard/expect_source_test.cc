@@ -13,6 +13,7 @@
 #include "common/sentinel_env.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/guard/verdict.h"
+#include "plugin/guard/verdict_text.h"
 
 namespace sentinel::guard {
 namespace {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "plugin/guard/verdict_text.h"
+#include "plugin/guard/verdict_wire.h"
 #include "tests/unit/guard/fake_sysfs.h"
 
 namespace sentinel::guard {

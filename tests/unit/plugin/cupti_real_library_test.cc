@@ -13,7 +13,8 @@ namespace {
 TEST(CuptiRealLibraryTest, MissingPathIsAnExplicitReason) {
   CuptiLoadResult r = LoadCuptiApi("/nonexistent/libcupti.so");
   EXPECT_EQ(r.api, nullptr);
-  EXPECT_NE(r.why.find("SENTINEL_CUPTI_PATH"), std::string::npos) << r.why;
+  EXPECT_NE(std::string(r.status.message()).find("SENTINEL_CUPTI_PATH"), std::string::npos)
+      << r.status.message();
 }
 
 TEST(CuptiRealLibraryTest, NoGpuMeansOffWithTheReason) {
@@ -21,12 +22,13 @@ TEST(CuptiRealLibraryTest, NoGpuMeansOffWithTheReason) {
   GTEST_SKIP() << "no libcupti in the CUDA toolkit on this machine";
 #else
   CuptiLoadResult r = LoadCuptiApi(SENTINEL_REAL_CUPTI);
-  ASSERT_NE(r.api, nullptr) << r.why;
+  ASSERT_NE(r.api, nullptr) << r.status.message();
   EXPECT_GE(r.version, kMinApiVersion);
   CuptiConfig config;
   CuptiTracer tracer(r.api, config, CuptiTracer::Env{});
-  std::string why;
-  bool armed = tracer.Arm(&why);
+  const Status status = tracer.Arm();
+  const bool armed = status.ok();
+  const std::string why = status.message();
   if (armed) GTEST_SKIP() << "a usable GPU driver is present; this test is for GPU-less CI";
   EXPECT_EQ(tracer.state(), TracerState::kOff);
   EXPECT_NE(why.find("CONCURRENT_KERNEL"), std::string::npos) << why;

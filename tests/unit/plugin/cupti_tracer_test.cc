@@ -88,8 +88,8 @@ class CuptiTracerTest : public ::testing::Test {
 
 TEST_F(CuptiTracerTest, ArmsConcurrentKernelNeverTheSerialisingKind) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   EXPECT_EQ(t->state(), TracerState::kArmed);
   EXPECT_TRUE(fake_cupti_enabled(kKindConcurrentKernel));
   EXPECT_FALSE(fake_cupti_enabled(kKindKernel));
@@ -101,8 +101,9 @@ TEST_F(CuptiTracerTest, ArmsConcurrentKernelNeverTheSerialisingKind) {
 TEST_F(CuptiTracerTest, NoDriverTurnsTheFeatureOffWithTheReason) {
   fake_cupti_set_enable_error(kErrorUnknown);
   auto t = Make();
-  std::string why;
-  EXPECT_FALSE(t->Arm(&why));
+  const Status armed = t->Arm();
+  EXPECT_FALSE(armed.ok());
+  const std::string why = armed.message();
   EXPECT_EQ(t->state(), TracerState::kOff);
   EXPECT_NE(why.find("CONCURRENT_KERNEL"), std::string::npos) << why;
   EXPECT_NE(why.find("CUPTI_ERROR_UNKNOWN (999)"), std::string::npos) << why;
@@ -112,8 +113,8 @@ TEST_F(CuptiTracerTest, NoDriverTurnsTheFeatureOffWithTheReason) {
 
 TEST_F(CuptiTracerTest, OverlappingStreamsGraphKernelsAndCopiesExactly) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;  // first full window
   Kernel(w0 + 100 * kMs, w0 + 500 * kMs, 7, kGemm);
   Kernel(w0 + 300 * kMs, w0 + 700 * kMs, 13, kNccl);
@@ -145,8 +146,8 @@ TEST_F(CuptiTracerTest, OverlappingStreamsGraphKernelsAndCopiesExactly) {
 
 TEST_F(CuptiTracerTest, OutOfOrderAndLateBuffers) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   // Two buffers, the later activity first.
   Kernel(w0 + 600 * kMs, w0 + 700 * kMs, 13, kSymk);
@@ -175,8 +176,8 @@ TEST_F(CuptiTracerTest, DroppedRecordsAreCounted) {
   config_.buffers = 2;
   config_.buffer_kib = 64;  // 303 kernel records per buffer
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   Kernel(0 - kRealOffset, 0 - kRealOffset, 7, kGemm);  // a record with no timestamps (0, 0)
   for (int i = 0; i < 1000; ++i) Kernel(w0 + i * kMs, w0 + i * kMs + 100, 7, kGemm);
@@ -201,8 +202,8 @@ TEST_F(CuptiTracerTest, DroppedRecordsAreCounted) {
 
 TEST_F(CuptiTracerTest, EmptyWindowIsIdleNotMissing) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   SetNow(kMono0 + 3 * kSec + 500 * kMs);
   t->Tick();
   ASSERT_EQ(windows_.size(), 2u);
@@ -215,8 +216,8 @@ TEST_F(CuptiTracerTest, EmptyWindowIsIdleNotMissing) {
 
 TEST_F(CuptiTracerTest, KernelsSpanningWindowEdges) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   Kernel(w0 + 900 * kMs, w0 + kSec + 200 * kMs, 13, kNccl);
   Kernel(w0 + 950 * kMs, w0 + kSec + 100 * kMs, 7, kGemm);
@@ -236,8 +237,8 @@ TEST_F(CuptiTracerTest, KernelsSpanningWindowEdges) {
 
 TEST_F(CuptiTracerTest, ForeignToolMidRunIsNotMeasuredThenReArmed) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   // Window 0: ours, measured.
   Kernel(w0 + 100 * kMs, w0 + 200 * kMs, 7, kGemm);
@@ -293,8 +294,8 @@ TEST_F(CuptiTracerTest, ForeignToolMidRunIsNotMeasuredThenReArmed) {
 
 TEST_F(CuptiTracerTest, QuietJobIsNotMistakenForAForeignOwner) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   for (int i = 1; i <= 60; ++i) {
     SetNow(kMono0 + 10 * kMs + i * 100 * kMs);
     t->Tick();  // no NCCL progress, no records
@@ -305,8 +306,8 @@ TEST_F(CuptiTracerTest, QuietJobIsNotMistakenForAForeignOwner) {
 
 TEST_F(CuptiTracerTest, ForeignTimestampClockIsNotMeasured) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   // Kineto's TSC timestamp callback: CUPTI's clock is now raw ticks, far from CLOCK_REALTIME.
   fake_cupti_set_clock_offset(-kRealOffset + 123456789);
@@ -323,8 +324,8 @@ TEST_F(CuptiTracerTest, ForeignTimestampClockIsNotMeasured) {
 
 TEST_F(CuptiTracerTest, StepsFromBoundariesLandInTheirWindow) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   t->AddStepBoundary(w0 + 100 * kMs);
   t->AddStepBoundary(w0 + 600 * kMs);
@@ -341,8 +342,8 @@ TEST_F(CuptiTracerTest, NvtxRangeNamedInStepNvtxMarksTheSteps) {
   config_.step_nvtx = "train_step";
   config_.nvtx_injection = "/usr/local/cuda/lib64/libcupti.so.13";
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   EXPECT_TRUE(fake_cupti_enabled(kKindMarker));
   EXPECT_TRUE(t->nvtx_steps());
   const int64_t w0 = kMono0 + kSec;
@@ -371,8 +372,8 @@ TEST_F(CuptiTracerTest, StepNvtxWithoutInjectionIntoCuptiFallsBackToCollectives)
     windows_.clear();
     config_.nvtx_injection = injection;
     auto t = Make();
-    std::string why;
-    ASSERT_TRUE(t->Arm(&why)) << why;
+    const Status armed = t->Arm();
+    ASSERT_TRUE(armed.ok()) << armed.message();
     EXPECT_FALSE(fake_cupti_enabled(kKindMarker)) << injection;
     EXPECT_FALSE(t->nvtx_steps()) << injection;
     const int64_t w0 = kMono0 + kSec;
@@ -392,16 +393,16 @@ TEST_F(CuptiTracerTest, StepNvtxWithoutInjectionIntoCuptiFallsBackToCollectives)
 TEST_F(CuptiTracerTest, MarkerKindStaysOffWithoutStepNvtx) {
   config_.nvtx_injection = "/usr/local/cuda/lib64/libcupti.so.13";
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   EXPECT_FALSE(fake_cupti_enabled(kKindMarker));  // no marker records, no cost, by default
   EXPECT_FALSE(t->nvtx_steps());
 }
 
 TEST_F(CuptiTracerTest, FinishClosesWindowsThatEndedWithoutGrace) {
   auto t = Make();
-  std::string why;
-  ASSERT_TRUE(t->Arm(&why)) << why;
+  const Status armed = t->Arm();
+  ASSERT_TRUE(armed.ok()) << armed.message();
   const int64_t w0 = kMono0 + kSec;
   Kernel(w0 + 100 * kMs, w0 + 200 * kMs, 7, kGemm);
   SetNow(w0 + kSec + 1 * kMs);
