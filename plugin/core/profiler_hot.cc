@@ -25,6 +25,9 @@
 // - Slot-less KernelCh: a relaxed fetch_or of `kch_seen` picks the start that owns a channel's
 //   timers; an acq_rel fetch_or of `kch_done` picks the first stop and passes the channels' timers
 //   on to the stop that completes the set, which drops the collective's KernelCh reference.
+// - Ancestors outside the mask (CoreSkipAncestorStart, ancestor_skip.h): one relaxed load of
+//   `mask` and NCCL's out-parameter written, nothing else; the shared Group handle is never written
+//   and is recognised by its address before anything is read through a handle.
 // - Contexts: published by a release store, checked by acquire loads (context_table.h); their
 //   in-flight counters and GPU clock offset have their own orders (in_flight.h, calibration.h).
 #include <atomic>
@@ -33,6 +36,7 @@
 #include "absl/base/attributes.h"
 
 #include "plugin/base/clock.h"
+#include "plugin/core/ancestor_skip.h"
 #include "plugin/core/api_context.h"
 #include "plugin/core/callback_meter.h"
 #include "plugin/core/context_table.h"
@@ -503,6 +507,40 @@ void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
 
 // ---- entry points ---------------------------------------------------------------------------
 
+namespace {
+// The handle of every Group start we do not keep (ancestor_skip.h): never written, never a slot
+// (outside the slot arena, so AsSlot rejects it wherever it comes back as a parent), even (not a
+// KernelCh handle).
+alignas(64) const char g_skipped_group[64] = {};
+
+inline bool IsSkippedGroup(const void* handle) { return handle == g_skipped_group; }
+}  // namespace
+
+bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept {
+  // relaxed: NCCL snapshots the mask per operation anyway; an event that sees the old value is
+  // handled under the old one, as everywhere on this path.
+  const uint32_t mask = g->mask.load(std::memory_order_relaxed);
+  uint32_t keep_with = 0;
+  switch (type) {
+    case kSentinelProfileGroupApi:
+      keep_with = kSentinelProfileGroupApi | kSentinelProfileP2pApi;
+      break;
+    case kSentinelProfileCollApi:
+    case kSentinelProfileP2pApi:
+      keep_with = type;
+      break;
+    case kSentinelProfileGroup:
+      if ((mask & kSentinelProfileGroup) != 0) return false;
+      *handle = const_cast<char*>(g_skipped_group);
+      return true;
+    default:
+      return false;
+  }
+  if ((mask & keep_with) != 0) return false;
+  *handle = nullptr;
+  return true;
+}
+
 void CoreStartKernelCh(void* context, void** handle, void* parent_handle, uint8_t channel_id,
                        uint64_t p_timer) noexcept {
   ThreadState* ts = ThreadStates::Current();
@@ -539,6 +577,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
     return;
   }
+  if (SkipAncestorStart(d.type, handle)) return;  // the shims usually answered it already
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
@@ -625,6 +664,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
 }
 
 void CoreStopEvent(void* handle) noexcept {
+  if (IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     StopKernelCh(handle, ts);
@@ -672,6 +712,7 @@ void CoreStopEvent(void* handle) noexcept {
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
+  if (IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     RecordKernelCh(handle, state, args, ts);
