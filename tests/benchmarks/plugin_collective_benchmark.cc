@@ -131,117 +131,6 @@ SentinelNcclResult FloorRecord(void* handle, SentinelNcclEventState state,
 }
 const SentinelProfilerV5 kFloor = {"floor", nullptr, FloorStart, FloorStop, FloorRecord, nullptr};
 
-// ---- the replay ---------------------------------------------------------------------------------
-// The sequence for `mask` and `n_channels`, with every start's descriptor filled in advance; Run()
-// sets what changes per collective (parents, seqNumber, GPU timers).
-class Replay {
- public:
-  Replay(int mask, int n_channels, int steps) {
-    seq::BuildAllReduce(mask, n_channels, steps, &seq_);
-    if (seq_.overflow) abort();
-    memset(descr_, 0, sizeof(descr_));
-    for (int i = 0; i < seq_.n; ++i) {
-      const seq::Call& c = seq_.calls[i];
-      if (c.op != seq::Op::kStart) continue;
-      SentinelEventDescrV5& d = descr_[i];
-      d.type = c.type;
-      switch (c.type) {
-        case kSentinelProfileGroupApi:
-          d.group_api.group_depth = 1;
-          break;
-        case kSentinelProfileCollApi:
-          d.coll_api.func = "AllReduce";
-          d.coll_api.count = 1 << 20;
-          d.coll_api.datatype = "ncclFloat32";
-          d.coll_api.stream = this;
-          break;
-        case kSentinelProfileKernelLaunch:
-          d.kernel_launch.stream = this;
-          break;
-        case kSentinelProfileColl:
-          d.coll.func = "AllReduce";
-          d.coll.datatype = "ncclFloat32";
-          d.coll.algo = "RING";
-          d.coll.proto = "SIMPLE";
-          d.coll.count = 1 << 20;
-          d.coll.n_channels = static_cast<uint8_t>(n_channels);
-          d.coll.n_warps = 16;
-          break;
-        case kSentinelProfileProxyOp:
-          d.proxy_op.pid = getpid();
-          d.proxy_op.channel_id = c.channel;
-          d.proxy_op.peer = c.is_send ? 1 : 7;
-          d.proxy_op.n_steps = steps;
-          d.proxy_op.chunk_size = 524288;
-          d.proxy_op.is_send = c.is_send;
-          break;
-        case kSentinelProfileProxyStep:
-          d.proxy_step.step = c.step;
-          break;
-        case kSentinelProfileKernelCh:
-          d.kernel_ch.channel_id = c.channel;
-          break;
-        default:
-          break;
-      }
-    }
-  }
-
-  // One collective; returns the number of calls made.
-  int Run(const SentinelProfilerV5* t, void* ctx) {
-    int calls = 0;
-    for (int i = 0; i < seq_.n; ++i) {
-      const seq::Call& c = seq_.calls[i];
-      if (c.guard != seq::kNone && h_[c.guard] == nullptr) continue;
-      if (c.guard2 != seq::kNone && h_[c.guard2] == nullptr) continue;
-      ++calls;
-      switch (c.op) {
-        case seq::Op::kStart: {
-          SentinelEventDescrV5& d = descr_[i];
-          d.parent_obj = c.parent != seq::kNone ? h_[c.parent] : nullptr;
-          if (c.type == kSentinelProfileColl) {
-            d.coll.seq_number = seq_number_;
-            d.coll.parent_group = c.parent_group != seq::kNone ? h_[c.parent_group] : nullptr;
-          } else if (c.type == kSentinelProfileKernelCh) {
-            d.kernel_ch.p_timer = gpu_ + c.channel;
-          }
-          h_[c.handle] = nullptr;
-          t->start_event(ctx, &h_[c.handle], &d);
-          break;
-        }
-        case seq::Op::kStop:
-          t->stop_event(h_[c.handle]);
-          break;
-        case seq::Op::kRecord: {
-          SentinelEventStateArgs* args = &args_;
-          memset(&args_, 0, sizeof(args_));
-          if (c.state == kSentinelStateGroupStartApiStop ||
-              c.state == kSentinelStateGroupEndApiStart) {
-            args = nullptr;
-          } else if (c.type == kSentinelProfileKernelCh) {
-            args_.kernel_ch.p_timer = gpu_ + 5000 + c.channel;
-          } else if (c.type == kSentinelProfileProxyStep) {
-            args_.proxy_step.trans_size = 65536;
-          }
-          t->record_event_state(h_[c.handle], static_cast<SentinelNcclEventState>(c.state), args);
-          break;
-        }
-      }
-    }
-    ++seq_number_;
-    gpu_ += 10000;
-    return calls;
-  }
-
- private:
-  seq::Sequence seq_;
-  SentinelEventDescrV5 descr_[seq::kMaxCalls];
-  void* h_[seq::kMaxCalls] = {};
-  SentinelEventStateArgs args_{};
-  uint64_t seq_number_ = 0;
-  uint64_t gpu_ = 1000000;
-};
-
 int64_t ProcessCpuNs() {
   timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -260,9 +149,9 @@ int Steps() {
 void BM_Collective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  static Replay* r = nullptr;  // large: not on the stack
+  static seq::Replayer* r = nullptr;  // large: not on the stack
   delete r;
-  r = new Replay(p.mask, n_channels, Steps());
+  r = new seq::Replayer(p.mask, n_channels, Steps());
   int calls = 0;
   for (int i = 0; i < 2000; ++i) calls = r->Run(p.t, p.ctx);  // warm-up (TLS state, pages)
   p.DrainAndReinit();
@@ -295,9 +184,9 @@ BENCHMARK(BM_Collective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
 void BM_FloorCollective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  static Replay* r = nullptr;
+  static seq::Replayer* r = nullptr;
   delete r;
-  r = new Replay(p.mask, n_channels, Steps());
+  r = new seq::Replayer(p.mask, n_channels, Steps());
   int calls = 0;
   for (int i = 0; i < 2000; ++i) calls = r->Run(&kFloor, nullptr);
   for (auto _ : state) r->Run(&kFloor, nullptr);

@@ -1,6 +1,7 @@
 // The profiler calls NCCL 2.28.9 makes for one collective, as ONE description shared by the fake
 // NCCL (which emits its events under the same ancestor rules, profiler_host.h) and by
-// sentinel_collective_benchmark (which replays the sequence against a built plugin), so that what
+// sentinel_collective_benchmark and plugin_ancestor_skip_test (which replay it against a built
+// plugin through Replayer below), so that what
 // the benchmark measures cannot drift from what the fake NCCL, and so NCCL, does:
 // nccl_call_sequence_test checks the sequence against the facts and against the fake NCCL's
 // calls as the recording plugin saw them.
@@ -22,7 +23,10 @@
 // that answers some starts with NULL makes exactly the calls NCCL would make.
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstring>
 
 #include "plugin/abi/nccl_profiler_abi.h"
 
@@ -225,10 +229,128 @@ inline void BuildAllReduce(int mask, int n_channels, int steps, Sequence* out) {
   }
   for (int i = 0; i < n_subs; ++i) Stop(out, proxy, kSentinelProfileProxyOp, ops[i]);
   for (int c = 0; c < n_channels; ++c) {
-    Record(out, proxy, kSentinelProfileKernelCh, kch[c], kSentinelStateKernelChStop);
+    if (Call* r =
+            Record(out, proxy, kSentinelProfileKernelCh, kch[c], kSentinelStateKernelChStop)) {
+      r->channel = static_cast<uint8_t>(c);  // the replay's GPU stop timer is per channel
+    }
     Stop(out, proxy, kSentinelProfileKernelCh, kch[c]);
   }
 }
+
+// Replays the sequence for `mask`, `n_channels` and `steps` against a v5 table, one collective per
+// Run(), making exactly the calls NCCL would make for the handles the plugin returns (a stop or
+// state on a NULL handle is skipped). Every start's descriptor is filled in advance; Run() sets
+// what changes per collective (parents, seqNumber, GPU timers). Large: allocate it.
+class Replayer {
+ public:
+  Replayer(int mask, int n_channels, int steps) {
+    BuildAllReduce(mask, n_channels, steps, &seq_);
+    memset(descr_, 0, sizeof(descr_));
+    for (int i = 0; i < seq_.n; ++i) {
+      const Call& c = seq_.calls[i];
+      if (c.op != Op::kStart) continue;
+      SentinelEventDescrV5& d = descr_[i];
+      d.type = c.type;
+      switch (c.type) {
+        case kSentinelProfileGroupApi:
+          d.group_api.group_depth = 1;
+          break;
+        case kSentinelProfileCollApi:
+          d.coll_api.func = "AllReduce";
+          d.coll_api.count = 1 << 20;
+          d.coll_api.datatype = "ncclFloat32";
+          d.coll_api.stream = this;
+          break;
+        case kSentinelProfileKernelLaunch:
+          d.kernel_launch.stream = this;
+          break;
+        case kSentinelProfileColl:
+          d.coll.func = "AllReduce";
+          d.coll.datatype = "ncclFloat32";
+          d.coll.algo = "RING";
+          d.coll.proto = "SIMPLE";
+          d.coll.count = 1 << 20;
+          d.coll.n_channels = static_cast<uint8_t>(n_channels);
+          d.coll.n_warps = 16;
+          break;
+        case kSentinelProfileProxyOp:
+          d.proxy_op.pid = getpid();
+          d.proxy_op.channel_id = c.channel;
+          d.proxy_op.peer = c.is_send ? 1 : 7;
+          d.proxy_op.n_steps = steps;
+          d.proxy_op.chunk_size = 524288;
+          d.proxy_op.is_send = c.is_send;
+          break;
+        case kSentinelProfileProxyStep:
+          d.proxy_step.step = c.step;
+          break;
+        case kSentinelProfileKernelCh:
+          d.kernel_ch.channel_id = c.channel;
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  // One collective; returns the number of calls made.
+  int Run(const SentinelProfilerV5* t, void* ctx) {
+    int calls = 0;
+    for (int i = 0; i < seq_.n; ++i) {
+      const Call& c = seq_.calls[i];
+      if (c.guard != kNone && h_[c.guard] == nullptr) continue;
+      if (c.guard2 != kNone && h_[c.guard2] == nullptr) continue;
+      ++calls;
+      switch (c.op) {
+        case Op::kStart: {
+          SentinelEventDescrV5& d = descr_[i];
+          d.parent_obj = c.parent != kNone ? h_[c.parent] : nullptr;
+          if (c.type == kSentinelProfileColl) {
+            d.coll.seq_number = seq_number_;
+            d.coll.parent_group = c.parent_group != kNone ? h_[c.parent_group] : nullptr;
+          } else if (c.type == kSentinelProfileKernelCh) {
+            d.kernel_ch.p_timer = gpu_ + c.channel;
+          }
+          h_[c.handle] = nullptr;
+          t->start_event(ctx, &h_[c.handle], &d);
+          break;
+        }
+        case Op::kStop:
+          t->stop_event(h_[c.handle]);
+          break;
+        case Op::kRecord: {
+          SentinelEventStateArgs* args = &args_;
+          memset(&args_, 0, sizeof(args_));
+          if (c.state == kSentinelStateGroupStartApiStop ||
+              c.state == kSentinelStateGroupEndApiStart) {
+            args = nullptr;
+          } else if (c.type == kSentinelProfileKernelCh) {
+            args_.kernel_ch.p_timer = gpu_ + 5000 + c.channel;
+          } else if (c.type == kSentinelProfileProxyStep) {
+            args_.proxy_step.trans_size = 65536;
+          }
+          t->record_event_state(h_[c.handle], static_cast<SentinelNcclEventState>(c.state), args);
+          break;
+        }
+      }
+    }
+    ++seq_number_;
+    gpu_ += 10000;
+    return calls;
+  }
+
+  const Sequence& sequence() const { return seq_; }
+  // The handle the plugin returned for handle number `h` in the last Run().
+  void* handle(int h) const { return h_[h]; }
+
+ private:
+  Sequence seq_;
+  SentinelEventDescrV5 descr_[kMaxCalls];
+  void* h_[kMaxCalls] = {};
+  SentinelEventStateArgs args_{};
+  uint64_t seq_number_ = 0;
+  uint64_t gpu_ = 1000000;
+};
 
 }  // namespace nccl_seq
 }  // namespace sentinel::testing
