@@ -25,9 +25,9 @@
 // - Slot-less KernelCh: a relaxed fetch_or of `kch_seen` picks the start that owns a channel's
 //   timers; an acq_rel fetch_or of `kch_done` picks the first stop and passes the channels' timers
 //   on to the stop that completes the set, which drops the collective's KernelCh reference.
-// - Ancestors outside the mask (CoreSkipAncestorStart, ancestor_skip.h): one relaxed load of
-//   `mask` and NCCL's out-parameter written, nothing else; the shared Group handle is never written
-//   and is recognised by its address before anything is read through a handle.
+// - Events the records do not need (CoreSkipAncestorStart, ancestor_skip.h): at most one relaxed
+//   load of `mask`, and NCCL's out-parameter written, nothing else; the shared Group handle is
+//   never written and is recognised by its address before anything is read through a handle.
 // - Contexts: published by a release store, checked by acquire loads (context_table.h); their
 //   in-flight counters and GPU clock offset have their own orders (in_flight.h, calibration.h).
 #include <atomic>
@@ -172,7 +172,7 @@ Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t n
   return s;
 }
 
-// CollApi, P2pApi, KernelLaunch: children of GroupApi, holding it until they stop.
+// CollApi, P2pApi: children of GroupApi, holding it until they stop.
 Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
   if (grp != nullptr && !TryRef(grp)) grp = nullptr;
@@ -183,7 +183,6 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   }
   ResetSlot(s, ctx, grp, 1, now);
   ResetRecordFields(s);
-  if (k == Kind::kKernelLaunch) return s;
   s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
   s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
   s->root = d.root;
@@ -517,24 +516,22 @@ inline bool IsSkippedGroup(const void* handle) { return handle == g_skipped_grou
 }  // namespace
 
 bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept {
+  if (type == kSentinelProfileGroup) {
+    *handle = const_cast<char*>(g_skipped_group);
+    return true;
+  }
+  if (type == kSentinelProfileKernelLaunch) {
+    *handle = nullptr;
+    return true;
+  }
   // relaxed: NCCL snapshots the mask per operation anyway; an event that sees the old value is
   // handled under the old one, as everywhere on this path.
   const uint32_t mask = g->mask.load(std::memory_order_relaxed);
-  uint32_t keep_with = 0;
-  switch (type) {
-    case kSentinelProfileGroupApi:
-      keep_with = kSentinelProfileGroupApi | kSentinelProfileP2pApi;
-      break;
-    case kSentinelProfileCollApi:
-    case kSentinelProfileP2pApi:
-      keep_with = type;
-      break;
-    case kSentinelProfileGroup:
-      if ((mask & kSentinelProfileGroup) != 0) return false;
-      *handle = const_cast<char*>(g_skipped_group);
-      return true;
-    default:
-      return false;
+  uint32_t keep_with = type;  // CollApi, P2pApi: their own bit
+  if (type == kSentinelProfileGroupApi) {
+    keep_with = kSentinelProfileGroupApi | kSentinelProfileP2pApi;
+  } else if (type != kSentinelProfileCollApi && type != kSentinelProfileP2pApi) {
+    return false;
   }
   if ((mask & keep_with) != 0) return false;
   *handle = nullptr;
@@ -606,9 +603,6 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     case kSentinelProfileP2pApi:
       s = StartApiChild(Kind::kP2pApi, ctx, d, ts, now);
       break;
-    case kSentinelProfileKernelLaunch:
-      s = StartApiChild(Kind::kKernelLaunch, ctx, d, ts, now);
-      break;
     case kSentinelProfileColl:
       s = StartColl(ctx, d, ts, now);
       break;
@@ -636,13 +630,10 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     case kSentinelProfileCeBatch:
       s = StartHoldingChild(Kind::kCeBatch, Kind::kCeColl, d, ctx, ts, now);
       break;
-    case kSentinelProfileGroup:
-    case kSentinelProfileProxyCtrl: {
-      Kind k = d.type == kSentinelProfileGroup ? Kind::kGroup : Kind::kProxyCtrl;
-      s = g->slots.Claim(k, ts);
+    case kSentinelProfileProxyCtrl:
+      s = g->slots.Claim(Kind::kProxyCtrl, ts);
       if (s != nullptr) ResetSlot(s, ctx, nullptr, 1, now);
       break;
-    }
     case kSentinelProfileCeColl: {
       s = g->slots.Claim(Kind::kCeColl, ts);
       if (s == nullptr) break;

@@ -3,8 +3,9 @@
 // makes (tests/fakes/fake_nccl/nccl_call_sequence.h): at Coll | KernelCh GroupApi and CollApi are
 // answered with NULL and Group with one shared handle, while every Coll still gets its record with
 // the kernel times of all its channels, nothing is counted stale or dropped, and the in-flight
-// count returns to zero. At the default mask (the ctest registration with SENTINEL_EVENTS=default)
-// GroupApi and CollApi keep their slots and the records their API time, as before.
+// count returns to zero. At the default mask and at `all` (the ctest registrations with
+// SENTINEL_EVENTS=default and =all) GroupApi and CollApi keep their slots and the records their
+// API time, as before; Group and KernelLaunch, which no record reads, are answered at every mask.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -73,6 +74,10 @@ TEST(AncestorSkip, CollectivesKeepTheirRecordsWhateverTheAncestorsGet) {
   } else {
     EXPECT_EQ(handles[kSentinelProfileGroupApi].count(nullptr), 0u);
     EXPECT_EQ(handles[kSentinelProfileCollApi].count(nullptr), 0u);
+  }
+  // KernelLaunch (with its own bit, as under `all`): no record reads it.
+  if (mask & kSentinelProfileKernelLaunch) {
+    EXPECT_EQ(handles[kSentinelProfileKernelLaunch], std::set<void*>{nullptr});
   }
   EXPECT_EQ(handles[kSentinelProfileColl].count(nullptr), 0u);
   EXPECT_EQ(handles[kSentinelProfileKernelCh].count(nullptr), 0u);
