@@ -17,7 +17,9 @@
 # stubs that answer its three init-time calls (device 0, a fixed UUID) and nothing else: the hot
 # path calls no CUDA.
 #
-# Usage: scripts/bench_vs_inspector.sh INSPECTOR_SO [BUILD_DIR] [ROUNDS]
+# Usage: scripts/bench_vs_inspector.sh INSPECTOR_SO [BUILD_DIR] [ROUNDS] [BEFORE_SO]
+# BEFORE_SO: another build of our plugin (e.g. an older commit's), run at Coll,KernelCh and default
+# as plugin "before".
 # Prints, per plugin, mask and channel count, the median over ROUNDS alternated rounds (each the
 # median of 3 repetitions) of: wall ns per collective, the calling thread's CPU ns, the process's
 # CPU ns (drainer thread and synchronous drains included), and the calls NCCL made.
@@ -25,10 +27,12 @@ set -euo pipefail
 INSPECTOR="${1:?usage: $0 INSPECTOR_SO [BUILD_DIR] [ROUNDS]}"
 BUILD="${2:-build}"
 ROUNDS="${3:-3}"
+BEFORE="${4:-}"
 BENCH="$BUILD/tests/benchmarks/sentinel_collective_benchmark"
 OURS="$BUILD/plugin/libnccl-profiler-sentinel.so"
 [[ -x "$BENCH" && -f "$OURS" ]] || { echo "build first: $BENCH, $OURS" >&2; exit 2; }
 [[ -f "$INSPECTOR" ]] || { echo "no such file: $INSPECTOR" >&2; exit 2; }
+[[ -z "$BEFORE" || -f "$BEFORE" ]] || { echo "no such file: $BEFORE" >&2; exit 2; }
 STUBS="$(mktemp -d)"
 trap 'rm -rf "$STUBS"' EXIT
 cat > "$STUBS/cudart.c" <<'C'
@@ -66,6 +70,11 @@ for _ in $(seq "$ROUNDS"); do
     NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump"
   run "sentinel:default" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=default
   run "sentinel:all" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=all
+  if [[ -n "$BEFORE" ]]; then
+    run "before:Coll,KernelCh" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=Coll,KernelCh
+    run "before:default" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=default
+    run "before:all" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=all
+  fi
 done
 python3 - "$STUBS" <<'PY'
 import glob, json, os, statistics, sys

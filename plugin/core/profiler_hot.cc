@@ -161,12 +161,17 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
 namespace {
 
 // ---- per-kind starts ------------------------------------------------------------------------
+// The API kinds (GroupApi, CollApi, P2pApi) write only what is read of them: the slot header,
+// func/datatype/graph_captured/api_override and GroupApi's recovery fields (func_recovery.h). Their
+// record fields (ResetRecordFields) are never read: pools are per kind, and only Coll/P2p/CeColl
+// slots are built into records, truncated by finalize or swept. Not writing them keeps a start on
+// the slot's first line (GroupApi: and its recovery line) instead of four lines that a FIFO reuse
+// of a large pool finds cold.
 
 Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   Slot* s = g->slots.Claim(Kind::kGroupApi, ts);
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
-  ResetRecordFields(s);
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   ResetGroupRecovery(s);
   return s;
@@ -182,10 +187,8 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
     return nullptr;
   }
   ResetSlot(s, ctx, grp, 1, now);
-  ResetRecordFields(s);
   s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
   s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
-  s->root = d.root;
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
   if (grp == nullptr) return s;

@@ -138,9 +138,9 @@ int64_t ProcessCpuNs() {
 }
 
 // Network steps per send/receive in the replayed collective (1: a message of at most one chunk
-// per channel; SENTINEL_BENCH_STEPS for more).
+// per channel; SENTINEL_DEV_BENCH_STEPS for more).
 int Steps() {
-  const char* v = getenv("SENTINEL_BENCH_STEPS");
+  const char* v = getenv("SENTINEL_DEV_BENCH_STEPS");
   int n = v != nullptr ? atoi(v) : 1;
   return n < 1 ? 1 : (n > 4 ? 4 : n);
 }
