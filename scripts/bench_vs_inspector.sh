@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
 # Side by side, same driver, same machine: the CPU per collective of our profiler plugin and of
-# NCCL Inspector (reference) at Inspector's mask (Coll + KernelCh), from
-# sentinel_collective_benchmark. Inspector is NOT part of this repository: build it from NCCL's
-# sources (plugins/profiler/inspector: `make`, needs the CUDA toolkit's headers) and pass its .so.
-# Without a GPU its init needs a CUDA driver and runtime; this script builds two stubs that answer
-# its three init-time calls (device 0, a fixed UUID) and nothing else: the hot path calls no CUDA.
-# Usage: scripts/bench_vs_inspector.sh INSPECTOR_SO [BUILD_DIR] [ROUNDS]
+# NCCL Inspector 2.28.9 (reference), from sentinel_collective_benchmark, which replays the calls
+# NCCL 2.28.9 makes for one inter-node AllReduce at the mask each plugin wrote at init, ancestors
+# and state records included (tests/fakes/fake_nccl/nccl_call_sequence.h). Inspector always asks
+# for Coll + KernelCh; ours runs at that mask (SENTINEL_EVENTS=Coll,KernelCh), at its default mask
+# and at `all`; the floor (one clock read + one 64-byte store per call) is replayed at each mask.
+#
+# Inspector is NOT part of this repository: build it from NCCL's sources (v2.28.9-1:
+# ext-profiler/inspector; later releases: plugins/profiler/inspector), e.g.
+#   git archive v2.28.9-1 ext-profiler/inspector | tar -x -C /work/inspector-build
+#   cd /work/inspector-build/ext-profiler/inspector
+#   echo '#include "version.h"' > version.cc
+#   echo 'const char* get_git_version_info() { return "v2.28.9-1"; }' >> version.cc
+#   make CUDA_HOME=/usr/local/cuda          # -O3 -march=native, its own Makefile
+# and pass its .so. Without a GPU its init needs a CUDA driver and runtime; this script builds two
+# stubs that answer its three init-time calls (device 0, a fixed UUID) and nothing else: the hot
+# path calls no CUDA.
+#
+# Usage: scripts/bench_vs_inspector.sh INSPECTOR_SO [BUILD_DIR] [ROUNDS] [BEFORE_SO]
+# BEFORE_SO: another build of our plugin (e.g. an older commit's), run at Coll,KernelCh and default
+# as plugin "before".
+# Prints, per plugin, mask and channel count, the median over ROUNDS alternated rounds (each the
+# median of 3 repetitions) of: wall ns per collective, the calling thread's CPU ns, the process's
+# CPU ns (drainer thread and synchronous drains included), and the calls NCCL made.
 set -euo pipefail
 INSPECTOR="${1:?usage: $0 INSPECTOR_SO [BUILD_DIR] [ROUNDS]}"
 BUILD="${2:-build}"
 ROUNDS="${3:-3}"
+BEFORE="${4:-}"
 BENCH="$BUILD/tests/benchmarks/sentinel_collective_benchmark"
 OURS="$BUILD/plugin/libnccl-profiler-sentinel.so"
 [[ -x "$BENCH" && -f "$OURS" ]] || { echo "build first: $BENCH, $OURS" >&2; exit 2; }
 [[ -f "$INSPECTOR" ]] || { echo "no such file: $INSPECTOR" >&2; exit 2; }
+[[ -z "$BEFORE" || -f "$BEFORE" ]] || { echo "no such file: $BEFORE" >&2; exit 2; }
 STUBS="$(mktemp -d)"
 trap 'rm -rf "$STUBS"' EXIT
 cat > "$STUBS/cudart.c" <<'C'
@@ -34,19 +53,54 @@ cc -shared -fPIC -o "$STUBS/libcuda.so.1" -Wl,-soname,libcuda.so.1 "$STUBS/cuda.
 ln -s libcuda.so.1 "$STUBS/libcuda.so"
 mkdir -p "$STUBS/dump"
 
-run() {  # NAME SO [ENV...]: one round, "NAME <benchmark> <median ns>" per channel count
-  local name="$1" so="$2"
-  shift 2
-  env "$@" SENTINEL_DEV_BENCH_PLUGIN="$so" "$BENCH" --benchmark_filter=BM_SentinelCollective \
-    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null |
-    awk -v n="$name" '/_median/ { sub(/\/min_time.*/, "", $1); print n, $1, $2 }'
+N=0
+run() {  # NAME FILTER SO [ENV...]: one round, its JSON in $STUBS/run.<n>.<NAME>.json
+  local name="$1" filter="$2" so="$3"
+  shift 3
+  N=$((N + 1))
+  env "$@" SENTINEL_DEV_BENCH_PLUGIN="$so" "$BENCH" --benchmark_filter="$filter" \
+    --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_format=json \
+    > "$STUBS/run.$N.$name.json" 2>/dev/null
 }
-echo "ns per collective, median of 3 repetitions per round, $ROUNDS alternated rounds"
 for _ in $(seq "$ROUNDS"); do
-  run sentinel "$OURS"
+  run "sentinel:Coll,KernelCh" 'BM_(Collective|FloorCollective)/' "$OURS" \
+    SENTINEL_EVENTS=Coll,KernelCh
   # Inspector's mask is Coll + KernelCh once P2P tracking is off; it dumps only at teardown.
-  run inspector "$INSPECTOR" LD_LIBRARY_PATH="$STUBS" NCCL_INSPECTOR_ENABLE=1 \
-    NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump"
-done | sort -k2,2 -k1,1 -s | awk '
-  { key = $1 " " $2; v[key] = v[key] " " $3; if (!(key in seen)) { seen[key] = 1; order[++n] = key } }
-  END { for (i = 1; i <= n; ++i) print order[i] ":" v[order[i]] }'
+  run "inspector:Coll,KernelCh" 'BM_Collective/' "$INSPECTOR" LD_LIBRARY_PATH="$STUBS" \
+    NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump"
+  run "sentinel:default" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=default
+  run "sentinel:all" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=all
+  if [[ -n "$BEFORE" ]]; then
+    run "before:Coll,KernelCh" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=Coll,KernelCh
+    run "before:default" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=default
+    run "before:all" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=all
+  fi
+done
+python3 - "$STUBS" <<'PY'
+import glob, json, os, statistics, sys
+rows = {}
+for path in glob.glob(os.path.join(sys.argv[1], 'run.*.json')):
+    who, mask = os.path.basename(path).split('.', 2)[2][:-len('.json')].split(':')
+    try:
+        data = json.load(open(path))
+    except ValueError:
+        print('unreadable run output: %s' % path, file=sys.stderr)
+        continue
+    for b in data['benchmarks']:
+        if b.get('aggregate_name') != 'median':
+            continue
+        bench, ch = b['run_name'].split('/')[:2]
+        plugin = 'floor' if bench == 'BM_FloorCollective' else who
+        rows.setdefault((mask, int(ch), plugin), []).append(b)
+def med(bs, key):
+    vals = [float(b[key]) for b in bs if key in b]
+    return statistics.median(vals) if vals else float('nan')
+print('%-14s %3s %-9s %8s %8s %9s %6s %9s %9s' % ('mask', 'ch', 'plugin', 'wall_ns', 'cpu_ns',
+      'proc_cpu', 'calls', 'cpu/call', 'rounds'))
+for key in sorted(rows):
+    bs = rows[key]
+    calls = med(bs, 'calls')
+    cpu = med(bs, 'cpu_time')
+    print('%-14s %3d %-9s %8.0f %8.0f %9.0f %6.0f %9.1f %9d' % (key[0], key[1], key[2],
+          med(bs, 'real_time'), cpu, med(bs, 'cpu_ns'), calls, cpu / calls, len(bs)))
+PY

@@ -25,6 +25,9 @@
 // - Slot-less KernelCh: a relaxed fetch_or of `kch_seen` picks the start that owns a channel's
 //   timers; an acq_rel fetch_or of `kch_done` picks the first stop and passes the channels' timers
 //   on to the stop that completes the set, which drops the collective's KernelCh reference.
+// - Events the records do not need (CoreSkipAncestorStart, ancestor_skip.h): at most one relaxed
+//   load of `mask`, and NCCL's out-parameter written, nothing else; the shared Group handle is
+//   never written and is recognised by its address before anything is read through a handle.
 // - Contexts: published by a release store, checked by acquire loads (context_table.h); their
 //   in-flight counters and GPU clock offset have their own orders (in_flight.h, calibration.h).
 #include <atomic>
@@ -33,6 +36,7 @@
 #include "absl/base/attributes.h"
 
 #include "plugin/base/clock.h"
+#include "plugin/core/ancestor_skip.h"
 #include "plugin/core/api_context.h"
 #include "plugin/core/callback_meter.h"
 #include "plugin/core/context_table.h"
@@ -157,18 +161,23 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
 namespace {
 
 // ---- per-kind starts ------------------------------------------------------------------------
+// The API kinds (GroupApi, CollApi, P2pApi) write only what is read of them: the slot header,
+// func/datatype/graph_captured/api_override and GroupApi's recovery fields (func_recovery.h). Their
+// record fields (ResetRecordFields) are never read: pools are per kind, and only Coll/P2p/CeColl
+// slots are built into records, truncated by finalize or swept. Not writing them keeps a start on
+// the slot's first line (GroupApi: and its recovery line) instead of four lines that a FIFO reuse
+// of a large pool finds cold.
 
 Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   Slot* s = g->slots.Claim(Kind::kGroupApi, ts);
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
-  ResetRecordFields(s);
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   ResetGroupRecovery(s);
   return s;
 }
 
-// CollApi, P2pApi, KernelLaunch: children of GroupApi, holding it until they stop.
+// CollApi, P2pApi: children of GroupApi, holding it until they stop.
 Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
   if (grp != nullptr && !TryRef(grp)) grp = nullptr;
@@ -178,11 +187,8 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
     return nullptr;
   }
   ResetSlot(s, ctx, grp, 1, now);
-  ResetRecordFields(s);
-  if (k == Kind::kKernelLaunch) return s;
   s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
   s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
-  s->root = d.root;
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
   if (grp == nullptr) return s;
@@ -503,6 +509,38 @@ void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
 
 // ---- entry points ---------------------------------------------------------------------------
 
+namespace {
+// The handle of every Group start we do not keep (ancestor_skip.h): never written, never a slot
+// (outside the slot arena, so AsSlot rejects it wherever it comes back as a parent), even (not a
+// KernelCh handle).
+alignas(64) const char g_skipped_group[64] = {};
+
+inline bool IsSkippedGroup(const void* handle) { return handle == g_skipped_group; }
+}  // namespace
+
+bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept {
+  if (type == kSentinelProfileGroup) {
+    *handle = const_cast<char*>(g_skipped_group);
+    return true;
+  }
+  if (type == kSentinelProfileKernelLaunch) {
+    *handle = nullptr;
+    return true;
+  }
+  // relaxed: NCCL snapshots the mask per operation anyway; an event that sees the old value is
+  // handled under the old one, as everywhere on this path.
+  const uint32_t mask = g->mask.load(std::memory_order_relaxed);
+  uint32_t keep_with = type;  // CollApi, P2pApi: their own bit
+  if (type == kSentinelProfileGroupApi) {
+    keep_with = kSentinelProfileGroupApi | kSentinelProfileP2pApi;
+  } else if (type != kSentinelProfileCollApi && type != kSentinelProfileP2pApi) {
+    return false;
+  }
+  if ((mask & keep_with) != 0) return false;
+  *handle = nullptr;
+  return true;
+}
+
 void CoreStartKernelCh(void* context, void** handle, void* parent_handle, uint8_t channel_id,
                        uint64_t p_timer) noexcept {
   ThreadState* ts = ThreadStates::Current();
@@ -539,6 +577,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
     return;
   }
+  if (SkipAncestorStart(d.type, handle)) return;  // the shims usually answered it already
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
@@ -567,9 +606,6 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     case kSentinelProfileP2pApi:
       s = StartApiChild(Kind::kP2pApi, ctx, d, ts, now);
       break;
-    case kSentinelProfileKernelLaunch:
-      s = StartApiChild(Kind::kKernelLaunch, ctx, d, ts, now);
-      break;
     case kSentinelProfileColl:
       s = StartColl(ctx, d, ts, now);
       break;
@@ -597,13 +633,10 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     case kSentinelProfileCeBatch:
       s = StartHoldingChild(Kind::kCeBatch, Kind::kCeColl, d, ctx, ts, now);
       break;
-    case kSentinelProfileGroup:
-    case kSentinelProfileProxyCtrl: {
-      Kind k = d.type == kSentinelProfileGroup ? Kind::kGroup : Kind::kProxyCtrl;
-      s = g->slots.Claim(k, ts);
+    case kSentinelProfileProxyCtrl:
+      s = g->slots.Claim(Kind::kProxyCtrl, ts);
       if (s != nullptr) ResetSlot(s, ctx, nullptr, 1, now);
       break;
-    }
     case kSentinelProfileCeColl: {
       s = g->slots.Claim(Kind::kCeColl, ts);
       if (s == nullptr) break;
@@ -625,6 +658,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
 }
 
 void CoreStopEvent(void* handle) noexcept {
+  if (IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     StopKernelCh(handle, ts);
@@ -672,6 +706,7 @@ void CoreStopEvent(void* handle) noexcept {
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
+  if (IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     RecordKernelCh(handle, state, args, ts);

@@ -1,6 +1,7 @@
 // ncclProfiler_v5 (the native ABI of NCCL 2.28, docs/nccl-facts.md §3) and ncclProfiler_v6 (NCCL
 // 2.29+: v5 plus the copy-engine events CeColl/CeSync/CeBatch). The two differ only in the
 // descriptor type and the CE events, so one template of thin noexcept shims serves both.
+#include "plugin/core/ancestor_skip.h"
 #include "plugin/entry/common_shims.h"
 
 namespace sentinel::plugin {
@@ -23,6 +24,8 @@ struct V5Family {
                           e->kernel_ch.p_timer);
         return;
       }
+      // An ancestor we do not keep: answered before any descriptor is copied (ancestor_skip.h).
+      if (SkipAncestorStart(e->type, handle)) return;
       // NCCL 2.28 never sets the v6 CE bits in a v5 descriptor; ignore them if it ever does.
       if (kVersion < 6 && e->type >= kSentinelProfileCeColl) return;
       EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "plugin/abi/nccl_profiler_abi.h"
@@ -52,6 +53,13 @@ inline const SentinelProfilerV5* LoadPluginV5() {
     abort();
   }
   return t;
+}
+
+// CLOCK_MONOTONIC in ns.
+inline int64_t MonoNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 // The last heartbeat's value of `key` in the dump (after a finalize flushed it); 0 when absent.

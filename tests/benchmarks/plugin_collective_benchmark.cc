@@ -1,8 +1,17 @@
-// CPU cost of one whole collective at NCCL Inspector's event mask (Coll + KernelCh), driven through
-// the built plugin's real ncclProfiler_v5 entry points with streaming on (the drainer writes every
-// record to a JSONL sink on tmpfs, as it would to sentineld). Issue 9's target: <= 0.5x the CPU
-// per collective of NCCL Inspector, which scripts/bench_vs_inspector.sh measures with this same
-// benchmark (SENTINEL_DEV_BENCH_PLUGIN = Inspector's .so) side by side with ours.
+// CPU cost of one whole collective as NCCL 2.28.9 calls the profiler for it: the calls of
+// tests/fakes/fake_nccl/nccl_call_sequence.h (one standalone inter-node AllReduce: GroupApi with
+// its two states, CollApi, KernelLaunch, Group, Coll, ProxyOp/ProxyStep and KernelCh, each where
+// the activation mask makes NCCL emit it, §4.5), replayed through the built plugin's real
+// ncclProfiler_v5 entry points at the mask the plugin itself wrote at init (SENTINEL_EVENTS,
+// default here "Coll,KernelCh", NCCL Inspector's mask). A call on a handle the plugin answered with
+// NULL is skipped where NCCL skips it, so each plugin is charged exactly what NCCL would call.
+// Streaming is on (the drainer writes every record to a JSONL sink on tmpfs, as it would to
+// sentineld); the drain's cost is reported beside the hot path (cpu_ns: process CPU per collective,
+// drainer thread and synchronous drains included).
+//
+// scripts/bench_vs_inspector.sh runs this benchmark side by side with NCCL Inspector's .so
+// (SENTINEL_DEV_BENCH_PLUGIN). BM_FloorCollective replays the same sequence against a floor plugin
+// compiled in here: one clock read and one 64-byte store per call, nothing else.
 //
 // BM_InspectorLikeCollective is our own model of the per-event work Inspector does
 // (docs/nccl-facts.md §6.2: per-channel start/stop times, exec time as the max over channels,
@@ -23,31 +32,31 @@
 
 #include "plugin/abi/nccl_profiler_abi.h"
 #include "tests/benchmarks/bench_plugin.h"
+#include "tests/fakes/fake_nccl/nccl_call_sequence.h"
 
 namespace {
 
+namespace seq = sentinel::testing::nccl_seq;
+
 struct Plugin {
   Plugin() {
-    setenv("SENTINEL_EVENTS", "Coll,KernelCh", 1);
+    // The caller's SENTINEL_EVENTS wins (bench_vs_inspector.sh runs each mask).
+    setenv("SENTINEL_EVENTS", "Coll,KernelCh", 0);
     // A driver that does nothing but call the plugin spends most of its time in it, so the
     // default SENTINEL_BUDGET would degrade the plugin within seconds: measure it undegraded.
     setenv("SENTINEL_BUDGET", "0", 0);
     // Every record must reach the sink: a record dropped at a full ring costs less than a queued
     // one and would flatter the figure. On a loaded machine the drainer thread cannot keep up with
     // a driver that does nothing but call the plugin, so the benchmark also drains
-    // synchronously (finalize, with the timer paused) before the ring can fill; the heartbeat's
-    // records_dropped_ring is printed at the end and should be 0.
+    // synchronously (finalize, with the timer paused, its CPU counted in cpu_ns) before the ring
+    // can fill; the heartbeat's records_dropped_ring is printed at the end and should be 0.
     setenv("SENTINEL_RING_RECORDS", "65536", 0);
     dump = sentinel::bench::MakeDumpFile("sentinel-cbench");
     t = sentinel::bench::LoadPluginV5();
     Init();
-    if (mask != 0x42) {
-      fprintf(stderr, "unexpected mask 0x%x (want Coll|KernelCh = 0x42)\n", mask);
-      abort();
-    }
   }
   // NCCL always passes its logger (a plugin may call it at init); this one prints nothing.
-  void Init() { t->init(&ctx, 0xC011EC7ull, &mask, "cbench", 1, 8, 0, &QuietLogger); }
+  void Init() { t->init(&ctx, 0xC011EC7ull, &mask, "cbench", 2, 8, 0, &QuietLogger); }
   static void QuietLogger(SentinelNcclLogLevel, unsigned long, const char*, int, const char*, ...) {
   }
   // Finalizing the only communicator drains every ring into the sink (the real final-drain path);
@@ -57,6 +66,8 @@ struct Plugin {
     if (read_counters) {  // cumulative per process, in the heartbeat finalize just wrote
       records = ReadCounter("records_completed");
       ring_drops = ReadCounter("records_dropped_ring");
+      stale = ReadCounter("stale_handles");
+      pool_drops = ReadCounter("events_dropped_pool");
     }
     // Another plugin measured side by side (SENTINEL_DEV_BENCH_PLUGIN, e.g. NCCL Inspector) writes
     // no dump and has no rings of ours to drain: the loop then never re-creates its communicator,
@@ -75,6 +86,8 @@ struct Plugin {
   bool writes_dump = true;
   uint64_t records = 0;
   uint64_t ring_drops = 0;
+  uint64_t stale = 0;
+  uint64_t pool_drops = 0;
 };
 
 Plugin& P() {
@@ -82,67 +95,106 @@ Plugin& P() {
   return *p;
 }
 
-SentinelEventDescrV5 CollDescr(uint64_t seq, int n_channels) {
-  SentinelEventDescrV5 d;
-  memset(&d, 0, sizeof(d));
-  d.type = kSentinelProfileColl;
-  d.coll.func = "AllReduce";
-  d.coll.datatype = "ncclFloat32";
-  d.coll.algo = "RING";
-  d.coll.proto = "SIMPLE";
-  d.coll.count = 1 << 20;
-  d.coll.seq_number = seq;
-  d.coll.n_channels = static_cast<uint8_t>(n_channels);
-  return d;
+// ---- the floor: one clock read and one 64-byte store per call ---------------------------------
+struct alignas(64) FloorEntry {
+  int64_t ns;
+  uint64_t what;
+  void* handle;
+  const void* arg;
+  uint64_t pad[4];
+};
+static_assert(sizeof(FloorEntry) == 64, "one cache line per call");
+constexpr uint32_t kFloorRing = 4096;
+thread_local FloorEntry t_floor[kFloorRing];
+thread_local uint32_t t_floor_next = 0;
+
+inline FloorEntry* FloorWrite(uint64_t what, void* handle, const void* arg) {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  FloorEntry* e = &t_floor[t_floor_next++ & (kFloorRing - 1)];
+  FloorEntry v{ts.tv_sec * 1000000000LL + ts.tv_nsec, what, handle, arg, {0, 0, 0, 0}};
+  *e = v;
+  return e;
+}
+SentinelNcclResult FloorStart(void*, void** handle, SentinelEventDescrV5* d) {
+  *handle = FloorWrite(d->type, d->parent_obj, d);
+  return kSentinelNcclSuccess;
+}
+SentinelNcclResult FloorStop(void* handle) {
+  FloorWrite(1u << 20, handle, nullptr);
+  return kSentinelNcclSuccess;
+}
+SentinelNcclResult FloorRecord(void* handle, SentinelNcclEventState state,
+                               SentinelEventStateArgs* args) {
+  FloorWrite(static_cast<uint64_t>(state) << 21, handle, args);
+  return kSentinelNcclSuccess;
+}
+const SentinelProfilerV5 kFloor = {"floor", nullptr, FloorStart, FloorStop, FloorRecord, nullptr};
+
+int64_t ProcessCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-// One collective as NCCL 2.28 issues it at mask 0x42: Coll start and stop on the launching thread,
-// then per channel KernelCh start (GPU start timer), state KernelChStop (GPU stop timer), stop.
-void BM_SentinelCollective(benchmark::State& state) {
+// Network steps per send/receive in the replayed collective (1: a message of at most one chunk
+// per channel; SENTINEL_DEV_BENCH_STEPS for more).
+int Steps() {
+  const char* v = getenv("SENTINEL_DEV_BENCH_STEPS");
+  int n = v != nullptr ? atoi(v) : 1;
+  return n < 1 ? 1 : (n > 4 ? 4 : n);
+}
+
+// Args: channels. The mask is the one the plugin under test wrote at init.
+void BM_Collective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  SentinelEventDescrV5 coll = CollDescr(0, n_channels);
-  SentinelEventDescrV5 kch;
-  memset(&kch, 0, sizeof(kch));
-  kch.type = kSentinelProfileKernelCh;
-  SentinelEventStateArgs stop_args;
-  memset(&stop_args, 0, sizeof(stop_args));
-  uint64_t seq = 0;
-  uint64_t gpu = 1000000;
-  auto one = [&] {
-    coll.coll.seq_number = seq++;
-    void* c = nullptr;
-    p.t->start_event(p.ctx, &c, &coll);
-    p.t->stop_event(c);
-    for (int ch = 0; ch < n_channels; ++ch) {
-      kch.parent_obj = c;
-      kch.kernel_ch.channel_id = static_cast<uint8_t>(ch);
-      kch.kernel_ch.p_timer = gpu + static_cast<uint64_t>(ch);
-      void* k = nullptr;
-      p.t->start_event(p.ctx, &k, &kch);
-      stop_args.kernel_ch.p_timer = gpu + 5000 + static_cast<uint64_t>(ch);
-      p.t->record_event_state(k, kSentinelStateKernelChStop, &stop_args);
-      p.t->stop_event(k);
-    }
-    gpu += 10000;
-  };
-  for (int i = 0; i < 2000; ++i) one();  // warm-up (TLS state, pages)
+  static seq::Replayer* r = nullptr;  // large: not on the stack
+  delete r;
+  r = new seq::Replayer(p.mask, n_channels, Steps());
+  int calls = 0;
+  for (int i = 0; i < 2000; ++i) calls = r->Run(p.t, p.ctx);  // warm-up (TLS state, pages)
   p.DrainAndReinit();
   // A quarter of the ring between synchronous drains (the drainer thread also drains).
   constexpr int kDrainEvery = 16384;
   int n = 0;
+  int64_t drain_ns = 0;
+  const int64_t cpu0 = ProcessCpuNs();
   for (auto _ : state) {
-    one();
+    r->Run(p.t, p.ctx);
     if (p.writes_dump && ++n == kDrainEvery) {
       state.PauseTiming();
+      const int64_t d0 = sentinel::bench::MonoNowNs();
       p.DrainAndReinit();
+      drain_ns += sentinel::bench::MonoNowNs() - d0;
       n = 0;
       state.ResumeTiming();
     }
   }
+  const double iters = static_cast<double>(state.iterations());
   state.counters["channels"] = n_channels;
+  state.counters["mask"] = p.mask;
+  state.counters["calls"] = calls;
+  state.counters["cpu_ns"] = static_cast<double>(ProcessCpuNs() - cpu0) / iters;
+  state.counters["sync_drain_ns"] = static_cast<double>(drain_ns) / iters;
 }
-BENCHMARK(BM_SentinelCollective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
+BENCHMARK(BM_Collective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
+
+// The same sequence against the floor plugin (every start answered, so every call is made).
+void BM_FloorCollective(benchmark::State& state) {
+  Plugin& p = P();
+  const int n_channels = static_cast<int>(state.range(0));
+  static seq::Replayer* r = nullptr;
+  delete r;
+  r = new seq::Replayer(p.mask, n_channels, Steps());
+  int calls = 0;
+  for (int i = 0; i < 2000; ++i) calls = r->Run(&kFloor, nullptr);
+  for (auto _ : state) r->Run(&kFloor, nullptr);
+  state.counters["channels"] = n_channels;
+  state.counters["mask"] = p.mask;
+  state.counters["calls"] = calls;
+}
+BENCHMARK(BM_FloorCollective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
 
 // Our own model of Inspector's per-collective work (see the file comment).
 struct InspectorLikeComm {
@@ -239,8 +291,10 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   Plugin& p = P();
   p.DrainAndReinit(true);
-  fprintf(
-      stderr, "plugin heartbeats over the run: records_completed=%llu records_dropped_ring=%llu\n",
-      static_cast<unsigned long long>(p.records), static_cast<unsigned long long>(p.ring_drops));
+  fprintf(stderr,
+          "plugin heartbeats over the run: records_completed=%llu records_dropped_ring=%llu "
+          "stale_handles=%llu events_dropped_pool=%llu\n",
+          static_cast<unsigned long long>(p.records), static_cast<unsigned long long>(p.ring_drops),
+          static_cast<unsigned long long>(p.stale), static_cast<unsigned long long>(p.pool_drops));
   return 0;
 }

@@ -6,29 +6,10 @@
 #include <cstdint>
 
 #include "plugin/abi/nccl_profiler_abi.h"
+// The §4.5 ancestor table (kAncestors*), shared with the benchmark's replay of one collective.
+#include "tests/fakes/fake_nccl/nccl_call_sequence.h"
 
 namespace sentinel::testing {
-
-// Mask bits that make each event emitted (§4.5 ancestor table).
-constexpr int kAncestorsGroupApi = 0xFFF & ~kSentinelProfileProxyCtrl;
-constexpr int kAncestorsCollApi = kSentinelProfileCollApi | kSentinelProfileColl |
-                                  kSentinelProfileProxyOp | kSentinelProfileProxyStep |
-                                  kSentinelProfileKernelCh | kSentinelProfileNetPlugin;
-constexpr int kAncestorsP2pApi = kSentinelProfileP2pApi | kSentinelProfileP2p |
-                                 kSentinelProfileProxyOp | kSentinelProfileProxyStep |
-                                 kSentinelProfileKernelCh | kSentinelProfileNetPlugin;
-constexpr int kAncestorsGroup = kSentinelProfileGroup | kSentinelProfileColl | kSentinelProfileP2p |
-                                kSentinelProfileProxyOp | kSentinelProfileProxyStep |
-                                kSentinelProfileKernelCh | kSentinelProfileNetPlugin;
-constexpr int kAncestorsColl = kSentinelProfileColl | kSentinelProfileProxyOp |
-                               kSentinelProfileProxyStep | kSentinelProfileKernelCh |
-                               kSentinelProfileNetPlugin;
-constexpr int kAncestorsP2p = kSentinelProfileP2p | kSentinelProfileProxyOp |
-                              kSentinelProfileProxyStep | kSentinelProfileKernelCh |
-                              kSentinelProfileNetPlugin;
-constexpr int kAncestorsProxyOp =
-    kSentinelProfileProxyOp | kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
-constexpr int kAncestorsProxyStep = kSentinelProfileProxyStep | kSentinelProfileNetPlugin;
 
 // Loads the plugin if needed (sticky failure, refcount) and calls its init for one communicator.
 // Runs on the communicator's init thread. `*context` receives the plugin's context (may be null).
