@@ -71,7 +71,7 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
   const ExcludePolicy policy{ParseExcludeKinds(config_.exclude_kinds).value_or(0),
                              config_.exclude_hold_ns};
   std::vector<std::string> excluded;
-  for (const ExcludedHost& h : DeriveExclusions(state_.alerts, policy, clock_->RealNs())) {
+  for (const ExcludedHost& h : DeriveExclusions(state_, policy, clock_->RealNs())) {
     excluded.push_back(absl::StrCat(h.host, " (", absl::StrJoin(h.reasons, ","), ")"));
   }
   CopyText(w.exclude, sizeof(w.exclude), excluded.empty() ? "none" : absl::StrJoin(excluded, "; "));
