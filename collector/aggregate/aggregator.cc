@@ -183,7 +183,10 @@ void Aggregator::FireStraggler(CommState* comm, RankState* rs, int func, int buc
                       clock_->RealNs()));
 }
 
-void Aggregator::Fire(Alert alert) { state_.alerts.Fire(std::move(alert), clock_->RealNs()); }
+void Aggregator::Fire(Alert alert) {
+  alert.source_uid = alert.source >= 0 ? ClientUid(alert.source) : kNoUid;  // for exclusion.h
+  state_.alerts.Fire(std::move(alert), clock_->RealNs());
+}
 
 void Aggregator::Resolve(const std::string& id, ResolveReason reason) {
   state_.alerts.Resolve(id, reason, clock_->RealNs());

@@ -49,6 +49,9 @@ struct Alert {
   // The client whose data raised it (-1: sentineld's own measurements, e.g. the NIC counters).
   // Not shown: it bounds how many alerts one client can keep firing.
   int source = -1;
+  // That client's kernel uid (SO_PEERCRED; UINT32_MAX: none or unknown). Node exclusion counts a
+  // client-raised alert only when other uids' alerts corroborate it (exclusion.h).
+  uint32_t source_uid = UINT32_MAX;
 
   bool firing() const { return state == AlertState::kFiring; }
 };

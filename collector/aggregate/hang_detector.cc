@@ -75,6 +75,10 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
       hr.role = HangRole::kLaunchedKernelNotStarted;
     } else {
       hr.role = HangRole::kWaiting;
+      // Its own time in T: known when T is its oldest incomplete collective.
+      if (r.completed + 1 == t && r.oldest_since_ns > 0 && r.oldest_since_ns <= now_ns) {
+        hr.waiting_ns = now_ns - r.oldest_since_ns;
+      }
     }
     if (IsCulprit(hr.role)) v.culprits.push_back(r.rank);
     if (hr.role == HangRole::kWaiting) v.waiting.push_back(r.rank);

@@ -62,6 +62,10 @@ struct HangRank {
   uint64_t enqueued = 0;
   uint64_t gpu_started = 0;
   uint64_t completed = 0;
+  // kWaiting: how long this rank has been inside the stuck collective, from its own reported
+  // entry time (its oldest incomplete one); 0 when that is not known. Each waiting rank is told
+  // its own time, which it checks against its own clock.
+  int64_t waiting_ns = 0;
 };
 
 struct HangVerdict {
@@ -69,7 +73,7 @@ struct HangVerdict {
   uint64_t ordinal = 0;  // the collective the waiting ranks are stuck in
   uint8_t func = 0;
   uint64_t seq = 0;             // its NCCL seqNumber
-  int64_t waiting_ns = 0;       // how long the longest-waiting rank has been in it
+  int64_t waiting_ns = 0;       // how long the longest-waiting rank has been in it (alerts)
   bool outside_node = false;    // no local culprit, and the communicator has non-local ranks
   std::vector<HangRank> ranks;  // every local rank with its role, by rank
   // Culprits, stuck ones first (never_launched, launched_kernel_not_started, gone), then

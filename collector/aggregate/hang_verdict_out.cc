@@ -48,7 +48,6 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
   w.comm_hash = comm.hash;
   w.ordinal = v.ordinal;
   w.seq = v.seq;
-  w.waiting_ns = v.waiting_ns;
   w.hang_timeout_ns = config_.hang_timeout_ns;
   w.func = v.func;
   std::vector<std::string> culprits;
@@ -71,19 +70,25 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
   const ExcludePolicy policy{ParseExcludeKinds(config_.exclude_kinds).value_or(0),
                              config_.exclude_hold_ns};
   std::vector<std::string> excluded;
-  for (const ExcludedHost& h : DeriveExclusions(state_.alerts, policy, clock_->RealNs())) {
+  for (const ExcludedHost& h : DeriveExclusions(state_, policy, clock_->RealNs())) {
     excluded.push_back(absl::StrCat(h.host, " (", absl::StrJoin(h.reasons, ","), ")"));
   }
   CopyText(w.exclude, sizeof(w.exclude), excluded.empty() ? "none" : absl::StrJoin(excluded, "; "));
   CopyText(w.alert_id, sizeof(w.alert_id), absl::StrCat("hang-", CommLabel(comm.hash)));
 
   int told = 0;
-  for (int rank : v.waiting) {
-    auto it = comm.index.find(rank);
+  for (const HangRank& r : v.ranks) {
+    if (r.role != HangRole::kWaiting) continue;
+    auto it = comm.index.find(r.rank);
     if (it == comm.index.end()) continue;
     const RankState* rs = comm.members[static_cast<size_t>(it->second)];
     if (rs->client < 0) continue;
-    w.rank = rank;
+    // Each rank is told its own time inside the collective (from the entry time it reported), so
+    // that it can check the claim against its own clock with no slack for the other ranks'
+    // entries. A rank whose own time is not known could not confirm anything: it is not told.
+    if (r.waiting_ns <= 0) continue;
+    w.rank = r.rank;
+    w.waiting_ns = r.waiting_ns;
     const SentinelWireFrameHeader h{
         static_cast<uint32_t>(sizeof(SentinelWireFrameHeader) + sizeof(w)),
         kSentinelWireHangVerdict, 0};

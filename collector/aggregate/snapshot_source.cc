@@ -11,7 +11,7 @@ MetricsSnapshot Aggregator::SnapshotMetrics(const ExcludePolicy& exclude, int64_
   MetricsSnapshot snap;
   Read([&](const State& state) {
     snap = TakeMetricsSnapshot(state);
-    *excluded = DeriveExclusions(state.alerts, exclude, now_real_ns);
+    *excluded = DeriveExclusions(state, exclude, now_real_ns);
   });
   return snap;
 }
@@ -49,7 +49,7 @@ std::vector<Alert> Aggregator::SnapshotAlerts() const {
 std::vector<ExcludedHost> Aggregator::SnapshotExclusions(const ExcludePolicy& exclude,
                                                          int64_t now_real_ns) const {
   std::vector<ExcludedHost> hosts;
-  Read([&](const State& state) { hosts = DeriveExclusions(state.alerts, exclude, now_real_ns); });
+  Read([&](const State& state) { hosts = DeriveExclusions(state, exclude, now_real_ns); });
   return hosts;
 }
 

@@ -180,9 +180,9 @@ VerdictCheck CheckHangVerdict(const SentinelWireHangVerdict& v, bool found,
     return VerdictCheck::kOtherCollective;
   }
   if (v.waiting_ns <= 0) return VerdictCheck::kTooYoung;  // nothing to confirm
-  const int64_t slack =
-      v.waiting_ns / 8 < kVerdictEntrySlackMaxNs ? v.waiting_ns / 8 : kVerdictEntrySlackMaxNs;
-  if (*own_ns < v.waiting_ns - slack) return VerdictCheck::kTooYoung;
+  // The claim is this rank's own time (sentineld sends each waiting rank its own): only the
+  // fixed tolerance, no share of the claim.
+  if (*own_ns < v.waiting_ns - kVerdictClockToleranceNs) return VerdictCheck::kTooYoung;
   return VerdictCheck::kConfirmed;
 }
 

@@ -14,10 +14,10 @@
 // it against its own in-flight state (plugin/core/in_flight.h). It acts only when the verdict names
 // this rank's own oldest incomplete collective on that communicator (the ordinal and the NCCL
 // seqNumber both) and the rank's own CLOCK_MONOTONIC says it has been inside it at least as long as
-// the verdict claims, less a small slack (kVerdictEntrySlackMaxNs: sentineld reports the time of
-// the longest-waiting rank, and the waiting ranks entered the collective at slightly different
-// moments). Otherwise it writes that it ignored the verdict (rate limited) and goes on. Every
-// wire string is escaped (common/wire_text.h) before it reaches stderr or the log.
+// the verdict claims (sentineld tells each waiting rank its own time, measured from the entry time
+// that rank reported), less a small fixed tolerance for clock reading and transfer delay
+// (kVerdictClockToleranceNs). Otherwise it writes that it ignored the verdict (rate limited) and
+// goes on. Every wire string is escaped (common/wire_text.h) before it reaches stderr or the log.
 //
 // Nothing here runs on NCCL's hot path except HangAbortIsAborted (one relaxed load while nothing
 // was aborted). Never throws.
@@ -49,8 +49,10 @@ enum class VerdictCheck : uint8_t {
   kOtherCollective,  // another ordinal or another NCCL seqNumber than its oldest incomplete one
   kTooYoung,         // inside it for less than claimed, by the rank's own clock
 };
-// The slack granted on the claimed time: an eighth of it, at most this (1 s).
-inline constexpr int64_t kVerdictEntrySlackMaxNs = 1'000'000'000;
+// How much longer than the rank's own time inside the collective a verdict may claim: sentineld
+// measures from the very entry time the rank reported, before the rank reads its clock, so the
+// claim is normally shorter; this covers clock reading and a cached entry time (50 ms).
+inline constexpr int64_t kVerdictClockToleranceNs = 50'000'000;
 // Pure (tests): `found`/`snap` = the rank's own state, `now_ns` its CLOCK_MONOTONIC. *own_ns: how
 // long it has been in its oldest incomplete collective (0 when nothing is in flight).
 VerdictCheck CheckHangVerdict(const SentinelWireHangVerdict& v, bool found,
