@@ -14,7 +14,7 @@
 
 namespace sentinel::collector {
 
-bool GuardVerdictKind(uint8_t wire_kind, AlertKind* kind) {
+bool GuardVerdictKind(uint16_t wire_kind, AlertKind* kind) {
   switch (wire_kind) {
     case kSentinelVerdictTransport:
       *kind = AlertKind::kTransport;

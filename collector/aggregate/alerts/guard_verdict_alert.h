@@ -11,7 +11,7 @@
 namespace sentinel::collector {
 
 // The alert kind of a verdict's wire kind (kSentinelVerdict*): false for a kind we do not know.
-bool GuardVerdictKind(uint8_t wire_kind, AlertKind* kind);
+bool GuardVerdictKind(uint16_t wire_kind, AlertKind* kind);
 
 // The alert for verdict `v` (not a pass) of check `kind` from `client`. `existing` is the firing
 // alert of that key, if any: its ranks and start are kept and `v.rank` is added when
