@@ -224,7 +224,7 @@ bool HttpGet(const std::string& addr, const std::string& path, std::string* body
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    *error = std::string("no sentineld at ") + addr + " (" + strerror(errno) + ")";
+    *error = std::string("no sentineld at ") + addr + " (" + ErrnoText(errno) + ")";
     return false;
   }
   timeval tv{5, 0};
@@ -324,7 +324,7 @@ int Run(const Options& o) {
     return kExpectation;
   }
   // The baseline's communicator must not be profiled as part of the job.
-  setenv("NCCL_PROFILER_PLUGIN", "none", 1);
+  setenv("NCCL_PROFILER_PLUGIN", "none", 1);  // NOLINT(concurrency-mt-unsafe): start-up, one thread
   // NCCL's log is the guard's evidence: capture it (only when an expectation is set).
   guard::InstallLogCapture(true);
 
