@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# clang-tidy (pinned 14, the repository's .clang-tidy) on the C++ sources a change touches; the
-# .clang-tidy's WarningsAsErrors families fail the run. Works on a clean clone:
+# clang-tidy (pinned 14, the repository's .clang-tidy) on the C++ sources a change touches in
+# plugin/, collector/, common/, schemas/ and tools/, and on our headers they include (.clang-tidy's
+# HeaderFilterRegex); the .clang-tidy's WarningsAsErrors families fail the run. Works on a clean clone:
 #   range = merge base with origin/main, else with main, else the last $SENTINEL_DEV_TIDY_COMMITS
 #   commits (default 20), else (a shallow clone with no history) every source file.
 # Usage: scripts/clang_tidy_changed.sh BUILD_DIR   (BUILD_DIR has compile_commands.json)
@@ -21,10 +22,10 @@ if [[ -z "$base" ]]; then
 fi
 if [[ -n "$base" ]]; then
   mapfile -t files < <(git diff --name-only --diff-filter=AM "$base" HEAD -- '*.cc' |
-                       grep -E '^(plugin|collector|common|schemas)/' || true)
+                       grep -E '^(plugin|collector|common|schemas|tools)/' || true)
   echo "clang-tidy: ${#files[@]} changed source file(s) since $(git rev-parse --short "$base")"
 else
-  mapfile -t files < <(git ls-files '*.cc' | grep -E '^(plugin|collector|common|schemas)/')
+  mapfile -t files < <(git ls-files '*.cc' | grep -E '^(plugin|collector|common|schemas|tools)/')
   echo "clang-tidy: no history; all ${#files[@]} source files"
 fi
 # Only translation units the build compiles (fuzzers and benchmarks may be off).

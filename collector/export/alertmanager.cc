@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "spdlog/spdlog.h"
 
-#include "collector/export/render_common.h"
+#include "collector/base/real_time.h"
 
 namespace sentinel::collector {
 

@@ -7,8 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "collector/base/real_time.h"
 #include "collector/export/baseline_export.h"
-#include "collector/export/render_common.h"
+#include "collector/export/version.h"
 
 namespace sentinel::collector {
 namespace {

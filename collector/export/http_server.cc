@@ -23,7 +23,9 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/config/config.h"
-#include "collector/export/exporters.h"
+#include "collector/export/api_json.h"
+#include "collector/export/prometheus_text.h"
+#include "collector/export/trace_json.h"
 #include "common/mono_clock.h"
 #include "common/wire_text.h"
 

@@ -12,12 +12,12 @@
 #include "plugin/base/dcheck.h"
 #include "plugin/base/log.h"
 #include "plugin/core/drainer.h"
-#include "plugin/core/jsonl_sink.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/cupti/cupti_runtime.h"
 #include "plugin/cupti/step_marker.h"
 #include "plugin/guard/guard_runtime.h"
 #include "plugin/transport/collector_sink.h"
+#include "plugin/transport/jsonl_sink.h"
 
 namespace sentinel::plugin {
 

@@ -223,7 +223,7 @@ absl::StatusOr<std::string> HttpGet(const std::string& addr, const std::string& 
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    return absl::UnavailableError(std::string("no sentineld at ") + addr + " (" + strerror(errno) +
+    return absl::UnavailableError(std::string("no sentineld at ") + addr + " (" + ErrnoText(errno) +
                                   ")");
   }
   timeval tv{5, 0};
@@ -323,7 +323,7 @@ int Run(const Options& o) {
     return kExpectation;
   }
   // The baseline's communicator must not be profiled as part of the job.
-  setenv("NCCL_PROFILER_PLUGIN", "none", 1);
+  setenv("NCCL_PROFILER_PLUGIN", "none", 1);  // NOLINT(concurrency-mt-unsafe): start-up, one thread
   // NCCL's log is the guard's evidence: capture it (only when an expectation is set).
   guard::InstallLogCapture(true);
 

@@ -134,6 +134,11 @@ struct Peer {
 
 }  // namespace
 
+std::string ErrnoText(int err) {
+  char buf[128];
+  return strerror_r(err, buf, sizeof(buf));  // GNU: returns the text, in buf or static
+}
+
 std::string FirstSlurmHost(const std::string& nodelist) {
   size_t end = nodelist.find_first_of(",[");
   if (end == std::string::npos) return nodelist;
@@ -224,7 +229,7 @@ absl::StatusOr<int> ListenForRendezvous(int port, int* bound_port) {
   bool v6 = fd >= 0;
   if (!v6) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    return absl::UnavailableError(std::string("socket: ") + strerror(errno));
+    return absl::UnavailableError(std::string("socket: ") + ErrnoText(errno));
   }
   int one = 1;
   int zero = 0;
@@ -246,7 +251,7 @@ absl::StatusOr<int> ListenForRendezvous(int port, int* bound_port) {
   }
   if (rc != 0 || listen(fd, 1024) != 0) {
     const std::string why = "rank 0 cannot listen on port " + std::to_string(port) + ": " +
-                            strerror(errno) +
+                            ErrnoText(errno) +
                             " (choose another with --port or SENTINEL_BASELINE_PORT)";
     close(fd);
     return absl::UnavailableError(why);
@@ -321,7 +326,7 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
     const int wait_ms = static_cast<int>(std::max(0.0, wake - now) * 1000) + 1;
     const int rc = poll(pfds.data(), pfds.size(), std::min(wait_ms, 1000));
     if (rc < 0 && errno != EINTR) {
-      *error = std::string("rank 0: poll: ") + strerror(errno);
+      *error = std::string("rank 0: poll: ") + ErrnoText(errno);
       ok = false;
       break;
     }
@@ -387,7 +392,7 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
       p.deadline = NowS() + kPeerTimeoutS;
       if (!RandomBytes(p.server_nonce, kNonceBytes)) {
         close(c);
-        *error = std::string("rank 0: no random bytes for the rendezvous: ") + strerror(errno);
+        *error = std::string("rank 0: no random bytes for the rendezvous: ") + ErrnoText(errno);
         ok = false;
         break;
       }
@@ -430,7 +435,7 @@ absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const 
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) continue;
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-          last = std::string("connect: ") + strerror(errno);
+          last = std::string("connect: ") + ErrnoText(errno);
           close(fd);
           continue;
         }

@@ -1,7 +1,5 @@
 // Exporters: Prometheus text rendering (bounded labels, cumulative histograms), the telemetry
 // window, the trace, and the Alertmanager payload and push.
-#include "collector/export/exporters.h"
-
 #include <httplib.h>
 
 #include <chrono>
@@ -13,6 +11,9 @@
 #include "gtest/gtest.h"
 
 #include "collector/export/alertmanager.h"
+#include "collector/export/api_json.h"
+#include "collector/export/prometheus_text.h"
+#include "collector/export/trace_json.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {

@@ -9,7 +9,9 @@
 #include "gtest/gtest.h"
 
 #include "collector/aggregate/aggregator.h"
-#include "collector/export/exporters.h"
+#include "collector/export/api_json.h"
+#include "collector/export/prometheus_text.h"
+#include "collector/export/trace_json.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {

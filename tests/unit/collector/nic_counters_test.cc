@@ -12,7 +12,8 @@
 #include "gtest/gtest.h"
 
 #include "collector/aggregate/aggregator.h"
-#include "collector/export/exporters.h"
+#include "collector/export/api_json.h"
+#include "collector/export/prometheus_text.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {

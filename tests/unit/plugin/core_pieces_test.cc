@@ -14,10 +14,10 @@
 #include "plugin/base/env_config.h"
 #include "plugin/base/event_mask.h"
 #include "plugin/core/calibration.h"
-#include "plugin/core/jsonl_sink.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/record_ring.h"
+#include "plugin/transport/jsonl_sink.h"
 
 namespace sentinel::plugin {
 namespace {

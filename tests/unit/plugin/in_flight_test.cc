@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "plugin/core/in_flight_monitor.h"
-#include "plugin/core/jsonl_sink.h"
+#include "plugin/transport/jsonl_sink.h"
 
 namespace sentinel::plugin {
 namespace {

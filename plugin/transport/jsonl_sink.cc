@@ -1,5 +1,5 @@
 // JSON Lines dump of everything the plugin produces (SENTINEL_DUMP).
-#include "plugin/core/jsonl_sink.h"
+#include "plugin/transport/jsonl_sink.h"
 
 #include <fcntl.h>
 #include <unistd.h>

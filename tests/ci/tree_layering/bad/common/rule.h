@@ -1,0 +1,3 @@
+// Planted: common/ reaches into the plugin.
+#pragma once
+#include "plugin/base/status.h"

@@ -1,0 +1,4 @@
+// Tests may include any tree.
+#include "collector/ctl.h"
+#include "plugin/base/status.h"
+#include "tools/baseline/report.h"

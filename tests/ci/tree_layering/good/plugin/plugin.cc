@@ -1,0 +1,2 @@
+#include "common/rule.h"
+#include "plugin/base/status.h"
