@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "collector/aggregate/alert_book.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/aggregate/stats.h"
 #include "common/wire_text.h"
@@ -513,6 +514,46 @@ nlohmann::json SlowCause::EvidenceFor(uint64_t comm_hash) const {
   const SlowSpan* last = LastSettled(comm_hash);
   return {{"excess_s_by_cause", seconds},
           {"last", last != nullptr ? SlowSpanJson(*last) : nlohmann::json()}};
+}
+
+std::vector<Alert> SlowCause::NetworkAlerts(int64_t now_ns, int64_t recent_ns,
+                                            const std::string& host,
+                                            const std::string& runbook_base) const {
+  std::vector<Alert> out;
+  for (const auto& [hash, c] : comms_) {
+    const SlowSpan* s = LastSettled(hash);
+    if (s == nullptr || s->cause != SlowCauseKind::kNetwork || now_ns - s->end_ns > recent_ns) {
+      continue;
+    }
+    const double n = std::max<double>(s->windows, 1);
+    const double usual_ms = static_cast<double>(s->usual_ns) / 1e6;
+    const double mean_ms = static_cast<double>(s->duration_ns) / 1e6 / n;
+    Alert a;
+    a.id = absl::StrCat(kSlowNetworkAlertPrefix, CommLabel(hash));
+    a.kind = AlertKind::kLinkDegraded;
+    a.severity = AlertSeverity::kWarning;
+    a.comm = CommLabel(hash);
+    a.host = host;
+    a.summary = absl::StrFormat(
+        "comm %s: %d %s collectives (seq %d-%d) took %.0f%% longer than its usual %.3f ms "
+        "(%.3f ms each): %s; waiting for late ranks %.3f ms of the %.3f ms excess, so not a "
+        "rank",
+        a.comm, s->windows, FuncName(s->func), s->first_seq, s->last_seq,
+        usual_ms > 0 ? (mean_ms - usual_ms) / usual_ms * 100 : 0.0, usual_ms, mean_ms,
+        SlowSpanVerdict(*s), static_cast<double>(s->late_ns) / 1e6,
+        static_cast<double>(s->excess_ns) / 1e6);
+    a.evidence = SlowSpanJson(*s);
+    if (!s->nics.empty()) {
+      a.evidence["device"] = s->nics[0].device;
+      a.evidence["port"] = s->nics[0].port;
+      a.evidence["counter"] = s->nics[0].counter;
+      a.evidence["delta"] = s->nics[0].delta;
+    }
+    a.runbook = absl::StrCat(runbook_base, "alert-link_degraded");
+    out.push_back(std::move(a));
+  }
+  std::sort(out.begin(), out.end(), [](const Alert& x, const Alert& y) { return x.id < y.id; });
+  return out;
 }
 
 nlohmann::json SlowSpanJson(const SlowSpan& s) {

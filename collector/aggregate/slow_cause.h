@@ -39,6 +39,8 @@
 
 namespace sentinel::collector {
 
+struct Alert;
+
 struct SlowCauseParams {
   // A window is slow when its duration exceeds the usual by more than this share of the usual...
   double min_excess_share = 0.2;
@@ -198,7 +200,7 @@ class SlowCause {
  public:
   static constexpr size_t kMaxKeys = 4;    // (function, size bucket) histories per communicator
   static constexpr size_t kMaxSpans = 16;  // spans kept per communicator (open and settled)
-  static constexpr size_t kMaxComms = 4096;
+  static constexpr size_t kMaxComms = 1024;
   static constexpr size_t kMaxRecent = 64;  // spans in the snapshot's `recent`
 
   explicit SlowCause(SlowCauseParams params = {}) : params_(params) {}
@@ -223,6 +225,14 @@ class SlowCause {
   nlohmann::json EvidenceFor(uint64_t comm_hash) const;
   // The communicator's latest settled span, nullptr when none.
   const SlowSpan* LastSettled(uint64_t comm_hash) const;
+  // The network findings at `now_ns`: one alert per communicator whose latest settled span was
+  // slowed by the network (cause kNetwork) and ended within `recent_ns` (kind link_degraded, id
+  // kSlowNetworkAlertPrefix + comm label, no rank: the NIC and link named, the waiting for late
+  // ranks quoted). The caller fires them and resolves earlier ids of that prefix not returned.
+  std::vector<Alert> NetworkAlerts(int64_t now_ns, int64_t recent_ns, const std::string& host,
+                                   const std::string& runbook_base) const;
+  // A scratch vector for the caller to fill a WindowObservation's ranks without allocating.
+  std::vector<WindowRank>& scratch() { return scratch_; }
   // Spans still waiting for their samples (all communicators).
   size_t unsettled() const { return unsettled_; }
   uint64_t evicted() const { return evicted_; }
@@ -263,7 +273,9 @@ class SlowCause {
   LinkLatencyHistory links_;
   size_t unsettled_ = 0;
   uint64_t evicted_ = 0;
+  std::vector<WindowRank> scratch_;
 };
+inline constexpr const char* kSlowNetworkAlertPrefix = "link_degraded-slow-";
 
 // A span as JSON (the /v1/telemetry "slow_windows" entries, alerts' evidence).
 nlohmann::json SlowSpanJson(const SlowSpan& s);

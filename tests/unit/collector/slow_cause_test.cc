@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include "collector/aggregate/alert_book.h"
 #include "collector/aggregate/stats.h"
 
 namespace sentinel::collector {
@@ -132,6 +133,7 @@ TEST(SlowCauseTest, LateRankIsNamedAndTheExcessIsItsWaiting) {
   EXPECT_NEAR(snap.comms[0].excess_s[0], 0.030, 0.001);  // late_rank seconds
   EXPECT_EQ(snap.comms[0].excess_s[1], 0);               // network
   EXPECT_EQ(snap.comms[0].windows[0], 5u);
+  EXPECT_TRUE(sc.NetworkAlerts(t + 2 * kS, 60 * kS, "node-a", "rb/").empty());  // a rank's
 }
 
 TEST(SlowCauseTest, SlowerTransferWithXmitWaitClimbingIsTheNetworkNamingTheNic) {
@@ -170,6 +172,21 @@ TEST(SlowCauseTest, SlowerTransferWithXmitWaitClimbingIsTheNetworkNamingTheNic) 
   EXPECT_EQ(j["cause"], "network");
   EXPECT_EQ(j["nics"][0]["device"], "mlx5_0");
   EXPECT_EQ(j["late_ranks"].size(), 0u);
+  // The finding: a link_degraded alert naming the NIC and the network, no rank.
+  const std::vector<Alert> alerts = sc.NetworkAlerts(t + 2 * kS, 60 * kS, "node-a", "rb/");
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].id, "link_degraded-slow-0x0000000000abcdef");
+  EXPECT_EQ(alerts[0].kind, AlertKind::kLinkDegraded);
+  EXPECT_TRUE(alerts[0].ranks.empty());
+  EXPECT_NE(alerts[0].summary.find("took 49% longer than its usual 2.0"), std::string::npos)
+      << alerts[0].summary;
+  EXPECT_NE(alerts[0].summary.find("network (mlx5_0 port 1: port_xmit_wait +"), std::string::npos)
+      << alerts[0].summary;
+  EXPECT_NE(alerts[0].summary.find("so not a rank"), std::string::npos);
+  EXPECT_EQ(alerts[0].evidence["device"], "mlx5_0");
+  EXPECT_EQ(alerts[0].host, "node-a");
+  // Once the span is older than the recent window, no finding (the caller resolves it).
+  EXPECT_TRUE(sc.NetworkAlerts(t + 90 * kS, 60 * kS, "node-a", "rb/").empty());
   const nlohmann::json ev = sc.EvidenceFor(kComm);
   EXPECT_NEAR(ev["excess_s_by_cause"]["network"].get<double>(), 0.010, 0.0005);
   EXPECT_EQ(ev["excess_s_by_cause"]["late_rank"].get<double>(), 0);
