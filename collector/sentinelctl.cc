@@ -26,8 +26,8 @@
 #include "collector/ctl_net.h"
 #include "collector/ctl_slow.h"
 #include "collector/ctl_text.h"
+#include "common/baseline_report.h"
 #include "common/sentinel_env.h"
-#include "tools/baseline/report.h"
 
 namespace {
 
