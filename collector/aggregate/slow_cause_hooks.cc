@@ -16,18 +16,15 @@ constexpr int64_t kNetworkFindingRecentNs = 60LL * 1000000000;
 
 }  // namespace
 
-void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const FuncRing& ring,
-                          size_t slot) {
-  const JoinSlot& js = ring.slots[slot];
-  const size_t width = static_cast<size_t>(ring.width);
-  const JoinCell* cells = &ring.cells[slot * width];
+void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const JoinSlot& js,
+                          const JoinCell* cells) {
   std::vector<WindowRank>& ranks = state->slow.scratch();
   ranks.clear();
   WindowObservation w;
   w.min_arrival_ns = INT64_MAX;
   w.max_arrival_ns = INT64_MIN;
   w.max_end_ns = INT64_MIN;
-  for (size_t li = 0; li < comm.members.size() && li < width; ++li) {
+  for (size_t li = 0; li < comm.members.size(); ++li) {
     const JoinCell& c = cells[li];
     if (c.arrival == kUnset) continue;
     if (c.duration < 0) return;  // no GPU times for a rank: the split needs them all

@@ -14,12 +14,13 @@ namespace sentinel::collector {
 
 struct State;
 struct CommState;
-struct FuncRing;
+struct JoinSlot;
+struct JoinCell;
 
-// A collective of `comm` joined in `ring`'s slot `slot` with every active local rank (not a
-// partial join). Judged only when every rank has its GPU times.
-void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const FuncRing& ring,
-                          size_t slot);
+// A collective of `comm` joined with every active local rank (not a partial join): its slot and
+// cells (one per local index). Judged only when every rank has its GPU times.
+void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const JoinSlot& slot,
+                          const JoinCell* cells);
 // A NetConnStats report already taken by State::net (its send end: latency over time).
 void SlowCauseNoteLink(State* state, const SentinelWireNetConnStats& stats);
 // Settles what can be settled at `now_mono_ns` and fires / resolves the network findings

@@ -71,7 +71,7 @@ std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
                                  : "";
     const std::string nic = s.cause == SlowCauseKind::kNetwork ? NicLabel(s) : "";
     absl::StrAppend(&out, "sentinel_comm_slow_last_info{comm=\"", CommLabel(c.hash), "\",cause=\"",
-                    SlowCauseName(s.cause), "\",rank=\"", rank, "\",nic=\"", Escape(nic),
+                    SlowCauseName(s.cause), "\",late_rank=\"", rank, "\",nic=\"", Escape(nic),
                     "\"} 1\n");
   }
   return out;

@@ -6,9 +6,9 @@
 //       by cause: late_rank (waiting for late ranks), network (slower transfer while a NIC or
 //       link moved), transfer (slower transfer, no counter moved)
 //   sentinel_comm_slow_windows_total{comm,cause}  slow collectives, by their span's cause
-//   sentinel_comm_slow_last_info{comm,cause,rank,nic}  1, for the latest settled span: its cause,
-//       the first late rank named ("" when none) and the first NIC port ("mlx5_0:1") or link
-//       device named ("" when none)
+//   sentinel_comm_slow_last_info{comm,cause,late_rank,nic}  1, for the latest settled span: its
+//       cause, the first late rank named ("" when none) and the first NIC port ("mlx5_0:1") or
+//       link device named ("" when none)
 #pragma once
 
 #include <cstdint>
