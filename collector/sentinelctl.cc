@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 
 #include "collector/ctl_net.h"
+#include "collector/ctl_slow.h"
 #include "collector/ctl_text.h"
 #include "common/baseline_report.h"
 #include "common/sentinel_env.h"
@@ -63,6 +64,12 @@ Commands:
                          json: GET /v1/exclude as is
   net [--json]           the wrapping net plugin's view: devices offered to NCCL, and per
                          connection both ends, bytes, requests, latency, rate, DEGRADED marks
+  slow [--json] [--last DUR]
+                         slow collectives per communicator (default: sentineld's --window; --last
+                         10m: that window): each span's excess over the communicator's usual
+                         duration and its cause: late rank N, network (naming the NIC port and
+                         counter, e.g. mlx5_0 port 1: port_xmit_wait +X) or transfer; then the
+                         seconds by cause
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -78,7 +85,8 @@ struct Options {
   bool once = false;
   double interval_s = 1.0;
   std::string last = "60s";
-  int64_t since_s = -1;  // alerts --since: resolved within this many seconds, -1 = not given
+  bool last_set = false;  // --last given (slow: the telemetry window)
+  int64_t since_s = -1;   // alerts --since: resolved within this many seconds, -1 = not given
   std::string format = "slurm";  // exclude --format
 };
 
@@ -229,6 +237,22 @@ int Net(const Options& o) {
     std::cout << sentinel::ctl::NetJson(t, a).dump(2) << "\n";
   } else {
     std::cout << sentinel::ctl::NetTables(t, a);
+  }
+  return kOk;
+}
+
+int Slow(const Options& o) {
+  nlohmann::json t;
+  std::string path = "/v1/telemetry";
+  if (o.last_set) {
+    if (ParseSeconds(o.last) < 0) return Usage("--last needs a duration (e.g. 90s, 10m, 2h)");
+    path += "?window=" + o.last;
+  }
+  if (!Get(o, path, &t)) return kUnreachable;
+  if (o.json) {
+    std::cout << Field(t, "slow_windows").dump(2) << "\n";
+  } else {
+    std::cout << sentinel::ctl::SlowTable(t);
   }
   return kOk;
 }
@@ -437,6 +461,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       }
     } else if (a == "--last") {
       if (!value(&o.last)) return Usage("--last needs a duration");
+      o.last_set = true;
     } else if (!a.empty() && a[0] == '-') {
       return Usage(absl::StrCat("unknown option ", a).c_str());
     } else if (o.command.empty()) {
@@ -469,6 +494,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (o.command == "baseline") return Baseline(o);
     if (o.command == "exclude") return Exclude(o);
     if (o.command == "net") return Net(o);
+    if (o.command == "slow") return Slow(o);
   } catch (const nlohmann::json::exception& e) {
     std::fprintf(stderr, "sentinelctl: %s: sentineld's answer has an unexpected shape (%s)\n",
                  o.command.c_str(), Escaped(e.what()).c_str());

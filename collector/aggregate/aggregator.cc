@@ -19,6 +19,7 @@
 #include "collector/aggregate/alerts/nic_alerts.h"
 #include "collector/aggregate/alerts/straggler_alert.h"
 #include "collector/aggregate/rank_range.h"
+#include "collector/aggregate/slow_cause_hooks.h"
 #include "collector/aggregate/wire_fields.h"
 #include "common/host_name.h"
 
@@ -301,6 +302,8 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
         cs.pid = pid;
         if (!state_.net.OnConnStats(state_.host, cs, batch_now_ns_, client)) {
           ++state_.counters.refused_not_owner;
+        } else {
+          SlowCauseNoteLink(&state_, cs);  // its latency over time (slow_cause.h)
         }
       }
       return;
@@ -436,6 +439,7 @@ void Aggregator::Tick() {
       [&](const Alert& a) { return a.kind == AlertKind::kHang && hung.count(a.comm) == 0; },
       ResolveReason::kCleared, clock_->RealNs());
   EvaluateNetLinkAlerts();
+  SlowCauseSettle(&state_, now, clock_->RealNs(), config_.runbook_base);
   state_.alerts.Expire(clock_->RealNs());
   state_.counters.evicted_alerts = state_.alerts.evicted();
   state_.counters.alerts_refused = state_.alerts.refused();
@@ -530,6 +534,8 @@ void Aggregator::OnNicPoll(const std::vector<NicPortReading>& readings) {
   state_.nic.enabled = true;
   UpdateNicState(&state_.nic, readings, clock_->MonoNs());
   EvaluateNicAlerts();
+  // Slow collectives waiting for this poll: their NICs named (slow_cause.h).
+  SlowCauseSettle(&state_, clock_->MonoNs(), clock_->RealNs(), config_.runbook_base);
 }
 
 // Node-level alerts (no communicator): ids "nic_errors-<dev>-<port>" and

@@ -47,6 +47,7 @@
 #include "collector/aggregate/join_table.h"
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/record_sink.h"
+#include "collector/aggregate/slow_cause.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/aggregate/snapshot_source.h"
 #include "collector/aggregate/stats.h"
@@ -175,7 +176,8 @@ struct State {
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
   // The latest sentinel-baseline run (wire type 12).
   BaselineStore baseline;
-  NetLinks net;  // links of the wrapping net plugin (wire types 10/11, net_links.h)
+  NetLinks net;    // links of the wrapping net plugin (wire types 10/11, net_links.h)
+  SlowCause slow;  // why collectives are slow: late ranks vs network (slow_cause.h)
 };
 
 class Aggregator : public IngestConsumer, public NicPollConsumer, public SnapshotSource {

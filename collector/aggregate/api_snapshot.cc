@@ -80,6 +80,7 @@ TelemetrySnapshot TakeTelemetrySnapshot(const State& state, int64_t window_ns,
   snap.nic = ComputeNicWindow(state.nic, window_ns, now_mono_ns);
   snap.baseline = TakeBaselineSnapshot(state, since);
   snap.net = state.net;
+  snap.slow = state.slow.Snapshot();
   return snap;
 }
 

@@ -94,6 +94,7 @@ struct TelemetrySnapshot {
   NicWindow nic;
   BaselineSnapshot baseline;
   NetLinks net;
+  SlowCauseSnapshot slow;  // why collectives were slow (slow_cause.h); spans since since_mono_ns
 };
 
 // What the plugin dropped, as a heartbeat counts it (every reason).

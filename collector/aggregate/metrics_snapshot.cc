@@ -85,6 +85,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
   }
   snap.baseline = TakeBaselineSnapshot(state, INT64_MIN);
   snap.net = state.net;
+  snap.slow = state.slow.Snapshot();
   return snap;
 }
 

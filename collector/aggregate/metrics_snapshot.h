@@ -16,6 +16,7 @@
 #include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
+#include "collector/aggregate/slow_cause.h"
 #include "collector/aggregate/stats.h"
 #include "collector/base/alert_kind.h"
 #include "collector/nic/nic_counters.h"
@@ -105,6 +106,7 @@ struct MetricsSnapshot {
   std::vector<Process> processes;
   BaselineSnapshot baseline;  // over the whole kept window
   NetLinks net;
+  SlowCauseSnapshot slow;  // why collectives were slow (slow_cause.h)
 };
 
 // Copies what /metrics shows of `state`. Call with the aggregator's lock held (inside

@@ -9,6 +9,7 @@
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/alerts/alert_key.h"
 #include "collector/aggregate/rank_range.h"
+#include "collector/aggregate/slow_cause_hooks.h"
 #include "collector/aggregate/wire_fields.h"
 #include "common/collective_bandwidth.h"
 
@@ -239,6 +240,7 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
     AddSample(m, sample, &state_.counters.evicted_samples);
   }
   if (partial) return;
+  SlowCauseObserveJoin(&state_, *comm, func, slot, cells);  // late ranks vs network
   CompleteWindow(comm, func, slot, extent, bucket, warm);
 }
 

@@ -87,6 +87,7 @@ void Aggregator::RechargeRings(CommState* comm) {
 void Aggregator::EraseComm(uint64_t hash) {
   auto it = state_.comms.find(hash);
   if (it == state_.comms.end()) return;
+  state_.slow.Forget(hash);
   CommState* comm = it->second.get();
   // Its alerts end with it: an alert for a communicator nobody holds could never resolve, and
   // would keep its source's (and the book's) firing budget for good.

@@ -9,6 +9,7 @@
 
 #include "collector/base/real_time.h"
 #include "collector/export/baseline_export.h"
+#include "collector/export/slow_cause_export.h"
 #include "collector/export/version.h"
 
 namespace sentinel::collector {
@@ -178,6 +179,8 @@ nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
           {"baseline", BaselineJson(snap.baseline)},
           {"records", c.records},
           {"net", snap.net.ToJson()},  // net plugin devices and links (net_links.h)
+          // Slow collectives split into late rank / network / transfer (slow_cause.h).
+          {"slow_windows", SlowWindowsJson(snap.slow, snap.since_mono_ns)},
           {"plugin_dropped", snap.plugin_dropped},
           {"evicted",
            {{"pending_join", c.evicted_pending},

@@ -10,6 +10,7 @@
 #include "collector/aggregate/snapshot.h"
 #include "collector/base/alert_kind.h"
 #include "collector/export/baseline_export.h"
+#include "collector/export/slow_cause_export.h"
 #include "collector/export/version.h"
 
 namespace sentinel::collector {
@@ -400,8 +401,9 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
     }
   }
   std::string out = w.Take();
-  AppendBaselinePrometheus(snap.baseline, &out);  // baseline_export.h
-  out += snap.net.PrometheusText();               // net plugin links (net_links.h)
+  AppendBaselinePrometheus(snap.baseline, &out);        // baseline_export.h
+  out += snap.net.PrometheusText();                     // net plugin links (net_links.h)
+  out += SlowCausePrometheusText(snap.slow, exported);  // late rank vs network (slow_cause.h)
   return out;
 }
 

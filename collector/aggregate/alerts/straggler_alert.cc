@@ -65,6 +65,9 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   // CUPTI (gpu_activity.h): the rank's exposed communication against its peers' over the window;
   // null when the process has no measured GPU window.
   a.evidence["exposed_comm"] = ExposedCommEvidence(state, rs.pid, now_mono_ns - config.window_ns);
+  // The communicator's slow collectives split into waiting for late ranks vs slower transfer
+  // (network when a NIC or link moved): seconds by cause and the latest span (slow_cause.h).
+  a.evidence["slow_cause"] = state.slow.EvidenceFor(comm.hash);
   a.runbook = absl::StrCat(config.runbook_base, "alert-straggler");
   a.started_real_ns = now_real_ns;
   return a;

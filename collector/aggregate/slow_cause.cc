@@ -1,0 +1,648 @@
+// Why a collective is slow: see slow_cause.h.
+#include "collector/aggregate/slow_cause.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "collector/aggregate/alert_book.h"
+#include "collector/aggregate/snapshot.h"
+#include "collector/aggregate/stats.h"
+#include "common/wire_text.h"
+
+namespace sentinel::collector {
+namespace {
+
+int64_t MedianOf(const Ring<int64_t>& r, std::vector<int64_t>* scratch) {
+  scratch->clear();
+  for (size_t i = 0; i < r.size(); ++i) scratch->push_back(r[i]);
+  return Percentile(scratch, 50);
+}
+
+// A name from outside (sysfs directory, the net plugin's device string) made safe to show.
+std::string Esc(const std::string& v) {
+  std::string out(v.size() * 4 + 1, '\0');
+  out.resize(rules::EscapeWireText(v.data(), v.size(), out.data(), out.size()));
+  return out;
+}
+
+double MedianD(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The counters that speak for the network: errors and link-down on any growth, these on a rate
+// above their own usual.
+bool IsRateCounter(int c) {
+  return c == kNicPortXmitWait || c == kNicNpCnpSent || c == kNicRpCnpHandled ||
+         c == kNicNpEcnMarkedRocePackets;
+}
+
+void MergeLateRank(std::vector<LateRank>* into, int32_t rank, int64_t late_ns) {
+  for (LateRank& r : *into) {
+    if (r.rank == rank) {
+      r.late_ns += late_ns;
+      ++r.windows;
+      return;
+    }
+  }
+  if (into->size() < SlowSpan::kMaxLateRanks) {
+    into->push_back({rank, late_ns, 1});
+    return;
+  }
+  // Full: the smallest entry gives way to a larger newcomer.
+  auto smallest = std::min_element(into->begin(), into->end(), [](const auto& a, const auto& b) {
+    return a.late_ns < b.late_ns;
+  });
+  if (smallest->late_ns < late_ns) *smallest = {rank, late_ns, 1};
+}
+
+}  // namespace
+
+const char* SlowCauseName(SlowCauseKind kind) {
+  switch (kind) {
+    case SlowCauseKind::kLateRank:
+      return "late_rank";
+    case SlowCauseKind::kNetwork:
+      return "network";
+    case SlowCauseKind::kTransfer:
+      return "transfer";
+  }
+  return "transfer";
+}
+
+// ---- links ----------------------------------------------------------------------------------
+
+void LinkLatencyHistory::OnSample(uint64_t link_id, const std::string& host,
+                                  const std::string& dev_name, const std::string& peer_host,
+                                  const Sample& s) {
+  auto it = links_.find(link_id);
+  if (it == links_.end()) {
+    if (links_.size() >= kMaxLinks) {
+      auto oldest = links_.begin();
+      for (auto l = links_.begin(); l != links_.end(); ++l) {
+        if (l->second.samples.Newest().now_ns < oldest->second.samples.Newest().now_ns) oldest = l;
+      }
+      links_.erase(oldest);
+      ++evicted_;
+    }
+    it = links_.emplace(link_id, Link{}).first;
+    it->second.link_id = link_id;
+  }
+  Link& l = it->second;
+  l.host = host;
+  l.dev_name = dev_name;
+  l.peer_host = peer_host;
+  if (l.samples.size() > 0) {
+    const Sample& last = l.samples.Newest();
+    // Out of order or counters that went back (a new connection under a reused id): start over.
+    if (s.now_ns < last.now_ns) return;
+    if (s.requests < last.requests || s.latency_ns_sum < last.latency_ns_sum) {
+      l.samples.Reset(kSamplesPerLink);
+    }
+  }
+  l.samples.Push(s);
+  latest_ns_ = std::max(latest_ns_, s.now_ns);
+}
+
+std::vector<LinkMove> LinkLatencyHistory::Moves(int64_t start_ns, int64_t end_ns,
+                                                const SlowCauseParams& p) const {
+  struct Stretch {
+    const Link* link;
+    double mean;
+    double own_usual;  // < 0: unknown
+  };
+  std::vector<Stretch> stretches;
+  for (const auto& [id, l] : links_) {
+    const size_t n = l.samples.size();
+    if (n < 2) continue;
+    // a: the last report at or before the span's start (the first one when none);
+    // b: the first report at or after its end (the newest when none).
+    size_t a = 0;
+    for (size_t i = 0; i < n && l.samples[i].now_ns <= start_ns; ++i) a = i;
+    size_t b = n - 1;
+    for (size_t i = n; i > 0 && l.samples[i - 1].now_ns >= end_ns; --i) b = i - 1;
+    if (b <= a || l.samples[b].now_ns <= start_ns || l.samples[a].now_ns >= end_ns) continue;
+    const Sample& sa = l.samples[a];
+    const Sample& sb = l.samples[b];
+    const uint64_t reqs = sb.requests - sa.requests;
+    if (reqs < p.link_min_requests) continue;
+    Stretch st{
+        &l, static_cast<double>(sb.latency_ns_sum - sa.latency_ns_sum) / static_cast<double>(reqs),
+        -1};
+    const Sample& s0 = l.samples[0];
+    if (a > 0 && sa.requests - s0.requests >= p.link_min_requests) {
+      st.own_usual = static_cast<double>(sa.latency_ns_sum - s0.latency_ns_sum) /
+                     static_cast<double>(sa.requests - s0.requests);
+    }
+    stretches.push_back(st);
+  }
+  std::vector<LinkMove> out;
+  for (size_t i = 0; i < stretches.size(); ++i) {
+    const Stretch& st = stretches[i];
+    std::vector<double> others;
+    for (size_t j = 0; j < stretches.size(); ++j) {
+      if (j != i) others.push_back(stretches[j].mean);
+    }
+    LinkMove m;
+    bool moved = false;
+    if (st.own_usual > 0 && st.mean > p.link_latency_factor * st.own_usual) {
+      moved = true;
+      m.usual_latency_ns = st.own_usual;
+    } else if (others.size() >= 2) {
+      const double median = MedianD(others);
+      if (median > 0 && st.mean > p.link_latency_factor * median) {
+        moved = true;
+        m.usual_latency_ns = median;
+        m.vs_other_links = true;
+      }
+    }
+    if (!moved) continue;
+    m.link_id = st.link->link_id;
+    m.host = st.link->host;
+    m.dev_name = st.link->dev_name;
+    m.peer_host = st.link->peer_host;
+    m.mean_latency_ns = st.mean;
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(), [](const LinkMove& x, const LinkMove& y) {
+    return x.mean_latency_ns / x.usual_latency_ns > y.mean_latency_ns / y.usual_latency_ns;
+  });
+  return out;
+}
+
+// ---- NIC ports --------------------------------------------------------------------------------
+
+std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
+                                const SlowCauseParams& p) {
+  std::vector<NicMove> out;
+  for (const auto& [key, port] : nic.ports) {
+    const Ring<NicPoint>& h = port.history;
+    const size_t n = h.size();
+    // The polls overlapping the span: interval (h[i-1], h[i]) with any overlap. A span shorter
+    // than a poll falls inside one interval.
+    std::array<double, kNicCounterCount> grown{};
+    std::array<double, kNicCounterCount> attributed{};
+    double overlap_s = 0;  // summed lengths of the overlapping intervals
+    bool any = false;
+    std::vector<size_t> other;  // intervals not overlapping the span (the usual)
+    for (size_t i = 1; i < n; ++i) {
+      const int64_t t0 = h[i - 1].mono_ns;
+      const int64_t t1 = h[i].mono_ns;
+      if (t1 <= t0) continue;
+      const int64_t lo = std::max(t0, start_ns);
+      const int64_t hi = std::min(t1, end_ns);
+      // A span of zero length still sits in the interval that contains it.
+      const bool overlaps = hi > lo || (start_ns == end_ns && start_ns > t0 && start_ns <= t1);
+      if (!overlaps) {
+        other.push_back(i);
+        continue;
+      }
+      any = true;
+      const double share =
+          hi > lo ? static_cast<double>(hi - lo) / static_cast<double>(t1 - t0) : 0.0;
+      overlap_s += static_cast<double>(t1 - t0) / 1e9;
+      for (int c = 0; c < kNicCounterCount; ++c) {
+        const size_t k = static_cast<size_t>(c);
+        const double d = static_cast<double>(h[i].total[k] - h[i - 1].total[k]);
+        grown[k] += d;
+        attributed[k] += d * share;
+      }
+    }
+    const bool down = !port.last.active && port.last_seen_mono_ns >= start_ns;
+    if (!any && !down) continue;
+    for (int c = 0; c < kNicCounterCount && any; ++c) {
+      const size_t k = static_cast<size_t>(c);
+      if ((port.last.present & (1u << c)) == 0 || grown[k] <= 0) continue;
+      NicMove m;
+      m.device = key.first;
+      m.port = key.second;
+      m.counter = NicCounterName(c);
+      m.delta = attributed[k] > 0 ? attributed[k] : grown[k];
+      m.rate_per_s = overlap_s > 0 ? grown[k] / overlap_s : 0;
+      if (NicCounterIsError(c) || c == kNicLinkDowned) {
+        out.push_back(std::move(m));
+        continue;
+      }
+      if (!IsRateCounter(c) || other.size() < static_cast<size_t>(p.counter_min_polls)) continue;
+      // Its usual: the median rate over its other kept polls (the most recent 120).
+      std::vector<double> rates;
+      for (size_t j = other.size() > 120 ? other.size() - 120 : 0; j < other.size(); ++j) {
+        const size_t i = other[j];
+        const double dt = static_cast<double>(h[i].mono_ns - h[i - 1].mono_ns) / 1e9;
+        rates.push_back(static_cast<double>(h[i].total[k] - h[i - 1].total[k]) / dt);
+      }
+      m.usual_per_s = MedianD(rates);
+      if (m.rate_per_s > p.counter_rate_factor * m.usual_per_s) out.push_back(std::move(m));
+    }
+    if (down) {
+      NicMove m;
+      m.device = key.first;
+      m.port = key.second;
+      m.counter = "state";
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+// ---- communicators ----------------------------------------------------------------------------
+
+int64_t SlowCause::BytesPerComm(const SlowCauseParams& p) {
+  const int64_t usual = static_cast<int64_t>(sizeof(Usual)) + 3 * 8 * p.history;
+  const int64_t span = static_cast<int64_t>(sizeof(SlowSpan)) +
+                       static_cast<int64_t>(SlowSpan::kMaxLateRanks * sizeof(LateRank)) +
+                       4 * static_cast<int64_t>(sizeof(NicMove) + sizeof(LinkMove));
+  return static_cast<int64_t>(sizeof(Comm)) + static_cast<int64_t>(kMaxKeys) * usual +
+         static_cast<int64_t>(kMaxSpans) * span;
+}
+
+SlowCause::Usual* SlowCause::UsualFor(Comm* c, uint8_t func, int bucket, int64_t now_ns) {
+  for (Usual& u : c->usual) {
+    if (u.func == func && u.bucket == bucket) {
+      u.last_used_ns = now_ns;
+      return &u;
+    }
+  }
+  Usual* u = nullptr;
+  if (c->usual.size() < kMaxKeys) {
+    u = &c->usual.emplace_back();
+  } else {  // the one used longest ago learns the new key
+    u = &*std::min_element(c->usual.begin(), c->usual.end(), [](const Usual& a, const Usual& b) {
+      return a.last_used_ns < b.last_used_ns;
+    });
+    *u = Usual();
+  }
+  u->func = func;
+  u->bucket = bucket;
+  const size_t cap = static_cast<size_t>(std::max(params_.history, 1));
+  u->skew.Reset(cap);
+  u->transfer.Reset(cap);
+  u->total.Reset(cap);
+  u->last_used_ns = now_ns;
+  return u;
+}
+
+bool SlowCause::OnWindow(const WindowObservation& w, const NicState* nic) {
+  if (w.max_end_ns < w.max_arrival_ns || w.max_arrival_ns < w.min_arrival_ns) return false;
+  auto it = comms_.find(w.comm_hash);
+  if (it == comms_.end()) {
+    if (comms_.size() >= kMaxComms) {
+      auto oldest = comms_.begin();
+      for (auto c = comms_.begin(); c != comms_.end(); ++c) {
+        if (c->second.last_window_ns < oldest->second.last_window_ns) oldest = c;
+      }
+      for (const SlowSpan& s : oldest->second.spans) unsettled_ -= s.settled ? 0 : 1;
+      comms_.erase(oldest);
+      ++evicted_;
+    }
+    it = comms_.emplace(w.comm_hash, Comm{}).first;
+  }
+  Comm* c = &it->second;
+  c->last_window_ns = w.max_end_ns;
+  Usual* u = UsualFor(c, w.func, w.bucket, w.max_end_ns);
+  const int64_t skew = w.max_arrival_ns - w.min_arrival_ns;
+  const int64_t transfer = w.max_end_ns - w.max_arrival_ns;
+  const int64_t total = skew + transfer;
+  const auto learn = [&] {
+    u->skew.Push(skew);
+    u->transfer.Push(transfer);
+    u->total.Push(total);
+    ++u->pushes_since_cache;
+  };
+  if (static_cast<int>(u->total.size()) < params_.min_history) {
+    learn();
+    return false;
+  }
+  if (u->pushes_since_cache >= 8) {  // the medians move slowly: refreshed every 8 windows
+    std::vector<int64_t> scratch;
+    u->skew0 = MedianOf(u->skew, &scratch);
+    u->transfer0 = MedianOf(u->transfer, &scratch);
+    const int64_t total0 = MedianOf(u->total, &scratch);
+    scratch.clear();
+    for (size_t i = 0; i < u->total.size(); ++i)
+      scratch.push_back(std::llabs(u->total[i] - total0));
+    u->spread = static_cast<int64_t>(1.4826 * static_cast<double>(Percentile(&scratch, 50)));
+    u->pushes_since_cache = 0;
+  }
+  const int64_t usual = u->skew0 + u->transfer0;
+  const int64_t excess = total - usual;
+  const double threshold = std::max(params_.min_excess_share * static_cast<double>(usual),
+                                    params_.spread_factor * static_cast<double>(u->spread));
+  const bool slow = excess > 0 && static_cast<double>(excess) > threshold;
+  u->slow_fraction = 0.98 * u->slow_fraction + (slow ? 0.02 : 0.0);
+  if (!slow) {
+    u->mostly_slow_since = INT64_MIN;
+    learn();
+    return false;
+  }
+  // Slow windows stay out of the usual, unless nearly all have been slow for long: then that is
+  // the usual now.
+  if (u->slow_fraction > 0.9) {
+    if (u->mostly_slow_since == INT64_MIN) u->mostly_slow_since = w.max_end_ns;
+    if (w.max_end_ns - u->mostly_slow_since >= params_.relearn_after_ns) {
+      u->skew.Reset(u->skew.capacity());
+      u->transfer.Reset(u->transfer.capacity());
+      u->total.Reset(u->total.capacity());
+      u->slow_fraction = 0;
+      u->mostly_slow_since = INT64_MIN;
+      u->pushes_since_cache = 1 << 30;
+    }
+  } else {
+    u->mostly_slow_since = INT64_MIN;
+  }
+  // The split: the last arrival's lateness beyond the usual skew is waiting; the rest transfer.
+  const int64_t late = std::clamp<int64_t>(skew - u->skew0, 0, excess);
+  const int64_t xfer = excess - late;
+  const bool late_dominant = late >= xfer;
+
+  SlowSpan* open = nullptr;
+  if (!c->spans.empty()) {
+    SlowSpan& last = c->spans.back();
+    const bool last_late = last.late_ns >= last.transfer_ns;
+    if (!last.settled && last.func == w.func && last.bucket == w.bucket &&
+        last_late == late_dominant && w.min_arrival_ns - last.end_ns <= params_.coalesce_gap_ns &&
+        w.max_end_ns - last.start_ns <= params_.span_max_ns && w.max_end_ns >= last.end_ns) {
+      open = &last;
+    }
+  }
+  if (open == nullptr) {
+    SlowSpan s;
+    s.comm_hash = w.comm_hash;
+    s.func = w.func;
+    s.bucket = w.bucket;
+    s.first_seq = w.seq;
+    s.start_ns = w.min_arrival_ns;
+    s.usual_ns = usual;
+    s.remote_ranks = w.nranks > w.local_ranks;
+    AddSpan(c, std::move(s), nic);
+    open = &c->spans.back();
+  }
+  open->last_seq = w.seq;
+  open->end_ns = w.max_end_ns;
+  ++open->windows;
+  open->duration_ns += total;
+  open->excess_ns += excess;
+  open->late_ns += late;
+  open->transfer_ns += xfer;
+  if (late > 0) {
+    // The ranks that account for the waiting: within half of the latest one's lateness.
+    const int64_t last_late = skew - u->skew0;
+    for (size_t i = 0; i < w.nranks_seen; ++i) {
+      const int64_t l = w.ranks[i].arrival_ns - w.min_arrival_ns - u->skew0;
+      if (l > 0 && 2 * l >= last_late) MergeLateRank(&open->late_ranks, w.ranks[i].rank, l);
+    }
+    std::sort(open->late_ranks.begin(), open->late_ranks.end(),
+              [](const LateRank& a, const LateRank& b) { return a.late_ns > b.late_ns; });
+  }
+  return true;
+}
+
+void SlowCause::AddSpan(Comm* c, SlowSpan span, const NicState* nic) {
+  if (c->spans.size() >= kMaxSpans) {
+    // Make room: the oldest settled span goes; when none is settled, the oldest is settled now
+    // with what is known and goes.
+    auto victim =
+        std::find_if(c->spans.begin(), c->spans.end(), [](const SlowSpan& s) { return s.settled; });
+    if (victim == c->spans.end()) {
+      victim = c->spans.begin();
+      SettleSpan(c, &*victim, nic);
+    }
+    c->spans.erase(victim);
+  }
+  c->spans.push_back(std::move(span));
+  ++unsettled_;
+}
+
+void SlowCause::SettleSpan(Comm* c, SlowSpan* s, const NicState* nic) {
+  if (s->settled) return;
+  s->settled = true;
+  --unsettled_;
+  if (s->transfer_ns > 0) {
+    if (nic != nullptr) s->nics = NicMovesIn(*nic, s->start_ns, s->end_ns, params_);
+    s->links = links_.Moves(s->start_ns, s->end_ns, params_);
+  }
+  if (s->late_ns >= s->transfer_ns) {
+    s->cause = SlowCauseKind::kLateRank;
+  } else {
+    s->cause =
+        s->nics.empty() && s->links.empty() ? SlowCauseKind::kTransfer : SlowCauseKind::kNetwork;
+  }
+  // Seconds by cause: the waiting is a late rank's, the transfer the network's when a counter
+  // moved, else unexplained transfer.
+  const SlowCauseKind xfer_kind =
+      s->nics.empty() && s->links.empty() ? SlowCauseKind::kTransfer : SlowCauseKind::kNetwork;
+  c->excess_s[static_cast<size_t>(SlowCauseKind::kLateRank)] +=
+      static_cast<double>(s->late_ns) / 1e9;
+  c->excess_s[static_cast<size_t>(xfer_kind)] += static_cast<double>(s->transfer_ns) / 1e9;
+  c->windows[static_cast<size_t>(s->cause)] += s->windows;
+}
+
+void SlowCause::Settle(const NicState& nic, int64_t now_ns) {
+  if (unsettled_ == 0) return;
+  // The newest NIC poll over every port (none: NIC polling is off, nothing to wait for).
+  int64_t nic_latest = INT64_MIN;
+  for (const auto& [key, port] : nic.ports) {
+    if (port.history.size() > 0) nic_latest = std::max(nic_latest, port.history.Newest().mono_ns);
+  }
+  const bool nic_on = nic.enabled && !nic.ports.empty();
+  for (auto& [hash, c] : comms_) {
+    for (size_t i = 0; i < c.spans.size(); ++i) {
+      SlowSpan& s = c.spans[i];
+      if (s.settled) continue;
+      // Still open: a later slow window may join it.
+      const bool last = i + 1 == c.spans.size();
+      if (last && now_ns - s.end_ns <= params_.coalesce_gap_ns) continue;
+      const bool nic_in = !nic_on || nic_latest >= s.end_ns;
+      const bool links_in = links_.empty() || links_.latest_ns() >= s.end_ns;
+      if ((nic_in && links_in) || now_ns - s.end_ns > params_.settle_max_ns) {
+        SettleSpan(&c, &s, &nic);
+      }
+    }
+  }
+}
+
+const SlowSpan* SlowCause::LastSettled(uint64_t comm_hash) const {
+  auto it = comms_.find(comm_hash);
+  if (it == comms_.end()) return nullptr;
+  for (auto s = it->second.spans.rbegin(); s != it->second.spans.rend(); ++s) {
+    if (s->settled) return &*s;
+  }
+  return nullptr;
+}
+
+SlowCauseSnapshot SlowCause::Snapshot() const {
+  SlowCauseSnapshot snap;
+  snap.evicted = evicted_ + links_.evicted();
+  std::vector<const SlowSpan*> recent;
+  for (const auto& [hash, c] : comms_) {
+    SlowCauseSnapshot::Comm& out = snap.comms.emplace_back();
+    out.hash = hash;
+    out.excess_s = c.excess_s;
+    out.windows = c.windows;
+    if (const SlowSpan* last = LastSettled(hash)) {
+      out.has_last = true;
+      out.last = *last;
+    }
+    for (const SlowSpan& s : c.spans) {
+      if (s.settled) recent.push_back(&s);
+    }
+  }
+  std::sort(snap.comms.begin(), snap.comms.end(),
+            [](const auto& a, const auto& b) { return a.hash < b.hash; });
+  std::sort(recent.begin(), recent.end(), [](const SlowSpan* a, const SlowSpan* b) {
+    return a->end_ns != b->end_ns ? a->end_ns > b->end_ns : a->comm_hash < b->comm_hash;
+  });
+  if (recent.size() > kMaxRecent) recent.resize(kMaxRecent);
+  for (const SlowSpan* s : recent) snap.recent.push_back(*s);
+  return snap;
+}
+
+nlohmann::json SlowCause::EvidenceFor(uint64_t comm_hash) const {
+  auto it = comms_.find(comm_hash);
+  if (it == comms_.end()) return nullptr;
+  const Comm& c = it->second;
+  nlohmann::json seconds = nlohmann::json::object();
+  for (int k = 0; k < kSlowCauseKinds; ++k) {
+    seconds[SlowCauseName(static_cast<SlowCauseKind>(k))] = c.excess_s[static_cast<size_t>(k)];
+  }
+  const SlowSpan* last = LastSettled(comm_hash);
+  return {{"excess_s_by_cause", seconds},
+          {"last", last != nullptr ? SlowSpanJson(*last) : nlohmann::json()}};
+}
+
+std::vector<Alert> SlowCause::NetworkAlerts(int64_t now_ns, int64_t recent_ns,
+                                            const std::string& host,
+                                            const std::string& runbook_base) const {
+  std::vector<Alert> out;
+  for (const auto& [hash, c] : comms_) {
+    const SlowSpan* s = LastSettled(hash);
+    if (s == nullptr || s->cause != SlowCauseKind::kNetwork || now_ns - s->end_ns > recent_ns) {
+      continue;
+    }
+    const double n = std::max<double>(s->windows, 1);
+    const double usual_ms = static_cast<double>(s->usual_ns) / 1e6;
+    const double mean_ms = static_cast<double>(s->duration_ns) / 1e6 / n;
+    Alert a;
+    a.id = absl::StrCat(kSlowNetworkAlertPrefix, CommLabel(hash));
+    a.kind = AlertKind::kLinkDegraded;
+    a.severity = AlertSeverity::kWarning;
+    a.comm = CommLabel(hash);
+    a.host = host;
+    a.summary = absl::StrFormat(
+        "comm %s: %d %s collectives (seq %d-%d) took %.0f%% longer than its usual %.3f ms "
+        "(%.3f ms each): %s; waiting for late ranks %.3f ms of the %.3f ms excess, so not a "
+        "rank",
+        a.comm, s->windows, FuncName(s->func), s->first_seq, s->last_seq,
+        usual_ms > 0 ? (mean_ms - usual_ms) / usual_ms * 100 : 0.0, usual_ms, mean_ms,
+        SlowSpanVerdict(*s), static_cast<double>(s->late_ns) / 1e6,
+        static_cast<double>(s->excess_ns) / 1e6);
+    a.evidence = SlowSpanJson(*s);
+    if (!s->nics.empty()) {
+      a.evidence["device"] = s->nics[0].device;
+      a.evidence["port"] = s->nics[0].port;
+      a.evidence["counter"] = s->nics[0].counter;
+      a.evidence["delta"] = s->nics[0].delta;
+    }
+    a.runbook = absl::StrCat(runbook_base, "alert-link_degraded");
+    out.push_back(std::move(a));
+  }
+  std::sort(out.begin(), out.end(), [](const Alert& x, const Alert& y) { return x.id < y.id; });
+  return out;
+}
+
+nlohmann::json SlowSpanJson(const SlowSpan& s) {
+  nlohmann::json late = nlohmann::json::array();
+  for (const LateRank& r : s.late_ranks) {
+    late.push_back({{"rank", r.rank},
+                    {"late_ms", static_cast<double>(r.late_ns) / 1e6},
+                    {"windows", r.windows}});
+  }
+  nlohmann::json nics = nlohmann::json::array();
+  for (const NicMove& m : s.nics) {
+    nics.push_back(
+        {{"device", m.device},
+         {"port", m.port},
+         {"counter", m.counter},
+         {"delta", m.delta},
+         {"rate_per_s", m.rate_per_s},
+         {"usual_per_s", m.usual_per_s < 0 ? nlohmann::json() : nlohmann::json(m.usual_per_s)}});
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (const LinkMove& m : s.links) {
+    links.push_back({{"link_id", absl::StrFormat("%016x", m.link_id)},
+                     {"host", m.host},
+                     {"dev_name", m.dev_name},
+                     {"peer_host", m.peer_host},
+                     {"mean_latency_us", m.mean_latency_ns / 1e3},
+                     {"usual_latency_us", m.usual_latency_ns / 1e3},
+                     {"compared_with", m.vs_other_links ? "other_links" : "own_history"}});
+  }
+  const double windows = std::max<double>(s.windows, 1);
+  return {{"comm", CommLabel(s.comm_hash)},
+          {"func", FuncName(s.func)},
+          {"size_bucket", SizeBucketLabel(s.bucket)},
+          {"first_seq", s.first_seq},
+          {"last_seq", s.last_seq},
+          {"windows", s.windows},
+          {"settled", s.settled},
+          {"cause", SlowCauseName(s.cause)},
+          {"verdict", SlowSpanVerdict(s)},
+          {"usual_ms", static_cast<double>(s.usual_ns) / 1e6},
+          {"mean_duration_ms", static_cast<double>(s.duration_ns) / 1e6 / windows},
+          {"excess_ms", static_cast<double>(s.excess_ns) / 1e6},
+          {"late_rank_ms", static_cast<double>(s.late_ns) / 1e6},
+          {"transfer_ms", static_cast<double>(s.transfer_ns) / 1e6},
+          {"excess_share", s.usual_ns > 0 ? static_cast<double>(s.excess_ns) / windows /
+                                                static_cast<double>(s.usual_ns)
+                                          : 0.0},
+          {"remote_ranks", s.remote_ranks},
+          {"late_ranks", late},
+          {"nics", nics},
+          {"links", links}};
+}
+
+std::string SlowSpanVerdict(const SlowSpan& s) {
+  if (!s.settled) return "pending";
+  if (s.cause == SlowCauseKind::kLateRank) {
+    if (s.late_ranks.empty()) return "late rank";
+    std::string out = "late rank";
+    for (size_t i = 0; i < s.late_ranks.size() && i < 3; ++i) {
+      absl::StrAppend(&out, i == 0 ? " " : ", ", s.late_ranks[i].rank,
+                      absl::StrFormat(" (%.2f ms)", static_cast<double>(s.late_ranks[i].late_ns) /
+                                                        1e6 / std::max<double>(s.windows, 1)));
+    }
+    return out;
+  }
+  if (s.cause == SlowCauseKind::kNetwork) {
+    std::string out = "network (";
+    int shown = 0;
+    for (const NicMove& m : s.nics) {
+      if (shown++ == 3) break;
+      absl::StrAppend(&out, shown > 1 ? "; " : "", Esc(m.device), " port ", m.port, ": ");
+      if (m.counter == "state") {
+        absl::StrAppend(&out, "link down");
+      } else {
+        absl::StrAppend(&out, m.counter, absl::StrFormat(" +%.0f", m.delta));
+      }
+    }
+    for (const LinkMove& m : s.links) {
+      if (shown++ == 3) break;
+      absl::StrAppend(&out, shown > 1 ? "; " : "", "link ",
+                      m.dev_name.empty() ? "?" : Esc(m.dev_name), " to ",
+                      m.peer_host.empty() ? "?" : Esc(m.peer_host),
+                      absl::StrFormat(": latency %.1f us vs %.1f us", m.mean_latency_ns / 1e3,
+                                      m.usual_latency_ns / 1e3));
+    }
+    return out + ")";
+  }
+  return s.remote_ranks ? "transfer (no counter moved; or a rank on another node)"
+                        : "transfer (no counter moved)";
+}
+
+}  // namespace sentinel::collector

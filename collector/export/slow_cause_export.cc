@@ -1,0 +1,100 @@
+// The "why a collective is slow" exports: see slow_cause_export.h.
+#include "collector/export/slow_cause_export.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+#include "collector/aggregate/snapshot.h"
+
+namespace sentinel::collector {
+namespace {
+
+std::string Escape(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+void Family(std::string* out, const char* name, const char* type, const char* help) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
+
+// The bounded `nic` label of a span: its first NIC port, else its first link's device.
+std::string NicLabel(const SlowSpan& s) {
+  if (!s.nics.empty()) return absl::StrCat(s.nics[0].device, ":", s.nics[0].port);
+  if (!s.links.empty()) return s.links[0].dev_name;
+  return "";
+}
+
+}  // namespace
+
+std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
+                                    const absl::flat_hash_set<uint64_t>& exported) {
+  std::string out;
+  Family(&out, "sentinel_comm_slow_seconds_total", "counter",
+         "Excess of slow collectives over the communicator's usual duration, by cause "
+         "(late_rank, network, transfer).");
+  for (const SlowCauseSnapshot::Comm& c : snap.comms) {
+    if (!exported.contains(c.hash)) continue;
+    for (int k = 0; k < kSlowCauseKinds; ++k) {
+      absl::StrAppend(&out, "sentinel_comm_slow_seconds_total{comm=\"", CommLabel(c.hash),
+                      "\",cause=\"", SlowCauseName(static_cast<SlowCauseKind>(k)), "\"} ",
+                      absl::StrFormat("%.17g", c.excess_s[static_cast<size_t>(k)]), "\n");
+    }
+  }
+  Family(&out, "sentinel_comm_slow_windows_total", "counter",
+         "Collectives judged slow against the communicator's usual duration, by cause.");
+  for (const SlowCauseSnapshot::Comm& c : snap.comms) {
+    if (!exported.contains(c.hash)) continue;
+    for (int k = 0; k < kSlowCauseKinds; ++k) {
+      absl::StrAppend(&out, "sentinel_comm_slow_windows_total{comm=\"", CommLabel(c.hash),
+                      "\",cause=\"", SlowCauseName(static_cast<SlowCauseKind>(k)), "\"} ",
+                      c.windows[static_cast<size_t>(k)], "\n");
+    }
+  }
+  Family(&out, "sentinel_comm_slow_last_info", "gauge",
+         "1 for the communicator's latest settled slow span: its cause, late rank and NIC named.");
+  for (const SlowCauseSnapshot::Comm& c : snap.comms) {
+    if (!exported.contains(c.hash) || !c.has_last) continue;
+    const SlowSpan& s = c.last;
+    const std::string rank = s.cause == SlowCauseKind::kLateRank && !s.late_ranks.empty()
+                                 ? absl::StrCat(s.late_ranks[0].rank)
+                                 : "";
+    const std::string nic = s.cause == SlowCauseKind::kNetwork ? NicLabel(s) : "";
+    absl::StrAppend(&out, "sentinel_comm_slow_last_info{comm=\"", CommLabel(c.hash), "\",cause=\"",
+                    SlowCauseName(s.cause), "\",late_rank=\"", rank, "\",nic=\"", Escape(nic),
+                    "\"} 1\n");
+  }
+  return out;
+}
+
+nlohmann::json SlowWindowsJson(const SlowCauseSnapshot& snap, int64_t since_ns) {
+  nlohmann::json spans = nlohmann::json::array();
+  for (const SlowSpan& s : snap.recent) {
+    if (s.end_ns >= since_ns) spans.push_back(SlowSpanJson(s));
+  }
+  nlohmann::json by_comm = nlohmann::json::array();
+  for (const SlowCauseSnapshot::Comm& c : snap.comms) {
+    nlohmann::json e = {{"comm", CommLabel(c.hash)}};
+    uint64_t windows = 0;
+    for (int k = 0; k < kSlowCauseKinds; ++k) {
+      e[absl::StrCat(SlowCauseName(static_cast<SlowCauseKind>(k)), "_s")] =
+          c.excess_s[static_cast<size_t>(k)];
+      windows += c.windows[static_cast<size_t>(k)];
+    }
+    e["windows"] = windows;
+    by_comm.push_back(std::move(e));
+  }
+  return {{"spans", spans}, {"by_comm", by_comm}};
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,383 @@
+// The split of a communicator's slow collectives into waiting for late ranks and slower
+// transfer, and the NICs and links named for the transfer part (collector/aggregate/slow_cause).
+// Synthetic windows on one node clock; NIC polls through the real UpdateNicState.
+#include "collector/aggregate/slow_cause.h"
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "collector/aggregate/alert_book.h"
+#include "collector/aggregate/stats.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kS = 1000000000;
+constexpr uint64_t kComm = 0xabcdef;
+
+// A node of `ranks` local ranks running one all-reduce after another.
+class Node {
+ public:
+  explicit Node(int ranks, int nranks = 0) : ranks_(ranks), nranks_(nranks > 0 ? nranks : ranks) {}
+
+  // One collective starting at `t`: rank r arrives at t + arrivals[r] (0 when absent), the
+  // transfer after the last arrival takes `transfer`. Returns OnWindow's verdict.
+  bool Window(SlowCause* sc, int64_t t, int64_t transfer, const std::vector<int64_t>& late = {},
+              const NicState* nic = nullptr) {
+    std::vector<WindowRank> rs;
+    int64_t max_arrival = t;
+    for (int r = 0; r < ranks_; ++r) {
+      const int64_t a =
+          t + (static_cast<size_t>(r) < late.size() ? late[static_cast<size_t>(r)] : 0);
+      rs.push_back({r, a});
+      max_arrival = std::max(max_arrival, a);
+    }
+    WindowObservation w;
+    w.comm_hash = kComm;
+    w.nranks = nranks_;
+    w.local_ranks = ranks_;
+    w.func = 2;  // AllReduce
+    w.bucket = SizeBucket(4 << 20);
+    w.seq = seq_++;
+    w.min_arrival_ns = t;
+    w.max_arrival_ns = max_arrival;
+    w.max_end_ns = max_arrival + transfer;
+    w.ranks = rs.data();
+    w.nranks_seen = rs.size();
+    return sc->OnWindow(w, nic);
+  }
+  uint64_t seq() const { return seq_; }
+
+ private:
+  int ranks_;
+  int nranks_;
+  uint64_t seq_ = 1;
+};
+
+// A fake port whose counters the test drives, folded in by the real UpdateNicState.
+struct Nic {
+  NicState state;
+  NicPortReading reading;
+  Nic() {
+    state.enabled = true;
+    reading.device = "mlx5_0";
+    reading.port = 1;
+    reading.active = true;
+    reading.link_layer = "InfiniBand";
+    reading.rate_gbps = 400;
+    for (int c = 0; c < kNicCounterCount; ++c) reading.present |= 1u << c;
+  }
+  void Poll(int64_t t) { UpdateNicState(&state, {reading}, t); }
+  uint64_t& operator[](int counter) { return reading.value[static_cast<size_t>(counter)]; }
+};
+
+// 40 ordinary windows every 10 ms from t = 1 s, with the NIC polled every 100 ms and its
+// port_xmit_wait growing at its usual pace. Returns the time after them.
+int64_t Warm(SlowCause* sc, Node* node, Nic* nic, int64_t transfer = 2 * kMs) {
+  int64_t t = 1 * kS;
+  nic->Poll(t - 100 * kMs);
+  for (int i = 0; i < 40; ++i, t += 10 * kMs) {
+    EXPECT_FALSE(node->Window(sc, t, transfer + (i % 3) * 10000, {0, 20000, 0, 10000}));
+    if (i % 10 == 9) {
+      (*nic)[kNicPortXmitWait] += 1000;
+      nic->Poll(t + 5 * kMs);
+    }
+  }
+  return t;
+}
+
+TEST(SlowCauseTest, OrdinaryWindowsAreNeverSlow) {
+  SlowCause sc;
+  Node node(4);
+  Nic nic;
+  const int64_t t = Warm(&sc, &node, &nic);
+  sc.Settle(nic.state, t + 60 * kS);
+  EXPECT_EQ(sc.unsettled(), 0u);
+  EXPECT_EQ(sc.LastSettled(kComm), nullptr);
+  const SlowCauseSnapshot snap = sc.Snapshot();
+  EXPECT_TRUE(snap.recent.empty());
+}
+
+TEST(SlowCauseTest, LateRankIsNamedAndTheExcessIsItsWaiting) {
+  SlowCause sc;
+  Node node(4);
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  // Rank 2 arrives 6 ms late in 5 windows; the transfer after it is as usual.
+  for (int i = 0; i < 5; ++i, t += 10 * kMs) {
+    EXPECT_TRUE(node.Window(&sc, t, 2 * kMs, {0, 0, 6 * kMs, 0}));
+  }
+  // port_xmit_wait keeps its usual pace: nothing for the network.
+  nic[kNicPortXmitWait] += 1000;
+  nic.Poll(t);
+  sc.Settle(nic.state, t + 2 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kLateRank);
+  EXPECT_EQ(s->windows, 5u);
+  ASSERT_FALSE(s->late_ranks.empty());
+  EXPECT_EQ(s->late_ranks[0].rank, 2);
+  EXPECT_EQ(s->late_ranks.size(), 1u);
+  // About 6 ms per window of waiting (less the usual skew), next to no transfer excess.
+  EXPECT_NEAR(static_cast<double>(s->late_ns) / 5 / kMs, 6.0, 0.1);
+  EXPECT_LT(s->transfer_ns, s->late_ns / 20);
+  EXPECT_TRUE(s->nics.empty());
+  EXPECT_EQ(SlowSpanVerdict(*s).rfind("late rank 2 (", 0), 0u) << SlowSpanVerdict(*s);
+  const SlowCauseSnapshot snap = sc.Snapshot();
+  ASSERT_EQ(snap.comms.size(), 1u);
+  EXPECT_NEAR(snap.comms[0].excess_s[0], 0.030, 0.001);  // late_rank seconds
+  EXPECT_EQ(snap.comms[0].excess_s[1], 0);               // network
+  EXPECT_EQ(snap.comms[0].windows[0], 5u);
+  EXPECT_TRUE(sc.NetworkAlerts(t + 2 * kS, 60 * kS, "node-a", "rb/").empty());  // a rank's
+}
+
+TEST(SlowCauseTest, SlowerTransferWithXmitWaitClimbingIsTheNetworkNamingTheNic) {
+  SlowCause sc;
+  Node node(4);
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  const int64_t start = t;
+  // Every rank on time; the transfer takes 3 ms instead of 2, while port_xmit_wait grows 20x its
+  // usual pace.
+  for (int i = 0; i < 10; ++i, t += 10 * kMs) {
+    EXPECT_TRUE(node.Window(&sc, t, 3 * kMs, {0, 20000, 0, 10000}));
+  }
+  nic[kNicPortXmitWait] += 20000;
+  // Not settled before a poll later than its end came in.
+  sc.Settle(nic.state, t + 2 * kS);
+  EXPECT_EQ(sc.unsettled(), 1u);
+  EXPECT_EQ(sc.LastSettled(kComm), nullptr);
+  nic.Poll(t);
+  sc.Settle(nic.state, t + 2 * kS);
+  EXPECT_EQ(sc.unsettled(), 0u);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kNetwork);
+  EXPECT_EQ(s->start_ns, start);
+  EXPECT_TRUE(s->late_ranks.empty());
+  EXPECT_NEAR(static_cast<double>(s->transfer_ns) / 10 / kMs, 1.0, 0.05);
+  ASSERT_EQ(s->nics.size(), 1u);
+  EXPECT_EQ(s->nics[0].device, "mlx5_0");
+  EXPECT_EQ(s->nics[0].port, 1);
+  EXPECT_EQ(s->nics[0].counter, "port_xmit_wait");
+  EXPECT_GT(s->nics[0].rate_per_s, 2 * s->nics[0].usual_per_s);
+  EXPECT_EQ(SlowSpanVerdict(*s).rfind("network (mlx5_0 port 1: port_xmit_wait +", 0), 0u)
+      << SlowSpanVerdict(*s);
+  const nlohmann::json j = SlowSpanJson(*s);
+  EXPECT_EQ(j["cause"], "network");
+  EXPECT_EQ(j["nics"][0]["device"], "mlx5_0");
+  EXPECT_EQ(j["late_ranks"].size(), 0u);
+  // The finding: a link_degraded alert naming the NIC and the network, no rank.
+  const std::vector<Alert> alerts = sc.NetworkAlerts(t + 2 * kS, 60 * kS, "node-a", "rb/");
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].id, "link_degraded-slow-0x0000000000abcdef");
+  EXPECT_EQ(alerts[0].kind, AlertKind::kLinkDegraded);
+  EXPECT_TRUE(alerts[0].ranks.empty());
+  EXPECT_NE(alerts[0].summary.find("took 49% longer than its usual 2.0"), std::string::npos)
+      << alerts[0].summary;
+  EXPECT_NE(alerts[0].summary.find("network (mlx5_0 port 1: port_xmit_wait +"), std::string::npos)
+      << alerts[0].summary;
+  EXPECT_NE(alerts[0].summary.find("so not a rank"), std::string::npos);
+  EXPECT_EQ(alerts[0].evidence["device"], "mlx5_0");
+  EXPECT_EQ(alerts[0].host, "node-a");
+  // Once the span is older than the recent window, no finding (the caller resolves it).
+  EXPECT_TRUE(sc.NetworkAlerts(t + 90 * kS, 60 * kS, "node-a", "rb/").empty());
+  const nlohmann::json ev = sc.EvidenceFor(kComm);
+  EXPECT_NEAR(ev["excess_s_by_cause"]["network"].get<double>(), 0.010, 0.0005);
+  EXPECT_EQ(ev["excess_s_by_cause"]["late_rank"].get<double>(), 0);
+}
+
+TEST(SlowCauseTest, SlowerTransferWithoutAnyCounterMovingIsTransferNotNetwork) {
+  SlowCause sc;
+  Node node(4, 16);  // 12 of its ranks on other nodes
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  for (int i = 0; i < 10; ++i, t += 10 * kMs) node.Window(&sc, t, 3 * kMs);
+  nic[kNicPortXmitWait] += 1000;  // its usual pace
+  nic.Poll(t);
+  sc.Settle(nic.state, t + 2 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kTransfer);
+  EXPECT_TRUE(s->nics.empty());
+  EXPECT_TRUE(s->remote_ranks);
+  EXPECT_EQ(SlowSpanVerdict(*s), "transfer (no counter moved; or a rank on another node)");
+}
+
+TEST(SlowCauseTest, ErrorCountersAndLinkDownNameThePortOnAnyGrowth) {
+  SlowCause sc;
+  Node node(2);
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  for (int i = 0; i < 3; ++i, t += 10 * kMs) node.Window(&sc, t, 4 * kMs);
+  nic[kNicSymbolError] += 3;
+  nic[kNicLinkDowned] += 1;
+  nic.reading.active = false;
+  nic.Poll(t);
+  sc.Settle(nic.state, t + 2 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kNetwork);
+  std::vector<std::string> counters;
+  for (const NicMove& m : s->nics) counters.push_back(m.counter);
+  EXPECT_NE(std::find(counters.begin(), counters.end(), "symbol_error"), counters.end());
+  EXPECT_NE(std::find(counters.begin(), counters.end(), "link_downed"), counters.end());
+  EXPECT_NE(std::find(counters.begin(), counters.end(), "state"), counters.end());
+  EXPECT_NE(SlowSpanVerdict(*s).find("link down"), std::string::npos);
+}
+
+TEST(SlowCauseTest, WithoutSamplesASpanSettlesAfterItsWait) {
+  SlowCauseParams p;
+  p.settle_max_ns = 5 * kS;
+  SlowCause sc(p);
+  Node node(4);
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  const int64_t end = t + 3 * kMs;
+  node.Window(&sc, t, 3 * kMs);
+  sc.Settle(nic.state, end + 4 * kS);  // no poll after it yet
+  EXPECT_EQ(sc.unsettled(), 1u);
+  sc.Settle(nic.state, end + 6 * kS);
+  EXPECT_EQ(sc.unsettled(), 0u);
+  ASSERT_NE(sc.LastSettled(kComm), nullptr);
+  EXPECT_EQ(sc.LastSettled(kComm)->cause, SlowCauseKind::kTransfer);
+}
+
+TEST(SlowCauseTest, ALinkWhoseLatencyRoseIsNamed) {
+  SlowCause sc;
+  Node node(4);
+  NicState nic_off;  // NIC polling off: only the links speak
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  // Four links reporting every 50 ms: 20 us per request, link 3 goes to 200 us during the span.
+  std::vector<LinkLatencyHistory::Sample> cum(4);
+  auto report = [&](int64_t now, int slow_link, double slow_us) {
+    for (int l = 0; l < 4; ++l) {
+      LinkLatencyHistory::Sample& c = cum[static_cast<size_t>(l)];
+      c.now_ns = now;
+      c.requests += 100;
+      c.latency_ns_sum += static_cast<uint64_t>(100 * (l == slow_link ? slow_us : 20.0) * 1000);
+      sc.OnLinkSample(static_cast<uint64_t>(0x100 + l), "nodeA", "mlx5_" + std::to_string(l),
+                      "nodeB", c);
+    }
+  };
+  for (int64_t r = 0; r < 10; ++r) report(t - 500 * kMs + r * 50 * kMs, -1, 0);
+  for (int i = 0; i < 5; ++i, t += 10 * kMs) node.Window(&sc, t, 3 * kMs);
+  sc.Settle(nic_off, t + 2 * kS);
+  EXPECT_EQ(sc.unsettled(), 1u);  // no link report after its end yet
+  report(t + 10 * kMs, 3, 200);
+  sc.Settle(nic_off, t + 2 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kNetwork);
+  ASSERT_EQ(s->links.size(), 1u);
+  EXPECT_EQ(s->links[0].link_id, 0x103u);
+  EXPECT_EQ(s->links[0].dev_name, "mlx5_3");
+  EXPECT_NEAR(s->links[0].mean_latency_ns, 200000, 1);
+  EXPECT_NEAR(s->links[0].usual_latency_ns, 20000, 1);
+  EXPECT_FALSE(s->links[0].vs_other_links);
+  EXPECT_NE(SlowSpanVerdict(*s).find("link mlx5_3 to nodeB: latency 200.0 us vs 20.0 us"),
+            std::string::npos)
+      << SlowSpanVerdict(*s);
+}
+
+TEST(SlowCauseTest, ALinkSlowFromItsStartIsComparedWithTheOtherLinks) {
+  LinkLatencyHistory h;
+  std::vector<LinkLatencyHistory::Sample> cum(4);
+  for (int64_t k = 0; k < 3; ++k) {
+    for (int l = 0; l < 4; ++l) {
+      LinkLatencyHistory::Sample& c = cum[static_cast<size_t>(l)];
+      c.now_ns = k * 100 * kMs;
+      c.requests += 50;
+      c.latency_ns_sum += 50 * (l == 1 ? 5000000ULL : 30000ULL);
+      h.OnSample(static_cast<uint64_t>(l), "a", "d" + std::to_string(l), "b", c);
+    }
+  }
+  const std::vector<LinkMove> moves = h.Moves(10 * kMs, 150 * kMs, SlowCauseParams{});
+  ASSERT_EQ(moves.size(), 1u);
+  EXPECT_EQ(moves[0].link_id, 1u);
+  EXPECT_TRUE(moves[0].vs_other_links);
+}
+
+TEST(SlowCauseTest, JitterAndSkewNoiseRaiseNothingAtAnyScale) {
+  // Heavy but ordinary noise (+-8 % transfer, arrival jitter within the usual) at 100 us and at
+  // 100 ms windows: the thresholds are relative, so neither scale sees a slow window.
+  for (const int64_t base : {int64_t{100000}, 100 * kMs}) {
+    SlowCause sc;
+    Node node(8);
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(-0.08, 0.08);
+    std::uniform_int_distribution<int64_t> arrive(0, base / 20);
+    int slow = 0;
+    int64_t t = kS;
+    for (int i = 0; i < 5000; ++i, t += 3 * base) {
+      std::vector<int64_t> late(8);
+      for (auto& l : late) l = arrive(rng);
+      slow +=
+          node.Window(&sc, t, static_cast<int64_t>(static_cast<double>(base) * (1 + u(rng))), late)
+              ? 1
+              : 0;
+    }
+    EXPECT_EQ(slow, 0) << "window " << base;
+    // The same 30 % slowdown of the transfer is slow at both scales.
+    EXPECT_TRUE(node.Window(&sc, t, base * 13 / 10 + base / 20)) << "window " << base;
+  }
+}
+
+TEST(SlowCauseTest, MemoryStaysBounded) {
+  SlowCause sc;
+  Nic nic;
+  // Many communicators: the least recently active go, counted.
+  for (uint64_t c = 0; c < SlowCause::kMaxComms + 10; ++c) {
+    WindowRank r{0, 0};
+    WindowObservation w;
+    w.comm_hash = c + 1;
+    w.nranks = 1;
+    w.local_ranks = 1;
+    w.min_arrival_ns = w.max_arrival_ns = static_cast<int64_t>(c) * kMs;
+    w.max_end_ns = w.max_arrival_ns + kMs;
+    w.ranks = &r;
+    w.nranks_seen = 1;
+    sc.OnWindow(w);
+  }
+  EXPECT_EQ(sc.Snapshot().comms.size(), SlowCause::kMaxComms);
+  EXPECT_EQ(sc.evicted(), 10u);
+  // Alternating late-rank and transfer windows far apart make a span each: at most kMaxSpans kept,
+  // the oldest settled early when none is.
+  SlowCause one;
+  Node node(4);
+  int64_t t = Warm(&one, &node, &nic);
+  for (int i = 0; i < 100; ++i, t += 2 * kS) {
+    EXPECT_TRUE(i % 2 == 0 ? node.Window(&one, t, 5 * kMs)
+                           : node.Window(&one, t, 2 * kMs, {0, 8 * kMs}));
+  }
+  EXPECT_LE(one.unsettled(), SlowCause::kMaxSpans);
+  one.Settle(nic.state, t + 100 * kS);
+  EXPECT_EQ(one.unsettled(), 0u);
+  const SlowCauseSnapshot snap = one.Snapshot();
+  EXPECT_EQ(snap.recent.size(), SlowCause::kMaxSpans);
+  EXPECT_EQ(snap.comms[0].windows[0] + snap.comms[0].windows[1] + snap.comms[0].windows[2], 100u);
+}
+
+TEST(SlowCauseTest, APersistentSlowdownBecomesTheUsualAfterTheRelearnTime) {
+  SlowCauseParams p;
+  p.relearn_after_ns = 2 * kS;
+  SlowCause sc(p);
+  Node node(2);
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  int slow_late = 0;
+  for (int i = 0; i < 1000; ++i, t += 10 * kMs) {
+    const bool slow = node.Window(&sc, t, 4 * kMs);
+    if (i >= 900) slow_late += slow ? 1 : 0;
+  }
+  EXPECT_EQ(slow_late, 0);  // 10 s of 4 ms transfers: learned again, no longer slow
+}
+
+}  // namespace
+}  // namespace sentinel::collector
