@@ -60,6 +60,9 @@
 
 namespace sentinel::collector {
 
+// A uid no client has (no such client, or none behind an alert): SO_PEERCRED never reports it.
+inline constexpr uint32_t kNoUid = UINT32_MAX;
+
 // One rank of one communicator.
 struct RankState {
   uint64_t comm_hash = 0;

@@ -17,7 +17,6 @@
 namespace sentinel::collector {
 namespace {
 
-constexpr uint32_t kNoUid = UINT32_MAX;
 // Memory handed back to the kernel (malloc_trim): at once when this much state was released, else
 // (a client left, smaller releases) at most every kTrimEveryNs.
 constexpr int64_t kTrimAfterBytes = int64_t{4} << 20;
