@@ -13,6 +13,7 @@
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/rank_range.h"
 #include "collector/aggregate/ring_resize.h"
+#include "collector/aggregate/state_memory.h"
 
 namespace sentinel::collector {
 namespace {
@@ -324,6 +325,7 @@ void Aggregator::TrimEnded() {
   if (released_bytes_ >= kTrimAfterBytes ||
       (released_bytes_ > 0 && now - last_trim_mono_ns_ >= kTrimEveryNs)) {
     // Freed state goes back to the kernel, so a burst (or an attack) does not pin its peak.
+    ShrinkStateTables(&state_);  // state_memory.h
     malloc_trim(0);
     released_bytes_ = 0;
     last_trim_mono_ns_ = now;
