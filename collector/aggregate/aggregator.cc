@@ -19,12 +19,14 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/aggregate/ring_resize.h"
+#include "collector/aggregate/state_memory.h"
 #include "common/host_name.h"
 
 namespace sentinel::collector {
 namespace {
 
 constexpr size_t kMaxGoneProcesses = 256;
+constexpr size_t kMaxGoneProcessesPerUid = 32;
 constexpr size_t kMaxResolvedAlerts = 1024;
 constexpr int64_t kMaxDurationNs = 3600LL * 1000000000;
 constexpr int64_t kMaxTimestampNs = int64_t{1} << 62;
@@ -185,7 +187,19 @@ void Aggregator::OnDisconnect(int client) {
     auto c = state_.comms.find(key.first);
     if (c != state_.comms.end()) MaybeEndComm(c->second.get());
   }
+  state_.alerts.SourceGone(client);  // its resolved alerts: compacted, bounded across clients
   state_.gone_processes.push_back(client);
+  // One uid's gone processes are bounded on their own: a churn of one user's connections keeps
+  // only its newest few for the API, not a heap scattered with hundreds.
+  size_t same_uid = 0;
+  for (size_t i = state_.gone_processes.size(); i-- > 0;) {
+    auto g = state_.processes.find(state_.gone_processes[i]);
+    if (g == state_.processes.end() || g->second->uid != p->uid) continue;
+    if (++same_uid <= kMaxGoneProcessesPerUid) continue;
+    state_.processes.erase(g);
+    state_.gone_processes.erase(state_.gone_processes.begin() + static_cast<std::ptrdiff_t>(i));
+    ++state_.counters.evicted_processes;
+  }
   while (state_.gone_processes.size() > kMaxGoneProcesses) {
     state_.processes.erase(state_.gone_processes.front());
     state_.gone_processes.pop_front();
@@ -529,6 +543,7 @@ void Aggregator::TrimEnded() {
   if (released_bytes_ >= kTrimAfterBytes ||
       (released_bytes_ > 0 && now - last_trim_mono_ns_ >= kTrimEveryNs)) {
     // Freed state goes back to the kernel, so a burst (or an attack) does not pin its peak.
+    ShrinkStateTables(&state_);  // state_memory.h
     malloc_trim(0);
     released_bytes_ = 0;
     last_trim_mono_ns_ = now;

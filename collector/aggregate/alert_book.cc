@@ -36,6 +36,83 @@ const char* ResolveReasonName(ResolveReason reason) {
   return "";
 }
 
+namespace {
+
+// What a resolved alert of a client that left keeps of its evidence: numbers, flags and short
+// strings, and short lists of them; long texts (a verdict's evidence lines, its cause) go.
+void CompactEvidence(nlohmann::json* evidence) {
+  if (!evidence->is_object()) {
+    *evidence = nlohmann::json::object();
+    return;
+  }
+  constexpr size_t kMaxText = 64;
+  constexpr size_t kMaxItems = 16;
+  auto small = [&](const nlohmann::json& v) {
+    return v.is_null() || v.is_boolean() || v.is_number() ||
+           (v.is_string() && v.get_ref<const std::string&>().size() <= kMaxText);
+  };
+  nlohmann::json kept = nlohmann::json::object();
+  bool dropped = false;
+  for (auto it = evidence->begin(); it != evidence->end(); ++it) {
+    const nlohmann::json& v = it.value();
+    bool keep = small(v);
+    if (v.is_array() && v.size() <= kMaxItems) {
+      keep = std::all_of(v.begin(), v.end(), small);
+    }
+    if (keep) {
+      kept[it.key()] = v;
+    } else {
+      dropped = true;
+    }
+  }
+  if (dropped) kept["compacted"] = true;
+  *evidence = std::move(kept);
+}
+
+}  // namespace
+
+void AlertBook::SourceGone(int source) {
+  auto mine = resolved_by_source_.find(source);
+  if (source < 0 || mine == resolved_by_source_.end()) return;  // nothing of its own was kept
+  for (const std::string& id : mine->second) {
+    auto it = alerts_.find(id);
+    if (it == alerts_.end() || it->second.firing() || it->second.source != source) continue;
+    CompactEvidence(&it->second.evidence);
+    it->second.summary.shrink_to_fit();
+    resolved_of_gone_.emplace_back(id, it->second.resolved_real_ns);
+  }
+  resolved_by_source_.erase(mine);
+  while (resolved_of_gone_.size() > kMaxResolvedOfGoneSources) {
+    auto old = alerts_.find(resolved_of_gone_.front().first);
+    // Only that resolution: an id that fired again since is no longer this entry's to drop.
+    if (old != alerts_.end() && !old->second.firing() &&
+        old->second.resolved_real_ns == resolved_of_gone_.front().second) {
+      alerts_.erase(old);
+      ++evicted_;
+    }
+    resolved_of_gone_.pop_front();
+  }
+  // Changes about alerts that are gone tell nothing (TakeChanges skips them); the rest are copied
+  // into fresh room, and the tables shrink when they hold far less than their capacity.
+  std::deque<Change> live;
+  for (Change& c : changes_) {
+    if (alerts_.contains(c.id)) live.push_back(std::move(c));
+  }
+  changes_.swap(live);
+  std::deque<std::string> order;
+  for (std::string& id : resolved_order_) {
+    if (alerts_.contains(id)) order.push_back(std::move(id));
+  }
+  resolved_order_.swap(order);
+  if (alerts_.capacity() > 4 * alerts_.size() + 64) alerts_.rehash(0);
+  if (resolved_by_source_.capacity() > 4 * resolved_by_source_.size() + 64) {
+    resolved_by_source_.rehash(0);
+  }
+  if (firing_by_source_.capacity() > 4 * firing_by_source_.size() + 64) {
+    firing_by_source_.rehash(0);
+  }
+}
+
 void AlertBook::CountFiring(int source, int delta) {
   firing_ = delta > 0 ? firing_ + 1 : firing_ - 1;
   if (source < 0) return;

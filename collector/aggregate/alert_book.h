@@ -9,6 +9,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -65,6 +66,8 @@ class AlertBook {
   static constexpr size_t kMaxResolvedPerSource = 8;
   // Ranks listed per alert; the rest are counted in evidence "ranks_omitted".
   static constexpr size_t kMaxRanksPerAlert = 64;
+  // Resolved alerts kept, in total, of clients that left (the newest; SourceGone).
+  static constexpr size_t kMaxResolvedOfGoneSources = 32;
 
   // Resolved alerts are kept for `retention_ns` after they resolved, and at most `max_resolved`.
   AlertBook(int64_t retention_ns, size_t max_resolved, size_t max_firing = kMaxFiring,
@@ -87,6 +90,12 @@ class AlertBook {
                 int64_t now_real_ns);
   // Drops resolved alerts past the retention. Returns how many were dropped.
   uint64_t Expire(int64_t now_real_ns);
+  // Client `source` left: its resolved alerts keep id, kind, summary, ranks and times but lose
+  // bulky evidence (strings over 64 bytes, lists over 16 items), and join one history shared by
+  // every client that left, of which the newest kMaxResolvedOfGoneSources stay. The table and
+  // the change queue give back the room they no longer need, so that memory returns close to
+  // idle after a burst of short-lived clients.
+  void SourceGone(int source);
 
   bool IsFiring(const std::string& id) const;
   const Alert* Find(const std::string& id) const;
@@ -116,6 +125,9 @@ class AlertBook {
   uint64_t refused_ = 0;
   absl::flat_hash_map<std::string, Alert> alerts_;
   std::deque<std::string> resolved_order_;  // oldest resolution first
+  // Resolved alerts of clients that left: (id, resolved_real_ns), oldest first. The time tells
+  // the resolution apart from a later one of the same id.
+  std::deque<std::pair<std::string, int64_t>> resolved_of_gone_;
   // A change is the alert's id and the state it changed to; TakeChanges copies the alert then
   // (not at every change: a burst of changes nobody drains would hold a copy of each alert).
   struct Change {
