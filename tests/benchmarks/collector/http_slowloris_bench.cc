@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "tests/common/process_usage.h"
-#include "tests/unit/collector/slow_clients.h"
+#include "tests/integration/collector/slow_clients.h"
 
 namespace {
 

@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/unit/collector/node_feeder.h"
+#include "tests/integration/collector/node_feeder.h"
 
 namespace {
 

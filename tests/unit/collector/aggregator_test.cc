@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 
-#include "collector/eval/job_model.h"
+#include "tests/eval/job_model.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {

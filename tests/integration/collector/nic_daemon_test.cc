@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 
-#include "tests/unit/collector/daemon_fixture.h"
+#include "tests/integration/collector/daemon_fixture.h"
 
 namespace sentinel::testing {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "gtest/gtest.h"
 
-#include "tests/unit/collector/daemon_fixture.h"
-#include "tests/unit/collector/slow_clients.h"
+#include "tests/integration/collector/daemon_fixture.h"
+#include "tests/integration/collector/slow_clients.h"
 
 namespace sentinel::testing {
 namespace {

@@ -25,9 +25,9 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/config/config.h"
-#include "collector/eval/job_model.h"
 #include "collector/ingest/session.h"
 #include "schemas/wire/sentinel_wire.h"
+#include "tests/eval/job_model.h"
 
 namespace sentinel::collector::eval {
 namespace {

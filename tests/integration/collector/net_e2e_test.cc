@@ -14,8 +14,8 @@
 #include "gtest/gtest.h"
 
 #include "plugin/net/net_abi.h"
-#include "tests/unit/collector/daemon_fixture.h"
-#include "tests/unit/collector/net_test_util.h"
+#include "tests/integration/collector/daemon_fixture.h"
+#include "tests/integration/collector/net_test_util.h"
 
 namespace sentinel::testing {
 namespace {

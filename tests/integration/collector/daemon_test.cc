@@ -20,7 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "tests/unit/collector/daemon_fixture.h"
+#include "tests/integration/collector/daemon_fixture.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {

@@ -14,8 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 
-#include "tests/unit/collector/daemon_fixture.h"
-#include "tests/unit/collector/node_feeder.h"
+#include "tests/integration/collector/daemon_fixture.h"
+#include "tests/integration/collector/node_feeder.h"
 
 namespace sentinel::testing {
 namespace {
