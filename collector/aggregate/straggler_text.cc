@@ -11,15 +11,18 @@
 namespace sentinel::collector {
 
 LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t window,
-                            bool history_complete) {
+                            bool history_complete, uint64_t from_seq) {
   LateFigures f;
   std::vector<int64_t> late;
   std::vector<int64_t> segments;
+  size_t since_from = 0;
+  for (const LateSample& s : samples) since_from += s.lateness_ns >= 0 && s.seq >= from_seq ? 1 : 0;
+  const uint64_t floor_seq = from_seq != 0 && since_from >= 8 ? from_seq : 0;
   size_t first = 0;  // the oldest sample of the window
   size_t counted = 0;
   for (size_t k = samples.size(); k > 0 && counted < window; --k) {
     const LateSample& s = samples[k - 1];
-    if (s.lateness_ns < 0) continue;
+    if (s.lateness_ns < 0 || s.seq < floor_seq) continue;
     ++counted;
     first = k - 1;
     late.push_back(s.lateness_ns);
@@ -85,7 +88,7 @@ std::string WaitFigures(const WaitRankState& st) {
       "%.2f ms, and its node waits %.2f ms inside them for the other nodes against its usual "
       "%.2f ms",
       st.segment_p50_ns / 1e6, st.recent_n, grew * 100, st.usual_segment_ns / 1e6,
-      st.remote_wait_p50_ns / 1e6, st.usual_wait_ns / 1e6);
+      st.remote_wait_p75_ns / 1e6, st.usual_wait_ns / 1e6);
 }
 
 }  // namespace

@@ -41,8 +41,11 @@ struct LateFigures {
 // samples[0] is the first collective the rank was judged in (its history has not wrapped).
 // A sample is late when its lateness is at least half the window's p50; the late run starts at
 // the oldest sample from which at least 3/4 of the samples up to the newest are late.
+// `from_seq` (when not 0): the window holds only the samples from that collective on (the start of
+// the detector's evidence, so that at the moment an alert fires its p50 is over the late samples,
+// not the on-time ones before them), unless fewer than 8 are; then the last `window`.
 LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t window,
-                            bool history_complete);
+                            bool history_complete, uint64_t from_seq = 0);
 
 // The summary of a straggler among the local ranks (the node path).
 std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f);

@@ -126,7 +126,7 @@ void WaitEvidence::Refresh(WaitRankState* st, int64_t now_ns) {
   st->recent_n = waits.size();
   if (waits.empty()) return;
   st->wait_p50_ns = static_cast<double>(Quantile(&waits, 0.5));
-  st->remote_wait_p50_ns = static_cast<double>(Quantile(&remote, 0.5));
+  st->remote_wait_p75_ns = static_cast<double>(Quantile(&remote, 0.75));
   st->duration_p50_ns = static_cast<double>(Quantile(&durations, 0.5));
   st->segment_p50_ns = static_cast<double>(Quantile(&segments, 0.5));
   st->wait_share_p50 = Quantile(&shares, 0.5);
@@ -137,14 +137,14 @@ void WaitEvidence::Judge(WaitRankState* st) {
   if (!st->has_usual) {
     if (st->observed < static_cast<uint64_t>(params_.learn)) return;
     st->has_usual = true;
-    st->usual_wait_ns = st->remote_wait_p50_ns;
+    st->usual_wait_ns = st->remote_wait_p75_ns;
     st->usual_segment_ns = st->segment_p50_ns;
     return;
   }
   const double rel = params_.rel;
   if (!st->flagged) {
     const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
-    const bool stopped_waiting = st->remote_wait_p50_ns <= st->usual_wait_ns / 4;
+    const bool stopped_waiting = st->remote_wait_p75_ns <= st->usual_wait_ns / 4;
     const bool peers_wait = st->usual_wait_ns >= rel / 4 * st->usual_segment_ns;
     if (slower && stopped_waiting && peers_wait) {
       st->flagged = true;
@@ -153,12 +153,12 @@ void WaitEvidence::Judge(WaitRankState* st) {
       return;
     }
     // The usual follows slow changes of the job (not a slowdown, which flips the p50 first).
-    st->usual_wait_ns += params_.usual_rate * (st->remote_wait_p50_ns - st->usual_wait_ns);
+    st->usual_wait_ns += params_.usual_rate * (st->remote_wait_p75_ns - st->usual_wait_ns);
     st->usual_segment_ns += params_.usual_rate * (st->segment_p50_ns - st->usual_segment_ns);
     return;
   }
   const bool back = st->segment_p50_ns < (1 + rel / 2) * st->usual_segment_ns ||
-                    st->remote_wait_p50_ns > st->usual_wait_ns / 2;
+                    st->remote_wait_p75_ns > st->usual_wait_ns / 2;
   if (back) {
     st->flagged = false;
     st->changed = true;

@@ -11,12 +11,14 @@
 // collective on the communicator to its arrival at this one (its own clock).
 //
 // Per rank, over a short recent window (the last `window` collectives, none older than
-// `window_ns`), the p50 of the duration, the wait, the remote wait, the segment and the wait as a
-// share of the segment. The floor is this node's: it cannot tell a transfer from a wait that
-// never varies (a peer always late by the same amount), so across nodes the job-wide rules compare
-// the raw duration p50s instead (the rank the others wait for has the shortest). After `learn`
-// collectives those p50s are the rank's *usual* (then an EWMA of them while it is not flagged). A
-// rank is flagged a *non-waiter* (one its communicator waits for) when, over the recent window,
+// `window_ns`), the p50 of the duration, the wait, the segment and the wait as a share of the
+// segment, and the p75 of the remote wait (with two nodes a node is the last one to arrive half the
+// time, so its median wait is 0 even while it usually waits for the other). The floor is this
+// node's: it cannot tell a transfer from a wait that never varies (a peer always late by the same
+// amount), so across nodes the job-wide rules compare the raw duration p50s instead (the rank the
+// others wait for has the shortest). After `learn` collectives those p50s are the rank's *usual*
+// (then an EWMA of them while it is not flagged). A rank is flagged a *non-waiter* (one its
+// communicator waits for) when, over the recent window,
 //   - its compute segment grew by at least `rel` over its usual (it computes more slowly), and
 //   - its remote wait fell to at most a quarter of its usual (the node stopped waiting for the
 //     other nodes), and
@@ -80,7 +82,7 @@ struct WaitRankState {
   size_t recent_n = 0;
   double duration_p50_ns = 0;  // the raw duration (comparable across nodes: job-wide rules)
   double wait_p50_ns = 0;
-  double remote_wait_p50_ns = 0;
+  double remote_wait_p75_ns = 0;  // p75, see above
   double segment_p50_ns = 0;
   double wait_share_p50 = 0;
   // The usual (learned, then an EWMA of the p50s while not flagged).

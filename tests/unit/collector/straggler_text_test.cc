@@ -80,7 +80,7 @@ TEST(StragglerTextTest, WaitAndSlowNodeTextsQuoteTheRanksFigures) {
   st.recent_n = 64;
   st.segment_p50_ns = 12.0 * kMs;
   st.usual_segment_ns = 10.0 * kMs;
-  st.remote_wait_p50_ns = 0.02 * kMs;
+  st.remote_wait_p75_ns = 0.02 * kMs;
   st.usual_wait_ns = 0.40 * kMs;
   st.since_seq = 612;
   EXPECT_EQ(WaitStragglerSummary(3, "0x00000000000000bb", 8, st),

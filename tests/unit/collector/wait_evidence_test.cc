@@ -146,7 +146,7 @@ TEST(WaitEvidenceTest, SlowRankOnePerNodeIsFlaggedByItsOwnNode) {
   EXPECT_TRUE(st->flagged);
   // The figures are the measured ones: +20 % compute, and the node no longer waits.
   EXPECT_NEAR(st->segment_p50_ns / st->usual_segment_ns, 1.2, 0.05);
-  EXPECT_LT(st->remote_wait_p50_ns, st->usual_wait_ns / 4);
+  EXPECT_LT(st->remote_wait_p75_ns, st->usual_wait_ns / 4);
   // The others wait for it: their collectives last about the 2 ms it is late longer than its own
   // (what the job-wide rules compare across nodes, no clock shared).
   const WaitRankState* other = job.node(0).rank(0);
@@ -185,8 +185,8 @@ TEST(WaitEvidenceTest, NoiseHiccupsAndPausesFlagNothing) {
       m.pauses_per_s = 1.0 / 30;
       m.seed = seed;
       Job job(m);
-      // Five minutes of job time (at most 60,000 steps).
-      const uint64_t steps = std::min<uint64_t>(60000, static_cast<uint64_t>(300e9 / compute));
+      // Three minutes of job time (at most 60,000 steps).
+      const uint64_t steps = std::min<uint64_t>(60000, static_cast<uint64_t>(180e9 / compute));
       const std::vector<Flag> flags = job.Run(steps);
       EXPECT_TRUE(flags.empty()) << "compute " << compute << " seed " << seed << ": node "
                                  << flags.front().node << " at step " << flags.front().step;
