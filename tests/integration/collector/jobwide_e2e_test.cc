@@ -1,0 +1,367 @@
+// Job-wide detection end to end: two real sentineld daemons on this machine stand for two nodes
+// (each with its own socket and HTTP port; Prometheus's `instance` label tells them apart), and a
+// real Prometheus scrapes both every second with the shipped rules (examples/prometheus/
+// sentinel_rules.yml, with its 15 s intervals and `for` shortened to fit a test). The ranks are
+// stand-ins that stream the plugin's wire records over real sockets, each to its own node's
+// daemon, paced in real time (10 ms steps), each node on its own clock base.
+// Layout: two data-parallel communicators with one rank per node (DP0: job ranks 0 on A and 2 on
+// B; DP1: job ranks 1 on A and 3 on B), one process per rank.
+//  - job rank 3 (node B) computes 20 % longer: node B's sentineld names the rank within 10 s, and
+//    Prometheus fires SentinelJobStraggler for it (not a slow node: B's other rank is on time);
+//  - both ranks of node B compute 20 % longer: node B's sentineld names itself as a slow node, and
+//    Prometheus fires SentinelJobSlowNode for B;
+//  - noise only: nothing fires anywhere.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+#include "httplib.h"
+#include "tests/eval/job_model.h"
+#include "tests/unit/collector/wire_test_util.h"
+
+namespace sentinel::testing {
+namespace {
+
+constexpr int64_t kMs = 1000000;
+constexpr int64_t kModelStart = 1000000000000LL;  // the ranks' clock at the model's start
+constexpr uint64_t kDp[2] = {0x00000000000e0000ULL, 0x00000000000e0001ULL};
+
+std::string MakeDir() {
+  char tmpl[] = "/tmp/snjw-XXXXXX";
+  return mkdtemp(tmpl) != nullptr ? std::string(tmpl) : std::string();
+}
+
+pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (!log.empty()) {
+      freopen(log.c_str(), "w", stdout);
+      freopen(log.c_str(), "a", stderr);
+    }
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+void Reap(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
+}
+
+nlohmann::json GetJson(int port, const std::string& path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(2, 0);
+  c.set_read_timeout(5, 0);
+  auto res = c.Get(path.c_str());
+  if (!res || res->status != 200) return nlohmann::json();
+  return nlohmann::json::parse(res->body, nullptr, false);
+}
+
+// A port for Prometheus below the kernel's ephemeral range (as prometheus_test.cc does).
+int FreePort() {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  std::mt19937 pick(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(MonoNow()));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port =
+        10000 + static_cast<int>(pick() % static_cast<uint32_t>(std::max(low - 10000, 1)));
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (bound) return port;
+  }
+  return 0;
+}
+
+class Node {
+ public:
+  explicit Node(const std::string& dir) : dir_(dir) {
+    socket_ = dir_ + "/s.sock";
+    pid_ = Spawn({SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0",
+                  "--port-file", dir_ + "/port", "--tick", "100ms", "--log-level", "warn"},
+                 dir_ + "/sentineld.log");
+    for (int i = 0; i < 200 && port_ == 0; ++i) {
+      std::ifstream in(dir_ + "/port");
+      if (!(in >> port_)) port_ = 0;
+      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~Node() { Reap(pid_); }
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  int port() const { return port_; }
+  const std::string& socket() const { return socket_; }
+  std::vector<nlohmann::json> FiringAlerts() const {
+    std::vector<nlohmann::json> out;
+    const nlohmann::json j = GetJson(port_, "/v1/alerts");
+    if (!j.is_object() || !j.contains("alerts")) return out;
+    for (const auto& a : j["alerts"]) {
+      if (a.value("state", "") == "firing") out.push_back(a);
+    }
+    return out;
+  }
+
+ private:
+  std::string dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+};
+
+std::string Dump(const std::vector<nlohmann::json>& alerts) {
+  std::string out;
+  for (const auto& a : alerts) out += a.value("id", "") + ": " + a.value("summary", "") + "\n";
+  return out;
+}
+
+class JobwideE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (access(SENTINEL_SENTINELD_PATH, X_OK) != 0) GTEST_SKIP() << "no sentineld";
+    dir_ = MakeDir();
+    ASSERT_FALSE(dir_.empty());
+    for (int n = 0; n < 2; ++n) {
+      const std::string d = dir_ + (n == 0 ? "/a" : "/b");
+      mkdir(d.c_str(), 0700);
+      nodes_[n] = std::make_unique<Node>(d);
+      ASSERT_GT(nodes_[n]->port(), 0) << "sentineld " << n << " did not start";
+    }
+    // One client per rank (one process per GPU), announcing its data-parallel communicator.
+    for (int n = 0; n < 2; ++n) {
+      for (int local = 0; local < 2; ++local) {
+        auto c = std::make_unique<WireClient>();
+        const uint32_t pid = static_cast<uint32_t>(4000 + 2 * n + local);
+        ASSERT_TRUE(c->Connect(nodes_[n]->socket(), pid));
+        SentinelWireCommInit init = MakeCommInit(kDp[local], n, 2);
+        init.nnodes = 2;
+        init.pid = pid;
+        std::snprintf(init.comm_name, sizeof(init.comm_name), "dp%d", local);
+        ASSERT_TRUE(c->Send(Frame(kSentinelWireCommInit, init)));
+        clients_[n][local] = std::move(c);
+      }
+    }
+    StartPrometheus();
+  }
+  void TearDown() override {
+    Reap(prom_pid_);
+    for (auto& n : nodes_) n.reset();
+    if (!dir_.empty()) std::system(("rm -rf " + dir_).c_str());
+  }
+
+  void StartPrometheus() {
+    prom_port_ = 0;
+    if (access("/usr/bin/prometheus", X_OK) != 0) return;  // the node-level part still runs
+    prom_port_ = FreePort();
+    if (prom_port_ == 0) return;
+    // The shipped rules with the 15 s evaluation interval and `for` shortened for a test.
+    std::ifstream in(SENTINEL_RULES_PATH);
+    std::stringstream rules;
+    rules << in.rdbuf();
+    std::string text = std::regex_replace(rules.str(), std::regex("interval: 15s"), "interval: 1s");
+    text = std::regex_replace(text, std::regex("for: 15s"), "for: 2s");
+    std::ofstream(dir_ + "/rules.yml") << text;
+    std::ofstream(dir_ + "/prometheus.yml")
+        << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        << "rule_files:\n  - " << dir_ << "/rules.yml\n"
+        << "scrape_configs:\n  - job_name: sentineld\n    static_configs:\n"
+        << "      - targets: ['127.0.0.1:" << nodes_[0]->port()
+        << "', '127.0.0.1:" << nodes_[1]->port() << "']\n";
+    prom_pid_ =
+        Spawn({"/usr/bin/prometheus", "--config.file=" + dir_ + "/prometheus.yml",
+               "--storage.tsdb.path=" + dir_ + "/tsdb",
+               "--web.listen-address=127.0.0.1:" + std::to_string(prom_port_), "--log.level=warn"},
+              dir_ + "/prometheus.log");
+  }
+  // Firing alerts of Prometheus (name + labels), empty when it does not run.
+  std::vector<nlohmann::json> PromFiring() {
+    std::vector<nlohmann::json> out;
+    if (prom_port_ == 0) return out;
+    const nlohmann::json j = GetJson(prom_port_, "/api/v1/alerts");
+    if (!j.is_object() || !j.contains("data")) return out;
+    for (const auto& a : j["data"]["alerts"]) {
+      if (a.value("state", "") == "firing") out.push_back(a);
+    }
+    return out;
+  }
+  std::string InstanceOf(int node) const {
+    return "127.0.0.1:" + std::to_string(nodes_[node]->port());
+  }
+
+  // Streams `steps` steps of both communicators at 10 ms steps, paced in real time.
+  void Run(int64_t steps, double jitter, const std::vector<collector::eval::Slowdown>& slow) {
+    for (int c = 0; c < 2; ++c) {
+      if (steppers_[c]) continue;
+      collector::eval::CommModel m;
+      m.hash = kDp[c];
+      m.ranks = {c, 2 + c};
+      m.compute_ns = {10 * kMs};
+      m.jitter = jitter;
+      m.duration_ns = 1 * kMs;
+      steppers_[c] = std::make_unique<collector::eval::CommStepper>(m, 3 + static_cast<uint64_t>(c),
+                                                                    1000000000000LL);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    // The model's time when this call starts (its start before the first collective).
+    const int64_t v0 = steppers_[0]->now_ns() > 0 ? steppers_[0]->now_ns() : kModelStart;
+    std::vector<SentinelWireCollRecord> recs;
+    const int64_t until = steppers_[0]->step() + steps;
+    while (steppers_[0]->step() < until) {
+      for (int c = 0; c < 2; ++c) {
+        recs.clear();
+        steppers_[c]->Next(slow, &recs);
+        for (SentinelWireCollRecord r : recs) {
+          const int node = r.rank;                                // comm rank = node index
+          const int64_t offset = node == 0 ? 0 : 987654321000LL;  // no common clock
+          r.gpu_start_ns += offset;
+          r.gpu_end_ns += offset;
+          r.enqueue_ns += offset;
+          r.api_ns += offset;
+          r.pid = static_cast<uint32_t>(4000 + 2 * node + c);
+          ASSERT_TRUE(clients_[node][c]->Send(Frame(kSentinelWireColl, r)));
+        }
+      }
+      std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(steppers_[0]->now_ns() - v0));
+      // The checks read the daemons' and Prometheus's HTTP APIs: every 20 steps (200 ms).
+      if (on_step_ && steppers_[0]->step() % 20 == 0) on_step_();
+    }
+  }
+
+  std::string dir_;
+  std::unique_ptr<Node> nodes_[2];
+  std::unique_ptr<WireClient> clients_[2][2];
+  std::unique_ptr<collector::eval::CommStepper> steppers_[2];
+  std::function<void()> on_step_;
+  pid_t prom_pid_ = -1;
+  int prom_port_ = 0;
+};
+
+// Polls `pred` for up to `seconds`.
+template <typename Pred>
+bool WaitUntil(double seconds, Pred pred) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return pred();
+}
+
+TEST_F(JobwideE2eTest, OneSlowRankInAOneRankPerNodeCommunicatorIsNamed) {
+  Run(300, 0.03, {});
+  EXPECT_TRUE(nodes_[0]->FiringAlerts().empty()) << Dump(nodes_[0]->FiringAlerts());
+  EXPECT_TRUE(nodes_[1]->FiringAlerts().empty()) << Dump(nodes_[1]->FiringAlerts());
+  // Job rank 3 (node B, DP1) 20 % slower from step 300; node B must say so within 10 s.
+  const auto slowed = std::chrono::steady_clock::now();
+  double named_after_s = -1;
+  on_step_ = [&] {
+    if (named_after_s >= 0) return;
+    for (const auto& a : nodes_[1]->FiringAlerts()) {
+      if (a.value("kind", "") == "straggler") {
+        named_after_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - slowed).count();
+      }
+    }
+  };
+  Run(1500, 0.03, {{3, 0.20, 300, -1}});
+  on_step_ = nullptr;
+  EXPECT_GE(named_after_s, 0) << "node B never named it";
+  EXPECT_LE(named_after_s, 10.0);
+  const auto b = nodes_[1]->FiringAlerts();
+  ASSERT_EQ(b.size(), 1u) << Dump(b);
+  EXPECT_EQ(b[0]["ranks"], nlohmann::json::array({1}));
+  EXPECT_EQ(b[0]["comm"], "0x00000000000e0001");
+  EXPECT_EQ(b[0]["evidence"]["scope"], "rank");
+  EXPECT_TRUE(nodes_[0]->FiringAlerts().empty()) << Dump(nodes_[0]->FiringAlerts());
+  if (prom_port_ == 0) GTEST_SKIP() << "prometheus not installed: the job-wide half not run";
+  // Job-wide: Prometheus names rank 1 of DP1 on node B (keep the job running meanwhile).
+  bool named = false;
+  on_step_ = [&] {
+    if (named) return;
+    for (const auto& a : PromFiring()) {
+      if (a["labels"].value("alertname", "") == "SentinelJobStraggler" &&
+          a["labels"].value("instance", "") == InstanceOf(1) &&
+          a["labels"].value("comm", "") == "0x00000000000e0001" &&
+          a["labels"].value("rank", "") == "1") {
+        named = true;
+      }
+    }
+  };
+  for (int i = 0; i < 6 && !named; ++i) Run(500, 0.03, {{3, 0.20, 0, -1}});
+  EXPECT_TRUE(named) << "Prometheus: " << nlohmann::json(PromFiring()).dump();
+  for (const auto& a : PromFiring()) {
+    EXPECT_NE(a["labels"].value("alertname", ""), "SentinelJobSlowNode") << a.dump();
+  }
+}
+
+TEST_F(JobwideE2eTest, WholeSlowNodeIsNamedByItselfAndJobWide) {
+  Run(300, 0.03, {});
+  Run(1500, 0.03, {{2, 0.20, 300, -1}, {3, 0.20, 300, -1}});
+  const auto b = nodes_[1]->FiringAlerts();
+  ASSERT_EQ(b.size(), 1u) << Dump(b);
+  EXPECT_EQ(b[0]["evidence"]["scope"], "node");
+  EXPECT_NE(b[0].value("summary", "").find("is slow: all 2 of its processes"), std::string::npos)
+      << b[0].dump();
+  EXPECT_TRUE(nodes_[0]->FiringAlerts().empty()) << Dump(nodes_[0]->FiringAlerts());
+  if (prom_port_ == 0) GTEST_SKIP() << "prometheus not installed: the job-wide half not run";
+  bool named = false;
+  on_step_ = [&] {
+    if (named) return;
+    for (const auto& a : PromFiring()) {
+      if (a["labels"].value("alertname", "") == "SentinelJobSlowNode" &&
+          a["labels"].value("instance", "") == InstanceOf(1)) {
+        named = true;
+      }
+    }
+  };
+  for (int i = 0; i < 6 && !named; ++i) {
+    Run(500, 0.03, {{2, 0.20, 0, -1}, {3, 0.20, 0, -1}});
+  }
+  EXPECT_TRUE(named) << "Prometheus: " << nlohmann::json(PromFiring()).dump();
+  for (const auto& a : PromFiring()) {
+    EXPECT_NE(a["labels"].value("alertname", ""), "SentinelJobStraggler") << a.dump();
+  }
+}
+
+TEST_F(JobwideE2eTest, NoiseOnlyFiresNothing) {
+  Run(2500, 0.05, {});
+  EXPECT_TRUE(nodes_[0]->FiringAlerts().empty()) << Dump(nodes_[0]->FiringAlerts());
+  EXPECT_TRUE(nodes_[1]->FiringAlerts().empty()) << Dump(nodes_[1]->FiringAlerts());
+  if (prom_port_ == 0) return;
+  // Prometheus had the series (it evaluated the rules over them) and fired nothing.
+  const nlohmann::json q =
+      GetJson(prom_port_, "/api/v1/query?query=sentinel%3Arank_lateness_share");
+  ASSERT_TRUE(q.is_object()) << "prometheus did not answer";
+  EXPECT_EQ(q["data"]["result"].size(), 4u) << q.dump();
+  EXPECT_TRUE(PromFiring().empty()) << nlohmann::json(PromFiring()).dump();
+}
+
+}  // namespace
+}  // namespace sentinel::testing
