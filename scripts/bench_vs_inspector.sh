@@ -36,6 +36,7 @@ BEFORE="${4:-}"
 BENCH="$BUILD/tests/benchmarks/sentinel_collective_benchmark"
 OURS="$BUILD/plugin/libnccl-profiler-sentinel.so"
 SENTINELD="${SENTINEL_DEV_BENCH_SENTINELD:-$BUILD/collector/sentineld}"
+unset SENTINEL_DEV_BENCH_SENTINELD  # only the sent-sock runs stream to it
 [[ -x "$BENCH" && -f "$OURS" ]] || { echo "build first: $BENCH, $OURS" >&2; exit 2; }
 [[ -f "$INSPECTOR" ]] || { echo "no such file: $INSPECTOR" >&2; exit 2; }
 [[ -z "$BEFORE" || -f "$BEFORE" ]] || { echo "no such file: $BEFORE" >&2; exit 2; }
