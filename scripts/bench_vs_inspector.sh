@@ -7,7 +7,7 @@
 # and at `all`; the floor (one clock read + one 64-byte store per call) is replayed at each mask.
 #
 # Inspector is NOT part of this repository: build it from NCCL's sources (v2.28.9-1:
-# ext-profiler/inspector; later releases: plugins/profiler/inspector), e.g.
+# ext-profiler/inspector; later releases move it to plugins/profiler/inspector), e.g.
 #   git archive v2.28.9-1 ext-profiler/inspector | tar -x -C /work/inspector-build
 #   cd /work/inspector-build/ext-profiler/inspector
 #   echo '#include "version.h"' > version.cc
@@ -20,6 +20,11 @@
 # Usage: scripts/bench_vs_inspector.sh INSPECTOR_SO [BUILD_DIR] [ROUNDS] [BEFORE_SO]
 # BEFORE_SO: another build of our plugin (e.g. an older commit's), run at Coll,KernelCh and default
 # as plugin "before".
+# Plugin "sentinel" streams to a JSONL dump on tmpfs (SENTINEL_DUMP: the drainer formats text, a
+# debugging path); plugin "sent-sock" streams binary frames to a real sentineld
+# (SENTINEL_DEV_BENCH_SENTINELD, default BUILD_DIR/collector/sentineld)
+# on a private socket (the production path; run when that binary is built; its sentineld_ns column
+# is the collector's own CPU per collective, another process).
 # Prints, per plugin, mask and channel count, the median over ROUNDS alternated rounds (each the
 # median of 3 repetitions) of: wall ns per collective, the calling thread's CPU ns, the process's
 # CPU ns (drainer thread and synchronous drains included), and the calls NCCL made.
@@ -30,6 +35,8 @@ ROUNDS="${3:-3}"
 BEFORE="${4:-}"
 BENCH="$BUILD/tests/benchmarks/sentinel_collective_benchmark"
 OURS="$BUILD/plugin/libnccl-profiler-sentinel.so"
+SENTINELD="${SENTINEL_DEV_BENCH_SENTINELD:-$BUILD/collector/sentineld}"
+unset SENTINEL_DEV_BENCH_SENTINELD  # only the sent-sock runs stream to it
 [[ -x "$BENCH" && -f "$OURS" ]] || { echo "build first: $BENCH, $OURS" >&2; exit 2; }
 [[ -f "$INSPECTOR" ]] || { echo "no such file: $INSPECTOR" >&2; exit 2; }
 [[ -z "$BEFORE" || -f "$BEFORE" ]] || { echo "no such file: $BEFORE" >&2; exit 2; }
@@ -70,6 +77,12 @@ for _ in $(seq "$ROUNDS"); do
     NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump"
   run "sentinel:default" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=default
   run "sentinel:all" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=all
+  if [[ -x "$SENTINELD" ]]; then  # the production path: streaming to a real sentineld
+    for mask in Coll,KernelCh default all; do
+      run "sent-sock:$mask" 'BM_Collective/' "$OURS" SENTINEL_EVENTS="$mask" \
+        SENTINEL_DEV_BENCH_SENTINELD="$SENTINELD"
+    done
+  fi
   if [[ -n "$BEFORE" ]]; then
     run "before:Coll,KernelCh" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=Coll,KernelCh
     run "before:default" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=default
@@ -95,12 +108,13 @@ for path in glob.glob(os.path.join(sys.argv[1], 'run.*.json')):
 def med(bs, key):
     vals = [float(b[key]) for b in bs if key in b]
     return statistics.median(vals) if vals else float('nan')
-print('%-14s %3s %-9s %8s %8s %9s %6s %9s %9s' % ('mask', 'ch', 'plugin', 'wall_ns', 'cpu_ns',
-      'proc_cpu', 'calls', 'cpu/call', 'rounds'))
+print('%-14s %3s %-9s %8s %8s %9s %6s %9s %6s %12s' % ('mask', 'ch', 'plugin', 'wall_ns',
+      'cpu_ns', 'proc_cpu', 'calls', 'cpu/call', 'rounds', 'sentineld_ns'))
 for key in sorted(rows):
     bs = rows[key]
     calls = med(bs, 'calls')
     cpu = med(bs, 'cpu_time')
-    print('%-14s %3d %-9s %8.0f %8.0f %9.0f %6.0f %9.1f %9d' % (key[0], key[1], key[2],
-          med(bs, 'real_time'), cpu, med(bs, 'cpu_ns'), calls, cpu / calls, len(bs)))
+    print('%-14s %3d %-9s %8.0f %8.0f %9.0f %6.0f %9.1f %6d %12.0f' % (key[0], key[1], key[2],
+          med(bs, 'real_time'), cpu, med(bs, 'cpu_ns'), calls, cpu / calls, len(bs),
+          med(bs, 'sentineld_ns')))
 PY

@@ -5,9 +5,11 @@
 // ncclProfiler_v5 entry points at the mask the plugin itself wrote at init (SENTINEL_EVENTS,
 // default here "Coll,KernelCh", NCCL Inspector's mask). A call on a handle the plugin answered with
 // NULL is skipped where NCCL skips it, so each plugin is charged exactly what NCCL would call.
-// Streaming is on (the drainer writes every record to a JSONL sink on tmpfs, as it would to
-// sentineld); the drain's cost is reported beside the hot path (cpu_ns: process CPU per collective,
-// drainer thread and synchronous drains included).
+// Streaming is on: with SENTINEL_DEV_BENCH_SENTINELD=<sentineld binary> to a real sentineld on a
+// private socket (the production path: binary frames, batched); otherwise the drainer formats
+// every record as JSONL into a dump on tmpfs (SENTINEL_DUMP, a debugging path that costs far more
+// per record). The drain's cost is reported beside the hot path (cpu_ns: process CPU per
+// collective, drainer thread and synchronous drains included; sentineld_ns: the collector's CPU).
 //
 // scripts/bench_vs_inspector.sh runs this benchmark side by side with NCCL Inspector's .so
 // (SENTINEL_DEV_BENCH_PLUGIN). BM_FloorCollective replays the same sequence against a floor plugin
@@ -51,7 +53,18 @@ struct Plugin {
     // synchronously (finalize, with the timer paused, its CPU counted in cpu_ns) before the ring
     // can fill; the heartbeat's records_dropped_ring is printed at the end and should be 0.
     setenv("SENTINEL_RING_RECORDS", "65536", 0);
-    dump = sentinel::bench::MakeDumpFile("sentinel-cbench");
+    // SENTINEL_DEV_BENCH_SENTINELD=<sentineld binary>: the production path. The drainer streams
+    // binary frames to a real sentineld this benchmark starts on a private socket, and no JSONL
+    // dump is written. Otherwise the drainer formats every record as JSONL into a dump on tmpfs
+    // (SENTINEL_DUMP, a debugging path) and the collector sink finds no collector.
+    const char* sentineld = getenv("SENTINEL_DEV_BENCH_SENTINELD");
+    if (sentineld != nullptr && *sentineld != '\0') {
+      unsetenv("SENTINEL_DUMP");
+      if (!collector.Start(sentineld)) abort();
+      streams = true;
+    } else {
+      dump = sentinel::bench::MakeDumpFile("sentinel-cbench");
+    }
     t = sentinel::bench::LoadPluginV5();
     Init();
   }
@@ -72,8 +85,8 @@ struct Plugin {
     // Another plugin measured side by side (SENTINEL_DEV_BENCH_PLUGIN, e.g. NCCL Inspector) writes
     // no dump and has no rings of ours to drain: the loop then never re-creates its communicator,
     // as NCCL would not.
-    writes_dump = access(dump.c_str(), F_OK) == 0;
-    if (writes_dump && truncate(dump.c_str(), 0) != 0) abort();
+    writes_dump = streams || access(dump.c_str(), F_OK) == 0;
+    if (!streams && writes_dump && truncate(dump.c_str(), 0) != 0) abort();
     Init();
   }
   uint64_t ReadCounter(const char* key) const {
@@ -83,7 +96,10 @@ struct Plugin {
   std::string dump;
   void* ctx = nullptr;
   int mask = 0;
-  bool writes_dump = true;
+  bool writes_dump = true;  // the plugin under test is ours: its rings need draining
+  bool streams = false;     // to `collector`, not to a dump
+  sentinel::bench::Sentineld collector;
+  uint64_t collectives = 0;  // replayed, warm-ups included (records per collective at the end)
   uint64_t records = 0;
   uint64_t ring_drops = 0;
   uint64_t stale = 0;
@@ -155,14 +171,20 @@ void BM_Collective(benchmark::State& state) {
   int calls = 0;
   for (int i = 0; i < 2000; ++i) calls = r->Run(p.t, p.ctx);  // warm-up (TLS state, pages)
   p.DrainAndReinit();
-  // A quarter of the ring between synchronous drains (the drainer thread also drains).
-  constexpr int kDrainEvery = 16384;
+  const int64_t daemon0 = p.collector.CpuNs();
+  // A quarter of the ring between synchronous drains (the drainer thread also drains). Streaming
+  // to sentineld: fewer than the collector sink's send buffer holds (about 3,600 records), since
+  // on a loaded machine sentineld reads more slowly than this loop produces, and a record the
+  // sink drops at a full socket costs less than one sent; finalize's flush waits for the socket.
+  // cpu_ns then carries one communicator finalize + init per 2048 collectives (about 0.3 ms of
+  // CPU each on the 2-core VM, i.e. ~150 ns per collective that a real job does not pay).
+  const int drain_every = p.streams ? 2048 : 16384;
   int n = 0;
   int64_t drain_ns = 0;
   const int64_t cpu0 = ProcessCpuNs();
   for (auto _ : state) {
     r->Run(p.t, p.ctx);
-    if (p.writes_dump && ++n == kDrainEvery) {
+    if (p.writes_dump && ++n == drain_every) {
       state.PauseTiming();
       const int64_t d0 = sentinel::bench::MonoNowNs();
       p.DrainAndReinit();
@@ -177,6 +199,10 @@ void BM_Collective(benchmark::State& state) {
   state.counters["calls"] = calls;
   state.counters["cpu_ns"] = static_cast<double>(ProcessCpuNs() - cpu0) / iters;
   state.counters["sync_drain_ns"] = static_cast<double>(drain_ns) / iters;
+  // The collector's CPU per collective (another process; shared by every rank of the node).
+  if (p.streams)
+    state.counters["sentineld_ns"] = static_cast<double>(p.collector.CpuNs() - daemon0) / iters;
+  p.collectives += 2000 + static_cast<uint64_t>(state.iterations());
 }
 BENCHMARK(BM_Collective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
 
@@ -291,6 +317,18 @@ int main(int argc, char** argv) {
   benchmark::Shutdown();
   Plugin& p = P();
   p.DrainAndReinit(true);
+  if (p.streams) {
+    // The heartbeats went to sentineld: its own count of what arrived, and the plugin's drop
+    // counters as the last heartbeat reported them (all should be 0 but "records received").
+    p.t->finalize(p.ctx);
+    usleep(500000);  // the daemon's ingest thread takes the last frames off the socket
+    fprintf(stderr, "sentineld after %llu collectives of BM_Collective:\n%s%s",
+            static_cast<unsigned long long>(p.collectives),
+            p.collector.MetricLines("sentinel_records_received_total").c_str(),
+            p.collector.MetricLines("sentinel_plugin_dropped_total").c_str());
+    p.collector.Stop();
+    return 0;
+  }
   fprintf(stderr,
           "plugin heartbeats over the run: records_completed=%llu records_dropped_ring=%llu "
           "stale_handles=%llu events_dropped_pool=%llu\n",
