@@ -172,6 +172,12 @@ class ClusterJob {
     next_inflight_ = start + kSec;
     next_eval_ = start + eval_phase_ns_;
     for (Node& node : nodes_) node.next_scrape_ns = start + node.scrape_phase_ns;
+    scrape_order_.resize(nodes_.size());
+    for (size_t n = 0; n < nodes_.size(); ++n) scrape_order_[n] = n;
+    std::sort(scrape_order_.begin(), scrape_order_.end(), [this](size_t a, size_t b) {
+      return nodes_[a].scrape_phase_ns < nodes_[b].scrape_phase_ns;
+    });
+    scrape_idx_ = 0;
     const int64_t end = start + s_.run_ns;
     using Item = std::pair<int64_t, size_t>;  // (delivery time, index into pending_)
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> q;
@@ -245,6 +251,7 @@ class ClusterJob {
 
   void Feed(int rank) {
     Node& node = NodeOf(rank);
+    Sync(node);
     Session& s = *node.sessions[static_cast<size_t>(ClusterLayout::Local(rank))];
     if (!s.Feed(buf_.data(), buf_.size())) {
       std::fprintf(stderr, "detection_eval: session of rank %d closed: %s\n", rank,
@@ -295,7 +302,7 @@ class ClusterJob {
         const uint64_t done = done_[static_cast<size_t>(r)][static_cast<size_t>(k)];
         SentinelWireInFlight in{};
         in.comm_hash = comm.hash;
-        in.now_ns = node.clock.MonoNs();
+        in.now_ns = now_ + node.offset_ns;
         in.enqueued = in.gpu_started = in.completed = done;
         const bool culprit = r == s_.faults.hang_rank && st.Hung() &&
                              now_ >= st.hang_started_ns() && st.blocked(r) == c;
@@ -322,6 +329,7 @@ class ClusterJob {
   }
 
   void Scrape(Node& node) {
+    Sync(node);
     std::vector<ExcludedHost> excluded;
     const MetricsSnapshot snap =
         node.agg->SnapshotMetrics(exclude_, node.clock.RealNs(), &excluded);
@@ -436,14 +444,9 @@ class ClusterJob {
 
   void AdvanceTo(int64_t t) {
     while (true) {
-      int64_t next_scrape = INT64_MAX;
-      size_t scrape_node = 0;
-      for (size_t n = 0; n < nodes_.size(); ++n) {
-        if (nodes_[n].next_scrape_ns < next_scrape) {
-          next_scrape = nodes_[n].next_scrape_ns;
-          scrape_node = n;
-        }
-      }
+      // The nodes are scraped in the order of their phases, cyclically.
+      const size_t scrape_node = scrape_order_[scrape_idx_];
+      const int64_t next_scrape = nodes_[scrape_node].next_scrape_ns;
       const int64_t disconnect = s_.hang == HangKind::kGone && stepper_->Hung() && !gone_done_
                                      ? stepper_->hang_started_ns()
                                      : INT64_MAX;
@@ -454,6 +457,7 @@ class ClusterJob {
       if (next == disconnect) {
         gone_done_ = true;
         Node& node = NodeOf(s_.faults.hang_rank);
+        Sync(node);
         node.agg->OnDisconnect(ClusterLayout::Local(s_.faults.hang_rank) + 1);
         node.disconnected = true;
       } else if (next == next_inflight_) {
@@ -461,6 +465,7 @@ class ClusterJob {
         next_inflight_ += kSec;
       } else if (next == next_tick_) {
         for (size_t n = 0; n < nodes_.size(); ++n) {
+          Sync(nodes_[n]);
           nodes_[n].agg->Tick();
           Collect(static_cast<int>(n));
         }
@@ -468,6 +473,7 @@ class ClusterJob {
       } else if (next == next_scrape) {
         Scrape(nodes_[scrape_node]);
         nodes_[scrape_node].next_scrape_ns += kScrapeNs;
+        scrape_idx_ = (scrape_idx_ + 1) % scrape_order_.size();
       } else {
         EvaluateRules();
         next_eval_ += prom::JobwideRules::kIntervalNs;
@@ -476,10 +482,9 @@ class ClusterJob {
     SetTime(t);
   }
 
-  void SetTime(int64_t t) {
-    now_ = std::max(now_, t);
-    for (Node& node : nodes_) node.clock.Set(now_ + node.offset_ns);
-  }
+  // True time; each node's clock follows it (plus its offset) when the node is touched (Sync).
+  void SetTime(int64_t t) { now_ = std::max(now_, t); }
+  void Sync(Node& node) const { node.clock.Set(now_ + node.offset_ns); }
 
   // A slowdown run may stop once both tiers named the culprit and a while has passed.
   bool Done() const {
@@ -514,6 +519,8 @@ class ClusterJob {
   prom::JobwideRules rules_;
   std::set<std::tuple<int, std::string, int64_t>> seen_;
   const ClusterStepper* stepper_ = nullptr;
+  std::vector<size_t> scrape_order_;
+  size_t scrape_idx_ = 0;
   int64_t now_ = 0;
   int64_t next_tick_ = 0;
   int64_t next_inflight_ = 0;

@@ -332,6 +332,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
       UnlessOn(Filter(rec["sentinel:rank_seq_behind"], Cmp::kGt, 0),
                Filter(MaxBy(last_seq_history_.Changes(ts_ns, 120 * kSec), kJobComm), Cmp::kGt, 0),
                kJobComm)));
+  recorded_ = std::move(rec);
   return fired;
 }
 

@@ -123,10 +123,13 @@ class JobwideRules {
  public:
   JobwideRules();
   std::vector<AlertEvent> Evaluate(int64_t ts_ns, const Store& scraped);
+  // The recording rules' results of the last evaluation, by record name.
+  const Store& recorded() const { return recorded_; }
   // The group interval (every group here: 15 s).
   static constexpr int64_t kIntervalNs = 15LL * 1000000000;
 
  private:
+  Store recorded_;
   History last_seq_history_;
   AlertRule slow_node_;
   AlertRule straggler_;
