@@ -5,6 +5,15 @@
 // 15 s scrape and evaluation interval. Prints, per scenario family and per tier (node, job),
 // precision, recall, who was named (node or rank), time to name and false alerts per simulated
 // hour, and which targets are missed.
+//
+// The full runs (minutes of one core each at 128 nodes; the simulated time is never slept):
+//   detection_eval --nodes 8 --seeds 2 --noise-minutes 5
+//   detection_eval --nodes 64 --seeds 2 --noise-minutes 5
+//   detection_eval --nodes 128 --seeds 1 --noise-minutes 5
+// Families: "slow rank +P%" (one rank computes P % longer), "slow node +P%" (every rank of a
+// node), "slow link +P%" (one NIC's cross-node transfers), "noise heavy-tail+pauses", "noise
+// hiccups" (20-100 ms at 0.1 per rank per second), "hang <role>" (a rank stops at a cross-node
+// collective). The node tier is what each sentineld alerts on; the job tier is the rules' alerts.
 #pragma once
 
 #include <cstdint>
