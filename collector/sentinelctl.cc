@@ -25,8 +25,8 @@
 
 #include "collector/ctl_net.h"
 #include "collector/ctl_text.h"
+#include "common/baseline_report.h"
 #include "common/sentinel_env.h"
-#include "tools/baseline/report.h"
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/choice_words.h"
 #include "common/env_bool.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, not in every header
@@ -46,13 +47,13 @@ constexpr EnvVarSpec kRegistry[] = {
      "the system sentineld's user, trusted beside you and root"},
     {Var::kDump, "SENTINEL_DUMP", F, "", 0, 0, nullptr, false, R, "JSONL dump file (%p, %h)"},
     {Var::kJobId, "SENTINEL_JOB_ID", S, "", 0, 0, nullptr, false, R, "job id sent to sentineld"},
-    {Var::kLogLevel, "SENTINEL_LOG_LEVEL", E, "warn", 0, 0,
-     "trace|debug|info|warn|warning|error|off", false, R, "the plugin's log level"},
+    {Var::kLogLevel, "SENTINEL_LOG_LEVEL", E, "warn", 0, 0, kPluginLogLevelWords, false, R,
+     "the plugin's log level"},
     {Var::kExpect, "SENTINEL_EXPECT", S, "", 0, 0, nullptr, false, R,
      "transport/placement expectation"},
     {Var::kExpectFile, "SENTINEL_EXPECT_FILE", F, "", 0, 0, nullptr, false, R,
      "a file holding the expectation"},
-    {Var::kOnMismatch, "SENTINEL_ON_MISMATCH", E, "fail", 0, 0, "fail|warn|abort", false, R,
+    {Var::kOnMismatch, "SENTINEL_ON_MISMATCH", E, "fail", 0, 0, kOnMismatchWords, false, R,
      "what a failed expectation does"},
     {Var::kOnHang, "SENTINEL_ON_HANG", E, "off", 0, 0, "off|report|abort", false, R,
      "what a confirmed hang does"},

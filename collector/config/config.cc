@@ -24,6 +24,7 @@
 #include "collector/base/owned_paths.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
+#include "common/choice_words.h"
 #include "common/expectation.h"
 #include "common/fs_trust.h"
 #include "common/sentinel_env.h"
@@ -219,9 +220,10 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   }
   if (key == "expect") return SetExpect(value, &expect);
   if (key == "expect-on-mismatch") {
-    if (value != "fail" && value != "warn" && value != "abort") {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--expect-on-mismatch: expected fail, warn or abort, got '", value, "'"));
+    rules::OnMismatch unused;
+    if (!rules::ParseOnMismatch(std::string(value).c_str(), &unused)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--expect-on-mismatch: expected ", rules::kOnMismatchWords, ", got '", value, "'"));
     }
     expect_on_mismatch = std::string(value);
     return absl::OkStatus();
@@ -350,13 +352,10 @@ absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help)
 }
 
 absl::Status Config::Validate() const {
-  static constexpr const char* kLevels[] = {"trace",   "debug", "info",     "warn",
-                                            "warning", "error", "critical", "off"};
-  bool level_ok = false;
-  for (const char* l : kLevels) level_ok = level_ok || log_level == l;
-  if (!level_ok) {
+  rules::LogLevelWord unused_level;
+  if (!rules::ParseLogLevel(log_level.c_str(), &unused_level)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--log-level: expected trace|debug|info|warn|error|critical|off, got '", log_level, "'"));
+        "--log-level: expected ", rules::kDaemonLogLevelWords, ", got '", log_level, "'"));
   }
   // Zero durations would spin a core (tick) or make every window/timeout empty.
   const struct {

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/base/real_time.h"
+#include "common/collective_bandwidth.h"
 
 namespace sentinel::collector {
 namespace {
@@ -93,8 +94,8 @@ nlohmann::json BaselineJson(const BaselineSnapshot& snap) {
                      {"algbw_gbytes_per_s", static_cast<double>(r.algbw_bps) / 1e9},
                      {"busbw_gbytes_per_s", busbw},
                      {"job_busbw_gbytes_per_s", NumOrNull(job)},
-                     {"link_ratio", NumOrNull(link > 0 ? busbw / (link / 8) : -1)},
-                     {"job_ratio", NumOrNull(job >= 0 && busbw > 0 ? job / busbw : -1)}});
+                     {"link_ratio", NumOrNull(rules::BandwidthRatio(busbw, rules::LinkGBs(link)))},
+                     {"job_ratio", NumOrNull(rules::BandwidthRatio(job, busbw))}});
   }
   return {{"run_id", absl::StrFormat("%016x", run->run_id)},
           {"host", run->host},
@@ -131,7 +132,8 @@ void AppendBaselinePrometheus(const BaselineSnapshot& snap, std::string* out) {
     if (r.link_mbps == 0) continue;
     Sample(out, "sentinel_baseline_link_ratio",
            absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
-           static_cast<double>(r.busbw_bps) / 1e9 / (static_cast<double>(r.link_mbps) / 8000));
+           rules::BandwidthRatio(static_cast<double>(r.busbw_bps) / 1e9,
+                                 rules::LinkGBs(static_cast<double>(r.link_mbps) / 1000)));
   }
   Family(out, "sentinel_baseline_job_ratio",
          "The job's p50 bus bandwidth in the size's bucket / the baseline's (AllReduce).");
@@ -141,7 +143,7 @@ void AppendBaselinePrometheus(const BaselineSnapshot& snap, std::string* out) {
     if (job < 0) continue;
     Sample(out, "sentinel_baseline_job_ratio",
            absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
-           job / (static_cast<double>(r.busbw_bps) / 1e9));
+           rules::BandwidthRatio(job, static_cast<double>(r.busbw_bps) / 1e9));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/choice_words.h"
 #include "common/host_name.h"
 #include "common/sentinel_env.h"
 #include "plugin/base/event_mask.h"
@@ -62,6 +63,27 @@ void CheckDump(const std::string& path, std::string* errors) {
   }
 }
 
+// The plugin's level for a word of SENTINEL_LOG_LEVEL (common/choice_words.h). The registry offers
+// no "critical" (the plugin has no such level); were it offered, it would mean errors only.
+LogLevel PluginLogLevel(rules::LogLevelWord w) {
+  switch (w) {
+    case rules::LogLevelWord::kTrace:
+      return LogLevel::kTrace;
+    case rules::LogLevelWord::kDebug:
+      return LogLevel::kDebug;
+    case rules::LogLevelWord::kInfo:
+      return LogLevel::kInfo;
+    case rules::LogLevelWord::kWarn:
+      return LogLevel::kWarn;
+    case rules::LogLevelWord::kError:
+    case rules::LogLevelWord::kCritical:
+      return LogLevel::kError;
+    case rules::LogLevelWord::kOff:
+      return LogLevel::kOff;
+  }
+  return LogLevel::kWarn;
+}
+
 }  // namespace
 
 void ReportEnvProblems(const std::string& errors) {
@@ -102,11 +124,7 @@ EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
   errors->append(env.problems, env.problems_len);
   c.disable = env.Flag(Var::kDisable);
   if (env.Set(Var::kEvents)) c.events = env.Text(Var::kEvents);
-  static constexpr rules::ChoiceName<LogLevel> kLevels[] = {
-      {"trace", LogLevel::kTrace}, {"debug", LogLevel::kDebug},  {"info", LogLevel::kInfo},
-      {"warn", LogLevel::kWarn},   {"warning", LogLevel::kWarn}, {"error", LogLevel::kError},
-      {"off", LogLevel::kOff}};
-  c.log_level = rules::ChoiceByName(env, Var::kLogLevel, kLevels, LogLevel::kWarn);
+  c.log_level = PluginLogLevel(rules::LogLevelFromEnv(env, rules::LogLevelWord::kWarn));
   if (env.Set(Var::kDump)) {
     char host[256];
     rules::ShortHostName(host, sizeof(host));

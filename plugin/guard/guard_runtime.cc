@@ -11,6 +11,7 @@
 #include <mutex>
 #include <vector>
 
+#include "common/choice_words.h"
 #include "common/env_bool.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
@@ -73,19 +74,6 @@ void WriteStderr(const std::string& s) {
   }
 }
 
-bool ParseMode(const char* text, Mode* mode) {
-  if (std::strcmp(text, "warn") == 0) {
-    *mode = Mode::kWarn;
-  } else if (std::strcmp(text, "abort") == 0) {
-    *mode = Mode::kAbort;
-  } else if (std::strcmp(text, "fail") == 0) {
-    *mode = Mode::kFail;
-  } else {
-    return false;
-  }
-  return true;
-}
-
 // Caller holds R().mu.
 void LoadConfigLocked(Runtime& r) {
   if (r.loaded) return;
@@ -104,12 +92,11 @@ void LoadConfigLocked(Runtime& r) {
   const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
   if (env.Set(rules::Var::kOnMismatch)) {
     // fail|warn|abort under the registry's rule; a bad value was told once there: fail.
-    static constexpr rules::ChoiceName<Mode> kModes[] = {
-        {"fail", Mode::kFail}, {"warn", Mode::kWarn}, {"abort", Mode::kAbort}};
-    c.mode = rules::ChoiceByName(env, rules::Var::kOnMismatch, kModes, Mode::kFail);
-  } else if (!src.on_mismatch.empty() && !ParseMode(src.on_mismatch.c_str(), &c.mode)) {
-    WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name +
-                " (fail|warn|abort): using fail\n");
+    c.mode = rules::OnMismatchFromEnv(env, Mode::kFail);
+  } else if (!src.on_mismatch.empty() &&
+             !rules::ParseOnMismatch(src.on_mismatch.c_str(), &c.mode)) {
+    WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name + " (" +
+                rules::kOnMismatchWords + "): using " + rules::OnMismatchWord(Mode::kFail) + "\n");
   }
   c.active = true;
   if (!src.read_error.empty()) {
@@ -207,10 +194,7 @@ bool ReportLocked(Runtime& r, const Verdict& v, const Evidence& ev, const std::s
               v.mismatches.front().term.c_str(), v.mismatches.front().found.c_str());
     }
   }
-  uint16_t outcome = mode == Mode::kFail    ? kSentinelOutcomeFail
-                     : mode == Mode::kAbort ? kSentinelOutcomeAbort
-                                            : kSentinelOutcomeWarn;
-  SendRecords(r, ToWireVerdicts(v, r.config.expect, ev, outcome, NowNs()));
+  SendRecords(r, ToWireVerdicts(v, r.config.expect, ev, rules::OutcomeOf(mode), NowNs()));
   if (mode == Mode::kAbort) std::abort();  // the user asked for it (SENTINEL_ON_MISMATCH=abort)
   return mode == Mode::kFail;
 }

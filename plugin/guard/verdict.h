@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/choice_words.h"
 #include "plugin/guard/expectation.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/nccl_env.h"
@@ -19,8 +20,8 @@ namespace sentinel::guard {
 // When the check runs. Channel paths (gdr, intra) exist at init only without runtime connect.
 enum class Stage { kInit, kFirstCollective, kProfilerInit };
 
-// SENTINEL_ON_MISMATCH.
-enum class Mode { kFail, kWarn, kAbort };
+// SENTINEL_ON_MISMATCH: fail, warn or abort (the words and their parser: common/choice_words.h).
+using Mode = rules::OnMismatch;
 
 struct Evidence {
   const LogEvidence* log = nullptr;  // null when NCCL's log could not be captured

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <new>
 
+#include "common/choice_words.h"
 #include "common/fs_trust.h"
 #include "common/host_name.h"
 #include "common/mono_clock.h"
@@ -34,11 +35,10 @@ int64_t MonotonicNs() { return rules::MonoNowNs(); }
 int64_t RealtimeNs() { return rules::RealNowNs(); }
 
 bool VerboseFromEnv() {
-  const rules::SentinelEnv& env = rules::ProcessSentinelEnv();
-  const char* level = env.Text(rules::Var::kLogLevel);
-  if (level == nullptr || env[rules::Var::kLogLevel].bad) return false;
-  return strcasecmp(level, "info") == 0 || strcasecmp(level, "debug") == 0 ||
-         strcasecmp(level, "trace") == 0;
+  const rules::LogLevelWord level =
+      rules::LogLevelFromEnv(rules::ProcessSentinelEnv(), rules::LogLevelWord::kWarn);
+  return level == rules::LogLevelWord::kInfo || level == rules::LogLevelWord::kDebug ||
+         level == rules::LogLevelWord::kTrace;
 }
 
 void CopyString(char* dst, size_t cap, const char* src) {

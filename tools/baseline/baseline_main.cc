@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/baseline_report.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
 #include "plugin/guard/guard_runtime.h"
@@ -22,7 +23,6 @@
 #include "plugin/transport/collector_sink.h"
 #include "schemas/wire/sentinel_wire.h"
 #include "tools/baseline/launch.h"
-#include "tools/baseline/report.h"
 #include "tools/baseline/vendor_api.h"
 
 namespace sentinel::baseline {

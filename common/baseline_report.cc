@@ -1,5 +1,5 @@
-// Formulas, sweep, job figures, table and verdict of sentinel-baseline; see report.h.
-#include "tools/baseline/report.h"
+// Formulas, sweep, job figures, table and verdict of sentinel-baseline; see baseline_report.h.
+#include "common/baseline_report.h"
 
 #include <strings.h>
 
@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "common/collective_bandwidth.h"
 #include "common/wire_names.h"
 #include "schemas/wire/sentinel_wire.h"
 
@@ -54,16 +55,6 @@ bool ParseColl(const std::string& text, Coll* out) {
   else
     return false;
   return true;
-}
-
-double BusBwFactor(Coll c, int nranks) {
-  if (nranks <= 0) return 0;
-  const double n = nranks;
-  return c == Coll::kAllReduce ? 2.0 * (n - 1) / n : (n - 1) / n;
-}
-
-double AlgBwGBs(uint64_t bytes, double time_ns) {
-  return time_ns > 0 ? static_cast<double>(bytes) / time_ns : 0;  // bytes/ns = GB/s
 }
 
 std::vector<uint64_t> DoublingSizes(uint64_t min_bytes, uint64_t max_bytes) {
@@ -161,14 +152,14 @@ std::vector<uint64_t> SizesFromJob(const std::vector<JobBucket>& job, Coll c, ui
 }
 
 void ComputeBandwidth(int nranks, SizeResult* r) {
-  r->algbw_gbs = AlgBwGBs(r->bytes, r->time_ns);
-  r->busbw_gbs = r->algbw_gbs * BusBwFactor(r->coll, nranks);
+  r->algbw_gbs = rules::AlgBwGBs(r->bytes, r->time_ns);
+  r->busbw_gbs = r->algbw_gbs * rules::BusBwFactor(CollWireFunc(r->coll), nranks);
 }
 
 std::string FormatTable(const std::vector<SizeResult>& results, int nranks, double link_gbps) {
   std::string out;
   char line[256];
-  const double link = link_gbps / 8;  // GB/s
+  const double link = rules::LinkGBs(link_gbps);
   std::snprintf(line, sizeof line, "# %d rank(s); bandwidths in GB/s (1e9 bytes/s); link %s\n",
                 nranks, link_gbps > 0 ? (Fixed(link_gbps, 1) + " Gb/s").c_str() : "unknown");
   out += line;
@@ -179,9 +170,10 @@ std::string FormatTable(const std::vector<SizeResult>& results, int nranks, doub
   for (const SizeResult& r : results) {
     std::string job = r.job_busbw_gbs >= 0 ? Fixed(r.job_busbw_gbs, 2) : "-";
     std::string lk = link > 0 ? Fixed(link, 2) : "-";
-    std::string bl = link > 0 ? Pct(r.busbw_gbs / link) : "-";
-    std::string jb =
-        r.job_busbw_gbs >= 0 && r.busbw_gbs > 0 ? Pct(r.job_busbw_gbs / r.busbw_gbs) : "-";
+    const double bus_link = rules::BandwidthRatio(r.busbw_gbs, link);
+    const double job_base = rules::BandwidthRatio(r.job_busbw_gbs, r.busbw_gbs);
+    std::string bl = bus_link >= 0 ? Pct(bus_link) : "-";
+    std::string jb = job_base >= 0 ? Pct(job_base) : "-";
     std::snprintf(line, sizeof line, "%-13s %10s %12llu %10.1f %10.2f %10.2f %10s %8s %9s %11s\n",
                   CollName(r.coll), FormatBytes(r.bytes).c_str(),
                   static_cast<unsigned long long>(CountFor(r.coll, r.bytes, nranks)),
@@ -219,10 +211,10 @@ Verdict Judge(const std::vector<SizeResult>& results, int nranks, double link_gb
     }
   }
   const std::string at = FormatBytes(ref->bytes);
-  const bool link_known = link_gbps > 0;
-  const double link_ratio = link_known ? ref->busbw_gbs / (link_gbps / 8) : -1;
-  const bool job_known = ref->job_busbw_gbs >= 0 && ref->busbw_gbs > 0;
-  const double job_ratio = job_known ? ref->job_busbw_gbs / ref->busbw_gbs : -1;
+  const double link_ratio = rules::BandwidthRatio(ref->busbw_gbs, rules::LinkGBs(link_gbps));
+  const double job_ratio = rules::BandwidthRatio(ref->job_busbw_gbs, ref->busbw_gbs);
+  const bool link_known = link_ratio >= 0;
+  const bool job_known = job_ratio >= 0;
   std::string fabric = link_known ? "fabric reaches " + Pct(link_ratio) + " of link rate at " + at
                                   : "fabric reaches " + Fixed(ref->busbw_gbs, 2) +
                                         " GB/s bus bandwidth at " + at + " (link rate unknown)";

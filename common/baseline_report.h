@@ -1,6 +1,8 @@
-// sentinel-baseline's arithmetic and text: the nccl-tests bandwidth formulas, the size sweep, the
-// job's figures read from sentineld's /v1/telemetry, the table and the one-line verdict. Pure
-// functions, tested without any library or GPU.
+// sentinel-baseline's arithmetic and text: the size sweep, the job's figures read from sentineld's
+// /v1/telemetry, the table and the one-line verdict (bandwidth formulas: collective_bandwidth.h).
+// Pure functions, tested without any library or GPU. Shared by sentinel-baseline (tools/baseline/)
+// and `sentinelctl baseline`, so neither reaches into the other's tree; library
+// sentinel_baseline_report, which depends on nothing of the plugin.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +17,6 @@ const char* CollName(Coll c);
 uint8_t CollWireFunc(Coll c);
 // "allreduce" | "allgather" | "reducescatter" (also "all_reduce", "AllReduce", ...).
 [[nodiscard]] bool ParseColl(const std::string& text, Coll* out);
-
-// nccl-tests (doc/PERFORMANCE.md): algbw = size / time; busbw = algbw x factor, with factor
-// 2(n-1)/n for AllReduce and (n-1)/n for AllGather and ReduceScatter (size = the whole buffer).
-double BusBwFactor(Coll c, int nranks);
-// GB/s (1e9 bytes/s) for `bytes` moved in `time_ns`.
-double AlgBwGBs(uint64_t bytes, double time_ns);
 
 // 8 B, 16 B, ... up to and including max_bytes (doubling).
 std::vector<uint64_t> DoublingSizes(uint64_t min_bytes, uint64_t max_bytes);
@@ -59,7 +55,8 @@ struct SizeResult {
   double job_busbw_gbs = -1;  // -1: sentineld saw no job collective in this bucket
 };
 
-// Fills algbw and busbw of `r` from bytes and time_ns.
+// Fills algbw and busbw of `r` from bytes and time_ns (nccl-tests' formulas,
+// common/collective_bandwidth.h; size = the whole buffer).
 void ComputeBandwidth(int nranks, SizeResult* r);
 
 // The table: size, count, time, algbw, busbw, job busbw, link, busbw/link, job/baseline.
