@@ -14,6 +14,15 @@
 // reconnect). Rank indices are checked against the communicator's size. Each uid's state is
 // charged against a budget (ranks, communicators, estimated bytes), so one user cannot crowd out
 // another; ended state is shrunk and its memory handed back.
+//
+// Where each job lives (all Aggregator members run under mu_):
+//   aggregator.cc        locking and dispatch: the public entries, Tick, firing and resolving
+//   registry.cc          clients, ownership, per-uid budgets, find/create, ending and eviction
+//   record_join.cc       a record through the join table (join_table.h) to a completed window,
+//                        its lateness samples and the straggler detector (CompleteWindow)
+//   hang_verdict_out.cc  hang verdicts sent back to the plugins
+//   snapshot_source.cc   the snapshots readers take
+//   alerts/              one builder per alert kind, and AlertKey (alert ids)
 #pragma once
 
 #include <array>
@@ -35,6 +44,7 @@
 #include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/hang_action.h"
 #include "collector/aggregate/hang_detector.h"
+#include "collector/aggregate/join_table.h"
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/record_sink.h"
 #include "collector/aggregate/snapshot.h"
@@ -48,8 +58,6 @@
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
-
-inline constexpr int64_t kUnset = INT64_MIN;
 
 // One rank of one communicator.
 struct RankState {
@@ -81,32 +89,6 @@ struct RankState {
   uint16_t inflight_flags = 0;
   // Last time its own process showed progress on it: a record, or in-flight counters that moved.
   int64_t progress_mono_ns = 0;
-};
-
-// One in-flight or recently joined (comm, func, seq). Per-rank data lives in FuncRing arrays.
-struct JoinSlot {
-  uint64_t seq = 0;
-  uint8_t state = 0;  // 0 empty, 1 pending, 2 joined
-  int reported = 0;
-  int64_t first_seen_mono_ns = 0;
-  uint64_t bytes = 0;
-  int64_t min_arrival_ns = 0;
-  uint8_t algo = 0;
-  uint8_t proto = 0;
-  uint8_t nchannels = 0;
-};
-
-// One rank's part of one join. Arrival and duration sit together so that storing a record
-// touches one cache line.
-struct JoinCell {
-  int64_t arrival = kUnset;
-  int64_t duration = -1;
-};
-
-struct FuncRing {
-  std::vector<JoinSlot> slots;
-  int width = 0;                // per-slot capacity for local ranks
-  std::vector<JoinCell> cells;  // slots x width, slot-major
 };
 
 struct CommState {
@@ -298,6 +280,12 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Complete(CommState* comm, int func, FuncRing* ring, size_t slot, bool partial)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A collective every active local rank reported (Complete, not partial): the communicator's
+  // counters and skew, the telemetry summary, and the straggler detector on its lateness. The
+  // reporting ranks' local indices are in scratch_idx_, their lateness and compute segments in
+  // scratch_late_ and scratch_seg_ (Complete fills them).
+  void CompleteWindow(CommState* comm, int func, const JoinSlot& slot, const JoinExtent& extent,
+                      int bucket, bool warm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecheckPending(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deactivate(RankState* rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateStragglers(CommState* comm, int func, int bucket, const std::vector<int>& idx,

@@ -1,6 +1,8 @@
 // Validation and replacement rule of the baseline store; see baseline_store.h.
 #include "collector/aggregate/baseline_store.h"
 
+#include "collector/aggregate/rank_range.h"
+
 namespace sentinel::collector {
 
 bool BaselineStore::Add(const SentinelWireBaseline& record, const std::string& host,
@@ -8,8 +10,8 @@ bool BaselineStore::Add(const SentinelWireBaseline& record, const std::string& h
   const bool known_func = record.func == kSentinelFuncAllReduce ||
                           record.func == kSentinelFuncAllGather ||
                           record.func == kSentinelFuncReduceScatter;
-  if (!known_func || record.nranks <= 0 || record.nranks > (1 << 24) || record.time_ns <= 0 ||
-      record.bytes == 0 || record.count == 0 || record.index >= record.count) {
+  if (!known_func || !ValidCommSize(record.nranks) || record.time_ns <= 0 || record.bytes == 0 ||
+      record.count == 0 || record.index >= record.count) {
     return false;
   }
   if (!has_run_ || record.run_id != run_.run_id) {

@@ -1,6 +1,8 @@
 // Snapshots of the aggregator's state for the renderers: see snapshot.h.
 #include "collector/aggregate/snapshot.h"
 
+#include "absl/strings/str_format.h"
+
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/state_order.h"
 
@@ -19,6 +21,8 @@ bool GpuInWindow(const GpuActivity& g, int64_t since_ns) {
 }
 
 }  // namespace
+
+std::string CommLabel(uint64_t comm_hash) { return absl::StrFormat("0x%016x", comm_hash); }
 
 TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns) {
   TraceSnapshot snap;

@@ -1,0 +1,76 @@
+// See inflight_hang_alert.h.
+#include "collector/aggregate/alerts/inflight_hang_alert.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+#include "collector/aggregate/alerts/alert_key.h"
+
+namespace sentinel::collector {
+
+Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::string& host,
+                        const Config& config) {
+  Alert a;
+  for (int rank : v.waiting) {  // raised from the waiting ranks' own state
+    auto it = comm.index.find(rank);
+    if (it != comm.index.end()) {
+      a.source = comm.members[static_cast<size_t>(it->second)]->client;
+      break;
+    }
+  }
+  a.id = AlertKey::Hang(comm.hash).Id();
+  a.kind = AlertKind::kHang;
+  a.severity = AlertSeverity::kCritical;
+  a.comm = CommLabel(comm.hash);
+  a.ranks = v.culprits;
+  a.host = host;
+  nlohmann::json ranks = nlohmann::json::array();
+  std::vector<std::string> parts;
+  for (const HangRank& r : v.ranks) {
+    ranks.push_back({{"rank", r.rank},
+                     {"role", HangRoleName(r.role)},
+                     {"enqueued", r.enqueued},
+                     {"gpu_started", r.gpu_started},
+                     {"completed", r.completed}});
+    if (IsCulprit(r.role)) {
+      parts.push_back(absl::StrFormat("rank %d %s (enqueued %d, gpu_started %d, completed %d)",
+                                      r.rank, HangRoleName(r.role), r.enqueued, r.gpu_started,
+                                      r.completed));
+    }
+  }
+  std::string verdict;
+  if (!parts.empty()) {
+    verdict = absl::StrJoin(parts, "; ");
+  } else if (v.outside_node) {
+    verdict = "waiting on a rank outside this node (no local rank is behind)";
+  } else {
+    verdict = "every rank is inside it and none is behind (a device or network fault)";
+  }
+  if (v.any_busy) {
+    absl::StrAppend(&verdict,
+                    " (busy_outside_nccl: alive and working outside NCCL, e.g. a checkpoint or an "
+                    "evaluation; no abort for it before ",
+                    static_cast<double>(config.hang_timeout_busy_ns) / 1e9, " s)");
+  }
+  a.summary = absl::StrFormat(
+      "hang on comm %s: %d local rank(s) stuck for %.0f s in %s (collective #%d, NCCL seq %d): %s",
+      a.comm, v.waiting.size(), static_cast<double>(v.waiting_ns) / 1e9, FuncName(v.func),
+      v.ordinal, v.seq, verdict);
+  a.evidence = {{"source", "inflight"},
+                {"func", FuncName(v.func)},
+                {"seq", v.seq},
+                {"ordinal", v.ordinal},
+                {"culprits", v.culprits},
+                {"waiting_ranks", v.waiting},
+                {"ranks", ranks},
+                {"outside_node", v.outside_node},
+                {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},
+                {"hang_timeout_s", static_cast<double>(config.hang_timeout_ns) / 1e9}};
+  a.runbook = absl::StrCat(config.runbook_base, "alert-hang");
+  return a;
+}
+
+}  // namespace sentinel::collector

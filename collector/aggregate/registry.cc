@@ -1,0 +1,367 @@
+// The registry of communicators, ranks and processes: which client owns what (the kernel's
+// uid and pid, never a peer's word), the per-uid budgets, finding and creating state, and
+// shrinking and evicting it (ended communicators, the least recently active). Aggregator members
+// called with its lock held (aggregator.h).
+#include <malloc.h>
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/rank_range.h"
+#include "collector/aggregate/ring_resize.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr uint32_t kNoUid = UINT32_MAX;
+// Memory handed back to the kernel (malloc_trim): at once when this much state was released, else
+// (a client left, smaller releases) at most every kTrimEveryNs.
+constexpr int64_t kTrimAfterBytes = int64_t{4} << 20;
+constexpr int64_t kTrimEveryNs = 5LL * 1000000000;
+
+}  // namespace
+
+uint32_t Aggregator::ClientUid(int client) const {
+  auto it = state_.processes.find(client);
+  return it == state_.processes.end() ? kNoUid : it->second->uid;
+}
+
+bool Aggregator::ClientOwnsRank(int client, uint64_t hash, int32_t rank) const {
+  auto it = state_.ranks.find(std::make_pair(hash, rank));
+  return it != state_.ranks.end() && it->second->client == client && client >= 0;
+}
+
+bool Aggregator::ClientOwnsComm(int client, uint64_t hash) const {
+  auto p = state_.processes.find(client);
+  if (p == state_.processes.end()) return false;
+  for (const auto& key : p->second->ranks) {
+    if (key.first == hash && ClientOwnsRank(client, key.first, key.second)) return true;
+  }
+  return false;
+}
+
+int64_t Aggregator::UidLimitRanks() const {
+  return std::max<int64_t>(config_.max_ranks / kUidBudgetShareDivisor,
+                           config_.max_ranks_per_client);
+}
+
+int64_t Aggregator::UidLimitComms() const {
+  return std::max<int64_t>(config_.max_comms / kUidBudgetShareDivisor, 1);
+}
+
+int64_t Aggregator::RankBytes() const {
+  return static_cast<int64_t>(sizeof(RankState)) +
+         static_cast<int64_t>(config_.history_per_rank) * static_cast<int64_t>(sizeof(RankSample));
+}
+
+void Aggregator::Charge(uint32_t uid, int64_t ranks, int64_t comms, int64_t bytes) {
+  UidUsage& u = state_.uid_usage[uid];
+  u.ranks += ranks;
+  u.comms += comms;
+  u.bytes += bytes;
+  if (bytes < 0) released_bytes_ -= bytes;
+  if (u.ranks <= 0 && u.comms <= 0) state_.uid_usage.erase(uid);
+}
+
+namespace {
+int64_t RingBytes(const CommState& comm) {
+  int64_t bytes = 0;
+  for (const auto& ring : comm.rings) {
+    if (ring) bytes += RingBytes(*ring);
+  }
+  return bytes;
+}
+}  // namespace
+
+void Aggregator::RechargeRings(CommState* comm) {
+  const int64_t now = RingBytes(*comm);
+  if (now == comm->charged_ring_bytes) return;
+  Charge(comm->uid, 0, 0, now - comm->charged_ring_bytes);
+  comm->charged_ring_bytes = now;
+}
+
+void Aggregator::EraseComm(uint64_t hash) {
+  auto it = state_.comms.find(hash);
+  if (it == state_.comms.end()) return;
+  CommState* comm = it->second.get();
+  // Its alerts end with it: an alert for a communicator nobody holds could never resolve, and
+  // would keep its source's (and the book's) firing budget for good.
+  const std::string label = CommLabel(hash);
+  state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
+                          clock_->RealNs());
+  int64_t bytes = comm->charged_ring_bytes;
+  for (RankState* m : comm->members) {
+    bytes += static_cast<int64_t>(sizeof(RankState)) +
+             static_cast<int64_t>(m->history.capacity() * sizeof(RankSample));
+    state_.ranks.erase(std::make_pair(m->comm_hash, m->rank));
+    ++state_.counters.evicted_ranks;
+  }
+  Charge(comm->uid, -static_cast<int64_t>(comm->members.size()), -1, -bytes);
+  state_.comms.erase(it);
+  ++state_.counters.evicted_comms;
+  last_rank_ = nullptr;
+  last_comm_ = nullptr;
+}
+
+bool Aggregator::EvictIdleComm(uint32_t uid) {
+  auto victim = state_.comms.end();
+  for (auto it = state_.comms.begin(); it != state_.comms.end(); ++it) {
+    const CommState& c = *it->second;
+    const bool ended = c.active_count == 0;
+    if (!ended && c.uid != uid) continue;  // never another user's live communicator
+    if (victim == state_.comms.end() || (ended && victim->second->active_count > 0) ||
+        (ended == (victim->second->active_count == 0) &&
+         c.last_activity_mono_ns < victim->second->last_activity_mono_ns)) {
+      victim = it;
+    }
+  }
+  if (victim == state_.comms.end()) return false;
+  EraseComm(victim->first);
+  return true;
+}
+
+// One connection may create at most --max-ranks-per-client ranks: a single client cannot turn
+// a few MB of valid records into gigabytes of join state (collector/README.md, memory ceiling).
+// Creation is rare (once per rank), so a scan keeps this free of extra per-client state.
+bool Aggregator::ClientMayAddRank(int client) const {
+  size_t owned = 0;
+  for (const auto& [key, rank] : state_.ranks) owned += rank->client == client ? 1 : 0;
+  return owned < static_cast<size_t>(config_.max_ranks_per_client);
+}
+
+CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks, int client) {
+  const uint32_t uid = ClientUid(client);
+  auto it = state_.comms.find(hash);
+  if (it != state_.comms.end()) {
+    CommState* comm = it->second.get();
+    if (comm->uid != uid) {
+      ++state_.counters.refused_not_owner;  // another user's communicator
+      return nullptr;
+    }
+    if (comm->nranks != nranks) {
+      ++state_.counters.refused_rank_index;  // its size is fixed by its first announcement
+      return nullptr;
+    }
+    return comm;
+  }
+  auto usage = state_.uid_usage.find(uid);
+  if (usage != state_.uid_usage.end() && usage->second.comms >= UidLimitComms() &&
+      !EvictIdleComm(uid)) {
+    ++state_.counters.refused_budget;
+    return nullptr;
+  }
+  if (state_.comms.size() >= static_cast<size_t>(config_.max_comms) && !EvictIdleComm(uid)) {
+    ++state_.counters.refused_budget;
+    return nullptr;
+  }
+  auto comm = std::make_unique<CommState>();
+  comm->hash = hash;
+  comm->uid = uid;
+  comm->nranks = nranks;
+  comm->last_activity_mono_ns = clock_->MonoNs();
+  CommState* raw = comm.get();
+  state_.comms.emplace(hash, std::move(comm));
+  Charge(uid, 0, 1, 0);
+  return raw;
+}
+
+RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int client, bool create) {
+  if (!ValidRankIndex(rank, comm->nranks)) {
+    ++state_.counters.refused_rank_index;  // checked against the communicator's size
+    return nullptr;
+  }
+  const uint32_t uid = ClientUid(client);
+  if (uid != comm->uid) {
+    ++state_.counters.refused_not_owner;
+    return nullptr;
+  }
+  const auto key = std::make_pair(comm->hash, rank);
+  auto it = state_.ranks.find(key);
+  RankState* rs = nullptr;
+  if (it == state_.ranks.end()) {
+    if (!create) return nullptr;
+    if (!ClientMayAddRank(client)) return nullptr;  // --max-ranks-per-client
+    // The uid's budget: ranks, and the estimated bytes of the rank and of its communicator's
+    // join windows growing by one column.
+    UidUsage& usage = state_.uid_usage[uid];
+    int64_t growth = RankBytes();
+    for (const auto& ring : comm->rings) {
+      if (ring && ring->width < static_cast<int>(comm->members.size()) + 1) {
+        growth += static_cast<int64_t>(ring->slots.size()) * ring->width *
+                  static_cast<int64_t>(sizeof(JoinCell));  // the width doubles
+      }
+    }
+    if (usage.ranks >= UidLimitRanks() || usage.bytes + growth > kUidBudgetBytes) {
+      ++state_.counters.refused_budget;
+      return nullptr;
+    }
+    if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
+      const uint64_t hash = comm->hash;
+      // The victim may be this very communicator (then the record is dropped).
+      if (!EvictIdleComm(uid) || state_.comms.find(hash) == state_.comms.end() ||
+          state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
+        return nullptr;
+      }
+    }
+    auto owned = std::make_unique<RankState>();
+    rs = owned.get();
+    rs->comm_hash = comm->hash;
+    rs->rank = rank;
+    rs->uid = uid;
+    rs->inflight.rank = rank;
+    rs->nranks = comm->nranks;
+    rs->history.Reset(static_cast<size_t>(config_.history_per_rank));
+    rs->client = -2;  // set below
+    state_.ranks.emplace(key, std::move(owned));
+    rs->local_index = static_cast<int>(comm->members.size());
+    comm->index[rank] = rs->local_index;
+    comm->members.push_back(rs);
+    ++comm->active_count;
+    Charge(uid, 1, 0, RankBytes());
+    for (auto& ring : comm->rings) {
+      if (ring) EnsureWidth(comm, ring.get());
+    }
+    RechargeRings(comm);
+  } else {
+    rs = it->second.get();
+    if (rs->client != client) {
+      // Another live client's rank is never taken; a gone client's may be, by the same uid (the
+      // process reconnected, or the job restarted a rank).
+      if (rs->client >= 0 || !create) {
+        ++state_.counters.refused_not_owner;
+        return nullptr;
+      }
+    }
+    if (!rs->active) {
+      if (!create) return nullptr;
+      rs->active = true;
+      ++comm->active_count;
+      const size_t cap = static_cast<size_t>(config_.history_per_rank);
+      if (rs->history.capacity() != cap) {
+        Charge(uid, 0, 0,
+               (static_cast<int64_t>(cap) - static_cast<int64_t>(rs->history.capacity())) *
+                   static_cast<int64_t>(sizeof(RankSample)));
+        ResizeRing(&rs->history, cap);
+      }
+    }
+  }
+  comm->ended_resolved = false;
+  if (rs->client != client) {
+    rs->client = client;
+    rs->inflight.connected = client >= 0;
+    rs->ended = false;
+    rs->inflight.ended = false;
+    auto p = state_.processes.find(client);
+    if (p != state_.processes.end()) {
+      rs->pid = p->second->pid;
+      p->second->ranks.push_back(key);
+      if (!p->second->pending_verdicts.empty()) ReplayPendingVerdicts(client, comm->hash);
+    }
+  }
+  return rs;
+}
+
+void Aggregator::Deactivate(RankState* rank) {
+  if (!rank->active) return;
+  rank->active = false;
+  auto it = state_.comms.find(rank->comm_hash);
+  if (it == state_.comms.end()) return;
+  if (--it->second->active_count == 0) it->second->ended_mono_ns = clock_->MonoNs();
+  RecheckPending(it->second.get());
+  if (it->second->active_count == 0) ReleaseEnded(it->second.get());
+}
+
+void Aggregator::ReleaseEnded(CommState* comm) {
+  // No join can complete without an active rank: the windows go (a returning rank makes new
+  // ones). The histories stay for the API, in exactly the room their samples take.
+  for (auto& ring : comm->rings) ring.reset();
+  RechargeRings(comm);
+  for (RankState* m : comm->members) {
+    const size_t cap = m->history.capacity();
+    if (m->history.size() == cap) continue;
+    ResizeRing(&m->history, m->history.size());
+    Charge(comm->uid, 0, 0,
+           (static_cast<int64_t>(m->history.size()) - static_cast<int64_t>(cap)) *
+               static_cast<int64_t>(sizeof(RankSample)));
+    for (auto& h : m->duration) {
+      if (h && h->count == 0) h.reset();
+    }
+  }
+  if (last_comm_ == comm) {
+    last_comm_ = nullptr;
+    last_rank_ = nullptr;
+  }
+}
+
+void Aggregator::TrimEnded() {
+  // Per uid: its ended communicators, newest first; beyond the bounds they go.
+  absl::flat_hash_map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> ended;
+  for (const auto& [hash, comm] : state_.comms) {
+    if (comm->active_count == 0) ended[comm->uid].emplace_back(comm->ended_mono_ns, hash);
+  }
+  for (auto& [uid, list] : ended) {
+    if (list.size() <= static_cast<size_t>(kEndedCommsPerUid)) {
+      int64_t ranks = 0;
+      for (const auto& e : list)
+        ranks += static_cast<int64_t>(state_.comms[e.second]->members.size());
+      if (ranks <= kEndedRanksPerUid) continue;
+    }
+    std::sort(list.begin(), list.end(), std::greater<>());
+    int64_t ranks = 0;
+    for (size_t i = 0; i < list.size(); ++i) {
+      const CommState& c = *state_.comms[list[i].second];
+      ranks += static_cast<int64_t>(c.members.size());
+      if (i >= static_cast<size_t>(kEndedCommsPerUid) || ranks > kEndedRanksPerUid) {
+        EraseComm(list[i].second);
+      }
+    }
+  }
+  const int64_t now = clock_->MonoNs();
+  if (released_bytes_ >= kTrimAfterBytes ||
+      (released_bytes_ > 0 && now - last_trim_mono_ns_ >= kTrimEveryNs)) {
+    // Freed state goes back to the kernel, so a burst (or an attack) does not pin its peak.
+    malloc_trim(0);
+    released_bytes_ = 0;
+    last_trim_mono_ns_ = now;
+  }
+}
+
+int64_t Aggregator::ProgressElsewhere(const CommState& comm, const RankState& m) const {
+  if (m.client < 0) return 0;
+  auto p = state_.processes.find(m.client);
+  if (p == state_.processes.end()) return 0;
+  int64_t latest = p->second->compute_progress_mono_ns;
+  for (const auto& key : p->second->ranks) {
+    if (key.first == comm.hash) continue;
+    auto r = state_.ranks.find(key);
+    if (r == state_.ranks.end() || r->second->client != m.client) continue;
+    latest = std::max(latest, r->second->progress_mono_ns);
+  }
+  return latest;
+}
+
+bool Aggregator::HangEvidenceOwned(const CommState& comm, const HangVerdict& v) const {
+  auto rank_of = [&](int rank) -> const RankState* {
+    auto it = comm.index.find(rank);
+    return it == comm.index.end() ? nullptr : comm.members[static_cast<size_t>(it->second)];
+  };
+  for (int rank : v.waiting) {
+    const RankState* rs = rank_of(rank);
+    if (rs == nullptr || rs->uid != comm.uid || comm.uid == kNoUid) return false;
+  }
+  for (const HangRank& r : v.ranks) {
+    if (!IsCulprit(r.role)) continue;
+    const RankState* rs = rank_of(r.rank);
+    if (rs == nullptr || rs->uid != comm.uid) return false;
+    // Its own process's in-flight state says it is behind, or its own connection ended. A rank
+    // that never sent in-flight state has shown nothing of its own.
+    if (!rs->inflight.has_state && rs->inflight.connected) return false;
+  }
+  return true;
+}
+
+}  // namespace sentinel::collector

@@ -1,0 +1,96 @@
+// Alert keys (collector/aggregate/alerts/alert_key.h): each kind renders the id sentineld has
+// always used, every rendered id parses back to its key, and nothing else parses.
+#include "collector/aggregate/alerts/alert_key.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sentinel::collector {
+namespace {
+
+TEST(AlertKey, RendersTheIdsOfEachKind) {
+  EXPECT_EQ(AlertKey::Straggler(0xab, 3).Id(), "straggler-0x00000000000000ab-r3");
+  EXPECT_EQ(AlertKey::Hang(0x1234abcd5678ef90ULL).Id(), "hang-0x1234abcd5678ef90");
+  EXPECT_EQ(AlertKey::GuardVerdict(AlertKind::kTransport, 1).Id(), "transport-0x0000000000000001");
+  EXPECT_EQ(AlertKey::GuardVerdict(AlertKind::kPlacement, 2).Id(), "placement-0x0000000000000002");
+  EXPECT_EQ(AlertKey::GuardVerdict(AlertKind::kLinkDegraded, 3).Id(),
+            "link_degraded-0x0000000000000003");
+  EXPECT_EQ(AlertKey::NicErrors("mlx5_0", 1).Id(), "nic_errors-mlx5_0-1");
+  EXPECT_EQ(AlertKey::NicLink("mlx5_1", 2).Id(), "link_degraded-nic-mlx5_1-2");
+  EXPECT_EQ(AlertKey::NetLink(0xfeedULL).Id(), "link_degraded-net-000000000000feed");
+}
+
+TEST(AlertKey, KindOfAlertEachKeyRaises) {
+  EXPECT_EQ(AlertKey::Straggler(1, 0).alert_kind(), AlertKind::kStraggler);
+  EXPECT_EQ(AlertKey::Hang(1).alert_kind(), AlertKind::kHang);
+  EXPECT_EQ(AlertKey::GuardVerdict(AlertKind::kPlacement, 1).alert_kind(), AlertKind::kPlacement);
+  EXPECT_EQ(AlertKey::NicErrors("d", 1).alert_kind(), AlertKind::kNicErrors);
+  EXPECT_EQ(AlertKey::NicLink("d", 1).alert_kind(), AlertKind::kLinkDegraded);
+  EXPECT_EQ(AlertKey::NetLink(1).alert_kind(), AlertKind::kLinkDegraded);
+  EXPECT_TRUE(AlertKey::NicErrors("d", 1).is_nic());
+  EXPECT_TRUE(AlertKey::NicLink("d", 1).is_nic());
+  EXPECT_FALSE(AlertKey::NetLink(1).is_nic());
+  EXPECT_FALSE(AlertKey::GuardVerdict(AlertKind::kLinkDegraded, 1).is_nic());
+}
+
+TEST(AlertKey, EveryRenderedIdParsesBackToItsKey) {
+  const std::vector<AlertKey> keys = {
+      AlertKey::Straggler(0, 0),
+      AlertKey::Straggler(UINT64_MAX, 16777215),
+      AlertKey::Hang(0xdeadbeefULL),
+      AlertKey::GuardVerdict(AlertKind::kTransport, 7),
+      AlertKey::GuardVerdict(AlertKind::kPlacement, 8),
+      AlertKey::GuardVerdict(AlertKind::kLinkDegraded, 9),
+      AlertKey::NicErrors("mlx5_0", 1),
+      AlertKey::NicErrors("dev-with-dashes", 12),  // the port is after the last dash
+      AlertKey::NicLink("", 3),
+      AlertKey::NetLink(0),
+      AlertKey::NetLink(UINT64_MAX),
+  };
+  for (const AlertKey& key : keys) {
+    const std::string id = key.Id();
+    const std::optional<AlertKey> back = ParseAlertKey(id);
+    ASSERT_TRUE(back.has_value()) << id;
+    EXPECT_TRUE(*back == key) << id;
+    EXPECT_TRUE(AlertIdIs(id, key.kind)) << id;
+  }
+}
+
+TEST(AlertKey, GuardLinkDegradedIsNotTakenForANicOrNetLink) {
+  EXPECT_EQ(ParseAlertKey("link_degraded-0x0000000000000003")->kind, AlertKeyKind::kGuardVerdict);
+  EXPECT_EQ(ParseAlertKey("link_degraded-nic-mlx5_0-1")->kind, AlertKeyKind::kNicLink);
+  EXPECT_EQ(ParseAlertKey("link_degraded-net-000000000000feed")->kind, AlertKeyKind::kNetLink);
+  EXPECT_FALSE(AlertIdIs("link_degraded-nic-mlx5_0-1", AlertKeyKind::kNicErrors));
+  EXPECT_FALSE(AlertIdIs("nic_errors-mlx5_0-1", AlertKeyKind::kNicLink));
+}
+
+TEST(AlertKey, OnlyRenderedIdsParse) {
+  for (const char* id : {
+           "",
+           "straggler-",
+           "straggler-0x00000000000000AB-r3",   // upper-case hex is never rendered
+           "straggler-0x00000000000000ab-r03",  // nor a leading zero
+           "straggler-0x00000000000000ab-r+3",
+           "straggler-0x00000000000000ab",
+           "straggler-0xab-r3",
+           "hang-0x123",
+           "hang-00000000000000000000",
+           "hang-0x0000000000000001 ",
+           "transport-0x000000000000000g",
+           "nvlink-0x0000000000000001",
+           "nic_errors-mlx5_0",
+           "nic_errors-mlx5_0-x",
+           "link_degraded-nic-mlx5_0",
+           "link_degraded-net-feed",
+           "link_degraded-net-000000000000FEED",
+           "something-else",
+       }) {
+    EXPECT_FALSE(ParseAlertKey(id).has_value()) << id;
+  }
+}
+
+}  // namespace
+}  // namespace sentinel::collector
