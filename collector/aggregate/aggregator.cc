@@ -19,6 +19,7 @@
 #include "collector/aggregate/alerts/nic_alerts.h"
 #include "collector/aggregate/alerts/straggler_alert.h"
 #include "collector/aggregate/rank_range.h"
+#include "collector/aggregate/wait_alerts.h"
 #include "collector/aggregate/wire_fields.h"
 #include "common/host_name.h"
 
@@ -37,6 +38,13 @@ StragglerParams StragglerParamsFrom(const Config& config) {
   p.floor_h = config.straggler_floor_h;
   p.floor_ns = config.straggler_min_ns;
   p.learn = config.straggler_learn;
+  return p;
+}
+
+WaitParams WaitParamsFrom(const Config& config) {
+  WaitParams p;
+  p.rel = config.straggler_rel;
+  p.floor_ns = config.straggler_min_ns;
   return p;
 }
 
@@ -196,6 +204,7 @@ void Aggregator::MaybeEndComm(CommState* comm) {
   state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
                           clock_->RealNs());
   if (comm->straggler) comm->straggler->Reset();
+  if (comm->wait) comm->wait->Reset();
   for (RankState* m : comm->members) m->straggler_firing = false;
 }
 
@@ -433,6 +442,7 @@ void Aggregator::Tick() {
       [&](const Alert& a) { return a.kind == AlertKind::kHang && hung.count(a.comm) == 0; },
       ResolveReason::kCleared, clock_->RealNs());
   EvaluateNetLinkAlerts();
+  EvaluateWaitAlerts();
   state_.alerts.Expire(clock_->RealNs());
   state_.counters.evicted_alerts = state_.alerts.evicted();
   state_.counters.alerts_refused = state_.alerts.refused();
@@ -451,6 +461,20 @@ void Aggregator::EvaluateNetLinkAlerts() {
   state_.alerts.ResolveIf(
       [&](const Alert& a) { return IsNetLinkAlert(a) && !firing.contains(a.id); },
       ResolveReason::kCleared, clock_->RealNs());
+}
+
+// Fires the node's job-wide straggler alerts (wait_alerts.h) with their figures as of now; resolves
+// the ones no longer judged.
+void Aggregator::EvaluateWaitAlerts() {
+  std::vector<Alert> alerts = WaitAlerts(state_, config_.runbook_base);
+  absl::flat_hash_set<std::string> firing;
+  for (Alert& a : alerts) {
+    firing.insert(a.id);
+    a.started_real_ns = clock_->RealNs();
+    Fire(std::move(a));
+  }
+  state_.alerts.ResolveIf([&](const Alert& a) { return IsWaitAlert(a) && !firing.contains(a.id); },
+                          ResolveReason::kCleared, clock_->RealNs());
 }
 
 void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {

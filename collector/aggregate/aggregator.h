@@ -51,6 +51,7 @@
 #include "collector/aggregate/snapshot_source.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/straggler_detector.h"
+#include "collector/aggregate/wait_evidence.h"
 #include "collector/base/clock.h"
 #include "collector/config/config.h"
 #include "collector/ingest/ingest_consumer.h"
@@ -102,6 +103,8 @@ struct CommState {
   int active_count = 0;
   std::array<std::unique_ptr<FuncRing>, kFuncSlots> rings;
   std::unique_ptr<StragglerDetector> straggler;
+  std::unique_ptr<WaitEvidence>
+      wait;                     // who the job waits for, every communicator (wait_evidence.h)
   bool has_inflight = false;    // some rank sends in-flight state: hangs are judged from it
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   HangActionState hang_action;  // hang verdicts sent to its waiting ranks (hang_action.h)
@@ -307,6 +310,7 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   void MaybeEndComm(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNicAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateNetLinkAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);  // net_links.h hook
+  void EvaluateWaitAlerts() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);     // wait_alerts.h hook
   // Evicts one communicator to make room for `uid`: an ended one of any uid, else the least
   // recently active of `uid` itself (never another user's live one). False when none qualifies.
   bool EvictIdleComm(uint32_t uid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -327,11 +331,13 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<int64_t> scratch_seg_ ABSL_GUARDED_BY(mu_);
   std::vector<StragglerDetector::Observation> scratch_obs_ ABSL_GUARDED_BY(mu_);
   std::vector<StragglerEvent> scratch_events_ ABSL_GUARDED_BY(mu_);
+  std::vector<WaitObservation> scratch_wait_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<int, std::string>> outbound_ ABSL_GUARDED_BY(mu_);
   int64_t released_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // freed since the last malloc_trim
   int64_t last_trim_mono_ns_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 StragglerParams StragglerParamsFrom(const Config& config);
+WaitParams WaitParamsFrom(const Config& config);
 
 }  // namespace sentinel::collector

@@ -24,8 +24,31 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
       if (it == state.ranks.end()) continue;
       const RankState* r = it->second.get();
       if (r->client != p->client && r->client >= 0) continue;  // moved to a newer connection
-      out.comms.push_back({r->comm_hash, r->rank, r->nranks, r->has_seq, r->last_seq,
-                           r->collectives, r->p2p, r->active, r->inflight});
+      RanksSnapshot::Comm& c = out.comms.emplace_back();
+      c.comm_hash = r->comm_hash;
+      c.rank = r->rank;
+      c.nranks = r->nranks;
+      c.has_seq = r->has_seq;
+      c.last_seq = r->last_seq;
+      c.collectives = r->collectives;
+      c.p2p = r->p2p;
+      c.active = r->active;
+      c.inflight = r->inflight;
+      auto comm = state.comms.find(r->comm_hash);
+      if (comm != state.comms.end() && comm->second->wait) {
+        const WaitEvidence& wait = *comm->second->wait;
+        const WaitRankState* w = wait.rank(r->local_index);
+        if (w != nullptr && w->recent_n >= wait.params().min_recent) {
+          c.has_wait = true;
+          c.duration_p50_ns = w->duration_p50_ns;
+          c.segment_p50_ns = w->segment_p50_ns;
+          c.usual_segment_ns = w->has_usual ? w->usual_segment_ns : 0;
+          c.remote_wait_p75_ns = w->remote_wait_p75_ns;
+          c.usual_remote_wait_ns = w->has_usual ? w->usual_wait_ns : 0;
+          c.waited_for = w->flagged;
+          c.since_seq = w->since_seq;
+        }
+      }
     }
     if (const RankState* primary = PrimaryRank(state, *p)) {
       out.has_rank = true;

@@ -33,6 +33,15 @@ struct RanksSnapshot {
     uint64_t p2p = 0;
     bool active = true;
     InFlightView inflight;
+    // Its wait evidence over the recent window (wait_evidence.h); has_wait false while too few.
+    bool has_wait = false;
+    double duration_p50_ns = 0;
+    double segment_p50_ns = 0;
+    double usual_segment_ns = 0;  // 0 while not learned
+    double remote_wait_p75_ns = 0;
+    double usual_remote_wait_ns = 0;
+    bool waited_for = false;  // flagged: the communicator waits for it
+    uint64_t since_seq = 0;   // when flagged
   };
   struct SampleTimes {  // of one RankSample; -1 unknown
     int64_t lateness_ns = -1;

@@ -61,6 +61,14 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     for (size_t b = 0; b < r->duration.size(); ++b) {
       if (r->duration[b]) out.duration[b] = *r->duration[b];
     }
+    auto c = state.comms.find(r->comm_hash);
+    if (c != state.comms.end() && c->second->wait) {
+      const WaitRankState* w = c->second->wait->rank(r->local_index);
+      if (w != nullptr && w->recent_n >= c->second->wait->params().min_recent) {
+        out.recent_duration_p50_ns = w->duration_p50_ns;
+        out.recent_segment_p50_ns = w->segment_p50_ns;
+      }
+    }
   }
   snap.processes.reserve(state.processes.size());
   for (const auto& [client, p] : state.processes) {

@@ -64,6 +64,10 @@ struct MetricsSnapshot {
     Histogram lateness;
     Histogram clock_free;
     std::array<std::optional<Histogram>, kSizeBuckets> duration;  // the buckets it has
+    // Over its recent window (wait_evidence.h): p50 of its collectives' duration and of its
+    // compute segment, in ns; -1 while the window holds too few collectives.
+    double recent_duration_p50_ns = -1;
+    double recent_segment_p50_ns = -1;
   };
   // A rank a process fed, as the series budget weighs it (metrics_select.h).
   struct RankRef {

@@ -192,6 +192,7 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   scratch_idx_.clear();
   scratch_late_.clear();
   scratch_seg_.clear();
+  scratch_wait_.clear();
   // The first collectives of a communicator measure how far apart the processes started, not
   // stragglers: neither judged nor counted in the lateness percentiles.
   const bool warm = comm->joined >= static_cast<uint64_t>(config_.straggler_warmup);
@@ -232,6 +233,7 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
       scratch_seg_.push_back(m->prev_end_ns != kUnset && c.arrival >= m->prev_end_ns
                                  ? c.arrival - m->prev_end_ns
                                  : -1);
+      scratch_wait_.push_back({li, c.arrival, c.duration, scratch_seg_.back()});
     }
     if (m->prev_end_ns == kUnset || c.arrival >= m->prev_end_ns) {
       m->prev_end_ns = c.arrival + std::max<int64_t>(c.duration, 0);
@@ -266,6 +268,11 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
   summary.func = static_cast<uint8_t>(func);
   summary.ranks = static_cast<int32_t>(scratch_idx_.size());
   if (state_.collectives.Push(summary)) ++state_.counters.evicted_collectives;
+  // Who the job waits for, in every communicator whatever its number of local ranks.
+  if (warm) {
+    if (!comm->wait) comm->wait = std::make_unique<WaitEvidence>(WaitParamsFrom(config_));
+    comm->wait->Observe(scratch_wait_, slot.seq, bucket, batch_now_ns_);
+  }
   if (scratch_idx_.size() >= 2 && warm) {
     EvaluateStragglers(comm, func, bucket, scratch_idx_, scratch_late_, scratch_seg_, slot.seq);
   }
@@ -284,6 +291,12 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
   }
   scratch_events_.clear();
   comm->straggler->Observe(scratch_obs_, seq, &scratch_events_);
+  // A firing alert's figures follow the rank (its text quotes the recent lateness p50).
+  if (comm->joined % 16 == 0) {
+    for (RankState* rs : comm->members) {
+      if (rs->straggler_firing) FireStraggler(comm, rs, func, bucket);
+    }
+  }
   for (const StragglerEvent& e : scratch_events_) {
     RankState* rs = comm->members[static_cast<size_t>(e.member)];
     if (e.change == StragglerChange::kFired) {

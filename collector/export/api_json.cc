@@ -24,6 +24,19 @@ nlohmann::json PercentileMsOrNull(std::vector<int64_t>* values, double p) {
   return values->empty() ? nlohmann::json() : nlohmann::json(Ms(Percentile(values, p)));
 }
 
+// The rank's wait evidence on the communicator (wait_evidence.h); null while its recent window
+// holds too few collectives.
+nlohmann::json WaitJson(const RanksSnapshot::Comm& r) {
+  if (!r.has_wait) return nullptr;
+  return {{"duration_p50_ms", r.duration_p50_ns / 1e6},
+          {"segment_p50_ms", r.segment_p50_ns / 1e6},
+          {"usual_segment_ms", NumOrNull(r.usual_segment_ns > 0, r.usual_segment_ns / 1e6)},
+          {"remote_wait_p75_ms", r.remote_wait_p75_ns / 1e6},
+          {"usual_remote_wait_ms", NumOrNull(r.usual_segment_ns > 0, r.usual_remote_wait_ns / 1e6)},
+          {"waited_for", r.waited_for},
+          {"since_seq", r.waited_for ? nlohmann::json(r.since_seq) : nlohmann::json()}};
+}
+
 }  // namespace
 
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -70,7 +83,8 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
                        {"collectives", r.collectives},
                        {"p2p", r.p2p},
                        {"active", r.active},
-                       {"inflight", InFlightJson(snap.now_mono_ns, r.inflight)}});
+                       {"inflight", InFlightJson(snap.now_mono_ns, r.inflight)},
+                       {"wait", WaitJson(r)}});
     }
     late.clear();
     clock_free.clear();

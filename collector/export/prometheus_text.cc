@@ -323,6 +323,26 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
     w.Sample("sentinel_rank_clock_free_lateness_seconds_count", labels,
              static_cast<double>(r->clock_free.count));
   }
+  // The job-wide straggler rules compare these across nodes (examples/prometheus): over the
+  // rank's recent window (its last 64 collectives, at most 10 s), so a hiccup does not move them.
+  w.Family("sentinel_rank_duration_p50_seconds", "gauge",
+           "p50 of the rank's collective durations over its recent window (the rank the others "
+           "wait for has the shortest).");
+  for (const MetricsSnapshot::Rank* r : ranks) {
+    if (r->recent_duration_p50_ns < 0) continue;
+    w.Sample("sentinel_rank_duration_p50_seconds",
+             L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
+             r->recent_duration_p50_ns / 1e9);
+  }
+  w.Family("sentinel_rank_segment_p50_seconds", "gauge",
+           "p50 of the rank's compute segment (end of its previous collective to its arrival at "
+           "the next) over its recent window.");
+  for (const MetricsSnapshot::Rank* r : ranks) {
+    if (r->recent_segment_p50_ns < 0) continue;
+    w.Sample("sentinel_rank_segment_p50_seconds",
+             L({{"comm", CommLabel(r->comm_hash)}, {"rank", absl::StrCat(r->rank)}}),
+             r->recent_segment_p50_ns / 1e9);
+  }
   w.Family("sentinel_rank_duration_seconds", "histogram",
            "GPU duration of the rank's operations (by message-size bucket with --metrics-detail "
            "size; job-wide straggler view).");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/alerts/alert_key.h"
+#include "collector/aggregate/straggler_text.h"
 
 namespace sentinel::collector {
 
@@ -15,18 +16,36 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
                      int bucket, const Config& config, int64_t now_mono_ns, int64_t now_real_ns) {
   const StragglerDetector& det = *comm.straggler;
   const StragglerRankState& st = *det.rank(rs.local_index);
-  const bool structural = st.pattern == StragglerPattern::kStructural;
-  // Recent lateness and clock-free lateness of the rank, for the summary.
-  std::vector<int64_t> recent;
+  // The figures quoted are measured on the rank (straggler_text.h): its lateness p50 over its last
+  // 64 collectives, the compute segment of the other local ranks over their recent window, and the
+  // start of its late run ("since the communicator started" only when that is what the samples
+  // show). The detector's own statistics stay in the evidence.
+  std::vector<LateSample> samples;
+  samples.reserve(rs.history.size());
   std::vector<int64_t> recent_cf;
-  for (size_t k = rs.history.size(); k > 0 && recent.size() < 64; --k) {
-    const RankSample& h = rs.history[k - 1];
-    if (h.lateness_ns >= 0) recent.push_back(h.lateness_ns);
-    if (h.clock_free_ns >= 0) recent_cf.push_back(h.clock_free_ns);
+  for (size_t k = 0; k < rs.history.size(); ++k) {
+    const RankSample& h = rs.history[k];
+    samples.push_back({h.seq, h.lateness_ns, -1});
   }
-  const double p50_ms = static_cast<double>(Percentile(&recent, 50)) / 1e6;
+  for (size_t k = rs.history.size(); k > 0 && recent_cf.size() < 64; --k) {
+    if (rs.history[k - 1].clock_free_ns >= 0) recent_cf.push_back(rs.history[k - 1].clock_free_ns);
+  }
+  std::vector<int64_t> segments;  // the other local ranks' recent segment p50s
+  if (comm.wait) {
+    for (const RankState* m : comm.members) {
+      if (m == &rs || !m->active) continue;
+      const WaitRankState* w = comm.wait->rank(m->local_index);
+      if (w != nullptr && w->recent_n > 0)
+        segments.push_back(static_cast<int64_t>(w->segment_p50_ns));
+    }
+  }
+  const int64_t segment =
+      segments.empty() ? static_cast<int64_t>(st.mean_segment_ns) : Percentile(&segments, 50);
+  if (!samples.empty()) samples.back().segment_ns = segment;
+  const bool complete = rs.history.size() < rs.history.capacity();
+  const LateFigures f = MeasureLateness(samples, 64, complete, st.onset_seq);
+  const bool structural = f.valid && f.since_start;
   const double rel = det.RelativeExcess(rs.local_index);
-  const double seg_ms = st.mean_segment_ns / 1e6;
   Alert a;
   a.id = AlertKey::Straggler(comm.hash, rs.rank).Id();
   a.kind = AlertKind::kStraggler;
@@ -35,23 +54,17 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   a.ranks = {rs.rank};
   a.host = state.host;
   a.source = rs.client;
-  if (structural) {
-    a.summary = absl::StrFormat(
-        "rank %d on comm %s has been late since the communicator started: %.0f%% of its compute "
-        "between collectives (%.2f ms per %.2f ms segment) behind the other local ranks "
-        "(structural: e.g. a last pipeline stage, or a placement that is always slower)",
-        rs.rank, a.comm, rel * 100, rel * seg_ms, seg_ms);
-  } else {
-    a.summary = absl::StrFormat(
-        "rank %d on comm %s newly degraded: %.0f%% of its compute between collectives "
-        "(%.2f ms per %.2f ms segment) behind the other local ranks, after being on time (look "
-        "for a throttled GPU, a noisy neighbour or a degraded link)",
-        rs.rank, a.comm, rel * 100, rel * seg_ms, seg_ms);
-  }
-  a.evidence = {{"pattern", StragglerPatternName(st.pattern)},
+  a.summary = LocalStragglerSummary(rs.rank, a.comm, f);
+  a.evidence = {{"pattern", structural ? "structural" : "degraded"},
+                {"lateness_p50_ms", f.lateness_p50_ms},
+                {"lateness_share", f.share},
+                {"segment_p50_ms", f.segment_p50_ms},
+                {"since_seq", f.since_seq},
+                {"since_start", f.since_start},
+                {"window", f.samples},
+                {"detector_pattern", StragglerPatternName(st.pattern)},
                 {"relative_excess", rel},
-                {"segment_ms", seg_ms},
-                {"lateness_p50_ms", p50_ms},
+                {"segment_ms", st.mean_segment_ns / 1e6},
                 {"evidence_ms", st.g_ns / 1e6},
                 {"threshold_ms", det.threshold_ns() / 1e6},
                 {"noise_sd_ms", std::sqrt(det.noise_var()) / 1e6},

@@ -1,0 +1,110 @@
+// The node's job-wide straggler alerts from the wait evidence: see wait_alerts.h.
+#include "collector/aggregate/wait_alerts.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+#include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/straggler_text.h"
+#include "collector/aggregate/wait_evidence.h"
+
+namespace sentinel::collector {
+namespace {
+
+nlohmann::json Figures(const WaitRankState& st, size_t window) {
+  return {{"since_seq", st.since_seq},
+          {"segment_p50_ms", st.segment_p50_ns / 1e6},
+          {"usual_segment_ms", st.usual_segment_ns / 1e6},
+          {"segment_growth",
+           st.usual_segment_ns > 0 ? st.segment_p50_ns / st.usual_segment_ns - 1 : 0.0},
+          {"remote_wait_p75_ms", st.remote_wait_p75_ns / 1e6},
+          {"usual_remote_wait_ms", st.usual_wait_ns / 1e6},
+          {"duration_p50_ms", st.duration_p50_ns / 1e6},
+          {"window", window},
+          {"recent", st.recent_n}};
+}
+
+}  // namespace
+
+bool IsWaitAlert(const Alert& alert) {
+  return alert.kind == AlertKind::kStraggler && (absl::StartsWith(alert.id, kWaitRankAlertPrefix) ||
+                                                 absl::StartsWith(alert.id, kSlowNodeAlertPrefix));
+}
+
+std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_base) {
+  struct Ref {
+    const CommState* comm;
+    const RankState* rank;
+    const WaitRankState* st;
+  };
+  std::vector<WaitRankRef> refs;
+  std::vector<Ref> where;
+  for (const auto& [hash, comm] : state.comms) {
+    if (!comm->wait || comm->active_count == 0 || comm->ended_resolved) continue;
+    const bool spans = comm->nranks > static_cast<int32_t>(comm->members.size());
+    for (const RankState* m : comm->members) {
+      if (!m->active || m->client < 0) continue;
+      const WaitRankState* st = comm->wait->rank(m->local_index);
+      refs.push_back({hash, m->rank, m->client, spans, comm->wait->Judged(m->local_index),
+                      st != nullptr && st->flagged});
+      where.push_back({comm.get(), m, st});
+    }
+  }
+  const NodeVerdict v = JudgeNode(refs);
+  std::vector<Alert> out;
+  if (v.flagged.empty()) return out;
+  if (v.slow_node) {
+    Alert a;
+    a.id = absl::StrCat(kSlowNodeAlertPrefix, state.host);
+    a.kind = AlertKind::kStraggler;
+    a.severity = AlertSeverity::kCritical;
+    a.host = state.host;
+    std::vector<SlowNodeRank> named;
+    nlohmann::json ranks = nlohmann::json::array();
+    for (size_t i : v.flagged) {
+      const Ref& r = where[i];
+      named.push_back({CommLabel(r.comm->hash), r.rank->rank, r.st});
+      nlohmann::json f = Figures(*r.st, r.comm->wait->params().window);
+      f["comm"] = CommLabel(r.comm->hash);
+      f["rank"] = r.rank->rank;
+      ranks.push_back(std::move(f));
+      if (std::find(a.ranks.begin(), a.ranks.end(), r.rank->rank) == a.ranks.end()) {
+        a.ranks.push_back(r.rank->rank);
+      }
+    }
+    a.summary = SlowNodeSummary(state.host, v.processes, named);
+    a.evidence = {{"scope", "node"}, {"processes", v.processes}, {"flagged", ranks}};
+    a.runbook = absl::StrCat(runbook_base, "alert-straggler");
+    out.push_back(std::move(a));
+    return out;
+  }
+  for (size_t i : v.flagged) {
+    const Ref& r = where[i];
+    // Where the local detector compares the rank with on-time local peers, it speaks for it.
+    bool all_local_flagged = true;
+    for (const RankState* m : r.comm->members) {
+      const WaitRankState* st = r.comm->wait->rank(m->local_index);
+      if (m->active && (st == nullptr || !st->flagged)) all_local_flagged = false;
+    }
+    if (r.comm->active_count > 1 && !all_local_flagged) continue;
+    Alert a;
+    a.id = absl::StrCat(kWaitRankAlertPrefix, CommLabel(r.comm->hash), "-r", r.rank->rank);
+    a.kind = AlertKind::kStraggler;
+    a.severity = AlertSeverity::kCritical;
+    a.comm = CommLabel(r.comm->hash);
+    a.ranks = {r.rank->rank};
+    a.host = state.host;
+    a.source = r.rank->client;
+    a.summary = WaitStragglerSummary(r.rank->rank, a.comm, r.comm->nnodes, *r.st);
+    a.evidence = Figures(*r.st, r.comm->wait->params().window);
+    a.evidence["scope"] = "rank";
+    a.runbook = absl::StrCat(runbook_base, "alert-straggler");
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace sentinel::collector

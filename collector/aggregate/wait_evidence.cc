@@ -1,0 +1,206 @@
+// Clock-free wait evidence: see wait_evidence.h.
+#include "collector/aggregate/wait_evidence.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace sentinel::collector {
+namespace {
+
+// The q-quantile (0..1) of `v` (reordered); 0 when empty.
+template <typename T>
+T Quantile(std::vector<T>* v, double q) {
+  if (v->empty()) return T{};
+  const size_t k = std::min(v->size() - 1, static_cast<size_t>(q * static_cast<double>(v->size())));
+  auto mid = v->begin() + static_cast<std::ptrdiff_t>(k);
+  std::nth_element(v->begin(), mid, v->end());
+  return *mid;
+}
+
+}  // namespace
+
+bool WaitEvidence::Judged(int member) const {
+  const WaitRankState* st = rank(member);
+  return st != nullptr && st->has_usual && st->recent_n >= params_.min_recent;
+}
+
+int64_t WaitEvidence::floor_ns(int bucket) const {
+  if (bucket < 0 || static_cast<size_t>(bucket) >= floors_.size()) return -1;
+  return floors_[static_cast<size_t>(bucket)].value;
+}
+
+void WaitEvidence::Reset() {
+  for (WaitRankState& st : ranks_) {
+    st.flagged = false;
+    st.changed = false;
+    st.since_seq = 0;
+  }
+}
+
+void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq, int bucket,
+                           int64_t now_ns) {
+  if (bucket < 0) bucket = 0;
+  if (floors_.size() <= static_cast<size_t>(bucket))
+    floors_.resize(static_cast<size_t>(bucket) + 1);
+  Floor& floor = floors_[static_cast<size_t>(bucket)];
+  // The last local arrival: what every local rank waits for on this node's clock.
+  int64_t last_arrival = INT64_MIN;
+  for (const WaitObservation& o : obs) {
+    if (o.duration_ns >= 0 && o.arrival_ns >= 0)
+      last_arrival = std::max(last_arrival, o.arrival_ns);
+  }
+  if (last_arrival == INT64_MIN) return;
+  // The transfer floor: the time each local rank spent in the collective after the last local
+  // arrival, in this size bucket, recent ones only.
+  for (const WaitObservation& o : obs) {
+    if (o.duration_ns < 0 || o.arrival_ns < 0) continue;
+    const int64_t after_local = std::max<int64_t>(0, o.duration_ns - (last_arrival - o.arrival_ns));
+    if (floor.ring.size() < params_.floor_samples) {
+      floor.ring.push_back(after_local);
+    } else {
+      floor.ring[floor.head] = after_local;
+      floor.head = (floor.head + 1) % floor.ring.size();
+    }
+    // Recomputed while it fills, then every 8 durations (a low quantile moves slowly).
+    ++floor.added;
+    if (floor.added <= params_.floor_samples || floor.added % 8 == 0) {
+      scratch_ = floor.ring;
+      floor.value = Quantile(&scratch_, params_.floor_quantile);
+    }
+  }
+  if (floor.value < 0) return;
+  for (const WaitObservation& o : obs) {
+    if (o.member < 0 || o.duration_ns < 0 || o.arrival_ns < 0 || o.segment_ns < 0) continue;
+    if (ranks_.size() <= static_cast<size_t>(o.member)) {
+      ranks_.resize(static_cast<size_t>(o.member) + 1);
+    }
+    WaitRankState& st = ranks_[static_cast<size_t>(o.member)];
+    st.changed = false;
+    const int64_t local_wait = last_arrival - o.arrival_ns;
+    WaitRankState::Entry e;
+    e.at_ns = now_ns;
+    e.seq = seq;
+    e.duration_ns = o.duration_ns;
+    e.wait_ns = std::max<int64_t>(0, o.duration_ns - floor.value);
+    e.remote_wait_ns = std::max<int64_t>(0, o.duration_ns - local_wait - floor.value);
+    e.segment_ns = std::max(o.segment_ns, params_.floor_ns);
+    if (st.ring.size() < params_.window) {
+      st.ring.push_back(e);
+    } else {
+      st.ring[st.head] = e;
+      st.head = (st.head + 1) % st.ring.size();
+    }
+    if (st.observed == 0) st.first_seq = seq;
+    ++st.observed;
+    if (st.observed % static_cast<uint64_t>(std::max(params_.refresh_every, 1)) != 0 &&
+        st.observed > static_cast<uint64_t>(params_.learn)) {
+      continue;
+    }
+    Refresh(&st, now_ns);
+    Judge(&st);
+  }
+}
+
+void WaitEvidence::Refresh(WaitRankState* st, int64_t now_ns) {
+  std::vector<int64_t>& waits = scratch_;
+  std::vector<double>& shares = scratch_d_;
+  waits.clear();
+  shares.clear();
+  std::vector<int64_t>& segments = scratch_seg_;
+  std::vector<int64_t>& remote = scratch_remote_;
+  std::vector<int64_t>& durations = scratch_dur_;
+  segments.clear();
+  remote.clear();
+  durations.clear();
+  for (const WaitRankState::Entry& e : st->ring) {
+    if (now_ns - e.at_ns > params_.window_ns) continue;
+    waits.push_back(e.wait_ns);
+    remote.push_back(e.remote_wait_ns);
+    durations.push_back(e.duration_ns);
+    segments.push_back(e.segment_ns);
+    shares.push_back(static_cast<double>(e.wait_ns) / static_cast<double>(e.segment_ns));
+  }
+  st->recent_n = waits.size();
+  if (waits.empty()) return;
+  st->wait_p50_ns = static_cast<double>(Quantile(&waits, 0.5));
+  st->remote_wait_p75_ns = static_cast<double>(Quantile(&remote, 0.75));
+  st->duration_p50_ns = static_cast<double>(Quantile(&durations, 0.5));
+  st->segment_p50_ns = static_cast<double>(Quantile(&segments, 0.5));
+  st->wait_share_p50 = Quantile(&shares, 0.5);
+}
+
+void WaitEvidence::Judge(WaitRankState* st) {
+  if (st->recent_n < params_.min_recent) return;
+  if (!st->has_usual) {
+    if (st->observed < static_cast<uint64_t>(params_.learn)) return;
+    st->has_usual = true;
+    st->usual_wait_ns = st->remote_wait_p75_ns;
+    st->usual_segment_ns = st->segment_p50_ns;
+    return;
+  }
+  const double rel = params_.rel;
+  if (!st->flagged) {
+    const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
+    const bool stopped_waiting = st->remote_wait_p75_ns <= st->usual_wait_ns / 4;
+    const bool peers_wait = st->usual_wait_ns >= rel / 4 * st->usual_segment_ns;
+    if (slower && stopped_waiting && peers_wait) {
+      st->flagged = true;
+      st->changed = true;
+      st->since_seq = Onset(*st);
+      return;
+    }
+    // The usual follows slow changes of the job (not a slowdown, which flips the p50 first).
+    st->usual_wait_ns += params_.usual_rate * (st->remote_wait_p75_ns - st->usual_wait_ns);
+    st->usual_segment_ns += params_.usual_rate * (st->segment_p50_ns - st->usual_segment_ns);
+    return;
+  }
+  const bool back = st->segment_p50_ns < (1 + rel / 2) * st->usual_segment_ns ||
+                    st->remote_wait_p75_ns > st->usual_wait_ns / 2;
+  if (back) {
+    st->flagged = false;
+    st->changed = true;
+  }
+}
+
+uint64_t WaitEvidence::Onset(const WaitRankState& st) const {
+  // The recent collectives newest first; the onset is the oldest one from which on at least 3/4
+  // looked slow (segment over the usual by rel / 2, wait under half the usual).
+  const size_t n = st.ring.size();
+  uint64_t onset = 0;
+  size_t slow = 0;
+  for (size_t k = 0; k < n; ++k) {
+    // Newest first: the newest entry sits just before `head` once the ring is full.
+    const size_t idx = n < params_.window ? n - 1 - k : (st.head + n - 1 - k) % n;
+    const WaitRankState::Entry& e = st.ring[idx];
+    const bool is_slow =
+        static_cast<double>(e.segment_ns) >= (1 + params_.rel / 2) * st.usual_segment_ns &&
+        static_cast<double>(e.remote_wait_ns) <= st.usual_wait_ns / 2;
+    if (is_slow) ++slow;
+    if (is_slow && 4 * slow >= 3 * (k + 1)) onset = e.seq;
+  }
+  return onset;
+}
+
+NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks) {
+  NodeVerdict v;
+  absl::flat_hash_map<int, bool> process_flagged;  // process -> flagged in some judged comm
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const WaitRankRef& r = ranks[i];
+    if (!r.spans_nodes || !r.judged) continue;
+    bool& f = process_flagged[r.process];
+    if (r.flagged) {
+      f = true;
+      v.flagged.push_back(i);
+    }
+  }
+  v.processes = process_flagged.size();
+  if (v.flagged.empty()) return v;
+  v.slow_node = std::all_of(process_flagged.begin(), process_flagged.end(),
+                            [](const auto& p) { return p.second; });
+  return v;
+}
+
+}  // namespace sentinel::collector

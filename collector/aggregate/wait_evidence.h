@@ -1,0 +1,161 @@
+// Clock-free evidence of who the job waits for, computed by one node from its own ranks alone,
+// in every communicator whatever its number of local ranks (one rank per node included).
+//
+// A collective ends at nearly the same instant on every rank, so the time a rank spends inside it
+// is (the wait for the last rank to arrive) + (the transfer). The rank the others wait for barely
+// waits; the others wait for it. Per communicator and message-size bucket the transfer floor is a
+// low quantile of what the node's ranks measured; a rank's *wait* in a collective is its duration
+// above that floor. Its *remote wait* is the part after the last local rank arrived (the local
+// ranks share one clock, so that part is exact): what the node waited for the other nodes, the
+// same for every local rank. Its *compute segment* is the time from the end of its previous
+// collective on the communicator to its arrival at this one (its own clock).
+//
+// Per rank, over a short recent window (the last `window` collectives, none older than
+// `window_ns`), the p50 of the duration, the wait, the segment and the wait as a share of the
+// segment, and the p75 of the remote wait (with two nodes a node is the last one to arrive half the
+// time, so its median wait is 0 even while it usually waits for the other). The floor is this
+// node's: it cannot tell a transfer from a wait that never varies (a peer always late by the same
+// amount), so across nodes the job-wide rules compare the raw duration p50s instead (the rank the
+// others wait for has the shortest). After `learn` collectives those p50s are the rank's *usual*
+// (then an EWMA of them while it is not flagged). A rank is flagged a *non-waiter* (one its
+// communicator waits for) when, over the recent window,
+//   - its compute segment grew by at least `rel` over its usual (it computes more slowly), and
+//   - its remote wait fell to at most a quarter of its usual (the node stopped waiting for the
+//     other nodes), and
+//   - its usual remote wait was at least rel / 4 of its usual segment (the communicator's usual is
+//     that this node waits for peers: a node that never waited cannot stop waiting, and then only
+//     the job-wide rules, which compare the nodes, can tell).
+// A job-wide slowdown (every rank computes longer) leaves the waits as they were; another node
+// slowing makes this one wait more; a one-off hiccup or a whole-job pause moves one collective,
+// not a p50; a local rank whose local peers slowed waits longer, its compute unchanged. All
+// thresholds are shares of the rank's own figures, never absolute times. It clears when the
+// segment is back within rel / 2 of the usual or the remote wait back above half of it
+// (hysteresis). `since_seq` is the first collective of the slow run (the oldest point from which at
+// least 3/4 of the recent collectives look slow), so alerts say "since collective #N".
+//
+// The node-level judgement (JudgeNode) says "slow node" when every process of the node that has a
+// judged rank in a communicator spanning other nodes is flagged in one of them, and names the
+// flagged ranks otherwise.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace sentinel::collector {
+
+struct WaitParams {
+  double rel = 0.05;                   // smallest relative slowdown worth naming
+  size_t window = 64;                  // recent collectives per rank (the p50s)
+  int64_t window_ns = 10'000'000'000;  // ... none older than this (collector time)
+  size_t min_recent = 8;               // judged only with this many recent collectives
+  int learn = 64;                      // collectives per rank that only learn its usual
+  size_t floor_samples = 128;          // durations per size bucket kept for the transfer floor
+  double floor_quantile = 0.1;         // the floor: this quantile of them
+  int64_t floor_ns = 50'000;           // smallest segment counted (clock noise, straggler-min)
+  double usual_rate = 1.0 / 64;        // EWMA rate of the usual, per refresh of the p50s
+  int refresh_every = 4;               // the p50s are recomputed every this many collectives
+};
+
+// One rank in one joined collective.
+struct WaitObservation {
+  int member = 0;            // local index in the communicator
+  int64_t arrival_ns = -1;   // GPU start (the node's clock); -1 unknown (not judged)
+  int64_t duration_ns = -1;  // GPU start to end; -1 unknown (not judged)
+  int64_t segment_ns = -1;   // arrival - end of its previous collective here; -1 unknown
+};
+
+struct WaitRankState {
+  struct Entry {
+    int64_t at_ns = 0;  // collector time of the collective's join
+    uint64_t seq = 0;
+    int64_t duration_ns = 0;
+    int64_t wait_ns = 0;
+    int64_t remote_wait_ns = 0;
+    int64_t segment_ns = 0;
+  };
+  std::vector<Entry> ring;  // the last `window` collectives, oldest at `head` once full
+  size_t head = 0;
+  uint64_t observed = 0;  // collectives with a duration and a segment
+  uint64_t first_seq = 0;
+  // The p50s over the recent window (valid when recent_n >= min_recent).
+  size_t recent_n = 0;
+  double duration_p50_ns = 0;  // the raw duration (comparable across nodes: job-wide rules)
+  double wait_p50_ns = 0;
+  double remote_wait_p75_ns = 0;  // p75, see above
+  double segment_p50_ns = 0;
+  double wait_share_p50 = 0;
+  // The usual (learned, then an EWMA of the p50s while not flagged).
+  bool has_usual = false;
+  double usual_wait_ns = 0;  // the remote wait's
+  double usual_segment_ns = 0;
+  // The judgement.
+  bool flagged = false;
+  uint64_t since_seq = 0;  // first collective of the slow run (when flagged)
+  bool changed = false;    // flagged or cleared at the last Observe
+};
+
+// One communicator's evidence on this node.
+class WaitEvidence {
+ public:
+  explicit WaitEvidence(const WaitParams& params) : params_(params) {}
+
+  // One joined collective: its sequence number, size bucket (any small integer), the collector
+  // time `now_ns` and the local ranks' figures. Ranks with an unknown duration or segment are
+  // skipped.
+  void Observe(const std::vector<WaitObservation>& obs, uint64_t seq, int bucket, int64_t now_ns);
+  // Forgets the judgements (the communicator ended); the usual stays.
+  void Reset();
+
+  const WaitRankState* rank(int member) const {
+    return member >= 0 && static_cast<size_t>(member) < ranks_.size()
+               ? &ranks_[static_cast<size_t>(member)]
+               : nullptr;
+  }
+  size_t size() const { return ranks_.size(); }
+  // True when the rank has a usual and a full enough recent window to be judged.
+  bool Judged(int member) const;
+  // The transfer floor of `bucket` (ns); -1 before any duration.
+  int64_t floor_ns(int bucket) const;
+  const WaitParams& params() const { return params_; }
+
+ private:
+  struct Floor {
+    std::vector<int64_t> ring;
+    size_t head = 0;
+    uint64_t added = 0;
+    int64_t value = -1;
+  };
+  void Refresh(WaitRankState* st, int64_t now_ns);
+  void Judge(WaitRankState* st);
+  uint64_t Onset(const WaitRankState& st) const;
+
+  WaitParams params_;
+  std::vector<WaitRankState> ranks_;
+  std::vector<Floor> floors_;  // by size bucket
+  std::vector<int64_t> scratch_;
+  std::vector<int64_t> scratch_seg_;
+  std::vector<int64_t> scratch_remote_;
+  std::vector<int64_t> scratch_dur_;
+  std::vector<double> scratch_d_;
+};
+
+// The node's judgement over its ranks in every communicator.
+struct WaitRankRef {
+  uint64_t comm = 0;
+  int rank = 0;
+  int process = 0;           // any id of the rank's process (the client)
+  bool spans_nodes = false;  // the communicator has ranks on other nodes
+  bool judged = false;
+  bool flagged = false;
+};
+
+struct NodeVerdict {
+  bool slow_node = false;       // every judged process of the node is flagged
+  std::vector<size_t> flagged;  // indices (into the input) of the flagged ranks
+  size_t processes = 0;         // processes with a judged cross-node rank
+};
+
+NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks);
+
+}  // namespace sentinel::collector

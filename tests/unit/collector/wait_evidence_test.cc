@@ -1,0 +1,291 @@
+// Tests of the clock-free wait evidence (collector/aggregate/wait_evidence.h) on a modelled job of
+// several nodes, each node judging its own ranks alone (one WaitEvidence per node, fed only its
+// local ranks' figures on its own clock), and of the node-level judgement. A seeded generator
+// stands in for the ranks: every case is deterministic.
+#include "collector/aggregate/wait_evidence.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sentinel::collector {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+// A communicator with `per_node` ranks on each of `nodes` nodes. Every step each rank computes
+// `compute_ns` (relative normal `jitter`), then the collective starts when the last rank arrived
+// and takes `transfer_ns` (relative normal `transfer_jitter`) on every rank.
+struct JobModel {
+  int nodes = 8;
+  int per_node = 1;
+  int64_t compute_ns = 10 * kMs;
+  double jitter = 0.03;
+  int64_t transfer_ns = 1 * kMs;
+  double transfer_jitter = 0.02;
+  // A slowdown of `slowdown` (relative) on node `slow_node` (its local rank `slow_local`, or all
+  // its local ranks when -1), or on every rank when `slow_node` is -2, from step `from`.
+  int slow_node = -1;
+  int slow_local = -1;
+  double slowdown = 0;
+  uint64_t from = 0;
+  uint64_t until = UINT64_MAX;
+  // Hiccups: per rank and second of compute, a delay uniform in [hiccup_min, hiccup_max].
+  double hiccups_per_s = 0;
+  int64_t hiccup_min_ns = 20 * kMs;
+  int64_t hiccup_max_ns = 100 * kMs;
+  // Whole-job pauses: per second, every rank stops for a time uniform in [1 s, 3 s].
+  double pauses_per_s = 0;
+  uint32_t seed = 11;
+};
+
+struct Flag {
+  int node = 0;
+  int local = 0;
+  uint64_t step = 0;   // when it was flagged
+  uint64_t since = 0;  // its since_seq
+};
+
+class Job {
+ public:
+  explicit Job(const JobModel& m, WaitParams params = {}) : m_(m), rng_(m.seed) {
+    for (int n = 0; n < m.nodes; ++n) nodes_.emplace_back(params);
+    const size_t ranks = static_cast<size_t>(m.nodes * m.per_node);
+    prev_end_.assign(ranks, 0);
+    arrival_.assign(ranks, 0);
+  }
+
+  // Runs `steps` collectives; returns every flag raised (and records clears).
+  std::vector<Flag> Run(uint64_t steps) {
+    std::normal_distribution<double> noise(0.0, 1.0);
+    std::uniform_real_distribution<double> u01(0.0, 1.0);
+    std::vector<Flag> flags;
+    std::vector<WaitObservation> obs;
+    const size_t ranks = prev_end_.size();
+    for (uint64_t s = 0; s < steps; ++s, ++step_) {
+      const double step_s = static_cast<double>(m_.compute_ns) / 1e9;
+      const bool pause = u01(rng_) < m_.pauses_per_s * step_s;
+      const int64_t pause_ns = pause ? static_cast<int64_t>((1 + 2 * u01(rng_)) * 1e9) : 0;
+      int64_t last = 0;
+      for (size_t r = 0; r < ranks; ++r) {
+        const int node = static_cast<int>(r) / m_.per_node;
+        const int local = static_cast<int>(r) % m_.per_node;
+        const bool slow_window = step_ >= m_.from && step_ < m_.until;
+        const bool slow = slow_window &&
+                          (m_.slow_node == -2 ||
+                           (node == m_.slow_node && (m_.slow_local < 0 || local == m_.slow_local)));
+        double c = static_cast<double>(m_.compute_ns) * (1 + (slow ? m_.slowdown : 0.0)) *
+                   std::max(0.5, 1 + m_.jitter * noise(rng_));
+        if (u01(rng_) < m_.hiccups_per_s * step_s) {
+          c += static_cast<double>(m_.hiccup_min_ns) +
+               u01(rng_) * static_cast<double>(m_.hiccup_max_ns - m_.hiccup_min_ns);
+        }
+        arrival_[r] = prev_end_[r] + static_cast<int64_t>(c) + pause_ns;
+        last = std::max(last, arrival_[r]);
+      }
+      std::vector<int64_t> end(ranks);
+      for (size_t r = 0; r < ranks; ++r) {
+        end[r] = last + static_cast<int64_t>(static_cast<double>(m_.transfer_ns) *
+                                             std::max(0.5, 1 + m_.transfer_jitter * noise(rng_)));
+      }
+      for (int n = 0; n < m_.nodes; ++n) {
+        obs.clear();
+        int64_t now = 0;
+        for (int l = 0; l < m_.per_node; ++l) {
+          const size_t r = static_cast<size_t>(n * m_.per_node + l);
+          obs.push_back({l, arrival_[r], end[r] - arrival_[r], arrival_[r] - prev_end_[r]});
+          now = std::max(now, end[r]);
+        }
+        WaitEvidence& w = nodes_[static_cast<size_t>(n)];
+        w.Observe(obs, step_, 0, now);
+        for (int l = 0; l < m_.per_node; ++l) {
+          const WaitRankState* st = w.rank(l);
+          if (st != nullptr && st->changed && st->flagged) {
+            flags.push_back({n, l, step_, st->since_seq});
+          }
+        }
+      }
+      for (size_t r = 0; r < ranks; ++r) prev_end_[r] = end[r];
+    }
+    return flags;
+  }
+
+  const WaitEvidence& node(int n) const { return nodes_[static_cast<size_t>(n)]; }
+  JobModel& model() { return m_; }
+
+ private:
+  JobModel m_;
+  std::mt19937 rng_;
+  std::vector<WaitEvidence> nodes_;
+  std::vector<int64_t> prev_end_;
+  std::vector<int64_t> arrival_;
+  uint64_t step_ = 0;
+};
+
+// One rank per node (the data-parallel layout): node 3's rank computes 20 % longer from step 600
+// at 10 ms steps. Node 3 says so itself within 10 s (1,000 steps), with the onset near step 600;
+// no other node flags anything.
+TEST(WaitEvidenceTest, SlowRankOnePerNodeIsFlaggedByItsOwnNode) {
+  JobModel m;
+  m.slow_node = 3;
+  m.slowdown = 0.20;
+  m.from = 600;
+  Job job(m);
+  const std::vector<Flag> flags = job.Run(3000);
+  ASSERT_FALSE(flags.empty());
+  EXPECT_EQ(flags.front().node, 3);
+  EXPECT_GE(flags.front().step, 600u);
+  EXPECT_LT(flags.front().step, 600u + 1000u) << "later than 10 s of 10 ms steps";
+  EXPECT_NEAR(static_cast<double>(flags.front().since), 600.0, 40.0);
+  for (const Flag& f : flags) EXPECT_EQ(f.node, 3) << "node " << f.node << " at " << f.step;
+  const WaitRankState* st = job.node(3).rank(0);
+  ASSERT_NE(st, nullptr);
+  EXPECT_TRUE(st->flagged);
+  // The figures are the measured ones: +20 % compute, and the node no longer waits.
+  EXPECT_NEAR(st->segment_p50_ns / st->usual_segment_ns, 1.2, 0.05);
+  EXPECT_LT(st->remote_wait_p75_ns, st->usual_wait_ns / 4);
+  // The others wait for it: their collectives last about the 2 ms it is late longer than its own
+  // (what the job-wide rules compare across nodes, no clock shared).
+  const WaitRankState* other = job.node(0).rank(0);
+  EXPECT_NEAR(other->duration_p50_ns - st->duration_p50_ns, 2.0 * kMs, 0.3 * kMs);
+  EXPECT_FALSE(other->flagged);
+}
+
+// The relative thresholds hold at every time scale: 20 % at 1 ms and at 100 ms steps.
+TEST(WaitEvidenceTest, RelativeAtEveryStepLength) {
+  for (int64_t compute : {1 * kMs, 100 * kMs}) {
+    JobModel m;
+    m.compute_ns = compute;
+    m.transfer_ns = compute / 10;
+    m.slow_node = 5;
+    m.slowdown = 0.20;
+    m.from = 400;
+    Job job(m);
+    const std::vector<Flag> flags = job.Run(1400);
+    ASSERT_FALSE(flags.empty()) << compute;
+    EXPECT_EQ(flags.front().node, 5) << compute;
+    EXPECT_LT(flags.front().step, 500u) << compute;
+    for (const Flag& f : flags) EXPECT_EQ(f.node, 5) << compute;
+  }
+}
+
+// Noise only: jitter, random 20-100 ms hiccups at 0.1 per rank per second, whole-job pauses of
+// 1-3 s, at 1, 10 and 50 ms steps, several seeds, 16 nodes: nothing is flagged.
+TEST(WaitEvidenceTest, NoiseHiccupsAndPausesFlagNothing) {
+  for (int64_t compute : {1 * kMs, 10 * kMs, 50 * kMs}) {
+    for (uint32_t seed : {1u, 2u, 3u}) {
+      JobModel m;
+      m.nodes = 16;
+      m.compute_ns = compute;
+      m.transfer_ns = compute / 5;
+      m.hiccups_per_s = 0.1;
+      m.pauses_per_s = 1.0 / 30;
+      m.seed = seed;
+      Job job(m);
+      // Three minutes of job time (at most 60,000 steps).
+      const uint64_t steps = std::min<uint64_t>(60000, static_cast<uint64_t>(180e9 / compute));
+      const std::vector<Flag> flags = job.Run(steps);
+      EXPECT_TRUE(flags.empty()) << "compute " << compute << " seed " << seed << ": node "
+                                 << flags.front().node << " at step " << flags.front().step;
+    }
+  }
+}
+
+// Every rank computes 30 % longer (a new phase of the job): nobody stopped waiting, nothing is
+// flagged. A 3 % slowdown of one node (below rel = 5 %) is not named either.
+TEST(WaitEvidenceTest, JobWideSlowdownAndSmallSlowdownsAreNotStragglers) {
+  JobModel all;
+  all.slow_node = -2;
+  all.slowdown = 0.30;
+  all.from = 500;
+  Job job(all);
+  EXPECT_TRUE(job.Run(3000).empty());
+
+  JobModel small;
+  small.slow_node = 2;
+  small.slowdown = 0.03;
+  small.from = 500;
+  Job job2(small);
+  EXPECT_TRUE(job2.Run(3000).empty());
+}
+
+// A job without any jitter: nobody ever waits, so no node can tell it stopped waiting (only the
+// job-wide rules, comparing nodes, can). Nothing is flagged, rather than a guess.
+TEST(WaitEvidenceTest, QuietJobCannotTellAndSaysNothing) {
+  JobModel m;
+  m.jitter = 0;
+  m.transfer_jitter = 0;
+  m.slow_node = 1;
+  m.slowdown = 0.2;
+  m.from = 500;
+  Job job(m);
+  EXPECT_TRUE(job.Run(2000).empty());
+}
+
+// Two ranks per node: both ranks of node 1 slowed (a slow node) are both flagged on node 1; one
+// rank of node 2 slowed is flagged alone (its local peer waits longer for it, its compute is
+// unchanged). The flags clear once the slowdown ends.
+TEST(WaitEvidenceTest, WholeNodeAndOneRankOfANode) {
+  JobModel m;
+  m.nodes = 4;
+  m.per_node = 2;
+  m.slow_node = 1;
+  m.slowdown = 0.2;
+  m.from = 500;
+  m.until = 1500;
+  Job job(m);
+  std::vector<Flag> flags = job.Run(1400);
+  ASSERT_EQ(flags.size(), 2u);
+  for (const Flag& f : flags) EXPECT_EQ(f.node, 1);
+  EXPECT_TRUE(job.node(1).rank(0)->flagged);
+  EXPECT_TRUE(job.node(1).rank(1)->flagged);
+  job.Run(1000);
+  EXPECT_FALSE(job.node(1).rank(0)->flagged) << "cleared after the slowdown ended";
+  EXPECT_FALSE(job.node(1).rank(1)->flagged);
+
+  JobModel one = m;
+  one.slow_node = 2;
+  one.slow_local = 1;
+  one.until = UINT64_MAX;
+  Job job2(one);
+  flags = job2.Run(1500);
+  ASSERT_FALSE(flags.empty());
+  for (const Flag& f : flags) {
+    EXPECT_EQ(f.node, 2);
+    EXPECT_EQ(f.local, 1);
+  }
+  EXPECT_FALSE(job2.node(2).rank(0)->flagged);
+}
+
+TEST(WaitEvidenceTest, NodeVerdictNamesTheNodeOnlyWhenEveryProcessIsFlagged) {
+  // Two processes, each with a rank in a data-parallel communicator spanning the nodes and one in
+  // a node-local communicator (ignored).
+  std::vector<WaitRankRef> refs = {
+      {0xa, 0, 1, true, true, true},    // process 1, DP comm a: flagged
+      {0xb, 1, 2, true, true, false},   // process 2, DP comm b: not flagged
+      {0xc, 0, 1, false, true, true},   // node-local comm: not a node verdict
+      {0xd, 7, 3, true, false, false},  // process 3 not judged yet: not counted
+  };
+  NodeVerdict v = JudgeNode(refs);
+  EXPECT_FALSE(v.slow_node);
+  EXPECT_EQ(v.processes, 2u);
+  ASSERT_EQ(v.flagged.size(), 1u);
+  EXPECT_EQ(v.flagged[0], 0u);
+
+  refs[1].flagged = true;
+  v = JudgeNode(refs);
+  EXPECT_TRUE(v.slow_node);
+  EXPECT_EQ(v.flagged.size(), 2u);
+
+  // Nothing flagged: neither.
+  for (WaitRankRef& r : refs) r.flagged = false;
+  v = JudgeNode(refs);
+  EXPECT_FALSE(v.slow_node);
+  EXPECT_TRUE(v.flagged.empty());
+}
+
+}  // namespace
+}  // namespace sentinel::collector
