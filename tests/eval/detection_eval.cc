@@ -27,6 +27,7 @@
 #include "collector/config/config.h"
 #include "collector/ingest/session.h"
 #include "schemas/wire/sentinel_wire.h"
+#include "tests/eval/cluster_eval.h"
 #include "tests/eval/job_model.h"
 
 namespace sentinel::collector::eval {
@@ -486,6 +487,8 @@ struct Options {
   double noise_minutes = 10;      // simulated minutes per noise-only job
   std::vector<std::string> only;  // run only families whose name contains one of these
   std::vector<std::pair<std::string, std::string>> set;  // config overrides (tuning)
+  int nodes = 0;         // > 0: the cluster-scale evaluation (cluster_eval.h) instead
+  double step_ms = 200;  // its compute per training step
 };
 
 void Usage(FILE* out) {
@@ -502,7 +505,11 @@ void Usage(FILE* out) {
       "  --noise-minutes M  simulated minutes per noise-only job (default 10)\n"
       "  --family SUBSTR    only families whose name contains SUBSTR (repeatable)\n"
       "  --set KEY=VALUE    a sentineld option (config file key), e.g. straggler-floor-h=4\n"
-      "  --check            exit 1 when a detection target is missed\n");
+      "  --check            exit 1 when a detection target is missed\n"
+      "  --nodes N          instead: N virtual nodes x 8 ranks, one sentineld each, and the\n"
+      "                     job-wide Prometheus rules over their /metrics (cluster_eval.h);\n"
+      "                     --seeds, --seed, --noise-minutes, --family, --set, --check apply\n"
+      "  --step-ms MS       with --nodes: compute per training step (default 200)\n");
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -533,6 +540,10 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       if (!value(&v) || std::strchr(v, '=') == nullptr) return false;
       const char* eq = std::strchr(v, '=');
       o->set.push_back({std::string(v, eq), std::string(eq + 1)});
+    } else if (a == "--nodes") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &o->nodes) || o->nodes < 2) return false;
+    } else if (a == "--step-ms") {
+      if (!value(&v) || !absl::SimpleAtod(v, &o->step_ms) || o->step_ms < 1) return false;
     } else if (a == "--family") {
       if (!value(&v)) return false;
       o->only.push_back(v);
@@ -559,6 +570,17 @@ int Main(int argc, char** argv) {
                    std::string(st.message()).c_str());
       return 2;
     }
+  }
+  if (opt.nodes > 0) {
+    ClusterOptions cluster;
+    cluster.nodes = opt.nodes;
+    cluster.seeds = opt.seeds;
+    cluster.seed = opt.seed;
+    cluster.step_ms = opt.step_ms;
+    cluster.noise_minutes = opt.noise_minutes;
+    cluster.only = opt.only;
+    cluster.check = opt.check;
+    return RunClusterEval(cluster, config);
   }
   std::vector<Family> families;
   bool ok = true;

@@ -1,0 +1,339 @@
+// The job-wide rules' mirror: see prom_mirror.h.
+#include "tests/eval/prom_mirror.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <unordered_map>
+
+namespace sentinel::collector::eval::prom {
+namespace {
+
+constexpr int64_t kSec = 1000000000;
+
+const std::vector<std::string> kJobComm = {"job", "comm"};
+const std::vector<std::string> kJobInstance = {"job", "instance"};
+const std::vector<std::string> kJobCommInstance = {"job", "comm", "instance"};
+
+std::string FullKey(const Labels& l) {
+  std::string k;
+  for (const auto& [n, v] : l) {
+    k += n;
+    k += '\x01';
+    k += v;
+    k += '\x02';
+  }
+  return k;
+}
+
+Labels Project(const Labels& l, const std::vector<std::string>& by) {
+  Labels out;
+  for (const std::string& n : by) {
+    const auto it = l.find(n);
+    if (it != l.end() && !it->second.empty()) out[n] = it->second;
+  }
+  return out;
+}
+
+const Vector& Get(const Store& s, const std::string& name) {
+  static const Vector kEmpty;
+  const auto it = s.find(name);
+  return it == s.end() ? kEmpty : it->second;
+}
+
+}  // namespace
+
+std::string Key(const Labels& l, const std::vector<std::string>& on) {
+  std::string k;
+  for (const std::string& n : on) {
+    const auto it = l.find(n);
+    if (it != l.end()) k += it->second;
+    k += '\x01';
+  }
+  return k;
+}
+
+bool Compare(double a, Cmp op, double b) {
+  switch (op) {
+    case Cmp::kGt:
+      return a > b;
+    case Cmp::kGe:
+      return a >= b;
+    case Cmp::kEq:
+      return a == b;
+    case Cmp::kLt:
+      return a < b;
+    case Cmp::kLe:
+      return a <= b;
+    case Cmp::kNe:
+      return a != b;
+  }
+  return false;
+}
+
+namespace {
+
+template <typename F>
+Vector AggregateBy(const Vector& v, const std::vector<std::string>& by, F reduce) {
+  std::map<std::string, std::pair<Labels, std::vector<double>>> groups;
+  for (const Sample& s : v) {
+    auto& g = groups[Key(s.labels, by)];
+    if (g.second.empty()) g.first = Project(s.labels, by);
+    g.second.push_back(s.value);
+  }
+  Vector out;
+  out.reserve(groups.size());
+  for (auto& [k, g] : groups) out.push_back({std::move(g.first), reduce(&g.second)});
+  return out;
+}
+
+}  // namespace
+
+Vector MaxBy(const Vector& v, const std::vector<std::string>& by) {
+  return AggregateBy(v, by, [](std::vector<double>* x) {
+    double m = (*x)[0];
+    for (double d : *x) {
+      if (d > m || std::isnan(m)) m = d;
+    }
+    return m;
+  });
+}
+
+Vector CountBy(const Vector& v, const std::vector<std::string>& by) {
+  return AggregateBy(v, by, [](std::vector<double>* x) { return static_cast<double>(x->size()); });
+}
+
+Vector QuantileBy(const Vector& v, const std::vector<std::string>& by, double q) {
+  return AggregateBy(v, by, [q](std::vector<double>* x) {
+    std::sort(x->begin(), x->end());
+    const double n = static_cast<double>(x->size());
+    const double rank = q * (n - 1);
+    const double lo = std::max(0.0, std::floor(rank));
+    const double hi = std::max(0.0, std::min(n - 1, lo + 1));
+    const double w = rank - std::floor(rank);
+    return (*x)[static_cast<size_t>(lo)] * (1 - w) + (*x)[static_cast<size_t>(hi)] * w;
+  });
+}
+
+Vector Filter(const Vector& v, Cmp op, double scalar) {
+  Vector out;
+  for (const Sample& s : v) {
+    if (Compare(s.value, op, scalar)) out.push_back(s);
+  }
+  return out;
+}
+
+Vector GroupArith(const Vector& one, Arith op, const Vector& many,
+                  const std::vector<std::string>& on, bool many_is_right) {
+  std::unordered_map<std::string, double> by_key;
+  for (const Sample& s : one) by_key[Key(s.labels, on)] = s.value;
+  Vector out;
+  for (const Sample& s : many) {
+    const auto it = by_key.find(Key(s.labels, on));
+    if (it == by_key.end()) continue;
+    const double a = many_is_right ? it->second : s.value;
+    const double b = many_is_right ? s.value : it->second;
+    out.push_back({s.labels, op == Arith::kSub ? a - b : a / b});
+  }
+  return out;
+}
+
+Vector CompareOn(const Vector& lhs, Cmp op, const Vector& rhs, const std::vector<std::string>& on) {
+  std::unordered_map<std::string, double> by_key;
+  for (const Sample& s : rhs) by_key[Key(s.labels, on)] = s.value;
+  Vector out;
+  for (const Sample& s : lhs) {
+    const auto it = by_key.find(Key(s.labels, on));
+    if (it != by_key.end() && Compare(s.value, op, it->second)) out.push_back(s);
+  }
+  return out;
+}
+
+Vector AndOn(const Vector& lhs, const Vector& rhs, const std::vector<std::string>& on) {
+  std::unordered_map<std::string, bool> keys;
+  for (const Sample& s : rhs) keys[Key(s.labels, on)] = true;
+  Vector out;
+  for (const Sample& s : lhs) {
+    if (keys.count(Key(s.labels, on)) != 0) out.push_back(s);
+  }
+  return out;
+}
+
+Vector UnlessOn(const Vector& lhs, const Vector& rhs, const std::vector<std::string>& on) {
+  std::unordered_map<std::string, bool> keys;
+  for (const Sample& s : rhs) keys[Key(s.labels, on)] = true;
+  Vector out;
+  for (const Sample& s : lhs) {
+    if (keys.count(Key(s.labels, on)) == 0) out.push_back(s);
+  }
+  return out;
+}
+
+void History::Add(int64_t ts_ns, const Vector& v) {
+  for (const Sample& s : v) {
+    auto& e = series_[FullKey(s.labels)];
+    if (e.second.empty()) e.first = s.labels;
+    e.second.emplace_back(ts_ns, s.value);
+  }
+}
+
+void History::Trim(int64_t before_ns) {
+  for (auto it = series_.begin(); it != series_.end();) {
+    auto& pts = it->second.second;
+    pts.erase(std::remove_if(pts.begin(), pts.end(),
+                             [before_ns](const auto& p) { return p.first < before_ns; }),
+              pts.end());
+    it = pts.empty() ? series_.erase(it) : std::next(it);
+  }
+}
+
+Vector History::Changes(int64_t ts_ns, int64_t range_ns) const {
+  Vector out;
+  for (const auto& [k, e] : series_) {
+    int n = 0;
+    bool any = false;
+    double last = 0;
+    for (const auto& [t, v] : e.second) {
+      if (t <= ts_ns - range_ns || t > ts_ns) continue;
+      if (any && v != last) ++n;
+      last = v;
+      any = true;
+    }
+    if (any) out.push_back({e.first, static_cast<double>(n)});
+  }
+  return out;
+}
+
+std::vector<AlertEvent> AlertRule::Evaluate(int64_t ts_ns, const Vector& result) {
+  std::vector<AlertEvent> fired;
+  std::map<std::string, Active> next;
+  for (const Sample& s : result) {
+    const std::string k = FullKey(s.labels);
+    const auto it = active_.find(k);
+    Active a = it == active_.end() ? Active{ts_ns, false} : it->second;
+    if (!a.firing && ts_ns - a.active_at_ns >= for_ns_) {
+      a.firing = true;
+      fired.push_back({name_, s.labels, s.value, a.active_at_ns, ts_ns});
+    }
+    next[k] = a;
+  }
+  active_ = std::move(next);
+  return fired;
+}
+
+const std::vector<std::string>& InputMetrics() {
+  static const std::vector<std::string> kNames = {
+      "sentinel_rank_duration_p50_seconds", "sentinel_rank_segment_p50_seconds",
+      "sentinel_inflight_gpu_started",      "sentinel_inflight_oldest_age_seconds",
+      "sentinel_inflight_connected",        "sentinel_rank_last_seq"};
+  return kNames;
+}
+
+JobwideRules::JobwideRules()
+    : slow_node_("SentinelJobSlowNode", 15 * kSec),
+      straggler_("SentinelJobStraggler", 15 * kSec),
+      inflight_culprit_("SentinelJobInFlightHangCulprit", 0),
+      inflight_gone_("SentinelJobInFlightHangGone", 0),
+      hang_culprit_("SentinelJobHangCulprit", 120 * kSec) {}
+
+std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
+  Store rec;  // recording rules' results, visible to the later rules of the same evaluation
+  std::vector<AlertEvent> fired;
+  auto add = [&fired](std::vector<AlertEvent> f) { fired.insert(fired.end(), f.begin(), f.end()); };
+  const Vector& duration_p50 = Get(in, "sentinel_rank_duration_p50_seconds");
+
+  // ---- group sentinel-jobwide (interval: 15s) ----
+  // record: sentinel:comm_duration_p50_seconds:max
+  //   max by (job, comm) (sentinel_rank_duration_p50_seconds)
+  rec["sentinel:comm_duration_p50_seconds:max"] = MaxBy(duration_p50, kJobComm);
+  // record: sentinel:comm_segment_p50_seconds:median
+  //   quantile by (job, comm) (0.5, sentinel_rank_segment_p50_seconds)
+  rec["sentinel:comm_segment_p50_seconds:median"] =
+      QuantileBy(Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, 0.5);
+  // record: sentinel:rank_lateness_seconds
+  //   sentinel:comm_duration_p50_seconds:max - on (job, comm) group_right
+  //   sentinel_rank_duration_p50_seconds
+  rec["sentinel:rank_lateness_seconds"] = GroupArith(rec["sentinel:comm_duration_p50_seconds:max"],
+                                                     Arith::kSub, duration_p50, kJobComm, true);
+  // record: sentinel:rank_lateness_share
+  //   sentinel:rank_lateness_seconds / on (job, comm) group_left ()
+  //   (sentinel:comm_segment_p50_seconds:median > 0)
+  rec["sentinel:rank_lateness_share"] =
+      GroupArith(Filter(rec["sentinel:comm_segment_p50_seconds:median"], Cmp::kGt, 0), Arith::kDiv,
+                 rec["sentinel:rank_lateness_seconds"], kJobComm, false);
+  // record: sentinel:rank_late
+  //   sentinel:rank_lateness_share >= 0.075 and on (job, comm)
+  //   (count by (job, comm) (count by (job, comm, instance) (sentinel_rank_duration_p50_seconds))
+  //    > 1)
+  rec["sentinel:rank_late"] = AndOn(
+      Filter(rec["sentinel:rank_lateness_share"], Cmp::kGe, 0.075),
+      Filter(CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm), Cmp::kGt, 1), kJobComm);
+  // record: sentinel:node_ranks:count
+  //   count by (job, instance) (sentinel_rank_duration_p50_seconds)
+  rec["sentinel:node_ranks:count"] = CountBy(duration_p50, kJobInstance);
+  // record: sentinel:node_late_ranks:count
+  //   count by (job, instance) (sentinel:rank_late)
+  rec["sentinel:node_late_ranks:count"] = CountBy(rec["sentinel:rank_late"], kJobInstance);
+  // alert: SentinelJobSlowNode (for: 15s)
+  //   sentinel:node_late_ranks:count == on (job, instance) sentinel:node_ranks:count
+  const Vector slow_nodes = CompareOn(rec["sentinel:node_late_ranks:count"], Cmp::kEq,
+                                      rec["sentinel:node_ranks:count"], kJobInstance);
+  add(slow_node_.Evaluate(ts_ns, slow_nodes));
+  // alert: SentinelJobStraggler (for: 15s)
+  //   sentinel:rank_late unless on (job, instance)
+  //   (sentinel:node_late_ranks:count == on (job, instance) sentinel:node_ranks:count)
+  add(straggler_.Evaluate(ts_ns, UnlessOn(rec["sentinel:rank_late"], slow_nodes, kJobInstance)));
+  // record: sentinel:comm_inflight_gpu_started:max
+  //   max by (job, comm) (sentinel_inflight_gpu_started)
+  const Vector& gpu_started = Get(in, "sentinel_inflight_gpu_started");
+  rec["sentinel:comm_inflight_gpu_started:max"] = MaxBy(gpu_started, kJobComm);
+  // record: sentinel:comm_inflight_oldest_age_seconds:max
+  //   max by (job, comm) (sentinel_inflight_oldest_age_seconds)
+  rec["sentinel:comm_inflight_oldest_age_seconds:max"] =
+      MaxBy(Get(in, "sentinel_inflight_oldest_age_seconds"), kJobComm);
+  const Vector stuck_30s =
+      Filter(rec["sentinel:comm_inflight_oldest_age_seconds:max"], Cmp::kGt, 30);
+  // alert: SentinelJobInFlightHangCulprit (no for)
+  //   (sentinel:comm_inflight_gpu_started:max - on (job, comm) group_right
+  //    sentinel_inflight_gpu_started) > 0
+  //   and on (job, comm) sentinel:comm_inflight_oldest_age_seconds:max > 30
+  add(inflight_culprit_.Evaluate(
+      ts_ns, AndOn(Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"], Arith::kSub,
+                                     gpu_started, kJobComm, true),
+                          Cmp::kGt, 0),
+                   stuck_30s, kJobComm)));
+  // alert: SentinelJobInFlightHangGone (no for)
+  //   sentinel_inflight_connected == 0 and on (job, comm)
+  //   sentinel:comm_inflight_oldest_age_seconds:max > 30
+  add(inflight_gone_.Evaluate(
+      ts_ns,
+      AndOn(Filter(Get(in, "sentinel_inflight_connected"), Cmp::kEq, 0), stuck_30s, kJobComm)));
+
+  // ---- group sentinel-recording (the global evaluation interval, taken as 15 s) ----
+  const Vector& last_seq = Get(in, "sentinel_rank_last_seq");
+  last_seq_history_.Add(ts_ns, last_seq);
+  last_seq_history_.Trim(ts_ns - 5 * 60 * kSec);
+  // record: sentinel:comm_last_seq:max
+  //   max by (job, comm) (sentinel_rank_last_seq)
+  rec["sentinel:comm_last_seq:max"] = MaxBy(last_seq, kJobComm);
+  // record: sentinel:rank_seq_behind
+  //   sentinel:comm_last_seq:max - on (job, comm) group_right sentinel_rank_last_seq
+  rec["sentinel:rank_seq_behind"] =
+      GroupArith(rec["sentinel:comm_last_seq:max"], Arith::kSub, last_seq, kJobComm, true);
+
+  // ---- group sentinel-alerts (the global evaluation interval, taken as 15 s) ----
+  // alert: SentinelJobHangCulprit (for: 2m)
+  //   sentinel:rank_seq_behind > 0 unless on (job, comm)
+  //   (max by (job, comm) (changes(sentinel_rank_last_seq[2m])) > 0)
+  // The history holds the scrapes as seen at each evaluation (one sample per evaluation); at a
+  // 15 s scrape and a 15 s evaluation that is the same sample set.
+  add(hang_culprit_.Evaluate(
+      ts_ns,
+      UnlessOn(Filter(rec["sentinel:rank_seq_behind"], Cmp::kGt, 0),
+               Filter(MaxBy(last_seq_history_.Changes(ts_ns, 120 * kSec), kJobComm), Cmp::kGt, 0),
+               kJobComm)));
+  recorded_ = std::move(rec);
+  return fired;
+}
+
+}  // namespace sentinel::collector::eval::prom

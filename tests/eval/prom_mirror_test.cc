@@ -1,0 +1,130 @@
+// The rules' mirror (prom_mirror.h) against the cases examples/prometheus/sentinel_rules_test.yml
+// gives promtool: the same inputs, the same alerts at the same evaluation instants.
+#include "tests/eval/prom_mirror.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace sentinel::collector::eval::prom {
+namespace {
+
+constexpr int64_t kSec = 1000000000;
+
+Sample S(const std::string& instance, const std::string& comm, int rank, double v) {
+  return {
+      {{"job", "sentinel"}, {"instance", instance}, {"comm", comm}, {"rank", std::to_string(rank)}},
+      v};
+}
+
+// 4 nodes x 2 ranks at 10 ms of compute between collectives; the others spend about 1.5 ms in each
+// collective. From sample 8 (2m) the culprits compute 20 % longer: they spend 1 ms inside, the
+// others 2 ms more (as the promtool case "20 % at 10 ms steps").
+Store Scrape(int i, const std::vector<int>& slow_ranks) {
+  static const double kJitter[4] = {0.0014, 0.0016, 0.0013, 0.0015};
+  Store s;
+  for (int r = 0; r < 8; ++r) {
+    const std::string inst = "n" + std::to_string(r / 2 + 1);
+    const bool slow =
+        i >= 8 && std::find(slow_ranks.begin(), slow_ranks.end(), r) != slow_ranks.end();
+    double d = kJitter[(i + r) % 4];
+    if (i >= 8) d = slow ? 0.001 : d + 0.002;
+    s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, "0xdd", r, d));
+    s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, "0xdd", r, slow ? 0.012 : 0.01));
+  }
+  return s;
+}
+
+std::vector<AlertEvent> Named(const std::vector<AlertEvent>& v, const std::string& alert) {
+  std::vector<AlertEvent> out;
+  for (const AlertEvent& e : v) {
+    if (e.alert == alert) out.push_back(e);
+  }
+  return out;
+}
+
+TEST(PromMirrorTest, SlowRankIsPendingThenFiresOneEvaluationLater) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, Scrape(i, {5}));
+    EXPECT_TRUE(Named(fired, "SentinelJobSlowNode").empty()) << "at sample " << i;
+    const auto straggler = Named(fired, "SentinelJobStraggler");
+    if (i != 9) {
+      EXPECT_TRUE(straggler.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(straggler.size(), 1u);  // 2m15s: pending at 2m, `for: 15s`
+    EXPECT_EQ(straggler[0].labels.at("instance"), "n3");
+    EXPECT_EQ(straggler[0].labels.at("rank"), "5");
+    EXPECT_EQ(straggler[0].active_at_ns, 8 * 15 * kSec);
+  }
+  // As promtool's round(sentinel:rank_lateness_share{rank="5"}, 0.01) at 3m: 0.26.
+  bool found = false;
+  for (const Sample& s : rules.recorded().at("sentinel:rank_lateness_share")) {
+    if (s.labels.at("rank") != "5") continue;
+    found = true;
+    EXPECT_NEAR(s.value, 0.26, 0.005);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(PromMirrorTest, EveryRankOfANodeLateIsASlowNodeNotStragglers) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, Scrape(i, {4, 5}));
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);
+    EXPECT_EQ(node[0].labels.at("instance"), "n3");
+    EXPECT_EQ(node[0].value, 2);
+  }
+}
+
+TEST(PromMirrorTest, OneScrapeDipIsOnlyPending) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    Store s = Scrape(i, {});
+    if (i == 10) s["sentinel_rank_duration_p50_seconds"][2].value = 0.0002;
+    EXPECT_TRUE(rules.Evaluate(i * 15 * kSec, s).empty()) << "at sample " << i;
+  }
+}
+
+TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) {
+  JobwideRules rules;
+  for (int i = 0; i <= 6; ++i) {
+    Store s;
+    const double age = i * 15.0;  // stuck since 0
+    for (int r = 0; r < 4; ++r) {
+      const std::string inst = "n" + std::to_string(r + 1);
+      s["sentinel_inflight_gpu_started"].push_back(S(inst, "0xee", r, r == 2 ? 10 : 11));
+      s["sentinel_inflight_oldest_age_seconds"].push_back(S(inst, "0xee", r, r == 2 ? 0 : age));
+      s["sentinel_inflight_connected"].push_back(S(inst, "0xee", r, 1));
+    }
+    const auto fired = Named(rules.Evaluate(i * 15 * kSec, s), "SentinelJobInFlightHangCulprit");
+    if (i != 3) {  // 45 s > 30 at the third evaluation; 30 is not > 30
+      EXPECT_TRUE(fired.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(fired.size(), 1u);
+    EXPECT_EQ(fired[0].labels.at("rank"), "2");
+    EXPECT_EQ(fired[0].value, 1);
+  }
+}
+
+TEST(PromMirrorTest, QuantileInterpolatesAsPrometheus) {
+  const Vector v = {S("a", "c", 0, 1), S("a", "c", 1, 2), S("a", "c", 2, 4), S("a", "c", 3, 10)};
+  const Vector q = QuantileBy(v, {"job", "comm"}, 0.5);
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_DOUBLE_EQ(q[0].value, 3);  // rank 1.5 between 2 and 4
+}
+
+}  // namespace
+}  // namespace sentinel::collector::eval::prom
