@@ -462,7 +462,7 @@ void Aggregator::Tick() {
       ResolveReason::kCleared, clock_->RealNs());
   EvaluateNetLinkAlerts();
   SlowCauseSettle(&state_, now, clock_->RealNs(), config_.runbook_base);
-  EvaluateWaitAlerts();
+  if (config_.node_wait_alerts) EvaluateWaitAlerts();
   state_.alerts.Expire(clock_->RealNs());
   state_.counters.evicted_alerts = state_.alerts.evicted();
   state_.counters.alerts_refused = state_.alerts.refused();

@@ -254,6 +254,14 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "max-comms") return ParseIntField(key, value, 1, 1 << 20, &max_comms);
   if (key == "max-ranks") return ParseIntField(key, value, 1, 1 << 20, &max_ranks);
   if (key == "max-clients") return ParseIntField(key, value, 1, 1 << 20, &max_clients);
+  if (key == "node-wait-alerts") {
+    if (value == "on" || value == "off") {
+      node_wait_alerts = value == "on";
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-wait-alerts: expected on|off, got '", value, "'"));
+  }
   if (key == "straggler-rel") return ParseDouble(key, value, &straggler_rel);
   if (key == "straggler-noise-h") return ParseDouble(key, value, &straggler_noise_h);
   if (key == "straggler-floor-h") return ParseDouble(key, value, &straggler_floor_h);
@@ -477,6 +485,8 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --hello-timeout DUR      a plugin connection that has not said hello by then is closed (5s)
   --max-handshaking N      of --max-clients, slots for connections still in their hello (64,
                            and at most a quarter of --max-clients; one uid holds at most half)
+  --node-wait-alerts on|off  the node's own slow-node / slow-rank alerts from its ranks' wait
+                           evidence (default off; the evidence is exported either way)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
                            between collectives (default 0.05)
   --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)

@@ -37,8 +37,8 @@ ABSL_CONST_INIT std::atomic<int> g_gate{kGateUninit};
 
 namespace profiler_internal {
 
-Globals* g = nullptr;
-char g_dummy_context[64];
+ABSL_CONST_INIT Globals* g = nullptr;
+ABSL_CONST_INIT char g_dummy_context[64] = {};
 
 }  // namespace profiler_internal
 
@@ -49,9 +49,9 @@ using profiler_internal::Globals;
 
 namespace {
 
-std::once_flag g_once;
+ABSL_CONST_INIT std::once_flag g_once;
 // The pid whose atfork child handler ran; the child is off for good.
-std::atomic<bool> g_forked_child{false};
+ABSL_CONST_INIT std::atomic<bool> g_forked_child{false};
 
 void ChildAfterFork() {
   g_forked_child.store(true, std::memory_order_relaxed);

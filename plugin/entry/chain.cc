@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "absl/base/attributes.h"
 #include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/base/plugin_dlopen.h"
@@ -23,7 +24,7 @@ extern const SentinelProfilerV6 ncclProfiler_v6;
 
 namespace sentinel::plugin {
 
-std::atomic<bool> g_chain_on{false};
+ABSL_CONST_INIT std::atomic<bool> g_chain_on{false};
 
 namespace {
 
@@ -59,21 +60,21 @@ struct Target {
   SentinelNcclResult (*finalize)(void*) = nullptr;
 };
 
-PairSlot g_slots[kSlots];
-ChainContext g_contexts[kMaxContexts];
-std::atomic<uint64_t> g_slot_cursor{0};
-Target g_target;  // written once under g_load_mu before g_chain_on is set
-int g_host_version = 0;
-pid_t g_pid = 0;
+ABSL_CONST_INIT PairSlot g_slots[kSlots] = {};
+ABSL_CONST_INIT ChainContext g_contexts[kMaxContexts] = {};
+ABSL_CONST_INIT std::atomic<uint64_t> g_slot_cursor{0};
+ABSL_CONST_INIT Target g_target = {};  // written once under g_load_mu before g_chain_on is set
+ABSL_CONST_INIT int g_host_version = 0;
+ABSL_CONST_INIT pid_t g_pid = 0;
 // The two private activation masks; NCCL's int gets their union.
-int g_own_mask = 0;
-int g_their_mask = 0;
-std::atomic<uint64_t> g_their_errors{0};
-std::atomic<uint64_t> g_slots_exhausted{0};
-std::atomic<uint64_t> g_contexts_exhausted{0};
+ABSL_CONST_INIT int g_own_mask = 0;
+ABSL_CONST_INIT int g_their_mask = 0;
+ABSL_CONST_INIT std::atomic<uint64_t> g_their_errors{0};
+ABSL_CONST_INIT std::atomic<uint64_t> g_slots_exhausted{0};
+ABSL_CONST_INIT std::atomic<uint64_t> g_contexts_exhausted{0};
 
-std::mutex g_load_mu;
-bool g_load_decided = false;
+ABSL_CONST_INIT std::mutex g_load_mu;
+ABSL_CONST_INIT bool g_load_decided = false;
 
 uint32_t LoadMask(int* m) {
   // relaxed: the same rule NCCL applies to its own mask (§4.5).

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "absl/base/attributes.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
 #include "plugin/entry/hang_abort.h"
@@ -124,7 +125,7 @@ bool Forwarding() {
   return c.disabled || !c.active;
 }
 
-std::atomic<void*> g_abort{nullptr};
+ABSL_CONST_INIT std::atomic<void*> g_abort{nullptr};
 int AbortComm(void* comm) {
   auto fn = Real<int (*)(void*)>(&g_abort, "pncclCommAbort");
   return fn == nullptr ? kNcclSystemError : fn(comm);

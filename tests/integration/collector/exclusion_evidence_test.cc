@@ -21,7 +21,7 @@
 
 #include "gtest/gtest.h"
 
-#include "tests/unit/collector/daemon_fixture.h"
+#include "tests/integration/collector/daemon_fixture.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {

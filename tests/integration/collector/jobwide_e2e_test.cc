@@ -105,9 +105,10 @@ class Node {
  public:
   explicit Node(const std::string& dir) : dir_(dir) {
     socket_ = dir_ + "/s.sock";
-    pid_ = Spawn({SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0",
-                  "--port-file", dir_ + "/port", "--tick", "100ms", "--log-level", "warn"},
-                 dir_ + "/sentineld.log");
+    pid_ = Spawn(
+        {SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0", "--port-file",
+         dir_ + "/port", "--tick", "100ms", "--log-level", "warn", "--node-wait-alerts", "on"},
+        dir_ + "/sentineld.log");
     for (int i = 0; i < 200 && port_ == 0; ++i) {
       std::ifstream in(dir_ + "/port");
       if (!(in >> port_)) port_ = 0;

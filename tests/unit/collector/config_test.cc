@@ -146,6 +146,7 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
   } cases[] = {
       {{"--nic-poll", "1us"}, "--nic-poll: must be 0 (off) or at least 100ms"},
       {{"--nic-poll", "50ms"}, "--nic-poll: must be 0 (off) or at least 100ms"},
+      {{"--node-wait-alerts", "yes"}, "--node-wait-alerts: expected on|off"},
       {{"--straggler-rel", "inf"}, "--straggler-rel"},
       {{"--straggler-rel", "nan"}, "--straggler-rel"},
       {{"--straggler-rel", "0"}, "--straggler-rel: must be a finite fraction > 0"},
