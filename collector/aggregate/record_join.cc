@@ -263,9 +263,11 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
   summary.skew_ns = max_arrival - min_arrival;
   summary.duration_ns = max_duration;
   summary.latency_ns = max_end == INT64_MIN ? -1 : max_end - min_arrival;
-  if (max_duration > 0) {
-    summary.busbw_gbps = rules::AlgBwGBs(slot.bytes, static_cast<double>(max_duration)) *
-                         rules::BusBwFactor(static_cast<uint8_t>(func), comm->nranks);
+  // A one-rank communicator moves nothing over a link (factor 0): its bus bandwidth stays unknown
+  // rather than a zero in the job's figures.
+  const double factor = rules::BusBwFactor(static_cast<uint8_t>(func), comm->nranks);
+  if (max_duration > 0 && factor > 0) {
+    summary.busbw_gbps = rules::AlgBwGBs(slot.bytes, static_cast<double>(max_duration)) * factor;
   }
   summary.func = static_cast<uint8_t>(func);
   summary.ranks = static_cast<int32_t>(scratch_idx_.size());
