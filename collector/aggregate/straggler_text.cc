@@ -60,7 +60,8 @@ LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t windo
   return f;
 }
 
-std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f) {
+std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f,
+                                  bool structural) {
   const std::string since = f.since_start ? std::string("since the communicator started")
                                           : absl::StrCat("since collective #", f.since_seq);
   std::string figures = absl::StrFormat("%.2f ms late (p50 of its last %d collectives)",
@@ -70,7 +71,7 @@ std::string LocalStragglerSummary(int rank, const std::string& comm, const LateF
                     absl::StrFormat(", %.0f%% of the %.2f ms compute segment between collectives",
                                     f.share * 100, f.segment_p50_ms));
   }
-  const char* hint = f.since_start
+  const char* hint = structural
                          ? "structural: e.g. a last pipeline stage, or a placement that is always "
                            "slower"
                          : "newly degraded: look for a throttled GPU, a noisy neighbour or a "

@@ -48,7 +48,10 @@ LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t windo
                             bool history_complete, uint64_t from_seq = 0);
 
 // The summary of a straggler among the local ranks (the node path).
-std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f);
+// `structural`: the alert's pattern (late from the start as far as the node can tell); it picks the
+// hint, while "since ..." always says what the figures say.
+std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f,
+                                  bool structural);
 
 // The summary of a rank its peers on other nodes wait for (wait_evidence.h), `nnodes` the number
 // of nodes of the communicator when known (0: unknown).

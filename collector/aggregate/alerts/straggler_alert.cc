@@ -44,7 +44,16 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   if (!samples.empty()) samples.back().segment_ns = segment;
   const bool complete = rs.history.size() < rs.history.capacity();
   const LateFigures f = MeasureLateness(samples, 64, complete, st.onset_seq);
-  const bool structural = f.valid && f.since_start;
+  // Structural when the rank's late run began before the detector could have judged anything (the
+  // warm-up and learning collectives from the start of its history): late from the start, as far as
+  // the node can tell. Once the history has wrapped its start is gone, and the detector's own
+  // judgement (late from its first judged collective) stands in.
+  const uint64_t judged_from =
+      samples.empty() ? 0
+                      : samples.front().seq + static_cast<uint64_t>(config.straggler_warmup) +
+                            static_cast<uint64_t>(config.straggler_learn);
+  const bool structural = complete ? f.valid && (f.since_start || f.since_seq <= judged_from)
+                                   : st.pattern == StragglerPattern::kStructural;
   const double rel = det.RelativeExcess(rs.local_index);
   Alert a;
   a.id = AlertKey::Straggler(comm.hash, rs.rank).Id();
@@ -54,7 +63,7 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   a.ranks = {rs.rank};
   a.host = state.host;
   a.source = rs.client;
-  a.summary = LocalStragglerSummary(rs.rank, a.comm, f);
+  a.summary = LocalStragglerSummary(rs.rank, a.comm, f, structural);
   a.evidence = {{"pattern", structural ? "structural" : "degraded"},
                 {"lateness_p50_ms", f.lateness_p50_ms},
                 {"lateness_share", f.share},

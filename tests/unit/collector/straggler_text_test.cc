@@ -35,7 +35,7 @@ TEST(StragglerTextTest, SlowdownFromStep40SaysSinceCollective40WithMeasuredFigur
   EXPECT_NEAR(f.lateness_p50_ms, 40.0 + 0.07, 0.01);
   EXPECT_NEAR(f.segment_p50_ms, 10.0, 1e-9);
   EXPECT_NEAR(f.share, 4.007, 0.002);
-  const std::string text = LocalStragglerSummary(5, "0x00000000000000aa", f);
+  const std::string text = LocalStragglerSummary(5, "0x00000000000000aa", f, f.since_start);
   EXPECT_EQ(text,
             "rank 5 on comm 0x00000000000000aa is late since collective #40: 40.07 ms late (p50 "
             "of its last 64 collectives), 401% of the 10.00 ms compute segment between "
@@ -51,7 +51,7 @@ TEST(StragglerTextTest, SinceTheCommunicatorStartedOnlyWhenTrue) {
   LateFigures f = MeasureLateness(s, 64, /*history_complete=*/true);
   EXPECT_TRUE(f.since_start);
   EXPECT_EQ(f.since_seq, 2u);
-  const std::string text = LocalStragglerSummary(3, "0x1", f);
+  const std::string text = LocalStragglerSummary(3, "0x1", f, f.since_start);
   EXPECT_NE(text.find("is late since the communicator started: 3.02 ms late (p50 of its last 48 "
                       "collectives), 25% of the 12.00 ms compute segment"),
             std::string::npos)
@@ -60,7 +60,8 @@ TEST(StragglerTextTest, SinceTheCommunicatorStartedOnlyWhenTrue) {
   // The same samples, but the history wrapped (older collectives are gone): the start is unknown.
   f = MeasureLateness(s, 64, /*history_complete=*/false);
   EXPECT_FALSE(f.since_start);
-  EXPECT_NE(LocalStragglerSummary(3, "0x1", f).find("since collective #2:"), std::string::npos);
+  EXPECT_NE(LocalStragglerSummary(3, "0x1", f, f.since_start).find("since collective #2:"),
+            std::string::npos);
 }
 
 TEST(StragglerTextTest, UnknownSegmentsAndEmptyHistory) {
@@ -71,7 +72,7 @@ TEST(StragglerTextTest, UnknownSegmentsAndEmptyHistory) {
   EXPECT_EQ(f.samples, 2u);
   EXPECT_TRUE(f.since_start) << "the first sample with a lateness is #8";
   EXPECT_EQ(f.since_seq, 8u);
-  const std::string text = LocalStragglerSummary(1, "0x2", f);
+  const std::string text = LocalStragglerSummary(1, "0x2", f, f.since_start);
   EXPECT_EQ(text.find("compute segment"), std::string::npos) << text;
 }
 
