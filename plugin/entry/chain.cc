@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "absl/base/attributes.h"
+
 #include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/base/plugin_dlopen.h"

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/base/attributes.h"
+
 #include "plugin/base/raw_log.h"
 #include "plugin/core/api_context.h"
 #include "plugin/entry/hang_abort.h"

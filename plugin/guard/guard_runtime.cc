@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/base/attributes.h"
+
 #include "common/choice_words.h"
 #include "common/env_bool.h"
 #include "common/mono_clock.h"

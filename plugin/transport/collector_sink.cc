@@ -17,6 +17,7 @@
 #include <new>
 
 #include "absl/base/attributes.h"
+
 #include "common/choice_words.h"
 #include "common/fs_trust.h"
 #include "common/host_name.h"

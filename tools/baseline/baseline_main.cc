@@ -16,6 +16,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
 #include "common/baseline_report.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
