@@ -11,6 +11,7 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/alert_key.h"
 #include "collector/aggregate/exclusion.h"
 
 namespace sentinel::collector {
@@ -74,7 +75,7 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
     excluded.push_back(absl::StrCat(h.host, " (", absl::StrJoin(h.reasons, ","), ")"));
   }
   CopyText(w.exclude, sizeof(w.exclude), excluded.empty() ? "none" : absl::StrJoin(excluded, "; "));
-  CopyText(w.alert_id, sizeof(w.alert_id), absl::StrCat("hang-", CommLabel(comm.hash)));
+  CopyText(w.alert_id, sizeof(w.alert_id), AlertKey::Hang(comm.hash).Id());
 
   int told = 0;
   for (const HangRank& r : v.ranks) {

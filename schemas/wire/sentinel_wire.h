@@ -401,7 +401,7 @@ typedef struct {
   uint64_t comm_hash;
   uint64_t ordinal;        /* the stuck collective: per-communicator Coll ordinal */
   uint64_t seq;            /* its NCCL seqNumber */
-  int64_t waiting_ns;      /* how long the longest-waiting rank has been in it */
+  int64_t waiting_ns;      /* how long this frame's rank has been in it (its own entry time) */
   int64_t hang_timeout_ns; /* sentineld's --hang-timeout */
   int32_t rank;            /* the waiting rank this frame is for */
   uint8_t func;            /* kSentinelFunc* */
