@@ -254,7 +254,7 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
 // ---- communicators ----------------------------------------------------------------------------
 
 int64_t SlowCause::BytesPerComm(const SlowCauseParams& p) {
-  const int64_t usual = static_cast<int64_t>(sizeof(Usual)) + 3 * 8 * p.history;
+  const int64_t usual = static_cast<int64_t>(sizeof(Usual)) + int64_t{3} * 8 * p.history;
   const int64_t span = static_cast<int64_t>(sizeof(SlowSpan)) +
                        static_cast<int64_t>(SlowSpan::kMaxLateRanks * sizeof(LateRank)) +
                        4 * static_cast<int64_t>(sizeof(NicMove) + sizeof(LinkMove));

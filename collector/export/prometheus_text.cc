@@ -14,9 +14,8 @@
 #include "collector/export/version.h"
 
 namespace sentinel::collector {
-namespace {
 
-std::string Escape(const std::string& v) {
+std::string PrometheusLabelEscape(const std::string& v) {
   std::string out;
   for (char c : v) {
     if (c == '\\' || c == '"') {
@@ -30,6 +29,10 @@ std::string Escape(const std::string& v) {
   }
   return out;
 }
+
+namespace {
+
+std::string Escape(const std::string& v) { return PrometheusLabelEscape(v); }
 
 class Writer {
  public:

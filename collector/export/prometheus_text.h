@@ -13,4 +13,7 @@ namespace sentinel::collector {
 std::string RenderPrometheus(const MetricsSnapshot& snap);
 std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& options);
 
+// A label value as the exposition format wants it: backslash, double quote and newline escaped.
+std::string PrometheusLabelEscape(const std::string& v);
+
 }  // namespace sentinel::collector

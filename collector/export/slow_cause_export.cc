@@ -5,24 +5,12 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/snapshot.h"
+#include "collector/export/prometheus_text.h"
 
 namespace sentinel::collector {
 namespace {
 
-std::string Escape(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\' || c == '"') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
+std::string Escape(const std::string& v) { return PrometheusLabelEscape(v); }
 
 void Family(std::string* out, const char* name, const char* type, const char* help) {
   absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");

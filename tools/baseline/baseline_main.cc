@@ -366,12 +366,13 @@ int Run(const Options& o) {
           o.collector.empty() ? EnvOr("SENTINEL_ADDR", "127.0.0.1:9464") : o.collector;
       std::string body;
       absl::StatusOr<std::string> answer = HttpGet(addr, "/v1/telemetry");
-      if (answer.ok()) {
+      const bool answered = answer.ok();
+      if (answered) {
         body = *std::move(answer);
       } else {
         err = std::string(answer.status().message());
       }
-      have_job = answer.ok() && ParseJobBuckets(body, &job, &err);
+      have_job = answered && ParseJobBuckets(body, &job, &err);
       if (!have_job) std::printf("# job figures: none (%s)\n", err.c_str());
     }
     for (Coll c : o.colls) {
