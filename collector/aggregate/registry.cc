@@ -23,6 +23,15 @@ namespace {
 constexpr int64_t kTrimAfterBytes = int64_t{4} << 20;
 constexpr int64_t kTrimEveryNs = 5LL * 1000000000;
 
+// Whether a communicator ever held a collective: a completed join, or a rank's own sample.
+bool HasHistory(const CommState& comm) {
+  if (comm.joined > 0) return true;
+  for (const RankState* m : comm.members) {
+    if (m->history.size() > 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 uint32_t Aggregator::ClientUid(int client) const {
@@ -299,6 +308,29 @@ void Aggregator::ReleaseEnded(CommState* comm) {
 }
 
 void Aggregator::TrimEnded() {
+  // An ended communicator that never completed a collective has nothing to show after its ranks
+  // left (its alerts stay in the alert list): it goes at once. Kept, a flood of announced-only
+  // communicators would pin heap pages scattered over the burst's whole span.
+  std::vector<uint64_t> empty;
+  for (const auto& [hash, comm] : state_.comms) {
+    if (comm->active_count == 0 && !HasHistory(*comm)) empty.push_back(hash);
+  }
+  for (uint64_t hash : empty) EraseComm(hash);
+  // Likewise a gone process with no rank left to show and no GPU windows.
+  for (size_t i = state_.gone_processes.size(); i-- > 0;) {
+    auto g = state_.processes.find(state_.gone_processes[i]);
+    if (g != state_.processes.end()) {
+      const ProcessState& p = *g->second;
+      const bool shows_a_rank =
+          std::any_of(p.ranks.begin(), p.ranks.end(), [&](const std::pair<uint64_t, int32_t>& k) {
+            return state_.ranks.count(k) > 0;
+          });
+      if (shows_a_rank || p.has_gpu_window) continue;
+      state_.processes.erase(g);
+      ++state_.counters.evicted_processes;
+    }
+    state_.gone_processes.erase(state_.gone_processes.begin() + static_cast<std::ptrdiff_t>(i));
+  }
   // Per uid: its ended communicators, newest first; beyond the bounds they go.
   absl::flat_hash_map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> ended;
   for (const auto& [hash, comm] : state_.comms) {
