@@ -300,9 +300,10 @@ int main(int argc, char** argv) {
     }
     std::printf("  after: %zu processes, %zu ranks, %zu alerts (resolved) still listed\n",
                 kept_processes, kept_ranks, kept_alerts);
-    std::printf("  RSS split, idle -> after: anonymous %.1f -> %.1f MiB, file-backed (code, "
-                "libraries) %.1f -> %.1f MiB\n",
-                idle_anon, rest_anon, idle_file, rest_file);
+    std::printf(
+        "  RSS split, idle -> after: anonymous %.1f -> %.1f MiB, file-backed (code, "
+        "libraries) %.1f -> %.1f MiB\n",
+        idle_anon, rest_anon, idle_file, rest_file);
     std::printf("%-9s %9.1f %9.1f %9.1f %9.1f %8.2f %8zu %9.3f  (/v1/alerts %d, /metrics %zu B)\n",
                 a.name, idle, peak, during, rest, rest / idle, alerts, secs, status,
                 metrics.size());
