@@ -141,6 +141,12 @@ TEST(GuardVerdictAlert, ListsOwnedRanksOnceSortedAndKeepsTheStart) {
   EXPECT_TRUE(b.ranks.empty());
   EXPECT_EQ(b.started_real_ns, 999);
   EXPECT_EQ(b.severity, AlertSeverity::kWarning);
+  EXPECT_EQ(b.evidence["outcome"], "warn");
+
+  // An outcome the wire does not define is shown as such, never read past a table.
+  const Alert c = GuardVerdictAlert(Verdict(kSentinelVerdictTransport, 9, 0), AlertKind::kTransport,
+                                    nullptr, /*rank_owned=*/true, "node", 3, "rb/", 999);
+  EXPECT_EQ(c.evidence["outcome"], "unknown");
 }
 
 TEST(JoinHangAlert, WithoutItsCommunicatorItHasNoSource) {
