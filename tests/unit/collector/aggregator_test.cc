@@ -39,11 +39,7 @@ class AggregatorTest : public ::testing::Test {
   }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    Frame f;
-    f.type = type;
-    f.payload = reinterpret_cast<const uint8_t*>(&body);
-    f.payload_size = sizeof(body);
-    agg_->OnControlFrame(client, f);
+    testing::DeliverControl(agg_.get(), client, type, body);
   }
   void Send(const SentinelWireCollRecord& r, uint64_t comm = kComm) {
     agg_->OnRecords(ClientOf(r.rank, comm), &r, 1);
