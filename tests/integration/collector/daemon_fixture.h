@@ -202,6 +202,15 @@ class DaemonFixture : public ::testing::Test {
     return chmod(dir_.c_str(), 0711) == 0 && mkdir(run.c_str(), 0750) == 0 &&
            chown(run.c_str(), 0, static_cast<gid_t>(gid_)) == 0;
   }
+  // SetUp of a test with clients of other users (uids 4242, 4243): skips unless root (`what_for`
+  // completes "needs root, ...") and a group to allow exists; the socket directory then belongs
+  // to that group. A skip inside returns here first; gtest then runs no test body.
+  void SetUpForOtherUsers(const char* what_for) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root, " << what_for;
+    DaemonFixture::SetUp();
+    if (!FindGroupToAllow()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
+    ASSERT_TRUE(GiveSocketDirToGroup()) << "the socket directory could not be given to " << group_;
+  }
   // Start with --allow-group group_ before `extra`.
   void StartAllowingGroup(std::vector<std::string> extra = {}) {
     std::vector<std::string> args = {"--allow-group", group_};

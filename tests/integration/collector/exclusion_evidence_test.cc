@@ -31,12 +31,7 @@ constexpr int kUserB = 4243;
 
 class ExclusionEvidenceTest : public DaemonFixture {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect clients as uids 4242 and 4243";
-    DaemonFixture::SetUp();
-    if (!FindGroupToAllow()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
-    ASSERT_TRUE(GiveSocketDirToGroup()) << "the socket directory could not be given to " << group_;
-  }
+  void SetUp() override { SetUpForOtherUsers("to connect clients as uids 4242 and 4243"); }
   void StartDaemon(std::vector<std::string> extra = {}) {
     extra.insert(extra.begin(), {"--straggler-learn", "4"});
     StartAllowingGroup(std::move(extra));

@@ -34,15 +34,9 @@ SentinelWireInFlight InFlight(uint64_t comm, int rank, int nranks, uint64_t enqu
 
 class RogueClientTest : public DaemonFixture {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect a rogue client as uid 4242";
-    DaemonFixture::SetUp();
-    // A group that exists, for --allow-group; the rogue connects with it as its gid. The .deb
-    // set-up: the socket directory belongs to that group, so its members (the rogue among them)
-    // reach the socket.
-    if (!FindGroupToAllow()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
-    ASSERT_TRUE(GiveSocketDirToGroup()) << "the socket directory could not be given to " << group_;
-  }
+  // The rogue connects with the allowed group as its gid: the socket directory belongs to that
+  // group (the .deb set-up), so its members, the rogue among them, reach the socket.
+  void SetUp() override { SetUpForOtherUsers("to connect a rogue client as uid 4242"); }
   void TearDown() override {
     stop_ = true;
     if (reporter_.joinable()) reporter_.join();
