@@ -49,12 +49,8 @@ class ExclusionEvidenceTest : public DaemonFixture {
     clients_.push_back(Client(uid, 4000));
     WireClient* c = clients_.back().get();
     ASSERT_TRUE(c->Send(Frame(kSentinelWireCommInit, MakeCommInit(comm, 0, 2))));
-    SentinelWireVerdict v{};
-    v.comm_hash = comm;
-    v.rank = 0;
-    v.nranks = 2;
-    v.kind = kSentinelVerdictLinkDegraded;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        MakeVerdict(comm, 0, 2, kSentinelVerdictLinkDegraded, kSentinelOutcomeFail);
     std::snprintf(v.expected, sizeof(v.expected), "%s", "link_gbps>=800");
     std::snprintf(v.found, sizeof(v.found), "%s", found.c_str());
     ASSERT_TRUE(c->Send(Frame(kSentinelWireVerdict, v)));

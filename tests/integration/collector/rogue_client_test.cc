@@ -175,12 +175,8 @@ TEST_F(RogueClientTest, GuardVerdictCannotPutAClaimedHostOnTheExclusionList) {
   constexpr uint64_t kOwn = 0xB0B0000000000001ULL;
   ASSERT_TRUE(rogue->Send(Frame(kSentinelWireCommInit, MakeCommInit(kOwn, 0, 2))));
   for (uint64_t comm : {kOwn, kJobComm, uint64_t{0x1234}}) {
-    SentinelWireVerdict v{};
-    v.comm_hash = comm;
-    v.rank = 0;
-    v.nranks = 2;
-    v.kind = kSentinelVerdictLinkDegraded;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        MakeVerdict(comm, 0, 2, kSentinelVerdictLinkDegraded, kSentinelOutcomeFail);
     std::strcpy(v.found, "link at 100 Gb/s");
     std::strcpy(v.evidence, "gpu-node-017 is slow");
     ASSERT_TRUE(rogue->Send(Frame(kSentinelWireVerdict, v)));

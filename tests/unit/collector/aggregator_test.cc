@@ -410,12 +410,8 @@ TEST_F(AggregatorTest, MemoryIsBoundedAndEvictionsCounted) {
 
 TEST_F(AggregatorTest, VerdictBecomesTransportAlert) {
   Connect(2);
-  SentinelWireVerdict v{};
-  v.comm_hash = kComm;
-  v.rank = 1;
-  v.nranks = 2;
-  v.kind = kSentinelVerdictTransport;
-  v.outcome = kSentinelOutcomeFail;
+  SentinelWireVerdict v =
+      testing::MakeVerdict(kComm, 1, 2, kSentinelVerdictTransport, kSentinelOutcomeFail);
   std::strcpy(v.expected, "net=ib");
   std::strcpy(v.found, "net=socket");
   std::strcpy(v.cause, "NCCL_IB_DISABLE=1 is set");

@@ -13,6 +13,7 @@
 #include "collector/aggregate/alerts/guard_verdict_alert.h"
 #include "collector/aggregate/alerts/join_hang_alert.h"
 #include "collector/aggregate/alerts/nic_alerts.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
 namespace {
@@ -85,12 +86,7 @@ TEST(NicAlerts, AnInactivePortIsNeverTheFastestNorSlow) {
 }
 
 SentinelWireVerdict Verdict(uint16_t kind, uint16_t outcome, int32_t rank) {
-  SentinelWireVerdict v{};
-  v.comm_hash = 0xab;
-  v.rank = rank;
-  v.nranks = 8;
-  v.kind = kind;
-  v.outcome = outcome;
+  SentinelWireVerdict v = testing::MakeVerdict(0xab, rank, 8, kind, outcome);
   std::snprintf(v.expected, sizeof(v.expected), "%s", "NET/IB");
   std::snprintf(v.found, sizeof(v.found), "%s", "NET/Socket");
   std::snprintf(v.evidence, sizeof(v.evidence), "%s", "line one\n\nline two\n");

@@ -139,12 +139,8 @@ class MetricsSnapshotTest : public ::testing::Test {
                      Window(clock_.MonoNs(), c == 3 ? kSentinelGpuWindowForeignOwner : 0, c != 4));
     }
     // A transport verdict (an alert firing).
-    SentinelWireVerdict v{};
-    v.comm_hash = kWorld;
-    v.rank = 0;
-    v.nranks = kClients;
-    v.kind = kSentinelVerdictTransport;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        testing::MakeVerdict(kWorld, 0, kClients, kSentinelVerdictTransport, kSentinelOutcomeFail);
     std::snprintf(v.expected, sizeof(v.expected), "NET/IB");
     std::snprintf(v.found, sizeof(v.found), "NET/Socket");
     DeliverControl(agg_.get(), 1, kSentinelWireVerdict, v);

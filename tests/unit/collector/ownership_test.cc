@@ -84,12 +84,8 @@ class OwnershipTest : public ::testing::Test {
     return u;
   }
   static SentinelWireVerdict Verdict(uint64_t comm, int rank) {
-    SentinelWireVerdict v{};
-    v.comm_hash = comm;
-    v.rank = rank;
-    v.nranks = 4;
-    v.kind = kSentinelVerdictPlacement;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        testing::MakeVerdict(comm, rank, 4, kSentinelVerdictPlacement, kSentinelOutcomeFail);
     std::strcpy(v.found, "wrong NUMA node");
     return v;
   }

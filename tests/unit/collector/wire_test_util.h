@@ -129,6 +129,19 @@ inline SentinelWireInFlight MakeInFlight(uint64_t comm, int rank, int nranks, ui
   return in;
 }
 
+// A guard verdict of `rank` about `comm` (`nranks` ranks): `kind` (kSentinelVerdict*) with
+// `outcome` (kSentinelOutcome*); its texts empty, for the caller to fill.
+inline SentinelWireVerdict MakeVerdict(uint64_t comm, int rank, int nranks, uint16_t kind,
+                                       uint16_t outcome) {
+  SentinelWireVerdict v{};
+  v.comm_hash = comm;
+  v.rank = rank;
+  v.nranks = nranks;
+  v.kind = kind;
+  v.outcome = outcome;
+  return v;
+}
+
 // Hands a control frame (`type`, `body`) of `client` to the aggregator, as the ingest session does
 // after parsing it.
 template <typename T>
