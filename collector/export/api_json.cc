@@ -11,6 +11,7 @@
 #include "collector/export/baseline_export.h"
 #include "collector/export/slow_cause_export.h"
 #include "collector/export/version.h"
+#include "common/collective_bandwidth.h"
 
 namespace sentinel::collector {
 namespace {
@@ -163,7 +164,8 @@ nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
   // rate (sysfs, Gb/s: gigabits), so the ratio converts bytes to bits; null when unknown.
   const double busbw_p50 =
       busbw_mbps.empty() ? -1 : static_cast<double>(Percentile(&busbw_mbps, 50)) / 1000;
-  const bool has_ratio = busbw_p50 >= 0 && nic.fastest_active_gbps > 0;
+  const double link_ratio =
+      rules::BandwidthRatio(busbw_p50, rules::LinkGBs(nic.fastest_active_gbps));
   const int64_t overlap = snap.gpu_window_overlap;
   const int64_t nccl = snap.gpu_window_nccl;
   return {{"host", snap.host},
@@ -176,8 +178,7 @@ nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {
           {"skew_p50_ms", PercentileMsOrNull(&skew, 50)},
           {"skew_p99_ms", PercentileMsOrNull(&skew, 99)},
           {"busbw_gbps_p50", NumOrNull(busbw_p50 >= 0, busbw_p50)},
-          {"busbw_link_ratio",
-           NumOrNull(has_ratio, has_ratio ? busbw_p50 * 8 / nic.fastest_active_gbps : 0)},
+          {"busbw_link_ratio", NumOrNull(link_ratio >= 0, link_ratio)},
           {"overlap_ratio",
            nccl > 0 ? nlohmann::json(static_cast<double>(overlap) / static_cast<double>(nccl))
                     : nlohmann::json()},

@@ -15,8 +15,10 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -110,22 +112,26 @@ struct HttpServer::Glue {
       int written = 0;
       uint64_t suppressed = 0;
     };
-    static auto* window = new Window;  // leaked: the polling thread may log during exit
+    // Constant-initialised and never torn down (the polling thread may log during exit): this
+    // holds because std::mutex needs no destructor here, which the assertion keeps true.
+    static_assert(std::is_trivially_destructible<Window>::value,
+                  "the log window must outlive static destruction");
+    ABSL_CONST_INIT static Window window;
     uint64_t suppressed = 0;
     {
-      std::lock_guard<std::mutex> lock(window->mu);
+      std::lock_guard<std::mutex> lock(window.mu);
       const int64_t now = MonoNs();
-      if (now - window->start_ns >= 1000000000) {
-        window->start_ns = now;
-        window->written = 0;
+      if (now - window.start_ns >= 1000000000) {
+        window.start_ns = now;
+        window.written = 0;
       }
-      if (window->written >= kLogBurst) {
-        ++window->suppressed;
+      if (window.written >= kLogBurst) {
+        ++window.suppressed;
         return;
       }
-      ++window->written;
-      suppressed = window->suppressed;
-      window->suppressed = 0;
+      ++window.written;
+      suppressed = window.suppressed;
+      window.suppressed = 0;
     }
     char line[512];
     const int n = vsnprintf(line, sizeof(line), format, ap);

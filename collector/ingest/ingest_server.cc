@@ -373,7 +373,7 @@ void IngestServer::ReadClient(Client* client) {
       CloseClient(client, CloseReason::kNone);
       return;
     }
-    const bool ok = s->Commit(static_cast<size_t>(n));
+    const absl::Status committed = s->Commit(static_cast<size_t>(n));
     if (client->handshaking && s->hello_done()) EndHandshake(client);
     std::string& out = s->PendingOutput();
     if (!out.empty()) {
@@ -381,7 +381,7 @@ void IngestServer::ReadClient(Client* client) {
       (void)!send(client->fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       out.clear();
     }
-    if (!ok) {
+    if (!committed.ok()) {
       CloseClient(client, s->reason());
       return;
     }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
+
 namespace sentinel::collector {
 
 const char* CloseReasonName(CloseReason reason) {
@@ -103,7 +105,16 @@ bool Session::HandleFrame(const Frame& frame) {
   }
 }
 
-bool Session::Commit(size_t n) {
+absl::Status Session::CloseStatus() const {
+  if (reason_ == CloseReason::kMalformed || frame_error_ != FrameError::kNone) {
+    return absl::InvalidArgumentError(absl::StrCat("connection closed: ", CloseReasonName(reason_),
+                                                   " (", FrameErrorName(frame_error_), ")"));
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("connection closed: ", CloseReasonName(reason_)));
+}
+
+absl::Status Session::Commit(size_t n) {
   filled_ += n;
   size_t offset = 0;
   bool ok = true;
@@ -126,14 +137,14 @@ bool Session::Commit(size_t n) {
     std::memmove(buffer_.data(), buffer_.data() + offset, filled_ - offset);
     filled_ -= offset;
   }
-  return ok;
+  return ok ? absl::OkStatus() : CloseStatus();
 }
 
 bool Session::Feed(const uint8_t* data, size_t n) {
   while (n > 0) {
     const size_t chunk = std::min(n, WritableSize());
     std::memcpy(WritableTail(), data, chunk);
-    if (!Commit(chunk)) return false;
+    if (!Commit(chunk).ok()) return false;
     data += chunk;
     n -= chunk;
   }

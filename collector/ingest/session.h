@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "collector/ingest/frame_parser.h"
 #include "schemas/wire/sentinel_wire.h"
 
@@ -38,10 +40,12 @@ class Session {
   // Where the next read() may write, and how much room there is (never 0 while open).
   uint8_t* WritableTail() { return buffer_.data() + filled_; }
   size_t WritableSize() const { return buffer_.size() - filled_; }
-  // Parses the bytes just written. Returns false when the connection must be closed
-  // (reason() says why); any reply (the hello ack) is in PendingOutput() either way.
-  bool Commit(size_t n);
-  // Convenience for tests and the fuzzer: copies and commits in chunks.
+  // Parses the bytes just written. Not ok when the connection must be closed: the status names
+  // the reason (CloseReasonName, and the frame error of a malformed frame), and reason() gives it
+  // as the enum the counters use. Any reply (the hello ack) is in PendingOutput() either way.
+  absl::Status Commit(size_t n);
+  // Convenience for tests, the fuzzer and the detection evaluation: copies and commits in chunks;
+  // false as soon as a Commit is not ok (reason() says why).
   bool Feed(const uint8_t* data, size_t n);
 
   CloseReason reason() const { return reason_; }
@@ -58,6 +62,8 @@ class Session {
 
  private:
   bool HandleFrame(const Frame& frame);
+  // The status of a closed session (reason_ set).
+  absl::Status CloseStatus() const;
   void FlushBatch();
   void QueueAck(uint32_t status);
 

@@ -37,9 +37,8 @@ bool LookupName(const char* begin, size_t len, const Named* table, size_t n, uin
   return false;
 }
 
-}  // namespace
-
-bool ParseEventMask(const char* spec, uint32_t* mask) noexcept {
+// The whole grammar: true and *mask set when `spec` is valid.
+bool ParseBits(const char* spec, uint32_t* mask) noexcept {
   if (spec == nullptr) return false;
   while (*spec == ' ') ++spec;
   if (*spec == '\0') return false;
@@ -78,6 +77,54 @@ bool ParseEventMask(const char* spec, uint32_t* mask) noexcept {
   }
   *mask = total;
   return true;
+}
+
+// Why `spec` (not null, not valid) is not valid. A spec that starts with a digit was meant as a
+// number; otherwise the first comma-separated item that is not valid on its own is named.
+Status Explain(const char* spec) noexcept {
+  if (spec[0] >= '0' && spec[0] <= '9') {
+    errno = 0;
+    char* end = nullptr;
+    const unsigned long long n = strtoull(spec, &end, 0);
+    if (errno == 0 && end != nullptr && *end == '\0' && n > 0x7FFF) {
+      return Status(StatusCode::kInvalidArgument,
+                    "sets bits above 0x7fff (the 15 event types of the profiler ABI)");
+    }
+    return Status(StatusCode::kInvalidArgument, "is not a decimal or 0x number");
+  }
+  const char* p = spec;
+  for (;;) {
+    const char* comma = strchr(p, ',');
+    size_t len = comma == nullptr ? strlen(p) : static_cast<size_t>(comma - p);
+    const char* item = p;
+    while (len > 0 && *item == ' ') {
+      ++item;
+      --len;
+    }
+    while (len > 0 && item[len - 1] == ' ') --len;
+    // An item longer than any name or sensible number is shown cut; it is not valid either way.
+    char one_item[256];
+    const size_t kept = len < sizeof(one_item) ? len : sizeof(one_item) - 1;
+    memcpy(one_item, item, kept);
+    one_item[kept] = '\0';
+    uint32_t unused = 0;
+    if (kept < len || !ParseBits(one_item, &unused)) {
+      return Status::Format(StatusCode::kInvalidArgument,
+                            "has unknown event '%s' (presets: default, proxy, minimal, all, none)",
+                            one_item);
+    }
+    if (comma == nullptr) break;
+    p = comma + 1;
+  }
+  return Status(StatusCode::kInvalidArgument, "is not a preset, an event list or a number");
+}
+
+}  // namespace
+
+Status ParseEventMask(const char* spec, uint32_t* mask) noexcept {
+  if (spec == nullptr) return Status(StatusCode::kInvalidArgument, "is not set");
+  if (ParseBits(spec, mask)) return Status::Ok();
+  return Explain(spec);
 }
 
 }  // namespace sentinel::plugin

@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "plugin/base/status.h"
+
 namespace sentinel::plugin {
 
 // Presets (see plugin/README.md).
@@ -11,8 +13,10 @@ inline constexpr uint32_t kMaskDefault = kMaskMinimal | 0x100 | 0x40;  // + Grou
 inline constexpr uint32_t kMaskProxy = kMaskDefault | 0x8 | 0x10;      // + ProxyOp|ProxyStep
 inline constexpr uint32_t kMaskAll = 0x7FFF & ~0x20u;                  // everything but ProxyCtrl
 
-// Returns false (and leaves *mask alone) when `spec` is not valid. Names are the NCCL event
-// names without the "ncclProfile" prefix, case-insensitive (e.g. "Coll,KernelCh,ProxyOp").
-bool ParseEventMask(const char* spec, uint32_t* mask) noexcept;
+// Names are the NCCL event names without the "ncclProfile" prefix, case-insensitive (e.g.
+// "Coll,KernelCh,ProxyOp"). When `spec` is not valid, *mask is left alone and the status
+// (kInvalidArgument) says why in words that follow the quoted value in a problem line: "sets bits
+// above 0x7fff ...", "is not a decimal or 0x number", "has unknown event 'X' ...". No allocation.
+Status ParseEventMask(const char* spec, uint32_t* mask) noexcept;
 
 }  // namespace sentinel::plugin

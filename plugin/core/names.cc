@@ -5,15 +5,19 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/base/attributes.h"
+
 #include "common/wire_names.h"
 
 namespace sentinel::plugin {
 namespace names_internal {
 
-NameCache g_func_cache;
-NameCache g_datatype_cache;
-NameCache g_algo_cache;
-NameCache g_proto_cache;
+// Zeroed at load time (no constructor runs): NCCL may name a collective before any static
+// initialiser of ours had its turn.
+ABSL_CONST_INIT NameCache g_func_cache;
+ABSL_CONST_INIT NameCache g_datatype_cache;
+ABSL_CONST_INIT NameCache g_algo_cache;
+ABSL_CONST_INIT NameCache g_proto_cache;
 
 uint8_t NameCache::Miss(const char* s, std::atomic<uint64_t>& e,
                         uint8_t (*slow)(const char*)) noexcept {

@@ -67,7 +67,7 @@ void GlobalInit() {
   ConfigureLog(gl->config.log_level);
   if (!errors.empty()) Log(LogLevel::kWarn, "bad settings ignored:\n%s", errors.c_str());
   uint32_t mask = kMaskDefault;
-  if (!ParseEventMask(gl->config.events.c_str(), &mask)) {
+  if (!ParseEventMask(gl->config.events.c_str(), &mask).ok()) {
     Log(LogLevel::kWarn,
         "SENTINEL_EVENTS='%s' is not a preset, event list or number; using "
         "'default'",

@@ -10,10 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/attributes.h"
+
 #include "common/sentinel_env.h"
 #include "common/wire_text.h"
 #include "plugin/base/clock.h"
 #include "plugin/base/log.h"
+#include "plugin/base/no_destructor.h"
 #include "plugin/base/raw_log.h"
 #include "plugin/base/thread.h"
 #include "plugin/core/in_flight_monitor.h"
@@ -23,7 +26,7 @@
 
 namespace sentinel::plugin {
 
-std::atomic<int> g_hang_aborted_comms{0};
+ABSL_CONST_INIT std::atomic<int> g_hang_aborted_comms{0};
 
 namespace {
 
@@ -46,14 +49,14 @@ struct Registry {
 };
 
 Registry& R() {
-  static Registry* r = new Registry();  // leaked: the abort thread may outlive static teardown
+  static NoDestructor<Registry> r;  // never destroyed: the abort thread may outlive static teardown
   return *r;
 }
 
 // The profiler init NCCL ran on this thread during the current create call.
-thread_local bool tls_init_seen = false;
-thread_local uint64_t tls_init_hash = 0;
-thread_local int tls_init_rank = -1;
+ABSL_CONST_INIT thread_local bool tls_init_seen = false;
+ABSL_CONST_INIT thread_local uint64_t tls_init_hash = 0;
+ABSL_CONST_INIT thread_local int tls_init_rank = -1;
 
 OnHangMode Mode() {
   // A bad value was told once on stderr by the registry (common/sentinel_env.h).
@@ -66,8 +69,8 @@ OnHangMode Mode() {
 
 // The profiler core's view of one communicator context (drainer thread: allocates a little).
 bool CoreInFlightLookup(uint64_t comm_hash, int rank, InFlightSnapshot* out) {
-  static std::vector<InFlightSample>* samples = new std::vector<InFlightSample>();  // leaked
-  SnapshotInFlight(samples);
+  static NoDestructor<std::vector<InFlightSample>> samples;  // never destroyed, like the thread
+  SnapshotInFlight(samples.get());
   for (const InFlightSample& s : *samples) {
     if (s.comm_hash == comm_hash && s.rank == rank) {
       *out = s.snap;
@@ -77,12 +80,12 @@ bool CoreInFlightLookup(uint64_t comm_hash, int rank, InFlightSnapshot* out) {
   return false;
 }
 
-std::atomic<InFlightLookupFn> g_lookup{&CoreInFlightLookup};
+ABSL_CONST_INIT std::atomic<InFlightLookupFn> g_lookup{&CoreInFlightLookup};
 
 // Lines a peer can cause: a few per minute, with the count of the ones left out. Verdicts this
 // rank acts on are bounded by themselves (one abort per communicator).
-LogRateLimiter g_ignored_lines(5, 60'000'000'000);
-LogRateLimiter g_reported_lines(5, 60'000'000'000);
+ABSL_CONST_INIT LogRateLimiter g_ignored_lines(5, 60'000'000'000);
+ABSL_CONST_INIT LogRateLimiter g_reported_lines(5, 60'000'000'000);
 
 const char* CheckText(VerdictCheck c) {
   switch (c) {

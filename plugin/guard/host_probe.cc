@@ -199,7 +199,11 @@ ProbeOptions ProbeOptionsFromEnv(bool want_verbs) {
   if (env.Set(rules::Var::kSysfsRoot)) o.sysfs_root = env.Text(rules::Var::kSysfsRoot);
   if (env.Set(rules::Var::kDevRoot)) o.dev_root = env.Text(rules::Var::kDevRoot);
   const bool verbs_off = !env.Flag(rules::Var::kVerbs);  // the one boolean rule
-  if (want_verbs && !verbs_off) o.verbs = plugin::LoadVerbsApi();
+  if (want_verbs && !verbs_off) {
+    // Without libibverbs its evidence is missing (verbs_loaded false), which is not an error.
+    const plugin::Status loaded = plugin::LoadVerbsApi(&o.verbs);
+    if (!loaded.ok()) o.verbs = nullptr;
+  }
   return o;
 }
 

@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "common/choice_words.h"
+
 namespace sentinel::guard {
 namespace {
 
@@ -19,17 +21,7 @@ const char* KindName(uint16_t kind) {
 
 }  // namespace
 
-const char* ModeName(Mode mode) {
-  switch (mode) {
-    case Mode::kWarn:
-      return "warn";
-    case Mode::kAbort:
-      return "abort";
-    case Mode::kFail:
-      break;
-  }
-  return "fail";
-}
+const char* ModeName(Mode mode) { return rules::OnMismatchWord(mode); }
 
 std::string FormatVerdict(const Verdict& verdict, const Expectation& expect,
                           const Evidence& evidence, Mode mode, const std::string& where) {

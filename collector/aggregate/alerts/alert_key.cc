@@ -36,37 +36,52 @@ bool ParseDevicePort(absl::string_view text, std::string* device, int* port) {
   return true;
 }
 
+// The rest of "straggler-<comm>-r<rank>".
+bool ParseStragglerRest(absl::string_view rest, AlertKey* key) {
+  const size_t r = rest.rfind("-r");
+  return r != absl::string_view::npos && ParseHex64(rest.substr(0, r), true, &key->comm_hash) &&
+         absl::SimpleAtoi(rest.substr(r + 2), &key->rank);
+}
+
+bool ParseCommRest(absl::string_view rest, AlertKey* key) {
+  return ParseHex64(rest, true, &key->comm_hash);
+}
+
+bool ParseDevicePortRest(absl::string_view rest, AlertKey* key) {
+  return ParseDevicePort(rest, &key->device, &key->port);
+}
+
+bool ParseLinkIdRest(absl::string_view rest, AlertKey* key) {
+  return ParseHex64(rest, false, &key->link_id);
+}
+
+// The key kinds whose ids start with a fixed prefix, and how the rest of such an id reads. No
+// prefix here starts another, so the order does not matter; an id with one of these prefixes is
+// of that kind or of none.
+struct PrefixedForm {
+  absl::string_view prefix;
+  AlertKeyKind kind;
+  bool (*parse_rest)(absl::string_view rest, AlertKey* key);
+};
+constexpr PrefixedForm kPrefixedForms[] = {
+    {kStragglerPrefix, AlertKeyKind::kStraggler, ParseStragglerRest},
+    {kHangPrefix, AlertKeyKind::kHang, ParseCommRest},
+    {kNicErrorsPrefix, AlertKeyKind::kNicErrors, ParseDevicePortRest},
+    {kNicLinkPrefix, AlertKeyKind::kNicLink, ParseDevicePortRest},
+    {kNetLinkPrefix, AlertKeyKind::kNetLink, ParseLinkIdRest},
+};
+
 std::optional<AlertKey> ParseLoose(absl::string_view id) {
   AlertKey key;
-  if (absl::ConsumePrefix(&id, kStragglerPrefix)) {
-    const size_t r = id.rfind("-r");
-    if (r == absl::string_view::npos || !ParseHex64(id.substr(0, r), true, &key.comm_hash) ||
-        !absl::SimpleAtoi(id.substr(r + 2), &key.rank)) {
-      return std::nullopt;
-    }
-    key.kind = AlertKeyKind::kStraggler;
+  for (const PrefixedForm& form : kPrefixedForms) {
+    absl::string_view rest = id;
+    if (!absl::ConsumePrefix(&rest, form.prefix)) continue;
+    if (!form.parse_rest(rest, &key)) return std::nullopt;
+    key.kind = form.kind;
     return key;
   }
-  if (absl::ConsumePrefix(&id, kHangPrefix)) {
-    if (!ParseHex64(id, true, &key.comm_hash)) return std::nullopt;
-    key.kind = AlertKeyKind::kHang;
-    return key;
-  }
-  if (absl::ConsumePrefix(&id, kNicErrorsPrefix)) {
-    if (!ParseDevicePort(id, &key.device, &key.port)) return std::nullopt;
-    key.kind = AlertKeyKind::kNicErrors;
-    return key;
-  }
-  if (absl::ConsumePrefix(&id, kNicLinkPrefix)) {
-    if (!ParseDevicePort(id, &key.device, &key.port)) return std::nullopt;
-    key.kind = AlertKeyKind::kNicLink;
-    return key;
-  }
-  if (absl::ConsumePrefix(&id, kNetLinkPrefix)) {
-    if (!ParseHex64(id, false, &key.link_id)) return std::nullopt;
-    key.kind = AlertKeyKind::kNetLink;
-    return key;
-  }
+  // A guard verdict: "<guard kind>-<comm>" (link_degraded- alone: the NIC and net forms above
+  // took theirs).
   for (AlertKind guard : {AlertKind::kTransport, AlertKind::kPlacement, AlertKind::kLinkDegraded}) {
     absl::string_view rest = id;
     if (absl::ConsumePrefix(&rest, AlertKindName(guard)) && absl::ConsumePrefix(&rest, "-") &&

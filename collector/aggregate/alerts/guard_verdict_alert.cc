@@ -11,6 +11,7 @@
 #include "collector/aggregate/alerts/alert_key.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/aggregate/wire_fields.h"
+#include "common/choice_words.h"
 
 namespace sentinel::collector {
 
@@ -53,14 +54,13 @@ Alert GuardVerdictAlert(const SentinelWireVerdict& v, AlertKind kind_id, const A
   const std::string cause = SafeString(v.cause, sizeof(v.cause));
   std::vector<std::string> lines =
       absl::StrSplit(SafeString(v.evidence, sizeof(v.evidence)), '\n', absl::SkipEmpty());
-  static constexpr const char* kOutcomes[] = {"pass", "warn", "fail", "abort"};
   a.summary = absl::StrFormat("%s mismatch on comm %s (%d rank(s)): expected '%s', found '%s'",
                               kind, a.comm, a.ranks.size(), expected, found);
   a.evidence = {{"expected", expected},
                 {"found", found},
                 {"cause", cause},
                 {"lines", lines},
-                {"outcome", v.outcome < 4 ? kOutcomes[v.outcome] : "unknown"},
+                {"outcome", rules::OutcomeWord(v.outcome)},
                 {"nranks", v.nranks}};
   a.runbook = absl::StrCat(runbook_base, "alert-", kind);
   if (a.started_real_ns == 0) a.started_real_ns = now_real_ns;

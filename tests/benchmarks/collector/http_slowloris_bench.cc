@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/common/process_usage.h"
+#include "tests/integration/collector/sentineld_process.h"
 #include "tests/integration/collector/slow_clients.h"
 
 namespace {
@@ -88,20 +89,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> args = {argv[1],       "--socket",    dir + "/s.sock", "--listen",
                                    "127.0.0.1:0", "--port-file", port_file,       "--http-timeout",
                                    "120s",        "--log-level", "error"};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> av;
-    for (auto& s : args) av.push_back(s.data());
-    av.push_back(nullptr);
-    execv(av[0], av.data());
-    _exit(127);
-  }
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::ifstream in(port_file);
-    if (!(in >> port)) port = 0;
-    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const pid_t pid = sentinel::testing::SpawnProgram(args);
+  const int port = sentinel::testing::WaitForPortFile(port_file);
   int rc = 0;
   if (port == 0) {
     std::fprintf(stderr, "sentineld did not start\n");
@@ -126,8 +115,7 @@ int main(int argc, char** argv) {
     for (int fd : slow) close(fd);
     if (loaded.failed > 0) rc = 1;
   }
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
+  sentinel::testing::StopProgram(pid);
   (void)!system(("rm -rf " + dir).c_str());
   return rc;
 }

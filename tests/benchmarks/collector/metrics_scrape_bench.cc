@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/integration/collector/node_feeder.h"
+#include "tests/integration/collector/sentineld_process.h"
 
 namespace {
 
@@ -88,20 +89,8 @@ int main(int argc, char** argv) {
                                    "--listen", "127.0.0.1:0", "--port-file",
                                    port_file,  "--log-level", "error"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::vector<char*> av;
-    for (auto& a : args) av.push_back(a.data());
-    av.push_back(nullptr);
-    execv(av[0], av.data());
-    _exit(127);
-  }
-  int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
-    std::ifstream in(port_file);
-    if (!(in >> port)) port = 0;
-    if (port == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const pid_t pid = sentinel::testing::SpawnProgram(args);
+  const int port = sentinel::testing::WaitForPortFile(port_file);
   int rc = 0;
   if (port == 0) {
     std::fprintf(stderr, "sentineld did not start\n");
@@ -156,8 +145,7 @@ int main(int argc, char** argv) {
                 ms[std::min(ms.size() - 1, ms.size() * 99 / 100)]);
   }
   live.End();
-  kill(pid, SIGTERM);
-  waitpid(pid, nullptr, 0);
+  sentinel::testing::StopProgram(pid);
   std::string rm = "rm -rf " + dir;
   if (std::system(rm.c_str()) != 0) rc = rc == 0 ? 1 : rc;  // NOLINT(concurrency-mt-unsafe)
   return rc;

@@ -1,28 +1,37 @@
 // Starts the REAL sentineld binary on a temp-dir socket and HTTP port 0 (discovered through
 // --port-file), and stops it after the test. Also: HTTP GET, running a command, and the
-// JSON Schema validation of saved payloads (python3 + jsonschema, as Debian packages it).
+// JSON Schema validation of saved payloads (python3 + jsonschema, as Debian packages it), clients
+// of other users (--allow-group), a straggler job, and a free port for Prometheus.
 #pragma once
 
+#include <grp.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 
-#include "tests/unit/collector/wire_test_util.h"  // MonoNow
+#include "tests/integration/collector/sentineld_process.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {
 
@@ -41,6 +50,43 @@ inline int RunCommand(const std::string& cmd, std::string* output = nullptr) {
 
 inline bool HaveProgram(const std::string& name) {
   return RunCommand("command -v " + name + " >/dev/null") == 0;
+}
+
+// A loopback TCP port for a server that cannot take port 0 and report it (Prometheus), below the
+// kernel's ephemeral range: port 0 and every outgoing connection of the tests running beside this
+// one take theirs there. The same rule as tests/package/harness.py's free_port. 0 when none.
+inline int FreePortBelowEphemeral() {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  std::mt19937 pick(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(MonoNow()));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port =
+        10000 + static_cast<int>(pick() % static_cast<uint32_t>(std::max(low - 10000, 1)));
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (bound) return port;
+  }
+  return 0;
+}
+
+// The records of `rank` of a `nranks`-rank communicator in a job whose rank 1 is a straggler: 12
+// collectives 100 ms apart from `base_ns`, each ending 50 ms after its start, rank 1 arriving
+// 40 ms after the others every time (an alert once sentineld has learnt 4: --straggler-learn 4).
+inline Bytes LateRankOneRecords(uint64_t comm, int rank, int nranks, int64_t base_ns) {
+  constexpr int64_t kMs = 1000000;
+  Bytes b;
+  for (uint64_t seq = 0; seq < 12; ++seq) {
+    const int64_t start = base_ns + static_cast<int64_t>(seq) * 100 * kMs;
+    const int64_t arrival = start + (rank == 1 ? 40 * kMs : 0);
+    const auto rec = MakeColl(comm, rank, nranks, seq, arrival, start + 50 * kMs - arrival);
+    AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
+  }
+  return b;
 }
 
 class DaemonFixture : public ::testing::Test {
@@ -62,32 +108,15 @@ class DaemonFixture : public ::testing::Test {
                                      "127.0.0.1:0",  "--port-file", port_file_, "--tick",
                                      "100ms",        "--log-level", "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
-    pid_ = fork();
+    pid_ = SpawnProgram(std::move(args), max_fds_);
     ASSERT_GE(pid_, 0);
-    if (pid_ == 0) {
-      if (max_fds_ > 0) {
-        rlimit lim{static_cast<rlim_t>(max_fds_), static_cast<rlim_t>(max_fds_)};
-        setrlimit(RLIMIT_NOFILE, &lim);
-      }
-      std::vector<char*> argv;
-      for (auto& a : args) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    for (int i = 0; i < 200 && port_ == 0; ++i) {
-      std::ifstream in(port_file_);
-      if (!(in >> port_)) port_ = 0;
-      if (port_ == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    // Once per fixture: a test that restarts the daemon sets port_ = 0 to learn its new port.
+    if (port_ == 0) port_ = WaitForPortFile(port_file_);
     ASSERT_GT(port_, 0) << "sentineld did not write its port file";
   }
   void Stop() {
     if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-      exit_status_ = status;
+      exit_status_ = StopProgram(pid_);
       pid_ = -1;
     }
   }
@@ -154,6 +183,75 @@ class DaemonFixture : public ::testing::Test {
     return -1;
   }
 
+  // Clients of other users, the .deb set-up. FindGroupToAllow: a group that exists (users,
+  // nogroup or daemon) in group_ and gid_, for --allow-group; false when there is none.
+  bool FindGroupToAllow() {
+    for (const char* name : {"users", "nogroup", "daemon"}) {
+      if (const group* g = getgrnam(name)) {
+        group_ = name;
+        gid_ = static_cast<int>(g->gr_gid);
+        return true;
+      }
+    }
+    return false;
+  }
+  // The socket directory (dir_/run, mode 0750 under the test directory at 0711) belongs to that
+  // group, so that its members reach the socket. Needs root; false when a step fails.
+  bool GiveSocketDirToGroup() {
+    const std::string run = dir_ + "/run";
+    return chmod(dir_.c_str(), 0711) == 0 && mkdir(run.c_str(), 0750) == 0 &&
+           chown(run.c_str(), 0, static_cast<gid_t>(gid_)) == 0;
+  }
+  // SetUp of a test with clients of other users (uids 4242, 4243): skips unless root (`what_for`
+  // completes "needs root, ...") and a group to allow exists; the socket directory then belongs
+  // to that group. A skip inside returns here first; gtest then runs no test body.
+  void SetUpForOtherUsers(const char* what_for) {
+    if (geteuid() != 0) GTEST_SKIP() << "needs root, " << what_for;
+    DaemonFixture::SetUp();
+    if (!FindGroupToAllow()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
+    ASSERT_TRUE(GiveSocketDirToGroup()) << "the socket directory could not be given to " << group_;
+  }
+  // Start with --allow-group group_ before `extra`.
+  void StartAllowingGroup(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--allow-group", group_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Start(std::move(args));
+  }
+  // A client in a child process of its own dropped to `uid` and gid_, whose hello claims
+  // `claimed_pid` and, when not empty, `host`; connected (a failure to connect fails the test).
+  std::unique_ptr<WireClient> ClientAsUser(int uid, uint32_t claimed_pid,
+                                           const std::string& host = "") {
+    auto c = std::make_unique<WireClient>();
+    c->ConnectAsOwnProcess(uid, gid_);
+    if (!host.empty()) c->set_hello_host(host);
+    EXPECT_TRUE(c->Connect(socket_, claimed_pid)) << "uid " << uid << " could not connect";
+    return c;
+  }
+  // A 2-rank job on `comm` whose rank 1 is a straggler (LateRankOneRecords), one client per rank
+  // (claimed pids 3000 and 3001) appended to *clients: of `uid` (ClientAsUser, hello host `host`)
+  // when uid >= 0, else of this process.
+  void StreamStragglerJob(std::vector<std::unique_ptr<WireClient>>* clients, uint64_t comm,
+                          int uid = -1, const std::string& host = "") {
+    constexpr int kRanks = 2;
+    const size_t first = clients->size();
+    for (int r = 0; r < kRanks; ++r) {
+      const uint32_t pid = static_cast<uint32_t>(3000 + r);
+      if (uid >= 0) {
+        clients->push_back(ClientAsUser(uid, pid, host));
+      } else {
+        clients->push_back(std::make_unique<WireClient>());
+        ASSERT_TRUE(clients->back()->Connect(socket_, pid));
+      }
+      ASSERT_TRUE(
+          clients->back()->Send(Frame(kSentinelWireCommInit, MakeCommInit(comm, r, kRanks))));
+    }
+    const int64_t base = MonoNow() - 60LL * 1000 * 1000000;
+    for (int r = 0; r < kRanks; ++r) {
+      ASSERT_TRUE((*clients)[first + static_cast<size_t>(r)]->Send(
+          LateRankOneRecords(comm, r, kRanks, base)));
+    }
+  }
+
   std::string dir_;
   std::string socket_;
   std::string port_file_;
@@ -161,6 +259,8 @@ class DaemonFixture : public ::testing::Test {
   int port_ = 0;
   int max_fds_ = 0;  // > 0: RLIMIT_NOFILE of the daemon
   int exit_status_ = 0;
+  std::string group_;  // FindGroupToAllow
+  int gid_ = -1;
 };
 
 }  // namespace sentinel::testing

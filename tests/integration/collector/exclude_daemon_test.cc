@@ -2,7 +2,6 @@
 // socket (one user's alone is that job's own problem: collector/aggregate/exclusion.h) put the
 // host on GET /v1/exclude (schema-checked) and on /metrics, and `sentinelctl exclude` prints it in
 // each format; a policy that does not count stragglers lists nobody.
-#include <grp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -22,55 +21,21 @@ namespace {
 constexpr uint64_t kComm = 0x1234567890ABCDEFULL;
 constexpr uint64_t kOtherUsersComm = 0x1234567890ABCDF0ULL;
 constexpr int kOtherUid = 4242;
-constexpr int64_t kMs = 1000000;
 
 class ExcludeDaemonTest : public DaemonFixture {
  protected:
   // A second user (uid 4242) reaches the socket through --allow-group (the .deb set-up). False
   // when no group to allow exists.
-  bool AllowSecondUser() {
-    for (const char* name : {"users", "nogroup", "daemon"}) {
-      if (const group* g = getgrnam(name)) {
-        group_ = name;
-        gid_ = static_cast<int>(g->gr_gid);
-        break;
-      }
-    }
-    if (group_.empty()) return false;
-    const std::string run = dir_ + "/run";
-    return chmod(dir_.c_str(), 0711) == 0 && mkdir(run.c_str(), 0750) == 0 &&
-           chown(run.c_str(), 0, static_cast<gid_t>(gid_)) == 0;
-  }
+  bool AllowSecondUser() { return FindGroupToAllow() && GiveSocketDirToGroup(); }
   // Two ranks of `comm` stream 12 collectives; rank 1 arrives 40 ms late every time. uid -1: this
   // test's own; else a process dropped to that uid.
   void StreamStraggler(uint64_t comm = kComm, int uid = -1) {
-    constexpr int kRanks = 2;
-    const size_t first = clients_.size();
-    for (int r = 0; r < kRanks; ++r) {
-      clients_.push_back(std::make_unique<WireClient>());
-      if (uid >= 0) clients_.back()->ConnectAsOwnProcess(uid, gid_);
-      ASSERT_TRUE(clients_.back()->Connect(socket_, static_cast<uint32_t>(3000 + r)));
-      ASSERT_TRUE(
-          clients_.back()->Send(Frame(kSentinelWireCommInit, MakeCommInit(comm, r, kRanks))));
-    }
-    const int64_t base = MonoNow() - 60LL * 1000 * kMs;
-    for (int r = 0; r < kRanks; ++r) {
-      Bytes b;
-      for (uint64_t seq = 0; seq < 12; ++seq) {
-        const int64_t start = base + static_cast<int64_t>(seq) * 100 * kMs;
-        const int64_t arrival = start + (r == 1 ? 40 * kMs : 0);
-        const auto rec = MakeColl(comm, r, kRanks, seq, arrival, start + 50 * kMs - arrival);
-        AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
-      }
-      ASSERT_TRUE(clients_[first + static_cast<size_t>(r)]->Send(b));
-    }
+    StreamStragglerJob(&clients_, comm, uid);
   }
   std::string Ctl() const {
     return std::string(SENTINELCTL_PATH) + " --port-file " + port_file_ + " exclude";
   }
   std::vector<std::unique_ptr<WireClient>> clients_;
-  std::string group_;
-  int gid_ = -1;
 };
 
 TEST_F(ExcludeDaemonTest, StragglerHostListedInApiMetricsAndEveryFormat) {

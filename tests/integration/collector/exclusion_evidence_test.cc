@@ -5,7 +5,6 @@
 // /v1/exclude, sentinel_exclude_host or `sentinelctl exclude`; two users' jobs seeing trouble
 // corroborate each other; a guard verdict counts when it names a port sentineld's own sysfs poll
 // finds degraded. Skips unless run as root.
-#include <grp.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -27,74 +26,31 @@
 namespace sentinel::testing {
 namespace {
 
-constexpr int64_t kMs = 1000000;
 constexpr int kUserA = 4242;
 constexpr int kUserB = 4243;
 
 class ExclusionEvidenceTest : public DaemonFixture {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect clients as uids 4242 and 4243";
-    DaemonFixture::SetUp();
-    for (const char* name : {"users", "nogroup", "daemon"}) {
-      if (const group* g = getgrnam(name)) {
-        group_ = name;
-        gid_ = static_cast<int>(g->gr_gid);
-        break;
-      }
-    }
-    if (group_.empty()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
-    // The .deb set-up: the socket directory belongs to the allowed group.
-    ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
-    const std::string run = dir_ + "/run";
-    ASSERT_EQ(mkdir(run.c_str(), 0750), 0);
-    ASSERT_EQ(chown(run.c_str(), 0, static_cast<gid_t>(gid_)), 0);
-  }
+  void SetUp() override { SetUpForOtherUsers("to connect clients as uids 4242 and 4243"); }
   void StartDaemon(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--allow-group", group_, "--straggler-learn", "4"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    Start(args);
+    extra.insert(extra.begin(), {"--straggler-learn", "4"});
+    StartAllowingGroup(std::move(extra));
   }
   std::unique_ptr<WireClient> Client(int uid, uint32_t claimed_pid) {
-    auto c = std::make_unique<WireClient>();
-    c->ConnectAsOwnProcess(uid, gid_);
-    c->set_hello_host("gpu-node-017");
-    EXPECT_TRUE(c->Connect(socket_, claimed_pid)) << "uid " << uid << " could not connect";
-    return c;
+    return ClientAsUser(uid, claimed_pid, "gpu-node-017");
   }
   // A 2-rank job of `uid` on `comm` (one process per rank) whose rank 1 arrives 40 ms late in each
   // of 12 collectives: a straggler alert about that user's own communicator.
   void StragglerJob(int uid, uint64_t comm) {
-    constexpr int kRanks = 2;
-    std::vector<WireClient*> ranks;
-    for (int r = 0; r < kRanks; ++r) {
-      clients_.push_back(Client(uid, static_cast<uint32_t>(3000 + r)));
-      ranks.push_back(clients_.back().get());
-      ASSERT_TRUE(ranks.back()->Send(Frame(kSentinelWireCommInit, MakeCommInit(comm, r, kRanks))));
-    }
-    const int64_t base = MonoNow() - 60LL * 1000 * kMs;
-    for (int r = 0; r < kRanks; ++r) {
-      Bytes b;
-      for (uint64_t seq = 0; seq < 12; ++seq) {
-        const int64_t start = base + static_cast<int64_t>(seq) * 100 * kMs;
-        const int64_t arrival = start + (r == 1 ? 40 * kMs : 0);
-        const auto rec = MakeColl(comm, r, kRanks, seq, arrival, start + 50 * kMs - arrival);
-        AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
-      }
-      ASSERT_TRUE(ranks[static_cast<size_t>(r)]->Send(b));
-    }
+    StreamStragglerJob(&clients_, comm, uid, "gpu-node-017");
   }
   // A guard verdict (link_degraded, fail) from a client of `uid` about its own communicator.
   void LinkVerdict(int uid, uint64_t comm, const std::string& found) {
     clients_.push_back(Client(uid, 4000));
     WireClient* c = clients_.back().get();
     ASSERT_TRUE(c->Send(Frame(kSentinelWireCommInit, MakeCommInit(comm, 0, 2))));
-    SentinelWireVerdict v{};
-    v.comm_hash = comm;
-    v.rank = 0;
-    v.nranks = 2;
-    v.kind = kSentinelVerdictLinkDegraded;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        MakeVerdict(comm, 0, 2, kSentinelVerdictLinkDegraded, kSentinelOutcomeFail);
     std::snprintf(v.expected, sizeof(v.expected), "%s", "link_gbps>=800");
     std::snprintf(v.found, sizeof(v.found), "%s", found.c_str());
     ASSERT_TRUE(c->Send(Frame(kSentinelWireVerdict, v)));
@@ -131,8 +87,6 @@ class ExclusionEvidenceTest : public DaemonFixture {
     }
   }
 
-  std::string group_;
-  int gid_ = -1;
   std::vector<std::unique_ptr<WireClient>> clients_;
 };
 

@@ -22,52 +22,20 @@ namespace {
 
 // The child: what NCCL's proxy would do over four links. Exit code 0 = all transfers correct.
 int DriveLinks(const std::string& socket) {
-  setenv("SENTINEL_SOCKET", socket.c_str(), 1);
-  setenv("SENTINEL_NET_WRAP", FAKE_NET_SO, 1);
-  setenv("SENTINEL_NET_REPORT_MS", "50", 1);
-  setenv("FAKE_NET_NDEV", "4", 1);
-  setenv("FAKE_NET_SLOW_DEV", "2", 1);
-  setenv("FAKE_NET_SEND_DELAY_US", "5000", 1);
-  void* dl = dlopen(SENTINEL_NET_SO, RTLD_NOW | RTLD_LOCAL);
-  if (dl == nullptr) return 10;
-  auto* n = static_cast<SentinelNetV11*>(dlsym(dl, "ncclNetPlugin_v11"));
   void* ctx = nullptr;
-  if (n->init(&ctx, 7, nullptr, nullptr, nullptr) != 0) return 11;
-  int ndev = 0;
-  if (n->devices(&ndev) != 0 || ndev != 4) return 12;
-  SentinelNetPropertiesV11 p;
-  for (int d = 0; d < ndev; ++d) {
-    if (n->get_properties(d, &p) != 0) return 13;
-  }
+  int rc = 0;
+  SentinelNetV11* n =
+      LoadSentinelOverFakeNet(socket, /*slow_dev=*/2, /*send_delay_us=*/5000, &ctx, &rc);
+  if (n == nullptr) return rc;
   static char out[100000];
   static char in[100000];
-  for (int d = 0; d < ndev; ++d) {
-    char handle[SENTINEL_NET_HANDLE_MAXSIZE];
-    void* listen = nullptr;
+  for (int d = 0; d < 4; ++d) {
     void* send = nullptr;
     void* recv = nullptr;
-    if (n->listen(ctx, d, handle, &listen) != 0) return 14;
-    for (int i = 0; i < 100000 && (send == nullptr || recv == nullptr); ++i) {
-      if (send == nullptr && n->connect(ctx, d, handle, &send, nullptr) != 0) return 15;
-      if (recv == nullptr && n->accept(listen, &recv, nullptr) != 0) return 16;
-    }
-    if (send == nullptr || recv == nullptr) return 17;
+    if ((rc = ConnectOnDevice(n, ctx, d, &send, &recv)) != 0) return rc;
     for (int k = 0; k < 10; ++k) {
       memset(out, 'a' + k, sizeof(out));
-      void* sreq = nullptr;
-      void* rreq = nullptr;
-      void* data[1] = {in};
-      size_t sizes[1] = {sizeof(in)};
-      int tags[1] = {k};
-      if (n->isend(send, out, sizeof(out), k, nullptr, nullptr, &sreq) != 0) return 18;
-      if (n->irecv(recv, 1, data, sizes, tags, nullptr, nullptr, &rreq) != 0) return 19;
-      int sdone = 0;
-      int rdone = 0;
-      while (!sdone || !rdone) {
-        if (!sdone && n->test(sreq, &sdone, nullptr) != 0) return 20;
-        if (!rdone && n->test(rreq, &rdone, nullptr) != 0) return 21;
-      }
-      if (memcmp(in, out, sizeof(in)) != 0) return 22;
+      if ((rc = TransferOnce(n, send, recv, out, in, sizeof(in), k)) != 0) return rc;
     }
   }
   return 0;  // exit() runs the reporter's last round and flush

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,15 +16,23 @@
 
 namespace sentinel::testing {
 
+// NodeJob's default sizes and functions. Its vectors are built from these arrays, not from brace
+// lists: gcc 12 at -O2 took the five-byte list's temporary array for "maybe uninitialized" once
+// main() inlined the copy (-Werror=maybe-uninitialized in metrics_scrape_bench), a false alarm
+// that arrays of static storage do not raise.
+inline constexpr uint64_t kNodeJobSizes[] = {1024,    16 << 10, 256 << 10,
+                                             4 << 20, 64 << 20, 1ULL << 30};
+inline constexpr uint8_t kNodeJobFuncs[] = {kSentinelFuncAllReduce, kSentinelFuncAllGather,
+                                            kSentinelFuncReduceScatter, kSentinelFuncBroadcast,
+                                            kSentinelFuncReduce};
+
 struct NodeJob {
   int job = 0;  // distinct communicator hashes per job
   int ranks = 8;
   int comms = 6;
   int steps = 8;
-  std::vector<uint64_t> sizes = {1024, 16 << 10, 256 << 10, 4 << 20, 64 << 20, 1ULL << 30};
-  std::vector<uint8_t> funcs = {kSentinelFuncAllReduce, kSentinelFuncAllGather,
-                                kSentinelFuncReduceScatter, kSentinelFuncBroadcast,
-                                kSentinelFuncReduce};
+  std::vector<uint64_t> sizes{std::begin(kNodeJobSizes), std::end(kNodeJobSizes)};
+  std::vector<uint8_t> funcs{std::begin(kNodeJobFuncs), std::end(kNodeJobFuncs)};
   // Communicator c of this job. World (c = 0) spans 8 nodes; the others are node-local.
   uint64_t Comm(int c) const {
     return (static_cast<uint64_t>(job + 1) << 32) | static_cast<uint64_t>(0x100 + c);

@@ -1,15 +1,12 @@
 // A real Prometheus server (Debian's /usr/bin/prometheus) scrapes the real sentineld every
 // second; a PromQL query over the scraped data must return the per-rank series.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -22,28 +19,6 @@ namespace sentinel::testing {
 namespace {
 
 constexpr uint64_t kComm = 0x00000000CAFEF00DULL;
-
-// A port for Prometheus (it cannot take port 0 and report), below the kernel's ephemeral range:
-// port 0 and every outgoing connection of the tests running beside this one take theirs there.
-// The same rule as tests/package/harness.py's free_port.
-int FreePort() {
-  int low = 32768;
-  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
-  std::mt19937 pick(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(MonoNow()));
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port =
-        10000 + static_cast<int>(pick() % static_cast<uint32_t>(std::max(low - 10000, 1)));
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (bound) return port;
-  }
-  return 0;
-}
 
 class PrometheusTest : public DaemonFixture {
  protected:
@@ -73,7 +48,7 @@ TEST_F(PrometheusTest, ScrapesPerRankSeries) {
     }
     ASSERT_TRUE(clients.back()->Send(b));
   }
-  const int prom_port = FreePort();
+  const int prom_port = FreePortBelowEphemeral();
   ASSERT_GT(prom_port, 0) << "no free TCP port below the ephemeral range";
   const std::string config = dir_ + "/prometheus.yml";
   std::ofstream(config) << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"

@@ -3,7 +3,6 @@
 // able to abort another user's job, end its ranks, put hosts on the exclusion list, take the
 // daemon's memory, or pass its own word for its pid. The job's ranks are stand-ins of their own
 // (root, one process each); the rogue connects from a child dropped to uid 4242.
-#include <grp.h>
 #include <sys/stat.h>
 
 #include <atomic>
@@ -26,59 +25,26 @@ constexpr int64_t kMs = 1000000;
 constexpr int kRogueUid = 4242;
 constexpr uint64_t kJobComm = 0x5EED000000000001ULL;
 
+// The in-flight state of a job rank, as its plugin reports it now.
 SentinelWireInFlight InFlight(uint64_t comm, int rank, int nranks, uint64_t enqueued,
                               uint64_t gpu_started, uint64_t completed, int64_t oldest_since_ns) {
-  SentinelWireInFlight in{};
-  in.comm_hash = comm;
-  in.now_ns = MonoNow();
-  in.rank = rank;
-  in.nranks = nranks;
-  in.enqueued = enqueued;
-  in.gpu_started = gpu_started;
-  in.completed = completed;
-  in.oldest_since_ns = oldest_since_ns;
-  in.oldest_seq = completed + 1;
-  in.oldest_func = kSentinelFuncAllReduce;
-  return in;
+  return MakeInFlight(comm, rank, nranks, enqueued, gpu_started, completed, oldest_since_ns,
+                      MonoNow());
 }
 
 class RogueClientTest : public DaemonFixture {
  protected:
-  void SetUp() override {
-    if (geteuid() != 0) GTEST_SKIP() << "needs root, to connect a rogue client as uid 4242";
-    DaemonFixture::SetUp();
-    // A group that exists, for --allow-group; the rogue connects with it as its gid.
-    for (const char* name : {"users", "nogroup", "daemon"}) {
-      if (const group* g = getgrnam(name)) {
-        group_ = name;
-        gid_ = static_cast<int>(g->gr_gid);
-        break;
-      }
-    }
-    if (group_.empty()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
-    // The .deb set-up: the socket directory belongs to the allowed group, so its members (the
-    // rogue among them) reach the socket.
-    ASSERT_EQ(chmod(dir_.c_str(), 0711), 0);
-    const std::string run = dir_ + "/run";
-    ASSERT_EQ(mkdir(run.c_str(), 0750), 0);
-    ASSERT_EQ(chown(run.c_str(), 0, static_cast<gid_t>(gid_)), 0);
-  }
+  // The rogue connects with the allowed group as its gid: the socket directory belongs to that
+  // group (the .deb set-up), so its members, the rogue among them, reach the socket.
+  void SetUp() override { SetUpForOtherUsers("to connect a rogue client as uid 4242"); }
   void TearDown() override {
     stop_ = true;
     if (reporter_.joinable()) reporter_.join();
     DaemonFixture::TearDown();
   }
-  void StartDaemon(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--allow-group", group_};
-    args.insert(args.end(), extra.begin(), extra.end());
-    Start(args);
-  }
+  void StartDaemon(std::vector<std::string> extra = {}) { StartAllowingGroup(std::move(extra)); }
   std::unique_ptr<WireClient> Rogue(uint32_t claimed_pid = 1, const std::string& host = "") {
-    auto c = std::make_unique<WireClient>();
-    c->ConnectAsOwnProcess(kRogueUid, gid_);
-    if (!host.empty()) c->set_hello_host(host);
-    EXPECT_TRUE(c->Connect(socket_, claimed_pid)) << "the rogue (uid 4242) could not connect";
-    return c;
+    return ClientAsUser(kRogueUid, claimed_pid, host);
   }
   // The job: `n` ranks of kJobComm, one process each (this test's uid).
   void StartJob(int n) {
@@ -123,8 +89,6 @@ class RogueClientTest : public DaemonFixture {
   }
   std::string OwnHost() { return GetJson("/v1/ranks")["host"].get<std::string>(); }
 
-  std::string group_;
-  int gid_ = -1;
   std::vector<std::unique_ptr<WireClient>> job_;
   std::thread reporter_;
   std::atomic<bool> stop_{false};
@@ -211,12 +175,8 @@ TEST_F(RogueClientTest, GuardVerdictCannotPutAClaimedHostOnTheExclusionList) {
   constexpr uint64_t kOwn = 0xB0B0000000000001ULL;
   ASSERT_TRUE(rogue->Send(Frame(kSentinelWireCommInit, MakeCommInit(kOwn, 0, 2))));
   for (uint64_t comm : {kOwn, kJobComm, uint64_t{0x1234}}) {
-    SentinelWireVerdict v{};
-    v.comm_hash = comm;
-    v.rank = 0;
-    v.nranks = 2;
-    v.kind = kSentinelVerdictLinkDegraded;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        MakeVerdict(comm, 0, 2, kSentinelVerdictLinkDegraded, kSentinelOutcomeFail);
     std::strcpy(v.found, "link at 100 Gb/s");
     std::strcpy(v.evidence, "gpu-node-017 is slow");
     ASSERT_TRUE(rogue->Send(Frame(kSentinelWireVerdict, v)));

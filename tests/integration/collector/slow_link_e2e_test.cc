@@ -39,34 +39,15 @@ constexpr int64_t kEnd = 6500 * kMs;
 // The child: connections on devices 0-2 busy all along, one on device 3 (the fake's slow device,
 // 2 ms per send) busy only while the link is slow. Exit code 0 = every transfer correct.
 int DriveNet(const std::string& socket, int64_t t0) {
-  setenv("SENTINEL_SOCKET", socket.c_str(), 1);
-  setenv("SENTINEL_NET_WRAP", FAKE_NET_SO, 1);
-  setenv("SENTINEL_NET_REPORT_MS", "50", 1);
-  setenv("FAKE_NET_NDEV", "4", 1);
-  setenv("FAKE_NET_SLOW_DEV", "3", 1);
-  setenv("FAKE_NET_SEND_DELAY_US", "2000", 1);
-  void* dl = dlopen(SENTINEL_NET_SO, RTLD_NOW | RTLD_LOCAL);
-  if (dl == nullptr) return 10;
-  auto* n = static_cast<SentinelNetV11*>(dlsym(dl, "ncclNetPlugin_v11"));
   void* ctx = nullptr;
-  if (n->init(&ctx, 7, nullptr, nullptr, nullptr) != 0) return 11;
-  int ndev = 0;
-  if (n->devices(&ndev) != 0 || ndev != 4) return 12;
-  SentinelNetPropertiesV11 p;
-  for (int d = 0; d < ndev; ++d) {
-    if (n->get_properties(d, &p) != 0) return 13;
-  }
+  int rc = 0;
+  SentinelNetV11* n =
+      LoadSentinelOverFakeNet(socket, /*slow_dev=*/3, /*send_delay_us=*/2000, &ctx, &rc);
+  if (n == nullptr) return rc;
   void* send[4] = {};
   void* recv[4] = {};
-  for (int d = 0; d < ndev; ++d) {
-    char handle[SENTINEL_NET_HANDLE_MAXSIZE];
-    void* listen = nullptr;
-    if (n->listen(ctx, d, handle, &listen) != 0) return 14;
-    for (int i = 0; i < 100000 && (send[d] == nullptr || recv[d] == nullptr); ++i) {
-      if (send[d] == nullptr && n->connect(ctx, d, handle, &send[d], nullptr) != 0) return 15;
-      if (recv[d] == nullptr && n->accept(listen, &recv[d], nullptr) != 0) return 16;
-    }
-    if (send[d] == nullptr || recv[d] == nullptr) return 17;
+  for (int d = 0; d < 4; ++d) {
+    if ((rc = ConnectOnDevice(n, ctx, d, &send[d], &recv[d])) != 0) return rc;
   }
   static char out[65536];
   static char in[65536];
@@ -75,20 +56,7 @@ int DriveNet(const std::string& socket, int64_t t0) {
     const bool slow = now - t0 >= kSlowFrom && now - t0 < kSlowTo;
     for (int d = 0; d < (slow ? 4 : 3); ++d) {
       memset(out, 'a' + tag % 26, sizeof(out));
-      void* sreq = nullptr;
-      void* rreq = nullptr;
-      void* data[1] = {in};
-      size_t sizes[1] = {sizeof(in)};
-      int tags[1] = {tag};
-      if (n->isend(send[d], out, sizeof(out), tag, nullptr, nullptr, &sreq) != 0) return 18;
-      if (n->irecv(recv[d], 1, data, sizes, tags, nullptr, nullptr, &rreq) != 0) return 19;
-      int sdone = 0;
-      int rdone = 0;
-      while (!sdone || !rdone) {
-        if (!sdone && n->test(sreq, &sdone, nullptr) != 0) return 20;
-        if (!rdone && n->test(rreq, &rdone, nullptr) != 0) return 21;
-      }
-      if (memcmp(in, out, sizeof(in)) != 0) return 22;
+      if ((rc = TransferOnce(n, send[d], recv[d], out, in, sizeof(in), tag)) != 0) return rc;
       ++tag;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

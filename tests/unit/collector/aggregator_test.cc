@@ -39,11 +39,7 @@ class AggregatorTest : public ::testing::Test {
   }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    Frame f;
-    f.type = type;
-    f.payload = reinterpret_cast<const uint8_t*>(&body);
-    f.payload_size = sizeof(body);
-    agg_->OnControlFrame(client, f);
+    testing::DeliverControl(agg_.get(), client, type, body);
   }
   void Send(const SentinelWireCollRecord& r, uint64_t comm = kComm) {
     agg_->OnRecords(ClientOf(r.rank, comm), &r, 1);
@@ -414,12 +410,8 @@ TEST_F(AggregatorTest, MemoryIsBoundedAndEvictionsCounted) {
 
 TEST_F(AggregatorTest, VerdictBecomesTransportAlert) {
   Connect(2);
-  SentinelWireVerdict v{};
-  v.comm_hash = kComm;
-  v.rank = 1;
-  v.nranks = 2;
-  v.kind = kSentinelVerdictTransport;
-  v.outcome = kSentinelOutcomeFail;
+  SentinelWireVerdict v =
+      testing::MakeVerdict(kComm, 1, 2, kSentinelVerdictTransport, kSentinelOutcomeFail);
   std::strcpy(v.expected, "net=ib");
   std::strcpy(v.found, "net=socket");
   std::strcpy(v.cause, "NCCL_IB_DISABLE=1 is set");

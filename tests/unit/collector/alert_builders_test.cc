@@ -13,6 +13,7 @@
 #include "collector/aggregate/alerts/guard_verdict_alert.h"
 #include "collector/aggregate/alerts/join_hang_alert.h"
 #include "collector/aggregate/alerts/nic_alerts.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
 namespace {
@@ -85,12 +86,7 @@ TEST(NicAlerts, AnInactivePortIsNeverTheFastestNorSlow) {
 }
 
 SentinelWireVerdict Verdict(uint16_t kind, uint16_t outcome, int32_t rank) {
-  SentinelWireVerdict v{};
-  v.comm_hash = 0xab;
-  v.rank = rank;
-  v.nranks = 8;
-  v.kind = kind;
-  v.outcome = outcome;
+  SentinelWireVerdict v = testing::MakeVerdict(0xab, rank, 8, kind, outcome);
   std::snprintf(v.expected, sizeof(v.expected), "%s", "NET/IB");
   std::snprintf(v.found, sizeof(v.found), "%s", "NET/Socket");
   std::snprintf(v.evidence, sizeof(v.evidence), "%s", "line one\n\nline two\n");
@@ -141,6 +137,12 @@ TEST(GuardVerdictAlert, ListsOwnedRanksOnceSortedAndKeepsTheStart) {
   EXPECT_TRUE(b.ranks.empty());
   EXPECT_EQ(b.started_real_ns, 999);
   EXPECT_EQ(b.severity, AlertSeverity::kWarning);
+  EXPECT_EQ(b.evidence["outcome"], "warn");
+
+  // An outcome the wire does not define is shown as such, never read past a table.
+  const Alert c = GuardVerdictAlert(Verdict(kSentinelVerdictTransport, 9, 0), AlertKind::kTransport,
+                                    nullptr, /*rank_owned=*/true, "node", 3, "rb/", 999);
+  EXPECT_EQ(c.evidence["outcome"], "unknown");
 }
 
 TEST(JoinHangAlert, WithoutItsCommunicatorItHasNoSource) {

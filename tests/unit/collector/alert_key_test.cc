@@ -59,6 +59,44 @@ TEST(AlertKey, EveryRenderedIdParsesBackToItsKey) {
   }
 }
 
+// A key of `kind`; the switch has no default, so a kind added to the enum without a case here
+// fails the build (-Wswitch, warnings are errors) instead of going untested.
+AlertKey SampleKeyOf(AlertKeyKind kind) {
+  switch (kind) {
+    case AlertKeyKind::kStraggler:
+      return AlertKey::Straggler(0x5, 2);
+    case AlertKeyKind::kHang:
+      return AlertKey::Hang(0x6);
+    case AlertKeyKind::kGuardVerdict:
+      return AlertKey::GuardVerdict(AlertKind::kLinkDegraded, 0x7);
+    case AlertKeyKind::kNicErrors:
+      return AlertKey::NicErrors("mlx5_2", 1);
+    case AlertKeyKind::kNicLink:
+      return AlertKey::NicLink("mlx5_3", 2);
+    case AlertKeyKind::kNetLink:
+      return AlertKey::NetLink(0x8);
+  }
+  return AlertKey();
+}
+
+TEST(AlertKey, EveryKindRoundTripsAndIsNoOtherKind) {
+  const AlertKeyKind kinds[] = {AlertKeyKind::kStraggler,    AlertKeyKind::kHang,
+                                AlertKeyKind::kGuardVerdict, AlertKeyKind::kNicErrors,
+                                AlertKeyKind::kNicLink,      AlertKeyKind::kNetLink};
+  for (AlertKeyKind kind : kinds) {
+    const AlertKey key = SampleKeyOf(kind);
+    ASSERT_EQ(key.kind, kind);
+    const std::string id = key.Id();
+    const std::optional<AlertKey> back = ParseAlertKey(id);
+    ASSERT_TRUE(back.has_value()) << id;
+    EXPECT_TRUE(*back == key) << id;
+    EXPECT_EQ(back->Id(), id);
+    for (AlertKeyKind other : kinds) {
+      EXPECT_EQ(AlertIdIs(id, other), other == kind) << id;
+    }
+  }
+}
+
 TEST(AlertKey, GuardLinkDegradedIsNotTakenForANicOrNetLink) {
   EXPECT_EQ(ParseAlertKey("link_degraded-0x0000000000000003")->kind, AlertKeyKind::kGuardVerdict);
   EXPECT_EQ(ParseAlertKey("link_degraded-nic-mlx5_0-1")->kind, AlertKeyKind::kNicLink);

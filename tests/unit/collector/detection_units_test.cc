@@ -137,22 +137,11 @@ class InFlightAggregatorTest : public ::testing::Test {
   }
   void InFlight(int rank, uint64_t enq, uint64_t gpu, uint64_t done, int64_t since,
                 int nranks = 4) {
-    SentinelWireInFlight in{};
-    in.comm_hash = kComm;
-    in.now_ns = clock_.MonoNs();
-    in.enqueued = enq;
-    in.gpu_started = gpu;
-    in.completed = done;
-    in.oldest_since_ns = enq > done ? since : 0;
+    SentinelWireInFlight in =
+        testing::MakeInFlight(kComm, rank, nranks, enq, gpu, done, since, clock_.MonoNs());
     in.oldest_seq = 41;
     in.oldest_func = kSentinelFuncAllGather;
-    in.rank = rank;
-    in.nranks = nranks;
-    Frame f;
-    f.type = kSentinelWireInFlight;
-    f.payload = reinterpret_cast<const uint8_t*>(&in);
-    f.payload_size = sizeof(in);
-    agg_->OnControlFrame(rank + 1, f);
+    testing::DeliverControl(agg_.get(), rank + 1, kSentinelWireInFlight, in);
   }
   // Every rank reports each second for `seconds`; rank 3 as given.
   void Hang(int seconds, uint64_t r3_enq, uint64_t r3_gpu, bool r3_reports = true) {

@@ -209,6 +209,35 @@ TEST(SessionTest, ControlFramesKeepOrder) {
   EXPECT_EQ(sink.control_types[1], kSentinelWireHeartbeat);
 }
 
+// Commit's status names why the connection closes: a malformed frame with its frame error, a
+// protocol error with its reason; ok while the stream is good.
+TEST(SessionTest, CommitStatusSaysWhyItCloses) {
+  {
+    RecordingSink sink;
+    Session s(1, &sink);
+    const Bytes hello = HelloBytes();
+    std::memcpy(s.WritableTail(), hello.data(), hello.size());
+    EXPECT_TRUE(s.Commit(hello.size()).ok());
+    const SentinelWireFrameHeader bad{20, 99, 0};  // not a multiple of 8
+    std::memcpy(s.WritableTail(), &bad, sizeof(bad));
+    const absl::Status st = s.Commit(sizeof(bad));
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(st.message(), "connection closed: malformed (size_not_multiple_of_8)");
+    EXPECT_EQ(s.reason(), CloseReason::kMalformed);
+  }
+  {
+    RecordingSink sink;
+    Session s(1, &sink);
+    Bytes b = HelloBytes();
+    const Bytes again = HelloBytes();
+    b.insert(b.end(), again.begin(), again.end());
+    std::memcpy(s.WritableTail(), b.data(), b.size());
+    const absl::Status st = s.Commit(b.size());
+    EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_EQ(st.message(), "connection closed: bad_hello");
+  }
+}
+
 TEST(SessionTest, SecondHelloIsAProtocolError) {
   RecordingSink sink;
   Session s(1, &sink);

@@ -24,11 +24,7 @@ class GoneClientMemoryTest : public ::testing::Test {
   void SetUp() override { agg_ = std::make_unique<Aggregator>(config_, &clock_); }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    Frame f;
-    f.type = type;
-    f.payload = reinterpret_cast<const uint8_t*>(&body);
-    f.payload_size = sizeof(body);
-    agg_->OnControlFrame(client, f);
+    testing::DeliverControl(agg_.get(), client, type, body);
   }
   // A client of uid 4242 announcing `comms` one-rank communicators, with a failing guard verdict
   // of each kind, full evidence and cause, for each.

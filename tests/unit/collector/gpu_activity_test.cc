@@ -54,11 +54,7 @@ class GpuActivityTest : public ::testing::Test {
   static int Client(int rank) { return 10 + rank; }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    Frame f;
-    f.type = type;
-    f.payload = reinterpret_cast<const uint8_t*>(&body);
-    f.payload_size = sizeof(body);
-    agg_->OnControlFrame(client, f);
+    testing::DeliverControl(agg_.get(), client, type, body);
   }
   nlohmann::json Ranks() {
     nlohmann::json out;

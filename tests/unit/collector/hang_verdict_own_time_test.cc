@@ -30,25 +30,11 @@ class HangVerdictOwnTimeTest : public ::testing::Test {
   }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    Frame f;
-    f.type = type;
-    f.payload = reinterpret_cast<const uint8_t*>(&body);
-    f.payload_size = sizeof(body);
-    agg_->OnControlFrame(client, f);
+    testing::DeliverControl(agg_.get(), client, type, body);
   }
   void InFlight(int client, int rank, int nranks, uint64_t enq, uint64_t done, int64_t since) {
-    SentinelWireInFlight in{};
-    in.comm_hash = kComm;
-    in.now_ns = clock_.MonoNs();
-    in.enqueued = enq;
-    in.gpu_started = enq;
-    in.completed = done;
-    in.oldest_since_ns = enq > done ? since : 0;
-    in.oldest_seq = done + 1;
-    in.oldest_func = kSentinelFuncAllReduce;
-    in.rank = rank;
-    in.nranks = nranks;
-    Control(client, kSentinelWireInFlight, in);
+    Control(client, kSentinelWireInFlight,
+            testing::MakeInFlight(kComm, rank, nranks, enq, enq, done, since, clock_.MonoNs()));
   }
 
   Config config_;

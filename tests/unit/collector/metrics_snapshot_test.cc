@@ -24,6 +24,7 @@
 namespace sentinel::collector {
 namespace {
 
+using testing::DeliverControl;
 using testing::FakeClock;
 using testing::MakeColl;
 
@@ -33,19 +34,10 @@ constexpr uint64_t kSolo = 0xC0;
 constexpr int64_t kMs = 1000000;
 constexpr int kClients = 4;
 
-template <typename T>
-void Control(Aggregator* agg, int client, uint16_t type, const T& body) {
-  Frame f;
-  f.type = type;
-  f.payload = reinterpret_cast<const uint8_t*>(&body);
-  f.payload_size = sizeof(body);
-  agg->OnControlFrame(client, f);
-}
-
 void CommInit(Aggregator* agg, int client, uint64_t comm, int rank, int nranks, const char* name) {
   SentinelWireCommInit init = testing::MakeCommInit(comm, rank, nranks);
   std::snprintf(init.comm_name, sizeof(init.comm_name), "%s", name);
-  Control(agg, client, kSentinelWireCommInit, init);
+  DeliverControl(agg, client, kSentinelWireCommInit, init);
 }
 
 SentinelWireGpuWindow Window(int64_t start, uint32_t status, bool step) {
@@ -118,7 +110,7 @@ class MetricsSnapshotTest : public ::testing::Test {
     SentinelWireCommEnd end{};
     end.comm_hash = kSolo;
     end.rank = 0;
-    Control(agg_.get(), 3, kSentinelWireCommEnd, end);
+    DeliverControl(agg_.get(), 3, kSentinelWireCommEnd, end);
     // In-flight state: rank 1 has a collective outstanding.
     for (int r = 0; r < kClients; ++r) {
       SentinelWireInFlight in{};
@@ -131,7 +123,7 @@ class MetricsSnapshotTest : public ::testing::Test {
       in.gpu_started = r == 1 ? 24 : 25;
       in.completed = r == 1 ? 24 : 25;
       in.oldest_since_ns = r == 1 ? clock_.MonoNs() - 40 * kMs : 0;
-      Control(agg_.get(), r + 1, kSentinelWireInFlight, in);
+      DeliverControl(agg_.get(), r + 1, kSentinelWireInFlight, in);
     }
     // Heartbeats (two, for the overhead ratio), CUPTI windows (measured with a step, and not).
     for (int c = 1; c <= kClients; ++c) {
@@ -139,23 +131,19 @@ class MetricsSnapshotTest : public ::testing::Test {
       hb.now_ns = clock_.MonoNs();
       hb.records_dropped_ring = static_cast<uint64_t>(c);
       hb.events_dropped_pool = 7;
-      Control(agg_.get(), c, kSentinelWireHeartbeat, hb);
+      DeliverControl(agg_.get(), c, kSentinelWireHeartbeat, hb);
       hb.now_ns += 1000 * kMs;
       hb.callback_ns_total = static_cast<uint64_t>(c) * kMs;
-      Control(agg_.get(), c, kSentinelWireHeartbeat, hb);
-      Control(agg_.get(), c, kSentinelWireGpuWindow,
-              Window(clock_.MonoNs(), c == 3 ? kSentinelGpuWindowForeignOwner : 0, c != 4));
+      DeliverControl(agg_.get(), c, kSentinelWireHeartbeat, hb);
+      DeliverControl(agg_.get(), c, kSentinelWireGpuWindow,
+                     Window(clock_.MonoNs(), c == 3 ? kSentinelGpuWindowForeignOwner : 0, c != 4));
     }
     // A transport verdict (an alert firing).
-    SentinelWireVerdict v{};
-    v.comm_hash = kWorld;
-    v.rank = 0;
-    v.nranks = kClients;
-    v.kind = kSentinelVerdictTransport;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        testing::MakeVerdict(kWorld, 0, kClients, kSentinelVerdictTransport, kSentinelOutcomeFail);
     std::snprintf(v.expected, sizeof(v.expected), "NET/IB");
     std::snprintf(v.found, sizeof(v.found), "NET/Socket");
-    Control(agg_.get(), 1, kSentinelWireVerdict, v);
+    DeliverControl(agg_.get(), 1, kSentinelWireVerdict, v);
     // A baseline run at the job's sizes.
     for (uint16_t i = 0; i < 3; ++i) {
       SentinelWireBaseline b{};
@@ -171,7 +159,7 @@ class MetricsSnapshotTest : public ::testing::Test {
       b.index = i;
       b.count = 3;
       b.flags = i == 2 ? kSentinelBaselineLast : 0;
-      Control(agg_.get(), 1, kSentinelWireBaselineResult, b);
+      DeliverControl(agg_.get(), 1, kSentinelWireBaselineResult, b);
     }
     // Net-plugin devices and a link's two ends.
     SentinelWireNetDevice dev{};
@@ -179,7 +167,7 @@ class MetricsSnapshotTest : public ::testing::Test {
     dev.ptr_support = 0x2;
     dev.speed_mbps = 400000;
     std::snprintf(dev.name, sizeof(dev.name), "mlx5_0");
-    Control(agg_.get(), 1, kSentinelWireNetDevice, dev);
+    DeliverControl(agg_.get(), 1, kSentinelWireNetDevice, dev);
     for (int c = 1; c <= 2; ++c) {
       SentinelWireNetConnStats s{};
       s.link_id = 0x1111;
@@ -189,7 +177,7 @@ class MetricsSnapshotTest : public ::testing::Test {
       s.latency_ns_sum = 5000000;
       s.pid = static_cast<uint32_t>(100 + c);
       s.is_send = c == 1 ? 1 : 0;
-      Control(agg_.get(), c, kSentinelWireNetConnStats, s);
+      DeliverControl(agg_.get(), c, kSentinelWireNetConnStats, s);
     }
     // NIC counters, two polls.
     for (uint64_t n : {10u, 25u}) {
@@ -312,7 +300,7 @@ TEST_F(MetricsSnapshotTest, HealthzAndAlertsFromSnapshots) {
   v.nranks = 2;
   v.kind = kSentinelVerdictPlacement;
   v.outcome = kSentinelOutcomeWarn;
-  Control(agg_.get(), 1, kSentinelWireVerdict, v);
+  DeliverControl(agg_.get(), 1, kSentinelWireVerdict, v);
   HealthSnapshot health;
   std::vector<Alert> alerts;
   agg_->Read([&](const State& s) {
@@ -364,7 +352,7 @@ TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
     k.start_ns = at;
     k.end_ns = at + kMs;
     k.overlap_ns = kMs / 2;
-    Control(agg_.get(), 1, kSentinelWireKernelAttribution, k);
+    DeliverControl(agg_.get(), 1, kSentinelWireKernelAttribution, k);
   }
   // A straggler: more steps on the world communicator, right after its first 24 collectives
   // (which ended by 28 ms into the fixture): 10 ms of compute between collectives, a little

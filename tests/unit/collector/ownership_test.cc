@@ -38,11 +38,7 @@ class OwnershipTest : public ::testing::Test {
   }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    Frame f;
-    f.type = type;
-    f.payload = reinterpret_cast<const uint8_t*>(&body);
-    f.payload_size = sizeof(body);
-    agg_->OnControlFrame(client, f);
+    testing::DeliverControl(agg_.get(), client, type, body);
   }
   // The job: ranks 0..n-1 of kComm, rank r on client r + 1 (uid 0).
   void Job(int n) {
@@ -53,18 +49,8 @@ class OwnershipTest : public ::testing::Test {
   }
   void InFlight(int client, uint64_t comm, int rank, int nranks, uint64_t enq, uint64_t gpu,
                 uint64_t done, int64_t since) {
-    SentinelWireInFlight in{};
-    in.comm_hash = comm;
-    in.now_ns = clock_.MonoNs();
-    in.enqueued = enq;
-    in.gpu_started = gpu;
-    in.completed = done;
-    in.oldest_since_ns = enq > done ? since : 0;
-    in.oldest_seq = done + 1;
-    in.oldest_func = kSentinelFuncAllReduce;
-    in.rank = rank;
-    in.nranks = nranks;
-    Control(client, kSentinelWireInFlight, in);
+    Control(client, kSentinelWireInFlight,
+            testing::MakeInFlight(comm, rank, nranks, enq, gpu, done, since, clock_.MonoNs()));
   }
   const RankState* Rank(uint64_t comm, int rank) {
     const RankState* out = nullptr;
@@ -98,12 +84,8 @@ class OwnershipTest : public ::testing::Test {
     return u;
   }
   static SentinelWireVerdict Verdict(uint64_t comm, int rank) {
-    SentinelWireVerdict v{};
-    v.comm_hash = comm;
-    v.rank = rank;
-    v.nranks = 4;
-    v.kind = kSentinelVerdictPlacement;
-    v.outcome = kSentinelOutcomeFail;
+    SentinelWireVerdict v =
+        testing::MakeVerdict(comm, rank, 4, kSentinelVerdictPlacement, kSentinelOutcomeFail);
     std::strcpy(v.found, "wrong NUMA node");
     return v;
   }

@@ -109,6 +109,50 @@ inline SentinelWireCommInit MakeCommInit(uint64_t comm, int rank, int nranks) {
   return c;
 }
 
+// The in-flight state a rank reports at `now_ns`: `enqueued`, `gpu_started` and `completed`
+// collectives of `comm`; while one is outstanding (enqueued > completed), the oldest (seq
+// completed + 1, an AllReduce) has waited since `oldest_since_ns`.
+inline SentinelWireInFlight MakeInFlight(uint64_t comm, int rank, int nranks, uint64_t enqueued,
+                                         uint64_t gpu_started, uint64_t completed,
+                                         int64_t oldest_since_ns, int64_t now_ns) {
+  SentinelWireInFlight in{};
+  in.comm_hash = comm;
+  in.now_ns = now_ns;
+  in.enqueued = enqueued;
+  in.gpu_started = gpu_started;
+  in.completed = completed;
+  in.oldest_since_ns = enqueued > completed ? oldest_since_ns : 0;
+  in.oldest_seq = completed + 1;
+  in.oldest_func = kSentinelFuncAllReduce;
+  in.rank = rank;
+  in.nranks = nranks;
+  return in;
+}
+
+// A guard verdict of `rank` about `comm` (`nranks` ranks): `kind` (kSentinelVerdict*) with
+// `outcome` (kSentinelOutcome*); its texts empty, for the caller to fill.
+inline SentinelWireVerdict MakeVerdict(uint64_t comm, int rank, int nranks, uint16_t kind,
+                                       uint16_t outcome) {
+  SentinelWireVerdict v{};
+  v.comm_hash = comm;
+  v.rank = rank;
+  v.nranks = nranks;
+  v.kind = kind;
+  v.outcome = outcome;
+  return v;
+}
+
+// Hands a control frame (`type`, `body`) of `client` to the aggregator, as the ingest session does
+// after parsing it.
+template <typename T>
+void DeliverControl(collector::Aggregator* agg, int client, uint16_t type, const T& body) {
+  collector::Frame f;
+  f.type = type;
+  f.payload = reinterpret_cast<const uint8_t*>(&body);
+  f.payload_size = sizeof(body);
+  agg->OnControlFrame(client, f);
+}
+
 inline int ConnectUnix(const std::string& path) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};

@@ -130,12 +130,23 @@ TEST(HostProbeTest, VerbsTable) {
 }
 
 TEST(HostProbeTest, RealLoaderNeverFails) {
-  // On a machine without libibverbs this is null; with it, a usable table. Either is fine, but
-  // the call must not crash and must be stable.
-  const plugin::VerbsApi* a = plugin::LoadVerbsApi();
-  EXPECT_EQ(a, plugin::LoadVerbsApi());
-  if (a != nullptr) {
+  // On a machine without libibverbs no table and a status naming the library; with it, a usable
+  // table. Either is fine, but the call must not crash and must be stable.
+  const plugin::VerbsApi* a = nullptr;
+  const plugin::Status first = plugin::LoadVerbsApi(&a);
+  const plugin::VerbsApi* b = nullptr;
+  const plugin::Status second = plugin::LoadVerbsApi(&b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(first.code(), second.code());
+  EXPECT_STREQ(first.message(), second.message());
+  if (first.ok()) {
+    ASSERT_NE(a, nullptr);
     EXPECT_NE(a->get_device_list, nullptr);
+  } else {
+    EXPECT_EQ(a, nullptr);
+    EXPECT_EQ(first.code(), plugin::StatusCode::kNotFound);
+    EXPECT_NE(std::string(first.message()).find("libibverbs"), std::string::npos)
+        << first.message();
   }
 }
 

@@ -341,5 +341,11 @@ TEST(VerdictTest, WireRecordsAreBoundedAndTyped) {
   EXPECT_NE(std::string(w[0].evidence).find("Using network Socket"), std::string::npos);
 }
 
+TEST(VerdictTest, ModeNamesAreTheRegistryWords) {
+  EXPECT_STREQ(ModeName(Mode::kFail), "fail");
+  EXPECT_STREQ(ModeName(Mode::kWarn), "warn");
+  EXPECT_STREQ(ModeName(Mode::kAbort), "abort");
+}
+
 }  // namespace
 }  // namespace sentinel::guard

@@ -24,25 +24,45 @@ namespace {
 
 TEST(EventMask, PresetsListsAndNumbers) {
   uint32_t m = 0;
-  ASSERT_TRUE(ParseEventMask("default", &m));
+  ASSERT_TRUE(ParseEventMask("default", &m).ok());
   EXPECT_EQ(m, 0x200u | 0x400 | 0x2 | 0x4 | 0x40 | 0x100);
-  ASSERT_TRUE(ParseEventMask("proxy", &m));
+  ASSERT_TRUE(ParseEventMask("proxy", &m).ok());
   EXPECT_EQ(m, kMaskDefault | 0x8 | 0x10);
-  ASSERT_TRUE(ParseEventMask("minimal", &m));
+  ASSERT_TRUE(ParseEventMask("minimal", &m).ok());
   EXPECT_EQ(m, 0x2u | 0x4 | 0x200 | 0x400);
-  ASSERT_TRUE(ParseEventMask("all", &m));
+  ASSERT_TRUE(ParseEventMask("all", &m).ok());
   EXPECT_EQ(m, 0x7FFFu & ~0x20u);
-  ASSERT_TRUE(ParseEventMask("Coll, kernelch,ncclProfileProxyOp", &m));
+  ASSERT_TRUE(ParseEventMask("Coll, kernelch,ncclProfileProxyOp", &m).ok());
   EXPECT_EQ(m, 0x2u | 0x40 | 0x8);
-  ASSERT_TRUE(ParseEventMask("4095", &m));
+  ASSERT_TRUE(ParseEventMask("4095", &m).ok());
   EXPECT_EQ(m, 4095u);
-  ASSERT_TRUE(ParseEventMask("0x42", &m));
+  ASSERT_TRUE(ParseEventMask("0x42", &m).ok());
   EXPECT_EQ(m, 0x42u);
   m = 77;
-  EXPECT_FALSE(ParseEventMask("Coll,Bogus", &m));
-  EXPECT_FALSE(ParseEventMask("", &m));
-  EXPECT_FALSE(ParseEventMask("99999999", &m));
-  EXPECT_FALSE(ParseEventMask(nullptr, &m));
+  EXPECT_FALSE(ParseEventMask("Coll,Bogus", &m).ok());
+  EXPECT_FALSE(ParseEventMask("", &m).ok());
+  EXPECT_FALSE(ParseEventMask("99999999", &m).ok());
+  EXPECT_FALSE(ParseEventMask(nullptr, &m).ok());
+  EXPECT_EQ(m, 77u);
+}
+
+// A bad SENTINEL_EVENTS is told with its reason, in the words that follow the quoted value.
+TEST(EventMask, FailuresSayWhy) {
+  uint32_t m = 77;
+  const Status big = ParseEventMask("0xffffffff", &m);
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument);
+  EXPECT_STREQ(big.message(), "sets bits above 0x7fff (the 15 event types of the profiler ABI)");
+  EXPECT_STREQ(ParseEventMask("12abc", &m).message(), "is not a decimal or 0x number");
+  EXPECT_STREQ(ParseEventMask("Coll, Bogus ,P2p", &m).message(),
+               "has unknown event 'Bogus' (presets: default, proxy, minimal, all, none)");
+  EXPECT_STREQ(ParseEventMask("Coll,,P2p", &m).message(),
+               "has unknown event '' (presets: default, proxy, minimal, all, none)");
+  EXPECT_STREQ(ParseEventMask("", &m).message(),
+               "has unknown event '' (presets: default, proxy, minimal, all, none)");
+  EXPECT_STREQ(ParseEventMask(nullptr, &m).message(), "is not set");
+  // A list may hold a preset or a number as an item; such a list is still no valid spec.
+  EXPECT_STREQ(ParseEventMask("Coll,default", &m).message(),
+               "is not a preset, an event list or a number");
   EXPECT_EQ(m, 77u);
 }
 
