@@ -8,7 +8,11 @@
 // above that floor. Its *remote wait* is the part after the last local rank arrived (the local
 // ranks share one clock, so that part is exact): what the node waited for the other nodes, the
 // same for every local rank. Its *compute segment* is the time from the end of its previous
-// collective on the communicator to its arrival at this one (its own clock).
+// collective on the communicator to its arrival at this one (its own clock), less the time its
+// process spent inside its other communicators' collectives in between (InsideOtherCollectives):
+// a rank of a data-parallel communicator also waits in the pipeline and tensor-parallel
+// collectives between two of its all-reduces, and a node behind a slow pipeline peer would
+// otherwise look as if it computed more slowly while it only waited.
 //
 // Per rank, over a short recent window (the last `window` collectives, none older than
 // `window_ns`), the p50 of the duration, the wait, the segment and the wait as a share of the
@@ -38,6 +42,7 @@
 // flagged ranks otherwise.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -139,6 +144,30 @@ class WaitEvidence {
   std::vector<int64_t> scratch_dur_;
   std::vector<double> scratch_d_;
 };
+
+// The time within [from_ns, to_ns) that a rank's collectives in `history` (one communicator's,
+// joined in order) cover, on the node's clock: for the compute segment of the same process in
+// another communicator. Reads from the newest sample back, and stops at the first that ended
+// before `from_ns` or after `max_samples` samples (the collectives of one segment are few).
+// `History` is a Ring<RankSample> (its size(), operator[] with 0 the oldest, and the samples'
+// arrival_ns and duration_ns, -1 unknown).
+template <typename History>
+int64_t InsideOtherCollectives(const History& history, int64_t from_ns, int64_t to_ns,
+                               size_t max_samples = 64) {
+  if (to_ns <= from_ns) return 0;
+  int64_t inside = 0;
+  const size_t n = std::min(history.size(), max_samples);
+  for (size_t k = 0; k < n; ++k) {
+    const auto& s = history[history.size() - 1 - k];
+    if (s.duration_ns < 0) continue;
+    const int64_t end = s.arrival_ns + s.duration_ns;
+    if (end <= from_ns) break;
+    const int64_t lo = std::max(s.arrival_ns, from_ns);
+    const int64_t hi = std::min(end, to_ns);
+    if (hi > lo) inside += hi - lo;
+  }
+  return std::min(inside, to_ns - from_ns);
+}
 
 // The node's judgement over its ranks in every communicator.
 struct WaitRankRef {
