@@ -97,6 +97,55 @@ TEST(PromMirrorTest, OneScrapeDipIsOnlyPending) {
   }
 }
 
+// As the promtool cases "Noise spread over many ranks" and "... with a real straggler": 8 nodes of
+// one rank, 100 ms between collectives, p50s inside the collectives spread from 20 to 32 ms.
+Store Spread(int i, double rank0_before, double rank0_after, const std::string& comm) {
+  static const double kP50[8] = {0, 0.024, 0.026, 0.028, 0.029, 0.030, 0.031, 0.032};
+  Store s;
+  for (int r = 0; r < 8; ++r) {
+    const std::string inst = "n" + std::to_string(r + 1);
+    const double d = r != 0 ? kP50[r] : (i >= 8 ? rank0_after : rank0_before);
+    s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, comm, r, d));
+    s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, comm, r, 0.1));
+  }
+  return s;
+}
+
+double Recorded(const JobwideRules& rules, const std::string& name, const std::string& rank) {
+  for (const Sample& s : rules.recorded().at(name)) {
+    if (s.labels.at("rank") == rank) return s.value;
+  }
+  return NAN;
+}
+
+TEST(PromMirrorTest, NoiseSpreadOverManyRanksIsNotLate) {
+  JobwideRules rules;
+  for (int i = 0; i <= 20; ++i) {
+    EXPECT_TRUE(rules.Evaluate(i * 15 * kSec, Spread(i, 0.020, 0.020, "0xf0")).empty())
+        << "at sample " << i;
+  }
+  // 12 % of the compute below the longest (over the 7.5 % bar), 1.79 interquartile ranges below
+  // the median.
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_share", "0"), 0.12, 0.005);
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 1.79, 0.005);
+}
+
+TEST(PromMirrorTest, AnOutlierAmongManyRanksIsNamed) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, Spread(i, 0.027, 0.002, "0xf1"));
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);  // its node's only rank: a slow node
+    EXPECT_EQ(node[0].labels.at("instance"), "n1");
+  }
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 5.58, 0.005);
+}
+
 TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) {
   JobwideRules rules;
   for (int i = 0; i <= 6; ++i) {
