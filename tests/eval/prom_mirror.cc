@@ -14,6 +14,7 @@ constexpr int64_t kSec = 1000000000;
 const std::vector<std::string> kJobComm = {"job", "comm"};
 const std::vector<std::string> kJobInstance = {"job", "instance"};
 const std::vector<std::string> kJobCommInstance = {"job", "comm", "instance"};
+const std::vector<std::string> kJobCommInstanceRank = {"job", "comm", "instance", "rank"};
 
 std::string FullKey(const Labels& l) {
   std::string k;
@@ -302,6 +303,16 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   // record: sentinel:comm_nodes:count
   //   count by (job, comm) (count by (job, comm, instance) (sentinel_rank_duration_p50_seconds))
   rec["sentinel:comm_nodes:count"] = CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm);
+  // record: sentinel:rank_segment_growth
+  //   sentinel_rank_segment_p50_seconds / on (job, comm) group_left ()
+  //   (sentinel:comm_segment_p50_seconds:median > 0) - 1
+  {
+    Vector growth =
+        GroupArith(Filter(rec["sentinel:comm_segment_p50_seconds:median"], Cmp::kGt, 0),
+                   Arith::kDiv, Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, false);
+    for (Sample& g : growth) g.value -= 1;
+    rec["sentinel:rank_segment_growth"] = std::move(growth);
+  }
   // record: sentinel:rank_late
   //   (
   //     (sentinel:rank_lateness_share >= 0.075 and sentinel:rank_lateness_spreads >= 5)
@@ -309,6 +320,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   //     (sentinel:rank_lateness_share >= 0.075
   //        and on (job, comm) sentinel:comm_nodes:count <= 4)
   //   )
+  //   and on (job, comm, instance, rank) sentinel:rank_segment_growth >= 0.05
   //   and on (job, comm) sentinel:comm_nodes:count > 1
   {
     const Vector share_over =
@@ -317,8 +329,11 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
                                                    JobwideRules::kSpreadBar));
     const Vector few_nodes =
         AndOn(share_over, Filter(rec["sentinel:comm_nodes:count"], Cmp::kLe, 4), kJobComm);
-    rec["sentinel:rank_late"] = AndOn(
-        Or(outliers, few_nodes), Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
+    rec["sentinel:rank_late"] =
+        AndOn(AndOn(Or(outliers, few_nodes),
+                    Filter(rec["sentinel:rank_segment_growth"], Cmp::kGe, JobwideRules::kGrowthBar),
+                    kJobCommInstanceRank),
+              Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
   }
   // record: sentinel:node_ranks:count
   //   count by (job, instance) (sentinel_rank_duration_p50_seconds)

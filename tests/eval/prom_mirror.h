@@ -135,6 +135,9 @@ class JobwideRules {
   // p50s (in communicators spanning more than 4 nodes).
   static constexpr double kShareBar = 0.075;
   static constexpr double kSpreadBar = 5;
+  // ... and how much longer than the communicator's median the rank computes between collectives
+  // (its own compute: the segment leaves out its time in other communicators' collectives).
+  static constexpr double kGrowthBar = 0.05;
   // The group interval (every group here: 15 s).
   static constexpr int64_t kIntervalNs = 15LL * 1000000000;
 
