@@ -96,8 +96,10 @@ struct WaitRankState {
   double usual_segment_ns = 0;
   // The judgement.
   bool flagged = false;
-  uint64_t since_seq = 0;  // first collective of the slow run (when flagged)
-  bool changed = false;    // flagged or cleared at the last Observe
+  uint64_t since_seq = 0;     // first collective of the slow run (when flagged)
+  int64_t flagged_at_ns = 0;  // collector time it was flagged (when flagged)
+  int64_t last_at_ns = 0;     // collector time of its newest collective
+  bool changed = false;       // flagged or cleared at the last Observe
 };
 
 // One communicator's evidence on this node.
@@ -186,5 +188,10 @@ struct NodeVerdict {
 };
 
 NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks);
+
+// True when the rank is flagged or on its way: its compute segment is already rel / 2 over its
+// usual. While every process of a node is, a whole slow node is forming (its ranks cross the bars
+// one after another) and the node verdict, not a slow rank, is the one to expect.
+bool SlowingOrFlagged(const WaitRankState& st, double rel);
 
 }  // namespace sentinel::collector
