@@ -336,8 +336,11 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
               Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
   }
   // record: sentinel:node_ranks:count
-  //   count by (job, instance) (sentinel_rank_duration_p50_seconds)
-  rec["sentinel:node_ranks:count"] = CountBy(duration_p50, kJobInstance);
+  //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm)
+  //   sentinel:comm_nodes:count > 1)
+  rec["sentinel:node_ranks:count"] =
+      CountBy(AndOn(duration_p50, Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm),
+              kJobInstance);
   // record: sentinel:node_late_ranks:count
   //   count by (job, instance) (sentinel:rank_late)
   rec["sentinel:node_late_ranks:count"] = CountBy(rec["sentinel:rank_late"], kJobInstance);

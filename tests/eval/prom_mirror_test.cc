@@ -98,6 +98,30 @@ TEST(PromMirrorTest, LateWithoutComputingLongerIsNotNamed) {
   }
 }
 
+// As the promtool case "under --metrics-detail comm": every node also exports an on-time
+// node-local communicator; n3 is still the slow node.
+TEST(PromMirrorTest, NodeLocalSeriesDoNotHideASlowNode) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    Store s = Scrape(i, {4, 5});
+    for (int n = 1; n <= 4; ++n) {
+      const std::string inst = "n" + std::to_string(n);
+      const std::string comm = "0x10" + std::to_string(n);
+      s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, comm, 0, 0.0014));
+      s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, comm, 0, 0.01));
+    }
+    const auto fired = rules.Evaluate(i * 15 * kSec, s);
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);
+    EXPECT_EQ(node[0].labels.at("instance"), "n3");
+  }
+}
+
 TEST(PromMirrorTest, OneScrapeDipIsOnlyPending) {
   JobwideRules rules;
   for (int i = 0; i <= 12; ++i) {
