@@ -4,6 +4,7 @@
 // the straggler detector. Aggregator members called with its lock held (aggregator.h).
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "collector/aggregate/aggregator.h"
@@ -75,6 +76,23 @@ void AddSample(RankState* rs, const RankSample& sample, uint64_t* evicted) {
     if (!h) h = std::make_unique<Histogram>();
     h->AddNs(sample.duration_ns);
   }
+}
+
+// The wait evidence's compute segment (wait_evidence.h): `segment` (from the end of the rank's
+// previous collective here to `arrival`) less the time its process spent inside its other
+// communicators' collectives in between.
+int64_t OwnSegment(const State& state, const RankState& rank, int64_t segment, int64_t arrival) {
+  if (segment <= 0 || rank.client < 0) return segment;
+  const auto p = state.processes.find(rank.client);
+  if (p == state.processes.end()) return segment;
+  int64_t inside = 0;
+  for (const auto& [hash, r] : p->second->ranks) {
+    if (hash == rank.comm_hash) continue;
+    const auto other = state.ranks.find(std::make_pair(hash, r));
+    if (other == state.ranks.end() || other->second->client != rank.client) continue;
+    inside += InsideOtherCollectives(other->second->history, arrival - segment, arrival);
+  }
+  return std::max<int64_t>(0, segment - inside);
 }
 }  // namespace
 
@@ -234,7 +252,8 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
       scratch_seg_.push_back(m->prev_end_ns != kUnset && c.arrival >= m->prev_end_ns
                                  ? c.arrival - m->prev_end_ns
                                  : -1);
-      scratch_wait_.push_back({li, c.arrival, c.duration, scratch_seg_.back()});
+      scratch_wait_.push_back(
+          {li, c.arrival, c.duration, OwnSegment(state_, *m, scratch_seg_.back(), c.arrival)});
     }
     if (m->prev_end_ns == kUnset || c.arrival >= m->prev_end_ns) {
       m->prev_end_ns = c.arrival + std::max<int64_t>(c.duration, 0);

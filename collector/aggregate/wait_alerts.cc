@@ -2,8 +2,10 @@
 #include "collector/aggregate/wait_alerts.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -80,6 +82,28 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
     a.runbook = absl::StrCat(runbook_base, "alert-straggler");
     out.push_back(std::move(a));
     return out;
+  }
+  // Every process of the node flagged or slowing, and the first flag recent: a slow node is
+  // forming, its verdict follows within seconds; naming its ranks one by one first would be wrong.
+  // Held at most half the evidence's window (then the flagged ranks are named as they are).
+  if (v.processes > 1) {
+    absl::flat_hash_map<int, bool> slowing;  // process -> flagged or slowing in some judged comm
+    int64_t first_flag = INT64_MAX;
+    int64_t newest = INT64_MIN;
+    int64_t hold_ns = 0;
+    for (size_t i = 0; i < refs.size(); ++i) {
+      if (!refs[i].spans_nodes || !refs[i].judged || where[i].st == nullptr) continue;
+      const WaitRankState& st = *where[i].st;
+      const WaitParams& params = where[i].comm->wait->params();
+      bool& s = slowing[refs[i].process];
+      s = s || SlowingOrFlagged(st, params.rel);
+      if (st.flagged) first_flag = std::min(first_flag, st.flagged_at_ns);
+      newest = std::max(newest, st.last_at_ns);
+      hold_ns = std::max(hold_ns, params.window_ns / 2);
+    }
+    const bool forming =
+        std::all_of(slowing.begin(), slowing.end(), [](const auto& p) { return p.second; });
+    if (forming && first_flag != INT64_MAX && newest - first_flag < hold_ns) return out;
   }
   for (size_t i : v.flagged) {
     const Ref& r = where[i];

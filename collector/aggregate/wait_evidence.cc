@@ -79,6 +79,7 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
     }
     WaitRankState& st = ranks_[static_cast<size_t>(o.member)];
     st.changed = false;
+    st.last_at_ns = now_ns;
     const int64_t local_wait = last_arrival - o.arrival_ns;
     WaitRankState::Entry e;
     e.at_ns = now_ns;
@@ -101,6 +102,7 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
     }
     Refresh(&st, now_ns);
     Judge(&st);
+    if (st.changed && st.flagged) st.flagged_at_ns = now_ns;
   }
 }
 
@@ -182,6 +184,10 @@ uint64_t WaitEvidence::Onset(const WaitRankState& st) const {
     if (is_slow && 4 * slow >= 3 * (k + 1)) onset = e.seq;
   }
   return onset;
+}
+
+bool SlowingOrFlagged(const WaitRankState& st, double rel) {
+  return st.flagged || (st.has_usual && st.segment_p50_ns >= (1 + rel / 2) * st.usual_segment_ns);
 }
 
 NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks) {

@@ -8,7 +8,11 @@
 // above that floor. Its *remote wait* is the part after the last local rank arrived (the local
 // ranks share one clock, so that part is exact): what the node waited for the other nodes, the
 // same for every local rank. Its *compute segment* is the time from the end of its previous
-// collective on the communicator to its arrival at this one (its own clock).
+// collective on the communicator to its arrival at this one (its own clock), less the time its
+// process spent inside its other communicators' collectives in between (InsideOtherCollectives):
+// a rank of a data-parallel communicator also waits in the pipeline and tensor-parallel
+// collectives between two of its all-reduces, and a node behind a slow pipeline peer would
+// otherwise look as if it computed more slowly while it only waited.
 //
 // Per rank, over a short recent window (the last `window` collectives, none older than
 // `window_ns`), the p50 of the duration, the wait, the segment and the wait as a share of the
@@ -38,6 +42,7 @@
 // flagged ranks otherwise.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -91,8 +96,10 @@ struct WaitRankState {
   double usual_segment_ns = 0;
   // The judgement.
   bool flagged = false;
-  uint64_t since_seq = 0;  // first collective of the slow run (when flagged)
-  bool changed = false;    // flagged or cleared at the last Observe
+  uint64_t since_seq = 0;     // first collective of the slow run (when flagged)
+  int64_t flagged_at_ns = 0;  // collector time it was flagged (when flagged)
+  int64_t last_at_ns = 0;     // collector time of its newest collective
+  bool changed = false;       // flagged or cleared at the last Observe
 };
 
 // One communicator's evidence on this node.
@@ -140,6 +147,30 @@ class WaitEvidence {
   std::vector<double> scratch_d_;
 };
 
+// The time within [from_ns, to_ns) that a rank's collectives in `history` (one communicator's,
+// joined in order) cover, on the node's clock: for the compute segment of the same process in
+// another communicator. Reads from the newest sample back, and stops at the first that ended
+// before `from_ns` or after `max_samples` samples (the collectives of one segment are few).
+// `History` is a Ring<RankSample> (its size(), operator[] with 0 the oldest, and the samples'
+// arrival_ns and duration_ns, -1 unknown).
+template <typename History>
+int64_t InsideOtherCollectives(const History& history, int64_t from_ns, int64_t to_ns,
+                               size_t max_samples = 64) {
+  if (to_ns <= from_ns) return 0;
+  int64_t inside = 0;
+  const size_t n = std::min(history.size(), max_samples);
+  for (size_t k = 0; k < n; ++k) {
+    const auto& s = history[history.size() - 1 - k];
+    if (s.duration_ns < 0) continue;
+    const int64_t end = s.arrival_ns + s.duration_ns;
+    if (end <= from_ns) break;
+    const int64_t lo = std::max(s.arrival_ns, from_ns);
+    const int64_t hi = std::min(end, to_ns);
+    if (hi > lo) inside += hi - lo;
+  }
+  return std::min(inside, to_ns - from_ns);
+}
+
 // The node's judgement over its ranks in every communicator.
 struct WaitRankRef {
   uint64_t comm = 0;
@@ -157,5 +188,10 @@ struct NodeVerdict {
 };
 
 NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks);
+
+// True when the rank is flagged or on its way: its compute segment is already rel / 2 over its
+// usual. While every process of a node is, a whole slow node is forming (its ranks cross the bars
+// one after another) and the node verdict, not a slow rank, is the one to expect.
+bool SlowingOrFlagged(const WaitRankState& st, double rel);
 
 }  // namespace sentinel::collector

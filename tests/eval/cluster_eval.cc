@@ -30,6 +30,7 @@
 #include "collector/ingest/session.h"
 #include "schemas/wire/sentinel_wire.h"
 #include "tests/eval/cluster_model.h"
+#include "tests/eval/eval_frames.h"
 #include "tests/eval/prom_mirror.h"
 
 namespace sentinel::collector::eval {
@@ -43,41 +44,6 @@ constexpr int64_t kScrapeNs = 15 * kSec;  // Prometheus scrape interval
 // Alert ids of the node's own slow-node verdict (collector/aggregate/wait_alerts.h, once wired):
 // an alert whose id starts so names the node, not a rank.
 constexpr const char kSlowNodeIdPrefix[] = "straggler-node-";
-
-class NodeClock : public Clock {
- public:
-  int64_t MonoNs() const override { return now_; }
-  int64_t RealNs() const override { return now_; }
-  void Set(int64_t ns) { now_ = std::max(now_, ns); }
-
- private:
-  int64_t now_ = 0;
-};
-
-template <typename T>
-void AppendFrame(std::vector<uint8_t>* out, uint16_t type, const T& body) {
-  const SentinelWireFrameHeader h{static_cast<uint32_t>(8 + sizeof(T)), type, 0};
-  const size_t at = out->size();
-  out->resize(at + 8 + sizeof(T));
-  std::memcpy(out->data() + at, &h, 8);
-  std::memcpy(out->data() + at + 8, &body, sizeof(T));
-}
-
-enum class HangKind { kNone, kNeverLaunched, kKernelStuck, kGone };
-
-const char* HangKindName(HangKind k) {
-  switch (k) {
-    case HangKind::kNeverLaunched:
-      return "never_launched";
-    case HangKind::kKernelStuck:
-      return "launched_kernel_not_started";
-    case HangKind::kGone:
-      return "gone";
-    case HangKind::kNone:
-      break;
-  }
-  return "";
-}
 
 // Something a tier named: a rank, a node, or a hang culprit rank.
 struct Named {
@@ -230,7 +196,7 @@ class ClusterJob {
     int64_t offset_ns = 0;
     int64_t scrape_phase_ns = 0;
     int64_t next_scrape_ns = 0;
-    NodeClock clock;
+    VirtualClock clock;
     std::unique_ptr<Aggregator> agg;
     std::vector<std::unique_ptr<Session>> sessions;
     std::string instance;
@@ -740,7 +706,7 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
   // Hangs whose culprit is on another node: a rank stops at a cross-node (DP) collective.
   for (HangKind h : {HangKind::kNeverLaunched, HangKind::kKernelStuck, HangKind::kGone}) {
     FamilyTally fam;
-    fam.name = absl::StrFormat("hang %s", HangKindName(h));
+    fam.name = absl::StrFormat("hang %s", HangRole(h));
     fam.truth = Truth::kHang;
     if (!wanted(fam.name)) continue;
     std::vector<ClusterScenario> list;

@@ -28,6 +28,7 @@
 #include "collector/ingest/session.h"
 #include "schemas/wire/sentinel_wire.h"
 #include "tests/eval/cluster_eval.h"
+#include "tests/eval/eval_frames.h"
 #include "tests/eval/job_model.h"
 
 namespace sentinel::collector::eval {
@@ -36,42 +37,6 @@ namespace {
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kSec = 1000000000;
 constexpr int64_t kDeliveryNs = 2 * kMs;  // plugin flush + socket: records reach us this late
-
-class VirtualClock : public Clock {
- public:
-  int64_t MonoNs() const override { return now_; }
-  int64_t RealNs() const override { return now_; }  // alert times in the same (virtual) scale
-  void Set(int64_t ns) { now_ = std::max(now_, ns); }
-
- private:
-  int64_t now_ = 1000 * kSec;
-};
-
-// Encodes one frame as the plugin's transport does.
-template <typename T>
-void AppendFrame(std::vector<uint8_t>* out, uint16_t type, const T& body) {
-  const SentinelWireFrameHeader h{static_cast<uint32_t>(8 + sizeof(T)), type, 0};
-  const size_t at = out->size();
-  out->resize(at + 8 + sizeof(T));
-  std::memcpy(out->data() + at, &h, 8);
-  std::memcpy(out->data() + at + 8, &body, sizeof(T));
-}
-
-enum class HangKind { kNone, kNeverLaunched, kKernelStuck, kGone };
-
-const char* HangRole(HangKind k) {
-  switch (k) {
-    case HangKind::kNeverLaunched:
-      return "never_launched";
-    case HangKind::kKernelStuck:
-      return "launched_kernel_not_started";
-    case HangKind::kGone:
-      return "gone";
-    case HangKind::kNone:
-      break;
-  }
-  return "";
-}
 
 struct Scenario {
   int nranks = 8;
@@ -368,7 +333,7 @@ class Job {
 
   Scenario s_;
   Config config_;
-  VirtualClock clock_;
+  VirtualClock clock_{1000 * kSec};
   Aggregator agg_;
   std::vector<std::unique_ptr<Session>> sessions_;
   std::vector<CommModel> models_;

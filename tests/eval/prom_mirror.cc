@@ -14,6 +14,7 @@ constexpr int64_t kSec = 1000000000;
 const std::vector<std::string> kJobComm = {"job", "comm"};
 const std::vector<std::string> kJobInstance = {"job", "instance"};
 const std::vector<std::string> kJobCommInstance = {"job", "comm", "instance"};
+const std::vector<std::string> kJobCommInstanceRank = {"job", "comm", "instance", "rank"};
 
 std::string FullKey(const Labels& l) {
   std::string k;
@@ -169,6 +170,26 @@ Vector UnlessOn(const Vector& lhs, const Vector& rhs, const std::vector<std::str
   return out;
 }
 
+Vector And(const Vector& lhs, const Vector& rhs) {
+  std::unordered_map<std::string, bool> keys;
+  for (const Sample& s : rhs) keys[FullKey(s.labels)] = true;
+  Vector out;
+  for (const Sample& s : lhs) {
+    if (keys.count(FullKey(s.labels)) != 0) out.push_back(s);
+  }
+  return out;
+}
+
+Vector Or(const Vector& lhs, const Vector& rhs) {
+  std::unordered_map<std::string, bool> keys;
+  for (const Sample& s : lhs) keys[FullKey(s.labels)] = true;
+  Vector out = lhs;
+  for (const Sample& s : rhs) {
+    if (keys.count(FullKey(s.labels)) == 0) out.push_back(s);
+  }
+  return out;
+}
+
 void History::Add(int64_t ts_ns, const Vector& v) {
   for (const Sample& s : v) {
     auto& e = series_[FullKey(s.labels)];
@@ -261,16 +282,65 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   rec["sentinel:rank_lateness_share"] =
       GroupArith(Filter(rec["sentinel:comm_segment_p50_seconds:median"], Cmp::kGt, 0), Arith::kDiv,
                  rec["sentinel:rank_lateness_seconds"], kJobComm, false);
+  // record: sentinel:comm_duration_p50_seconds:median
+  //   quantile by (job, comm) (0.5, sentinel_rank_duration_p50_seconds)
+  rec["sentinel:comm_duration_p50_seconds:median"] = QuantileBy(duration_p50, kJobComm, 0.5);
+  // record: sentinel:comm_duration_p50_seconds:iqr
+  //   quantile by (job, comm) (0.75, sentinel_rank_duration_p50_seconds)
+  //     - quantile by (job, comm) (0.25, sentinel_rank_duration_p50_seconds)
+  rec["sentinel:comm_duration_p50_seconds:iqr"] =
+      GroupArith(QuantileBy(duration_p50, kJobComm, 0.25), Arith::kSub,
+                 QuantileBy(duration_p50, kJobComm, 0.75), kJobComm, false);
+  // record: sentinel:rank_lateness_spreads
+  //   (sentinel:comm_duration_p50_seconds:median - on (job, comm) group_right
+  //    sentinel_rank_duration_p50_seconds)
+  //   / on (job, comm) group_left () sentinel:comm_duration_p50_seconds:iqr
+  rec["sentinel:rank_lateness_spreads"] =
+      GroupArith(rec["sentinel:comm_duration_p50_seconds:iqr"], Arith::kDiv,
+                 GroupArith(rec["sentinel:comm_duration_p50_seconds:median"], Arith::kSub,
+                            duration_p50, kJobComm, true),
+                 kJobComm, false);
+  // record: sentinel:comm_nodes:count
+  //   count by (job, comm) (count by (job, comm, instance) (sentinel_rank_duration_p50_seconds))
+  rec["sentinel:comm_nodes:count"] = CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm);
+  // record: sentinel:rank_segment_growth
+  //   sentinel_rank_segment_p50_seconds / on (job, comm) group_left ()
+  //   (sentinel:comm_segment_p50_seconds:median > 0) - 1
+  {
+    Vector growth =
+        GroupArith(Filter(rec["sentinel:comm_segment_p50_seconds:median"], Cmp::kGt, 0),
+                   Arith::kDiv, Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, false);
+    for (Sample& g : growth) g.value -= 1;
+    rec["sentinel:rank_segment_growth"] = std::move(growth);
+  }
   // record: sentinel:rank_late
-  //   sentinel:rank_lateness_share >= 0.075 and on (job, comm)
-  //   (count by (job, comm) (count by (job, comm, instance) (sentinel_rank_duration_p50_seconds))
-  //    > 1)
-  rec["sentinel:rank_late"] = AndOn(
-      Filter(rec["sentinel:rank_lateness_share"], Cmp::kGe, 0.075),
-      Filter(CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm), Cmp::kGt, 1), kJobComm);
+  //   (
+  //     (sentinel:rank_lateness_share >= 0.075 and sentinel:rank_lateness_spreads >= 5)
+  //       or
+  //     (sentinel:rank_lateness_share >= 0.075
+  //        and on (job, comm) sentinel:comm_nodes:count <= 4)
+  //   )
+  //   and on (job, comm, instance, rank) sentinel:rank_segment_growth >= 0.05
+  //   and on (job, comm) sentinel:comm_nodes:count > 1
+  {
+    const Vector share_over =
+        Filter(rec["sentinel:rank_lateness_share"], Cmp::kGe, JobwideRules::kShareBar);
+    const Vector outliers = And(share_over, Filter(rec["sentinel:rank_lateness_spreads"], Cmp::kGe,
+                                                   JobwideRules::kSpreadBar));
+    const Vector few_nodes =
+        AndOn(share_over, Filter(rec["sentinel:comm_nodes:count"], Cmp::kLe, 4), kJobComm);
+    rec["sentinel:rank_late"] =
+        AndOn(AndOn(Or(outliers, few_nodes),
+                    Filter(rec["sentinel:rank_segment_growth"], Cmp::kGe, JobwideRules::kGrowthBar),
+                    kJobCommInstanceRank),
+              Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
+  }
   // record: sentinel:node_ranks:count
-  //   count by (job, instance) (sentinel_rank_duration_p50_seconds)
-  rec["sentinel:node_ranks:count"] = CountBy(duration_p50, kJobInstance);
+  //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm)
+  //   sentinel:comm_nodes:count > 1)
+  rec["sentinel:node_ranks:count"] =
+      CountBy(AndOn(duration_p50, Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm),
+              kJobInstance);
   // record: sentinel:node_late_ranks:count
   //   count by (job, instance) (sentinel:rank_late)
   rec["sentinel:node_late_ranks:count"] = CountBy(rec["sentinel:rank_late"], kJobInstance);

@@ -66,6 +66,11 @@ Vector CompareOn(const Vector& lhs, Cmp op, const Vector& rhs, const std::vector
 Vector AndOn(const Vector& lhs, const Vector& rhs, const std::vector<std::string>& on);
 Vector UnlessOn(const Vector& lhs, const Vector& rhs, const std::vector<std::string>& on);
 
+// `lhs and rhs`, `lhs or rhs`: matching on the full label sets (`or` keeps every lhs sample and the
+// rhs samples whose label set is not on the lhs).
+Vector And(const Vector& lhs, const Vector& rhs);
+Vector Or(const Vector& lhs, const Vector& rhs);
+
 // Sample history of the metrics read with a range (`changes(m[2m])`), per series.
 class History {
  public:
@@ -125,6 +130,14 @@ class JobwideRules {
   std::vector<AlertEvent> Evaluate(int64_t ts_ns, const Store& scraped);
   // The recording rules' results of the last evaluation, by record name.
   const Store& recorded() const { return recorded_; }
+  // sentinel:rank_late's bars: the lateness as a share of the compute segment, and how far below
+  // the communicator's median p50 the rank's own is, in interquartile ranges of the communicator's
+  // p50s (in communicators spanning more than 4 nodes).
+  static constexpr double kShareBar = 0.075;
+  static constexpr double kSpreadBar = 5;
+  // ... and how much longer than the communicator's median the rank computes between collectives
+  // (its own compute: the segment leaves out its time in other communicators' collectives).
+  static constexpr double kGrowthBar = 0.05;
   // The group interval (every group here: 15 s).
   static constexpr int64_t kIntervalNs = 15LL * 1000000000;
 

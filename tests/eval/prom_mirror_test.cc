@@ -24,7 +24,7 @@ Sample S(const std::string& instance, const std::string& comm, int rank, double 
 // 4 nodes x 2 ranks at 10 ms of compute between collectives; the others spend about 1.5 ms in each
 // collective. From sample 8 (2m) the culprits compute 20 % longer: they spend 1 ms inside, the
 // others 2 ms more (as the promtool case "20 % at 10 ms steps").
-Store Scrape(int i, const std::vector<int>& slow_ranks) {
+Store Scrape(int i, const std::vector<int>& slow_ranks, bool slow_compute = true) {
   static const double kJitter[4] = {0.0014, 0.0016, 0.0013, 0.0015};
   Store s;
   for (int r = 0; r < 8; ++r) {
@@ -34,7 +34,8 @@ Store Scrape(int i, const std::vector<int>& slow_ranks) {
     double d = kJitter[(i + r) % 4];
     if (i >= 8) d = slow ? 0.001 : d + 0.002;
     s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, "0xdd", r, d));
-    s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, "0xdd", r, slow ? 0.012 : 0.01));
+    s["sentinel_rank_segment_p50_seconds"].push_back(
+        S(inst, "0xdd", r, slow && slow_compute ? 0.012 : 0.01));
   }
   return s;
 }
@@ -88,6 +89,39 @@ TEST(PromMirrorTest, EveryRankOfANodeLateIsASlowNodeNotStragglers) {
   }
 }
 
+// As the promtool case "A rank that arrives late only because it waited elsewhere".
+TEST(PromMirrorTest, LateWithoutComputingLongerIsNotNamed) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    EXPECT_TRUE(rules.Evaluate(i * 15 * kSec, Scrape(i, {5}, /*slow_compute=*/false)).empty())
+        << "at sample " << i;
+  }
+}
+
+// As the promtool case "under --metrics-detail comm": every node also exports an on-time
+// node-local communicator; n3 is still the slow node.
+TEST(PromMirrorTest, NodeLocalSeriesDoNotHideASlowNode) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    Store s = Scrape(i, {4, 5});
+    for (int n = 1; n <= 4; ++n) {
+      const std::string inst = "n" + std::to_string(n);
+      const std::string comm = "0x10" + std::to_string(n);
+      s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, comm, 0, 0.0014));
+      s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, comm, 0, 0.01));
+    }
+    const auto fired = rules.Evaluate(i * 15 * kSec, s);
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);
+    EXPECT_EQ(node[0].labels.at("instance"), "n3");
+  }
+}
+
 TEST(PromMirrorTest, OneScrapeDipIsOnlyPending) {
   JobwideRules rules;
   for (int i = 0; i <= 12; ++i) {
@@ -95,6 +129,58 @@ TEST(PromMirrorTest, OneScrapeDipIsOnlyPending) {
     if (i == 10) s["sentinel_rank_duration_p50_seconds"][2].value = 0.0002;
     EXPECT_TRUE(rules.Evaluate(i * 15 * kSec, s).empty()) << "at sample " << i;
   }
+}
+
+// As the promtool cases "Noise spread over many ranks" and "... with a real straggler": 8 nodes of
+// one rank, 100 ms between collectives, p50s inside the collectives spread from 20 to 32 ms; rank 0
+// computes 10 % longer (noise) or, from sample 8, 30 % longer (a straggler).
+Store Spread(int i, double rank0_before, double rank0_after, double seg0_before, double seg0_after,
+             const std::string& comm) {
+  static const double kP50[8] = {0, 0.024, 0.026, 0.028, 0.029, 0.030, 0.031, 0.032};
+  Store s;
+  for (int r = 0; r < 8; ++r) {
+    const std::string inst = "n" + std::to_string(r + 1);
+    const double d = r != 0 ? kP50[r] : (i >= 8 ? rank0_after : rank0_before);
+    s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, comm, r, d));
+    const double seg = r != 0 ? 0.1 : (i >= 8 ? seg0_after : seg0_before);
+    s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, comm, r, seg));
+  }
+  return s;
+}
+
+double Recorded(const JobwideRules& rules, const std::string& name, const std::string& rank) {
+  for (const Sample& s : rules.recorded().at(name)) {
+    if (s.labels.at("rank") == rank) return s.value;
+  }
+  return NAN;
+}
+
+TEST(PromMirrorTest, NoiseSpreadOverManyRanksIsNotLate) {
+  JobwideRules rules;
+  for (int i = 0; i <= 20; ++i) {
+    EXPECT_TRUE(rules.Evaluate(i * 15 * kSec, Spread(i, 0.020, 0.020, 0.11, 0.11, "0xf0")).empty())
+        << "at sample " << i;
+  }
+  // 12 % of the compute below the longest (over the 7.5 % bar), 1.79 interquartile ranges below
+  // the median.
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_share", "0"), 0.12, 0.005);
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 1.79, 0.005);
+}
+
+TEST(PromMirrorTest, AnOutlierAmongManyRanksIsNamed) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, Spread(i, 0.027, 0.002, 0.1, 0.13, "0xf1"));
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);  // its node's only rank: a slow node
+    EXPECT_EQ(node[0].labels.at("instance"), "n1");
+  }
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 5.58, 0.005);
 }
 
 TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) {

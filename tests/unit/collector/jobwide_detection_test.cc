@@ -152,6 +152,25 @@ TEST_F(JobwideDetectionTest, WholeSlowNodeNamesItself) {
   EXPECT_EQ(b[0].evidence["flagged"].size(), 2u) << b[0].evidence.dump();
 }
 
+// While a whole slow node forms, its ranks cross the bars one after another: the node is named,
+// never first one of its ranks as a slow rank (the cluster evaluation's node tier named a rank
+// first in most slow-node runs). Checked at every tick of the onset.
+TEST_F(JobwideDetectionTest, SlowNodeIsNeverFirstNamedAsASlowRank) {
+  Run(300, 10 * kMs, 0.03, {});
+  const std::vector<eval::Slowdown> slow = {{2, 0.20, 300, -1}, {3, 0.20, 300, -1}};
+  bool node_named = false;
+  for (int chunk = 0; chunk < 70; ++chunk) {
+    Run(10, 10 * kMs, 0.03, slow);  // 100 ms of job time, then a tick
+    for (const Alert& a : Firing(1)) {
+      EXPECT_EQ(a.id.rfind("straggler-wait-", 0), std::string::npos)
+          << "a rank of the slow node named alone at step " << 300 + 10 * (chunk + 1) << ": "
+          << a.summary;
+      if (a.id.rfind("straggler-node-", 0) == 0) node_named = true;
+    }
+  }
+  EXPECT_TRUE(node_named);
+}
+
 // Noise only: jitter, heavy-tailed delays and whole-job pauses at 2 ms steps: nothing, anywhere.
 TEST_F(JobwideDetectionTest, NoiseNamesNothing) {
   Run(20000, 2 * kMs, 0.05, {}, /*heavy_tail=*/0.01, /*pause_prob=*/0.001);
