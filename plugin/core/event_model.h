@@ -109,20 +109,27 @@ struct alignas(64) Slot {
   std::atomic<int64_t> recv_xfer_ns;
   std::atomic<uint64_t> send_bytes;
   std::atomic<uint64_t> recv_bytes;
-  // ProxyStep: state times/sizes. GroupApi: AlltoAll heuristic state.
+  // ProxyStep: state times/sizes (with the header, the two lines a step touches).
   std::atomic<int64_t> t_send_wait;   // ProxyStep state 9
   std::atomic<int64_t> t_recv_wait;   // ProxyStep state 10
   std::atomic<int64_t> t_recv_flush;  // ProxyStep state 11
   std::atomic<uint64_t> size_send;    // transSize at 9
   std::atomic<uint64_t> size_recv;    // transSize at 11
-  std::atomic<uint32_t> n_send;       // GroupApi: Send P2pApi pieces
-  std::atomic<uint32_t> n_recv;       // GroupApi: Recv P2pApi pieces
-  std::atomic<uint32_t> group_flags;  // GroupApi: kGroup* bits below
+  // GroupApi: AlltoAll heuristic state, all on the slot's last line (alignas), so that a GroupApi
+  // touches two lines, the header and this one, not three.
+  alignas(64) std::atomic<uint32_t> n_send;  // GroupApi: Send P2pApi pieces
+  std::atomic<uint32_t> n_recv;              // GroupApi: Recv P2pApi pieces
+  std::atomic<uint32_t> group_flags;         // GroupApi: kGroup* bits below
   std::atomic<uint32_t> recovered;    // GroupApi: kRecoveryUndecided, 1 + func, or kNoRecovery
   std::atomic<uint64_t> first_count;  // GroupApi: count of the first P2pApi piece
   std::atomic<uint64_t> recovered_seq;
   std::atomic<Context*> first_ctx;
+  std::atomic<uint8_t> has_coll;  // GroupApi: a CollApi piece started (NoteCollApiPiece)
 };
+// Five lines. Which lines a kind touches is part of the hot path's cost (a FIFO pool larger than
+// the caches finds each cold; SlotArena::Claim loads a Coll/P2p's ahead): a field added must not
+// move the others across a line.
+static_assert(sizeof(Slot) == 320, "five cache lines");
 
 // A KernelCh of channel c < kMaxKchHandles needs no slot of its own: its handle is the odd
 // address parent + 2c + 1 inside its Coll/P2p's slot (never a Slot address, which is 64-aligned),

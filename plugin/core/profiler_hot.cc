@@ -17,7 +17,8 @@
 //   kFree; stops and states also need an acquire load of kLive. Children that hold their parent
 //   take it by TryRef (a Coll/P2p only reads its API parent, validated: event_model.h).
 // - `refs` (slot_refs.h): one acq_rel CAS per transition. Children add to their parent with
-//   relaxed RMWs (proxy sums, GPU min/max, KernelChTimes) before dropping their reference, so the
+//   relaxed RMWs (GPU min/max, KernelChTimes), or with relaxed loads and stores where those fields
+//   have one writing thread (the proxy sums: ProxySumAdd), before dropping their reference, so the
 //   thread that drops the last one (any caller above, or the drainer's SweepGrace) sees them all
 //   and alone frees the slot and emits the record; kDoneBit decides between it and finalize's
 //   truncation (CoreFinalize). `grace`: a relaxed check, then an acq_rel exchange, so exactly one
@@ -177,10 +178,21 @@ Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t n
   return s;
 }
 
-// CollApi, P2pApi: children of GroupApi, holding it until they stop.
+// CollApi, P2pApi: children of GroupApi. A P2pApi holds its GroupApi until it stops: its P2p
+// reads the group's recovered function through it (RecoveredFunc). A CollApi only marks the group
+// at its start (NoteCollApiPiece) and nothing reads its group later, so it holds no reference:
+// a TryRef at its start and an Unref at its stop were two locked instructions per collective. A
+// group already finished (count 0) is not marked, as TryRef would have refused it.
 Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
-  if (grp != nullptr && !TryRef(grp)) grp = nullptr;
+  if (k == Kind::kCollApi) {
+    if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
+      NoteCollApiPiece(grp);
+    }
+    grp = nullptr;
+  } else if (grp != nullptr && !TryRef(grp)) {
+    grp = nullptr;
+  }
   Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
     if (grp != nullptr) Unref(grp, ts);
@@ -191,12 +203,7 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
-  if (grp == nullptr) return s;
-  if (k == Kind::kCollApi) {
-    NoteCollApiPiece(grp);
-  } else {
-    NoteP2pApiPiece(grp, s, ctx, d.count, CurrentApiForThread());
-  }
+  if (grp != nullptr) NoteP2pApiPiece(grp, s, ctx, d.count, CurrentApiForThread());
   return s;
 }
 
@@ -353,6 +360,17 @@ inline Slot* StepOwner(Slot* step) {
   return (k == Kind::kColl || k == Kind::kP2p) ? coll : nullptr;
 }
 
+// Adds to a collective's proxy sum. Every ProxyOp and ProxyStep of one collective comes from its
+// communicator's one proxy progress thread (docs/nccl-facts.md §5.4), so the sums have one writer:
+// a load and a store, no RMW. A fetch_add per sum was four locked instructions per network step,
+// each waiting for the stores before it: the costliest part of a ProxyStep stop (perf). Atomics
+// only so that finalize's truncation may read them while a step still adds; were a host ever to
+// stop one collective's steps on two threads at once, a sum could lose an addition, never more.
+template <typename T, typename V>
+inline void ProxySumAdd(std::atomic<T>& sum, V v) {
+  sum.store(sum.load(std::memory_order_relaxed) + static_cast<T>(v), std::memory_order_relaxed);
+}
+
 void StopProxyStep(Slot* s, int64_t now) {
   Slot* coll = StepOwner(s);
   if (coll == nullptr) return;
@@ -364,18 +382,16 @@ void StopProxyStep(Slot* s, int64_t now) {
   int64_t t11 = (seen & kStepSawRecvFlush) ? s->t_recv_flush.load(std::memory_order_relaxed) : 0;
   // relaxed: sums read by the completing thread after the acq_rel refcount release.
   if (t9 != 0) {
-    if (t8 != 0) coll->send_wait_ns.fetch_add(t9 - t8, std::memory_order_relaxed);
-    coll->send_xfer_ns.fetch_add(now - t9, std::memory_order_relaxed);
-    coll->send_bytes.fetch_add(s->size_send.load(std::memory_order_relaxed),
-                               std::memory_order_relaxed);
+    if (t8 != 0) ProxySumAdd(coll->send_wait_ns, t9 - t8);
+    ProxySumAdd(coll->send_xfer_ns, now - t9);
+    ProxySumAdd(coll->send_bytes, s->size_send.load(std::memory_order_relaxed));
   }
   if (t11 != 0) {
-    if (t10 != 0) coll->recv_wait_ns.fetch_add(t11 - t10, std::memory_order_relaxed);
-    coll->recv_xfer_ns.fetch_add(now - t11, std::memory_order_relaxed);
-    coll->recv_bytes.fetch_add(s->size_recv.load(std::memory_order_relaxed),
-                               std::memory_order_relaxed);
+    if (t10 != 0) ProxySumAdd(coll->recv_wait_ns, t11 - t10);
+    ProxySumAdd(coll->recv_xfer_ns, now - t11);
+    ProxySumAdd(coll->recv_bytes, s->size_recv.load(std::memory_order_relaxed));
   }
-  if (t9 != 0 || t11 != 0) coll->proxy_steps.fetch_add(1, std::memory_order_relaxed);
+  if (t9 != 0 || t11 != 0) ProxySumAdd(coll->proxy_steps, 1u);
 }
 
 // ---- KernelCh: the per-channel hot path (3 callbacks per channel at Inspector's mask) ----------
