@@ -154,7 +154,13 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
   // release: everything we read or wrote in this slot happens before its next claimer.
   s->state.store(SlotState::kFree, std::memory_order_release);
   // Only Ref-holding kinds keep a parent reference (see CoreStartEvent).
-  if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) Unref(parent, ts);
+  if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) {
+    if (k == Kind::kProxyStep) {
+      AfterDrop(DropRefOneThread(parent), parent, ts);  // a ProxyOp: one thread (slot_refs.h)
+    } else {
+      Unref(parent, ts);
+    }
+  }
 }
 
 }  // namespace profiler_internal
@@ -334,13 +340,17 @@ Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64
 Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx, ThreadState* ts,
                         int64_t now) {
   Slot* parent = g->slots.AsSlotOfKind(d.parent, parent_kind);
-  if (parent != nullptr && !TryRef(parent)) {
+  // A ProxyStep's ProxyOp changes its count on one thread only (slot_refs.h).
+  const bool one_thread = parent_kind == Kind::kProxyOp;
+  if (parent != nullptr && !(one_thread ? TryRefOneThread(parent) : TryRef(parent))) {
     ts->Add(kCtrOrphanChildren);
     parent = nullptr;
   }
   Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
-    if (parent != nullptr) Unref(parent, ts);
+    if (parent != nullptr) {
+      AfterDrop(one_thread ? DropRefOneThread(parent) : DropRef(parent), parent, ts);
+    }
     return nullptr;
   }
   ResetSlot(s, ctx, parent, 1, now);
@@ -688,7 +698,8 @@ void CoreStopEvent(void* handle) noexcept {
   }
   // Repeated stops (e.g. NCCL's stale CollApi, §5.6.1) and stops of finished slots are counted
   // and ignored; see MarkStopped.
-  RefDrop stopped = MarkStopped(s);
+  // A ProxyOp changes its count on one thread only (slot_refs.h).
+  RefDrop stopped = KindOf(s) == Kind::kProxyOp ? MarkStoppedOneThread(s) : MarkStopped(s);
   if (stopped == RefDrop::kStale) {
     ts->Add(kCtrStaleHandles);
     return;
@@ -715,7 +726,12 @@ void CoreStopEvent(void* handle) noexcept {
       break;
   }
   if (stopped == RefDrop::kHeld) {
-    Unref(s, ts);  // our own reference, after the stop's work above
+    // Our own reference, after the stop's work above.
+    if (KindOf(s) == Kind::kProxyOp) {
+      AfterDrop(DropRefOneThread(s), s, ts);
+    } else {
+      Unref(s, ts);
+    }
   } else {
     AfterDrop(stopped, s, ts);
   }
