@@ -115,6 +115,9 @@ struct alignas(64) Slot {
   std::atomic<int64_t> t_recv_flush;  // ProxyStep state 11
   std::atomic<uint64_t> size_send;    // transSize at 9
   std::atomic<uint64_t> size_recv;    // transSize at 11
+  // Coll/P2p: its open ProxyOps, which share one reference on it (StartProxyOp); on the line of
+  // recv_bytes, which its record reads anyway.
+  std::atomic<uint32_t> proxy_open;
   // GroupApi: AlltoAll heuristic state, all on the slot's last line (alignas), so that a GroupApi
   // touches two lines, the header and this one, not three.
   alignas(64) std::atomic<uint32_t> n_send;  // GroupApi: Send P2pApi pieces

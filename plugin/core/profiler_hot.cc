@@ -157,6 +157,11 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
   if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) {
     if (k == Kind::kProxyStep) {
       AfterDrop(DropRefOneThread(parent), parent, ts);  // a ProxyOp: one thread (slot_refs.h)
+    } else if (k == Kind::kProxyOp) {
+      // The last open ProxyOp of its collective drops their shared reference (StartProxyOp).
+      const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed) - 1;
+      parent->proxy_open.store(open, std::memory_order_relaxed);
+      if (open == 0) Unref(parent, ts);
     } else {
       Unref(parent, ts);
     }
@@ -319,19 +324,27 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   return s;
 }
 
-// ProxyOp and KernelCh: children of a Coll/P2p. `reserved` says a reference was already counted
-// at the parent's start (an expected KernelCh).
-Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64_t now) {
-  if (!reserved && !TryRef(parent)) {
+// ProxyOp: a child of a Coll/P2p. A collective's open ProxyOps share ONE reference on it, taken
+// by the ProxyOp that finds none open and dropped by the last one to finish (OnLastRef), and
+// `proxy_open` counts them with loads and stores: every ProxyOp of a collective starts and ends on
+// its communicator's proxy progress thread (docs/nccl-facts.md, Threads and concurrency; ends:
+// a ProxyOp's count changes on that thread only, slot_refs.h). A TryRef and an Unref per ProxyOp
+// were two locked instructions on the collective's line per channel and direction. A host that
+// broke the rule could leak the collective's reference (the record is then truncated at
+// finalize) or drop it early (its later ProxyOps are orphans), nothing worse.
+Slot* StartProxyOp(Slot* parent, ThreadState* ts, int64_t now) {
+  const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed);
+  if (open == 0 && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
     return nullptr;
   }
-  ReleaseGrace(parent, ts);  // we hold a reference, so this cannot finish the parent
-  Slot* s = g->slots.Claim(k, ts);
+  ReleaseGrace(parent, ts);  // a reference is held for us, so this cannot finish the parent
+  Slot* s = g->slots.Claim(Kind::kProxyOp, ts);
   if (s == nullptr) {
-    Unref(parent, ts);
+    if (open == 0) Unref(parent, ts);
     return nullptr;
   }
+  parent->proxy_open.store(open + 1, std::memory_order_relaxed);
   ResetSlot(s, parent->ctx.load(std::memory_order_relaxed), parent, 1, now);
   return s;
 }
@@ -644,7 +657,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
         ts->Add(kCtrOrphanChildren);
         break;
       }
-      s = StartCollChild(Kind::kProxyOp, parent, false, ts, now);
+      s = StartProxyOp(parent, ts, now);
       break;
     }
     case kSentinelProfileProxyStep:
