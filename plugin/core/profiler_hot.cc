@@ -711,8 +711,9 @@ void CoreStopEvent(void* handle) noexcept {
   }
   // Repeated stops (e.g. NCCL's stale CollApi, §5.6.1) and stops of finished slots are counted
   // and ignored; see MarkStopped.
-  // A ProxyOp changes its count on one thread only (slot_refs.h).
-  RefDrop stopped = KindOf(s) == Kind::kProxyOp ? MarkStoppedOneThread(s) : MarkStopped(s);
+  // ProxyOp, GroupApi, CollApi: their counts change on one thread only (slot_refs.h).
+  const bool one_thread = CountsOnOneThread(KindOf(s));
+  RefDrop stopped = one_thread ? MarkStoppedOneThread(s) : MarkStopped(s);
   if (stopped == RefDrop::kStale) {
     ts->Add(kCtrStaleHandles);
     return;
@@ -740,7 +741,7 @@ void CoreStopEvent(void* handle) noexcept {
   }
   if (stopped == RefDrop::kHeld) {
     // Our own reference, after the stop's work above.
-    if (KindOf(s) == Kind::kProxyOp) {
+    if (one_thread) {
       AfterDrop(DropRefOneThread(s), s, ts);
     } else {
       Unref(s, ts);
