@@ -23,9 +23,9 @@
 //   and alone frees the slot and emits the record; kDoneBit decides between it and finalize's
 //   truncation (CoreFinalize). `grace`: a relaxed check, then an acq_rel exchange, so exactly one
 //   of the first child start and the drainer's sweep drops that reference.
-// - Slot-less KernelCh: a relaxed fetch_or of `kch_seen` picks the start that owns a channel's
-//   timers; an acq_rel fetch_or of `kch_done` picks the first stop and passes the channels' timers
-//   on to the stop that completes the set, which drops the collective's KernelCh reference.
+// - Slot-less KernelCh: `kch_seen` (set by a relaxed load and store: one writer thread,
+//   KernelChBits) picks the start that owns a channel's timers; `kch_done` (likewise) picks the
+//   first stop, and the stop that completes the set drops the collective's KernelCh reference.
 // - Events the records do not need (CoreSkipAncestorStart, ancestor_skip.h): at most one relaxed
 //   load of `mask`, and NCCL's out-parameter written, nothing else; the shared Group handle is
 //   never written and is recognised by its address before anything is read through a handle.
@@ -418,6 +418,14 @@ void StopProxyStep(Slot* s, int64_t now) {
 }
 
 // ---- KernelCh: the per-channel hot path (3 callbacks per channel at Inspector's mask) ----------
+// KernelChBits: a collective's kch_seen and kch_done have one writer, its communicator's proxy
+// progress thread, which makes every KernelCh start and stop (docs/nccl-facts.md, Threads and
+// concurrency): each is set with a relaxed load and store, not a fetch_or, which was a locked
+// instruction per channel at each start and stop. Other threads only read them (the record's
+// builder after the refcount's acq_rel drop, finalize's truncation). A host that started or
+// stopped one collective's channels on two threads at once could lose a bit: the collective's
+// KernelCh reference is then dropped never (the record is truncated at finalize) or by the wrong
+// stop, and a channel's timers may be missed; nothing worse.
 // Metered per collective (KernelChMeter), and usually without a slot of its own (KernelChHandle):
 // one fetch_or on the parent at the start and one at the stop. The collective's expected channels
 // share ONE reference on it (SetCompletionRefs), dropped by the stop that completes their set: a
@@ -449,8 +457,10 @@ void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_
   bool first_channel = true;
   if (channel_id < kMaxKchHandles) {
     uint64_t bit = uint64_t{1} << channel_id;
-    // relaxed: only decides who owns the bit; the stops' kch_done and the refcount order the rest.
-    uint64_t seen = parent->kch_seen.fetch_or(bit, std::memory_order_relaxed);
+    // One writer (KernelChBits): a load and a store. relaxed: only decides who owns the bit; the
+    // refcount orders the rest.
+    const uint64_t seen = parent->kch_seen.load(std::memory_order_relaxed);
+    if ((seen & bit) == 0) parent->kch_seen.store(seen | bit, std::memory_order_relaxed);
     own_bit = (seen & bit) == 0;
     if (own_bit) {
       expected = seen == 0 ? parent->kch_expected != 0 : Popcount64(seen) < parent->kch_expected;
@@ -521,13 +531,15 @@ void StopKernelCh(void* handle, ThreadState* ts) {
   Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
   if (parent == nullptr) return;
   uint64_t bit = uint64_t{1} << channel;
-  // The first stop wins. acq_rel: each stop releases its channel's timers (KernelChTimes) to the
-  // stop that completes the set, which passes them on through the refcount drop.
-  const uint64_t before = parent->kch_done.fetch_or(bit, std::memory_order_acq_rel);
+  // The first stop wins. One writer (KernelChBits): a load and a store; the stop that completes
+  // the set passes the channels' timers on through the refcount drop (acq_rel), and the earlier
+  // stops came before it on the same thread.
+  const uint64_t before = parent->kch_done.load(std::memory_order_relaxed);
   if ((before & bit) != 0) {
     ts->Add(kCtrStaleHandles);
     return;
   }
+  parent->kch_done.store(before | bit, std::memory_order_relaxed);
   // Slot-less handles go only to expected channels, so exactly one stop completes the set.
   if (Popcount64(before | bit) == parent->kch_expected) Unref(parent, ts);
 }
