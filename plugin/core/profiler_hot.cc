@@ -384,11 +384,12 @@ inline Slot* StepOwner(Slot* step) {
 }
 
 // Adds to a collective's proxy sum. Every ProxyOp and ProxyStep of one collective comes from its
-// communicator's one proxy progress thread (docs/nccl-facts.md §5.4), so the sums have one writer:
-// a load and a store, no RMW. A fetch_add per sum was four locked instructions per network step,
-// each waiting for the stores before it: the costliest part of a ProxyStep stop (perf). Atomics
-// only so that finalize's truncation may read them while a step still adds; were a host ever to
-// stop one collective's steps on two threads at once, a sum could lose an addition, never more.
+// communicator's one proxy progress thread (docs/nccl-facts.md, Threads and concurrency), so the
+// sums have one writer: a load and a store, no RMW. A fetch_add per sum was four locked
+// instructions per network step, each waiting for the stores before it: the costliest part of a
+// ProxyStep stop (perf). Atomics only so that finalize's truncation may read them while a step
+// still adds; were a host ever to stop one collective's steps on two threads at once, a sum
+// could lose an addition, never more.
 template <typename T, typename V>
 inline void ProxySumAdd(std::atomic<T>& sum, V v) {
   sum.store(sum.load(std::memory_order_relaxed) + static_cast<T>(v), std::memory_order_relaxed);
@@ -427,7 +428,7 @@ void StopProxyStep(Slot* s, int64_t now) {
 // KernelCh reference is then dropped never (the record is truncated at finalize) or by the wrong
 // stop, and a channel's timers may be missed; nothing worse.
 // Metered per collective (KernelChMeter), and usually without a slot of its own (KernelChHandle):
-// one fetch_or on the parent at the start and one at the stop. The collective's expected channels
+// one bit set in the parent at the start and one at the stop. The collective's expected channels
 // share ONE reference on it (SetCompletionRefs), dropped by the stop that completes their set: a
 // reference drop per channel was a CAS loop, the costliest step of the KernelCh stop (perf).
 
