@@ -4,12 +4,14 @@
 // Lifetime rules:
 // - A handle is a pointer to a Slot. Its FIRST field is a 64-bit type tag (kind + magic), so any
 //   pointer NCCL hands back can be checked (range, alignment, tag) before anything else is read.
-// - `refs` = 1 while the event is started and not stopped, +1 per live child (and, for Coll/P2p,
-//   +1 per expected KernelCh and +1 "grace" while ProxyOp children may still come). When it drops
-//   to 0 the event is finished (a Coll/P2p record is emitted), the slot is freed, and the parent
-//   loses one reference. So parents stay alive until every child has stopped. Its top bit
-//   (kStoppedBit) says the event was stopped: the stop sets it and drops its own reference in one
-//   CAS, so a second stop is recognised as stale. kDoneBit: the record was emitted, by the last
+// - `refs` = 1 while the event is started and not stopped, +1 per live child that holds it (a
+//   CollApi holds no GroupApi; a Coll/P2p's open ProxyOps share one reference, its expected
+//   KernelCh another, and +1 "grace" while ProxyOp children may still come). When it drops to 0 the
+//   event is finished (a Coll/P2p record is emitted), the slot is freed, and the parent loses one
+//   reference. So parents stay alive until every child has stopped. Its top bit (kStoppedBit) says
+//   the event was stopped: the stop sets it and drops its own reference in one CAS (one load and
+//   store for the kinds whose count changes on one thread, slot_refs.h), so a second stop is
+//   recognised as stale. kDoneBit: the record was emitted, by the last
 //   reference or, truncated, by finalize (whichever sets the bit first).
 // - Slots are memory-stable for the life of the process and reused in FIFO order, so a stale
 //   pointer aliases a new event only after a full wrap of its pool.
@@ -109,20 +111,30 @@ struct alignas(64) Slot {
   std::atomic<int64_t> recv_xfer_ns;
   std::atomic<uint64_t> send_bytes;
   std::atomic<uint64_t> recv_bytes;
-  // ProxyStep: state times/sizes. GroupApi: AlltoAll heuristic state.
+  // ProxyStep: state times/sizes (with the header, the two lines a step touches).
   std::atomic<int64_t> t_send_wait;   // ProxyStep state 9
   std::atomic<int64_t> t_recv_wait;   // ProxyStep state 10
   std::atomic<int64_t> t_recv_flush;  // ProxyStep state 11
   std::atomic<uint64_t> size_send;    // transSize at 9
   std::atomic<uint64_t> size_recv;    // transSize at 11
-  std::atomic<uint32_t> n_send;       // GroupApi: Send P2pApi pieces
-  std::atomic<uint32_t> n_recv;       // GroupApi: Recv P2pApi pieces
-  std::atomic<uint32_t> group_flags;  // GroupApi: kGroup* bits below
+  // Coll/P2p: its open ProxyOps, which share one reference on it (StartProxyOp); on the line of
+  // recv_bytes, which its record reads anyway.
+  std::atomic<uint32_t> proxy_open;
+  // GroupApi: AlltoAll heuristic state, all on the slot's last line (alignas), so that a GroupApi
+  // touches two lines, the header and this one, not three.
+  alignas(64) std::atomic<uint32_t> n_send;  // GroupApi: Send P2pApi pieces
+  std::atomic<uint32_t> n_recv;              // GroupApi: Recv P2pApi pieces
+  std::atomic<uint32_t> group_flags;         // GroupApi: kGroup* bits below
   std::atomic<uint32_t> recovered;    // GroupApi: kRecoveryUndecided, 1 + func, or kNoRecovery
   std::atomic<uint64_t> first_count;  // GroupApi: count of the first P2pApi piece
   std::atomic<uint64_t> recovered_seq;
   std::atomic<Context*> first_ctx;
+  std::atomic<uint8_t> has_coll;  // GroupApi: a CollApi piece started (NoteCollApiPiece)
 };
+// Five lines. Which lines a kind touches is part of the hot path's cost (a FIFO pool larger than
+// the caches finds each cold; SlotArena::Claim loads a Coll/P2p's ahead): a field added must not
+// move the others across a line.
+static_assert(sizeof(Slot) == 320, "five cache lines");
 
 // A KernelCh of channel c < kMaxKchHandles needs no slot of its own: its handle is the odd
 // address parent + 2c + 1 inside its Coll/P2p's slot (never a Slot address, which is 64-aligned),

@@ -18,11 +18,14 @@ void ResetGroupRecovery(Slot* grp) noexcept {
   grp->first_count.store(0, std::memory_order_relaxed);
   grp->recovered_seq.store(0, std::memory_order_relaxed);
   grp->first_ctx.store(nullptr, std::memory_order_relaxed);
+  grp->has_coll.store(0, std::memory_order_relaxed);
   grp->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
 }
 
 void NoteCollApiPiece(Slot* grp) noexcept {
-  grp->group_flags.fetch_or(kGroupHasColl, std::memory_order_relaxed);
+  // A byte of its own, so a plain store: a fetch_or of kGroupHasColl into group_flags, which the
+  // P2pApi pieces also update, was a locked instruction per collective.
+  grp->has_coll.store(1, std::memory_order_relaxed);
 }
 
 namespace {
@@ -74,14 +77,19 @@ void NoteP2pApiPiece(Slot* grp, Slot* piece, Context* ctx, uint64_t count,
 
 void RecoverGroupFunc(Slot* grp) noexcept {
   if (grp->recovered.load(std::memory_order_relaxed) != kRecoveryUndecided) return;
-  uint32_t flags = grp->group_flags.load(std::memory_order_relaxed);
-  uint32_t ns = grp->n_send.load(std::memory_order_relaxed);
-  uint32_t nr = grp->n_recv.load(std::memory_order_relaxed);
   Context* ctx = grp->first_ctx.load(std::memory_order_relaxed);
   if (ctx == nullptr) {
-    Decide(grp, ctx, kNoRecovery);
+    // No P2pApi piece: nothing to recover, and no P2p will ask (RecoveredFunc comes through a
+    // P2pApi piece, which sets first_ctx at its start). The group's own GroupEndApiStart and stop
+    // are the only deciders left, both on the thread that runs the group (docs/nccl-facts.md
+    // §5.4), so a store, not Decide's CAS (a locked instruction per collective).
+    grp->recovered.store(kNoRecovery, std::memory_order_relaxed);
     return;
   }
+  uint32_t flags = grp->group_flags.load(std::memory_order_relaxed);
+  if (grp->has_coll.load(std::memory_order_relaxed) != 0) flags |= kGroupHasColl;
+  uint32_t ns = grp->n_send.load(std::memory_order_relaxed);
+  uint32_t nr = grp->n_recv.load(std::memory_order_relaxed);
   bool alltoall = (flags & (kGroupHasColl | kGroupNotUniform | kGroupMixedCtx)) == 0 &&
                   ctx->nranks >= 2 && ns == static_cast<uint32_t>(ctx->nranks) && nr == ns;
   Decide(grp, ctx, alltoall ? 1u + kSentinelFuncAlltoAll : kNoRecovery);

@@ -80,7 +80,15 @@ struct InFlightCounters {
   }
 
   // Hot path, at each KernelCh start of the collective `ordinal` (the first one moves it).
-  void OnGpuStart(uint64_t ordinal) noexcept { StoreMax(gpu_started, ordinal); }
+  // One writer: every KernelCh start of a communicator comes from its proxy progress thread
+  // (docs/nccl-facts.md, Threads and concurrency), so a load and a release store, not StoreMax's
+  // CAS (a locked instruction per collective).
+  void OnGpuStart(uint64_t ordinal) noexcept {
+    // release: as in StoreMax.
+    if (ordinal > gpu_started.load(std::memory_order_relaxed)) {
+      gpu_started.store(ordinal, std::memory_order_release);
+    }
+  }
 
   // When the collective's record completes (in stream order). A completed collective's kernel
   // certainly started: Read() raises gpu_started to completed (KernelCh lost or not in the mask),

@@ -17,14 +17,15 @@
 //   kFree; stops and states also need an acquire load of kLive. Children that hold their parent
 //   take it by TryRef (a Coll/P2p only reads its API parent, validated: event_model.h).
 // - `refs` (slot_refs.h): one acq_rel CAS per transition. Children add to their parent with
-//   relaxed RMWs (proxy sums, GPU min/max, KernelChTimes) before dropping their reference, so the
+//   relaxed RMWs (GPU min/max, KernelChTimes), or with relaxed loads and stores where those fields
+//   have one writing thread (the proxy sums: ProxySumAdd), before dropping their reference, so the
 //   thread that drops the last one (any caller above, or the drainer's SweepGrace) sees them all
 //   and alone frees the slot and emits the record; kDoneBit decides between it and finalize's
 //   truncation (CoreFinalize). `grace`: a relaxed check, then an acq_rel exchange, so exactly one
 //   of the first child start and the drainer's sweep drops that reference.
-// - Slot-less KernelCh: a relaxed fetch_or of `kch_seen` picks the start that owns a channel's
-//   timers; an acq_rel fetch_or of `kch_done` picks the first stop and passes the channels' timers
-//   on to the stop that completes the set, which drops the collective's KernelCh reference.
+// - Slot-less KernelCh: `kch_seen` (set by a relaxed load and store: one writer thread,
+//   KernelChBits) picks the start that owns a channel's timers; `kch_done` (likewise) picks the
+//   first stop, and the stop that completes the set drops the collective's KernelCh reference.
 // - Events the records do not need (CoreSkipAncestorStart, ancestor_skip.h): at most one relaxed
 //   load of `mask`, and NCCL's out-parameter written, nothing else; the shared Group handle is
 //   never written and is recognised by its address before anything is read through a handle.
@@ -153,7 +154,18 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
   // release: everything we read or wrote in this slot happens before its next claimer.
   s->state.store(SlotState::kFree, std::memory_order_release);
   // Only Ref-holding kinds keep a parent reference (see CoreStartEvent).
-  if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) Unref(parent, ts);
+  if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) {
+    if (k == Kind::kProxyStep) {
+      AfterDrop(DropRefOneThread(parent), parent, ts);  // a ProxyOp: one thread (slot_refs.h)
+    } else if (k == Kind::kProxyOp) {
+      // The last open ProxyOp of its collective drops their shared reference (StartProxyOp).
+      const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed) - 1;
+      parent->proxy_open.store(open, std::memory_order_relaxed);
+      if (open == 0) Unref(parent, ts);
+    } else {
+      Unref(parent, ts);
+    }
+  }
 }
 
 }  // namespace profiler_internal
@@ -177,10 +189,21 @@ Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t n
   return s;
 }
 
-// CollApi, P2pApi: children of GroupApi, holding it until they stop.
+// CollApi, P2pApi: children of GroupApi. A P2pApi holds its GroupApi until it stops: its P2p
+// reads the group's recovered function through it (RecoveredFunc). A CollApi only marks the group
+// at its start (NoteCollApiPiece) and nothing reads its group later, so it holds no reference:
+// a TryRef at its start and an Unref at its stop were two locked instructions per collective. A
+// group already finished (count 0) is not marked, as TryRef would have refused it.
 Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
-  if (grp != nullptr && !TryRef(grp)) grp = nullptr;
+  if (k == Kind::kCollApi) {
+    if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
+      NoteCollApiPiece(grp);
+    }
+    grp = nullptr;
+  } else if (grp != nullptr && !TryRef(grp)) {
+    grp = nullptr;
+  }
   Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
     if (grp != nullptr) Unref(grp, ts);
@@ -191,12 +214,7 @@ Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, i
   s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
   s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
   s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
-  if (grp == nullptr) return s;
-  if (k == Kind::kCollApi) {
-    NoteCollApiPiece(grp);
-  } else {
-    NoteP2pApiPiece(grp, s, ctx, d.count, CurrentApiForThread());
-  }
+  if (grp != nullptr) NoteP2pApiPiece(grp, s, ctx, d.count, CurrentApiForThread());
   return s;
 }
 
@@ -306,19 +324,27 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
   return s;
 }
 
-// ProxyOp and KernelCh: children of a Coll/P2p. `reserved` says a reference was already counted
-// at the parent's start (an expected KernelCh).
-Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64_t now) {
-  if (!reserved && !TryRef(parent)) {
+// ProxyOp: a child of a Coll/P2p. A collective's open ProxyOps share ONE reference on it, taken
+// by the ProxyOp that finds none open and dropped by the last one to finish (OnLastRef), and
+// `proxy_open` counts them with loads and stores: every ProxyOp of a collective starts and ends on
+// its communicator's proxy progress thread (docs/nccl-facts.md, Threads and concurrency; ends:
+// a ProxyOp's count changes on that thread only, slot_refs.h). A TryRef and an Unref per ProxyOp
+// were two locked instructions on the collective's line per channel and direction. A host that
+// broke the rule could leak the collective's reference (the record is then truncated at
+// finalize) or drop it early (its later ProxyOps are orphans), nothing worse.
+Slot* StartProxyOp(Slot* parent, ThreadState* ts, int64_t now) {
+  const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed);
+  if (open == 0 && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
     return nullptr;
   }
-  ReleaseGrace(parent, ts);  // we hold a reference, so this cannot finish the parent
-  Slot* s = g->slots.Claim(k, ts);
+  ReleaseGrace(parent, ts);  // a reference is held for us, so this cannot finish the parent
+  Slot* s = g->slots.Claim(Kind::kProxyOp, ts);
   if (s == nullptr) {
-    Unref(parent, ts);
+    if (open == 0) Unref(parent, ts);
     return nullptr;
   }
+  parent->proxy_open.store(open + 1, std::memory_order_relaxed);
   ResetSlot(s, parent->ctx.load(std::memory_order_relaxed), parent, 1, now);
   return s;
 }
@@ -327,13 +353,17 @@ Slot* StartCollChild(Kind k, Slot* parent, bool reserved, ThreadState* ts, int64
 Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx, ThreadState* ts,
                         int64_t now) {
   Slot* parent = g->slots.AsSlotOfKind(d.parent, parent_kind);
-  if (parent != nullptr && !TryRef(parent)) {
+  // A ProxyStep's ProxyOp changes its count on one thread only (slot_refs.h).
+  const bool one_thread = parent_kind == Kind::kProxyOp;
+  if (parent != nullptr && !(one_thread ? TryRefOneThread(parent) : TryRef(parent))) {
     ts->Add(kCtrOrphanChildren);
     parent = nullptr;
   }
   Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
-    if (parent != nullptr) Unref(parent, ts);
+    if (parent != nullptr) {
+      AfterDrop(one_thread ? DropRefOneThread(parent) : DropRef(parent), parent, ts);
+    }
     return nullptr;
   }
   ResetSlot(s, ctx, parent, 1, now);
@@ -353,6 +383,18 @@ inline Slot* StepOwner(Slot* step) {
   return (k == Kind::kColl || k == Kind::kP2p) ? coll : nullptr;
 }
 
+// Adds to a collective's proxy sum. Every ProxyOp and ProxyStep of one collective comes from its
+// communicator's one proxy progress thread (docs/nccl-facts.md, Threads and concurrency), so the
+// sums have one writer: a load and a store, no RMW. A fetch_add per sum was four locked
+// instructions per network step, each waiting for the stores before it: the costliest part of a
+// ProxyStep stop (perf). Atomics only so that finalize's truncation may read them while a step
+// still adds; were a host ever to stop one collective's steps on two threads at once, a sum
+// could lose an addition, never more.
+template <typename T, typename V>
+inline void ProxySumAdd(std::atomic<T>& sum, V v) {
+  sum.store(sum.load(std::memory_order_relaxed) + static_cast<T>(v), std::memory_order_relaxed);
+}
+
 void StopProxyStep(Slot* s, int64_t now) {
   Slot* coll = StepOwner(s);
   if (coll == nullptr) return;
@@ -364,23 +406,29 @@ void StopProxyStep(Slot* s, int64_t now) {
   int64_t t11 = (seen & kStepSawRecvFlush) ? s->t_recv_flush.load(std::memory_order_relaxed) : 0;
   // relaxed: sums read by the completing thread after the acq_rel refcount release.
   if (t9 != 0) {
-    if (t8 != 0) coll->send_wait_ns.fetch_add(t9 - t8, std::memory_order_relaxed);
-    coll->send_xfer_ns.fetch_add(now - t9, std::memory_order_relaxed);
-    coll->send_bytes.fetch_add(s->size_send.load(std::memory_order_relaxed),
-                               std::memory_order_relaxed);
+    if (t8 != 0) ProxySumAdd(coll->send_wait_ns, t9 - t8);
+    ProxySumAdd(coll->send_xfer_ns, now - t9);
+    ProxySumAdd(coll->send_bytes, s->size_send.load(std::memory_order_relaxed));
   }
   if (t11 != 0) {
-    if (t10 != 0) coll->recv_wait_ns.fetch_add(t11 - t10, std::memory_order_relaxed);
-    coll->recv_xfer_ns.fetch_add(now - t11, std::memory_order_relaxed);
-    coll->recv_bytes.fetch_add(s->size_recv.load(std::memory_order_relaxed),
-                               std::memory_order_relaxed);
+    if (t10 != 0) ProxySumAdd(coll->recv_wait_ns, t11 - t10);
+    ProxySumAdd(coll->recv_xfer_ns, now - t11);
+    ProxySumAdd(coll->recv_bytes, s->size_recv.load(std::memory_order_relaxed));
   }
-  if (t9 != 0 || t11 != 0) coll->proxy_steps.fetch_add(1, std::memory_order_relaxed);
+  if (t9 != 0 || t11 != 0) ProxySumAdd(coll->proxy_steps, 1u);
 }
 
 // ---- KernelCh: the per-channel hot path (3 callbacks per channel at Inspector's mask) ----------
+// KernelChBits: a collective's kch_seen and kch_done have one writer, its communicator's proxy
+// progress thread, which makes every KernelCh start and stop (docs/nccl-facts.md, Threads and
+// concurrency): each is set with a relaxed load and store, not a fetch_or, which was a locked
+// instruction per channel at each start and stop. Other threads only read them (the record's
+// builder after the refcount's acq_rel drop, finalize's truncation). A host that started or
+// stopped one collective's channels on two threads at once could lose a bit: the collective's
+// KernelCh reference is then dropped never (the record is truncated at finalize) or by the wrong
+// stop, and a channel's timers may be missed; nothing worse.
 // Metered per collective (KernelChMeter), and usually without a slot of its own (KernelChHandle):
-// one fetch_or on the parent at the start and one at the stop. The collective's expected channels
+// one bit set in the parent at the start and one at the stop. The collective's expected channels
 // share ONE reference on it (SetCompletionRefs), dropped by the stop that completes their set: a
 // reference drop per channel was a CAS loop, the costliest step of the KernelCh stop (perf).
 
@@ -410,8 +458,10 @@ void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_
   bool first_channel = true;
   if (channel_id < kMaxKchHandles) {
     uint64_t bit = uint64_t{1} << channel_id;
-    // relaxed: only decides who owns the bit; the stops' kch_done and the refcount order the rest.
-    uint64_t seen = parent->kch_seen.fetch_or(bit, std::memory_order_relaxed);
+    // One writer (KernelChBits): a load and a store. relaxed: only decides who owns the bit; the
+    // refcount orders the rest.
+    const uint64_t seen = parent->kch_seen.load(std::memory_order_relaxed);
+    if ((seen & bit) == 0) parent->kch_seen.store(seen | bit, std::memory_order_relaxed);
     own_bit = (seen & bit) == 0;
     if (own_bit) {
       expected = seen == 0 ? parent->kch_expected != 0 : Popcount64(seen) < parent->kch_expected;
@@ -482,13 +532,15 @@ void StopKernelCh(void* handle, ThreadState* ts) {
   Slot* parent = OpenKernelCh(handle, &channel, ts, meter);
   if (parent == nullptr) return;
   uint64_t bit = uint64_t{1} << channel;
-  // The first stop wins. acq_rel: each stop releases its channel's timers (KernelChTimes) to the
-  // stop that completes the set, which passes them on through the refcount drop.
-  const uint64_t before = parent->kch_done.fetch_or(bit, std::memory_order_acq_rel);
+  // The first stop wins. One writer (KernelChBits): a load and a store; the stop that completes
+  // the set passes the channels' timers on through the refcount drop (acq_rel), and the earlier
+  // stops came before it on the same thread.
+  const uint64_t before = parent->kch_done.load(std::memory_order_relaxed);
   if ((before & bit) != 0) {
     ts->Add(kCtrStaleHandles);
     return;
   }
+  parent->kch_done.store(before | bit, std::memory_order_relaxed);
   // Slot-less handles go only to expected channels, so exactly one stop completes the set.
   if (Popcount64(before | bit) == parent->kch_expected) Unref(parent, ts);
 }
@@ -618,7 +670,7 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
         ts->Add(kCtrOrphanChildren);
         break;
       }
-      s = StartCollChild(Kind::kProxyOp, parent, false, ts, now);
+      s = StartProxyOp(parent, ts, now);
       break;
     }
     case kSentinelProfileProxyStep:
@@ -672,7 +724,9 @@ void CoreStopEvent(void* handle) noexcept {
   }
   // Repeated stops (e.g. NCCL's stale CollApi, §5.6.1) and stops of finished slots are counted
   // and ignored; see MarkStopped.
-  RefDrop stopped = MarkStopped(s);
+  // ProxyOp, GroupApi, CollApi: their counts change on one thread only (slot_refs.h).
+  const bool one_thread = CountsOnOneThread(KindOf(s));
+  RefDrop stopped = one_thread ? MarkStoppedOneThread(s) : MarkStopped(s);
   if (stopped == RefDrop::kStale) {
     ts->Add(kCtrStaleHandles);
     return;
@@ -699,7 +753,12 @@ void CoreStopEvent(void* handle) noexcept {
       break;
   }
   if (stopped == RefDrop::kHeld) {
-    Unref(s, ts);  // our own reference, after the stop's work above
+    // Our own reference, after the stop's work above.
+    if (one_thread) {
+      AfterDrop(DropRefOneThread(s), s, ts);
+    } else {
+      Unref(s, ts);
+    }
   } else {
     AfterDrop(stopped, s, ts);
   }

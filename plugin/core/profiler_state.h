@@ -91,6 +91,7 @@ inline void ResetCompletionState(Slot* s) {
   s->send_bytes.store(0, std::memory_order_relaxed);
   s->recv_bytes.store(0, std::memory_order_relaxed);
   s->proxy_steps.store(0, std::memory_order_relaxed);
+  s->proxy_open.store(0, std::memory_order_relaxed);
 }
 
 inline void ResetRecordFields(Slot* s) {

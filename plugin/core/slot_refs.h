@@ -67,6 +67,46 @@ inline RefDrop MarkStopped(Slot* s) noexcept {
   return (r & kRefCountMask) == 1 ? DropOutcome(r) : RefDrop::kHeld;
 }
 
+// The same three transitions for a slot whose every transition comes from ONE thread
+// (docs/nccl-facts.md, Threads and concurrency; finalize and the grace sweep take only
+// Coll/P2p/CeColl):
+// - a ProxyOp: its start, its ProxySteps' starts and stops, and its own stop, all on its
+//   communicator's proxy progress thread;
+// - a GroupApi or CollApi: its start and stop, and a GroupApi's P2pApi pieces (which hold it),
+//   all on the thread that runs the group (nothing holds a CollApi; a Coll reads it validated).
+// A relaxed load and store per transition instead of a CAS: a locked instruction less each, and
+// each waited for every store before it (perf: the ProxyStep start's TryRef was nine tenths of
+// StartHoldingChild). Program order on that thread orders the children's work before the last
+// drop. A host that broke the rule (two threads stopping one such event's children, or the event,
+// at once) could lose a transition: the slot is then freed early or never (a never-freed slot is
+// skipped by later claims), and a record may miss a step's sums; memory is never unmapped, so
+// nothing worse.
+inline bool CountsOnOneThread(Kind k) noexcept {
+  return k == Kind::kProxyOp || k == Kind::kGroupApi || k == Kind::kCollApi;
+}
+
+inline bool TryRefOneThread(Slot* p) noexcept {
+  const uint32_t r = p->refs.load(std::memory_order_relaxed);
+  if ((r & kRefCountMask) == 0) return false;
+  p->refs.store(r + 1, std::memory_order_relaxed);
+  return true;
+}
+
+inline RefDrop DropRefOneThread(Slot* s) noexcept {
+  const uint32_t r = s->refs.load(std::memory_order_relaxed);
+  if ((r & kRefCountMask) == 0) return RefDrop::kStale;
+  s->refs.store(AfterUnref(r), std::memory_order_relaxed);
+  return DropOutcome(r);
+}
+
+inline RefDrop MarkStoppedOneThread(Slot* s) noexcept {
+  const uint32_t r = s->refs.load(std::memory_order_relaxed);
+  if ((r & kStoppedBit) != 0 || (r & kRefCountMask) == 0) return RefDrop::kStale;
+  s->refs.store((r & kRefCountMask) == 1 ? AfterUnref(r | kStoppedBit) : (r | kStoppedBit),
+                std::memory_order_relaxed);
+  return (r & kRefCountMask) == 1 ? DropOutcome(r) : RefDrop::kHeld;
+}
+
 // Finalize: claims a record still waiting for children by setting kDoneBit while references
 // remain. False when the last reference already emitted it, or will (the count hit 0 or the bit
 // is set). acq_rel: pairs with the children's refcount updates, so their sums so far are visible.
