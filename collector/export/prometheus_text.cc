@@ -340,7 +340,8 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
   }
   w.Family("sentinel_rank_segment_p50_seconds", "gauge",
            "p50 of the rank's compute segment (end of its previous collective to its arrival at "
-           "the next) over its recent window.");
+           "the next, less its time inside its process's other communicators' collectives) over "
+           "its recent window.");
   for (const MetricsSnapshot::Rank* r : ranks) {
     if (r->recent_segment_p50_ns < 0) continue;
     w.Sample("sentinel_rank_segment_p50_seconds",
