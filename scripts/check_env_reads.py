@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Issue 9: every SENTINEL_* variable is read once, through the registry (common/sentinel_env.h),
+"""Every SENTINEL_* variable is read once, through the registry (common/sentinel_env.h),
 never with getenv. Finds getenv/secure_getenv calls on a literal SENTINEL_* name in product code
 (a comment that mentions one is not a hit). Test programs may set and read their own.
 Usage: check_env_reads.py DIR...  (exit 1 and file:line for each hit, 2 on usage)."""

@@ -421,7 +421,20 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
 absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const std::string& token,
                              double timeout_s, Rendezvous* rv) {
   const double deadline = NowS() + timeout_s;
+  // Why the last attempt failed, kept by strength: what a peer that proved the token sent, over
+  // what an unproven peer did, over a connection or read failure (an attempt the deadline cut
+  // short must not hide an earlier, clearer refusal).
   std::string last = "no attempt";
+  int last_strength = 0;
+  const auto note = [&](int strength, std::string why) {
+    if (strength < last_strength) return;
+    last_strength = strength;
+    last = std::move(why);
+  };
+  constexpr int kGeneric = 1;
+  constexpr int kClosedAfterProof = 2;  // rank 0 with another token, or a read the deadline cut
+  constexpr int kUnproven = 3;
+  constexpr int kProven = 4;
   while (NowS() < deadline) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -429,13 +442,13 @@ absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const 
     addrinfo* res = nullptr;
     int gai = getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &res);
     if (gai != 0) {
-      last = std::string("cannot resolve ") + addr + ": " + gai_strerror(gai);
+      note(kGeneric, std::string("cannot resolve ") + addr + ": " + gai_strerror(gai));
     } else {
       for (addrinfo* a = res; a != nullptr; a = a->ai_next) {
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) continue;
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-          last = std::string("connect: ") + ErrnoText(errno);
+          note(kGeneric, std::string("connect: ") + ErrnoText(errno));
           close(fd);
           continue;
         }
@@ -466,20 +479,20 @@ absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const 
         uint8_t their_mac[kSha256Bytes];
         if (ok && n > kMaxRendezvousSizes) {
           ok = false;
-          last = "the peer at the port sent " + std::to_string(n) + " sizes (at most " +
-                 std::to_string(kMaxRendezvousSizes) + ")";
+          note(kUnproven, "the peer at the port sent " + std::to_string(n) + " sizes (at most " +
+                              std::to_string(kMaxRendezvousSizes) + ")");
         } else if (ok) {
           sizes.assign(n, 0);
           ok = (n == 0 || ReadAll(fd, sizes.data(), 8 * size_t{n}, until)) &&
                ReadAll(fd, their_mac, sizeof their_mac, until);
-          if (!ok) last = "the peer at the port is not sentinel-baseline's rank 0";
+          if (!ok) note(kGeneric, "the peer at the port is not sentinel-baseline's rank 0");
         } else if (greeted) {
-          last =
-              "the peer at the port closed the connection after this rank's proof: rank 0 "
-              "holds another SENTINEL_BASELINE_TOKEN, or rank " +
-              std::to_string(rank) + " was served already";
+          note(kClosedAfterProof,
+               "the peer at the port closed the connection after this rank's proof: rank 0 "
+               "holds another SENTINEL_BASELINE_TOKEN, or rank " +
+                   std::to_string(rank) + " was served already");
         } else {
-          last = "the peer at the port is not sentinel-baseline's rank 0";
+          note(kGeneric, "the peer at the port is not sentinel-baseline's rank 0");
         }
         close(fd);
         if (ok) {
@@ -490,14 +503,14 @@ absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const 
           HmacSha256(token, MacInput(kServerLabel, server_nonce, client_nonce, r, Payload(got)),
                      mac);
           if (!SameBytes(mac, their_mac, kSha256Bytes)) {
-            last =
-                "the peer at the port did not prove it holds SENTINEL_BASELINE_TOKEN (another "
-                "process on the port, or rank 0 has another token)";
+            note(kUnproven,
+                 "the peer at the port did not prove it holds SENTINEL_BASELINE_TOKEN (another "
+                 "process on the port, or rank 0 has another token)");
             ok = false;
           }
           for (size_t i = 0; ok && i < got.sizes.size(); ++i) {
             if (got.sizes[i] == 0 || got.sizes[i] > kMaxRendezvousBytes) {
-              last = "rank 0 sent size " + std::to_string(got.sizes[i]) + ", out of bounds";
+              note(kProven, "rank 0 sent size " + std::to_string(got.sizes[i]) + ", out of bounds");
               ok = false;
             }
           }

@@ -1,6 +1,6 @@
-// Issue 9 defects against the REAL sentineld: a second daemon on the same socket, a busy HTTP
-// port, slow HTTP clients, handshakes that never finish, bounded state, refused flags, and the
-// messages an operator reads. Real processes, real sockets, loopback only.
+// Hardening defects found by probing, against the REAL sentineld: a second daemon on the same
+// socket, a busy HTTP port, slow HTTP clients, handshakes that never finish, bounded state, refused
+// flags, and the messages an operator reads. Real processes, real sockets, loopback only.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>

@@ -171,7 +171,8 @@ std::vector<std::string> SimArgs(const std::vector<std::string>& flags) {
   return argv;
 }
 
-// Issue 7 test 1: three collectives a step, rank 5 late only before the first (20 % of compute).
+// Many collectives per step: three collectives a step, rank 5 late only before the first (20 % of
+// compute).
 TEST(DetectionE2e, RankLateOnlyBeforeTheFirstOfThreeCollectivesGetsOneAlert) {
   if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
   Daemon d({"--tick", "100ms"});
@@ -190,7 +191,7 @@ TEST(DetectionE2e, RankLateOnlyBeforeTheFirstOfThreeCollectivesGetsOneAlert) {
   EXPECT_EQ(a["ranks"][0], 5) << a.dump();
 }
 
-// Issue 7 test 2: 2 ms compute, rank 5 slowed by 20 % from step 300 to 1200.
+// A short step: 2 ms compute, rank 5 slowed by 20 % from step 300 to 1200.
 TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAndResolves) {
   if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
   constexpr int kFrom = 300;
@@ -243,7 +244,7 @@ TEST(DetectionE2e, TwentyPercentSlowerRankAtTwoMsComputeFiresWithinTenSecondsAnd
   EXPECT_GE(resolved_seen_s, slow_until_s) << "resolved while rank 5 was still slow";
 }
 
-// Issue 7 tests 3-5: a rank that never launches, one whose kernel never starts, a killed one.
+// The three hang shapes: a rank that never launches, one whose kernel never starts, a killed one.
 TEST(DetectionE2e, SimHangsAreNamedWithTheCulpritAndItsRoleThroughTheRealDaemon) {
   if (std::string(SENTINEL_SIM_PATH).empty()) GTEST_SKIP() << "sentinel-sim is not built";
   constexpr double kHangTimeoutS = 2;

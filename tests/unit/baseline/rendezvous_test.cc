@@ -261,5 +261,28 @@ TEST(Rendezvous, SizesAreBoundedEvenFromAPeerWithTheToken) {
   EXPECT_NE(err.find("out of bounds"), std::string::npos) << err;
 }
 
+// The error names the clearest refusal seen, not whatever the last attempt hit: here rank 0
+// proves the token and sends an out-of-bounds size once, then only drops connections (as when
+// the deadline cuts a read on a loaded machine). Before, the error said "the peer at the port is
+// not sentinel-baseline's rank 0" (seen in CI at load 8 in
+// SizesAreBoundedEvenFromAPeerWithTheToken).
+TEST(Rendezvous, TheClearestRefusalIsReportedNotTheLastAttempts) {
+  std::atomic<int> calls{0};
+  Squatter squatter([&calls](const std::string& nonce, const std::string& hello) -> std::string {
+    if (calls++ > 0) return "";  // closes at once: a generic failure
+    const std::string reply = FakeReply(~uint64_t{0});
+    const std::string input = "sentinel-baseline server" + nonce + hello.substr(8, 32) +
+                              hello.substr(4, 4) + reply.substr(4);
+    uint8_t mac[kSha256Bytes];
+    HmacSha256(kToken, input, mac);
+    return reply + std::string(reinterpret_cast<const char*>(mac), sizeof mac);
+  });
+  Rendezvous rv;
+  std::string err;
+  EXPECT_FALSE(Fetch("127.0.0.1", squatter.port(), 1, kToken, 2, &rv, &err));
+  EXPECT_GT(calls.load(), 1) << "the rank did not try again";
+  EXPECT_NE(err.find("out of bounds"), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace sentinel::baseline

@@ -198,7 +198,7 @@ std::vector<Alert> Firing(const std::vector<Alert>& all) {
 }
 
 TEST_F(AggregatorTest, SixRanksThreeMsComputeThirtyPercentSlowIsFound) {
-  // Issue 7's first straggler case: 3 ms of compute, rank 4 slowed 30 % from step 200.
+  // A short step: 3 ms of compute, rank 4 slowed 30 % from step 200.
   Connect(6);
   int64_t fired_at = -1;
   const std::string id = "straggler-" + CommLabel(kComm) + "-r4";
@@ -218,7 +218,7 @@ TEST_F(AggregatorTest, SixRanksThreeMsComputeThirtyPercentSlowIsFound) {
 }
 
 TEST_F(AggregatorTest, RankLateOnlyAtTheFirstCollectiveOfEachStepIsFound) {
-  // Issue 7's second case: three collectives per step after 50 ms of compute; rank 5 is late
+  // Many collectives per step: three collectives per step after 50 ms of compute; rank 5 is late
   // only at each step's first collective, and on time at the two that follow.
   for (double pct : {1.0, 0.2}) {
     SCOPED_TRACE(pct);
