@@ -321,9 +321,8 @@ void Aggregator::TrimEnded() {
     auto g = state_.processes.find(state_.gone_processes[i]);
     if (g != state_.processes.end()) {
       const ProcessState& p = *g->second;
-      const bool shows_a_rank = std::any_of(
-          p.ranks.begin(), p.ranks.end(),
-          [&](const std::pair<uint64_t, int32_t>& k) { return state_.ranks.count(k) > 0; });
+      bool shows_a_rank = false;
+      for (const auto& key : p.ranks) shows_a_rank = shows_a_rank || state_.ranks.contains(key);
       if (shows_a_rank || p.has_gpu_window) continue;
       state_.processes.erase(g);
       ++state_.counters.evicted_processes;
