@@ -236,17 +236,20 @@ TEST(Rendezvous, ASquatterCannotFeedAFakeIdOrSize) {
   EXPECT_TRUE(rv.sizes.empty());
 }
 
+// A reply of a rank 0 that holds the token (its MAC is right) with one size, 2^64-1.
+std::string ProvenOutOfBoundsReply(const std::string& nonce, const std::string& hello) {
+  const std::string reply = FakeReply(~uint64_t{0});
+  // MAC input (launch.cc): label | server nonce | client nonce | rank | id | n | sizes.
+  const std::string input = "sentinel-baseline server" + nonce + hello.substr(8, 32) +
+                            hello.substr(4, 4) + reply.substr(4);
+  uint8_t mac[kSha256Bytes];
+  HmacSha256(kToken, input, mac);
+  return reply + std::string(reinterpret_cast<const char*>(mac), sizeof mac);
+}
+
 TEST(Rendezvous, SizesAreBoundedEvenFromAPeerWithTheToken) {
   // A rank 0 that holds the token but sends 2^64-1 (broken, or the token leaked): refused.
-  Squatter squatter([](const std::string& nonce, const std::string& hello) {
-    const std::string reply = FakeReply(~uint64_t{0});
-    // MAC input (launch.cc): label | server nonce | client nonce | rank | id | n | sizes.
-    const std::string input = "sentinel-baseline server" + nonce + hello.substr(8, 32) +
-                              hello.substr(4, 4) + reply.substr(4);
-    uint8_t mac[kSha256Bytes];
-    HmacSha256(kToken, input, mac);
-    return reply + std::string(reinterpret_cast<const char*>(mac), sizeof mac);
-  });
+  Squatter squatter(ProvenOutOfBoundsReply);
   Rendezvous rv;
   std::string err;
   EXPECT_FALSE(Fetch("127.0.0.1", squatter.port(), 1, kToken, 2, &rv, &err));
@@ -270,12 +273,7 @@ TEST(Rendezvous, TheClearestRefusalIsReportedNotTheLastAttempts) {
   std::atomic<int> calls{0};
   Squatter squatter([&calls](const std::string& nonce, const std::string& hello) -> std::string {
     if (calls++ > 0) return "";  // closes at once: a generic failure
-    const std::string reply = FakeReply(~uint64_t{0});
-    const std::string input = "sentinel-baseline server" + nonce + hello.substr(8, 32) +
-                              hello.substr(4, 4) + reply.substr(4);
-    uint8_t mac[kSha256Bytes];
-    HmacSha256(kToken, input, mac);
-    return reply + std::string(reinterpret_cast<const char*>(mac), sizeof mac);
+    return ProvenOutOfBoundsReply(nonce, hello);
   });
   Rendezvous rv;
   std::string err;
