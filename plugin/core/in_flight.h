@@ -1,7 +1,7 @@
 // Per-communicator in-flight state for hang detection: where this rank is in the communicator's
 // sequence of collectives. NCCL's threads update it on the hot path without locks (one relaxed
-// RMW and five plain stores at enqueue, a compare at each KernelCh start and a CAS at the first,
-// one CAS at completion); the drainer reads it.
+// RMW and five plain stores at enqueue, a load at each KernelCh start and a release store at the
+// first (one writer: the proxy progress thread), one CAS at completion); the drainer reads it.
 //
 // Ordinals count Coll events per communicator (1 = the first). They are not NCCL's seqNumber,
 // which is per function; p2p operations are not counted (ranks issue different ones). Collectives

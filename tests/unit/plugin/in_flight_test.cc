@@ -94,17 +94,17 @@ TEST(InFlightCounters, ConcurrentEnqueuersGetDistinctOrdinals) {
   EXPECT_EQ(c->Read().enqueued, static_cast<uint64_t>(kThreads * kEach));
 }
 
-// NCCL's shape: an enqueuing thread, several channel threads starting kernels, a completing
-// thread, each handed the work by the previous stage (release/acquire, as NCCL's own queues do),
-// and the drainer reading at the same time. Every snapshot must be ordered, monotonic and, when it
-// names the oldest collective, name exactly that one.
+// NCCL's shape: an enqueuing thread, the proxy progress thread starting each channel's kernel, a
+// completing thread, each handed the work by the previous stage (release/acquire, as NCCL's own
+// queues do), and the drainer reading at the same time. Every snapshot must be ordered, monotonic
+// and, when it names the oldest collective, name exactly that one.
 TEST(InFlightCounters, ConcurrentStagesAgainstAReader) {
   auto c = NewCounters();
   constexpr uint64_t kTotal = 20000;
   constexpr uint64_t kMaxAhead = 64;  // a bounded queue, as NCCL's
   constexpr int kChannels = 3;
   std::atomic<uint64_t> enq_done{0};
-  std::atomic<uint64_t> kernel_done[kChannels] = {};
+  std::atomic<uint64_t> kernel_done{0};
   std::atomic<uint64_t> complete_done{0};
   std::atomic<bool> stop{false};
   auto since_of = [](uint64_t o) { return static_cast<int64_t>(o * 1000 + 7); };
@@ -119,21 +119,19 @@ TEST(InFlightCounters, ConcurrentStagesAgainstAReader) {
       enq_done.store(o, std::memory_order_release);
     }
   });
-  std::vector<std::thread> channels;
-  for (int ch = 0; ch < kChannels; ++ch) {
-    channels.emplace_back([&, ch] {
-      for (uint64_t o = 1; o <= kTotal; ++o) {
-        while (enq_done.load(std::memory_order_acquire) < o) std::this_thread::yield();
-        c->OnGpuStart(o);
-        kernel_done[ch].store(o, std::memory_order_release);
-      }
-    });
-  }
+  // Every KernelCh start of a communicator comes from its one proxy progress thread
+  // (docs/nccl-facts.md, Threads and concurrency), each channel of a collective in turn:
+  // OnGpuStart has one writer, as in NCCL.
+  std::thread proxy([&] {
+    for (uint64_t o = 1; o <= kTotal; ++o) {
+      while (enq_done.load(std::memory_order_acquire) < o) std::this_thread::yield();
+      for (int ch = 0; ch < kChannels; ++ch) c->OnGpuStart(o);
+      kernel_done.store(o, std::memory_order_release);
+    }
+  });
   std::thread completer([&] {
     for (uint64_t o = 1; o <= kTotal; ++o) {
-      for (auto& k : kernel_done) {
-        while (k.load(std::memory_order_acquire) < o) std::this_thread::yield();
-      }
+      while (kernel_done.load(std::memory_order_acquire) < o) std::this_thread::yield();
       c->OnComplete(o);
       complete_done.store(o, std::memory_order_release);
     }
@@ -166,7 +164,7 @@ TEST(InFlightCounters, ConcurrentStagesAgainstAReader) {
     }
   });
   enqueuer.join();
-  for (auto& t : channels) t.join();
+  proxy.join();
   completer.join();
   stop.store(true, std::memory_order_release);
   reader.join();
