@@ -27,6 +27,7 @@ PACKAGES=(
   prometheus prometheus-alertmanager
   python3 python3-jsonschema
   procps binutils
+  curl  # .ci/run's TSan stage fetches Debian's Abseil source (scripts/abseil_source.sh)
   # packaging and operator-view tests (tests/package/): dpkg-shlibdeps, manifests, sentinelctl top
   dpkg-dev file python3-yaml tmux
 )
