@@ -1,6 +1,6 @@
 // Bandwidth arithmetic of a collective, one definition for sentineld (the job's bus bandwidth),
 // sentinel-baseline (the fabric's) and the exports that compare the two. The conventions are
-// nccl-tests' (docs/nccl-facts.md, 6.2 Inspector plugin, "Per-collective arithmetic"): algbw =
+// nccl-tests' (docs/nccl-facts.md "6.2 Inspector plugin", its "Per-collective arithmetic"): algbw =
 // bytes / time, busbw = algbw x a factor of the function and the communicator's size that makes
 // figures of different functions comparable with the link rate. No allocation, never throws.
 #pragma once

@@ -21,8 +21,8 @@ constexpr Entry kFuncs[] = {
     {"AlltoAll", kSentinelFuncAlltoAll},   {"Scatter", kSentinelFuncScatter},
     {"Gather", kSentinelFuncGather},
 };
-// Index = ncclDataType_t value (docs/nccl-facts.md §2.6). "ncclUint8" never appears in 2.28
-// descriptors, but a newer NCCL may fix that, so it is recognised.
+// Index = ncclDataType_t value (docs/nccl-facts.md "2.6 Data types"). "ncclUint8" never appears
+// in 2.28 descriptors, but a newer NCCL may fix that, so it is recognised.
 constexpr const char* kDatatypes[] = {"ncclInt8",     "ncclUint8",      "ncclInt32",
                                       "ncclUint32",   "ncclInt64",      "ncclUint64",
                                       "ncclFloat16",  "ncclFloat32",    "ncclFloat64",

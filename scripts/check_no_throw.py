@@ -59,7 +59,7 @@ def main() -> int:
     for h in hits:
         print(h)
     if hits:
-        print("CI: 'throw' found in our sources (docs/house-rules.md §3.4)")
+        print("CI: 'throw' found in our sources (docs/house-rules.md \"3.4 Error handling\")")
     return 1 if hits else 0
 
 

@@ -47,44 +47,39 @@ void Session::FlushBatch() {
   batch_.clear();
 }
 
-bool Session::HandleFrame(const Frame& frame) {
+absl::Status Session::HandleFrame(const Frame& frame) {
   ++frames_;
   if (!hello_done_) {
     if (frame.type != kSentinelWireHello) {
-      reason_ = CloseReason::kBadHello;
-      return false;
+      return Close(CloseReason::kBadHello);
     }
     hello_ = ReadPayload<SentinelWireHello>(frame);
     hello_.host[sizeof(hello_.host) - 1] = '\0';
     hello_.job_id[sizeof(hello_.job_id) - 1] = '\0';
     switch (CheckHello(hello_)) {
       case HelloVerdict::kBadMagic:
-        reason_ = CloseReason::kBadHello;
-        return false;
+        return Close(CloseReason::kBadHello);
       case HelloVerdict::kMajorMismatch:
         refused_major_ = hello_.major;
         QueueAck(kSentinelHelloRefusedMajor);
-        reason_ = CloseReason::kMajorMismatch;
-        return false;
+        return Close(CloseReason::kMajorMismatch);
       case HelloVerdict::kAccepted:
         break;
     }
     hello_done_ = true;
     QueueAck(kSentinelHelloAccepted);
     sink_->OnHello(client_, hello_);
-    return true;
+    return absl::OkStatus();
   }
   switch (frame.type) {
     case kSentinelWireColl:
       batch_.push_back(ReadPayload<SentinelWireCollRecord>(frame));
       ++records_;
-      return true;
+      return absl::OkStatus();
     case kSentinelWireHello:
-      reason_ = CloseReason::kBadHello;  // a second hello is a protocol error
-      return false;
+      return Close(CloseReason::kBadHello);  // a second hello is a protocol error
     case kSentinelWireHelloAck:
-      reason_ = CloseReason::kUnexpectedAck;
-      return false;
+      return Close(CloseReason::kUnexpectedAck);
     case kSentinelWireCommInit:
     case kSentinelWireCommEnd:
     case kSentinelWireHeartbeat:
@@ -98,11 +93,16 @@ bool Session::HandleFrame(const Frame& frame) {
     case kSentinelWireHangVerdict:  // ours to the plugin: the aggregator ignores one sent back
       FlushBatch();                 // keep the client's order across record kinds
       sink_->OnControlFrame(client_, frame);
-      return true;
+      return absl::OkStatus();
     default:
       ++skipped_unknown_;  // newer plugin: unknown types are skipped by contract
-      return true;
+      return absl::OkStatus();
   }
+}
+
+absl::Status Session::Close(CloseReason reason) {
+  reason_ = reason;
+  return CloseStatus();
 }
 
 absl::Status Session::CloseStatus() const {
@@ -117,17 +117,16 @@ absl::Status Session::CloseStatus() const {
 absl::Status Session::Commit(size_t n) {
   filled_ += n;
   size_t offset = 0;
-  bool ok = true;
-  while (ok) {
+  absl::Status status;
+  while (status.ok()) {
     const ParseResult r = ParseFrame(buffer_.data() + offset, filled_ - offset);
     if (r.status == ParseStatus::kNeedMore) break;
     if (r.status == ParseStatus::kMalformed) {
       frame_error_ = r.error;
-      reason_ = hello_done_ ? CloseReason::kMalformed : CloseReason::kBadHello;
-      ok = false;
+      status = Close(hello_done_ ? CloseReason::kMalformed : CloseReason::kBadHello);
       break;
     }
-    ok = HandleFrame(r.frame);
+    status = HandleFrame(r.frame);
     offset += r.consumed;
   }
   // Records already validated before a bad frame are kept: they came from the same peer and
@@ -137,18 +136,18 @@ absl::Status Session::Commit(size_t n) {
     std::memmove(buffer_.data(), buffer_.data() + offset, filled_ - offset);
     filled_ -= offset;
   }
-  return ok ? absl::OkStatus() : CloseStatus();
+  return status;
 }
 
-bool Session::Feed(const uint8_t* data, size_t n) {
+absl::Status Session::Feed(const uint8_t* data, size_t n) {
   while (n > 0) {
     const size_t chunk = std::min(n, WritableSize());
     std::memcpy(WritableTail(), data, chunk);
-    if (!Commit(chunk).ok()) return false;
+    if (absl::Status committed = Commit(chunk); !committed.ok()) return committed;
     data += chunk;
     n -= chunk;
   }
-  return true;
+  return absl::OkStatus();
 }
 
 }  // namespace sentinel::collector

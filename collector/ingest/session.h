@@ -44,9 +44,10 @@ class Session {
   // the reason (CloseReasonName, and the frame error of a malformed frame), and reason() gives it
   // as the enum the counters use. Any reply (the hello ack) is in PendingOutput() either way.
   absl::Status Commit(size_t n);
-  // Convenience for tests, the fuzzer and the detection evaluation: copies and commits in chunks;
-  // false as soon as a Commit is not ok (reason() says why).
-  bool Feed(const uint8_t* data, size_t n);
+  // Convenience for tests, the fuzzer, the benchmarks and the detection evaluation: copies and
+  // commits in chunks; the first Commit that is not ok ends it and is returned (its status names
+  // the reason, as Commit's does; reason() gives the enum).
+  absl::Status Feed(const uint8_t* data, size_t n);
 
   CloseReason reason() const { return reason_; }
   FrameError frame_error() const { return frame_error_; }
@@ -61,7 +62,10 @@ class Session {
   uint64_t skipped_unknown() const { return skipped_unknown_; }
 
  private:
-  bool HandleFrame(const Frame& frame);
+  // Not ok when the frame closes the connection (reason_ is then set).
+  absl::Status HandleFrame(const Frame& frame);
+  // Sets reason_ and returns CloseStatus().
+  absl::Status Close(CloseReason reason);
   // The status of a closed session (reason_ set).
   absl::Status CloseStatus() const;
   void FlushBatch();

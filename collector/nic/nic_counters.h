@@ -1,7 +1,8 @@
 // NIC health for sentineld: reads the RDMA ports' sysfs counters (docs/cupti-verbs-facts.md
-// §4.1-§4.3) under a configurable root, turns them into reset-safe running totals with a bounded
-// history for window rates, and polls them from a small thread of its own (sysfs PMA reads are
-// firmware round trips: never under the aggregator's lock, never on the ingest thread).
+// docs/cupti-verbs-facts.md "4.1 Port files" to "4.3 `hw_counters/`") under a configurable root,
+// turns them into reset-safe running totals with a bounded history for window rates, and polls them
+// from a small thread of its own (sysfs PMA reads are firmware round trips: never under the
+// aggregator's lock, never on the ingest thread).
 #pragma once
 
 #include <array>

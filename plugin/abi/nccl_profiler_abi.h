@@ -1,5 +1,6 @@
-/* Our own declarations of NCCL's profiler-plugin ABI (v4, v5, v6), written from the
- * fact sheet (docs/nccl-facts.md §2-§3). NCCL's headers are not used or copied.
+/* Our own declarations of NCCL's profiler-plugin ABI (v4, v5, v6), written from the fact sheet
+ * (docs/nccl-facts.md "2. Common C types" and "3. Profiler plugin API"). NCCL's headers are not
+ * used or copied.
  * Every size and offset the fact sheet gives is pinned by a static_assert below, so a layout
  * mistake fails the build instead of corrupting a host process.
  *
@@ -14,7 +15,7 @@
 extern "C" {
 #endif
 
-/* §2.1 */
+/* docs/nccl-facts.md "2.1 Result codes" */
 typedef enum {
   kSentinelNcclSuccess = 0,
   kSentinelNcclUnhandledCudaError = 1,
@@ -26,7 +27,7 @@ typedef enum {
   kSentinelNcclInProgress = 7,
 } SentinelNcclResult;
 
-/* §2.2 */
+/* docs/nccl-facts.md "2.2 Log levels" */
 typedef enum {
   kSentinelNcclLogNone = 0,
   kSentinelNcclLogVersion = 1,
@@ -36,17 +37,19 @@ typedef enum {
   kSentinelNcclLogTrace = 5,
 } SentinelNcclLogLevel;
 
-/* §2.3 subsystem flags (the ones we use). */
+/* Subsystem flags, the ones we use (docs/nccl-facts.md "2.3 Subsystem flags"). */
 #define SENTINEL_NCCL_SUBSYS_INIT 0x1UL
 #define SENTINEL_NCCL_SUBSYS_NET 0x10UL
 #define SENTINEL_NCCL_SUBSYS_ENV 0x80UL
 #define SENTINEL_NCCL_SUBSYS_PROFILE 0x4000UL
 
-/* §2.4 NCCL's logger: (level, subsystem flags, file, line, fmt, ...). */
+/* NCCL's logger: (level, subsystem flags, file, line, fmt, ...)
+ * (docs/nccl-facts.md "2.4 Logger and net-profiler callback types"). */
 typedef void (*SentinelNcclLogger)(SentinelNcclLogLevel level, unsigned long flags,
                                    const char* file, int line, const char* fmt, ...);
 
-/* §3.3 event type bits, used in eDescr->type and in the activation mask. */
+/* Event type bits, used in eDescr->type and in the activation mask
+ * (docs/nccl-facts.md "3.3 Event types and mask bits"). */
 enum {
   kSentinelProfileGroup = 1 << 0,
   kSentinelProfileColl = 1 << 1,
@@ -65,7 +68,7 @@ enum {
   kSentinelProfileCeBatch = 1 << 14,
 };
 
-/* §3.4 event states; only the numeric values are ABI. */
+/* Event states; only the numeric values are ABI (docs/nccl-facts.md "3.4 Event states"). */
 enum {
   kSentinelStateProxyOpInProgress = 19,
   kSentinelStateProxyStepSendGpuWait = 8,
@@ -96,7 +99,8 @@ typedef int SentinelNcclEventState; /* a C enum passed as int */
 /* Union members of the v5/v6 descriptor, declared outside the union so the header stays
  * strict C++ (no types declared inside an anonymous union). */
 typedef struct {
-  uint8_t graph_captured; /* a C++ bool in NCCL; read one byte (§3.5 ABI trap) */
+  /* a C++ bool in NCCL; read one byte (docs/nccl-facts.md "3.5 Event descriptors", ABI trap) */
+  uint8_t graph_captured;
   int group_depth;
 } SentinelDescrV6GroupApi;
 
@@ -243,7 +247,8 @@ typedef struct {
   const char* datatype;
   size_t count;
   int peer;
-  uint8_t n_channels; /* garbage when a v4 plugin runs on 2.28 (§3.8) */
+  /* garbage when a v4 plugin runs on 2.28 (docs/nccl-facts.md "3.8 What older plugin ABIs see") */
+  uint8_t n_channels;
 } SentinelDescrV4P2p;
 
 typedef struct {
@@ -284,7 +289,8 @@ typedef struct {
   };
 } SentinelEventDescrV4;
 
-/* §3.6 state args, v4..v6: 8 bytes, every member at offset 0. */
+/* State args, v4..v6: 8 bytes, every member at offset 0
+ * (docs/nccl-facts.md "3.6 State arguments"). */
 typedef union {
   struct {
     size_t trans_size;
@@ -300,7 +306,8 @@ typedef union {
   } kernel_ch;
 } SentinelEventStateArgs;
 
-/* §3.2 function tables: six pointer-sized slots, 48 bytes. */
+/* Function tables: six pointer-sized slots, 48 bytes
+ * (docs/nccl-facts.md "3.2 The function table"). */
 typedef struct {
   const char* name;
   SentinelNcclResult (*init)(void** context, uint64_t comm_id, int* e_activation_mask,
@@ -325,7 +332,8 @@ typedef struct {
   SentinelNcclResult (*finalize)(void* context);
 } SentinelProfilerV5;
 
-/* v4 init: commHash comes fourth, after commName (§3.2 "watch out"). */
+/* v4 init: commHash comes fourth, after commName (docs/nccl-facts.md "3.2 The function table",
+ * "watch out"). */
 typedef struct {
   const char* name;
   SentinelNcclResult (*init)(void** context, int* e_activation_mask, const char* comm_name,
@@ -338,7 +346,8 @@ typedef struct {
   SentinelNcclResult (*finalize)(void* context);
 } SentinelProfilerV4;
 
-/* ---- Layout pins (§3.2, §3.5, §3.6). ------------------------------------------------------ */
+/* ---- Layout pins ------------------------------------------------------------------------------
+ * (docs/nccl-facts.md "3.2 The function table", "3.5 Event descriptors", "3.6 State arguments"). */
 #ifdef __cplusplus
 #define SENTINEL_ABI_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #else
@@ -447,7 +456,7 @@ SENTINEL_ABI_OFFSET(SentinelEventDescrV4, proxy_op.is_send, 44);
 SENTINEL_ABI_OFFSET(SentinelEventDescrV4, kernel_ch.p_timer, 32);
 SENTINEL_ABI_OFFSET(SentinelEventDescrV4, net_plugin.data, 32);
 
-/* §3.7 net-plugin event id encoding. */
+/* Net-plugin event id encoding (docs/nccl-facts.md "3.7 NetPlugin events"). */
 #define SENTINEL_NET_PROFILER_VER_MASK 0x0000FFFFU
 #define SENTINEL_NET_PROFILER_TYPE_MASK 0xFFFF0000U
 #define SENTINEL_NET_PROFILER_TYPE_IB 0x10000U

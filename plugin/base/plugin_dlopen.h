@@ -1,7 +1,7 @@
 // NCCL's rule for finding a plugin named by NCCL_PROFILER_PLUGIN / NCCL_NET_PLUGIN
-// (docs/nccl-facts.md §4.1, §7.1), shared by the chained profiler (SENTINEL_CHAIN_PROFILER) and the
-// net wrapper (SENTINEL_NET_WRAP): the value verbatim, then lib<prefix>-<value>.so unless the value
-// has a '/' or already is lib*.so. Slow path only.
+// (docs/nccl-facts.md "4.1 Finding the library", "7.1 Symbols and loading"), shared by the chained
+// profiler (SENTINEL_CHAIN_PROFILER) and the net wrapper (SENTINEL_NET_WRAP): the value verbatim,
+// then lib<prefix>-<value>.so unless the value has a '/' or already is lib*.so. Slow path only.
 #pragma once
 
 #include <dlfcn.h>

@@ -1,20 +1,21 @@
 // The events NCCL emits that the records do not need, answered at once: the ancestors NCCL starts
-// for the events we asked for (docs/nccl-facts.md §4.5: GroupApi, CollApi/P2pApi and Group come
-// whenever a descendant's bit is set, so asking for Coll | KernelCh alone still brings all three
-// around every collective), and the two kinds no record reads (Group, KernelLaunch). One relaxed
-// load of the mask at most: no slot, no clock read, no thread state, nothing written but NCCL's
-// out-parameter.
+// for the events we asked for (docs/nccl-facts.md "4.5 The activation mask": GroupApi,
+// CollApi/P2pApi and Group come whenever a descendant's bit is set, so asking for Coll | KernelCh
+// alone still brings all three around every collective), and the two kinds no record reads (Group,
+// KernelLaunch). One relaxed load of the mask at most: no slot, no clock read, no thread state,
+// nothing written but NCCL's out-parameter.
 //
 // - GroupApi (kept with GroupApi or P2pApi in the mask: the P2pApi recovery of AlltoAll, Gather
 //   and Scatter reads it), CollApi and P2pApi (kept with their own bit): NULL. NCCL then skips
 //   their states and stops and passes NULL as the children's parent (profiler.cc of 2.28.9:
-//   every later call on these handles checks them; §3.2). A Coll or P2p without its API parent
-//   carries no API time and no graph-captured flag, as under a v4 host (§3.8).
+//   every later call on these handles checks them; docs/nccl-facts.md "3.2 The function table"). A
+//   Coll or P2p without its API parent carries no API time and no graph-captured flag, as under a
+//   v4 host (docs/nccl-facts.md "3.8 What older plugin ABIs see").
 // - KernelLaunch (a leaf no record reads): NULL at every mask; NCCL then skips its stop.
 // - Group (no record reads it either): the one shared handle below at every mask, never NULL,
 //   because NCCL advances a graph-captured collective's seqNumber per replay only when the plan's
-//   Group handle or the CollApi handle is non-null (2.28.9 profiler.cc, KernelCh case of §5.1);
-//   its stop returns at once (CoreStopEvent).
+//   Group handle or the CollApi handle is non-null (2.28.9 profiler.cc, KernelCh case of
+//   docs/nccl-facts.md "5.1 Per-event facts"); its stop returns at once (CoreStopEvent).
 #pragma once
 
 #include <cstdint>

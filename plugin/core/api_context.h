@@ -1,6 +1,6 @@
 // The "current NCCL API call" of the calling thread, set by the LD_PRELOAD interposer around
 // ncclAlltoAll/ncclGather/ncclScatter so that the Send/Recv pieces NCCL decomposes them into are
-// recorded under the collective's name (docs/nccl-facts.md §5.5).
+// recorded under the collective's name (docs/nccl-facts.md "5.5 Special cases").
 #pragma once
 
 #include <cstdint>

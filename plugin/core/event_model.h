@@ -66,7 +66,8 @@ inline constexpr int64_t kNoGpuStart = INT64_MAX;
 struct Context;
 
 struct alignas(64) Slot {
-  std::atomic<uint64_t> tag;  // FIRST field, 64 bits (pitfall docs/nccl-facts.md §5.6.4)
+  // FIRST field, 64 bits (pitfall docs/nccl-facts.md "5.6 Pitfalls" item 4)
+  std::atomic<uint64_t> tag;
   std::atomic<SlotState> state;
   std::atomic<uint32_t> refs;  // reference count | kStoppedBit | kDoneBit
   std::atomic<Context*> ctx;

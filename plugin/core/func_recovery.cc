@@ -82,7 +82,8 @@ void RecoverGroupFunc(Slot* grp) noexcept {
     // No P2pApi piece: nothing to recover, and no P2p will ask (RecoveredFunc comes through a
     // P2pApi piece, which sets first_ctx at its start). The group's own GroupEndApiStart and stop
     // are the only deciders left, both on the thread that runs the group (docs/nccl-facts.md
-    // §5.4), so a store, not Decide's CAS (a locked instruction per collective).
+    // docs/nccl-facts.md "5.4 Threads and concurrency"), so a store, not Decide's CAS (a locked
+    // instruction per collective).
     grp->recovered.store(kNoRecovery, std::memory_order_relaxed);
     return;
   }

@@ -1,7 +1,8 @@
-// Conversions between the static strings NCCL puts in descriptors (docs/nccl-facts.md §2.6) and
-// the wire enums of schemas/wire/sentinel_wire.h, plus datatype sizes. Hot-path safe: no
-// allocation; a pointer-keyed cache hit (NCCL's strings are static) costs one load and two
-// compares, a miss a first-character filter and a few short strcmp calls.
+// Conversions between the static strings NCCL puts in descriptors
+// (docs/nccl-facts.md "2.6 Data types") and the wire enums of schemas/wire/sentinel_wire.h, plus
+// datatype sizes. Hot-path safe: no allocation; a pointer-keyed cache hit (NCCL's strings are
+// static) costs one load and two compares, a miss a first-character filter and a few short strcmp
+// calls.
 #pragma once
 
 #include <atomic>
@@ -15,10 +16,10 @@ namespace sentinel::plugin {
 namespace names_internal {
 
 // A tiny direct-mapped cache keyed by the string's address. NCCL's descriptor strings are static
-// C strings that live for the whole process (docs/nccl-facts.md §2.6), so the same address always
-// holds the same text and a hit skips every strcmp. One entry packs the pointer (48 bits of user
-// address), the string's first character (a cheap sanity check against a host that reuses a
-// buffer) and the value, so a reader never sees a torn entry. relaxed: each entry is a
+// C strings that live for the whole process (docs/nccl-facts.md "2.6 Data types"), so the same
+// address always holds the same text and a hit skips every strcmp. One entry packs the pointer (48
+// bits of user address), the string's first character (a cheap sanity check against a host that
+// reuses a buffer) and the value, so a reader never sees a torn entry. relaxed: each entry is a
 // self-contained value; a racing writer at worst evicts another entry (a later miss).
 class alignas(64) NameCache {
  public:
@@ -72,9 +73,10 @@ inline uint8_t AlgoFromString(const char* s) noexcept {
 inline uint8_t ProtoFromString(const char* s) noexcept {
   return names_internal::g_proto_cache.Get(s, &names_internal::ProtoSlow);
 }
-// Bytes per element. NCCL 2.28 prints ncclUint8 as "Unknown" (§2.6), so unknown counts as 1.
+// Bytes per element. NCCL 2.28 prints ncclUint8 as "Unknown" (docs/nccl-facts.md "2.6 Data types"),
+// so unknown counts as 1.
 inline uint32_t DatatypeSize(uint8_t datatype) noexcept {
-  // Index = ncclDataType_t value (§2.6).
+  // Index = ncclDataType_t value (docs/nccl-facts.md "2.6 Data types").
   constexpr uint8_t kSizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
   return datatype < sizeof(kSizes) ? kSizes[datatype] : 1;
 }

@@ -40,7 +40,8 @@ struct EventDesc {
   uint8_t n_channels = 0;
   uint8_t channel_id = 0;
   bool graph_captured = false;
-  bool n_channels_valid = true;  // false for v4 P2p (garbage on 2.28, docs/nccl-facts.md §3.8)
+  // false for v4 P2p (garbage on 2.28, docs/nccl-facts.md "3.8 What older plugin ABIs see")
+  bool n_channels_valid = true;
 };
 
 // A default EventDesc, defined out of line on purpose: the adapters start from a copy of it

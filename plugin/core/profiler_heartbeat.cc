@@ -79,8 +79,8 @@ uint32_t JudgeBudget(int64_t now_ns, uint64_t callback_ns_total) noexcept {
     return static_cast<uint32_t>(g->budget.level());
   BudgetLevel level = g->budget.level();
   if (level >= BudgetLevel::kNoProxy) {
-    // The mask is process-global in NCCL (docs/nccl-facts.md §4.5): new events of every
-    // communicator stop coming.
+    // The mask is process-global in NCCL (docs/nccl-facts.md "4.5 The activation mask"): new events
+    // of every communicator stop coming.
     uint32_t mask = g->mask.load(std::memory_order_relaxed) &
                     ~(kProxyFamily | static_cast<uint32_t>(kSentinelProfileProxyCtrl));
     g->mask.store(mask, std::memory_order_relaxed);

@@ -4,9 +4,10 @@
 //
 // SYNCHRONIZATION
 // - Callers: NCCL's application, launcher, CUDA host-function and proxy progress threads call the
-//   four entry points below at once, also for one context (docs/nccl-facts.md §5.4). An event's
-//   start, states and stop may come from different threads: NCCL's hand-off of the handle orders
-//   them and publishes what a start wrote with relaxed or plain stores (ResetSlot). No lock here.
+//   four entry points below at once, also for one context
+//   (docs/nccl-facts.md "5.4 Threads and concurrency"). An event's start, states and stop may come
+//   from different threads: NCCL's hand-off of the handle orders them and publishes what a start
+//   wrote with relaxed or plain stores (ResetSlot). No lock here.
 // - Globals (profiler_state.h) are set up under std::call_once before the gate opens and only read
 //   here, but for `mask` and `budget_level`, lowered by the drainer's budget judgement: relaxed, an
 //   event that still sees the old value is handled at the old step.
@@ -633,8 +634,8 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
-  // PXN (§5.5): a ProxyOp of another process carries that process's pointers. Check the pid
-  // before touching context or parent.
+  // PXN (docs/nccl-facts.md "5.5 Special cases"): a ProxyOp of another process carries that
+  // process's pointers. Check the pid before touching context or parent.
   if (d.type == kSentinelProfileProxyOp && d.pid != g->pid) {
     ts->Add(kCtrPxnForeign);
     return;
@@ -722,8 +723,8 @@ void CoreStopEvent(void* handle) noexcept {
     ts->Add(kCtrStaleHandles);
     return;
   }
-  // Repeated stops (e.g. NCCL's stale CollApi, §5.6.1) and stops of finished slots are counted
-  // and ignored; see MarkStopped.
+  // Repeated stops (e.g. NCCL's stale CollApi, docs/nccl-facts.md "5.6 Pitfalls" item 1) and stops
+  // of finished slots are counted and ignored; see MarkStopped.
   // ProxyOp, GroupApi, CollApi: their counts change on one thread only (slot_refs.h).
   const bool one_thread = CountsOnOneThread(KindOf(s));
   RefDrop stopped = one_thread ? MarkStoppedOneThread(s) : MarkStopped(s);

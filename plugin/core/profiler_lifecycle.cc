@@ -103,7 +103,8 @@ void* CoreInit(const InitArgs& a) noexcept {
   if (g == nullptr || !g->ready || g_forked_child.load(std::memory_order_relaxed) ||
       g_gate.load(std::memory_order_relaxed) != kGateOn) {
     if (a.mask_ptr != nullptr) {
-      // relaxed: NCCL reads the mask with relaxed atomic loads (docs/nccl-facts.md §4.5).
+      // relaxed: NCCL reads the mask with relaxed atomic loads
+      // (docs/nccl-facts.md "4.5 The activation mask").
       reinterpret_cast<std::atomic<int>*>(a.mask_ptr)->store(0, std::memory_order_relaxed);
     }
     return g_dummy_context;
@@ -157,7 +158,8 @@ void* CoreInit(const InitArgs& a) noexcept {
 
   uint32_t mask = g->mask.load(std::memory_order_relaxed);
   if (a.mask_ptr != nullptr) {
-    // The mask is process-global (§4.5): every communicator stores the same value.
+    // The mask is process-global (docs/nccl-facts.md "4.5 The activation mask"): every communicator
+    // stores the same value.
     reinterpret_cast<std::atomic<int>*>(a.mask_ptr)
         ->store(static_cast<int>(mask), std::memory_order_relaxed);
   }

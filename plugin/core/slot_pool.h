@@ -121,8 +121,8 @@ inline uint64_t SlotArena::NextIndex(Pool& pool, int k, ThreadState* ts) noexcep
 }
 
 // FIFO claim: a stale pointer aliases a new event only after (about) a full wrap. A few probes
-// skip a slot held by a long-lived event (e.g. a ProxyOp NCCL never stops, docs/nccl-facts.md §5.5)
-// instead of dropping.
+// skip a slot held by a long-lived event (e.g. a ProxyOp NCCL never stops,
+// docs/nccl-facts.md "5.5 Special cases") instead of dropping.
 inline Slot* SlotArena::Claim(Kind k, ThreadState* ts) noexcept {
   Pool& p = pool(k);
   for (int probe = 0; probe < kClaimProbes; ++probe) {

@@ -51,10 +51,10 @@ inline RefDrop DropRef(Slot* s) noexcept {
 }
 
 // The stop of an event: one CAS marks it stopped (the first stop wins; a repeated stop, e.g.
-// NCCL's stale CollApi (docs/nccl-facts.md §5.6.1), or a stop of a finished slot gives kStale) and,
-// when no child holds a reference (the common case), also drops the event's own reference (kLast /
-// kLastEmitted). kHeld: only marked stopped; the caller drops its reference with DropRef after
-// the stop's own work.
+// NCCL's stale CollApi (docs/nccl-facts.md "5.6 Pitfalls" item 1), or a stop of a finished slot
+// gives kStale) and, when no child holds a reference (the common case), also drops the event's own
+// reference (kLast / kLastEmitted). kHeld: only marked stopped; the caller drops its reference with
+// DropRef after the stop's own work.
 inline RefDrop MarkStopped(Slot* s) noexcept {
   uint32_t r = s->refs.load(std::memory_order_relaxed);
   uint32_t next;

@@ -1,5 +1,5 @@
 // Our own declarations of the few CUPTI Activity API pieces we use, written from the fact sheet
-// (docs/cupti-verbs-facts.md §1) and checked against the CUDA 13.0 headers by
+// (docs/cupti-verbs-facts.md "1. CUPTI Activity API") and checked against the CUDA 13.0 headers by
 // tests/unit/plugin/cupti_abi_layout_test.cc. NVIDIA's headers are not copied or included here.
 //
 // Records are parsed by prefix: the fields we read sit at identical offsets in Kernel4..Kernel10,
@@ -18,7 +18,8 @@ enum Result : int {
   kErrorMaxLimitReached = 12,  // end of a buffer in cuptiActivityGetNextRecord
   kErrorNotInitialized = 15,
   kErrorInvalidKind = 21,  // an incomplete or invalid record: stop reading the buffer
-  kErrorUnknown = 999,     // what CUPTI returns without a driver (docs/cupti-verbs-facts.md §0.8)
+  // what CUPTI returns without a driver (docs/cupti-verbs-facts.md "0. The ten facts" item 8)
+  kErrorUnknown = 999,
 };
 
 // CUpti_ActivityKind values we enable or read.

@@ -1,7 +1,7 @@
 // The CUPTI entry points the tracer uses, as a table of function pointers. LoadCuptiApi() fills
 // it with dlopen + dlsym; tests pass their own table (a scripted fake). Nothing else in the plugin
 // reaches CUPTI. We never call cuptiSubscribe: the one subscriber slot stays free for
-// torch.profiler (Kineto), Nsight and sanitizers (docs/cupti-verbs-facts.md §2.1).
+// torch.profiler (Kineto), Nsight and sanitizers (docs/cupti-verbs-facts.md "2.1 One subscriber").
 #pragma once
 
 #include <cstddef>

@@ -4,11 +4,11 @@
 // feeds GpuAccounting; closed windows become GpuWindow records and NCCL kernels KernelAttribution
 // records, queued to the drainer.
 //
-// Coexistence (docs/cupti-verbs-facts.md §2): no cuptiSubscribe, ever. The Activity API is
-// process-global, so another tool (torch.profiler/Kineto, Nsight) that registers its own
-// callbacks silently takes our records. We detect that as "NCCL made progress but no activity
-// record reached us for SENTINEL_CUPTI_STARVE_MS" (and timestamps that are not on CUPTI's normal
-// CLOCK_REALTIME clock as a foreign timestamp callback), step aside, and report the affected
+// Coexistence (docs/cupti-verbs-facts.md "2. Living with Kineto"): no cuptiSubscribe, ever. The
+// Activity API is process-global, so another tool (torch.profiler/Kineto, Nsight) that registers
+// its own callbacks silently takes our records. We detect that as "NCCL made progress but no
+// activity record reached us for SENTINEL_CUPTI_STARVE_MS" (and timestamps that are not on CUPTI's
+// normal CLOCK_REALTIME clock as a foreign timestamp callback), step aside, and report the affected
 // windows as not measured. While the evidence is pending, windows are held back rather than
 // closed as idle. After SENTINEL_CUPTI_REARM_S we re-register and re-enable (0 = never).
 //

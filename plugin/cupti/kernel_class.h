@@ -1,8 +1,9 @@
 // Kernel classification: NCCL communication or compute, by the kernel's (mangled) name.
-// NCCL names across 2.18-2.30 (docs/cupti-verbs-facts.md §1.8): ncclKernel_* (<= 2.18),
-// ncclDevKernel_* (>= 2.19, incl. _Generic and _SendRecv), ncclSymDevKernel_* (2.27 symmetric
-// memory), ncclSymkDevKernel_* (>= 2.28), and oneRankReduce (nranks == 1 reductions). Mangled names
-// embed these tokens verbatim after the length prefix, so a substring test works on both forms.
+// NCCL names across 2.18-2.30 (docs/cupti-verbs-facts.md "1.8 Recognising NCCL kernels by name"):
+// ncclKernel_* (<= 2.18), ncclDevKernel_* (>= 2.19, incl. _Generic and _SendRecv),
+// ncclSymDevKernel_* (2.27 symmetric memory), ncclSymkDevKernel_* (>= 2.28), and oneRankReduce
+// (nranks == 1 reductions). Mangled names embed these tokens verbatim after the length prefix, so a
+// substring test works on both forms.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
-// The C ABI boundary (docs/house-rules.md §3.4): every exported callback is a thin noexcept shim
-// that runs its body through Guarded(). The first statement is one relaxed load of the gate;
-// anything thrown below is caught here, and the first failure turns the plugin off for the life of
-// the process (logged once, counted). NCCL always gets ncclSuccess.
+// The C ABI boundary (docs/house-rules.md "3.4 Error handling"): every exported callback is a thin
+// noexcept shim that runs its body through Guarded(). The first statement is one relaxed load of
+// the gate; anything thrown below is caught here, and the first failure turns the plugin off for
+// the life of the process (logged once, counted). NCCL always gets ncclSuccess.
 #pragma once
 
 #include <atomic>
@@ -24,8 +24,8 @@ inline SentinelNcclResult Guarded(const char* where, Fn&& fn) noexcept {
   return kSentinelNcclSuccess;
 }
 
-// init never fails and always leaves a non-null context (docs/nccl-facts.md §4.2): on any problem
-// the mask is set to 0 and NCCL gets the dummy context, whose events are ignored.
+// init never fails and always leaves a non-null context (docs/nccl-facts.md "4.2 `init`"): on any
+// problem the mask is set to 0 and NCCL gets the dummy context, whose events are ignored.
 template <typename Fn>
 inline SentinelNcclResult GuardedInit(void** context, int* mask, Fn&& fn) noexcept {
   try {
@@ -35,7 +35,8 @@ inline SentinelNcclResult GuardedInit(void** context, int* mask, Fn&& fn) noexce
   }
   if (context != nullptr && *context == nullptr) *context = DummyContext();
   if (!PluginOn() && mask != nullptr) {
-    // relaxed: NCCL reads the mask with relaxed atomic loads (§4.5).
+    // relaxed: NCCL reads the mask with relaxed atomic loads
+    // (docs/nccl-facts.md "4.5 The activation mask").
     reinterpret_cast<std::atomic<int>*>(mask)->store(0, std::memory_order_relaxed);
   }
   return kSentinelNcclSuccess;

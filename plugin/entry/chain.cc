@@ -31,8 +31,8 @@ namespace {
 
 constexpr int kMaxContexts = 1024;
 // Pair slots are reused in FIFO order, so a stale handle (NCCL stops its old CollApi again,
-// docs/nccl-facts.md §5.6.1) still maps to its own pair until the cursor wraps. Plain .bss:
-// untouched pages cost nothing.
+// docs/nccl-facts.md "5.6 Pitfalls" item 1) still maps to its own pair until the cursor wraps.
+// Plain .bss: untouched pages cost nothing.
 constexpr uint32_t kSlots = 1u << 16;
 constexpr int kClaimProbes = 16;
 
@@ -50,7 +50,8 @@ struct alignas(64) ChainContext {
   void* theirs = nullptr;
 };
 
-// The chained plugin's table, copied at load (NCCL's adapters copy it too, §3.1).
+// The chained plugin's table, copied at load (NCCL's adapters copy it too,
+// docs/nccl-facts.md "3.1 The exported symbol").
 struct Target {
   int version = 0;  // the table we use: 4, 5 or 6
   const char* name = nullptr;
@@ -78,7 +79,8 @@ ABSL_CONST_INIT std::mutex g_load_mu;
 ABSL_CONST_INIT bool g_load_decided = false;
 
 uint32_t LoadMask(int* m) {
-  // relaxed: the same rule NCCL applies to its own mask (§4.5).
+  // relaxed: the same rule NCCL applies to its own mask
+  // (docs/nccl-facts.md "4.5 The activation mask").
   return static_cast<uint32_t>(
       reinterpret_cast<std::atomic<int>*>(m)->load(std::memory_order_relaxed));
 }
@@ -290,7 +292,8 @@ SentinelNcclResult ChainInit(void** context, int* nccl_mask, const ChainInitArgs
     rc = kSentinelNcclInternalError;
   }
   if (rc != kSentinelNcclSuccess) {
-    // Unlike NCCL 2.28 (§4.2) we stop talking to a plugin whose init failed, for this communicator.
+    // Unlike NCCL 2.28 (docs/nccl-facts.md "4.2 `init`") we stop talking to a plugin whose init
+    // failed, for this communicator.
     g_their_errors.fetch_add(1, std::memory_order_relaxed);
     SENTINEL_LOG_ONCE(LogLevel::kWarn,
                       "chained profiler plugin %s: init failed (%d); its events are not forwarded "
@@ -325,7 +328,8 @@ SentinelNcclResult ChainInit(void** context, int* nccl_mask, const ChainInitArgs
   }
   if (nccl_mask != nullptr) {
     int merged = static_cast<int>(LoadMask(&g_own_mask) | LoadMask(&g_their_mask));
-    // relaxed: NCCL reads the mask with relaxed atomic loads (§4.5).
+    // relaxed: NCCL reads the mask with relaxed atomic loads
+    // (docs/nccl-facts.md "4.5 The activation mask").
     reinterpret_cast<std::atomic<int>*>(nccl_mask)->store(merged, std::memory_order_relaxed);
   }
   return kSentinelNcclSuccess;
@@ -359,8 +363,8 @@ SentinelNcclResult StartImpl(void* context, void** handle, Descr* e, OwnFn own,
   Descr theirs_d = *e;
   void* own_ctx = context;
   void* their_ctx = nullptr;
-  // PXN (§5.5): a foreign pid's context and parent belong to another process; both sides get them
-  // raw, exactly as NCCL would have passed them.
+  // PXN (docs/nccl-facts.md "5.5 Special cases"): a foreign pid's context and parent belong to
+  // another process; both sides get them raw, exactly as NCCL would have passed them.
   bool foreign = type == kSentinelProfileProxyOp && e->proxy_op.pid != g_pid;
   if (foreign) {
     their_ctx = context;
@@ -403,7 +407,8 @@ SentinelNcclResult ChainStartV6(void* context, void** handle, SentinelEventDescr
 SentinelNcclResult ChainStop(void* handle) noexcept {
   PairSlot* s = FindSlot(handle);
   if (s == nullptr) return OwnStop(handle);
-  // A repeated stop (§5.6.1) is forwarded again: each side would have seen it alone.
+  // A repeated stop (docs/nccl-facts.md "5.6 Pitfalls" item 1) is forwarded again: each side would
+  // have seen it alone.
   s->state.store(kSlotStopped, std::memory_order_relaxed);
   void* own_h = s->own.load(std::memory_order_relaxed);
   void* their_h = s->theirs.load(std::memory_order_relaxed);

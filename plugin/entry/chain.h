@@ -1,10 +1,11 @@
 // Chaining a second profiler plugin (SENTINEL_CHAIN_PROFILER=<name or path>, plugin/README.md).
 //
-// NCCL loads one profiler plugin per process (docs/nccl-facts.md §4.1 step 8), so we load the
-// second one ourselves and fan every callback out to it:
+// NCCL loads one profiler plugin per process (docs/nccl-facts.md "4.1 Finding the library" step 8),
+// so we load the second one ourselves and fan every callback out to it:
 // - init: our core runs with a private mask int, the chained plugin with another; NCCL's mask gets
 //   the union. Each event goes to a side only if NCCL would have emitted it under that side's mask
-//   alone (the ancestor table of §4.5), so each side sees exactly its own events.
+//   alone (the ancestor table of docs/nccl-facts.md "4.5 The activation mask"), so each side sees
+//   exactly its own events.
 // - handles: when both sides hold a handle for an event, NCCL gets a pair slot from a fixed,
 //   never-freed arena; parents (parentObj, parentGroup) are translated per side. When only our core
 //   holds one, NCCL gets the core's handle unchanged (no slot).
@@ -59,8 +60,8 @@ SentinelNcclResult ChainRecord(void* handle, SentinelNcclEventState state,
                                SentinelEventStateArgs* args) noexcept;
 SentinelNcclResult ChainFinalize(void* context) noexcept;
 
-// Would NCCL emit an event of `type` under `mask` (§4.5 ancestor table)? `version` 6 adds the CE
-// bits to GroupApi's row.
+// Would NCCL emit an event of `type` under `mask` (docs/nccl-facts.md "4.5 The activation mask"
+// ancestor table)? `version` 6 adds the CE bits to GroupApi's row.
 bool NcclEmits(uint32_t mask, uint32_t type, int version) noexcept;
 
 // Counters for tests and the log (cumulative).

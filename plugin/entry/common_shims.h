@@ -46,7 +46,7 @@ inline SentinelNcclResult InitShim(void** context, int* mask, const ChainInitArg
   return OwnInit(context, mask, c);
 }
 
-// The v5/v6 init (same signature, docs/nccl-facts.md §3.2) for `version`.
+// The v5/v6 init (same signature, docs/nccl-facts.md "3.2 The function table") for `version`.
 inline SentinelNcclResult InitV5Style(int version, void** context, uint64_t comm_id, int* mask,
                                       const char* comm_name, int n_nodes, int nranks, int rank,
                                       SentinelNcclLogger logfn) noexcept {

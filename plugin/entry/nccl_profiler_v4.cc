@@ -1,6 +1,6 @@
 // ncclProfiler_v4: NCCL 2.27 (and 2.28's v4 adapter). uint8_t type, no API events, init takes
-// commHash fourth (docs/nccl-facts.md §3.2), and on 2.28 p2p.nChannels is garbage (§3.8) so it is
-// not trusted.
+// commHash fourth (docs/nccl-facts.md "3.2 The function table"), and on 2.28 p2p.nChannels is
+// garbage (docs/nccl-facts.md "3.8 What older plugin ABIs see") so it is not trusted.
 #include "plugin/entry/common_shims.h"
 
 namespace sentinel::plugin {

@@ -1,6 +1,7 @@
-// ncclProfiler_v5 (the native ABI of NCCL 2.28, docs/nccl-facts.md §3) and ncclProfiler_v6 (NCCL
-// 2.29+: v5 plus the copy-engine events CeColl/CeSync/CeBatch). The two differ only in the
-// descriptor type and the CE events, so one template of thin noexcept shims serves both.
+// ncclProfiler_v5 (the native ABI of NCCL 2.28, docs/nccl-facts.md "3. Profiler plugin API") and
+// ncclProfiler_v6 (NCCL 2.29+: v5 plus the copy-engine events CeColl/CeSync/CeBatch). The two
+// differ only in the descriptor type and the CE events, so one template of thin noexcept shims
+// serves both.
 #include "plugin/core/ancestor_skip.h"
 #include "plugin/entry/common_shims.h"
 

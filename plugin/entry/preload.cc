@@ -1,6 +1,7 @@
-// The LD_PRELOAD interposer (docs/nccl-facts.md §10): defines NCCL's communicator-creation API and
-// the collectives, calls the real pncclX, and lets the guard fail fast on a transport/placement
-// mismatch. The same .so is also the profiler plugin; everything here is extern "C" glue.
+// The LD_PRELOAD interposer (docs/nccl-facts.md "10. Facts for the LD_PRELOAD interposer"): defines
+// NCCL's communicator-creation API and the collectives, calls the real pncclX, and lets the guard
+// fail fast on a transport/placement mismatch. The same .so is also the profiler plugin; everything
+// here is extern "C" glue.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -305,8 +306,8 @@ SENTINEL_EXPORT int ncclCommFinalize(SentinelComm comm) {
   return Teardown(real, comm);
 }
 
-// Also NCCL's own check in every enqueue (docs/nccl-facts.md §10.2): one relaxed load until we
-// abort something.
+// Also NCCL's own check in every enqueue (docs/nccl-facts.md "10.2 Internal calls"): one relaxed
+// load until we abort something.
 SENTINEL_EXPORT int ncclCommGetAsyncError(SentinelComm comm, int* error) {
   SENTINEL_REAL(int (*)(SentinelComm, int*), ncclCommGetAsyncError);
   if (sentinel::plugin::HangAbortIsAborted(static_cast<void*>(comm)) && error != nullptr) {
@@ -385,7 +386,8 @@ SENTINEL_EXPORT int ncclRecv(void* r_, size_t n, int dt, int peer, SentinelComm 
   SENTINEL_COLLECTIVE_BODY(ncclRecv, comm, r_, n, dt, peer, comm, st);
 }
 
-// AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces (§5.5): name them.
+// AlltoAll, Gather and Scatter reach the profiler only as Send/Recv pieces
+// (docs/nccl-facts.md "5.5 Special cases"): name them.
 #define SENTINEL_NAMED_COLLECTIVE_BODY(name, func, comm, ...) \
   SENTINEL_COLLECTIVE_ENTRY(name, comm);                      \
   {                                                           \

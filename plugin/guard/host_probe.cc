@@ -1,4 +1,5 @@
-// sysfs / /dev / libibverbs probe (docs/cupti-verbs-facts.md §3.1, §3.4, §3.8, §4.1).
+// sysfs / /dev / libibverbs probe (docs/cupti-verbs-facts.md "3.1 Listing devices",
+// "3.4 Link rate", "3.8 GPUDirect RDMA detection", "4.1 Port files").
 #include "plugin/guard/host_probe.h"
 
 #include <dirent.h>
@@ -251,7 +252,8 @@ HostFacts ProbeHost(const ProbeOptions& options) {
       options.verbs->free_device_list(list);
     }
   }
-  // §3.8: the peer-memory path of GPUDirect RDMA.
+  // docs/cupti-verbs-facts.md "3.8 GPUDirect RDMA detection": the peer-memory path of GPUDirect
+  // RDMA.
   static constexpr const char* kPeermem[] = {"/kernel/mm/memory_peers/nv_mem/version",
                                              "/kernel/mm/memory_peers/nv_mem_nc/version",
                                              "/module/nvidia_peermem/version"};

@@ -1,6 +1,7 @@
-// What the host itself says about its RDMA NICs (docs/cupti-verbs-facts.md §3, §4): sysfs devices
-// and ports (state, link layer, width x speed), /dev/infiniband device nodes, libibverbs' view, and
-// whether GPUDirect RDMA can work. Roots are configurable so tests build fake trees.
+// What the host itself says about its RDMA NICs (docs/cupti-verbs-facts.md "3. libibverbs",
+// "4. RDMA health in sysfs"): sysfs devices and ports (state, link layer, width x speed),
+// /dev/infiniband device nodes, libibverbs' view, and whether GPUDirect RDMA can work. Roots are
+// configurable so tests build fake trees.
 #pragma once
 
 #include <string>

@@ -298,7 +298,7 @@ void LineForwarder::Line(std::string_view line, bool had_newline, LogEvidence* e
     return;
   }
   // The version line: an INFO line now, a bare line at the user's VERSION/WARN level
-  // (docs/nccl-facts.md §8.2).
+  // (docs/nccl-facts.md "8.2 Initialisation sequence").
   size_t info = line.find(" NCCL INFO NCCL version ");
   if (user_level_ >= 1 && info != std::string_view::npos) {
     out->append("NCCL version ");

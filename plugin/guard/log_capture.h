@@ -20,7 +20,7 @@ enum class CaptureMode {
   kUnavailable,  // user INFO without INIT: settings untouched, no log evidence
 };
 
-// NCCL_DEBUG value -> level 0 (unset/NONE) .. 5 (TRACE), as docs/nccl-facts.md §2.2.
+// NCCL_DEBUG value -> level 0 (unset/NONE) .. 5 (TRACE), as docs/nccl-facts.md "2.2 Log levels".
 int NcclDebugLevel(const char* value);
 // Whether NCCL_DEBUG_SUBSYS (null: unset, default INIT,BOOTSTRAP,ENV) shows INIT lines.
 bool SubsysShowsInit(const char* value);

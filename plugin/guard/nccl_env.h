@@ -1,7 +1,7 @@
-// The NCCL environment variables that decide the transport (docs/nccl-facts.md §7.2,
-// docs/cupti-verbs-facts.md §3.7), read once so the verdict can name contradictions with the
-// expectation (NCCL_IB_DISABLE=1 with net=ib, NCCL_NET naming another net, NCCL_IB_HCA matching
-// no device, ...).
+// The NCCL environment variables that decide the transport (docs/nccl-facts.md "7.2 `NCCL_NET`",
+// docs/cupti-verbs-facts.md "3.7 How NCCL chooses IB, RoCE or sockets"), read once so the verdict
+// can name contradictions with the expectation (NCCL_IB_DISABLE=1 with net=ib, NCCL_NET naming
+// another net, NCCL_IB_HCA matching no device, ...).
 #pragma once
 
 #include <string>
@@ -30,9 +30,10 @@ struct NcclEnv {
 
 NcclEnv ReadNcclEnv();
 
-// NCCL_IB_HCA semantics (docs/cupti-verbs-facts.md §3.7): comma list of `dev[:port]`, a leading '^'
-// excludes, a leading '=' asks for exact names (otherwise a prefix match). Returns the subset of
-// `devices` the filter keeps (all of them when the filter is empty).
+// NCCL_IB_HCA semantics (docs/cupti-verbs-facts.md "3.7 How NCCL chooses IB, RoCE or sockets"):
+// comma list of `dev[:port]`, a leading '^' excludes, a leading '=' asks for exact names (otherwise
+// a prefix match). Returns the subset of `devices` the filter keeps (all of them when the filter is
+// empty).
 std::vector<std::string> FilterByIbHca(const std::string& ib_hca,
                                        const std::vector<std::string>& devices);
 

@@ -1,4 +1,5 @@
-// Line parser for NCCL's INFO/WARN log (docs/nccl-facts.md §7.1, §8.2, §8.3).
+// Line parser for NCCL's INFO/WARN log (docs/nccl-facts.md "7.1 Symbols and loading",
+// "8.2 Initialisation sequence", "8.3 Transport placement lines").
 #include "plugin/guard/nccl_log_parser.h"
 
 #include <algorithm>

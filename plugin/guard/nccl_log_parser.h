@@ -1,6 +1,7 @@
-// Extracts transport and placement evidence from NCCL's own log lines (docs/nccl-facts.md §8): the
-// network in use, the NICs NCCL opened, the per-channel paths and the ranks/nodes layout.
-// Not thread-safe: the caller serialises calls on one LogEvidence.
+// Extracts transport and placement evidence from NCCL's own log lines
+// (docs/nccl-facts.md "8. NCCL log lines"): the network in use, the NICs NCCL opened, the
+// per-channel paths and the ranks/nodes layout. Not thread-safe: the caller serialises calls on one
+// LogEvidence.
 #pragma once
 
 #include <cstdint>

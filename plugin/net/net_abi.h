@@ -1,7 +1,7 @@
 /* Our own declarations of NCCL's net plugin API v6..v11. v11 is written from
- * docs/nccl-facts.md §7.3/§7.4 (DWARF-checked there); v6..v10 from the facts listed in
- * plugin/net/README.md ("Net API versions": NCCL 2.28.9's per-version plugin headers). Every
- * layout is pinned below. C, so fakes can include it. */
+ * docs/nccl-facts.md "7.3 `ncclNet_v11_t`" and "7.4 `ncclNetProperties_v11_t`" (DWARF-checked
+ * there); v6..v10 from the facts listed in plugin/net/README.md ("Net API versions": NCCL 2.28.9's
+ * per-version plugin headers). Every layout is pinned below. C, so fakes can include it. */
 #ifndef SENTINEL_PLUGIN_NET_NET_ABI_H_
 #define SENTINEL_PLUGIN_NET_NET_ABI_H_
 
@@ -21,7 +21,8 @@ extern "C" {
 #define SENTINEL_NET_PTR_DMABUF 0x4
 #define SENTINEL_NET_OPTIONAL_RECV_COMPLETION ((void*)0x1)
 
-/* §2.4: (eHandle, type, pHandle, pluginId, extData). */
+/* (eHandle, type, pHandle, pluginId, extData):
+ * docs/nccl-facts.md "2.4 Logger and net-profiler callback types". */
 typedef SentinelNcclResult (*SentinelNetProfilerCallback)(void** e_handle, int type, void* p_handle,
                                                           int64_t plugin_id, void* ext_data);
 
@@ -110,7 +111,8 @@ typedef struct {
   SentinelNcclResult (*set_net_attr)(void* ctx, SentinelNetAttrV11* net_attr);
 } SentinelNetV11;
 
-/* ---- Layout pins (§7.3, §7.4). ------------------------------------------------------------ */
+/* ---- Layout pins ------------------------------------------------------------------------------
+ * (docs/nccl-facts.md "7.3 `ncclNet_v11_t`", "7.4 `ncclNetProperties_v11_t`"). */
 SENTINEL_ABI_STATIC_ASSERT(sizeof(SentinelNetPropertiesV11) == 112, "v11 properties size");
 SENTINEL_ABI_OFFSET(SentinelNetPropertiesV11, name, 0);
 SENTINEL_ABI_OFFSET(SentinelNetPropertiesV11, pci_path, 8);

@@ -262,7 +262,7 @@ struct Fwd {
     if (ABSL_PREDICT_FALSE(c == nullptr || request == nullptr)) {
       return RealIrecv(RealComm(recv_comm), n, data, sizes, tags, mhandles, phandles, request);
     }
-    // NCCL may preset NCCL_NET_OPTIONAL_RECV_COMPLETION (docs/nccl-facts.md §7.3).
+    // NCCL may preset NCCL_NET_OPTIONAL_RECV_COMPLETION (docs/nccl-facts.md "7.3 `ncclNet_v11_t`").
     void* real_req = *request;
     const uint64_t t0 = Ticks();
     SentinelNcclResult rc = RealIrecv(c->real, n, data, sizes, tags, mhandles, phandles, &real_req);

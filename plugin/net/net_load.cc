@@ -40,8 +40,8 @@ ABSL_CONST_INIT std::atomic<int> g_announced{0};
 ABSL_CONST_INIT int g_wrapped_version = 0;
 
 // Without a usable real plugin: init fails, so NCCL falls back exactly as it does when the plugin
-// named in NCCL_NET_PLUGIN cannot be loaded or has no table NCCL knows (docs/nccl-facts.md §7.1,
-// §7.2).
+// named in NCCL_NET_PLUGIN cannot be loaded or has no table NCCL knows
+// (docs/nccl-facts.md "7.1 Symbols and loading", docs/nccl-facts.md "7.2 `NCCL_NET`").
 SentinelNcclResult NoPluginDevices(int* ndev) {
   if (ndev != nullptr) *ndev = 0;
   return kSentinelNcclInternalError;
@@ -67,8 +67,9 @@ void Announce(int exported, int real) {
 
 }  // namespace sentinel::net
 
-// The tables NCCL dlsym()s (§7.1: the first of v11..v6 found wins). All six are exported; each is
-// filled by the constructor below, before dlopen returns to NCCL (plugin/net/README.md).
+// The tables NCCL dlsym()s (docs/nccl-facts.md "7.1 Symbols and loading": the first of v11..v6
+// found wins). All six are exported; each is filled by the constructor below, before dlopen returns
+// to NCCL (plugin/net/README.md).
 namespace sentinel::net {
 namespace {
 template <typename T, typename I>
@@ -139,7 +140,7 @@ void Fill() {
   using W = Fwd<K, M>;
   const auto& real = g_real<M>;
   typename NetApi<K>::Table t{};
-  t.name = real.name;  // NCCL_NET=<real name> keeps matching (§7.2)
+  t.name = real.name;  // NCCL_NET=<real name> keeps matching (docs/nccl-facts.md "7.2 `NCCL_NET`")
   if constexpr (HasContext(K)) {
     t.init = &W::Init11;
     t.listen = &W::Listen11;

@@ -51,7 +51,7 @@ enum {
 /* Features announced in SentinelWireHello.features (bit flags). */
 enum { kSentinelFeatureNone = 0 };
 
-/* ncclFunc_t numbering (docs/nccl-facts.md §2.5), plus our own "unknown". */
+/* ncclFunc_t numbering (docs/nccl-facts.md "2.5 Collective numbering"), plus our own "unknown". */
 enum {
   kSentinelFuncBroadcast = 0,
   kSentinelFuncReduce = 1,
@@ -67,7 +67,7 @@ enum {
   kSentinelFuncUnknown = 255,
 };
 
-/* ncclDataType_t numbering (§2.6); 255 = unknown. */
+/* ncclDataType_t numbering (docs/nccl-facts.md "2.6 Data types"); 255 = unknown. */
 enum { kSentinelDatatypeUnknown = 255 };
 
 enum {

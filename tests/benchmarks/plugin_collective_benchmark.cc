@@ -1,24 +1,25 @@
 // CPU cost of one whole collective as NCCL 2.28.9 calls the profiler for it: the calls of
 // tests/fakes/fake_nccl/nccl_call_sequence.h (one standalone inter-node AllReduce: GroupApi with
 // its two states, CollApi, KernelLaunch, Group, Coll, ProxyOp/ProxyStep and KernelCh, each where
-// the activation mask makes NCCL emit it, §4.5), replayed through the built plugin's real
-// ncclProfiler_v5 entry points at the mask the plugin itself wrote at init (SENTINEL_EVENTS,
-// default here "Coll,KernelCh", NCCL Inspector's mask). A call on a handle the plugin answered with
-// NULL is skipped where NCCL skips it, so each plugin is charged exactly what NCCL would call.
-// Streaming is on: with SENTINEL_DEV_BENCH_SENTINELD=<sentineld binary> to a real sentineld on a
-// private socket (the production path: binary frames, batched); otherwise the drainer formats
-// every record as JSONL into a dump on tmpfs (SENTINEL_DUMP, a debugging path that costs far more
-// per record). The drain's cost is reported beside the hot path (cpu_ns: process CPU per
-// collective, drainer thread and synchronous drains included; sentineld_ns: the collector's CPU).
+// the activation mask makes NCCL emit it, docs/nccl-facts.md "4.5 The activation mask"), replayed
+// through the built plugin's real ncclProfiler_v5 entry points at the mask the plugin itself wrote
+// at init (SENTINEL_EVENTS, default here "Coll,KernelCh", NCCL Inspector's mask). A call on a
+// handle the plugin answered with NULL is skipped where NCCL skips it, so each plugin is charged
+// exactly what NCCL would call. Streaming is on: with SENTINEL_DEV_BENCH_SENTINELD=<sentineld
+// binary> to a real sentineld on a private socket (the production path: binary frames, batched);
+// otherwise the drainer formats every record as JSONL into a dump on tmpfs (SENTINEL_DUMP, a
+// debugging path that costs far more per record). The drain's cost is reported beside the hot path
+// (cpu_ns: process CPU per collective, drainer thread and synchronous drains included;
+// sentineld_ns: the collector's CPU).
 //
 // scripts/bench_vs_inspector.sh runs this benchmark side by side with NCCL Inspector's .so
 // (SENTINEL_DEV_BENCH_PLUGIN). BM_FloorCollective replays the same sequence against a floor plugin
 // compiled in here: one clock read and one 64-byte store per call, nothing else.
 //
 // BM_InspectorLikeCollective is our own model of the per-event work Inspector does
-// (docs/nccl-facts.md §6.2: per-channel start/stop times, exec time as the max over channels,
-// message size and bus bandwidth, one "last completed" slot per communicator behind a dirty flag):
-// a same-machine reference, not Inspector's code.
+// (docs/nccl-facts.md "6.2 Inspector plugin": per-channel start/stop times, exec time as the max
+// over channels, message size and bus bandwidth, one "last completed" slot per communicator behind
+// a dirty flag): a same-machine reference, not Inspector's code.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <unistd.h>

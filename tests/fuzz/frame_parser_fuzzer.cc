@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   stream.insert(stream.end(), data, data + size);
   const size_t chunk = 1 + (mode >> 1) * 37;
   for (size_t off = 0; off < stream.size(); off += chunk) {
-    if (!session.Feed(stream.data() + off, std::min(chunk, stream.size() - off))) break;
+    if (!session.Feed(stream.data() + off, std::min(chunk, stream.size() - off)).ok()) break;
   }
   aggregator.Tick();
   aggregator.OnDisconnect(1);

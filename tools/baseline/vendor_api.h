@@ -1,6 +1,7 @@
 // The two vendor libraries sentinel-baseline drives, reached only through dlopen'ed function
-// tables (docs/house-rules.md §3.5): NCCL (libnccl.so.2) and the CUDA runtime (libcudart).
-// Declarations are our own, written from the public API's C signatures; enums travel as int.
+// tables (docs/house-rules.md "3.5 Living in a foreign process"): NCCL (libnccl.so.2) and the CUDA
+// runtime (libcudart). Declarations are our own, written from the public API's C signatures; enums
+// travel as int.
 #pragma once
 
 #include <cstddef>

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/status/status.h"
+
 #include "collector/aggregate/aggregator.h"
 #include "collector/ingest/ingest_server.h"
 #include "collector/ingest/session.h"
@@ -100,6 +102,14 @@ double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// A closed session would make every figure meaningless: stop with its reason.
+void FeedOrExit(Session* session, const std::vector<uint8_t>& bytes) {
+  if (const absl::Status st = session->Feed(bytes.data(), bytes.size()); !st.ok()) {
+    std::fprintf(stderr, "sentinel_ingest_benchmark: %s\n", st.ToString().c_str());
+    std::exit(1);  // NOLINT(concurrency-mt-unsafe)
+  }
+}
+
 // One in-process session per rank, each past its hello, as if `ranks` plugins had connected.
 std::vector<std::unique_ptr<Session>> ConnectSessions(Aggregator* agg, int ranks) {
   std::vector<std::unique_ptr<Session>> sessions;
@@ -107,7 +117,7 @@ std::vector<std::unique_ptr<Session>> ConnectSessions(Aggregator* agg, int ranks
     sessions.push_back(std::make_unique<Session>(r + 1, agg));
     agg->NoteAccepted(r + 1, static_cast<uint32_t>(1000 + r), 0);
     const auto hello = Hello(static_cast<uint32_t>(1000 + r));
-    sessions.back()->Feed(hello.data(), hello.size());
+    FeedOrExit(sessions.back().get(), hello);
   }
   return sessions;
 }
@@ -133,7 +143,7 @@ int Throughput(const Args& a) {
     encode_s += Now() - e0;
     for (int r = 0; r < ranks; ++r) {
       const auto& b = buffers[static_cast<size_t>(r)];
-      sessions[static_cast<size_t>(r)]->Feed(b.data(), b.size());
+      FeedOrExit(sessions[static_cast<size_t>(r)].get(), b);
     }
     seq += kBatch;
     done += static_cast<int64_t>(kBatch) * ranks;
@@ -240,7 +250,7 @@ int Rss(const Args& a) {
         const uint64_t comm = 0xC0FFEE + static_cast<uint64_t>(r / 128);
         std::memcpy(buf.data() + off, &comm, sizeof(comm));
       }
-      sessions[static_cast<size_t>(r)]->Feed(buf.data(), buf.size());
+      FeedOrExit(sessions[static_cast<size_t>(r)].get(), buf);
       records += 16;
     }
     seq += 16;

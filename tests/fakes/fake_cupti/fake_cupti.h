@@ -1,11 +1,11 @@
 // A fake libcupti: the Activity API subset the sentinel tracer uses, with the semantics of the
-// fact sheet (docs/cupti-verbs-facts.md §1-2): one process-global pair of buffer callbacks (the
-// last registration wins), enabled kinds, records delivered only from FlushAll through the
-// registered request/complete callbacks, records the request callback could not take counted as
-// dropped (GetNumDroppedRecords resets on read), GetNextRecord walking records by kind size and
-// ending with MAX_LIMIT_REACHED. Record layouts are the CUDA 13.0 ones (Kernel10 216 B, Memcpy6 96
-// B, Memset4 88 B), written at the offsets of plugin/cupti/cupti_abi.h (checked against the real
-// headers by cupti_abi_layout_test).
+// fact sheet (docs/cupti-verbs-facts.md "1. CUPTI Activity API" and "2. Living with Kineto"): one
+// process-global pair of buffer callbacks (the last registration wins), enabled kinds, records
+// delivered only from FlushAll through the registered request/complete callbacks, records the
+// request callback could not take counted as dropped (GetNumDroppedRecords resets on read),
+// GetNextRecord walking records by kind size and ending with MAX_LIMIT_REACHED. Record layouts are
+// the CUDA 13.0 ones (Kernel10 216 B, Memcpy6 96 B, Memset4 88 B), written at the offsets of
+// plugin/cupti/cupti_abi.h (checked against the real headers by cupti_abi_layout_test).
 //
 // Built twice: as a static library whose control functions the unit tests call, and as
 // libsentinel_fake_cupti.so that the plugin loads through SENTINEL_CUPTI_PATH; the .so can also

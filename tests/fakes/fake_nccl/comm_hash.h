@@ -1,6 +1,6 @@
-// NCCL's communicator hash (docs/nccl-facts.md §10.4): a 128-bit-state hash of byte strings. The
-// unique id is eaten as one 128-byte string; split communicators hash (parent hash, splitCount,
-// color) as three separate strings.
+// NCCL's communicator hash (docs/nccl-facts.md "10.4 The communicator hash"): a 128-bit-state hash
+// of byte strings. The unique id is eaten as one 128-byte string; split communicators hash (parent
+// hash, splitCount, color) as three separate strings.
 #pragma once
 
 #include <cstddef>

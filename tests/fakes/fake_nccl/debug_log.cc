@@ -95,7 +95,7 @@ void InitLocked(LogState& s) {
   const char* file = getenv("NCCL_DEBUG_FILE");
   if (file != nullptr && s.level > kLogVersion) {
     // %h = short hostname, %p = pid, %% = '%', any other %x copied verbatim (docs/nccl-facts.md
-    // §8.5).
+    // docs/nccl-facts.md "8.5 `NCCL_DEBUG`").
     std::string path;
     for (const char* p = file; *p != '\0'; ++p) {
       if (*p == '%' && p[1] != '\0') {
@@ -114,7 +114,8 @@ void InitLocked(LogState& s) {
         path += *p;
       }
     }
-    FILE* f = fopen(path.c_str(), "we");  // mode "w": truncated (§8.5)
+    // mode "w": truncated (docs/nccl-facts.md "8.5 `NCCL_DEBUG`")
+    FILE* f = fopen(path.c_str(), "we");
     if (f != nullptr) {
       setvbuf(f, nullptr, _IOLBF, 4096);  // line-buffered
       s.out = f;
@@ -154,7 +155,8 @@ void DebugLog(int level, unsigned long flags, const char* file, int line, const 
   va_end(ap);
   long tid = syscall(SYS_gettid);
   if (level == kLogWarn) {
-    // WARN: a leading empty line, a timestamp, then file:line (§8.1).
+    // WARN: a leading empty line, a timestamp, then file:line
+    // (docs/nccl-facts.md "8.1 Line prefix").
     char stamp[32];
     time_t now = time(nullptr);
     struct tm tm_now;
@@ -183,7 +185,8 @@ void ShowVersionOnce() {
     if (s.version_shown) return;
     s.version_shown = true;
     if (s.level == kLogVersion || s.level == kLogWarn) {
-      // No prefix at VERSION/WARN level (§8.1, §8.2).
+      // No prefix at VERSION/WARN level (docs/nccl-facts.md "8.1 Line prefix",
+      // "8.2 Initialisation sequence").
       fprintf(s.out, "NCCL version 2.28.9+cuda13.0\n");
       fflush(s.out);
       return;

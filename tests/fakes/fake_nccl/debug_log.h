@@ -1,6 +1,7 @@
-// NCCL-format log lines for the fake NCCL (docs/nccl-facts.md §8.1, §8.5): NCCL_DEBUG,
-// NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE are read lazily at the first log call and cached.
-// Thread-safe; every line is written under one mutex, like NCCL's ncclDebugLog.
+// NCCL-format log lines for the fake NCCL (docs/nccl-facts.md "8.1 Line prefix",
+// "8.5 `NCCL_DEBUG`"): NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE are read lazily at the
+// first log call and cached. Thread-safe; every line is written under one mutex, like NCCL's
+// ncclDebugLog.
 #pragma once
 
 namespace sentinel::testing {
@@ -14,7 +15,7 @@ enum LogLevel {
   kLogTrace = 5
 };
 
-// Subsystem bits (§2.3).
+// Subsystem bits (docs/nccl-facts.md "2.3 Subsystem flags").
 constexpr unsigned long kSubInit = 0x1;
 constexpr unsigned long kSubColl = 0x2;
 constexpr unsigned long kSubP2p = 0x4;
@@ -30,7 +31,8 @@ constexpr unsigned long kSubAll = ~0UL;
 // Same signature as NCCL's logger (handed to the profiler plugin as logfn).
 void DebugLog(int level, unsigned long flags, const char* file, int line, const char* fmt, ...)
     __attribute__((format(printf, 5, 6)));
-// Prints "NCCL version 2.28.9+cuda13.0" once per process, by the §8.2 rules.
+// Prints "NCCL version 2.28.9+cuda13.0" once per process, by the
+// docs/nccl-facts.md "8.2 Initialisation sequence" rules.
 void ShowVersionOnce();
 // Re-reads the environment at the next log call (ncclResetDebugInit).
 void ResetDebugInit();

@@ -1,7 +1,8 @@
 // The fake NCCL: communicators, groups, enqueue, the simulated stream and proxy thread, CUDA-graph
 // emulation, and the exported API (each function as weak ncclX plus strong pncclX,
-// docs/nccl-facts.md §10.1). Events reach the profiler plugin from the same threads and in the same
-// order as NCCL 2.28.9 (§5.1-§5.5).
+// docs/nccl-facts.md "10.1 Exported API symbols"). Events reach the profiler plugin from the same
+// threads and in the same order as NCCL 2.28.9 (docs/nccl-facts.md "5.1 Per-event facts" to
+// "5.5 Special cases").
 #include "tests/fakes/fake_nccl/fake_nccl.h"
 
 #include <pthread.h>
@@ -76,7 +77,8 @@ const char* FuncName(int func) {
   }
 }
 
-// §2.6: the strings NCCL puts in descriptors; ncclUint8 is missing from NCCL's table.
+// docs/nccl-facts.md "2.6 Data types": the strings NCCL puts in descriptors; ncclUint8 is missing
+// from NCCL's table.
 const char* DatatypeName(ncclDataType_t t) {
   switch (t) {
     case ncclInt8:
@@ -142,8 +144,9 @@ void SleepUntil(int64_t deadline_ns) {
   }
 }
 
-// A page nobody may touch: PXN ProxyOps carry context/parent pointers into it (§5.5), so a plugin
-// that dereferences them before checking the pid crashes the test.
+// A page nobody may touch: PXN ProxyOps carry context/parent pointers into it
+// (docs/nccl-facts.md "5.5 Special cases"), so a plugin that dereferences them before checking the
+// pid crashes the test.
 char* ForeignPage() {
   static char* page = [] {
     void* p = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -281,11 +284,13 @@ struct GroupTls {
   void* group_api = nullptr;
   std::vector<Task> tasks;
   std::vector<ncclComm*> pending_inits;
-  void* last_coll_api = nullptr;  // NCCL never clears it after stopEvent (§5.6.1)
+  // NCCL never clears it after stopEvent (docs/nccl-facts.md "5.6 Pitfalls" item 1)
+  void* last_coll_api = nullptr;
 };
 thread_local GroupTls tls_group;
 
-// ---- Network selection (§7.1, §7.2) and the log lines of §8.2. ---------------------------------
+// ---- Network selection and its log lines. -----------------------------------------------------
+// (docs/nccl-facts.md "7.1 Symbols and loading", "7.2 `NCCL_NET`", "8.2 Initialisation sequence")
 struct NetLogState {
   std::mutex mu;
   bool plugin_logged = false;
@@ -391,7 +396,8 @@ ncclResult_t SelectNet(ncclComm* comm) {
     int ndev = 1;
     bool is_socket = false;
     if (cand == ext && real_ext) {
-      // §7.1: init per communicator (before Init START); the device count is queried once.
+      // docs/nccl-facts.md "7.1 Symbols and loading": init per communicator (before Init START);
+      // the device count is queried once.
       if (!comm->ext_net.Init(comm->hash, comm->rank, comm->nranks) || ExternalNetDevices() <= 0) {
         comm->ext_net.Close();
         FAKE_INFO(kSubInit | kSubNet, "Failed to initialize NET plugin %s", ext.c_str());
@@ -502,7 +508,8 @@ void ExchangeThroughPlugin(ncclComm* comm, const std::vector<SubOp>& subops) {
   }
 }
 
-// Runtime connect (§8.2 item 12): the channel lines appear at the first collective.
+// Runtime connect (docs/nccl-facts.md "8.2 Initialisation sequence" item 12): the channel lines
+// appear at the first collective.
 void EnsureConnected(ncclComm* comm) {
   if (comm->nranks == 1 || comm->connected.exchange(true)) return;
   const Scenario& sc = GetScenario();
@@ -644,7 +651,8 @@ void PushKernel(ncclComm* comm, KernelWork work, bool counted) {
 void RunKernel(ncclComm* comm, KernelWork& work) {
   const Scenario& sc = GetScenario();
   void* ctx = comm->prof_ctx;
-  // Append window (§5.3 A, proxy thread step 1). ProxyCtrl reads the live mask.
+  // Append window (docs/nccl-facts.md "5.3 Call sequences" A, proxy thread step 1). ProxyCtrl reads
+  // the live mask.
   void* ctrl = nullptr;
   if (ProfilerMask() & kSentinelProfileProxyCtrl) {
     SentinelEventDescrV6 d = NewDescr(kSentinelProfileProxyCtrl, nullptr, 0);
@@ -668,8 +676,9 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
       any_proxy = true;
     }
   }
-  // PXN: another local rank's proxy hands us an op of its process (§5.5): foreign pid, foreign
-  // context and parent pointers that this process must never dereference.
+  // PXN: another local rank's proxy hands us an op of its process
+  // (docs/nccl-facts.md "5.5 Special cases"): foreign pid, foreign context and parent pointers that
+  // this process must never dereference.
   void* foreign = nullptr;
   if (sc.pxn && any_proxy && ForeignPage() != nullptr) {
     SentinelEventDescrV6 d = NewDescr(kSentinelProfileProxyOp, ForeignPage() + 64, comm->rank);
@@ -767,7 +776,8 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
             d.proxy_step.step = step;
             steps[i] = Start(ctx, &d);
           }
-          if (s.handle == nullptr) continue;  // step states need a ProxyOp handle (§5.6.3)
+          // step states need a ProxyOp handle (docs/nccl-facts.md "5.6 Pitfalls" item 3)
+          if (s.handle == nullptr) continue;
           SentinelEventStateArgs args;
           memset(&args, 0, sizeof(args));
           args.proxy_step.trans_size = trans;
@@ -880,7 +890,8 @@ void HostStreamPlanTask(ncclComm* comm, std::vector<Task>& tasks, bool counted) 
   }
   KernelWork work;
   std::vector<void*> handles;
-  for (int pass = 0; pass < 2; ++pass) {  // all Coll starts, then all P2p starts (§5.1)
+  for (int pass = 0; pass < 2; ++pass) {
+    // all Coll starts, then all P2p starts (docs/nccl-facts.md "5.1 Per-event facts")
     for (const Task& t : tasks) {
       if (t.is_coll != (pass == 0)) continue;
       void* h = nullptr;
@@ -932,7 +943,8 @@ void LaunchPlan(ncclComm* comm, std::vector<Task>& tasks, void* group_api, bool 
     d.kernel_launch.stream = tasks[0].stream;
     launch = Start(comm->prof_ctx, &d);
   }
-  // cuLaunchKernelEx: for a capture, "launch" means recorded (§5.5).
+  // cuLaunchKernelEx: for a capture, "launch" means recorded
+  // (docs/nccl-facts.md "5.5 Special cases").
   ProfilerStop(launch);
   if (comm->capturing) {
     for (Task& t : tasks) comm->capture->tasks.push_back(t);
@@ -941,7 +953,8 @@ void LaunchPlan(ncclComm* comm, std::vector<Task>& tasks, void* group_api, bool 
   HostStreamPlanTask(comm, tasks, counted);
 }
 
-// ---- The CUDA host-callback thread that runs graph replays' hostStreamPlanTask (§5.4). -------
+// ---- The CUDA host-callback thread that runs graph replays' hostStreamPlanTask. ----------------
+// (docs/nccl-facts.md "5.4 Threads and concurrency")
 struct HostCallbackThread {
   std::mutex mu;
   std::condition_variable cv;
@@ -967,7 +980,8 @@ void RunReplay(fakeNcclGraph* graph) {
     HostStreamPlanTask(comm, tasks, /*counted=*/true);
     return;
   }
-  // No proxy work and no KernelCh: the replay emits nothing at all (§5.5, issue #1805).
+  // No proxy work and no KernelCh: the replay emits nothing at all
+  // (docs/nccl-facts.md "5.5 Special cases", issue #1805).
   KernelWork work;
   for (Task& t : tasks) {
     t.mask = 0;
@@ -1025,7 +1039,8 @@ long BusId(const ncclComm* comm) { return (0x18L + comm->cuda_dev) * 0x1000L; }
 
 void LogInitLine(const ncclComm* comm, const char* what) {
   if (comm->is_split) {
-    // The split variant has no space before "- Init" (§8.2 item 8).
+    // The split variant has no space before "- Init"
+    // (docs/nccl-facts.md "8.2 Initialisation sequence" item 8).
     FAKE_INFO(
         kSubInit,
         "%s comm %p rank %d nranks %d cudaDev %d nvmlDev %d busId %lx parent %p splitCount %d "
@@ -1080,7 +1095,8 @@ ncclResult_t InitBody(ncclComm* comm) {
     comm->init_done.store(true, std::memory_order_release);
     return ncclSystemError;
   }
-  // Profiler load + init: after topology, before the proxy thread exists (§4.2).
+  // Profiler load + init: after topology, before the proxy thread exists
+  // (docs/nccl-facts.md "4.2 `init`").
   comm->prof_ref = ProfilerInitComm(comm->hash, comm->has_name ? comm->name.c_str() : nullptr,
                                     comm->nnodes, comm->nranks, comm->rank, &comm->prof_ctx);
   comm->progress = std::thread(ProgressMain, comm);
@@ -1177,7 +1193,9 @@ ncclResult_t CreateComm(const CommArgs& a, ncclComm** out) {
 void TaskAppend(Task t) {
   ncclComm* comm = t.comm;
   GroupTls& g = tls_group;
-  t.mask = ProfilerMask();  // snapshot governing all of this operation's events (§4.5)
+  // snapshot governing all of this operation's events
+  // (docs/nccl-facts.md "4.5 The activation mask")
+  t.mask = ProfilerMask();
   t.captured = comm->capturing;
   void* ctx = comm->prof_ctx;
   if (!g.any_op) {
@@ -1203,11 +1221,13 @@ void TaskAppend(Task t) {
       ProfilerStop(g.last_coll_api);
       t.api_handle = g.last_coll_api;
     } else if (g.last_coll_api != nullptr) {
-      ProfilerStop(g.last_coll_api);  // the stale handle, stopped again (§5.6.1)
+      // the stale handle, stopped again (docs/nccl-facts.md "5.6 Pitfalls" item 1)
+      ProfilerStop(g.last_coll_api);
       t.api_handle = g.last_coll_api;
     }
     if (t.captured) {
-      // Graph-captured: seqNumber not incremented unless KernelCh is on (then per replay) (§5.1).
+      // Graph-captured: seqNumber not incremented unless KernelCh is on (then per replay)
+      // (docs/nccl-facts.md "5.1 Per-event facts").
       t.seq_at_replay = (t.mask & kSentinelProfileKernelCh) != 0;
       t.seq = comm->seq[t.func].load();
     } else {
@@ -1237,7 +1257,8 @@ ncclResult_t GroupEndOuter() {
   g.any_op = false;
   ncclResult_t result = ncclSuccess;
 
-  // Communicator inits inside the group: one internal thread per communicator, concurrently (§4.2).
+  // Communicator inits inside the group: one internal thread per communicator, concurrently
+  // (docs/nccl-facts.md "4.2 `init`").
   std::vector<std::thread> threads;
   std::vector<ncclResult_t> results(inits.size(), ncclSuccess);
   for (size_t i = 0; i < inits.size(); ++i) {
@@ -1269,7 +1290,8 @@ ncclResult_t GroupEndOuter() {
   for (auto& plan : plans) {
     ncclComm* comm = plan.first;
     if (!comm->blocking && !comm->capturing) {
-      // Nonblocking: a spawned thread launches; GroupApi stops first (§5.4).
+      // Nonblocking: a spawned thread launches; GroupApi stops first
+      // (docs/nccl-facts.md "5.4 Threads and concurrency").
       {
         std::lock_guard<std::mutex> lock(comm->mu);
         ++comm->inflight;
@@ -1298,7 +1320,8 @@ ncclResult_t CheckComm(ncclComm* comm) {
   if (comm == nullptr) return ncclInvalidArgument;
   WaitInit(comm);
   ncclResult_t async = ncclSuccess;
-  ncclCommGetAsyncError(comm, &async);  // through the PLT, like ncclEnqueueCheck (§10.2)
+  // through the PLT, like ncclEnqueueCheck (docs/nccl-facts.md "10.2 Internal calls")
+  ncclCommGetAsyncError(comm, &async);
   if (async != ncclSuccess && async != ncclInProgress) return async;
   return ncclSuccess;
 }
@@ -1312,16 +1335,19 @@ ncclResult_t Enqueue(Task t) {
               t.is_coll ? t.root : t.peer, n);
     return ncclInvalidArgument;
   }
-  NoteStreamUse(t.stream, t.comm);              // for fakeNcclSynchronizeStream (stream_sync.h)
-  if (t.count == 0) return ncclSuccess;         // discarded before enqueue (§5.5)
-  if (t.is_coll && n == 1) return ncclSuccess;  // a memcpy: no events (§5.5)
-  ++tls_group.depth;                            // the implicit group
+  NoteStreamUse(t.stream, t.comm);  // for fakeNcclSynchronizeStream (stream_sync.h)
+  // discarded before enqueue (docs/nccl-facts.md "5.5 Special cases")
+  if (t.count == 0) return ncclSuccess;
+  // a memcpy: no events (docs/nccl-facts.md "5.5 Special cases")
+  if (t.is_coll && n == 1) return ncclSuccess;
+  ++tls_group.depth;  // the implicit group
   TaskAppend(t);
   if (--tls_group.depth > 0) return ncclSuccess;
   return GroupEndOuter();
 }
 
-// AlltoAll / Gather / Scatter: internal Send/Recv pieces, no CollApi/Coll (§5.5).
+// AlltoAll / Gather / Scatter: internal Send/Recv pieces, no CollApi/Coll
+// (docs/nccl-facts.md "5.5 Special cases").
 struct Piece {
   int func;
   int peer;
@@ -1428,7 +1454,8 @@ ncclResult_t Teardown(ncclComm* comm, bool abort) {
     comm->cv.wait(lock, [&] { return comm->sync_waiters == 0; });
   }
   if (comm->progress.joinable()) comm->progress.join();
-  // finalize after the proxy thread is gone: no proxy event follows it (§4.3).
+  // finalize after the proxy thread is gone: no proxy event follows it
+  // (docs/nccl-facts.md "4.3 `finalize` and unload").
   if (comm->prof_ref) ProfilerFinalizeComm(comm->prof_ctx);
   FAKE_INFO(kSubInit, "comm %p rank %d nranks %d cudaDev %d busId %lx - %s COMPLETE",
             static_cast<const void*>(comm), comm->rank, comm->nranks, comm->cuda_dev, BusId(comm),
@@ -1521,7 +1548,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
   ncclResult_t rc = st::CreateComm(a, comm);
   if (rc == ncclSuccess && *comm != nullptr) {
     ncclResult_t async = ncclSuccess;
-    ncclCommGetAsyncError(*comm, &async);  // through the PLT (§10.2)
+    // through the PLT (docs/nccl-facts.md "10.2 Internal calls")
+    ncclCommGetAsyncError(*comm, &async);
   }
   return rc;
 }
@@ -1534,7 +1562,8 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, in
   st::CommArgs a;
   a.nranks = nranks;
   a.rank = rank;
-  a.hash = st::HashUniqueId(comm_ids[0].internal);  // the first id (§10.4)
+  // the first id (docs/nccl-facts.md "10.4 The communicator hash")
+  a.hash = st::HashUniqueId(comm_ids[0].internal);
   a.config = config;
   a.fn = "ncclCommInitRankScalable";
   ncclResult_t rc = st::CreateComm(a, comm);
@@ -1549,7 +1578,8 @@ FAKE_NCCL_API(ncclResult_t, ncclCommInitAll, ncclComm_t* comms, int ndev, const 
 ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
   if (comms == nullptr || ndev < 1) return ncclInvalidArgument;
   ncclUniqueId id;
-  ncclResult_t rc = ncclGetUniqueId(&id);  // through the PLT (§10.2)
+  // through the PLT (docs/nccl-facts.md "10.2 Internal calls")
+  ncclResult_t rc = ncclGetUniqueId(&id);
   if (rc != ncclSuccess) return rc;
   uint64_t hash = st::HashUniqueId(id.internal);
   ++st::tls_group.depth;
@@ -1591,7 +1621,7 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int* exclude_ranks_list, int exclud
     if (!excluded) keep.push_back(r);
   }
   // Derived like a split with color 0 among the survivors; NCCL's shrink hash is unverified
-  // (§10.4).
+  // (docs/nccl-facts.md "10.4 The communicator hash").
   return st::SplitImpl(comm, 0, comm->rank, newcomm, config, keep, "ncclCommShrink");
 }
 
@@ -1616,7 +1646,8 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (comm == nullptr) return ncclInvalidArgument;
   st::WaitInit(comm);
   ncclResult_t async = ncclSuccess;
-  ncclCommGetAsyncError(comm, &async);  // through the PLT (§10.2)
+  // through the PLT (docs/nccl-facts.md "10.2 Internal calls")
+  ncclCommGetAsyncError(comm, &async);
   std::unique_lock<std::mutex> lock(comm->mu);
   comm->cv.wait(lock, [&] { return comm->inflight == 0 && comm->pending_launches == 0; });
   return ncclSuccess;
@@ -1690,7 +1721,8 @@ FAKE_NCCL_API(ncclResult_t, ncclBcast, void* buff, size_t count, ncclDataType_t 
               ncclComm_t comm, cudaStream_t stream);
 ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                        cudaStream_t stream) {
-  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);  // through the PLT (§10.2)
+  // through the PLT (docs/nccl-facts.md "10.2 Internal calls")
+  return ncclBroadcast(buff, buff, count, datatype, root, comm, stream);
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, size_t count,
@@ -1766,7 +1798,7 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 
 FAKE_NCCL_API(ncclResult_t, ncclGroupStart, void);
 ncclResult_t ncclGroupStart(void) {
-  ++st::tls_group.depth;  // no callback (§5.3 B)
+  ++st::tls_group.depth;  // no callback (docs/nccl-facts.md "5.3 Call sequences" B)
   return ncclSuccess;
 }
 

@@ -1,6 +1,7 @@
 /* Public header of the fake NCCL (libnccl.so.2 stand-in for tests, the job simulator and the demo).
- * Our own declarations of the subset of NCCL's host API we use (docs/nccl-facts.md §2, §10), plus
- * the fake-only control API (fakeNccl*). Not NCCL's header; ncclConfig_t is our own layout. */
+ * Our own declarations of the subset of NCCL's host API we use
+ * (docs/nccl-facts.md "2. Common C types", "10. Facts for the LD_PRELOAD interposer"), plus the
+ * fake-only control API (fakeNccl*). Not NCCL's header; ncclConfig_t is our own layout. */
 #pragma once
 
 #include <limits.h>
@@ -26,7 +27,7 @@ typedef struct {
  */
 typedef struct CUstream_st* cudaStream_t;
 
-/* §2.1 */
+/* docs/nccl-facts.md "2.1 Result codes" */
 typedef enum {
   ncclSuccess = 0,
   ncclUnhandledCudaError = 1,
@@ -39,7 +40,7 @@ typedef enum {
   ncclNumResults = 8
 } ncclResult_t;
 
-/* §2.6 */
+/* docs/nccl-facts.md "2.6 Data types" */
 typedef enum {
   ncclInt8 = 0,
   ncclChar = 0,
@@ -91,7 +92,8 @@ typedef struct {
         NCCL_CONFIG_UNDEF_INT, NULL                                                   \
   }
 
-/* ---- Public API: each exported as weak ncclX and strong pncclX (§10.1). ---- */
+/* ---- Public API: each exported as weak ncclX and strong pncclX. ---- */
+/* (docs/nccl-facts.md "10.1 Exported API symbols") */
 ncclResult_t ncclGetVersion(int* version);
 ncclResult_t ncclGetUniqueId(ncclUniqueId* unique_id);
 const char* ncclGetErrorString(ncclResult_t result);
@@ -164,7 +166,8 @@ ncclResult_t fakeNcclGraphEndCapture(ncclComm_t comm, fakeNcclGraph_t* graph);
 /* Replays the captured operations; Group/Coll/P2p events come from the "cuda-EvtHandlr" thread. */
 ncclResult_t fakeNcclGraphReplay(fakeNcclGraph_t graph);
 ncclResult_t fakeNcclGraphDestroy(fakeNcclGraph_t graph);
-/* commHash of a communicator, and the hash NCCL derives from a unique id (§10.4). */
+/* commHash of a communicator, and the hash NCCL derives from a unique id
+ * (docs/nccl-facts.md "10.4 The communicator hash"). */
 uint64_t fakeNcclCommHash(ncclComm_t comm);
 uint64_t fakeNcclUniqueIdHash(const ncclUniqueId* unique_id);
 /* Removes the shared-memory barrier segment of a unique id (a launcher's clean-up after a kill, or

@@ -8,19 +8,20 @@
 //
 // The collective: one standalone ncclAllReduce (no user group, blocking communicator, not
 // graph-captured) on a communicator whose ring neighbours are on other nodes, so every channel
-// has one network send and one network receive (docs/nccl-facts.md §5.3 A). The application
-// thread's calls (§5.3 A, steps 1-15), then the proxy thread's for that collective in the order
-// the fake NCCL's proxy thread makes them: every ProxyOp start (a send and a receive per channel),
-// every KernelCh start, state 19 per ProxyOp, the network steps (ProxyStep start, states, stop),
-// the ProxyOp stops, then per channel KernelCh state 22 and stop. No ProxyCtrl (its own bit only,
-// read live, never in the masks measured) and no NetPlugin (the stock 2.28.9 binary raises none,
-// §3.7).
+// has one network send and one network receive (docs/nccl-facts.md "5.3 Call sequences" A). The
+// application thread's calls (docs/nccl-facts.md "5.3 Call sequences" A, steps 1-15), then the
+// proxy thread's for that collective in the order the fake NCCL's proxy thread makes them: every
+// ProxyOp start (a send and a receive per channel), every KernelCh start, state 19 per ProxyOp, the
+// network steps (ProxyStep start, states, stop), the ProxyOp stops, then per channel KernelCh state
+// 22 and stop. No ProxyCtrl (its own bit only, read live, never in the masks measured) and no
+// NetPlugin (the stock 2.28.9 binary raises none, docs/nccl-facts.md "3.7 NetPlugin events").
 //
-// Which events NCCL emits is the §4.5 ancestor table below, and a call on a handle the plugin
-// answered with NULL is skipped exactly where NCCL skips it (profiler.cc of 2.28.9: each stop and
-// state of GroupApi, CollApi, KernelLaunch, Group, Coll, ProxyOp, ProxyStep and KernelCh checks
-// its handle; ProxyStep states also need the ProxyOp handle, §5.6.3), so the replay of a plugin
-// that answers some starts with NULL makes exactly the calls NCCL would make.
+// Which events NCCL emits is the docs/nccl-facts.md "4.5 The activation mask" ancestor table below,
+// and a call on a handle the plugin answered with NULL is skipped exactly where NCCL skips it
+// (profiler.cc of 2.28.9: each stop and state of GroupApi, CollApi, KernelLaunch, Group, Coll,
+// ProxyOp, ProxyStep and KernelCh checks its handle; ProxyStep states also need the ProxyOp handle,
+// docs/nccl-facts.md "5.6 Pitfalls" item 3), so the replay of a plugin that answers some starts
+// with NULL makes exactly the calls NCCL would make.
 #pragma once
 
 #include <unistd.h>
@@ -32,7 +33,8 @@
 
 namespace sentinel::testing {
 
-// Mask bits that make each event emitted (docs/nccl-facts.md §4.5 ancestor table; 2.28.9, v5).
+// Mask bits that make each event emitted (docs/nccl-facts.md "4.5 The activation mask" ancestor
+// table; 2.28.9, v5).
 constexpr int kAncestorsGroupApi = 0xFFF & ~kSentinelProfileProxyCtrl;
 constexpr int kAncestorsCollApi = kSentinelProfileCollApi | kSentinelProfileColl |
                                   kSentinelProfileProxyOp | kSentinelProfileProxyStep |
@@ -199,7 +201,8 @@ inline void BuildAllReduce(int mask, int n_channels, int steps, Sequence* out) {
         out->calls[out->n - 1].is_send = i % 2 == 0 ? 1 : 0;
         out->calls[out->n - 1].step = step;
       }
-      if (ops[i] == kNone) continue;  // step states need the ProxyOp handle (§5.6.3)
+      // step states need the ProxyOp handle (docs/nccl-facts.md "5.6 Pitfalls" item 3)
+      if (ops[i] == kNone) continue;
       const int send_states[] = {kSentinelStateProxyStepSendGpuWait,
                                  kSentinelStateProxyStepSendPeerWait,
                                  kSentinelStateProxyStepSendWait};

@@ -22,7 +22,7 @@ namespace sentinel::testing {
 namespace {
 
 constexpr size_t kMaxMessage = 32 * 1024;  // fits the loopback socket buffers: sends never block
-constexpr int kMaxPluginEntries = 14;      // docs/nccl-facts.md §7.1
+constexpr int kMaxPluginEntries = 14;      // docs/nccl-facts.md "7.1 Symbols and loading"
 
 struct Host {
   std::mutex mu;
@@ -52,7 +52,8 @@ void* Probe(void* lib, int* version) {
   return nullptr;
 }
 
-// One NCCL_NET_PLUGIN entry: the value verbatim, then libnccl-net-<value>.so (§7.1).
+// One NCCL_NET_PLUGIN entry: the value verbatim, then libnccl-net-<value>.so
+// (docs/nccl-facts.md "7.1 Symbols and loading").
 void* OpenEntry(const std::string& value, std::string* path, std::string* not_found) {
   void* lib = dlopen(value.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib != nullptr) {

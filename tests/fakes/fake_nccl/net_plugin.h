@@ -1,6 +1,7 @@
-// External net plugin host of the fake NCCL (docs/nccl-facts.md §7.1/§7.2): loads NCCL_NET_PLUGIN
-// by NCCL's name rule, probes ncclNetPlugin_v11..v6, initialises it per communicator, and carries
-// the inter-node bytes of collectives and p2p through its listen/connect/accept/isend/irecv/test.
+// External net plugin host of the fake NCCL (docs/nccl-facts.md "7.1 Symbols and loading" and
+// "7.2 `NCCL_NET`"): loads NCCL_NET_PLUGIN by NCCL's name rule, probes ncclNetPlugin_v11..v6,
+// initialises it per communicator, and carries the inter-node bytes of collectives and p2p through
+// its listen/connect/accept/isend/irecv/test.
 #pragma once
 
 #include <atomic>
@@ -13,8 +14,9 @@ namespace sentinel::testing {
 
 class ShmBarrier;
 
-// The process-wide plugin (loaded once, sticky failure, like NCCL). Logs the §7.1 lines.
-// Returns true and the plugin's name when a usable v11 plugin is loaded.
+// The process-wide plugin (loaded once, sticky failure, like NCCL). Logs the
+// docs/nccl-facts.md "7.1 Symbols and loading" lines. Returns true and the plugin's name when a
+// usable v11 plugin is loaded.
 bool LoadExternalNet(std::string* name);
 // The number of devices of the loaded plugin (queried once).
 int ExternalNetDevices();

@@ -38,8 +38,8 @@ Host& H() {
   return *host;
 }
 
-// The single process-global mask int whose address every init receives (docs/nccl-facts.md §4.2,
-// §4.5).
+// The single process-global mask int whose address every init receives
+// (docs/nccl-facts.md "4.2 `init`", docs/nccl-facts.md "4.5 The activation mask").
 int g_event_mask = 0;
 
 bool IsNotFound(const char* err) {
@@ -77,7 +77,8 @@ bool LoadLocked(Host& h) {
     }
     size_t len = strlen(value);
     if (len > 0 && strncasecmp(value, "STATIC_PLUGIN", len) == 0) {
-      // Case-insensitive prefix match of the value: "static" or even "s" (§4.1 quirk).
+      // Case-insensitive prefix match of the value: "static" or even "s"
+      // (docs/nccl-facts.md "4.1 Finding the library" quirk).
       is_static = true;
       lib = dlopen(nullptr, RTLD_NOW | RTLD_LOCAL);
     } else {
@@ -181,7 +182,8 @@ bool ProfilerInitComm(uint64_t comm_hash, const char* comm_name, int n_nodes, in
     if (!LoadLocked(h)) return false;
     version = h.version;
   }
-  // init runs outside the lock: NCCL runs inits of several communicators concurrently (§4.2).
+  // init runs outside the lock: NCCL runs inits of several communicators concurrently
+  // (docs/nccl-facts.md "4.2 `init`").
   if (version == 6) {
     rc = h.v6->init(context, comm_hash, &g_event_mask, comm_name, n_nodes, nranks, rank, Logger);
   } else if (version == 5) {
@@ -190,7 +192,7 @@ bool ProfilerInitComm(uint64_t comm_hash, const char* comm_name, int n_nodes, in
     rc = h.v4->init(context, &g_event_mask, comm_name, comm_hash, n_nodes, nranks, rank, Logger);
   }
   if (rc != kSentinelNcclSuccess) {
-    // 2.28.9 keeps the plugin active and this context as written (§4.2).
+    // 2.28.9 keeps the plugin active and this context as written (docs/nccl-facts.md "4.2 `init`").
     FAKE_INFO(kSubInit, "Profiler init failed with error '%d': %s. Continue without profiler.",
               static_cast<int>(rc), strerror(errno));
   }
@@ -241,7 +243,8 @@ void ProfilerStart(void* context, void** handle, SentinelEventDescrV6* d) {
   } else if (version == 5) {
     h.v5->start_event(context, handle, d);
   } else if (version == 4) {
-    // §3.8: API events dropped (handle not written); Coll/P2p parent = legacy Group handle.
+    // docs/nccl-facts.md "3.8 What older plugin ABIs see": API events dropped (handle not written);
+    // Coll/P2p parent = legacy Group handle.
     if (d->type >= kSentinelProfileGroupApi) return;
     SentinelEventDescrV4 d4;
     memset(&d4, 0, sizeof(d4));
@@ -270,7 +273,9 @@ void ProfilerStart(void* context, void** handle, SentinelEventDescrV6* d) {
         d4.p2p.datatype = d->p2p.datatype;
         d4.p2p.count = d->p2p.count;
         d4.p2p.peer = d->p2p.peer;
-        d4.p2p.n_channels = 0xA5;  // NCCL does not copy it: garbage on 2.28 (§3.8)
+        // NCCL does not copy it: garbage on 2.28
+        // (docs/nccl-facts.md "3.8 What older plugin ABIs see")
+        d4.p2p.n_channels = 0xA5;
         break;
       case kSentinelProfileProxyOp:
         d4.proxy_op.pid = d->proxy_op.pid;

@@ -1,12 +1,14 @@
 // The fake NCCL's side of the profiler-plugin ABI: finding and loading the plugin exactly as NCCL
-// 2.28.9 does (docs/nccl-facts.md §4.1-§4.3), and the per-version adapters (§3.8) that turn our
+// 2.28.9 does (docs/nccl-facts.md "4.1 Finding the library" to "4.3 `finalize` and unload"), and
+// the per-version adapters (docs/nccl-facts.md "3.8 What older plugin ABIs see") that turn our
 // canonical v5/v6 descriptor into what the loaded plugin expects. Process-global and thread-safe.
 #pragma once
 
 #include <cstdint>
 
 #include "plugin/abi/nccl_profiler_abi.h"
-// The §4.5 ancestor table (kAncestors*), shared with the benchmark's replay of one collective.
+// The docs/nccl-facts.md "4.5 The activation mask" ancestor table (kAncestors*), shared with the
+// benchmark's replay of one collective.
 #include "tests/fakes/fake_nccl/nccl_call_sequence.h"
 
 namespace sentinel::testing {
@@ -16,10 +18,12 @@ namespace sentinel::testing {
 // Returns true if the plugin is loaded and this communicator holds a reference.
 bool ProfilerInitComm(uint64_t comm_hash, const char* comm_name, int n_nodes, int nranks, int rank,
                       void** context);
-// finalize(context) if non-null, then drops the reference (dlclose at zero, §4.3).
+// finalize(context) if non-null, then drops the reference (dlclose at zero,
+// docs/nccl-facts.md "4.3 `finalize` and unload").
 void ProfilerFinalizeComm(void* context);
 
-// The process-global activation mask (§4.5), read with a relaxed load at every enqueue.
+// The process-global activation mask (docs/nccl-facts.md "4.5 The activation mask"), read with a
+// relaxed load at every enqueue.
 int ProfilerMask();
 // Event calls; no-ops when no plugin is loaded. `d` is the canonical (v5/v6) descriptor.
 void ProfilerStart(void* context, void** handle, SentinelEventDescrV6* d);

@@ -1,8 +1,8 @@
 // libnccl-net-fake.so: an external NCCL net plugin (API v11) for tests, with a real loopback TCP
-// transport. Written from docs/nccl-facts.md §7. It counts every call and remembers the
-// last arguments of the ones tests check (fakeNetCalls / fakeNetLast), so a wrapper's forwarding
-// can be verified from outside. Not kinder than a real plugin: connect/accept are non-blocking, a
-// recv completes only when every byte arrived, errors come back as NCCL results.
+// transport. Written from docs/nccl-facts.md "7. Net plugin API". It counts every call and
+// remembers the last arguments of the ones tests check (fakeNetCalls / fakeNetLast), so a wrapper's
+// forwarding can be verified from outside. Not kinder than a real plugin: connect/accept are
+// non-blocking, a recv completes only when every byte arrived, errors come back as NCCL results.
 //
 // Environment (read at load):
 //   FAKE_NET_NDEV=<n>            devices (default 2); dev 0 offers GPUDirect (PTR_CUDA), the others
@@ -234,7 +234,7 @@ SentinelNcclResult GetProperties(int dev, SentinelNetPropertiesV11* p) {
   int fd = accept4(l->fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (recv_dev_comm != nullptr) *recv_dev_comm = nullptr;
   if (fd < 0) {
-    *recv_comm = nullptr;  // not yet: NCCL calls again (§7.3)
+    *recv_comm = nullptr;  // not yet: NCCL calls again (docs/nccl-facts.md "7.3 `ncclNet_v11_t`")
     return (errno == EAGAIN || errno == EWOULDBLOCK) ? kSentinelNcclSuccess
                                                      : kSentinelNcclSystemError;
   }

@@ -217,7 +217,8 @@ SentinelNcclResult StartV6(void* context, void** handle, SentinelEventDescrV6* d
       break;
     }
     case kSentinelProfileProxyOp:
-      // PXN: check the pid before touching context or parent (docs/nccl-facts.md §5.5).
+      // PXN: check the pid before touching context or parent
+      // (docs/nccl-facts.md "5.5 Special cases").
       foreign = d->proxy_op.pid != S().pid;
       snprintf(f, sizeof(f), " pid=%d ch=%d peer=%d nsteps=%d chunk=%d send=%d",
                static_cast<int>(d->proxy_op.pid), d->proxy_op.channel_id, d->proxy_op.peer,

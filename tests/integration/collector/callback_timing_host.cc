@@ -1,10 +1,9 @@
 // A minimal NCCL stand-in for the end-to-end tests: dlopens the built plugin, drives one rank's
-// collectives through ncclProfiler_v6 in NCCL's call order (docs/nccl-facts.md §5.3 A), and times
-// every callback, so that a test can show no callback blocked while sentineld was killed.
-// Usage: callback_timing_host PLUGIN_SO SECONDS RANK NRANKS COMM_HASH PERIOD_US
-// Prints one line: calls=N max_ns=M over_1ms=K colls=C blocked_calls=B blocked_max_ns=X
-// blocked_over_1ms=Y faulted_over_1ms=F init_finalize_max_ns=Z (event callbacks; init/finalize
-// apart).
+// collectives through ncclProfiler_v6 in NCCL's call order (docs/nccl-facts.md "5.3 Call sequences"
+// A), and times every callback, so that a test can show no callback blocked while sentineld was
+// killed. Usage: callback_timing_host PLUGIN_SO SECONDS RANK NRANKS COMM_HASH PERIOD_US Prints one
+// line: calls=N max_ns=M over_1ms=K colls=C blocked_calls=B blocked_max_ns=X blocked_over_1ms=Y
+// faulted_over_1ms=F init_finalize_max_ns=Z (event callbacks; init/finalize apart).
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <time.h>

@@ -1,7 +1,8 @@
 // Starts the REAL sentineld binary on a temp-dir socket and HTTP port 0 (discovered through
 // --port-file), and stops it after the test. Also: HTTP GET, running a command, and the
 // JSON Schema validation of saved payloads (python3 + jsonschema, as Debian packages it), clients
-// of other users (--allow-group), a straggler job, and a free port for Prometheus.
+// of other users (--allow-group) and a straggler job. Starting the process and a free port for
+// Prometheus: sentineld_process.h.
 #pragma once
 
 #include <grp.h>
@@ -50,28 +51,6 @@ inline int RunCommand(const std::string& cmd, std::string* output = nullptr) {
 
 inline bool HaveProgram(const std::string& name) {
   return RunCommand("command -v " + name + " >/dev/null") == 0;
-}
-
-// A loopback TCP port for a server that cannot take port 0 and report it (Prometheus), below the
-// kernel's ephemeral range: port 0 and every outgoing connection of the tests running beside this
-// one take theirs there. The same rule as tests/package/harness.py's free_port. 0 when none.
-inline int FreePortBelowEphemeral() {
-  int low = 32768;
-  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
-  std::mt19937 pick(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(MonoNow()));
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port =
-        10000 + static_cast<int>(pick() % static_cast<uint32_t>(std::max(low - 10000, 1)));
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (bound) return port;
-  }
-  return 0;
 }
 
 // The records of `rank` of a `nranks`-rank communicator in a job whose rank 1 is a straggler: 12

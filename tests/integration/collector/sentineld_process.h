@@ -1,16 +1,22 @@
 // Starting the REAL sentineld as a child process and learning its HTTP port, for the tests that
-// run it (daemon_fixture.h) and the benchmarks that measure it (tests/benchmarks/collector/).
+// run it (daemon_fixture.h, jobwide_e2e_test.cc) and the benchmarks that measure it
+// (tests/benchmarks/collector/); and a free port for a server that cannot take port 0.
 // No gtest here: the benchmarks include it too.
 #pragma once
 
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <fstream>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -52,6 +58,29 @@ inline int StopProgram(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return status;
+}
+
+// A loopback TCP port for a server that cannot take port 0 and report it (Prometheus), below the
+// kernel's ephemeral range: port 0 and every outgoing connection of the tests running beside this
+// one take theirs there. The same rule as tests/package/harness.py's free_port. 0 when none.
+inline int FreePortBelowEphemeral() {
+  int low = 32768;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::mt19937 pick(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(now));
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port =
+        10000 + static_cast<int>(pick() % static_cast<uint32_t>(std::max(low - 10000, 1)));
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    close(fd);
+    if (bound) return port;
+  }
+  return 0;
 }
 
 }  // namespace sentinel::testing

@@ -229,8 +229,8 @@ TEST_F(ChainTest, MissingChainedPluginIsOneLogLine) {
   EXPECT_TRUE(self.rec.empty());
 }
 
-// The name rule of NCCL_PROFILER_PLUGIN (docs/nccl-facts.md §4.1): "recording" finds
-// libnccl-profiler-recording.so.
+// The name rule of NCCL_PROFILER_PLUGIN (docs/nccl-facts.md "4.1 Finding the library"): "recording"
+// finds libnccl-profiler-recording.so.
 TEST_F(ChainTest, ShortNameFollowsNcclRule) {
   std::string lib_dir = FAKE_NCCL_RECORDING_PLUGIN;
   lib_dir = lib_dir.substr(0, lib_dir.rfind('/'));

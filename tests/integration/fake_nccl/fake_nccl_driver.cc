@@ -81,7 +81,7 @@ void AllReduceEach(const std::vector<ncclComm_t>& comms, size_t count) {
 }
 
 int Run(const std::string& scenario, int n) {
-  if (scenario == "allreduce") {  // docs/nccl-facts.md §5.3 A per rank
+  if (scenario == "allreduce") {  // docs/nccl-facts.md "5.3 Call sequences" A per rank
     auto comms = InitAll(n);
     AllReduceEach(comms, 262144);
     SyncAll(comms);
@@ -91,7 +91,8 @@ int Run(const std::string& scenario, int n) {
     AllReduceEach(comms, 1024);
     SyncAll(comms);
     DestroyAll(comms);
-  } else if (scenario == "group") {  // §5.3 B: one user group, two AllReduces per comm
+  } else if (scenario == "group") {
+    // docs/nccl-facts.md "5.3 Call sequences" B: one user group, two AllReduces per comm
     auto comms = InitAll(n);
     CHECK_NCCL(ncclGroupStart());
     for (ncclComm_t c : comms) {

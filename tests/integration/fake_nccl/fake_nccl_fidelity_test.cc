@@ -1,6 +1,9 @@
 // Fidelity of the fake NCCL against the fact sheet, observed through the recording plugin: call
-// order and threads of docs/nccl-facts.md §5.3 A/B, special cases of §5.5, plugin loading of §4.1,
-// the ABI adapters, commHash (§10.4, computed here by hand) and NCCL-format log lines (§8).
+// order and threads of docs/nccl-facts.md "5.3 Call sequences" A/B, special cases of
+// docs/nccl-facts.md "5.5 Special cases", plugin loading of
+// docs/nccl-facts.md "4.1 Finding the library", the ABI adapters, commHash
+// (docs/nccl-facts.md "10.4 The communicator hash", computed here by hand) and NCCL-format log
+// lines (docs/nccl-facts.md "8. NCCL log lines").
 #include <time.h>
 #include <unistd.h>
 
@@ -22,7 +25,8 @@ namespace {
 
 using Env = std::vector<std::pair<std::string, std::string>>;
 
-// §10.4, written independently of the fake's implementation.
+// docs/nccl-facts.md "10.4 The communicator hash", written independently of the fake's
+// implementation.
 uint64_t ReferenceHash(const std::vector<std::vector<unsigned char>>& strings) {
   uint64_t a0 = 1;
   uint64_t a1 = 1;
@@ -116,7 +120,8 @@ long MainTid(const std::vector<RecLine>& lines) {
   return -1;
 }
 
-TEST_F(FidelityTest, StandaloneAllReduceCallOrderAndThreads) {  // §5.3 A
+TEST_F(FidelityTest, StandaloneAllReduceCallOrderAndThreads) {
+  // docs/nccl-facts.md "5.3 Call sequences" A
   auto lines = Record("allreduce", {{"FAKE_NCCL_NODES", "2"}, {"RECORDING_PLUGIN_MASK", "4095"}});
   long app = MainTid(lines);
   std::map<std::string, std::string> types = Types(lines);
@@ -220,7 +225,7 @@ TEST_F(FidelityTest, StandaloneAllReduceCallOrderAndThreads) {  // §5.3 A
   EXPECT_EQ(kernels, 2);
 }
 
-TEST_F(FidelityTest, UserGroupSharesOneGroupApi) {  // §5.3 B
+TEST_F(FidelityTest, UserGroupSharesOneGroupApi) {  // docs/nccl-facts.md "5.3 Call sequences" B
   auto lines = Record("group", {});
   long app = MainTid(lines);
   std::vector<std::string> sig = Signature(lines, [&](const RecLine& l) { return l.tid == app; });
@@ -252,7 +257,7 @@ TEST_F(FidelityTest, NestedGroupDepth) {
   }
 }
 
-TEST_F(FidelityTest, InitThreads) {  // §4.2
+TEST_F(FidelityTest, InitThreads) {  // docs/nccl-facts.md "4.2 `init`"
   auto main_lines = Record("initrank_main", {}, 1);
   ASSERT_FALSE(main_lines.empty());
   EXPECT_EQ(main_lines[0].verb, "init");
@@ -271,7 +276,8 @@ TEST_F(FidelityTest, InitThreads) {  // §4.2
             2);
 }
 
-TEST_F(FidelityTest, CommHashMatchesHandComputedVector) {  // §10.4
+TEST_F(FidelityTest, CommHashMatchesHandComputedVector) {
+  // docs/nccl-facts.md "10.4 The communicator hash"
   std::vector<unsigned char> id(128, 7);
   uint64_t expected = ReferenceHash({id});
   EXPECT_EQ(expected, 0x2258c19d731308ebULL);  // pinned: the reference itself must not drift
@@ -308,7 +314,8 @@ TEST_F(FidelityTest, CommHashMatchesHandComputedVector) {  // §10.4
   EXPECT_NE(r.output.find("splitCount 1 color 1 key 1- Init START"), std::string::npos) << r.output;
 }
 
-TEST_F(FidelityTest, LogLinesToDebugFile) {  // §8.1, §8.2, §8.5
+TEST_F(FidelityTest, LogLinesToDebugFile) {
+  // docs/nccl-facts.md "8.1 Line prefix", "8.2 Initialisation sequence", "8.5 `NCCL_DEBUG`"
   std::string pattern = dir_ + "/nccl.%h.%p.log";
   RunResult r = RunProgram({FAKE_NCCL_DRIVER, "init_only", "2"},
                            {{"NCCL_DEBUG", "INFO"},
@@ -351,7 +358,8 @@ struct NetCase {
   int exit_code;
 };
 
-TEST_F(FidelityTest, NetworkSelectionFollowsNcclEnvSemantics) {  // §7.2, §8.3
+TEST_F(FidelityTest, NetworkSelectionFollowsNcclEnvSemantics) {
+  // docs/nccl-facts.md "7.2 `NCCL_NET`", "8.3 Transport placement lines"
   std::vector<NetCase> cases = {
       {{{"NCCL_IB_DISABLE", "1"}},
        {"NET/Socket : Using [0]eth0:10.0.0.1<0>", "Using network Socket",
@@ -406,8 +414,8 @@ TEST_F(FidelityTest, NetworkSelectionFollowsNcclEnvSemantics) {  // §7.2, §8.3
   }
 }
 
-TEST_F(FidelityTest,
-       WarnLevelFormat) {  // §8.1: version line without prefix, WARN after an empty line
+TEST_F(FidelityTest, WarnLevelFormat) {
+  // docs/nccl-facts.md "8.1 Line prefix": version line without prefix, WARN after an empty line
   RunResult r = RunProgram({FAKE_NCCL_DRIVER, "init_only", "2"},
                            {{"NCCL_DEBUG", "WARN"}, {"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "1"}});
   EXPECT_EQ(r.exit_code, 3);
@@ -422,7 +430,8 @@ TEST_F(FidelityTest,
   EXPECT_EQ(r.output.find("NCCL INFO"), std::string::npos);
 }
 
-TEST_F(FidelityTest, PluginNameResolutionAndStickyFailure) {  // §4.1
+TEST_F(FidelityTest, PluginNameResolutionAndStickyFailure) {
+  // docs/nccl-facts.md "4.1 Finding the library"
   std::string lib_dir = FAKE_NCCL_RECORDING_PLUGIN;
   lib_dir = lib_dir.substr(0, lib_dir.rfind('/'));
   std::string log = dir_ + "/short.log";
@@ -458,7 +467,8 @@ TEST_F(FidelityTest, PluginNameResolutionAndStickyFailure) {  // §4.1
   EXPECT_NE(r.output.find("Loaded recording (v5)", closing), std::string::npos);
 }
 
-TEST_F(FidelityTest, AbiVersionsAndV4Adapter) {  // §1, §3.8
+TEST_F(FidelityTest, AbiVersionsAndV4Adapter) {
+  // docs/nccl-facts.md "1. Version matrix", "3.8 What older plugin ABIs see"
   auto v6 = Record("allreduce", {{"FAKE_NCCL_PROFILER_MAX_VERSION", "6"}});
   ASSERT_FALSE(v6.empty());
   EXPECT_EQ(v6[0].Get("v"), "6");
@@ -483,7 +493,7 @@ TEST_F(FidelityTest, AbiVersionsAndV4Adapter) {  // §1, §3.8
   EXPECT_EQ(Count(v4, "start", "Coll"), 2);
 }
 
-TEST_F(FidelityTest, CollectiveKindsAndDecomposition) {  // §5.5
+TEST_F(FidelityTest, CollectiveKindsAndDecomposition) {  // docs/nccl-facts.md "5.5 Special cases"
   auto lines = Record("kinds", {});
   int alltoall_api = 0;
   int p2p_api = 0;
@@ -517,7 +527,8 @@ TEST_F(FidelityTest, CollectiveKindsAndDecomposition) {  // §5.5
       0);
 }
 
-TEST_F(FidelityTest, GraphReplaysFromHostCallbackThread) {  // §5.4, §5.5
+TEST_F(FidelityTest, GraphReplaysFromHostCallbackThread) {
+  // docs/nccl-facts.md "5.4 Threads and concurrency", "5.5 Special cases"
   auto lines = Record("graph", {});
   std::set<std::string> capture_coll_api;
   for (const RecLine& l : lines) {
@@ -544,7 +555,8 @@ TEST_F(FidelityTest, GraphReplaysFromHostCallbackThread) {  // §5.4, §5.5
   EXPECT_EQ(Count(quiet, "start", "CollApi"), 2);
 }
 
-TEST_F(FidelityTest, NonblockingChildrenStartAfterGroupApiStops) {  // §5.4
+TEST_F(FidelityTest, NonblockingChildrenStartAfterGroupApiStops) {
+  // docs/nccl-facts.md "5.4 Threads and concurrency"
   auto lines = Record("nonblocking", {});
   long app = MainTid(lines);
   (void)app;
@@ -576,7 +588,7 @@ TEST_F(FidelityTest, NonblockingChildrenStartAfterGroupApiStops) {  // §5.4
   }
 }
 
-TEST_F(FidelityTest, PxnOpsCarryForeignPid) {  // §5.5
+TEST_F(FidelityTest, PxnOpsCarryForeignPid) {  // docs/nccl-facts.md "5.5 Special cases"
   auto lines = Record("allreduce", {{"FAKE_NCCL_PXN", "1"}, {"FAKE_NCCL_NODES", "2"}});
   int foreign = 0;
   for (const RecLine& l : lines) {

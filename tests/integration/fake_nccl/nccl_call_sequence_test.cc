@@ -1,9 +1,10 @@
 // The one description of NCCL's calls for a collective
 // (tests/fakes/fake_nccl/nccl_call_sequence.h), which sentinel_collective_benchmark replays:
-// checked against the facts (docs/nccl-facts.md §4.5, §5.3 A, §5.6.3), and against the fake NCCL's
-// own calls as the recording plugin saw them, at NCCL Inspector's mask (Coll | KernelCh), at
-// sentinel's default mask and at `all`, over 1, 2, 4 and 8 channels: same types, same order, same
-// parents. If the benchmark's sequence or the fake NCCL drifts, this fails.
+// checked against the facts (docs/nccl-facts.md "4.5 The activation mask", "5.3 Call sequences" A,
+// docs/nccl-facts.md "5.6 Pitfalls" item 3), and against the fake NCCL's own calls as the recording
+// plugin saw them, at NCCL Inspector's mask (Coll | KernelCh), at sentinel's default mask and at
+// `all`, over 1, 2, 4 and 8 channels: same types, same order, same parents. If the benchmark's
+// sequence or the fake NCCL drifts, this fails.
 #include "tests/fakes/fake_nccl/nccl_call_sequence.h"
 
 #include <map>
@@ -124,8 +125,9 @@ seq::Sequence Build(int mask, int channels, int steps) {
 
 // ---- against the facts --------------------------------------------------------------------------
 
-// §5.3 A, application thread, at a mask without KernelLaunch: GroupApi (states 23, 24), CollApi
-// (stopped before the call returns), Group, Coll (parent CollApi, parentGroup Group), stops.
+// docs/nccl-facts.md "5.3 Call sequences" A, application thread, at a mask without KernelLaunch:
+// GroupApi (states 23, 24), CollApi (stopped before the call returns), Group, Coll (parent CollApi,
+// parentGroup Group), stops.
 const std::vector<std::string> kAppWithoutKernelLaunch = {
     "start GroupApi parent=-",
     "state GroupApi#0 23",
@@ -139,7 +141,8 @@ const std::vector<std::string> kAppWithoutKernelLaunch = {
     "stop GroupApi#0",
 };
 
-TEST(NcclCallSequenceFacts, InspectorMaskBringsEveryAncestor) {  // §4.5
+TEST(NcclCallSequenceFacts, InspectorMaskBringsEveryAncestor) {
+  // docs/nccl-facts.md "4.5 The activation mask"
   for (int channels : {1, 2, 4, 8}) {
     seq::Sequence s = Build(kInspectorMask, channels, 1);
     EXPECT_EQ(Render(s, seq::Thread::kApp), kAppWithoutKernelLaunch);
@@ -157,7 +160,8 @@ TEST(NcclCallSequenceFacts, InspectorMaskBringsEveryAncestor) {  // §4.5
 }
 
 TEST(NcclCallSequenceFacts, DefaultMaskMakesTheSameCallsAsInspectorMask) {
-  // GroupApi, CollApi and Group come either way (§4.5); only who keeps them differs.
+  // GroupApi, CollApi and Group come either way (docs/nccl-facts.md "4.5 The activation mask");
+  // only who keeps them differs.
   for (int channels : {1, 8}) {
     seq::Sequence a = Build(kInspectorMask, channels, 1);
     seq::Sequence b = Build(kDefaultMask, channels, 1);
@@ -166,7 +170,8 @@ TEST(NcclCallSequenceFacts, DefaultMaskMakesTheSameCallsAsInspectorMask) {
   }
 }
 
-TEST(NcclCallSequenceFacts, AllMaskAddsKernelLaunchAndTheNetwork) {  // §5.3 A, proxy steps 1-6
+TEST(NcclCallSequenceFacts, AllMaskAddsKernelLaunchAndTheNetwork) {
+  // docs/nccl-facts.md "5.3 Call sequences" A, proxy steps 1-6
   seq::Sequence s = Build(kAllMask, 1, 1);
   std::vector<std::string> app = kAppWithoutKernelLaunch;
   app.insert(app.begin() + 5, {"start KernelLaunch parent=GroupApi#0", "stop KernelLaunch#0"});
@@ -194,7 +199,8 @@ TEST(NcclCallSequenceFacts, AllMaskAddsKernelLaunchAndTheNetwork) {  // §5.3 A,
                                             }));
 }
 
-TEST(NcclCallSequenceFacts, CallsOnAHandleAreGuardedByIt) {  // profiler.cc of 2.28.9, §5.6.3
+TEST(NcclCallSequenceFacts, CallsOnAHandleAreGuardedByIt) {
+  // profiler.cc of 2.28.9, docs/nccl-facts.md "5.6 Pitfalls" item 3
   seq::Sequence s = Build(kAllMask, 2, 2);
   std::vector<uint32_t> type_of(static_cast<size_t>(s.handles));
   for (int i = 0; i < s.n; ++i) {

@@ -4,8 +4,12 @@
 #include "collector/ingest/frame_parser.h"
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 #include "collector/ingest/session.h"
@@ -82,7 +86,7 @@ TEST(SessionTest, HelloAckThenRecords) {
     const auto rec = MakeColl(9, 1, 2, seq, 1000, 10);
     AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
   }
-  ASSERT_TRUE(s.Feed(b.data(), b.size()));
+  ASSERT_EQ(s.Feed(b.data(), b.size()), absl::OkStatus());
   ASSERT_EQ(sink.hellos.size(), 1u);
   EXPECT_STREQ(sink.hellos[0].host, "testhost");
   ASSERT_EQ(sink.records.size(), 3u);
@@ -101,7 +105,7 @@ TEST(SessionTest, ByteByByteDelivery) {
   Bytes b = HelloBytes();
   const auto rec = MakeColl(9, 1, 2, 7, 1000, 10);
   AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
-  for (uint8_t byte : b) ASSERT_TRUE(s.Feed(&byte, 1));
+  for (uint8_t byte : b) ASSERT_EQ(s.Feed(&byte, 1), absl::OkStatus());
   ASSERT_EQ(sink.records.size(), 1u);
   EXPECT_EQ(sink.records[0].seq, 7u);
 }
@@ -114,7 +118,7 @@ TEST(SessionTest, UnknownTypeSkipped) {
   AppendFrame(&b, 200, blob, sizeof(blob));
   const auto rec = MakeColl(9, 1, 2, 1, 1000, 10);
   AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
-  ASSERT_TRUE(s.Feed(b.data(), b.size()));
+  ASSERT_EQ(s.Feed(b.data(), b.size()), absl::OkStatus());
   EXPECT_EQ(s.skipped_unknown(), 1u);
   EXPECT_EQ(sink.records.size(), 1u);
 }
@@ -130,7 +134,7 @@ TEST(SessionTest, LargerRecordAcceptedPrefixRead) {
   AppendFrame(&b, kSentinelWireColl, body.data(), body.size());
   const auto next = MakeColl(9, 1, 2, 12, 1000, 10);
   AppendFrame(&b, kSentinelWireColl, &next, sizeof(next));
-  ASSERT_TRUE(s.Feed(b.data(), b.size()));
+  ASSERT_EQ(s.Feed(b.data(), b.size()), absl::OkStatus());
   ASSERT_EQ(sink.records.size(), 2u);
   EXPECT_EQ(sink.records[0].seq, 11u);
   EXPECT_EQ(sink.records[0].comm_hash, 9u);
@@ -141,7 +145,8 @@ TEST(SessionTest, MajorMismatchRefusedWithAck) {
   RecordingSink sink;
   Session s(1, &sink);
   const Bytes b = testing::Frame(kSentinelWireHello, MakeHello(77, SENTINEL_WIRE_MAJOR + 1));
-  EXPECT_FALSE(s.Feed(b.data(), b.size()));
+  EXPECT_EQ(s.Feed(b.data(), b.size()),
+            absl::FailedPreconditionError("connection closed: major_mismatch"));
   EXPECT_EQ(s.reason(), CloseReason::kMajorMismatch);
   EXPECT_EQ(s.refused_major(), SENTINEL_WIRE_MAJOR + 1);
   EXPECT_TRUE(sink.hellos.empty());
@@ -158,14 +163,16 @@ TEST(SessionTest, BadHelloRefused) {
     auto h = MakeHello(1);
     h.magic = 0xDEADBEEF;
     const Bytes b = testing::Frame(kSentinelWireHello, h);
-    EXPECT_FALSE(s.Feed(b.data(), b.size()));
+    EXPECT_EQ(s.Feed(b.data(), b.size()),
+              absl::FailedPreconditionError("connection closed: bad_hello"));
     EXPECT_EQ(s.reason(), CloseReason::kBadHello);
   }
   {
     RecordingSink sink;
     Session s(1, &sink);  // records before any hello
     const Bytes b = testing::Frame(kSentinelWireColl, MakeColl(1, 0, 1, 0, 0, 0));
-    EXPECT_FALSE(s.Feed(b.data(), b.size()));
+    EXPECT_EQ(s.Feed(b.data(), b.size()),
+              absl::FailedPreconditionError("connection closed: bad_hello"));
     EXPECT_EQ(s.reason(), CloseReason::kBadHello);
     EXPECT_TRUE(sink.records.empty());
   }
@@ -178,19 +185,26 @@ TEST(SessionTest, GarbageAfterHelloClosesButKeepsEarlierRecords) {
   const auto rec = MakeColl(9, 1, 2, 3, 1000, 10);
   AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
   for (int i = 0; i < 64; ++i) b.push_back(static_cast<uint8_t>(0x5A ^ (i * 31)));
-  EXPECT_FALSE(s.Feed(b.data(), b.size()));
+  const absl::Status st = s.Feed(b.data(), b.size());
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << st;
+  EXPECT_TRUE(absl::StartsWith(st.message(), "connection closed: malformed (")) << st;
   EXPECT_EQ(s.reason(), CloseReason::kMalformed);
   EXPECT_EQ(sink.records.size(), 1u);
 }
 
 TEST(SessionTest, OversizedAndShortKnownFramesAreMalformed) {
-  for (uint32_t declared : {SENTINEL_WIRE_FRAME_MAX + 8, 8u + 64u, 12u}) {
+  const std::pair<uint32_t, const char*> cases[] = {{SENTINEL_WIRE_FRAME_MAX + 8, "size_too_large"},
+                                                    {8u + 64u, "body_too_small"},
+                                                    {12u, "size_not_multiple_of_8"}};
+  for (const auto& [declared, error] : cases) {
     RecordingSink sink;
     Session s(1, &sink);
     Bytes b = HelloBytes();
     const uint8_t zeros[64] = {};
     AppendFrame(&b, kSentinelWireColl, zeros, sizeof(zeros), declared);
-    EXPECT_FALSE(s.Feed(b.data(), b.size())) << declared;
+    EXPECT_EQ(s.Feed(b.data(), b.size()), absl::InvalidArgumentError(absl::StrCat(
+                                              "connection closed: malformed (", error, ")")))
+        << declared;
     EXPECT_EQ(s.reason(), CloseReason::kMalformed) << declared;
   }
 }
@@ -203,7 +217,7 @@ TEST(SessionTest, ControlFramesKeepOrder) {
   AppendFrame(&b, kSentinelWireCommInit, &init, sizeof(init));
   SentinelWireHeartbeat hb{};
   AppendFrame(&b, kSentinelWireHeartbeat, &hb, sizeof(hb));
-  ASSERT_TRUE(s.Feed(b.data(), b.size()));
+  ASSERT_EQ(s.Feed(b.data(), b.size()), absl::OkStatus());
   ASSERT_EQ(sink.control_types.size(), 2u);
   EXPECT_EQ(sink.control_types[0], kSentinelWireCommInit);
   EXPECT_EQ(sink.control_types[1], kSentinelWireHeartbeat);
@@ -244,8 +258,30 @@ TEST(SessionTest, SecondHelloIsAProtocolError) {
   Bytes b = HelloBytes();
   const Bytes again = HelloBytes();
   b.insert(b.end(), again.begin(), again.end());
-  EXPECT_FALSE(s.Feed(b.data(), b.size()));
+  EXPECT_EQ(s.Feed(b.data(), b.size()),
+            absl::FailedPreconditionError("connection closed: bad_hello"));
   EXPECT_EQ(s.reason(), CloseReason::kBadHello);
+}
+
+// Feed returns the status of the Commit that closed the connection, also when that is not its
+// first Commit (a stream larger than the buffer is committed in chunks); every record before the
+// bad frame has reached the sink, none after it.
+TEST(SessionTest, FeedReturnsTheClosingCommitsStatus) {
+  RecordingSink sink;
+  Session s(1, &sink);
+  Bytes b = HelloBytes();
+  const auto rec = MakeColl(9, 1, 2, 0, 1000, 10);
+  size_t good_records = 0;
+  for (; b.size() < Session::kBufferSize + 64; ++good_records) {
+    AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
+  }
+  ASSERT_GT(b.size(), Session::kBufferSize);  // the bad frame is not in the first chunk
+  AppendFrame(&b, 99, nullptr, 0, 20);        // declares 20 bytes: not a multiple of 8
+  for (int i = 0; i < 1024; ++i) AppendFrame(&b, kSentinelWireColl, &rec, sizeof(rec));
+  EXPECT_EQ(s.Feed(b.data(), b.size()),
+            absl::InvalidArgumentError("connection closed: malformed (size_not_multiple_of_8)"));
+  EXPECT_EQ(s.reason(), CloseReason::kMalformed);
+  EXPECT_EQ(sink.records.size(), good_records);
 }
 
 }  // namespace

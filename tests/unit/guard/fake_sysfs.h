@@ -1,5 +1,6 @@
 // Builds fake sysfs and /dev trees in a temp dir for the guard's host probe
-// (docs/cupti-verbs-facts.md §4.1 formats). Shared by the unit and integration tests of the guard.
+// (docs/cupti-verbs-facts.md "4.1 Port files" formats). Shared by the unit and integration tests of
+// the guard.
 #pragma once
 
 #include <stdlib.h>

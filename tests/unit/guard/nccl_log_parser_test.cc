@@ -1,4 +1,5 @@
-// The NCCL log parser on lines in NCCL 2.28.9's exact formats (docs/nccl-facts.md §8).
+// The NCCL log parser on lines in NCCL 2.28.9's exact formats
+// (docs/nccl-facts.md "8. NCCL log lines").
 #include "plugin/guard/nccl_log_parser.h"
 
 #include <gtest/gtest.h>

@@ -46,7 +46,7 @@ bool SendLatencyHoldsTheFakesDelay(const SentinelNetConnStats& snd, uint64_t req
 }
 
 // Sets the environment, then loads the wrapper as NCCL does (RTLD_NOW | RTLD_LOCAL,
-// docs/nccl-facts.md §7.1).
+// docs/nccl-facts.md "7.1 Symbols and loading").
 Loaded LoadWrapper(const char* wrap, const std::vector<std::pair<const char*, const char*>>& env) {
   setenv("SENTINEL_SOCKET", "none", 1);  // the reporter: tests/integration/net
   for (const auto& kv : env) setenv(kv.first, kv.second, 1);

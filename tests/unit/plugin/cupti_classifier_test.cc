@@ -1,4 +1,5 @@
-// Kernel name classification across NCCL 2.18-2.30 naming (docs/cupti-verbs-facts.md §1.8).
+// Kernel name classification across NCCL 2.18-2.30 naming
+// (docs/cupti-verbs-facts.md "1.8 Recognising NCCL kernels by name").
 #include <gtest/gtest.h>
 
 #include <string>

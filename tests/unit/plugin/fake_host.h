@@ -1,6 +1,6 @@
 // A small in-test "fake NCCL host": dlopens the BUILT plugin .so, resolves ncclProfiler_v4/v5/v6
-// and drives scripted call sequences the way NCCL 2.28 does (docs/nccl-facts.md §5.3), plus
-// helpers to read back the SENTINEL_DUMP file.
+// and drives scripted call sequences the way NCCL 2.28 does
+// (docs/nccl-facts.md "5.3 Call sequences"), plus helpers to read back the SENTINEL_DUMP file.
 #pragma once
 
 #include <dlfcn.h>
@@ -86,7 +86,7 @@ class FakeHost {
 
   bool ok() const { return handle_ != nullptr && v4 && v5 && v6; }
 
-  // NCCL's process-global activation mask (§4.5).
+  // NCCL's process-global activation mask (docs/nccl-facts.md "4.5 The activation mask").
   static int& Mask() {
     static int mask = 0;
     return mask;

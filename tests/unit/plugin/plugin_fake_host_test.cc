@@ -1,5 +1,5 @@
 // Drives the BUILT libnccl-profiler-sentinel.so through the v5/v6/v4 tables like NCCL 2.28 does
-// (docs/nccl-facts.md §5.3 A/B/C) and checks the records it dumps (SENTINEL_DUMP).
+// (docs/nccl-facts.md "5.3 Call sequences" A/B/C) and checks the records it dumps (SENTINEL_DUMP).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -36,7 +36,8 @@ class FakeHostTest : public ::testing::Test {
   FakeHost& h() { return Host(); }
   std::vector<nlohmann::json> Dump() { return ReadDump(DumpPath()); }
 
-  // §5.3 A on the application thread, then the proxy thread's part on a real second thread.
+  // docs/nccl-facts.md "5.3 Call sequences" A on the application thread, then the proxy thread's
+  // part on a real second thread.
   void* StandaloneColl(void* ctx, int rank, uint64_t seq, const char* func, size_t api_count,
                        size_t coll_count, const char* dtype, const char* coll_dtype, uint8_t nch,
                        bool net, int root = 0) {
@@ -131,7 +132,8 @@ TEST_F(FakeHostTest, AllReduceRecordIsCompleteAndCalibrated) {
 TEST_F(FakeHostTest, EveryCollectiveKind) {
   const uint64_t comm = 0xC011EC7ull;
   void* ctx = h().InitV5(comm, 8, 0);
-  // AllGather/Broadcast: the Coll event reports bytes as ncclInt8 (§5.5); CollApi the user's.
+  // AllGather/Broadcast: the Coll event reports bytes as ncclInt8
+  // (docs/nccl-facts.md "5.5 Special cases"); CollApi the user's.
   StandaloneColl(ctx, 0, 1, "AllGather", 100, 400, "ncclFloat32", "ncclInt8", 1, false);
   StandaloneColl(ctx, 0, 2, "ReduceScatter", 64, 64, "ncclBfloat16", "ncclBfloat16", 1, true);
   StandaloneColl(ctx, 0, 3, "Broadcast", 10, 80, "ncclFloat64", "ncclInt8", 1, false, 3);
@@ -231,7 +233,8 @@ TEST_F(FakeHostTest, NestedGroupWithFusedCollectivesAndTwoCommsOnOneThread) {
   const uint64_t comm_a = 0xAAA1ull, comm_b = 0xBBB2ull;
   void* a = h().InitV5(comm_a, 2, 0);
   void* b = h().InitV5(comm_b, 4, 3);
-  // §5.3 B, with operations on two communicators sharing one GroupApi (depth 3: nested).
+  // docs/nccl-facts.md "5.3 Call sequences" B, with operations on two communicators sharing one
+  // GroupApi (depth 3: nested).
   void* grp = h().GroupApi(a, 3);
   void* api1 = h().CollApi(a, grp, "AllReduce", 8, "ncclFloat32");
   h().Stop(api1);
@@ -304,7 +307,9 @@ TEST_F(FakeHostTest, CudaGraphReplaysUseTheCaptureTimeCollApi) {
   void* grp = h().GroupApi(ctx, 1, true);
   void* api = h().CollApi(ctx, grp, "AllReduce", 64, "ncclFloat32", 0, true);
   h().Stop(api);
-  h().Stop(api);  // NCCL's stale CollApi handle is stopped again and again (§5.6.1)
+  // NCCL's stale CollApi handle is stopped again and again (docs/nccl-facts.md "5.6 Pitfalls" item
+  // 1)
+  h().Stop(api);
   h().Record(grp, kSentinelStateGroupEndApiStart, nullptr);
   h().Stop(grp);
   for (int replay = 0; replay < 3; ++replay) {
@@ -402,7 +407,7 @@ TEST_F(FakeHostTest, V4TableArgumentOrderLegacyGroupParentAndGarbageP2pChannels)
   p.p2p.count = 5;
   p.p2p.datatype = "ncclInt8";
   p.p2p.peer = 0;
-  p.p2p.n_channels = 0xAB;  // garbage on 2.28 (§3.8)
+  p.p2p.n_channels = 0xAB;  // garbage on 2.28 (docs/nccl-facts.md "3.8 What older plugin ABIs see")
   void* p2p = start(p);
   h().v4->stop_event(coll);
   h().v4->stop_event(p2p);
