@@ -219,9 +219,8 @@ class ClusterJob {
     Node& node = NodeOf(rank);
     Sync(node);
     Session& s = *node.sessions[static_cast<size_t>(ClusterLayout::Local(rank))];
-    if (!s.Feed(buf_.data(), buf_.size())) {
-      std::fprintf(stderr, "detection_eval: session of rank %d closed: %s\n", rank,
-                   CloseReasonName(s.reason()));
+    if (const absl::Status st = s.Feed(buf_.data(), buf_.size()); !st.ok()) {
+      std::fprintf(stderr, "detection_eval: session of rank %d: %s\n", rank, st.ToString().c_str());
       std::exit(1);  // NOLINT(concurrency-mt-unsafe)
     }
   }

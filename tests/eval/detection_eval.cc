@@ -291,9 +291,11 @@ class Job {
   }
 
   void Feed(int job_rank, const std::vector<uint8_t>& bytes) {
-    if (!sessions_[static_cast<size_t>(job_rank)]->Feed(bytes.data(), bytes.size())) {
-      std::fprintf(stderr, "detection_eval: session of rank %d closed: %s\n", job_rank,
-                   CloseReasonName(sessions_[static_cast<size_t>(job_rank)]->reason()));
+    const absl::Status st =
+        sessions_[static_cast<size_t>(job_rank)]->Feed(bytes.data(), bytes.size());
+    if (!st.ok()) {
+      std::fprintf(stderr, "detection_eval: session of rank %d: %s\n", job_rank,
+                   st.ToString().c_str());
       std::exit(1);  // NOLINT(concurrency-mt-unsafe)
     }
     Collect();
