@@ -18,6 +18,7 @@
 #include "collector/aggregate/alerts/net_link_alerts.h"
 #include "collector/aggregate/alerts/nic_alerts.h"
 #include "collector/aggregate/alerts/straggler_alert.h"
+#include "collector/aggregate/hang_elsewhere.h"
 #include "collector/aggregate/rank_range.h"
 #include "collector/aggregate/slow_cause_hooks.h"
 #include "collector/aggregate/wait_alerts.h"
@@ -544,6 +545,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
     for (const RankState* m : comm->members) {
       views.push_back(m->inflight);
       views.back().progress_elsewhere_ns = ProgressElsewhere(*comm, *m);
+      NoteInsideElsewhere(state_, *comm, *m, now, config_.hang_silent_ns, &views.back());
     }
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     HangActionParams action_params;
