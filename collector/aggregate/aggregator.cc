@@ -53,9 +53,13 @@ WaitParams WaitParamsFrom(const Config& config) {
 
 Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
   absl::MutexLock lock(&mu_);
-  char host[256];
-  rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs
-  state_.host = host;
+  if (!config_.node_name.empty()) {
+    state_.host = config_.node_name;  // --node: a name the operator gave this node
+  } else {
+    char host[256];
+    rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs
+    state_.host = host;
+  }
   state_.start_real_ns = clock_->RealNs();
   state_.start_mono_ns = clock_->MonoNs();
   state_.collectives.Reset(static_cast<size_t>(config_.history_collectives));
