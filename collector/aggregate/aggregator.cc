@@ -18,6 +18,7 @@
 #include "collector/aggregate/alerts/net_link_alerts.h"
 #include "collector/aggregate/alerts/nic_alerts.h"
 #include "collector/aggregate/alerts/straggler_alert.h"
+#include "collector/aggregate/hang_elsewhere.h"
 #include "collector/aggregate/rank_range.h"
 #include "collector/aggregate/slow_cause_hooks.h"
 #include "collector/aggregate/wait_alerts.h"
@@ -52,9 +53,13 @@ WaitParams WaitParamsFrom(const Config& config) {
 
 Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
   absl::MutexLock lock(&mu_);
-  char host[256];
-  rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs
-  state_.host = host;
+  if (!config_.node_name.empty()) {
+    state_.host = config_.node_name;  // --node: a name the operator gave this node
+  } else {
+    char host[256];
+    rules::ShortHostName(host, sizeof(host));  // as the ranks report theirs
+    state_.host = host;
+  }
   state_.start_real_ns = clock_->RealNs();
   state_.start_mono_ns = clock_->MonoNs();
   state_.collectives.Reset(static_cast<size_t>(config_.history_collectives));
@@ -544,6 +549,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
     for (const RankState* m : comm->members) {
       views.push_back(m->inflight);
       views.back().progress_elsewhere_ns = ProgressElsewhere(*comm, *m);
+      NoteInsideElsewhere(state_, *comm, *m, now, config_.hang_silent_ns, &views.back());
     }
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     HangActionParams action_params;

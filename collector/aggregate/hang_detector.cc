@@ -19,6 +19,8 @@ const char* HangRoleName(HangRole role) {
       return "passed";
     case HangRole::kBusyOutsideNccl:
       return "busy_outside_nccl";
+    case HangRole::kWaitingElsewhere:
+      return "waiting_elsewhere";
   }
   return "unknown";
 }
@@ -65,6 +67,15 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
       hr.role = HangRole::kPassed;
     } else if (!r.connected || (gone(r) && !reached)) {
       hr.role = HangRole::kGone;
+    } else if (r.has_state && r.enqueued < t && r.inside_elsewhere_since_ns > 0 &&
+               r.inside_elsewhere_since_ns <= now_ns &&
+               now_ns - r.inside_elsewhere_since_ns >= params.elsewhere_ns) {
+      // Blocked in a collective that waits for other nodes: it cannot reach T until that one
+      // completes, so it waits too.
+      hr.role = HangRole::kWaitingElsewhere;
+      hr.elsewhere_comm = r.elsewhere_comm;
+      hr.elsewhere_ordinal = r.elsewhere_ordinal;
+      hr.elsewhere_ns = now_ns - r.inside_elsewhere_since_ns;
     } else if (r.has_state && r.enqueued < t && r.progress_elsewhere_ns > 0 &&
                now_ns - r.progress_elsewhere_ns <= params.busy_window_ns) {
       hr.role = HangRole::kBusyOutsideNccl;
@@ -82,6 +93,7 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
     }
     if (IsCulprit(hr.role)) v.culprits.push_back(r.rank);
     if (hr.role == HangRole::kWaiting) v.waiting.push_back(r.rank);
+    if (hr.role == HangRole::kWaitingElsewhere) v.waiting_elsewhere.push_back(r.rank);
     v.ranks.push_back(hr);
   }
   std::sort(v.ranks.begin(), v.ranks.end(),
@@ -101,7 +113,9 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
     v.culprits = std::move(stuck);
   }
   std::sort(v.waiting.begin(), v.waiting.end());
-  v.outside_node = v.culprits.empty() && static_cast<int32_t>(ranks.size()) < nranks;
+  std::sort(v.waiting_elsewhere.begin(), v.waiting_elsewhere.end());
+  v.outside_node = v.culprits.empty() &&
+                   (static_cast<int32_t>(ranks.size()) < nranks || !v.waiting_elsewhere.empty());
   return v;
 }
 

@@ -8,13 +8,22 @@
 //   - busy_outside_nccl: it has not enqueued T, but its process is still making progress
 //     elsewhere (its other communicators advance, or CUPTI sees it launch non-NCCL kernels): alive
 //     and late (a checkpoint write, an evaluation), not stuck;
+//   - waiting_elsewhere: it has not enqueued T because its process is itself stuck inside another
+//     communicator's collective (that collective's kernel started, incomplete for a while) and
+//     that communicator has ranks on other nodes: a victim waiting for someone outside this node,
+//     not a culprit. In the usual layout a rank blocked in a data-parallel collective for a rank
+//     of another node never reaches the next tensor-parallel collective, and its node's other
+//     ranks wait there for it. Another communicator wholly on this node is judged here, by its
+//     own verdict, so a rank inside one of those stays a culprit (a deadlock between two local
+//     communicators keeps its culprits named);
 //   - never_launched: it has not enqueued T and shows no progress elsewhere (a stuck host
 //     thread, a data loader, a deadlock);
 //   - launched_kernel_not_started: it enqueued T but T's kernel never started (the GPU is busy
 //     or stuck in earlier work);
 //   - otherwise it reached T too (waiting) or passed it.
-// With stuck ranks and no local culprit, the rank they wait for is on another node (when the
-// communicator spans more ranks than this node has).
+// With stuck ranks and no local culprit, the rank they wait for is on another node: when the
+// communicator spans more ranks than this node has, or when some local rank is waiting_elsewhere
+// (its communicator spans other nodes).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +39,7 @@ enum class HangRole : uint8_t {
   kGone,                      // culprit: process gone or silent
   kPassed,                    // completed it (not involved)
   kBusyOutsideNccl,           // culprit, alive: did not enqueue it, but progresses elsewhere
+  kWaitingElsewhere,  // victim: did not enqueue it, stuck in another node-spanning collective
 };
 const char* HangRoleName(HangRole role);
 inline bool IsCulprit(HangRole role) {
@@ -54,6 +64,13 @@ struct InFlightView {
   // or in-flight counters of its other communicators, CUPTI windows with non-NCCL kernels); 0
   // when never.
   int64_t progress_elsewhere_ns = 0;
+  // Its process is inside a collective of another communicator that has ranks on other nodes
+  // (that collective's kernel started and it has not completed), since this collector monotonic
+  // time; 0 when not (collector/aggregate/hang_elsewhere.h fills it). `elsewhere_comm` is that
+  // communicator, `elsewhere_ordinal` the collective.
+  int64_t inside_elsewhere_since_ns = 0;
+  uint64_t elsewhere_comm = 0;
+  uint64_t elsewhere_ordinal = 0;
 };
 
 struct HangRank {
@@ -66,21 +83,27 @@ struct HangRank {
   // entry time (its oldest incomplete one); 0 when that is not known. Each waiting rank is told
   // its own time, which it checks against its own clock.
   int64_t waiting_ns = 0;
+  // kWaitingElsewhere: the communicator and collective it is inside, and for how long.
+  uint64_t elsewhere_comm = 0;
+  uint64_t elsewhere_ordinal = 0;
+  int64_t elsewhere_ns = 0;
 };
 
 struct HangVerdict {
   bool hung = false;
   uint64_t ordinal = 0;  // the collective the waiting ranks are stuck in
   uint8_t func = 0;
-  uint64_t seq = 0;             // its NCCL seqNumber
-  int64_t waiting_ns = 0;       // how long the longest-waiting rank has been in it (alerts)
-  bool outside_node = false;    // no local culprit, and the communicator has non-local ranks
+  uint64_t seq = 0;        // its NCCL seqNumber
+  int64_t waiting_ns = 0;  // how long the longest-waiting rank has been in it (alerts)
+  // No local culprit, and the communicator has non-local ranks or some rank is waiting_elsewhere.
+  bool outside_node = false;
   std::vector<HangRank> ranks;  // every local rank with its role, by rank
   // Culprits, stuck ones first (never_launched, launched_kernel_not_started, gone), then
   // busy_outside_nccl; each group by rank.
   std::vector<int> culprits;
   bool any_busy = false;  // some culprit is busy_outside_nccl
   std::vector<int> waiting;
+  std::vector<int> waiting_elsewhere;  // ranks in kWaitingElsewhere, by rank
 };
 
 struct HangParams {
@@ -88,6 +111,10 @@ struct HangParams {
   int64_t silent_ns = 5LL * 1000000000;  // no in-flight record for this long = gone
   // Progress elsewhere within this long before now makes a late rank busy_outside_nccl.
   int64_t busy_window_ns = 5LL * 1000000000;
+  // A rank inside another node-spanning communicator's collective for at least this long is
+  // waiting_elsewhere (a healthy collective takes far less; a rank passing through collectives
+  // there keeps changing its oldest one).
+  int64_t elsewhere_ns = 5LL * 1000000000;
 };
 
 // Pure: `ranks` are the communicator's local ranks, `nranks` its size job-wide.

@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
 
@@ -182,6 +183,27 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
           "--socket: empty path (leave the option out for the default socket)");
     }
     socket_path = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "node") {
+    // Shown to people and scheduler scripts (alert ids, /v1/exclude, label values): a host-name-
+    // like word only, so that it can forge no line, label or id.
+    if (value.empty() || value.size() > kMaxNodeNameLen) {
+      return absl::InvalidArgumentError(absl::StrCat("--node: expected 1 to ", kMaxNodeNameLen,
+                                                     " characters, got ", value.size()));
+    }
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(value[0]))) {
+      return absl::InvalidArgumentError(
+          "--node: must start with a letter or a digit (letters, digits, '.', '_', '-')");
+    }
+    for (const char ch : value) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "--node: only letters, digits, '.', '_' and '-' are allowed, got byte 0x%02x", c));
+      }
+    }
+    node_name = std::string(value);
     return absl::OkStatus();
   }
   if (key == "listen") {
@@ -441,6 +463,9 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            Its directory is created (last component only) or set to 0700 (0750 with
                            --allow-group); one owned by another user or writable by others is refused
   --listen HOST:PORT       HTTP API and /metrics (default 127.0.0.1:9464; port 0 picks a free one)
+  --node NAME              this node's name in its alerts, API and /metrics `host` label (default:
+                           the short host name); 1-63 letters, digits, '.', '_', '-', starting with
+                           a letter or digit. Two daemons on one machine can so stand for two nodes
   --port-file FILE         write the bound HTTP port to FILE once listening (its directory must be
                            yours, root's or the daemon user's, and not writable by others)
   --config FILE            key = value file with any of these options (command line wins)

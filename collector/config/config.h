@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,11 +19,16 @@ namespace sentinel::collector {
 // Lower bounds Validate() enforces (below them a value parses but cannot work).
 inline constexpr int64_t kMinStragglerMinNs = 1000;            // --straggler-min: 1us
 inline constexpr int64_t kMinHangSilentNs = 2LL * 1000000000;  // --hang-silent: 2s
+inline constexpr size_t kMaxNodeNameLen = 63;                  // --node: a host name label's limit
 inline constexpr int64_t kMinNicPollNs = 100LL * 1000000;      // --nic-poll: 100ms (or 0 = off)
 
 struct Config {
   std::string socket_path;  // empty = DefaultSocketPath()
   std::string listen = "127.0.0.1:9464";
+  // --node: this node's name in its alerts (ids such as straggler-node-<name>, texts, `host`),
+  // the API and /metrics' `host` label, instead of the machine's short host name; so that two
+  // daemons on one machine can stand for two nodes. Empty = the short host name.
+  std::string node_name;
   std::string port_file;  // written with the bound HTTP port once listening
   std::string config_file;
   int64_t window_ns = 15LL * 60 * 1000000000;   // default telemetry window

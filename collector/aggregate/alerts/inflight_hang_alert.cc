@@ -29,12 +29,22 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
   a.host = host;
   nlohmann::json ranks = nlohmann::json::array();
   std::vector<std::string> parts;
+  std::vector<std::string> elsewhere;
   for (const HangRank& r : v.ranks) {
-    ranks.push_back({{"rank", r.rank},
-                     {"role", HangRoleName(r.role)},
-                     {"enqueued", r.enqueued},
-                     {"gpu_started", r.gpu_started},
-                     {"completed", r.completed}});
+    nlohmann::json j = {{"rank", r.rank},
+                        {"role", HangRoleName(r.role)},
+                        {"enqueued", r.enqueued},
+                        {"gpu_started", r.gpu_started},
+                        {"completed", r.completed}};
+    if (r.role == HangRole::kWaitingElsewhere) {
+      j["inside_comm"] = CommLabel(r.elsewhere_comm);
+      j["inside_ordinal"] = r.elsewhere_ordinal;
+      j["inside_s"] = static_cast<double>(r.elsewhere_ns) / 1e9;
+      elsewhere.push_back(absl::StrFormat("rank %d is inside comm %s's collective #%d for %.0f s",
+                                          r.rank, CommLabel(r.elsewhere_comm), r.elsewhere_ordinal,
+                                          static_cast<double>(r.elsewhere_ns) / 1e9));
+    }
+    ranks.push_back(std::move(j));
     if (IsCulprit(r.role)) {
       parts.push_back(absl::StrFormat("rank %d %s (enqueued %d, gpu_started %d, completed %d)",
                                       r.rank, HangRoleName(r.role), r.enqueued, r.gpu_started,
@@ -44,6 +54,9 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
   std::string verdict;
   if (!parts.empty()) {
     verdict = absl::StrJoin(parts, "; ");
+  } else if (v.outside_node && !elsewhere.empty()) {
+    verdict = absl::StrCat("waiting on a rank outside this node (no local rank is behind: ",
+                           absl::StrJoin(elsewhere, "; "), ", which waits for another node)");
   } else if (v.outside_node) {
     verdict = "waiting on a rank outside this node (no local rank is behind)";
   } else {
@@ -65,6 +78,7 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
                 {"ordinal", v.ordinal},
                 {"culprits", v.culprits},
                 {"waiting_ranks", v.waiting},
+                {"waiting_elsewhere_ranks", v.waiting_elsewhere},
                 {"ranks", ranks},
                 {"outside_node", v.outside_node},
                 {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},

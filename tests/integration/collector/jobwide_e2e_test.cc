@@ -8,8 +8,14 @@
 // B; DP1: job ranks 1 on A and 3 on B), one process per rank.
 //  - job rank 3 (node B) computes 20 % longer: node B's sentineld names the rank within 10 s, and
 //    Prometheus fires SentinelJobStraggler for it (not a slow node: B's other rank is on time);
-//  - both ranks of node B compute 20 % longer: node B's sentineld names itself as a slow node, and
-//    Prometheus fires SentinelJobSlowNode for B;
+//  - both ranks of node B compute 20 % longer: node B's sentineld names itself as a slow node (by
+//    its --node name, node-b), and Prometheus fires SentinelJobSlowNode for B;
+//  - job rank 2 (node B) never arrives at DP0's next collective, which job rank 0 (node A)
+//    entered: with the in-flight state every rank sends once a second, node A says it waits on a
+//    rank outside this node, and Prometheus fires SentinelJobInFlightHangCulprit for rank 2 on B,
+//    both within --hang-timeout + 30 s. Job rank 1 (node A) meanwhile waits in node A's own
+//    tensor-parallel collective for job rank 0, which is inside DP0's: a victim too, so node A
+//    names no culprit there either (and says where job rank 0 is);
 //  - noise only: nothing fires anywhere.
 #include <netinet/in.h>
 #include <signal.h>
@@ -44,6 +50,14 @@ namespace {
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kModelStart = 1000000000000LL;  // the ranks' clock at the model's start
 constexpr uint64_t kDp[2] = {0x00000000000e0000ULL, 0x00000000000e0001ULL};
+// Node A's own tensor-parallel communicator in the hang test: job ranks 0 and 1, both on node A.
+// Its hash is above DP0's and DP1's on purpose: with the default series budget a process exports
+// only its primary communicator (the largest, then the lowest hash: metrics_select.cc), and the
+// job-wide rule must see DP0's in-flight series from both nodes.
+constexpr uint64_t kTpA = 0x00000000000f0001ULL;
+constexpr const char* kNodeName[2] = {"node-a", "node-b"};
+// sentineld's default --hang-timeout, and the age the shipped in-flight hang rules wait for.
+constexpr double kHangTimeoutS = 30;
 
 std::string MakeDir() {
   char tmpl[] = "/tmp/snjw-XXXXXX";
@@ -103,12 +117,13 @@ int FreePort() {
 
 class Node {
  public:
-  explicit Node(const std::string& dir) : dir_(dir) {
+  // `name`: its --node name (two daemons on one machine stand for two nodes).
+  Node(const std::string& dir, const std::string& name) : dir_(dir) {
     socket_ = dir_ + "/s.sock";
-    pid_ = Spawn(
-        {SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0", "--port-file",
-         dir_ + "/port", "--tick", "100ms", "--log-level", "warn", "--node-wait-alerts", "on"},
-        dir_ + "/sentineld.log");
+    pid_ = Spawn({SENTINEL_SENTINELD_PATH, "--socket", socket_, "--listen", "127.0.0.1:0",
+                  "--port-file", dir_ + "/port", "--tick", "100ms", "--log-level", "warn",
+                  "--node-wait-alerts", "on", "--node", name, "--hang-timeout", "30s"},
+                 dir_ + "/sentineld.log");
     for (int i = 0; i < 200 && port_ == 0; ++i) {
       std::ifstream in(dir_ + "/port");
       if (!(in >> port_)) port_ = 0;
@@ -152,13 +167,14 @@ class JobwideE2eTest : public ::testing::Test {
     for (int n = 0; n < 2; ++n) {
       const std::string d = dir_ + (n == 0 ? "/a" : "/b");
       mkdir(d.c_str(), 0700);
-      nodes_[n] = std::make_unique<Node>(d);
+      nodes_[n] = std::make_unique<Node>(d, kNodeName[n]);
       ASSERT_GT(nodes_[n]->port(), 0) << "sentineld " << n << " did not start";
     }
     // One client per rank (one process per GPU), announcing its data-parallel communicator.
     for (int n = 0; n < 2; ++n) {
       for (int local = 0; local < 2; ++local) {
         auto c = std::make_unique<WireClient>();
+        c->set_hello_host(kNodeName[n]);
         const uint32_t pid = static_cast<uint32_t>(4000 + 2 * n + local);
         ASSERT_TRUE(c->Connect(nodes_[n]->socket(), pid));
         SentinelWireCommInit init = MakeCommInit(kDp[local], n, 2);
@@ -247,6 +263,14 @@ class JobwideE2eTest : public ::testing::Test {
           r.api_ns += offset;
           r.pid = static_cast<uint32_t>(4000 + 2 * node + c);
           ASSERT_TRUE(clients_[node][c]->Send(Frame(kSentinelWireColl, r)));
+          ++completed_[node][c];
+        }
+      }
+      // As the plugin does: every rank's in-flight state once a second (100 steps), here with
+      // nothing in flight between two steps.
+      if (send_inflight_ && steppers_[0]->step() % 100 == 0) {
+        for (int node = 0; node < 2; ++node) {
+          for (int c = 0; c < 2; ++c) SendInFlight(node, c, completed_[node][c], 0);
         }
       }
       std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(steppers_[0]->now_ns() - v0));
@@ -255,8 +279,21 @@ class JobwideE2eTest : public ::testing::Test {
     }
   }
 
+  // The in-flight state (wire type 9) of the rank of DP`c` on `node`: `completed` collectives done,
+  // and, when `entered_ns` (this machine's CLOCK_MONOTONIC, as the plugin reads it) is not 0, the
+  // next one enqueued and its kernel started then (inside it, waiting for its peers).
+  void SendInFlight(int node, int c, uint64_t completed, int64_t entered_ns) {
+    const uint64_t at = entered_ns != 0 ? completed + 1 : completed;
+    SentinelWireInFlight in = MakeInFlight(kDp[c], node, 2, at, at, completed,
+                                           entered_ns != 0 ? entered_ns : 0, MonoNow());
+    in.pid = static_cast<uint32_t>(4000 + 2 * node + c);
+    ASSERT_TRUE(clients_[node][c]->Send(Frame(kSentinelWireInFlight, in)));
+  }
+
   std::string dir_;
   std::unique_ptr<Node> nodes_[2];
+  uint64_t completed_[2][2] = {};  // collectives streamed, per node and DP communicator
+  bool send_inflight_ = false;
   std::unique_ptr<WireClient> clients_[2][2];
   std::unique_ptr<collector::eval::CommStepper> steppers_[2];
   std::function<void()> on_step_;
@@ -330,6 +367,10 @@ TEST_F(JobwideE2eTest, WholeSlowNodeIsNamedByItselfAndJobWide) {
   EXPECT_EQ(b[0]["evidence"]["scope"], "node");
   EXPECT_NE(b[0].value("summary", "").find("is slow: all 2 of its processes"), std::string::npos)
       << b[0].dump();
+  // Named by its --node name, not the machine's host name both daemons share.
+  EXPECT_EQ(b[0].value("id", ""), "straggler-node-node-b") << b[0].dump();
+  EXPECT_EQ(b[0].value("host", ""), "node-b") << b[0].dump();
+  EXPECT_NE(b[0].value("summary", "").find("node-b"), std::string::npos) << b[0].dump();
   EXPECT_TRUE(nodes_[0]->FiringAlerts().empty()) << Dump(nodes_[0]->FiringAlerts());
   if (prom_port_ == 0) GTEST_SKIP() << "prometheus not installed: the job-wide half not run";
   bool named = false;
@@ -348,6 +389,127 @@ TEST_F(JobwideE2eTest, WholeSlowNodeIsNamedByItselfAndJobWide) {
   EXPECT_TRUE(named) << "Prometheus: " << nlohmann::json(PromFiring()).dump();
   for (const auto& a : PromFiring()) {
     EXPECT_NE(a["labels"].value("alertname", ""), "SentinelJobStraggler") << a.dump();
+  }
+}
+
+// Job rank 2 (node B, comm rank 1 of DP0) never arrives at DP0's next collective; job rank 0
+// (node A) entered it and waits. Node B cannot see it (nothing waits there); node A can only
+// say that it waits on a rank outside the node; the job-wide rule names the culprit.
+TEST_F(JobwideE2eTest, RankOfNodeBNeverArrivingIsNamedJobWideAndNodeAWaitsOutside) {
+  send_inflight_ = true;
+  for (int local = 0; local < 2; ++local) {
+    SentinelWireCommInit init = MakeCommInit(kTpA, local, 2);
+    init.nnodes = 1;
+    init.pid = static_cast<uint32_t>(4000 + local);
+    std::snprintf(init.comm_name, sizeof(init.comm_name), "tp");
+    ASSERT_TRUE(clients_[0][local]->Send(Frame(kSentinelWireCommInit, init)));
+  }
+  // The tensor-parallel communicator's in-flight state: `completed` done, and rank `local` inside
+  // the next one since `entered_ns` when not 0.
+  auto tp_state = [&](int local, uint64_t completed, int64_t entered_ns) {
+    const uint64_t at = entered_ns != 0 ? completed + 1 : completed;
+    SentinelWireInFlight in =
+        MakeInFlight(kTpA, local, 2, at, at, completed, entered_ns, MonoNow());
+    in.pid = static_cast<uint32_t>(4000 + local);
+    ASSERT_TRUE(clients_[0][local]->Send(Frame(kSentinelWireInFlight, in)));
+  };
+  tp_state(0, 40, 0);
+  tp_state(1, 40, 0);
+  Run(300, 0.03, {});
+  EXPECT_TRUE(nodes_[0]->FiringAlerts().empty()) << Dump(nodes_[0]->FiringAlerts());
+  EXPECT_TRUE(nodes_[1]->FiringAlerts().empty()) << Dump(nodes_[1]->FiringAlerts());
+  const auto hung = std::chrono::steady_clock::now();
+  const int64_t entered = MonoNow();
+  const double limit_s = kHangTimeoutS + 30;
+  const int64_t tp_entered = entered + 200 * kMs;
+  double node_a_s = -1;
+  double tp_s = -1;
+  double job_s = -1;
+  std::string node_a_summary;
+  std::string tp_summary;
+  std::vector<nlohmann::json> job_named;  // every in-flight culprit Prometheus named
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - hung).count();
+  };
+  auto next_state = std::chrono::steady_clock::now();
+  while (elapsed() < limit_s + 5 && (node_a_s < 0 || tp_s < 0 || (prom_port_ != 0 && job_s < 0))) {
+    if (std::chrono::steady_clock::now() >= next_state) {
+      // Once a second, as the plugin: rank 0 inside DP0's next collective since `entered`, rank 2
+      // not there (nothing in flight); DP1 idle between two steps.
+      SendInFlight(0, 0, completed_[0][0], entered);
+      SendInFlight(1, 0, completed_[1][0], 0);
+      SendInFlight(0, 1, completed_[0][1], 0);
+      SendInFlight(1, 1, completed_[1][1], 0);
+      tp_state(0, 40, 0);
+      tp_state(1, 40, MonoNow() >= tp_entered ? tp_entered : 0);
+      next_state += std::chrono::seconds(1);
+    }
+    if (node_a_s < 0) {
+      for (const auto& a : nodes_[0]->FiringAlerts()) {
+        if (a.value("kind", "") == "hang" && a.value("comm", "") == "0x00000000000e0000") {
+          node_a_s = elapsed();
+          node_a_summary = a.value("summary", "");
+          EXPECT_TRUE(a["ranks"].empty()) << a.dump();
+          EXPECT_TRUE(a["evidence"].value("outside_node", false)) << a.dump();
+          EXPECT_EQ(a.value("host", ""), "node-a") << a.dump();
+        }
+      }
+    }
+    if (tp_s < 0) {
+      for (const auto& a : nodes_[0]->FiringAlerts()) {
+        if (a.value("kind", "") == "hang" && a.value("comm", "") == "0x00000000000f0001") {
+          tp_s = elapsed();
+          tp_summary = a.value("summary", "");
+          EXPECT_TRUE(a["ranks"].empty()) << "job rank 0 is a victim, not a culprit: " << a.dump();
+          EXPECT_TRUE(a["evidence"].value("outside_node", false)) << a.dump();
+        }
+      }
+    }
+    if (prom_port_ != 0) {
+      for (const auto& a : PromFiring()) {
+        if (a["labels"].value("alertname", "") != "SentinelJobInFlightHangCulprit") continue;
+        if (std::find(job_named.begin(), job_named.end(), a["labels"]) == job_named.end()) {
+          job_named.push_back(a["labels"]);
+        }
+        if (job_s < 0 && a["labels"].value("instance", "") == InstanceOf(1) &&
+            a["labels"].value("comm", "") == "0x00000000000e0000" &&
+            a["labels"].value("rank", "") == "1") {
+          job_s = elapsed();
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  std::printf(
+      "hang: node A said it waits outside after %.1f s (its tensor-parallel comm: %.1f s), "
+      "Prometheus named the culprit after %.1f s (limit %.0f s); in-flight culprits "
+      "named job-wide: %s\n",
+      node_a_s, tp_s, job_s, limit_s, nlohmann::json(job_named).dump().c_str());
+  ASSERT_GE(node_a_s, 0) << "node A raised no hang alert for DP0 within " << limit_s << " s";
+  EXPECT_LE(node_a_s, limit_s);
+  EXPECT_NE(node_a_summary.find("waiting on a rank outside this node"), std::string::npos)
+      << node_a_summary;
+  ASSERT_GE(tp_s, 0) << "node A raised no hang alert for its tensor-parallel communicator";
+  EXPECT_LE(tp_s, limit_s);
+  EXPECT_NE(tp_summary.find("waiting on a rank outside this node"), std::string::npos)
+      << tp_summary;
+  EXPECT_NE(tp_summary.find("rank 0 is inside comm 0x00000000000e0000"), std::string::npos)
+      << tp_summary;
+  for (const auto& a : nodes_[1]->FiringAlerts()) {
+    EXPECT_NE(a.value("kind", ""), "hang") << "node B has nothing waiting: " << a.dump();
+  }
+  if (prom_port_ == 0) GTEST_SKIP() << "prometheus not installed: the job-wide half not run";
+  ASSERT_GE(job_s, 0) << "Prometheus never named rank 1 of DP0 on node B: "
+                      << nlohmann::json(job_named).dump();
+  EXPECT_LE(job_s, limit_s);
+  // In DP0 only the culprit: rank 0 on node A is inside the collective, not behind. (In node A's
+  // tensor-parallel communicator the shipped rule compares gpu_started alone, so it also names
+  // job rank 0 there, which never started that collective: the exported in-flight series do not
+  // say that its process is inside DP0's. Not judged here.)
+  for (const auto& labels : job_named) {
+    if (labels.value("comm", "") != "0x00000000000e0000") continue;
+    EXPECT_EQ(labels.value("instance", ""), InstanceOf(1)) << labels.dump();
+    EXPECT_EQ(labels.value("rank", ""), "1") << labels.dump();
   }
 }
 

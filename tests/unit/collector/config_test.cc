@@ -13,8 +13,10 @@
 
 #include "gtest/gtest.h"
 
+#include "collector/aggregate/aggregator.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/export/metrics_select.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
 namespace {
@@ -159,6 +161,14 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
        "--hang-timeout-busy: must be at least --hang-timeout"},
       {{"--socket", ""}, "--socket: empty path"},
       {{"--socket="}, "--socket: empty path"},
+      {{"--node="}, "--node: expected 1 to 63 characters"},
+      {{"--node", "  "}, "--node: expected 1 to 63 characters"},
+      {{"--node", std::string(64, 'n')}, "--node: expected 1 to 63 characters, got 64"},
+      {{"--node", "-a"}, "--node: must start with a letter or a digit"},
+      {{"--node", "node a"}, "--node: only letters, digits, '.', '_' and '-' are allowed"},
+      {{"--node", "node\nb"}, "got byte 0x0a"},
+      {{"--node", "node\"b"}, "got byte 0x22"},
+      {{"--node", "n\xc3\xa9"}, "got byte 0xc3"},
   };
   for (const auto& c : cases) {
     Config config;
@@ -176,6 +186,25 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
                          "--straggler-rel", "0.001"},
                         &ok)
                   .ok());
+  // A host-name-like node name is kept as given; the longest one too.
+  Config named;
+  ASSERT_TRUE(ParseArgs({"--node", "gpu-node_07.rack3"}, &named).ok());
+  EXPECT_EQ(named.node_name, "gpu-node_07.rack3");
+  ASSERT_TRUE(ParseArgs({"--node", std::string(63, 'n')}, &named).ok());
+  EXPECT_EQ(named.node_name, std::string(63, 'n'));
+  EXPECT_TRUE(Config().node_name.empty()) << "default: the short host name";
+}
+
+// --node names the node wherever sentineld names its own: the aggregator's state, from which
+// alerts, the API and /metrics take `host`.
+TEST(ConfigTest, NodeNameIsTheNodesNameInItsState) {
+  Config config;
+  ASSERT_TRUE(ParseArgs({"--node", "node-b"}, &config).ok());
+  testing::FakeClock clock;
+  Aggregator agg(config, &clock);
+  std::vector<ExcludedHost> excluded;
+  EXPECT_EQ(agg.SnapshotMetrics(ExcludePolicy{}, clock.RealNs(), &excluded).host, "node-b");
+  EXPECT_EQ(agg.SnapshotRanks().host, "node-b");
 }
 
 // The shipped example configuration stays valid.
