@@ -81,8 +81,9 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     }
     for (const auto& key : p->ranks) {
       auto r = state.ranks.find(key);
-      if (r == state.ranks.end() || !state.comms.contains(key.first)) continue;
-      out.ranks.push_back({key.first, r->second->nranks, r->second->active});
+      auto c = state.comms.find(key.first);
+      if (r == state.ranks.end() || c == state.comms.end()) continue;
+      out.ranks.push_back({key.first, r->second->nranks, r->second->active, c->second->nnodes});
     }
     out.has_heartbeat = p->has_heartbeat;
     out.heartbeat = p->heartbeat;

@@ -75,6 +75,7 @@ struct MetricsSnapshot {
     uint64_t comm_hash = 0;
     int32_t nranks = 0;
     bool active = false;
+    int32_t nnodes = 0;  // its communicator's nodes (CommState::nnodes, from the init record)
   };
   struct Process {
     int client = -1;
@@ -117,14 +118,28 @@ struct MetricsSnapshot {
 // Aggregator::Read); everything else happens after.
 MetricsSnapshot TakeMetricsSnapshot(const State& state);
 
-// Orders shared by the State listings (state_order.h) and the snapshot renderers, over any rank
-// type with `nranks`, `comm_hash` and `rank` (RankState, MetricsSnapshot::Rank / RankRef).
-// A process's primary rank (PrimaryRank; the /metrics series budget): the largest communicator
-// first, then the lowest communicator hash.
+// Orders shared by the State listings (state_order.h) and the snapshot renderers.
+// A process's primary rank (PrimaryRank; the /metrics series budget), over any type with
+// `nnodes` (its communicator's node count, 0 when not known), `nranks` and `comm_hash`
+// (PrimaryRankKey, MetricsSnapshot::RankRef): a communicator spanning more than one node first,
+// then the largest, then the lowest communicator hash. Spanning first because the job-wide rules
+// judge only the ranks /metrics carries, and only such a communicator's ranks wait for peers on
+// other nodes: with 8 GPUs per node and tensor parallel inside it, the node-local TP communicator
+// is often the largest, and by size alone no data- or pipeline-parallel rank would be exported.
 template <typename R>
 bool PrimaryRankBefore(const R& a, const R& b) {
+  const bool a_spans = a.nnodes > 1;
+  const bool b_spans = b.nnodes > 1;
+  if (a_spans != b_spans) return a_spans;
   return a.nranks > b.nranks || (a.nranks == b.nranks && a.comm_hash < b.comm_hash);
 }
+// What PrimaryRankBefore weighs of a rank held in State (RankState has no node count: it is its
+// communicator's).
+struct PrimaryRankKey {
+  int32_t nnodes = 0;
+  int32_t nranks = 0;
+  uint64_t comm_hash = 0;
+};
 // The listing order of ranks (SortedRanks; /metrics): by communicator hash, then rank.
 template <typename R>
 bool RankListedBefore(const R* a, const R* b) {

@@ -39,12 +39,17 @@ std::vector<const ProcessState*> SortedProcesses(const State& state) {
 
 const RankState* PrimaryRank(const State& state, const ProcessState& process) {
   const RankState* best = nullptr;
+  PrimaryRankKey best_key;
   for (const auto& key : process.ranks) {
     auto it = state.ranks.find(key);
     if (it == state.ranks.end()) continue;
     const RankState* r = it->second.get();
-    if (best == nullptr || PrimaryRankBefore(*r, *best)) {
+    auto comm = state.comms.find(r->comm_hash);
+    const PrimaryRankKey k{comm != state.comms.end() ? comm->second->nnodes : 0, r->nranks,
+                           r->comm_hash};
+    if (best == nullptr || PrimaryRankBefore(k, best_key)) {
       best = r;
+      best_key = k;
     }
   }
   return best;

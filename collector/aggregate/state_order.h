@@ -9,7 +9,8 @@
 
 namespace sentinel::collector {
 
-// The rank a process is best known by: its rank in the largest communicator it joined.
+// The rank a process is best known by: its rank in the communicator PrimaryRankBefore
+// (metrics_snapshot.h) puts first (one spanning other nodes, then the largest).
 const RankState* PrimaryRank(const State& state, const ProcessState& process);
 // Ranks by (communicator, rank); processes by primary rank, then client id.
 std::vector<const RankState*> SortedRanks(const State& state);

@@ -56,7 +56,8 @@ absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
     if (options.detail.comm || AllowListed(comm, options.comms)) out.insert(comm.hash);
   }
   if (options.detail.comm) return out;
-  // Each process's primary communicator as PrimaryRank picks it (largest, then lowest hash), among
+  // Each process's primary communicator as PrimaryRank picks it (spanning other nodes, then the
+  // largest, then the lowest hash), among
   // its live ranks, and among all its ranks not expired: a process that ended its world
   // communicator and made a new one exports the new one at once and the old one for the retention.
   for (const MetricsSnapshot::Process& process : snap.processes) {

@@ -1,9 +1,9 @@
-// Which communicators /metrics carries (the series budget). By default each rank
-// exports its primary communicator only (the largest it joined: PrimaryRank), without size
-// buckets, so a rank's series do not grow with its communicators, message sizes or past jobs;
-// --metrics-detail comm,size and the --metrics-comms allow-list opt into the rest. A
-// communicator with no live local rank leaves /metrics --series-retention after it ended. The
-// JSON API and traces are not filtered.
+// Which communicators /metrics carries (the series budget). By default each rank exports its
+// primary communicator only (PrimaryRank: one spanning other nodes first, then the largest it
+// joined), without size buckets, so a rank's series do not grow with its communicators, message
+// sizes or past jobs; --metrics-detail comm,size and the --metrics-comms allow-list opt into the
+// rest. A communicator with no live local rank leaves /metrics --series-retention after it ended.
+// The JSON API and traces are not filtered.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,9 @@
 // node), "slow link +P%" (one NIC's cross-node transfers), "noise heavy-tail+pauses", "noise
 // hiccups" (20-100 ms at 0.1 per rank per second), "hang <role>" (a rank stops at a cross-node
 // collective). The node tier is what each sentineld alerts on; the job tier is the rules' alerts.
+// Every node's 8 NIC ports are polled at sentineld's --nic-poll (port_xmit_wait climbing on the
+// slow link's port while it is slowed); "NIC named" is the node's link_degraded alert naming it
+// (node tier) and its /metrics sentinel_comm_slow_last_info{cause="network"} (job tier).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +33,7 @@ struct ClusterOptions {
   uint64_t seed = 1;
   double step_ms = 200;           // compute per training step (all phases)
   double noise_minutes = 10;      // simulated minutes per noise-only job
+  double nic_noise = 0;           // ClusterFaults::nic_usual_held in every family
   std::vector<std::string> only;  // families whose name contains one of these
   bool check = false;
 };

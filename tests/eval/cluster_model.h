@@ -8,9 +8,11 @@
 // through them, the whole job (as in a real job).
 //
 // Families of faults: slow ranks or nodes (compute +P %), a slow NIC (the transfers of the cross-
-// node communicators that use it +P %), heavy-tailed per-segment noise, whole-job pauses, short
-// per-rank hiccups (a Poisson process per rank), and a hang (one rank stops at a cross-node
-// collective; the others block where they need it, transitively). Deterministic for a seed.
+// node communicators that use it +P %; the time they take longer is when its port held sends back,
+// TakeStalledNs, which the evaluation turns into its port_xmit_wait), heavy-tailed per-segment
+// noise, whole-job pauses, short per-rank hiccups (a Poisson process per rank), and a hang (one
+// rank stops at a cross-node collective; the others block where they need it, transitively).
+// Deterministic for a seed.
 #pragma once
 
 #include <algorithm>
@@ -104,6 +106,9 @@ struct ClusterFaults {
   double heavy_tail = 0;         // probability per segment of a Pareto-tailed extra delay
   double pause_per_s = 0;        // whole-job pauses per second (1-3 s each)
   double hiccup_per_rank_s = 0;  // per-rank hiccups per second (20-100 ms each)
+  // Every NIC port holds sends back this share of the time anyway (its port_xmit_wait grows so,
+  // times a uniform factor in [0.5, 1.5) per poll); 0: flat, only the slow link's port moves.
+  double nic_usual_held = 0;
   // A hang: rank `hang_rank` stops at its first cross-node (DP) collective at or after `hang_ns`.
   int hang_rank = -1;
   int64_t hang_ns = 0;
@@ -170,6 +175,20 @@ class ClusterStepper {
   // Completed collectives of comm c.
   uint64_t ordinal(int c) const { return ordinal_[static_cast<size_t>(c)]; }
   int64_t step() const { return step_; }
+
+  // The slow NIC's stalled time (its sends held back: the extra transfer time of the slowed
+  // collectives) within (from_ns, to_ns]. Calls cover consecutive ranges (the NIC's polls):
+  // stalls that ended by `to_ns` are dropped.
+  int64_t TakeStalledNs(int64_t from_ns, int64_t to_ns) {
+    int64_t sum = 0;
+    for (const auto& [a, b] : stalls_) {
+      sum += std::max<int64_t>(0, std::min(b, to_ns) - std::max(a, from_ns));
+    }
+    stalls_.erase(std::remove_if(stalls_.begin(), stalls_.end(),
+                                 [to_ns](const auto& st) { return st.second <= to_ns; }),
+                  stalls_.end());
+    return sum;
+  }
 
   // One step of every rank; appends the records (true time). Returns false when nothing moved
   // (everything blocked).
@@ -241,8 +260,11 @@ class ClusterStepper {
             }
           }
         }
+        const double slowed_by = transfer - ph.transfer_share * static_cast<double>(step_ns_);
         transfer *= std::max(0.8, 1.0 + 0.02 * gauss(rng_));
         const int64_t end = last + static_cast<int64_t>(transfer);
+        // The slow NIC stalls its sends for the extra time at the end of the transfer.
+        if (slowed_by > 0) stalls_.push_back({end - static_cast<int64_t>(slowed_by), end});
         const uint64_t seq = ordinal_[c]++;
         for (size_t i = 0; i < n; ++i) {
           const size_t r = static_cast<size_t>(comm.ranks[i]);
@@ -295,6 +317,7 @@ class ClusterStepper {
   std::vector<uint64_t> ordinal_;
   std::vector<int64_t> arrival_;
   std::vector<std::pair<int64_t, int64_t>> pauses_;  // (at, length)
+  std::vector<std::pair<int64_t, int64_t>> stalls_;  // the slow NIC's stalls (start, end)
   int64_t next_pause_ = INT64_MAX;
   bool hung_ = false;
   int64_t hang_started_ns_ = 0;

@@ -456,6 +456,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> set;  // config overrides (tuning)
   int nodes = 0;         // > 0: the cluster-scale evaluation (cluster_eval.h) instead
   double step_ms = 200;  // its compute per training step
+  double nic_noise = 0;  // its ports' usual held-back share (port_xmit_wait noise)
 };
 
 void Usage(FILE* out) {
@@ -476,7 +477,10 @@ void Usage(FILE* out) {
       "  --nodes N          instead: N virtual nodes x 8 ranks, one sentineld each, and the\n"
       "                     job-wide Prometheus rules over their /metrics (cluster_eval.h);\n"
       "                     --seeds, --seed, --noise-minutes, --family, --set, --check apply\n"
-      "  --step-ms MS       with --nodes: compute per training step (default 200)\n");
+      "  --step-ms MS       with --nodes: compute per training step (default 200)\n"
+      "  --nic-noise SHARE  with --nodes: every NIC port holds sends back this share of the\n"
+      "                     time anyway, times a uniform factor in [0.5, 1.5) per poll, so its\n"
+      "                     port_xmit_wait is not flat (default 0: flat but for the slow link)\n");
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -511,6 +515,11 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       if (!value(&v) || !absl::SimpleAtoi(v, &o->nodes) || o->nodes < 2) return false;
     } else if (a == "--step-ms") {
       if (!value(&v) || !absl::SimpleAtod(v, &o->step_ms) || o->step_ms < 1) return false;
+    } else if (a == "--nic-noise") {
+      if (!value(&v) || !absl::SimpleAtod(v, &o->nic_noise) || o->nic_noise < 0 ||
+          o->nic_noise >= 1) {
+        return false;
+      }
     } else if (a == "--family") {
       if (!value(&v)) return false;
       o->only.push_back(v);
@@ -544,6 +553,7 @@ int Main(int argc, char** argv) {
     cluster.seeds = opt.seeds;
     cluster.seed = opt.seed;
     cluster.step_ms = opt.step_ms;
+    cluster.nic_noise = opt.nic_noise;
     cluster.noise_minutes = opt.noise_minutes;
     cluster.only = opt.only;
     cluster.check = opt.check;
