@@ -105,19 +105,17 @@ bool ParseBytes(const std::string& text, uint64_t* out) {
   return true;
 }
 
-bool ParseJobBuckets(const std::string& telemetry_json, std::vector<JobBucket>* out,
-                     std::string* error) {
+absl::StatusOr<std::vector<JobBucket>> ParseJobBuckets(const std::string& telemetry_json) {
   nlohmann::json j = nlohmann::json::parse(telemetry_json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    *error = "the telemetry answer is not JSON";
-    return false;
+    return absl::InvalidArgumentError("the telemetry answer is not JSON");
   }
   auto it = j.find("busbw_by_size");
   if (it == j.end() || !it->is_array()) {
-    *error = "this sentineld's /v1/telemetry has no busbw_by_size (older collector)";
-    return false;
+    return absl::FailedPreconditionError(
+        "this sentineld's /v1/telemetry has no busbw_by_size (older collector)");
   }
-  out->clear();
+  std::vector<JobBucket> out;
   for (const nlohmann::json& e : *it) {
     if (!e.is_object()) continue;
     JobBucket b;
@@ -128,9 +126,9 @@ bool ParseJobBuckets(const std::string& telemetry_json, std::vector<JobBucket>* 
     b.bucket_max = max != e.end() && max->is_number_unsigned() ? max->get<uint64_t>() : 0;
     b.busbw_gbs = e.value("busbw_gbytes_per_s_p50", -1.0);
     b.collectives = e.value("collectives", uint64_t{0});
-    out->push_back(b);
+    out.push_back(b);
   }
-  return true;
+  return out;
 }
 
 double JobBusbwAt(const std::vector<JobBucket>& job, Coll c, uint64_t bytes) {

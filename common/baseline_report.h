@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+
 namespace sentinel::baseline {
 
 enum class Coll { kAllReduce, kAllGather, kReduceScatter };
@@ -37,10 +39,9 @@ struct JobBucket {
   double busbw_gbs = -1;    // p50 GB/s
   uint64_t collectives = 0;
 };
-// Parses the telemetry body; false when it is not JSON or lacks "busbw_by_size" (an older
-// sentineld).
-[[nodiscard]] bool ParseJobBuckets(const std::string& telemetry_json, std::vector<JobBucket>* out,
-                                   std::string* error);
+// Parses the telemetry body: an InvalidArgument status when it is not JSON, FailedPrecondition
+// when it lacks "busbw_by_size" (an older sentineld).
+absl::StatusOr<std::vector<JobBucket>> ParseJobBuckets(const std::string& telemetry_json);
 // The job's p50 bus bandwidth for `c` in the bucket holding `bytes`, or -1.
 double JobBusbwAt(const std::vector<JobBucket>& job, Coll c, uint64_t bytes);
 // The sweep from the job's buckets of `c`: each bucket's p50 message size, ascending, capped.

@@ -372,7 +372,15 @@ int Run(const Options& o) {
       } else {
         err = std::string(answer.status().message());
       }
-      have_job = answered && ParseJobBuckets(body, &job, &err);
+      if (answered) {
+        absl::StatusOr<std::vector<JobBucket>> parsed = ParseJobBuckets(body);
+        if (parsed.ok()) {
+          job = *std::move(parsed);
+        } else {
+          err = std::string(parsed.status().message());
+        }
+        have_job = parsed.ok();
+      }
       if (!have_job) std::printf("# job figures: none (%s)\n", err.c_str());
     }
     for (Coll c : o.colls) {

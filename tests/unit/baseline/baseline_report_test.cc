@@ -69,9 +69,9 @@ constexpr const char* kTelemetry = R"({"busbw_by_size":[
    "collectives":1,"busbw_gbytes_per_s_p50":9.0}]})";
 
 TEST(JobFigures, BucketsAndSizes) {
-  std::vector<JobBucket> job;
-  std::string err;
-  ASSERT_TRUE(ParseJobBuckets(kTelemetry, &job, &err)) << err;
+  absl::StatusOr<std::vector<JobBucket>> parsed = ParseJobBuckets(kTelemetry);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const std::vector<JobBucket> job = *parsed;
   ASSERT_EQ(job.size(), 3u);
   EXPECT_DOUBLE_EQ(JobBusbwAt(job, Coll::kAllReduce, 64u << 20), 4.5);
   EXPECT_DOUBLE_EQ(JobBusbwAt(job, Coll::kAllReduce, (16u << 20) + 1), 4.5);
@@ -81,9 +81,10 @@ TEST(JobFigures, BucketsAndSizes) {
   EXPECT_EQ(SizesFromJob(job, Coll::kAllReduce, 1ULL << 40),
             (std::vector<uint64_t>{512, 50000000}));
   EXPECT_EQ(SizesFromJob(job, Coll::kAllReduce, 1u << 20), (std::vector<uint64_t>{512, 1u << 20}));
-  EXPECT_FALSE(ParseJobBuckets(R"({"collectives":3})", &job, &err));
-  EXPECT_NE(err.find("older collector"), std::string::npos);
-  EXPECT_FALSE(ParseJobBuckets("not json", &job, &err));
+  const absl::Status older = ParseJobBuckets(R"({"collectives":3})").status();
+  EXPECT_EQ(older.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(older.message().find("older collector"), std::string::npos);
+  EXPECT_EQ(ParseJobBuckets("not json").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 SizeResult Row(uint64_t bytes, double busbw, double job) {
