@@ -2,17 +2,22 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <initializer_list>
 
 namespace sentinel::plugin {
 
-bool ContextTable::Map(uint32_t n) noexcept {
+Status ContextTable::Map(uint32_t n) noexcept {
   void* p = mmap(nullptr, sizeof(Context) * n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
-  if (p == MAP_FAILED) return false;
+  if (p == MAP_FAILED) {
+    return Status::Format(StatusCode::kResourceExhausted,
+                          "mmap of %zu bytes for %u communicator contexts", sizeof(Context) * n, n)
+        .WithErrno(errno);
+  }
   begin_ = static_cast<Context*>(p);  // zero pages: every context kFree
   n_ = n;
-  return true;
+  return Status::Ok();
 }
 
 Context* ContextTable::Claim() noexcept {

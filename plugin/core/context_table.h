@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/base/status.h"
 #include "plugin/core/event_model.h"
 
 namespace sentinel::plugin {
@@ -14,7 +15,7 @@ namespace sentinel::plugin {
 class ContextTable {
  public:
   // Slow path, once. False when the memory cannot be mapped.
-  [[nodiscard]] bool Map(uint32_t n) noexcept;
+  Status Map(uint32_t n) noexcept;
 
   // Slow path (init): a context in state kClaiming, or null when every one is live. The caller
   // fills its fields, then calls Publish.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -82,9 +83,13 @@ void GlobalInit() {
     g_gate.store(kGateOff, std::memory_order_relaxed);
     return;
   }
-  if (!gl->slots.Map(gl->config.pool_size) || !gl->contexts.Map(gl->config.max_comms) ||
-      !ThreadStates::Get().Init(gl->config.rings, gl->config.ring_records)) {
-    Log(LogLevel::kWarn, "cannot map the plugin's pools; the plugin stays off");
+  Status mapped = gl->slots.Map(gl->config.pool_size);
+  if (mapped.ok()) mapped = gl->contexts.Map(gl->config.max_comms);
+  if (mapped.ok()) mapped = ThreadStates::Get().Init(gl->config.rings, gl->config.ring_records);
+  if (!mapped.ok()) {
+    // strerrordesc_np: a static description, thread-safe (strerror is not).
+    Log(LogLevel::kWarn, "cannot map the plugin's pools (%s: %s); the plugin stays off",
+        mapped.message(), strerrordesc_np(mapped.error_number()));
     g = gl;
     g_gate.store(kGateOff, std::memory_order_relaxed);
     return;

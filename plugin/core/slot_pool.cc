@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
+
 namespace sentinel::plugin {
 
 uint32_t SlotArena::PoolSizeFor(Kind k, uint32_t p) noexcept {
@@ -31,7 +33,7 @@ uint32_t SlotArena::PoolSizeFor(Kind k, uint32_t p) noexcept {
   }
 }
 
-bool SlotArena::Map(uint32_t pool_size) noexcept {
+Status SlotArena::Map(uint32_t pool_size) noexcept {
   size_t total = 0;
   for (int k = 1; k < static_cast<int>(Kind::kCount); ++k) {
     total += PoolSizeFor(static_cast<Kind>(k), pool_size);
@@ -39,7 +41,11 @@ bool SlotArena::Map(uint32_t pool_size) noexcept {
   // One anonymous mapping: zero pages (every slot kFree), resident only once used.
   void* arena = mmap(nullptr, total * sizeof(Slot), PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (arena == MAP_FAILED) return false;
+  if (arena == MAP_FAILED) {
+    return Status::Format(StatusCode::kResourceExhausted, "mmap of %zu bytes for %zu event slots",
+                          total * sizeof(Slot), total)
+        .WithErrno(errno);
+  }
   begin_ = static_cast<Slot*>(arena);
   slots_ = total;
   size_t offset = 0;
@@ -53,11 +59,15 @@ bool SlotArena::Map(uint32_t pool_size) noexcept {
       // Zero pages, resident only as channels are used (a channel's 16 bytes per slot).
       void* times = mmap(nullptr, size_t{p.size} * kMaxKchHandles * sizeof(KernelChTimes),
                          PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (times == MAP_FAILED) return false;
+      if (times == MAP_FAILED) {
+        return Status::Format(StatusCode::kResourceExhausted,
+                              "mmap of the GPU timers of %u event slots", p.size)
+            .WithErrno(errno);
+      }
       p.kch_times = static_cast<KernelChTimes*>(times);
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace sentinel::plugin

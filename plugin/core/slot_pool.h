@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "plugin/base/status.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/thread_state.h"
 
@@ -49,8 +50,9 @@ class SlotArena {
   // Slots of kind `k`'s pool for SENTINEL_POOL_SIZE = `pool_size`.
   static uint32_t PoolSizeFor(Kind k, uint32_t pool_size) noexcept;
 
-  // Slow path, once: maps every pool. False when the memory cannot be mapped.
-  [[nodiscard]] bool Map(uint32_t pool_size) noexcept;
+  // Slow path, once: maps every pool. ResourceExhausted, with the size and errno, when the memory
+  // cannot be mapped.
+  Status Map(uint32_t pool_size) noexcept;
 
   Pool& pool(Kind k) noexcept { return pools_[static_cast<int>(k)]; }
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <new>
 
 #include "plugin/base/no_destructor.h"
@@ -25,17 +26,25 @@ namespace {
 constexpr size_t kHugePageBytes = size_t{2} << 20;  // x86-64's transparent huge page
 }  // namespace
 
-bool ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
+Status ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
   overflow_.shared = true;
   size_t states_bytes = sizeof(ThreadState) * n_states;
   size_t ring_bytes = sizeof(SentinelWireCollRecord) * ring_records * n_states;
   // Anonymous mappings: zeroed, and only the rings threads claim become resident (ClaimSlow).
   void* s = mmap(nullptr, states_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (s == MAP_FAILED) return false;
+  if (s == MAP_FAILED) {
+    return Status::Format(StatusCode::kResourceExhausted, "mmap of %zu bytes for %u thread states",
+                          states_bytes, n_states)
+        .WithErrno(errno);
+  }
   void* r = mmap(nullptr, ring_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (r == MAP_FAILED) {
+    const int err = errno;
     munmap(s, states_bytes);
-    return false;
+    return Status::Format(StatusCode::kResourceExhausted,
+                          "mmap of %zu bytes for %u record rings of %u records", ring_bytes,
+                          n_states, ring_records)
+        .WithErrno(err);
   }
   // A ring of at least a huge page (SENTINEL_RING_RECORDS >= ~15,500) in 4 KiB pages takes a TLB
   // miss every 30 records, and each, on a virtual machine, a two-level page walk: the costliest
@@ -58,7 +67,7 @@ bool ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
   }
   n_ = n_states;
   states_ = states;
-  return true;
+  return Status::Ok();
 }
 
 ThreadState* ThreadStates::ClaimSlow() noexcept {

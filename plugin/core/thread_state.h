@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "plugin/base/status.h"
 #include "plugin/core/record_ring.h"
 
 namespace sentinel::plugin {
@@ -67,8 +68,9 @@ extern __thread uint32_t t_thread_retry __attribute__((tls_model("initial-exec")
 
 class ThreadStates {
  public:
-  // Slow path (first init). Returns false if memory could not be mapped.
-  bool Init(uint32_t n_states, uint32_t ring_records) noexcept;
+  // Slow path (first init). ResourceExhausted, with the size and errno, when memory could not be
+  // mapped.
+  Status Init(uint32_t n_states, uint32_t ring_records) noexcept;
   bool initialized() const noexcept { return states_ != nullptr; }
 
   // Hot path: the calling thread's state (claims one on first use; the overflow state if none).

@@ -2,6 +2,9 @@
 // reference counts, the context table, function recovery, record building and the overhead budget.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
 #include <memory>
 #include <set>
 
@@ -27,7 +30,7 @@ std::unique_ptr<Slot> NewSlot(Kind k) {
 
 TEST(SlotArena, ClaimsEverySlotOnceThenDropsAndCounts) {
   static SlotArena arena;  // never unmapped, like the plugin's
-  ASSERT_TRUE(arena.Map(16));
+  ASSERT_TRUE(arena.Map(16).ok());
   ASSERT_EQ(arena.pool(Kind::kColl).size, 16u);
   static ThreadState ts;
   std::set<Slot*> seen;
@@ -89,9 +92,21 @@ TEST(SlotRefs, TruncationClaimsTheRecordSoTheLastReferenceDoesNotEmitIt) {
   EXPECT_FALSE(ClaimForTruncation(done.get()));
 }
 
+// A table the machine cannot map (about 4 billion contexts) fails with the plugin's Status: what
+// was being mapped, how much, and the errno, for the one log line that turns the plugin off.
+TEST(ContextTable, AMappingThatFailsSaysWhatAndWhy) {
+  ContextTable table;
+  const Status s = table.Map(UINT32_MAX);
+  if (s.ok()) GTEST_SKIP() << "this machine mapped " << UINT32_MAX << " contexts (overcommit)";
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(std::strstr(s.message(), "communicator contexts"), nullptr) << s.message();
+  EXPECT_NE(std::strstr(s.message(), "4294967295"), nullptr) << s.message();
+  EXPECT_EQ(s.error_number(), ENOMEM);
+}
+
 TEST(ContextTable, ClaimPublishFinalizeAndReuseAfterAWrap) {
   static ContextTable table;
-  ASSERT_TRUE(table.Map(2));
+  ASSERT_TRUE(table.Map(2).ok());
   Context* a = table.Claim();
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->state.load(), ContextState::kClaiming);
