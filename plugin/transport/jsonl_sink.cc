@@ -120,13 +120,13 @@ void JsonlSink::OnCommInit(const SentinelWireCommInit& c) {
           c.comm_hash, c.rank, c.nranks, c.nnodes, c.pid, c.abi_version, c.event_mask, c.init_ns);
   AppendJsonString(&buf_, c.comm_name, sizeof(c.comm_name));
   buf_ += "}\n";
-  WriteOut();
+  (void)WriteOut();  // a failure is logged once inside
 }
 
 void JsonlSink::OnCommEnd(uint64_t comm_hash, int rank) {
   AppendF(&buf_, "{\"type\":\"comm_end\",\"comm\":\"0x%016" PRIx64 "\",\"rank\":%d}\n", comm_hash,
           rank);
-  WriteOut();
+  (void)WriteOut();  // a failure is logged once inside
 }
 
 size_t JsonlSink::OnRecords(const SentinelWireCollRecord* records, size_t n) {
@@ -135,7 +135,7 @@ size_t JsonlSink::OnRecords(const SentinelWireCollRecord* records, size_t n) {
     buf_ += RecordToJson(records[i]);
     buf_.push_back('\n');
   }
-  return WriteOut() ? n : 0;
+  return WriteOut().ok() ? n : 0;
 }
 
 void JsonlSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
@@ -149,7 +149,7 @@ void JsonlSink::OnHeartbeat(const SentinelWireHeartbeat& hb) {
           hb.pid, hb.now_ns, hb.records_completed, hb.records_dropped_ring, hb.events_dropped_pool,
           hb.events_dropped_threads, hb.stale_handles, hb.pxn_foreign, hb.records_truncated,
           hb.callback_ns_total, hb.callbacks_total, hb.records_dropped_sink, hb.budget_level);
-  WriteOut();
+  (void)WriteOut();  // a failure is logged once inside
 }
 
 void JsonlSink::OnControlRecord(uint16_t type, const void* payload, size_t size) {
@@ -185,7 +185,7 @@ void JsonlSink::OnControlRecord(uint16_t type, const void* payload, size_t size)
     AppendF(&buf_, "{\"type\":\"control\",\"record_type\":%u,\"size\":%zu}\n",
             static_cast<unsigned>(type), size);
   }
-  WriteOut();
+  (void)WriteOut();  // a failure is logged once inside
 }
 
 std::string JsonlSink::InFlightToJson(const SentinelWireInFlight& r) {
@@ -211,29 +211,38 @@ std::string JsonlSink::InFlightToJson(const SentinelWireInFlight& r) {
 void JsonlSink::OnInFlight(const SentinelWireInFlight& state) {
   buf_ += InFlightToJson(state);
   buf_.push_back('\n');
-  WriteOut();
+  (void)WriteOut();  // a failure is logged once inside
 }
 
-void JsonlSink::Flush() { WriteOut(); }
+void JsonlSink::Flush() { (void)WriteOut(); }
 
-bool JsonlSink::WriteOut() {
+Status JsonlSink::WriteOut() {
   if (fd_ < 0) {
     buf_.clear();
-    return false;
+    return Status(StatusCode::kFailedPrecondition, "no dump file");
   }
   size_t off = 0;
-  bool ok = true;
+  Status result;
   while (off < buf_.size()) {
     ssize_t w = write(fd_, buf_.data() + off, buf_.size() - off);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) {
-      ok = false;
+      result =
+          Status::Format(StatusCode::kUnavailable, "SENTINEL_DUMP: %zu of %zu bytes not written",
+                         buf_.size() - off, buf_.size())
+              .WithErrno(w < 0 ? errno : 0);
       break;
     }
     off += static_cast<size_t>(w);
   }
   buf_.clear();
-  return ok;
+  // A full disk or a closed pipe: said once (the lines are lost, the job goes on).
+  if (!result.ok() && !told_write_failure_) {
+    told_write_failure_ = true;
+    Log(LogLevel::kWarn, "%s (%s); later dump lines may be lost too", result.message(),
+        result.error_number() != 0 ? strerrordesc_np(result.error_number()) : "nothing written");
+  }
+  return result;
 }
 
 }  // namespace sentinel::plugin

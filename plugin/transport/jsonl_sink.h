@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "plugin/base/status.h"
 #include "plugin/core/record_sink.h"
 
 namespace sentinel::plugin {
@@ -31,8 +32,10 @@ class JsonlSink final : public RecordSink {
   static std::string InFlightToJson(const SentinelWireInFlight& r);
 
  private:
-  bool WriteOut();
+  // Writes buf_ out; the first failure is logged.
+  Status WriteOut();
   int fd_ = -1;
+  bool told_write_failure_ = false;
   std::string buf_;
 };
 

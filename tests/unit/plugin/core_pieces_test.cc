@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <set>
@@ -13,6 +14,7 @@
 
 #include "plugin/base/env_config.h"
 #include "plugin/base/event_mask.h"
+#include "plugin/base/log.h"
 #include "plugin/core/calibration.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"
@@ -170,6 +172,22 @@ TEST(Calibration, RunningMinimumConvergesFromAbove) {
 TEST(EnvConfig, DumpPathExpansion) {
   EXPECT_EQ(ExpandDumpPath("/tmp/s-%h-%p.jsonl", 42, "node7"), "/tmp/s-node7-42.jsonl");
   EXPECT_EQ(ExpandDumpPath("a%%b%", 1, "h"), "a%b%");
+}
+
+// A dump that cannot be written (a full disk: /dev/full) drops its lines and says so once, with
+// the errno's text, never once per record.
+TEST(JsonlSink, AFailedWriteIsToldOnceWithItsCause) {
+  ConfigureLog(LogLevel::kWarn);
+  JsonlSink sink("/dev/full");
+  SentinelWireCollRecord r{};
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(sink.OnRecords(&r, 1), 0u);
+  EXPECT_EQ(sink.OnRecords(&r, 1), 0u);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("SENTINEL_DUMP: "), std::string::npos) << err;
+  EXPECT_NE(err.find("not written"), std::string::npos) << err;
+  EXPECT_NE(err.find(strerrordesc_np(ENOSPC)), std::string::npos) << err;
+  EXPECT_EQ(err.find("not written"), err.rfind("not written")) << "told more than once: " << err;
 }
 
 TEST(JsonlSink, RecordLineNamesEveryField) {
