@@ -536,6 +536,17 @@ void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
   rs->inflight_flags = in.flags;
 }
 
+namespace {
+
+// Copies the inside_elsewhere_* fields (what NoteInsideElsewhere found) from `from` to `to`.
+void KeepInsideElsewhere(const InFlightView& from, InFlightView* to) {
+  to->inside_elsewhere_since_ns = from.inside_elsewhere_since_ns;
+  to->elsewhere_comm = from.elsewhere_comm;
+  to->elsewhere_ordinal = from.elsewhere_ordinal;
+}
+
+}  // namespace
+
 void Aggregator::EvaluateHangs(int64_t now) {
   state_.hangs.clear();
   HangParams params;
@@ -544,12 +555,22 @@ void Aggregator::EvaluateHangs(int64_t now) {
   params.busy_window_ns = config_.hang_silent_ns;
   std::vector<InFlightView> views;
   for (auto& [hash, comm] : state_.comms) {
-    if (!comm->has_inflight || comm->ended_resolved) continue;
+    if (!comm->has_inflight || comm->ended_resolved) {
+      for (RankState* m : comm->members) KeepInsideElsewhere(InFlightView(), &m->inflight);
+      continue;
+    }
     views.clear();
     for (const RankState* m : comm->members) {
       views.push_back(m->inflight);
       views.back().progress_elsewhere_ns = ProgressElsewhere(*comm, *m);
+      // Found afresh at each evaluation (the rank keeps the last one's, below).
+      KeepInsideElsewhere(InFlightView(), &views.back());
       NoteInsideElsewhere(state_, *comm, *m, now, config_.hang_silent_ns, &views.back());
+    }
+    // Kept on the rank for /metrics (sentinel_inflight_waiting_elsewhere): the job-wide hang
+    // rule skips victims by it.
+    for (size_t i = 0; i < views.size(); ++i) {
+      KeepInsideElsewhere(views[i], &comm->members[i]->inflight);
     }
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     HangActionParams action_params;

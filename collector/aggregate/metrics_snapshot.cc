@@ -19,6 +19,38 @@ BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns)
   return snap;
 }
 
+namespace {
+
+// Since when `m`'s process has been inside a collective of another communicator that is wholly
+// on this node, that collective's kernel started and not completed (the oldest such; 0 when
+// none). The node-spanning ones are the hang evaluation's (InFlightView::inside_elsewhere_*).
+int64_t InsideLocalSince(const State& state, const RankState& m) {
+  if (m.client < 0) return 0;
+  auto p = state.processes.find(m.client);
+  if (p == state.processes.end()) return 0;
+  const int64_t silent_ns = HangParams().silent_ns;
+  int64_t since = 0;
+  for (const auto& key : p->second->ranks) {
+    if (key.first == m.comm_hash) continue;
+    auto r = state.ranks.find(key);
+    auto c = state.comms.find(key.first);
+    if (r == state.ranks.end() || c == state.comms.end() || r->second->client != m.client) {
+      continue;
+    }
+    if (static_cast<size_t>(c->second->nranks) > c->second->members.size()) continue;
+    const InFlightView& o = r->second->inflight;
+    if (!o.has_state || !o.connected || o.ended || o.enqueued <= o.completed ||
+        o.gpu_started <= o.completed || o.oldest_since_ns <= 0 ||
+        state.now_mono_ns - o.last_update_ns > silent_ns) {
+      continue;
+    }
+    if (since == 0 || o.oldest_since_ns < since) since = o.oldest_since_ns;
+  }
+  return since;
+}
+
+}  // namespace
+
 MetricsSnapshot TakeMetricsSnapshot(const State& state) {
   MetricsSnapshot snap;
   snap.host = state.host;
@@ -56,6 +88,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     out.last_seq = r->last_seq;
     out.count_by_func = r->count_by_func;
     out.inflight = r->inflight;
+    out.inside_local_since_ns = InsideLocalSince(state, *r);
     out.lateness = r->lateness;
     out.clock_free = r->clock_free;
     for (size_t b = 0; b < r->duration.size(); ++b) {
@@ -101,6 +134,14 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
 double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v) {
   if (v.oldest_since_ns <= 0 || v.enqueued <= v.completed) return 0;
   return std::max(0.0, static_cast<double>(now_mono_ns - v.oldest_since_ns) / 1e9);
+}
+
+bool InFlightWaitingElsewhere(int64_t now_mono_ns, const MetricsSnapshot::Rank& r) {
+  const int64_t bar = HangParams().elsewhere_ns;
+  const int64_t spanning = r.inflight.inside_elsewhere_since_ns;
+  const int64_t local = r.inside_local_since_ns;
+  return (spanning > 0 && now_mono_ns - spanning >= bar) ||
+         (local > 0 && now_mono_ns - local >= bar);
 }
 
 }  // namespace sentinel::collector

@@ -62,6 +62,9 @@ struct MetricsSnapshot {
     uint64_t last_seq = 0;
     std::array<uint64_t, kFuncSlots> count_by_func{};
     InFlightView inflight;
+    // Since when its process has been inside a started, incomplete collective of another
+    // communicator wholly on this node (0: not); the node-spanning ones are in `inflight`.
+    int64_t inside_local_since_ns = 0;
     Histogram lateness;
     Histogram clock_free;
     std::array<std::optional<Histogram>, kSizeBuckets> duration;  // the buckets it has
@@ -158,5 +161,13 @@ bool ProcessListedBefore(const P& a, const P& b) {
 
 // The age of a rank's oldest incomplete collective at `now_mono_ns` (0 when none).
 double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v);
+
+// Whether the rank's process has been inside another communicator's collective (its kernel
+// started, not completed) for at least HangParams::elsewhere_ns at `now_mono_ns`: a node-spanning
+// one as the last hang evaluation found it (hang role waiting_elsewhere; the aggregator keeps
+// InFlightView's inside_elsewhere_* on the rank), or one wholly on this node (stuck there, it
+// waits for that communicator's own culprit, which its hang alert names). Either way a hang on
+// this communicator is not its doing; the job-wide hang rule skips it.
+bool InFlightWaitingElsewhere(int64_t now_mono_ns, const MetricsSnapshot::Rank& r);
 
 }  // namespace sentinel::collector

@@ -268,7 +268,7 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
     }
   }
   // In-flight state (hang detection), one series per exported (comm, rank) that sends it. The
-  // job-wide hang-culprit rule compares these across nodes.
+  // job-wide hang-culprit rule compares these across nodes, skipping ranks waiting elsewhere.
   struct InFlightFamily {
     const char* name;
     const char* help;
@@ -280,7 +280,10 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
       {"sentinel_inflight_completed", "Ordinal of the rank's last collective completed."},
       {"sentinel_inflight_oldest_age_seconds",
        "How long the rank's oldest incomplete collective has been in flight (0 when none)."},
-      {"sentinel_inflight_connected", "1 while the rank's process is connected, 0 once gone."}};
+      {"sentinel_inflight_connected", "1 while the rank's process is connected, 0 once gone."},
+      {"sentinel_inflight_waiting_elsewhere",
+       "1 while the rank's process has been inside another communicator's collective (kernel "
+       "started) for 5 s or more: a hang here is not its doing."}};
   for (size_t f = 0; f < std::size(kInFlight); ++f) {
     w.Family(kInFlight[f].name, "gauge", kInFlight[f].help);
     for (const MetricsSnapshot::Rank* r : ranks) {
@@ -300,8 +303,11 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
         case 3:
           value = InFlightAgeSeconds(snap.now_mono_ns, v);
           break;
-        default:
+        case 4:
           value = v.connected ? 1 : 0;
+          break;
+        default:
+          value = InFlightWaitingElsewhere(snap.now_mono_ns, *r) ? 1 : 0;
           break;
       }
       w.Sample(kInFlight[f].name,

@@ -704,14 +704,13 @@ void ScoreTier(const ClusterScenario& s, Truth truth, double window_s, const Run
         if (!ok)
           t->hang_latency_s.push_back(static_cast<double>(n.at_ns - r.hang_started_ns) / kSec);
         ok = true;
-      } else if (wrong.insert(n.who).second) {
+      } else if (n.who >= 0 && wrong.insert(n.who).second) {  // -1: an alert naming nobody
         std::fprintf(stderr,
                      "  %s %s seed %llu: rank %d (node %d) named as the hang culprit at "
                      "%.1f s (%s); the culprit is rank %d (node %d), hung at %.1f s\n",
                      family.c_str(), tier_name, static_cast<unsigned long long>(s.seed), n.who,
-                     n.who >= 0 ? ClusterLayout::Node(n.who) : -1,
-                     static_cast<double>(n.at_ns - r.start_ns) / kSec, n.source.c_str(),
-                     f.hang_rank, ClusterLayout::Node(f.hang_rank),
+                     ClusterLayout::Node(n.who), static_cast<double>(n.at_ns - r.start_ns) / kSec,
+                     n.source.c_str(), f.hang_rank, ClusterLayout::Node(f.hang_rank),
                      static_cast<double>(r.hang_started_ns - r.start_ns) / kSec);
       }
     }

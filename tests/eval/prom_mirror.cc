@@ -246,7 +246,8 @@ const std::vector<std::string>& InputMetrics() {
   static const std::vector<std::string> kNames = {
       "sentinel_rank_duration_p50_seconds", "sentinel_rank_segment_p50_seconds",
       "sentinel_inflight_gpu_started",      "sentinel_inflight_oldest_age_seconds",
-      "sentinel_inflight_connected",        "sentinel_rank_last_seq"};
+      "sentinel_inflight_connected",        "sentinel_rank_last_seq",
+      "sentinel_inflight_waiting_elsewhere"};
   return kNames;
 }
 
@@ -366,12 +367,15 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   // alert: SentinelJobInFlightHangCulprit (no for)
   //   (sentinel:comm_inflight_gpu_started:max - on (job, comm) group_right
   //    sentinel_inflight_gpu_started) > 0
+  //   unless on (job, instance, comm, rank) sentinel_inflight_waiting_elsewhere == 1
   //   and on (job, comm) sentinel:comm_inflight_oldest_age_seconds:max > 30
+  // (`unless` and `and` bind alike, left to right.)
+  const Vector behind = Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"],
+                                          Arith::kSub, gpu_started, kJobComm, true),
+                               Cmp::kGt, 0);
+  const Vector elsewhere = Filter(Get(in, "sentinel_inflight_waiting_elsewhere"), Cmp::kEq, 1);
   add(inflight_culprit_.Evaluate(
-      ts_ns, AndOn(Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"], Arith::kSub,
-                                     gpu_started, kJobComm, true),
-                          Cmp::kGt, 0),
-                   stuck_30s, kJobComm)));
+      ts_ns, AndOn(UnlessOn(behind, elsewhere, kJobCommInstanceRank), stuck_30s, kJobComm)));
   // alert: SentinelJobInFlightHangGone (no for)
   //   sentinel_inflight_connected == 0 and on (job, comm)
   //   sentinel:comm_inflight_oldest_age_seconds:max > 30

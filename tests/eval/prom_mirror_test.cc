@@ -205,6 +205,32 @@ TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) 
   }
 }
 
+// As the promtool case: rank 1 has not started the collective because its process waits in
+// another node-spanning communicator's collective (sentinel_inflight_waiting_elsewhere 1), rank 2
+// never started it: only rank 2 is named, at the same evaluation as without the victim.
+TEST(PromMirrorTest, InFlightCulpritSkipsARankWaitingElsewhere) {
+  JobwideRules rules;
+  for (int i = 0; i <= 6; ++i) {
+    Store s;
+    const double age = i * 15.0;  // stuck since 0
+    for (int r = 0; r < 4; ++r) {
+      const std::string inst = "n" + std::to_string(r + 1);
+      s["sentinel_inflight_gpu_started"].push_back(S(inst, "0xed", r, r == 1 || r == 2 ? 10 : 11));
+      s["sentinel_inflight_oldest_age_seconds"].push_back(
+          S(inst, "0xed", r, r == 1 || r == 2 ? 0 : age));
+      s["sentinel_inflight_connected"].push_back(S(inst, "0xed", r, 1));
+      s["sentinel_inflight_waiting_elsewhere"].push_back(S(inst, "0xed", r, r == 1 ? 1 : 0));
+    }
+    const auto fired = Named(rules.Evaluate(i * 15 * kSec, s), "SentinelJobInFlightHangCulprit");
+    if (i != 3) {
+      EXPECT_TRUE(fired.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(fired.size(), 1u);
+    EXPECT_EQ(fired[0].labels.at("rank"), "2");
+  }
+}
+
 TEST(PromMirrorTest, QuantileInterpolatesAsPrometheus) {
   const Vector v = {S("a", "c", 0, 1), S("a", "c", 1, 2), S("a", "c", 2, 4), S("a", "c", 3, 10)};
   const Vector q = QuantileBy(v, {"job", "comm"}, 0.5);

@@ -12,7 +12,10 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/hang_detector.h"
+#include "collector/aggregate/metrics_snapshot.h"
 #include "collector/aggregate/snapshot.h"
+#include "collector/export/metrics_select.h"
+#include "collector/export/prometheus_text.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
@@ -72,6 +75,21 @@ class HangRemoteVictimTest : public ::testing::Test {
     return tp_alert;
   }
 
+  // The value of `family`{comm,rank} on /metrics, or "" when it has no such series.
+  std::string MetricsValue(const std::string& family, uint64_t comm, int rank) {
+    std::string text;
+    // Both communicators (by default a process exports one: here the larger, tensor-parallel).
+    MetricsOptions options;
+    options.comms = {CommLabel(kTp), CommLabel(kDp)};
+    agg_->Read([&](const State& s) { text = RenderPrometheus(TakeMetricsSnapshot(s), options); });
+    const std::string head =
+        family + "{comm=\"" + CommLabel(comm) + "\",rank=\"" + std::to_string(rank) + "\"} ";
+    const size_t at = text.find(head);
+    if (at == std::string::npos) return "";
+    const size_t eol = text.find('\n', at);
+    return text.substr(at + head.size(), eol - at - head.size());
+  }
+
   Config config_;
   FakeClock clock_;
   std::unique_ptr<Aggregator> agg_;
@@ -110,6 +128,59 @@ TEST_F(HangRemoteVictimTest, RankWhoseOtherKernelNeverStartedStaysACulprit) {
   EXPECT_EQ(a.ranks, std::vector<int>{0}) << a.summary;
   EXPECT_EQ(Roles(a).at(0), "never_launched") << a.evidence.dump();
   EXPECT_FALSE(a.evidence.at("outside_node").get<bool>()) << a.evidence.dump();
+}
+
+// The job-wide hang rule (SentinelJobInFlightHangCulprit) compares the ranks' started kernels
+// across nodes; it skips ranks that /metrics shows waiting elsewhere. Before, the series did not
+// exist and the rule named rank 0 of the tensor-parallel communicator, a victim.
+TEST_F(HangRemoteVictimTest, MetricsShowTheVictimWaitingElsewhere) {
+  Run(/*dp_kernel_started=*/true);
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, 0), "1");
+  for (int r = 1; r < kTpRanks; ++r) {
+    EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, r), "0") << "rank " << r;
+  }
+  // In the data-parallel communicator itself it waits for the other node: not elsewhere.
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kDp, 0), "0");
+}
+
+TEST_F(HangRemoteVictimTest, MetricsShowACulpritNotWaitingElsewhere) {
+  Run(/*dp_kernel_started=*/false);
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, 0), "0");
+}
+
+// The other way round: local rank 0 sits in tensor-parallel collective #21 (its kernel started)
+// that local rank 3 never enqueued, so it never reaches data-parallel collective #8, which its
+// peer on another node has started. Job-wide, rank 0 is behind in the data-parallel communicator
+// but is a victim of rank 3 (named by this node's tensor-parallel hang alert): waiting elsewhere.
+// Rank 3, inside nothing, is not.
+TEST_F(HangRemoteVictimTest, MetricsShowARankStuckInALocalCollectiveWaitingElsewhere) {
+  const int64_t t0 = clock_.MonoNs();
+  for (int s = 0; s < 10; ++s) {
+    InFlight(1, kDp, 0, 2, 7, 7, 7, 0);
+    for (int r = 0; r < kTpRanks; ++r) {
+      if (r == 3) {
+        InFlight(r + 1, kTp, r, kTpRanks, 20, 20, 20, 0);
+      } else {
+        InFlight(r + 1, kTp, r, kTpRanks, 21, 21, 20, t0);
+      }
+    }
+    clock_.Advance(kSec);
+    agg_->Tick();
+  }
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kDp, 0), "1");
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, 0), "0");
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, 3), "0");
+}
+
+// Once it leaves the other collective, the next evaluation clears it (before, the view of the
+// tensor-parallel communicator started from the rank's kept fields and stayed "inside").
+TEST_F(HangRemoteVictimTest, WaitingElsewhereClearsWhenTheOtherCollectiveCompletes) {
+  Run(/*dp_kernel_started=*/true);
+  ASSERT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, 0), "1");
+  InFlight(1, kDp, 0, 2, 8, 8, 8, 0);
+  clock_.Advance(kSec);
+  agg_->Tick();
+  EXPECT_EQ(MetricsValue("sentinel_inflight_waiting_elsewhere", kTp, 0), "0");
 }
 
 // The detector alone: inside another node-spanning collective for less than elsewhere_ns (a
