@@ -10,8 +10,6 @@
 namespace sentinel::collector {
 namespace {
 
-std::string Escape(const std::string& v) { return PrometheusLabelEscape(v); }
-
 void Family(std::string* out, const char* name, const char* type, const char* help) {
   absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
 }
@@ -59,8 +57,8 @@ std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
                                  : "";
     const std::string nic = s.cause == SlowCauseKind::kNetwork ? NicLabel(s) : "";
     absl::StrAppend(&out, "sentinel_comm_slow_last_info{comm=\"", CommLabel(c.hash), "\",cause=\"",
-                    SlowCauseName(s.cause), "\",late_rank=\"", rank, "\",nic=\"", Escape(nic),
-                    "\"} 1\n");
+                    SlowCauseName(s.cause), "\",late_rank=\"", rank, "\",nic=\"",
+                    PrometheusLabelEscape(nic), "\"} 1\n");
   }
   return out;
 }
