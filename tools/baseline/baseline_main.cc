@@ -374,12 +374,12 @@ int Run(const Options& o) {
       }
       if (answered) {
         absl::StatusOr<std::vector<JobBucket>> parsed = ParseJobBuckets(body);
-        if (parsed.ok()) {
+        have_job = parsed.ok();
+        if (have_job) {
           job = *std::move(parsed);
         } else {
           err = std::string(parsed.status().message());
         }
-        have_job = parsed.ok();
       }
       if (!have_job) std::printf("# job figures: none (%s)\n", err.c_str());
     }
