@@ -42,6 +42,7 @@
 
 #include "httplib.h"
 #include "tests/eval/job_model.h"
+#include "tests/integration/collector/sentineld_process.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {
@@ -93,26 +94,6 @@ nlohmann::json GetJson(int port, const std::string& path) {
   auto res = c.Get(path.c_str());
   if (!res || res->status != 200) return nlohmann::json();
   return nlohmann::json::parse(res->body, nullptr, false);
-}
-
-// A port for Prometheus below the kernel's ephemeral range (as prometheus_test.cc does).
-int FreePort() {
-  int low = 32768;
-  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low;
-  std::mt19937 pick(static_cast<uint32_t>(getpid()) ^ static_cast<uint32_t>(MonoNow()));
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    const int port =
-        10000 + static_cast<int>(pick() % static_cast<uint32_t>(std::max(low - 10000, 1)));
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-    close(fd);
-    if (bound) return port;
-  }
-  return 0;
 }
 
 class Node {
@@ -196,7 +177,7 @@ class JobwideE2eTest : public ::testing::Test {
   void StartPrometheus() {
     prom_port_ = 0;
     if (access("/usr/bin/prometheus", X_OK) != 0) return;  // the node-level part still runs
-    prom_port_ = FreePort();
+    prom_port_ = FreePortBelowEphemeral();
     if (prom_port_ == 0) return;
     // The shipped rules with the 15 s evaluation interval and `for` shortened for a test.
     std::ifstream in(SENTINEL_RULES_PATH);
