@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -183,17 +184,29 @@ TEST(PromMirrorTest, AnOutlierAmongManyRanksIsNamed) {
   EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 5.58, 0.005);
 }
 
+// One rank per node n1..n4 of communicator `comm`: the ranks in `behind` have not started the
+// collective (gpu_started 10, nothing in flight), the others have waited in it for `age` seconds.
+// With `elsewhere` >= 0 every node exports sentinel_inflight_waiting_elsewhere, 1 for that rank
+// only; otherwise the series is absent (a sentineld that does not export it).
+Store StuckComm(const std::string& comm, double age, const std::set<int>& behind, int elsewhere) {
+  Store s;
+  for (int r = 0; r < 4; ++r) {
+    const std::string inst = "n" + std::to_string(r + 1);
+    const bool is_behind = behind.count(r) != 0;
+    s["sentinel_inflight_gpu_started"].push_back(S(inst, comm, r, is_behind ? 10 : 11));
+    s["sentinel_inflight_oldest_age_seconds"].push_back(S(inst, comm, r, is_behind ? 0 : age));
+    s["sentinel_inflight_connected"].push_back(S(inst, comm, r, 1));
+    if (elsewhere >= 0) {
+      s["sentinel_inflight_waiting_elsewhere"].push_back(S(inst, comm, r, r == elsewhere ? 1 : 0));
+    }
+  }
+  return s;
+}
+
 TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) {
   JobwideRules rules;
   for (int i = 0; i <= 6; ++i) {
-    Store s;
-    const double age = i * 15.0;  // stuck since 0
-    for (int r = 0; r < 4; ++r) {
-      const std::string inst = "n" + std::to_string(r + 1);
-      s["sentinel_inflight_gpu_started"].push_back(S(inst, "0xee", r, r == 2 ? 10 : 11));
-      s["sentinel_inflight_oldest_age_seconds"].push_back(S(inst, "0xee", r, r == 2 ? 0 : age));
-      s["sentinel_inflight_connected"].push_back(S(inst, "0xee", r, 1));
-    }
+    const Store s = StuckComm("0xee", i * 15.0, {2}, -1);  // stuck since 0
     const auto fired = Named(rules.Evaluate(i * 15 * kSec, s), "SentinelJobInFlightHangCulprit");
     if (i != 3) {  // 45 s > 30 at the third evaluation; 30 is not > 30
       EXPECT_TRUE(fired.empty()) << "at sample " << i;
@@ -211,16 +224,7 @@ TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) 
 TEST(PromMirrorTest, InFlightCulpritSkipsARankWaitingElsewhere) {
   JobwideRules rules;
   for (int i = 0; i <= 6; ++i) {
-    Store s;
-    const double age = i * 15.0;  // stuck since 0
-    for (int r = 0; r < 4; ++r) {
-      const std::string inst = "n" + std::to_string(r + 1);
-      s["sentinel_inflight_gpu_started"].push_back(S(inst, "0xed", r, r == 1 || r == 2 ? 10 : 11));
-      s["sentinel_inflight_oldest_age_seconds"].push_back(
-          S(inst, "0xed", r, r == 1 || r == 2 ? 0 : age));
-      s["sentinel_inflight_connected"].push_back(S(inst, "0xed", r, 1));
-      s["sentinel_inflight_waiting_elsewhere"].push_back(S(inst, "0xed", r, r == 1 ? 1 : 0));
-    }
+    const Store s = StuckComm("0xed", i * 15.0, {1, 2}, 1);  // stuck since 0
     const auto fired = Named(rules.Evaluate(i * 15 * kSec, s), "SentinelJobInFlightHangCulprit");
     if (i != 3) {
       EXPECT_TRUE(fired.empty()) << "at sample " << i;
