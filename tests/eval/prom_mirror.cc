@@ -316,9 +316,9 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   }
   // record: sentinel:rank_late
   //   (
-  //     (sentinel:rank_lateness_share >= 0.075 and sentinel:rank_lateness_spreads >= 5)
+  //     (sentinel:rank_lateness_share >= 0.05 and sentinel:rank_lateness_spreads >= 5)
   //       or
-  //     (sentinel:rank_lateness_share >= 0.075
+  //     (sentinel:rank_lateness_share >= 0.05
   //        and on (job, comm) sentinel:comm_nodes:count <= 4)
   //   )
   //   and on (job, comm, instance, rank) sentinel:rank_segment_growth >= 0.05

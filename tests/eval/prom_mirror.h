@@ -133,7 +133,7 @@ class JobwideRules {
   // sentinel:rank_late's bars: the lateness as a share of the compute segment, and how far below
   // the communicator's median p50 the rank's own is, in interquartile ranges of the communicator's
   // p50s (in communicators spanning more than 4 nodes).
-  static constexpr double kShareBar = 0.075;
+  static constexpr double kShareBar = 0.05;
   static constexpr double kSpreadBar = 5;
   // ... and how much longer than the communicator's median the rank computes between collectives
   // (its own compute: the segment leaves out its time in other communicators' collectives).

@@ -162,7 +162,7 @@ TEST(PromMirrorTest, NoiseSpreadOverManyRanksIsNotLate) {
     EXPECT_TRUE(rules.Evaluate(i * 15 * kSec, Spread(i, 0.020, 0.020, 0.11, 0.11, "0xf0")).empty())
         << "at sample " << i;
   }
-  // 12 % of the compute below the longest (over the 7.5 % bar), 1.79 interquartile ranges below
+  // 12 % of the compute below the longest (over the 5 % bar), 1.79 interquartile ranges below
   // the median.
   EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_share", "0"), 0.12, 0.005);
   EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 1.79, 0.005);
