@@ -154,8 +154,13 @@ void WaitEvidence::Judge(WaitRankState* st) {
       st->since_seq = Onset(*st);
       return;
     }
-    // The usual follows slow changes of the job (not a slowdown, which flips the p50 first).
-    st->usual_wait_ns += params_.usual_rate * (st->remote_wait_p75_ns - st->usual_wait_ns);
+    // The usual follows slow changes of the job (not a slowdown, which flips the p50 first). The
+    // usual wait rises four times more slowly than it falls: a spell of waiting more (a slow
+    // link, another node's hiccups) must not teach the node that it usually waits, or the end of
+    // the spell would read as "stopped waiting".
+    const double wait_rate =
+        st->remote_wait_p75_ns > st->usual_wait_ns ? params_.usual_rate / 4 : params_.usual_rate;
+    st->usual_wait_ns += wait_rate * (st->remote_wait_p75_ns - st->usual_wait_ns);
     st->usual_segment_ns += params_.usual_rate * (st->segment_p50_ns - st->usual_segment_ns);
     return;
   }

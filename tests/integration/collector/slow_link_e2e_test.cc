@@ -87,7 +87,7 @@ class SlowLinkE2eTest : public DaemonFixture {
 TEST_F(SlowLinkE2eTest, TheFindingNamesTheNicAndSaysNetworkNotARank) {
   AddPort("mlx5_0");
   AddPort("mlx5_1");
-  Start({"--sysfs-root", dir_ + "/sys", "--nic-poll", "200ms"});
+  Start({"--sysfs-root", dir_ + "/sys", "--nic-poll", "200ms", "--node-wait-alerts", "on"});
   WireClient ranks[2];
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(ranks[r].Connect(socket_, static_cast<uint32_t>(1000 + r)));
@@ -101,8 +101,9 @@ TEST_F(SlowLinkE2eTest, TheFindingNamesTheNicAndSaysNetworkNotARank) {
   ASSERT_GE(child, 0);
   if (child == 0) _exit(DriveNet(socket_, t0));
 
-  // Every 10 ms a collective ends: rank 0 arrives 20 us before rank 1, the transfer after rank 1
-  // takes 2 ms (3 ms while the link is slow). Every 100 ms the NIC counters move.
+  // The ranks compute 8 ms between collectives, then rank 0 arrives 20 us before rank 1 and the
+  // transfer after rank 1 takes 2 ms (3 ms while the link is slow): as in a real job, a slower
+  // link makes the step longer, not the compute shorter. Every 100 ms the NIC counters move.
   uint64_t xmit0 = 0;
   uint64_t xmit1 = 0;
   uint64_t seq = 1;
@@ -128,7 +129,7 @@ TEST_F(SlowLinkE2eTest, TheFindingNamesTheNicAndSaysNetworkNotARank) {
       SetCounter("mlx5_1", "counters/port_xmit_wait", xmit1);
       next_counters += 100 * kMs;
     }
-    next += 10 * kMs;
+    next = now + 8 * kMs + transfer;  // the next collective ends after its compute and transfer
   }
   int status = 0;
   waitpid(child, &status, 0);

@@ -39,6 +39,11 @@ struct JobModel {
   int64_t hiccup_max_ns = 100 * kMs;
   // Whole-job pauses: per second, every rank stops for a time uniform in [1 s, 3 s].
   double pauses_per_s = 0;
+  // A slow link: the transfer takes `link_slowdown` (relative) longer on every rank in steps
+  // [link_from, link_until).
+  double link_slowdown = 0;
+  uint64_t link_from = 0;
+  uint64_t link_until = 0;
   uint32_t seed = 11;
 };
 
@@ -87,8 +92,11 @@ class Job {
         last = std::max(last, arrival_[r]);
       }
       std::vector<int64_t> end(ranks);
+      const bool slow_link = step_ >= m_.link_from && step_ < m_.link_until;
+      const double transfer =
+          static_cast<double>(m_.transfer_ns) * (1 + (slow_link ? m_.link_slowdown : 0.0));
       for (size_t r = 0; r < ranks; ++r) {
-        end[r] = last + static_cast<int64_t>(static_cast<double>(m_.transfer_ns) *
+        end[r] = last + static_cast<int64_t>(transfer *
                                              std::max(0.5, 1 + m_.transfer_jitter * noise(rng_)));
       }
       for (int n = 0; n < m_.nodes; ++n) {
@@ -210,6 +218,31 @@ TEST(WaitEvidenceTest, JobWideSlowdownAndSmallSlowdownsAreNotStragglers) {
   small.from = 500;
   Job job2(small);
   EXPECT_TRUE(job2.Run(3000).empty());
+}
+
+// A quiet job (no jitter: the nodes never wait for each other) has a slow link for 100 steps
+// (every transfer 50 % longer: time above the transfer floor, on every node, until the floor
+// catches up), then node 1 computes 8 % longer. Node 1 never usually waited, so it cannot tell
+// that it stopped (as QuietJobCannotTellAndSaysNothing): the spell must not have taught it that it
+// usually waits, or the end of the spell reads as "stopped waiting" and node 1 as a slow node.
+TEST(WaitEvidenceTest, ASlowLinkSpellDoesNotTeachANodeThatItWaits) {
+  JobModel m;
+  m.nodes = 2;
+  m.per_node = 2;
+  m.jitter = 0;
+  m.transfer_jitter = 0;
+  m.transfer_ns = 2 * kMs;
+  m.link_slowdown = 0.5;
+  m.link_from = 400;
+  m.link_until = 500;
+  m.slow_node = 1;
+  m.slowdown = 0.08;
+  m.from = 500;
+  Job job(m);
+  const std::vector<Flag> flags = job.Run(1500);
+  EXPECT_TRUE(flags.empty()) << flags.size() << " flags, the first: node " << flags.front().node
+                             << " rank " << flags.front().local << " at step "
+                             << flags.front().step;
 }
 
 // A job without any jitter: nobody ever waits, so no node can tell it stopped waiting (only the
