@@ -511,7 +511,8 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --max-handshaking N      of --max-clients, slots for connections still in their hello (64,
                            and at most a quarter of --max-clients; one uid holds at most half)
   --node-wait-alerts on|off  the node's own slow-node / slow-rank alerts from its ranks' wait
-                           evidence (default off; the evidence is exported either way)
+                           evidence (default on; off keeps them to the job-wide rules; the
+                           evidence is exported either way)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
                            between collectives (default 0.05)
   --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)

@@ -58,11 +58,10 @@ struct Config {
   int max_clients = 1024;
   // Straggler detection (straggler_detector.h; defaults from detection_eval, README).
   // The node's own clock-free straggler alerts from its ranks' wait evidence (slow node, slow rank
-  // in a communicator spanning nodes). Off by default: the cluster-scale evaluation (tests/eval,
-  // --nodes) finds no false alert in its noise families, but on real processes a slow network
-  // link still reads as a slow node (collector_slow_link_e2e_test with it on: the segment grew
-  // 7 % while the node stopped waiting); the evidence itself is computed and exported either way.
-  bool node_wait_alerts = false;
+  // in a communicator spanning nodes): a slow node names itself within seconds. On by default
+  // (collector/README.md, the `node-wait-alerts` row, says why it once was not); the evidence
+  // itself is computed and exported either way.
+  bool node_wait_alerts = true;
   double straggler_rel = 0.05;       // smallest relative slowdown worth an alert
   double straggler_noise_h = 12.0;   // CUSUM threshold in units of noise variance / drift
   double straggler_floor_h = 2.0;    // ... plus this many compute segments

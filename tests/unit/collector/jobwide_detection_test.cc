@@ -35,7 +35,7 @@ class JobwideDetectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     Config config;
-    config.node_wait_alerts = true;  // opt-in (--node-wait-alerts on): these tests judge it
+    config.node_wait_alerts = true;  // the default (--node-wait-alerts on): these tests judge it
     for (int n = 0; n < 2; ++n) {
       nodes_[n].clock_offset = n == 0 ? 0 : 123456789012LL;  // no common clock across nodes
       nodes_[n].agg = std::make_unique<Aggregator>(config, &nodes_[n].clock);
