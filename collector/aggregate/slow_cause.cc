@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,25 @@ double MedianD(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// A standard deviation of `v` around its median that few values and outliers do not fool: the
+// larger of 1.4826 x the median absolute deviation and 1.2533 x the mean absolute deviation (both
+// the standard deviation for normal noise). The median absolute deviation alone is robust to
+// outliers but, over the dozen polls a port may have, far too small when the values fall in two
+// clusters (uniform or bursty noise); the mean absolute deviation grows with outliers only in
+// proportion. 0 when every value is the median.
+double RobustSpread(const std::vector<double>& v, double median) {
+  if (v.empty()) return 0;
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  double sum = 0;
+  for (double x : v) {
+    dev.push_back(std::fabs(x - median));
+    sum += dev.back();
+  }
+  const double mad = MedianD(std::move(dev));
+  return std::max(1.4826 * mad, 1.2533 * sum / static_cast<double>(v.size()));
 }
 
 // The counters that speak for the network: errors and link-down on any growth, these on a rate
@@ -80,7 +100,7 @@ const char* SlowCauseName(SlowCauseKind kind) {
 
 void LinkLatencyHistory::OnSample(uint64_t link_id, const std::string& host,
                                   const std::string& dev_name, const std::string& peer_host,
-                                  const Sample& s) {
+                                  const Sample& s, uint32_t pid) {
   auto it = links_.find(link_id);
   if (it == links_.end()) {
     if (links_.size() >= kMaxLinks) {
@@ -95,6 +115,7 @@ void LinkLatencyHistory::OnSample(uint64_t link_id, const std::string& host,
     it->second.link_id = link_id;
   }
   Link& l = it->second;
+  if (pid != 0) l.pid = pid;
   l.host = host;
   l.dev_name = dev_name;
   l.peer_host = peer_host;
@@ -110,13 +131,39 @@ void LinkLatencyHistory::OnSample(uint64_t link_id, const std::string& host,
   latest_ns_ = std::max(latest_ns_, s.now_ns);
 }
 
+std::vector<std::string> LinkLatencyHistory::DevicesOf(const std::vector<uint32_t>& pids) const {
+  std::vector<std::string> out;
+  for (const auto& [id, l] : links_) {
+    if (l.pid == 0 || std::find(pids.begin(), pids.end(), l.pid) == pids.end()) continue;
+    // NCCL names a merged device by its members joined with '+'.
+    for (size_t b = 0; b <= l.dev_name.size();) {
+      size_t e = l.dev_name.find('+', b);
+      if (e == std::string::npos) e = l.dev_name.size();
+      if (e > b) out.push_back(l.dev_name.substr(b, e - b));
+      b = e + 1;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<LinkMove> LinkLatencyHistory::Moves(int64_t start_ns, int64_t end_ns,
-                                                const SlowCauseParams& p) const {
+                                                const SlowCauseParams& p,
+                                                const std::vector<uint32_t>* pids) const {
   struct Stretch {
     const Link* link;
     double mean;
     double own_usual;  // < 0: unknown
   };
+  const auto theirs = [pids](const Link& l) {
+    return l.pid != 0 && std::find(pids->begin(), pids->end(), l.pid) != pids->end();
+  };
+  // Only the communicator's processes' links, when any is known to be theirs.
+  bool mapped = false;
+  if (pids != nullptr && !pids->empty()) {
+    for (const auto& [id, l] : links_) mapped |= theirs(l);
+  }
   std::vector<Stretch> stretches;
   for (const auto& [id, l] : links_) {
     const size_t n = l.samples.size();
@@ -162,7 +209,7 @@ std::vector<LinkMove> LinkLatencyHistory::Moves(int64_t start_ns, int64_t end_ns
         m.vs_other_links = true;
       }
     }
-    if (!moved) continue;
+    if (!moved || (mapped && !theirs(*st.link))) continue;
     m.link_id = st.link->link_id;
     m.host = st.link->host;
     m.dev_name = st.link->dev_name;
@@ -179,9 +226,29 @@ std::vector<LinkMove> LinkLatencyHistory::Moves(int64_t start_ns, int64_t end_ns
 // ---- NIC ports --------------------------------------------------------------------------------
 
 std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
-                                const SlowCauseParams& p) {
+                                const SlowCauseParams& p, const std::vector<std::string>* devices) {
+  // The communicator's own ports, when known and polled: only they count.
+  bool mapped = false;
+  if (devices != nullptr && !devices->empty()) {
+    for (const auto& [key, port] : nic.ports) {
+      mapped |= std::binary_search(devices->begin(), devices->end(), key.first);
+    }
+  }
+  // A rate counter's rise over the span, in its own robust standard deviations.
+  struct Rise {
+    NicMove move;
+    int counter = 0;
+    double rise = 0;  // rate over the span - its usual rate, per second
+    double z = 0;     // rise / its spread (infinite for a flat counter that rose)
+    bool eligible = true;
+  };
+  std::vector<Rise> rises;
   std::vector<NicMove> out;
+  std::vector<double> rates;
   for (const auto& [key, port] : nic.ports) {
+    // Every port's rise is measured (the node's usual noise, below); only these may be named.
+    const bool eligible =
+        !mapped || std::binary_search(devices->begin(), devices->end(), key.first);
     const Ring<NicPoint>& h = port.history;
     const size_t n = h.size();
     // The polls overlapping the span: interval (h[i-1], h[i]) with any overlap. A span shorter
@@ -218,7 +285,7 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
     if (!any && !down) continue;
     for (int c = 0; c < kNicCounterCount && any; ++c) {
       const size_t k = static_cast<size_t>(c);
-      if ((port.last.present & (1u << c)) == 0 || grown[k] <= 0) continue;
+      if ((port.last.present & (1u << c)) == 0) continue;
       NicMove m;
       m.device = key.first;
       m.port = key.second;
@@ -226,27 +293,63 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       m.delta = attributed[k] > 0 ? attributed[k] : grown[k];
       m.rate_per_s = overlap_s > 0 ? grown[k] / overlap_s : 0;
       if (NicCounterIsError(c) || c == kNicLinkDowned) {
-        out.push_back(std::move(m));
+        if (grown[k] > 0 && eligible) out.push_back(std::move(m));  // any growth
         continue;
       }
       if (!IsRateCounter(c) || other.size() < static_cast<size_t>(p.counter_min_polls)) continue;
-      // Its usual: the median rate over its other kept polls (the most recent 120).
-      std::vector<double> rates;
-      for (size_t j = other.size() > 120 ? other.size() - 120 : 0; j < other.size(); ++j) {
+      // Its usual: the median rate over its most recent other polls, and their spread.
+      rates.clear();
+      const size_t keep = static_cast<size_t>(std::max(p.counter_usual_polls, 1));
+      for (size_t j = other.size() > keep ? other.size() - keep : 0; j < other.size(); ++j) {
         const size_t i = other[j];
         const double dt = static_cast<double>(h[i].mono_ns - h[i - 1].mono_ns) / 1e9;
         rates.push_back(static_cast<double>(h[i].total[k] - h[i - 1].total[k]) / dt);
       }
       m.usual_per_s = MedianD(rates);
-      if (m.rate_per_s > p.counter_rate_factor * m.usual_per_s) out.push_back(std::move(m));
+      m.spread_per_s = RobustSpread(rates, m.usual_per_s);
+      const double rise = m.rate_per_s - m.usual_per_s;
+      // A flat counter (no spread): any rise is a move.
+      const double z = m.spread_per_s > 0 ? rise / m.spread_per_s
+                       : rise > 0         ? std::numeric_limits<double>::infinity()
+                                          : 0.0;
+      rises.push_back({std::move(m), c, rise, z, eligible});
     }
-    if (down) {
+    if (down && eligible) {
       NicMove m;
       m.device = key.first;
       m.port = key.second;
       m.counter = "state";
       out.push_back(std::move(m));
     }
+  }
+  // A rise counts when it is well above the counter's usual: by k of the larger of the port's own
+  // spread and the median spread of the node's ports with that counter (a dozen polls of one port
+  // can look far steadier than the port is; the node's ports together tell its usual noise). And,
+  // unless the ports are the communicator's own, also well above the rises of the node's other
+  // ports over the same span: a port the communicator may not use, or every port moving alike,
+  // does not single one out ("well above": by k of the larger of that scale and the spread of the
+  // other ports' rises).
+  const double k = p.counter_spread_factor;
+  std::vector<double> others;
+  std::vector<double> spreads;
+  for (size_t i = 0; i < rises.size(); ++i) {
+    Rise& r = rises[i];
+    if (!r.eligible || !(r.z > k)) continue;
+    others.clear();
+    spreads.clear();
+    for (size_t j = 0; j < rises.size(); ++j) {
+      if (rises[j].counter != r.counter) continue;
+      spreads.push_back(rises[j].move.spread_per_s);
+      if (j != i) others.push_back(rises[j].rise);
+    }
+    double scale = std::max(r.move.spread_per_s, MedianD(spreads));
+    if (!(r.rise > k * scale)) continue;
+    if (!mapped && !others.empty()) {
+      const double median = MedianD(others);
+      scale = std::max(scale, RobustSpread(others, median));
+      if (!(r.rise - median > k * scale)) continue;
+    }
+    out.push_back(std::move(r.move));
   }
   return out;
 }
@@ -305,6 +408,13 @@ bool SlowCause::OnWindow(const WindowObservation& w, const NicState* nic) {
   }
   Comm* c = &it->second;
   c->last_window_ns = w.max_end_ns;
+  for (size_t i = 0; i < w.nranks_seen; ++i) {
+    const uint32_t pid = w.ranks[i].pid;
+    if (pid != 0 && c->pids.size() < kMaxPids &&
+        std::find(c->pids.begin(), c->pids.end(), pid) == c->pids.end()) {
+      c->pids.push_back(pid);
+    }
+  }
   Usual* u = UsualFor(c, w.func, w.bucket, w.max_end_ns);
   const int64_t skew = w.max_arrival_ns - w.min_arrival_ns;
   const int64_t transfer = w.max_end_ns - w.max_arrival_ns;
@@ -423,9 +533,12 @@ void SlowCause::SettleSpan(Comm* c, SlowSpan* s, const NicState* nic) {
   if (s->settled) return;
   s->settled = true;
   --unsettled_;
-  if (s->transfer_ns > 0) {
-    if (nic != nullptr) s->nics = NicMovesIn(*nic, s->start_ns, s->end_ns, params_);
-    s->links = links_.Moves(s->start_ns, s->end_ns, params_);
+  // Only a communicator with ranks on other nodes sends through the NICs and net-plugin links;
+  // of those, the ports and links its local processes opened when they are known.
+  if (s->transfer_ns > 0 && s->remote_ranks) {
+    const std::vector<std::string> devices = links_.DevicesOf(c->pids);
+    if (nic != nullptr) s->nics = NicMovesIn(*nic, s->start_ns, s->end_ns, params_, &devices);
+    s->links = links_.Moves(s->start_ns, s->end_ns, params_, &c->pids);
   }
   if (s->late_ns >= s->transfer_ns) {
     s->cause = SlowCauseKind::kLateRank;
@@ -642,7 +755,7 @@ std::string SlowSpanVerdict(const SlowSpan& s) {
     return out + ")";
   }
   return s.remote_ranks ? "transfer (no counter moved; or a rank on another node)"
-                        : "transfer (no counter moved)";
+                        : "transfer (inside the node: no NIC)";
 }
 
 }  // namespace sentinel::collector

@@ -8,10 +8,20 @@
 // in that window ("network"), joined on the node's CLOCK_MONOTONIC.
 //
 // Every threshold is relative: a share of the usual duration and a multiple of the
-// communicator's own spread (median absolute deviation) for the window; a counter "moved" when
-// its rate over the window is a multiple of its own usual rate (errors and link-down: any
-// growth); a link when its mean completion latency over the window is a multiple of its own
-// earlier mean or of the other links' mean over the same window.
+// communicator's own spread (median absolute deviation) for the window; a rate counter "moved"
+// when its rate over the window stands above its own usual rate by several of its own robust
+// standard deviations (NIC counters are noisy: a multiple of a short median is not evidence), and,
+// when sentineld cannot tell which ports the communicator uses, also above the node's other ports
+// by as many (errors and link-down: any growth); a link when its mean completion latency over the
+// window is a multiple of its own earlier mean or of the other links' mean over the same window.
+//
+// Which ports and links count: none for a communicator whose ranks are all on this node (its
+// transfers do not leave the node); for one with ranks elsewhere, the ports of the net-plugin
+// connections its local processes opened when those are known (WindowRank::pid, the links'
+// pid), else every port, held to the stand-out test above. After the last local arrival a
+// communicator with ranks elsewhere may still be waiting for a late rank on another node: this
+// node cannot tell that from a slower transfer, so without a port or link that moved the span is
+// "transfer" (its verdict says: a rank on another node or the network), never "network".
 //
 // Counter samples are periodic and coarse (NIC polls every few seconds): consecutive slow windows
 // of a communicator are gathered into a span, and a span is settled (its NICs and links named,
@@ -48,10 +58,15 @@ struct SlowCauseParams {
   double spread_factor = 4.0;
   int min_history = 16;  // windows of that (function, size bucket) learned before any is judged
   int history = 64;      // kept per (function, size bucket): the usual is their median
-  // A NIC counter (port_xmit_wait, congestion notifications) moved when its rate over the
-  // overlapping polls exceeds this multiple of its median rate over its other kept polls.
-  double counter_rate_factor = 2.0;
-  int counter_min_polls = 3;  // other polls needed for a usual rate
+  // A NIC rate counter (port_xmit_wait, congestion notifications) moved when its rate over the
+  // overlapping polls exceeds its median rate over its other kept polls by this many of their
+  // robust standard deviations (1.4826 x MAD; when the MAD is 0 but the rates vary, 1.2533 x
+  // their mean absolute deviation from the median; 0 for a flat counter, where any rise counts),
+  // and, when the communicator's ports are not known, that excess (in those deviations) also
+  // exceeds the median excess of the node's other ports with that counter by as many.
+  double counter_spread_factor = 3.0;
+  int counter_min_polls = 8;      // other polls needed for a usual rate and its spread
+  int counter_usual_polls = 120;  // the most recent other polls the usual is taken over
   // A link moved when its mean latency over the window exceeds this multiple of its own earlier
   // mean, or of the median of the other links' means over the same window.
   double link_latency_factor = 2.0;
@@ -76,6 +91,7 @@ const char* SlowCauseName(SlowCauseKind kind);
 struct WindowRank {
   int32_t rank = 0;
   int64_t arrival_ns = 0;
+  uint32_t pid = 0;  // its process (0: unknown): the net-plugin links it opened are its NICs
 };
 
 // One joined collective of a communicator, as the aggregator completes it. Every local rank
@@ -102,6 +118,7 @@ struct NicMove {
   double delta = 0;         // growth attributed to the span (overlap share of each poll)
   double rate_per_s = 0;    // over the polls overlapping the span
   double usual_per_s = -1;  // median over its other kept polls (-1: not used, e.g. errors)
+  double spread_per_s = 0;  // robust standard deviation of those polls' rates
 };
 
 // A net-plugin link (send end on this node) whose latency moved over a span.
@@ -171,6 +188,7 @@ class LinkLatencyHistory {
   };
   struct Link {
     uint64_t link_id = 0;
+    uint32_t pid = 0;  // the send end's process (0: unknown)
     std::string host;
     std::string dev_name;
     std::string peer_host;
@@ -178,10 +196,16 @@ class LinkLatencyHistory {
   };
 
   // A report of the link's send end (cumulative counters, plugin's clock = the node's).
+  // `pid`: the send end's process (0: unknown).
   void OnSample(uint64_t link_id, const std::string& host, const std::string& dev_name,
-                const std::string& peer_host, const Sample& s);
-  // The links whose latency moved over [start_ns, end_ns].
-  std::vector<LinkMove> Moves(int64_t start_ns, int64_t end_ns, const SlowCauseParams& p) const;
+                const std::string& peer_host, const Sample& s, uint32_t pid = 0);
+  // The links whose latency moved over [start_ns, end_ns]; only those of `pids` when any link is
+  // known to be theirs (null or none known: every link).
+  std::vector<LinkMove> Moves(int64_t start_ns, int64_t end_ns, const SlowCauseParams& p,
+                              const std::vector<uint32_t>* pids = nullptr) const;
+  // The device names (a merged "mlx5_0+mlx5_1" split) of the links opened by `pids`, sorted,
+  // without repeats; empty when none is known.
+  std::vector<std::string> DevicesOf(const std::vector<uint32_t>& pids) const;
   int64_t latest_ns() const { return latest_ns_; }
   bool empty() const { return links_.empty(); }
   uint64_t evicted() const { return evicted_; }
@@ -193,8 +217,12 @@ class LinkLatencyHistory {
 };
 
 // The NIC ports whose counters moved over [start_ns, end_ns] (their kept poll history).
+// `devices`: the devices the communicator's transfers use; when one of them is a polled port,
+// only their ports count, judged against their own history. Otherwise (null, empty, or none
+// polled) every port counts, and a rate counter must also stand out from the other ports'.
 std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
-                                const SlowCauseParams& p);
+                                const SlowCauseParams& p,
+                                const std::vector<std::string>* devices = nullptr);
 
 class SlowCause {
  public:
@@ -202,6 +230,7 @@ class SlowCause {
   static constexpr size_t kMaxSpans = 16;  // spans kept per communicator (open and settled)
   static constexpr size_t kMaxComms = 1024;
   static constexpr size_t kMaxRecent = 64;  // spans in the snapshot's `recent`
+  static constexpr size_t kMaxPids = 16;    // local processes remembered per communicator
 
   explicit SlowCause(SlowCauseParams params = {}) : params_(params) {}
 
@@ -209,9 +238,12 @@ class SlowCause {
   // when a span must be settled early to stay within kMaxSpans (may be null).
   bool OnWindow(const WindowObservation& w, const NicState* nic = nullptr);
   // One report of a net-plugin link's send end.
+  // `pid`: the send end's process (0: unknown), which maps the link to the communicators of
+  // that process's ranks.
   void OnLinkSample(uint64_t link_id, const std::string& host, const std::string& dev_name,
-                    const std::string& peer_host, const LinkLatencyHistory::Sample& s) {
-    links_.OnSample(link_id, host, dev_name, peer_host, s);
+                    const std::string& peer_host, const LinkLatencyHistory::Sample& s,
+                    uint32_t pid = 0) {
+    links_.OnSample(link_id, host, dev_name, peer_host, s, pid);
   }
   // Settles the spans whose samples are in (or whose wait is over) at `now_ns`. Call after each
   // NIC poll and on the aggregator's tick.
@@ -262,6 +294,7 @@ class SlowCause {
     std::array<double, kSlowCauseKinds> excess_s{};
     std::array<uint64_t, kSlowCauseKinds> windows{};
     int64_t last_window_ns = 0;
+    std::vector<uint32_t> pids;  // its local ranks' processes (known ones, at most kMaxPids)
   };
 
   Usual* UsualFor(Comm* c, uint8_t func, int bucket, int64_t now_ns);
@@ -280,7 +313,8 @@ inline constexpr const char* kSlowNetworkAlertPrefix = "link_degraded-slow-";
 // A span as JSON (the /v1/telemetry "slow_windows" entries, alerts' evidence).
 nlohmann::json SlowSpanJson(const SlowSpan& s);
 // One line for people: "late rank 5 (12.3 ms)" or "network (mlx5_0 port 1: port_xmit_wait
-// +48213)" or "transfer (no counter moved)".
+// +48213)" or "transfer (no counter moved; or a rank on another node)" or, for a communicator
+// whose ranks are all on this node, "transfer (inside the node: no NIC)".
 std::string SlowSpanVerdict(const SlowSpan& s);
 
 }  // namespace sentinel::collector

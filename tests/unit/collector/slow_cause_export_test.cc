@@ -36,15 +36,15 @@ struct Port {
   void Poll(int64_t t) { UpdateNicState(&state, {reading}, t); }
 };
 
-// Communicator `comm` of 4 local ranks: 40 usual windows (2 ms), then 5 with rank 2 late 6 ms,
-// then 5 with a 3 ms transfer while port_xmit_wait climbs. Settled.
+// Communicator `comm` of 4 local ranks and 4 on another node: 40 usual windows (2 ms), then 5
+// with rank 2 late 6 ms, then 5 with a 3 ms transfer while port_xmit_wait climbs. Settled.
 void RunComm(SlowCause* sc, Port* nic, uint64_t comm) {
   uint64_t seq = 1;
   auto window = [&](int64_t t, int64_t transfer, int64_t late2) {
     std::vector<WindowRank> rs = {{0, t}, {1, t + 10000}, {2, t + late2}, {3, t}};
     WindowObservation w;
     w.comm_hash = comm;
-    w.nranks = 4;
+    w.nranks = 8;  // the NIC carries its transfers
     w.local_ranks = 4;
     w.func = 2;
     w.bucket = SizeBucket(1 << 20);
@@ -60,8 +60,8 @@ void RunComm(SlowCause* sc, Port* nic, uint64_t comm) {
   nic->Poll(t - 50 * kMs);
   for (int i = 0; i < 40; ++i, t += 10 * kMs) {
     window(t, 2 * kMs + (i % 2) * 5000, 0);
-    if (i % 10 == 9) {
-      nic->reading.value[kNicPortXmitWait] += 100;
+    if (i % 5 == 4) {  // 8 polls: a usual rate and its spread
+      nic->reading.value[kNicPortXmitWait] += 50;
       nic->Poll(t + 5 * kMs);
     }
   }

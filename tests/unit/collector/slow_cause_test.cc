@@ -3,6 +3,8 @@
 // Synthetic windows on one node clock; NIC polls through the real UpdateNicState.
 #include "collector/aggregate/slow_cause.h"
 
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -35,6 +37,7 @@ class Node {
       const int64_t a =
           t + (static_cast<size_t>(r) < late.size() ? late[static_cast<size_t>(r)] : 0);
       rs.push_back({r, a});
+      rs.back().pid = pid_ != 0 ? pid_ + static_cast<uint32_t>(r) : 0;
       max_arrival = std::max(max_arrival, a);
     }
     WindowObservation w;
@@ -52,11 +55,14 @@ class Node {
     return sc->OnWindow(w, nic);
   }
   uint64_t seq() const { return seq_; }
+  // Rank r's process is pid + r (0: unknown).
+  void set_pid(uint32_t pid) { pid_ = pid; }
 
  private:
   int ranks_;
   int nranks_;
   uint64_t seq_ = 1;
+  uint32_t pid_ = 0;
 };
 
 // A fake port whose counters the test drives, folded in by the real UpdateNicState.
@@ -76,19 +82,65 @@ struct Nic {
   uint64_t& operator[](int counter) { return reading.value[static_cast<size_t>(counter)]; }
 };
 
-// 40 ordinary windows every 10 ms from t = 1 s, with the NIC polled every 100 ms and its
-// port_xmit_wait growing at its usual pace. Returns the time after them.
+// 40 ordinary windows every 10 ms from t = 1 s, with the NIC polled every 50 ms and its
+// port_xmit_wait growing at its usual, slightly uneven pace (about 10000 a second). Returns the
+// time after them (5 ms after the last poll).
 int64_t Warm(SlowCause* sc, Node* node, Nic* nic, int64_t transfer = 2 * kMs) {
+  static constexpr uint64_t kUsual[8] = {500, 450, 550, 520, 480, 500, 530, 470};
   int64_t t = 1 * kS;
-  nic->Poll(t - 100 * kMs);
+  nic->Poll(t - 5 * kMs);
   for (int i = 0; i < 40; ++i, t += 10 * kMs) {
     EXPECT_FALSE(node->Window(sc, t, transfer + (i % 3) * 10000, {0, 20000, 0, 10000}));
-    if (i % 10 == 9) {
-      (*nic)[kNicPortXmitWait] += 1000;
+    if (i % 5 == 4) {
+      (*nic)[kNicPortXmitWait] += kUsual[i / 5];
       nic->Poll(t + 5 * kMs);
     }
   }
   return t;
+}
+
+// A node's ports (mlx5_0 .. mlx5_<n-1>, port 1) whose port_xmit_wait grows as busy real ports
+// do: each poll by `per_s` a second times a uniform factor in [0.5, 1.5) (per_s 0: flat).
+struct NoisyPorts {
+  NicState state;
+  std::vector<NicPortReading> readings;
+  std::mt19937_64 rng{11};
+  int64_t last = INT64_MIN;
+  double per_s;
+  NoisyPorts(int n, double usual_per_s) : per_s(usual_per_s) {
+    state.enabled = true;
+    for (int i = 0; i < n; ++i) {
+      NicPortReading r;
+      r.device = "mlx5_" + std::to_string(i);
+      r.port = 1;
+      r.active = true;
+      r.link_layer = "InfiniBand";
+      r.rate_gbps = 400;
+      for (int c = 0; c < kNicCounterCount; ++c) r.present |= 1u << c;
+      readings.push_back(r);
+    }
+  }
+  // A poll at `t`: every port grew by its noisy usual since the last poll, and the ports in
+  // `extra` (index, per second) by that much more.
+  void Poll(int64_t t, const std::vector<std::pair<int, double>>& extra = {}) {
+    if (last != INT64_MIN) {
+      const double dt = static_cast<double>(t - last) / 1e9;
+      std::uniform_real_distribution<double> u(0.5, 1.5);
+      for (size_t i = 0; i < readings.size(); ++i) {
+        double g = per_s * dt * u(rng);
+        for (const auto& [port, more] : extra) g += static_cast<int>(i) == port ? more * dt : 0;
+        readings[i].value[kNicPortXmitWait] += static_cast<uint64_t>(std::llround(g));
+      }
+    }
+    last = t;
+    UpdateNicState(&state, readings, t);
+  }
+};
+
+// The slow windows by cause of the one communicator of `sc`.
+std::array<uint64_t, kSlowCauseKinds> WindowsByCause(const SlowCause& sc) {
+  const SlowCauseSnapshot snap = sc.Snapshot();
+  return snap.comms.empty() ? std::array<uint64_t, kSlowCauseKinds>{} : snap.comms[0].windows;
 }
 
 TEST(SlowCauseTest, OrdinaryWindowsAreNeverSlow) {
@@ -113,7 +165,7 @@ TEST(SlowCauseTest, LateRankIsNamedAndTheExcessIsItsWaiting) {
     EXPECT_TRUE(node.Window(&sc, t, 2 * kMs, {0, 0, 6 * kMs, 0}));
   }
   // port_xmit_wait keeps its usual pace: nothing for the network.
-  nic[kNicPortXmitWait] += 1000;
+  nic[kNicPortXmitWait] += 500;
   nic.Poll(t);
   sc.Settle(nic.state, t + 2 * kS);
   const SlowSpan* s = sc.LastSettled(kComm);
@@ -138,7 +190,7 @@ TEST(SlowCauseTest, LateRankIsNamedAndTheExcessIsItsWaiting) {
 
 TEST(SlowCauseTest, SlowerTransferWithXmitWaitClimbingIsTheNetworkNamingTheNic) {
   SlowCause sc;
-  Node node(4);
+  Node node(4, 8);  // 4 of its ranks on another node
   Nic nic;
   int64_t t = Warm(&sc, &node, &nic);
   const int64_t start = t;
@@ -198,7 +250,7 @@ TEST(SlowCauseTest, SlowerTransferWithoutAnyCounterMovingIsTransferNotNetwork) {
   Nic nic;
   int64_t t = Warm(&sc, &node, &nic);
   for (int i = 0; i < 10; ++i, t += 10 * kMs) node.Window(&sc, t, 3 * kMs);
-  nic[kNicPortXmitWait] += 1000;  // its usual pace
+  nic[kNicPortXmitWait] += 1000;  // its usual pace (10000 a second)
   nic.Poll(t);
   sc.Settle(nic.state, t + 2 * kS);
   const SlowSpan* s = sc.LastSettled(kComm);
@@ -211,7 +263,7 @@ TEST(SlowCauseTest, SlowerTransferWithoutAnyCounterMovingIsTransferNotNetwork) {
 
 TEST(SlowCauseTest, ErrorCountersAndLinkDownNameThePortOnAnyGrowth) {
   SlowCause sc;
-  Node node(2);
+  Node node(2, 4);
   Nic nic;
   int64_t t = Warm(&sc, &node, &nic);
   for (int i = 0; i < 3; ++i, t += 10 * kMs) node.Window(&sc, t, 4 * kMs);
@@ -250,7 +302,7 @@ TEST(SlowCauseTest, WithoutSamplesASpanSettlesAfterItsWait) {
 
 TEST(SlowCauseTest, ALinkWhoseLatencyRoseIsNamed) {
   SlowCause sc;
-  Node node(4);
+  Node node(4, 8);
   NicState nic_off;  // NIC polling off: only the links speak
   Nic nic;
   int64_t t = Warm(&sc, &node, &nic);
@@ -377,6 +429,159 @@ TEST(SlowCauseTest, APersistentSlowdownBecomesTheUsualAfterTheRelearnTime) {
     if (i >= 900) slow_late += slow ? 1 : 0;
   }
   EXPECT_EQ(slow_late, 0);  // 10 s of 4 ms transfers: learned again, no longer slow
+}
+
+// A communicator with one rank on this node (DP or PP across nodes): a rank on another node that
+// arrives late makes the local rank wait after its own arrival, which this node sees as slower
+// "transfer". With noisy port counters and no slow port, that is never the network.
+TEST(SlowCauseTest, ARemoteLateRankWithNoisyCountersIsNotTheNetwork) {
+  SlowCause sc;
+  Node node(1, 16);
+  NoisyPorts nics(8, 10000);
+  int64_t next_poll = kS / 2;
+  nics.Poll(next_poll);
+  next_poll += 5 * kS;
+  // Ten minutes of one collective every 100 ms (2 ms after the local arrival); every 7 s five in a
+  // row wait 3 ms more for a late rank elsewhere.
+  int64_t t = kS;
+  for (int i = 0; i < 6000; ++i, t += 100 * kMs) {
+    const bool late = i > 40 && i % 70 < 5;
+    node.Window(&sc, t, late ? 5 * kMs : 2 * kMs + (i % 3) * 10000, {}, &nics.state);
+    if (t >= next_poll) {
+      nics.Poll(next_poll);
+      next_poll += 5 * kS;
+      sc.Settle(nics.state, t);
+    }
+  }
+  nics.Poll(t + kS);
+  sc.Settle(nics.state, t + 60 * kS);
+  const auto by_cause = WindowsByCause(sc);
+  EXPECT_GE(by_cause[static_cast<size_t>(SlowCauseKind::kTransfer)], 400u);  // 85 spans of 5
+  EXPECT_EQ(by_cause[static_cast<size_t>(SlowCauseKind::kNetwork)], 0u);
+  EXPECT_EQ(by_cause[static_cast<size_t>(SlowCauseKind::kLateRank)], 0u);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(SlowSpanVerdict(*s), "transfer (no counter moved; or a rank on another node)");
+  EXPECT_TRUE(sc.NetworkAlerts(t + 60 * kS, 120 * kS, "node-a", "rb/").empty());
+}
+
+// The same communicator while its port is slow (held back about as long again as usual, on noisy
+// counters): named, and only that port.
+TEST(SlowCauseTest, ASlowPortOnNoisyCountersIsNamedAndNoOtherPort) {
+  SlowCause sc;
+  Node node(1, 16);
+  NoisyPorts nics(8, 10000);
+  nics.Poll(0);
+  int64_t t = kS / 10;
+  for (int p = 1; p <= 12; ++p) {  // a minute of ordinary collectives, polls every 5 s
+    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+    nics.Poll(p * 5 * kS);
+  }
+  // 5 s of slower transfers while mlx5_3 holds its sends back 25000 a second more.
+  for (; t < 65 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
+  nics.Poll(65 * kS, {{3, 25000}});
+  sc.Settle(nics.state, 67 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
+  ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
+  EXPECT_EQ(s->nics[0].device, "mlx5_3");
+  EXPECT_GT(s->nics[0].spread_per_s, 0);
+}
+
+// Without knowing the communicator's ports, a movement of every port alike (here each at 4x its
+// usual) does not single one out: not the network of this communicator.
+TEST(SlowCauseTest, EveryPortRisingAlikeNamesNone) {
+  SlowCause sc;
+  Node node(1, 16);
+  NoisyPorts nics(8, 10000);
+  nics.Poll(0);
+  int64_t t = kS / 10;
+  for (int p = 1; p <= 12; ++p) {
+    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+    nics.Poll(p * 5 * kS);
+  }
+  for (; t < 65 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
+  std::vector<std::pair<int, double>> all;
+  for (int i = 0; i < 8; ++i) all.push_back({i, 30000});
+  nics.Poll(65 * kS, all);
+  sc.Settle(nics.state, 67 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kTransfer) << SlowSpanVerdict(*s);
+  EXPECT_TRUE(s->nics.empty());
+}
+
+// A communicator whose ranks are all on this node does not send through the NICs: a port that
+// moves while its transfer is slower is not its cause.
+TEST(SlowCauseTest, ACommunicatorInsideTheNodeNamesNoNic) {
+  SlowCause sc;
+  Node node(4);
+  Nic nic;
+  int64_t t = Warm(&sc, &node, &nic);
+  for (int i = 0; i < 10; ++i, t += 10 * kMs) node.Window(&sc, t, 3 * kMs);
+  nic[kNicPortXmitWait] += 20000;
+  nic.Poll(t);
+  sc.Settle(nic.state, t + 2 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kTransfer);
+  EXPECT_TRUE(s->nics.empty());
+  EXPECT_FALSE(s->remote_ranks);
+  EXPECT_EQ(SlowSpanVerdict(*s), "transfer (inside the node: no NIC)");
+}
+
+// When the net plugin's connections tell which devices the communicator's processes send on,
+// only those ports count: a busy port of another process is not named, its own port is (judged
+// against its own history only).
+TEST(SlowCauseTest, OnlyThePortsOfTheCommunicatorsOwnConnectionsCount) {
+  SlowCause sc;
+  Node node(1, 16);
+  node.set_pid(4242);
+  NoisyPorts nics(8, 10000);
+  // Its process sends on mlx5_2; another process on mlx5_5.
+  LinkLatencyHistory::Sample mine{};
+  LinkLatencyHistory::Sample theirs{};
+  auto report = [&](int64_t now) {
+    mine.now_ns = theirs.now_ns = now;
+    mine.requests += 100;
+    theirs.requests += 100;
+    mine.latency_ns_sum += 100 * 20000;
+    theirs.latency_ns_sum += 100 * 20000;
+    sc.OnLinkSample(0x1, "nodeA", "mlx5_2", "nodeB", mine, 4242);
+    sc.OnLinkSample(0x2, "nodeA", "mlx5_5", "nodeC", theirs, 999);
+  };
+  nics.Poll(0);
+  int64_t t = kS / 10;
+  for (int p = 1; p <= 12; ++p) {
+    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+    nics.Poll(p * 5 * kS);
+    report(p * 5 * kS);
+  }
+  // Slower transfers while mlx5_5 (not its port) holds sends back: not named.
+  for (; t < 62 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
+  nics.Poll(65 * kS, {{5, 200000}});
+  report(65 * kS);
+  sc.Settle(nics.state, 67 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kTransfer) << SlowSpanVerdict(*s);
+  EXPECT_TRUE(s->nics.empty()) << SlowSpanVerdict(*s);
+  // Then its own port, and every port alike: its own port is named.
+  for (t = 65 * kS + kS / 10; t < 70 * kS; t += 100 * kMs) {
+    node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+  }
+  for (; t < 72 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
+  std::vector<std::pair<int, double>> all;
+  for (int i = 0; i < 8; ++i) all.push_back({i, 200000});
+  nics.Poll(75 * kS, all);
+  report(75 * kS);
+  sc.Settle(nics.state, 77 * kS);
+  s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
+  ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
+  EXPECT_EQ(s->nics[0].device, "mlx5_2");
 }
 
 }  // namespace
