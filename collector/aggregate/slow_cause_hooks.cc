@@ -28,7 +28,7 @@ void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const J
     const JoinCell& c = cells[li];
     if (c.arrival == kUnset) continue;
     if (c.duration < 0) return;  // no GPU times for a rank: the split needs them all
-    ranks.push_back({comm.members[li]->rank, c.arrival});
+    ranks.push_back({comm.members[li]->rank, c.arrival, comm.members[li]->pid});
     w.min_arrival_ns = std::min(w.min_arrival_ns, c.arrival);
     w.max_arrival_ns = std::max(w.max_arrival_ns, c.arrival);
     w.max_end_ns = std::max(w.max_end_ns, c.arrival + c.duration);
@@ -50,9 +50,15 @@ void SlowCauseNoteLink(State* state, const SentinelWireNetConnStats& stats) {
   auto it = state->net.links().find(stats.link_id);
   if (it == state->net.links().end()) return;
   const NetLink& l = it->second;
+  // The sending process as the kernel names it (SO_PEERCRED of the connection that reported the
+  // send end), never the pid the record claims: it maps the link to the communicators of that
+  // process.
+  uint32_t pid = 0;
+  const auto proc = state->processes.find(l.send.client);
+  if (proc != state->processes.end() && proc->second) pid = proc->second->pid;
   state->slow.OnLinkSample(l.link_id, l.send.host, l.send.dev_name,
                            l.recv.present ? l.recv.host : std::string(),
-                           {stats.now_ns, stats.requests, stats.latency_ns_sum});
+                           {stats.now_ns, stats.requests, stats.latency_ns_sum}, pid);
 }
 
 void SlowCauseSettle(State* state, int64_t now_mono_ns, int64_t now_real_ns,
