@@ -119,7 +119,17 @@ class Daemon:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_config(args, daemon, ranks, step_ms, seed):
+def note_alerts(daemon, seen, known):
+    """Straggler alerts first listed now: `known` holds every (id, start) seen in any configuration,
+    so one that stays listed (resolved) while the next configuration runs is not counted again."""
+    for a in get_alerts(daemon.port) or []:
+        key = (a.get("id"), a.get("started_at"))
+        if a.get("kind") == "straggler" and key not in known:
+            known.add(key)
+            seen[key] = a
+
+
+def run_config(args, daemon, ranks, step_ms, seed, known):
     hic_lo, hic_hi = range_of(args.hiccup_ms, "--hiccup-ms")
     pau_lo, pau_hi = range_of(args.pause_ms, "--pause-ms")
     ncoll = len(args.collectives.split(","))
@@ -151,15 +161,11 @@ def run_config(args, daemon, ranks, step_ms, seed):
         sim = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
         while sim.poll() is None:
-            for a in get_alerts(daemon.port) or []:
-                if a.get("kind") == "straggler":
-                    seen.setdefault((a.get("id"), a.get("started_at")), a)
+            note_alerts(daemon, seen, known)
             time.sleep(0.5)
         out = sim.stdout.read()
         time.sleep(1.0)  # the last records arrive at finalize
-        for a in get_alerts(daemon.port) or []:
-            if a.get("kind") == "straggler":
-                seen.setdefault((a.get("id"), a.get("started_at")), a)
+        note_alerts(daemon, seen, known)
         wall += time.time() - t0
         jobs += 1
         if sim.returncode != 0:
@@ -195,9 +201,10 @@ def main():
            args.pause_ms, args.pause_every_s, args.collectives), flush=True)
     daemon = Daemon(args.sentineld, args.record_log)
     results = []
+    known = set()
     try:
         for i, (ranks, step_ms) in enumerate(configs):
-            res = run_config(args, daemon, ranks, step_ms, args.seed + 1000 * i)
+            res = run_config(args, daemon, ranks, step_ms, args.seed + 1000 * i, known)
             results.append(res)
             print("  %2d ranks x %4g ms: %3d straggler alert(s) in %6.1f s = %7.1f per hour "
                   "(%d job(s)); load %s -> %s" %
