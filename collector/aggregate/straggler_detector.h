@@ -31,6 +31,11 @@
 // The median over the ranks (a straggler is one rank) enters an EWMA per scale, and the threshold
 // uses the largest of the per-collective and per-scale estimates: for independent noise they
 // agree, for correlated noise the CUSUM's random walk is as wide as its long-run variance.
+// That estimate follows a load that starts beside the job only after a few blocks, so a rank also
+// fires only once its evidence spans min_evidence_ns of compute (2 s: longer than a host keeps one
+// rank off its CPU; it delays only short steps), and not while a quarter or more of the other
+// ranks (at least one) have half the threshold of evidence of their own (lateness spread over the
+// ranks is the host's; every rank flagged in turn is not a straggler).
 //
 // Robustness (measured with detection_eval and on a loaded 2-core machine): clip() winsorizes at
 // min(max(4 sigma, segment / 2), h / persist), and the summed score is the clipped excess minus
