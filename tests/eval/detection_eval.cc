@@ -46,6 +46,12 @@ struct Scenario {
   double heavy_tail = 0;
   double pause_prob = 0;
   int64_t pause_ns = 0;
+  int64_t pause_max_ns = 0;
+  double hiccup_per_s = 0;
+  int64_t hiccup_min_ns = 0;
+  int64_t hiccup_max_ns = 0;
+  double contention = 0;
+  int64_t contention_hold_ns = 0;
   double structural = 0;  // last pipeline stage permanently slower by this much
   std::vector<Slowdown> slow;
   int64_t run_steps = 1000;
@@ -169,6 +175,12 @@ class Job {
       m.heavy_tail = s_.heavy_tail;
       m.pause_prob = s_.pause_prob;
       m.pause_ns = s_.pause_ns;
+      m.pause_max_ns = s_.pause_max_ns;
+      m.hiccup_per_s = s_.hiccup_per_s;
+      m.hiccup_min_ns = s_.hiccup_min_ns;
+      m.hiccup_max_ns = s_.hiccup_max_ns;
+      m.contention = s_.contention;
+      m.contention_hold_ns = s_.contention_hold_ns;
       models_.push_back(std::move(m));
     };
     const int64_t c = s_.compute_ns;
@@ -610,6 +622,63 @@ int Main(int argc, char** argv) {
       }
       run(absl::StrFormat("%s, %d ranks", k.name, n), 0, list);
     }
+  }
+
+  // Noise at short steps as on real hosts: per-rank jitter, 20-100 ms stalls of single ranks at
+  // random moments (0.1 per rank per second), 1-3 s whole-job pauses (one per 30 s of compute);
+  // three collectives a step, 4-16 ranks. scripts/noise_soak.py runs the same noise on real
+  // processes through the real plugin and sentineld.
+  for (int64_t c : {1 * kMs, 2 * kMs, 3 * kMs}) {
+    std::vector<Scenario> list;
+    for (int i = 0; i < opt.seeds; ++i) {
+      for (int n : {4, 8, 16}) {
+        Scenario s;
+        s.nranks = n;
+        s.multi_comm = false;
+        s.seed = opt.seed + static_cast<uint64_t>(i) * 6007 + static_cast<uint64_t>(c / 1000) +
+                 static_cast<uint64_t>(n);
+        s.compute_ns = c;
+        s.jitter = 0.03;  // the soak's uniform [0, 10 %) extra compute: sd 2.9 %
+        s.hiccup_per_s = 0.1;
+        s.hiccup_min_ns = 20 * kMs;
+        s.hiccup_max_ns = 100 * kMs;
+        const double step_s = static_cast<double>(c) / kSec;
+        s.pause_prob = step_s / 30;
+        s.pause_ns = 1000 * kMs;
+        s.pause_max_ns = 3000 * kMs;
+        s.run_steps = static_cast<int64_t>(opt.noise_minutes * 60 / step_s);
+        list.push_back(s);
+      }
+    }
+    run(absl::StrFormat("noise hiccups+pauses, %d ms steps", static_cast<int>(c / kMs)), 0, list);
+  }
+  // The same on a loaded host (what the real-process soak meets on 2 cores at load 2-12): besides,
+  // every rank in turn is 0-30 % slower for a while (0.4 s of compute on average).
+  for (int64_t c : {1 * kMs, 2 * kMs, 3 * kMs}) {
+    std::vector<Scenario> list;
+    for (int i = 0; i < opt.seeds; ++i) {
+      for (int n : {4, 8, 16}) {
+        Scenario s;
+        s.nranks = n;
+        s.multi_comm = false;
+        s.seed = opt.seed + static_cast<uint64_t>(i) * 7013 + static_cast<uint64_t>(c / 1000) +
+                 static_cast<uint64_t>(n);
+        s.compute_ns = c;
+        s.jitter = 0.03;
+        s.hiccup_per_s = 0.1;
+        s.hiccup_min_ns = 20 * kMs;
+        s.hiccup_max_ns = 100 * kMs;
+        const double step_s = static_cast<double>(c) / kSec;
+        s.pause_prob = step_s / 30;
+        s.pause_ns = 1000 * kMs;
+        s.pause_max_ns = 3000 * kMs;
+        s.contention = 0.3;
+        s.contention_hold_ns = 400 * kMs;
+        s.run_steps = static_cast<int64_t>(opt.noise_minutes * 60 / step_s);
+        list.push_back(s);
+      }
+    }
+    run(absl::StrFormat("noise host contention, %d ms steps", static_cast<int>(c / kMs)), 0, list);
   }
 
   // Stragglers: slowed by pct from a random step, several compute scales.

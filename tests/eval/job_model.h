@@ -31,6 +31,19 @@ struct CommModel {
   double heavy_tail = 0;  // probability per segment of a Pareto-tailed extra delay
   double pause_prob = 0;  // probability per step of a whole-job pause
   int64_t pause_ns = 0;
+  int64_t pause_max_ns = 0;  // > pause_ns: each pause lasts uniform [pause_ns, pause_max_ns)
+  // Short stalls of single ranks at random moments (a descheduled thread, a page-fault storm):
+  // each rank, on its own, stalls uniform [hiccup_min_ns, hiccup_max_ns) this often per second of
+  // its compute. Not a straggler: no rank stalls more than the others.
+  double hiccup_per_s = 0;
+  int64_t hiccup_min_ns = 0;
+  int64_t hiccup_max_ns = 0;
+  // A loaded host's own scheduling (more runnable threads than CPUs): every rank, in turn, is
+  // slowed for a while. Each rank holds a slowdown for an exponential time of mean
+  // contention_hold_ns of its compute, then redraws it: none half of the time, uniform
+  // [0, contention) the other half. The same for every rank: not a straggler.
+  double contention = 0;
+  int64_t contention_hold_ns = 0;
   int64_t launch_noise_ns = 5000;  // kernel-launch noise on every arrival (sd)
   int64_t duration_ns = 200000;    // the collective's own cost once everyone is there
   std::vector<double> structural;  // per comm rank: a permanent relative slowdown (pipeline)
@@ -53,13 +66,26 @@ class CommStepper {
     std::normal_distribution<double> gauss(0.0, 1.0);
     std::uniform_real_distribution<double> uni(0.0, 1.0);
     int64_t pause = 0;
-    if (k == 0 && m_.pause_prob > 0 && uni(rng_) < m_.pause_prob) pause = m_.pause_ns;
+    if (k == 0 && m_.pause_prob > 0 && uni(rng_) < m_.pause_prob) {
+      pause = m_.pause_ns;
+      if (m_.pause_max_ns > m_.pause_ns) {
+        pause +=
+            static_cast<int64_t>(uni(rng_) * static_cast<double>(m_.pause_max_ns - m_.pause_ns));
+      }
+    }
     arrival_.resize(n);
     int64_t max_arrival = 0;
     for (size_t r = 0; r < n; ++r) {
       double c = static_cast<double>(m_.compute_ns[k]);
       double factor = 1.0;
       if (r < m_.structural.size()) factor += m_.structural[r];
+      if (m_.contention > 0) {
+        held_.resize(n, 0.0);
+        if (uni(rng_) < c / static_cast<double>(m_.contention_hold_ns)) {
+          held_[r] = uni(rng_) < 0.5 ? 0.0 : uni(rng_) * m_.contention;
+        }
+        factor += held_[r];
+      }
       for (const Slowdown& s : slow) {
         if (s.rank == m_.ranks[r] && step_ >= s.from_step &&
             (s.until_step < 0 || step_ < s.until_step)) {
@@ -70,6 +96,10 @@ class CommStepper {
       if (m_.heavy_tail > 0 && uni(rng_) < m_.heavy_tail) {
         // Pareto(alpha 1.5) extra delay, scale 10 % of the segment.
         seg += 0.1 * c * (std::pow(1.0 - uni(rng_), -1.0 / 1.5) - 1.0);
+      }
+      if (m_.hiccup_per_s > 0 && uni(rng_) < m_.hiccup_per_s * c * 1e-9) {
+        seg += static_cast<double>(m_.hiccup_min_ns) +
+               uni(rng_) * static_cast<double>(m_.hiccup_max_ns - m_.hiccup_min_ns);
       }
       seg += static_cast<double>(m_.launch_noise_ns) * std::fabs(gauss(rng_));
       const int64_t a = end_ns_[r] + pause + std::max<int64_t>(0, static_cast<int64_t>(seg));
@@ -113,6 +143,7 @@ class CommStepper {
   std::mt19937_64 rng_;
   std::vector<int64_t> end_ns_;
   std::vector<int64_t> arrival_;
+  std::vector<double> held_;  // per rank: its current contention slowdown
   size_t index_ = 0;
   int64_t step_ = 0;
   int64_t now_ = 0;

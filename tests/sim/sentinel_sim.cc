@@ -31,6 +31,14 @@ constexpr const char kUsage[] =
     "  --comms K              communicators per rank, 1..8 (default 1)\n"
     "  --compute-ms MS        compute time per step (default 10)\n"
     "  --jitter-ms MS         extra uniform random compute time in [0, MS) (default 0)\n"
+    "  --hiccup rate=R,min-ms=A,max-ms=B\n"
+    "                         noise: every rank, on its own, stalls A..B ms (uniform) at random\n"
+    "                         moments, R times per second of its wall time on average (a page\n"
+    "                         fault storm, a descheduled thread; default off)\n"
+    "  --pause every-s=E,min-ms=A,max-ms=B\n"
+    "                         noise: the whole job stops A..B ms (uniform) before the same step\n"
+    "                         on every rank, once per E s of compute on average (a checkpoint, a\n"
+    "                         data-loader stall; default off)\n"
     "  --bytes SIZE           message size per collective per rank: 4096, 64K, 1M, 1G (default "
     "1M)\n"
     "  --collectives LIST     comma list of allreduce,allgather,reducescatter,broadcast,reduce,\n"
@@ -63,12 +71,26 @@ struct Straggler {
   int until = -1;  // first step no longer slowed; -1 = never
 };
 
+// Noise that is not a straggler: short stalls of single ranks, pauses of the whole job.
+struct Hiccups {
+  double rate_per_s = 0;  // per rank, per second of its wall time
+  double min_ms = 20;
+  double max_ms = 100;
+};
+struct Pauses {
+  double every_s = 0;  // mean compute seconds between whole-job pauses; 0 = none
+  double min_ms = 1000;
+  double max_ms = 3000;
+};
+
 struct Options {
   int ranks = 8;
   int steps = 20;
   int comms = 1;
   double compute_ms = 10;
   double jitter_ms = 0;
+  Hiccups hiccups;
+  Pauses pauses;
   size_t bytes = 1 << 20;
   std::vector<std::string> collectives = {"allreduce"};
   std::vector<Straggler> stragglers;
@@ -170,6 +192,26 @@ Options Parse(int argc, char** argv) {
       if (!ParseNumber(value, 0, 3.6e6, &o.compute_ms)) Usage("--compute-ms: expected ms >= 0");
     } else if (arg == "--jitter-ms") {
       if (!ParseNumber(value, 0, 3.6e6, &o.jitter_ms)) Usage("--jitter-ms: expected ms >= 0");
+    } else if (arg == "--hiccup") {
+      for (auto& [k, v] : ParseKv(arg, value)) {
+        double* field = k == "rate"     ? &o.hiccups.rate_per_s
+                        : k == "min-ms" ? &o.hiccups.min_ms
+                        : k == "max-ms" ? &o.hiccups.max_ms
+                                        : nullptr;
+        if (field == nullptr) Usage("--hiccup: unknown key '" + k + "' (rate, min-ms, max-ms)");
+        if (!ParseNumber(v, 0, 3.6e6, field)) Usage("--hiccup " + k + ": expected a number >= 0");
+      }
+      if (o.hiccups.max_ms < o.hiccups.min_ms) Usage("--hiccup: max-ms < min-ms");
+    } else if (arg == "--pause") {
+      for (auto& [k, v] : ParseKv(arg, value)) {
+        double* field = k == "every-s"  ? &o.pauses.every_s
+                        : k == "min-ms" ? &o.pauses.min_ms
+                        : k == "max-ms" ? &o.pauses.max_ms
+                                        : nullptr;
+        if (field == nullptr) Usage("--pause: unknown key '" + k + "' (every-s, min-ms, max-ms)");
+        if (!ParseNumber(v, 0, 3.6e6, field)) Usage("--pause " + k + ": expected a number >= 0");
+      }
+      if (o.pauses.max_ms < o.pauses.min_ms) Usage("--pause: max-ms < min-ms");
     } else if (arg == "--bytes") {
       if (!ParseSize(value, &o.bytes) || o.bytes > (size_t{1} << 34)) {
         Usage("--bytes: expected a size like 4096, 64K, 1M");
@@ -321,11 +363,28 @@ int Worker(const Options& o) {
   }
   std::mt19937 rng(o.seed * 7919u + static_cast<unsigned>(rank));
   std::uniform_real_distribution<double> jitter(0.0, o.jitter_ms);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  double last_step_s = NowS();
   static char buffer[64];  // the fake never touches buffers
   size_t count = std::max<size_t>(1, o.bytes / 4);
   int n = o.ranks;
   for (int step = 0; step < o.steps; ++step) {
     double ms = o.compute_ms + (o.jitter_ms > 0 ? jitter(rng) : 0.0);
+    if (o.hiccups.rate_per_s > 0) {
+      // A Poisson process in wall time: the chance of a stall since the last step.
+      const double now = NowS();
+      if (unit(rng) < o.hiccups.rate_per_s * (now - last_step_s)) {
+        ms += o.hiccups.min_ms + unit(rng) * (o.hiccups.max_ms - o.hiccups.min_ms);
+      }
+      last_step_s = now;
+    }
+    if (o.pauses.every_s > 0) {
+      // Drawn from (seed, step) alone, so every rank pauses before the same step, equally long.
+      std::mt19937 job_rng(o.seed * 2654435761u + static_cast<unsigned>(step));
+      const double p = o.compute_ms / 1000.0 / o.pauses.every_s;
+      if (unit(job_rng) < p)
+        ms += o.pauses.min_ms + unit(job_rng) * (o.pauses.max_ms - o.pauses.min_ms);
+    }
     for (const Straggler& s : o.stragglers) {
       if (s.rank == rank && step >= s.from && (s.until < 0 || step < s.until)) {
         ms += s.delay_ms + o.compute_ms * s.pct / 100.0;
@@ -434,6 +493,14 @@ int Launcher(const Options& o, char** argv) {
   if (!o.quiet) {
     printf("[sim] %d ranks x %d steps, %d comm(s), %zu bytes, compute %.1f ms (+jitter %.1f ms)\n",
            o.ranks, o.steps, o.comms, o.bytes, o.compute_ms, o.jitter_ms);
+    if (o.hiccups.rate_per_s > 0) {
+      printf("[sim] hiccups: %.1f-%.1f ms on each rank, %.3f per second\n", o.hiccups.min_ms,
+             o.hiccups.max_ms, o.hiccups.rate_per_s);
+    }
+    if (o.pauses.every_s > 0) {
+      printf("[sim] whole-job pauses: %.1f-%.1f ms, one per %.1f s of compute\n", o.pauses.min_ms,
+             o.pauses.max_ms, o.pauses.every_s);
+    }
     for (const Straggler& s : o.stragglers) {
       printf("[sim] straggler: rank %d +%.1f ms +%.0f%% from step %d until %d\n", s.rank,
              s.delay_ms, s.pct, s.from, s.until);
