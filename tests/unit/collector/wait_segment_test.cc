@@ -33,7 +33,8 @@ class WaitSegmentTest : public ::testing::Test {
  protected:
   void SetUp() override {
     Config config;
-    config.node_wait_alerts = true;  // the node's own wait alerts (the default): what is judged here
+    config.node_wait_alerts =
+        true;  // the node's own wait alerts (the default): what is judged here
     agg_ = std::make_unique<Aggregator>(config, &clock_);
     clock_.Set(now_);
     agg_->NoteAccepted(kClient, 4242, 0);
