@@ -627,58 +627,44 @@ int Main(int argc, char** argv) {
   // Noise at short steps as on real hosts: per-rank jitter, 20-100 ms stalls of single ranks at
   // random moments (0.1 per rank per second), 1-3 s whole-job pauses (one per 30 s of compute);
   // three collectives a step, 4-16 ranks. scripts/noise_soak.py runs the same noise on real
-  // processes through the real plugin and sentineld.
-  for (int64_t c : {1 * kMs, 2 * kMs, 3 * kMs}) {
-    std::vector<Scenario> list;
-    for (int i = 0; i < opt.seeds; ++i) {
-      for (int n : {4, 8, 16}) {
-        Scenario s;
-        s.nranks = n;
-        s.multi_comm = false;
-        s.seed = opt.seed + static_cast<uint64_t>(i) * 6007 + static_cast<uint64_t>(c / 1000) +
-                 static_cast<uint64_t>(n);
-        s.compute_ns = c;
-        s.jitter = 0.03;  // the soak's uniform [0, 10 %) extra compute: sd 2.9 %
-        s.hiccup_per_s = 0.1;
-        s.hiccup_min_ns = 20 * kMs;
-        s.hiccup_max_ns = 100 * kMs;
-        const double step_s = static_cast<double>(c) / kSec;
-        s.pause_prob = step_s / 30;
-        s.pause_ns = 1000 * kMs;
-        s.pause_max_ns = 3000 * kMs;
-        s.run_steps = static_cast<int64_t>(opt.noise_minutes * 60 / step_s);
-        list.push_back(s);
+  // processes through the real plugin and sentineld. "host contention" is the same on a loaded
+  // host (what the real-process soak meets on 2 cores at load 2-12): besides, every rank in turn
+  // is 0-30 % slower for a while (0.4 s of compute on average).
+  struct ShortStepNoise {
+    const char* name;
+    uint64_t seed_stride;
+    double contention;
+  };
+  for (const ShortStepNoise& k : {ShortStepNoise{"noise hiccups+pauses", 6007, 0},
+                                  ShortStepNoise{"noise host contention", 7013, 0.3}}) {
+    for (int64_t c : {1 * kMs, 2 * kMs, 3 * kMs}) {
+      std::vector<Scenario> list;
+      for (int i = 0; i < opt.seeds; ++i) {
+        for (int n : {4, 8, 16}) {
+          Scenario s;
+          s.nranks = n;
+          s.multi_comm = false;
+          s.seed = opt.seed + static_cast<uint64_t>(i) * k.seed_stride +
+                   static_cast<uint64_t>(c / 1000) + static_cast<uint64_t>(n);
+          s.compute_ns = c;
+          s.jitter = 0.03;  // the soak's uniform [0, 10 %) extra compute: sd 2.9 %
+          s.hiccup_per_s = 0.1;
+          s.hiccup_min_ns = 20 * kMs;
+          s.hiccup_max_ns = 100 * kMs;
+          const double step_s = static_cast<double>(c) / kSec;
+          s.pause_prob = step_s / 30;
+          s.pause_ns = 1000 * kMs;
+          s.pause_max_ns = 3000 * kMs;
+          if (k.contention > 0) {
+            s.contention = k.contention;
+            s.contention_hold_ns = 400 * kMs;
+          }
+          s.run_steps = static_cast<int64_t>(opt.noise_minutes * 60 / step_s);
+          list.push_back(s);
+        }
       }
+      run(absl::StrFormat("%s, %d ms steps", k.name, static_cast<int>(c / kMs)), 0, list);
     }
-    run(absl::StrFormat("noise hiccups+pauses, %d ms steps", static_cast<int>(c / kMs)), 0, list);
-  }
-  // The same on a loaded host (what the real-process soak meets on 2 cores at load 2-12): besides,
-  // every rank in turn is 0-30 % slower for a while (0.4 s of compute on average).
-  for (int64_t c : {1 * kMs, 2 * kMs, 3 * kMs}) {
-    std::vector<Scenario> list;
-    for (int i = 0; i < opt.seeds; ++i) {
-      for (int n : {4, 8, 16}) {
-        Scenario s;
-        s.nranks = n;
-        s.multi_comm = false;
-        s.seed = opt.seed + static_cast<uint64_t>(i) * 7013 + static_cast<uint64_t>(c / 1000) +
-                 static_cast<uint64_t>(n);
-        s.compute_ns = c;
-        s.jitter = 0.03;
-        s.hiccup_per_s = 0.1;
-        s.hiccup_min_ns = 20 * kMs;
-        s.hiccup_max_ns = 100 * kMs;
-        const double step_s = static_cast<double>(c) / kSec;
-        s.pause_prob = step_s / 30;
-        s.pause_ns = 1000 * kMs;
-        s.pause_max_ns = 3000 * kMs;
-        s.contention = 0.3;
-        s.contention_hold_ns = 400 * kMs;
-        s.run_steps = static_cast<int64_t>(opt.noise_minutes * 60 / step_s);
-        list.push_back(s);
-      }
-    }
-    run(absl::StrFormat("noise host contention, %d ms steps", static_cast<int>(c / kMs)), 0, list);
   }
 
   // Stragglers: slowed by pct from a random step, several compute scales.
