@@ -14,9 +14,11 @@
 // - A thread writes only its own ThreadState (ring and counters, single writer), or the shared
 //   overflow state (fetch_add counters, records dropped).
 // - Pointers from NCCL are validated (range, alignment, tag) before anything else is read. Slots
-//   are claimed by an acquire CAS kFree -> kLive that pairs with OnLastRef's release store of
-//   kFree; stops and states also need an acquire load of kLive. Children that hold their parent
-//   take it by TryRef (a Coll/P2p only reads its API parent, validated: event_model.h).
+//   are claimed from a chunk of the pool the calling thread's state owns (slot_pool.h, "Claim
+//   chunks"): an acquire load of kFree, which pairs with OnLastRef's release store of kFree on any
+//   thread, and a store of kLive; stops and states also need an acquire load of kLive. Children
+//   that hold their parent take it by TryRef (a Coll/P2p only reads its API parent, validated:
+//   event_model.h).
 // - `refs` (slot_refs.h): one acq_rel CAS per transition. Children add to their parent with
 //   relaxed RMWs (GPU min/max, KernelChTimes), or with relaxed loads and stores where those fields
 //   have one writing thread (the proxy sums: ProxySumAdd), before dropping their reference, so the
