@@ -18,8 +18,8 @@
 # path calls no CUDA.
 #
 # Usage: scripts/bench_vs_inspector.sh INSPECTOR_SO [BUILD_DIR] [ROUNDS] [BEFORE_SO]
-# BEFORE_SO: another build of our plugin (e.g. an older commit's), run at Coll,KernelCh and default
-# as plugin "before".
+# BEFORE_SO: another build of our plugin (e.g. an older commit's), run at Coll,KernelCh, default
+# and all as plugin "before".
 # Plugin "sentinel" streams to a JSONL dump on tmpfs (SENTINEL_DUMP: the drainer formats text, a
 # debugging path); plugin "sent-sock" streams binary frames to a real sentineld
 # (SENTINEL_DEV_BENCH_SENTINELD, default BUILD_DIR/collector/sentineld)
@@ -27,7 +27,8 @@
 # is the collector's own CPU per collective, another process).
 # Prints, per plugin, mask and channel count, the median over ROUNDS alternated rounds (each the
 # median of 3 repetitions) of: wall ns per collective, the calling thread's CPU ns, the process's
-# CPU ns (drainer thread and synchronous drains included), and the calls NCCL made.
+# CPU ns (drainer thread and synchronous drains included), the calls NCCL made, and x_floor (see
+# below); then the ratios the targets are stated in.
 set -euo pipefail
 INSPECTOR="${1:?usage: $0 INSPECTOR_SO [BUILD_DIR] [ROUNDS]}"
 BUILD="${2:-build}"
@@ -69,29 +70,43 @@ run() {  # NAME FILTER SO [ENV...]: one round, its JSON in $STUBS/run.<n>.<NAME>
     --benchmark_repetitions=3 --benchmark_report_aggregates_only=true --benchmark_format=json \
     > "$STUBS/run.$N.$name.json" 2>/dev/null
 }
-for _ in $(seq "$ROUNDS"); do
-  run "sentinel:Coll,KernelCh" 'BM_(Collective|FloorCollective)/' "$OURS" \
-    SENTINEL_EVENTS=Coll,KernelCh
-  # Inspector's mask is Coll + KernelCh once P2P tracking is off; it dumps only at teardown.
-  run "inspector:Coll,KernelCh" 'BM_Collective/' "$INSPECTOR" LD_LIBRARY_PATH="$STUBS" \
-    NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump"
-  run "sentinel:default" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=default
-  run "sentinel:all" 'BM_(Collective|FloorCollective)/' "$OURS" SENTINEL_EVENTS=all
-  if [[ -x "$SENTINELD" ]]; then  # the production path: streaming to a real sentineld
-    for mask in Coll,KernelCh default all; do
-      run "sent-sock:$mask" 'BM_Collective/' "$OURS" SENTINEL_EVENTS="$mask" \
-        SENTINEL_DEV_BENCH_SENTINELD="$SENTINELD"
-    done
-  fi
-  if [[ -n "$BEFORE" ]]; then
-    run "before:Coll,KernelCh" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=Coll,KernelCh
-    run "before:default" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=default
-    run "before:all" 'BM_Collective/' "$BEFORE" SENTINEL_EVENTS=all
+# Every run also replays the floor in the same process, so that each figure has a floor measured
+# beside it (the x_floor column: the median over runs of collective / that run's floor), which
+# cancels much of the drift of a shared machine's load between runs. Each round runs the steps in
+# the opposite order of the one before, and "before" right after "sentinel" at each mask.
+BOTH='BM_(Collective|FloorCollective)/'
+step() {
+  case "$1" in
+    ours:*) run "sentinel:${1#ours:}" "$BOTH" "$OURS" SENTINEL_EVENTS="${1#ours:}" ;;
+    before:*) run "before:${1#before:}" "$BOTH" "$BEFORE" SENTINEL_EVENTS="${1#before:}" ;;
+    # Inspector's mask is Coll + KernelCh once P2P tracking is off; it dumps only at teardown.
+    inspector) run "inspector:Coll,KernelCh" "$BOTH" "$INSPECTOR" LD_LIBRARY_PATH="$STUBS" \
+      NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump" ;;
+    # The production path: streaming to a real sentineld.
+    sock:*) run "sent-sock:${1#sock:}" 'BM_Collective/' "$OURS" SENTINEL_EVENTS="${1#sock:}" \
+      SENTINEL_DEV_BENCH_SENTINELD="$SENTINELD" ;;
+  esac
+}
+STEPS=()
+for mask in Coll,KernelCh default all; do
+  STEPS+=("ours:$mask")
+  [[ -n "$BEFORE" ]] && STEPS+=("before:$mask")
+  [[ "$mask" == Coll,KernelCh ]] && STEPS+=(inspector)
+done
+if [[ -x "$SENTINELD" ]]; then
+  for mask in Coll,KernelCh default all; do STEPS+=("sock:$mask"); done
+fi
+for round in $(seq "$ROUNDS"); do
+  if (( round % 2 == 1 )); then
+    for ((i = 0; i < ${#STEPS[@]}; ++i)); do step "${STEPS[i]}"; done
+  else
+    for ((i = ${#STEPS[@]} - 1; i >= 0; --i)); do step "${STEPS[i]}"; done
   fi
 done
 python3 - "$STUBS" <<'PY'
 import glob, json, os, statistics, sys
 rows = {}
+x_floor = {}  # (mask, ch, plugin): collective / the floor of the same run, per run
 for path in glob.glob(os.path.join(sys.argv[1], 'run.*.json')):
     who, mask = os.path.basename(path).split('.', 2)[2][:-len('.json')].split(':')
     try:
@@ -99,22 +114,50 @@ for path in glob.glob(os.path.join(sys.argv[1], 'run.*.json')):
     except ValueError:
         print('unreadable run output: %s' % path, file=sys.stderr)
         continue
+    this_run = {}
     for b in data['benchmarks']:
         if b.get('aggregate_name') != 'median':
             continue
         bench, ch = b['run_name'].split('/')[:2]
         plugin = 'floor' if bench == 'BM_FloorCollective' else who
         rows.setdefault((mask, int(ch), plugin), []).append(b)
+        this_run[(int(ch), plugin == 'floor')] = float(b['cpu_time'])
+    for (ch, is_floor), cpu in this_run.items():
+        if not is_floor and (ch, True) in this_run:
+            x_floor.setdefault((mask, ch, who), []).append(cpu / this_run[(ch, True)])
 def med(bs, key):
     vals = [float(b[key]) for b in bs if key in b]
     return statistics.median(vals) if vals else float('nan')
-print('%-14s %3s %-9s %8s %8s %9s %6s %9s %6s %12s' % ('mask', 'ch', 'plugin', 'wall_ns',
-      'cpu_ns', 'proc_cpu', 'calls', 'cpu/call', 'rounds', 'sentineld_ns'))
+def med_x(key):
+    return statistics.median(x_floor[key]) if key in x_floor else float('nan')
+print('%-14s %3s %-9s %8s %8s %9s %6s %9s %7s %6s %12s' % ('mask', 'ch', 'plugin', 'wall_ns',
+      'cpu_ns', 'proc_cpu', 'calls', 'cpu/call', 'x_floor', 'rounds', 'sentineld_ns'))
 for key in sorted(rows):
     bs = rows[key]
     calls = med(bs, 'calls')
     cpu = med(bs, 'cpu_time')
-    print('%-14s %3d %-9s %8.0f %8.0f %9.0f %6.0f %9.1f %6d %12.0f' % (key[0], key[1], key[2],
-          med(bs, 'real_time'), cpu, med(bs, 'cpu_ns'), calls, cpu / calls, len(bs),
-          med(bs, 'sentineld_ns')))
+    print('%-14s %3d %-9s %8.0f %8.0f %9.0f %6.0f %9.1f %7.3f %6d %12.0f' % (key[0], key[1],
+          key[2], med(bs, 'real_time'), cpu, med(bs, 'cpu_ns'), calls, cpu / calls, med_x(key),
+          len(bs), med(bs, 'sentineld_ns')))
+# The targets: cpu_ns against Inspector's at Coll,KernelCh and at the default mask (plain medians,
+# and the x_floor ratios, whose floors are replayed at each plugin's own mask), and x_floor at all.
+print()
+print('%-9s %3s %11s %11s %11s %11s %9s' % ('plugin', 'ch', 'CK/insp', 'CK/insp_xf', 'def/insp',
+      'def/insp_xf', 'all_xf'))
+for who in ('sentinel', 'before', 'sent-sock'):
+    for ch in (1, 2, 4, 8):
+        insp = med(rows.get(('Coll,KernelCh', ch, 'inspector'), []), 'cpu_time')
+        insp_x = med_x(('Coll,KernelCh', ch, 'inspector'))
+        floor_ck = med(rows.get(('Coll,KernelCh', ch, 'floor'), []), 'cpu_time')
+        if (('Coll,KernelCh', ch, who)) not in rows:
+            continue
+        ck = med(rows[('Coll,KernelCh', ch, who)], 'cpu_time')
+        de = med(rows.get(('default', ch, who), []), 'cpu_time')
+        # default's x_floor is against the floor at the default mask: back to the Coll,KernelCh
+        # floor's scale with the two floors' medians over all runs.
+        floor_de = med(rows.get(('default', ch, 'floor'), []), 'cpu_time')
+        print('%-9s %3d %11.3f %11.3f %11.3f %11.3f %9.3f' % (who, ch, ck / insp,
+              med_x(('Coll,KernelCh', ch, who)) / insp_x, de / insp,
+              med_x(('default', ch, who)) * floor_de / floor_ck / insp_x,
+              med_x(('all', ch, who))))
 PY

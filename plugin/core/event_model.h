@@ -5,16 +5,17 @@
 // - A handle is a pointer to a Slot. Its FIRST field is a 64-bit type tag (kind + magic), so any
 //   pointer NCCL hands back can be checked (range, alignment, tag) before anything else is read.
 // - `refs` = 1 while the event is started and not stopped, +1 per live child that holds it (a
-//   CollApi holds no GroupApi; a Coll/P2p's open ProxyOps share one reference, its expected
-//   KernelCh another, and +1 "grace" while ProxyOp children may still come). When it drops to 0 the
-//   event is finished (a Coll/P2p record is emitted), the slot is freed, and the parent loses one
-//   reference. So parents stay alive until every child has stopped. Its top bit (kStoppedBit) says
-//   the event was stopped: the stop sets it and drops its own reference in one CAS (one load and
-//   store for the kinds whose count changes on one thread, slot_refs.h), so a second stop is
-//   recognised as stale. kDoneBit: the record was emitted, by the last
-//   reference or, truncated, by finalize (whichever sets the bit first).
-// - Slots are memory-stable for the life of the process and reused in FIFO order, so a stale
-//   pointer aliases a new event only after a full wrap of its pool.
+//   CollApi holds no GroupApi, a NetPlugin no ProxyStep; a Coll/P2p's open ProxyOps share one
+//   reference, its expected KernelCh another, and +1 "grace" while ProxyOp children may still
+//   come). When it drops to 0 the event is finished (a Coll/P2p record is emitted), the slot is
+//   freed, and the parent loses one reference. So parents stay alive until every child has stopped.
+//   Its top bit (kStoppedBit) says the event was stopped: the stop sets it and drops its own
+//   reference in one CAS (one load and store for the kinds whose count changes on one thread,
+//   slot_refs.h), so a second stop is recognised as stale. kDoneBit: the record was emitted, by the
+//   last reference or, truncated, by finalize (whichever sets the bit first).
+// - Slots are memory-stable for the life of the process and reused in FIFO order (a claim chunk at
+//   a time, slot_pool.h), so a stale pointer aliases a new event only after a full wrap of its
+//   pool.
 #pragma once
 
 #include <atomic>

@@ -14,9 +14,11 @@
 // - A thread writes only its own ThreadState (ring and counters, single writer), or the shared
 //   overflow state (fetch_add counters, records dropped).
 // - Pointers from NCCL are validated (range, alignment, tag) before anything else is read. Slots
-//   are claimed by an acquire CAS kFree -> kLive that pairs with OnLastRef's release store of
-//   kFree; stops and states also need an acquire load of kLive. Children that hold their parent
-//   take it by TryRef (a Coll/P2p only reads its API parent, validated: event_model.h).
+//   are claimed from a chunk of the pool the calling thread's state owns (slot_pool.h, "Claim
+//   chunks"): an acquire load of kFree, which pairs with OnLastRef's release store of kFree on any
+//   thread, and a store of kLive; stops and states also need an acquire load of kLive. Children
+//   that hold their parent take it by TryRef (a Coll/P2p only reads its API parent, validated:
+//   event_model.h).
 // - `refs` (slot_refs.h): one acq_rel CAS per transition. Children add to their parent with
 //   relaxed RMWs (GPU min/max, KernelChTimes), or with relaxed loads and stores where those fields
 //   have one writing thread (the proxy sums: ProxySumAdd), before dropping their reference, so the
@@ -350,7 +352,7 @@ Slot* StartProxyOp(Slot* parent, ThreadState* ts, int64_t now) {
   return s;
 }
 
-// Children that only hold their parent alive (ProxyStep, NetPlugin, CeSync, CeBatch).
+// Children that only hold their parent alive (ProxyStep, CeSync, CeBatch).
 Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx, ThreadState* ts,
                         int64_t now) {
   Slot* parent = g->slots.AsSlotOfKind(d.parent, parent_kind);
@@ -678,7 +680,11 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
       s = StartHoldingChild(Kind::kProxyStep, Kind::kProxyOp, d, ctx, ts, now);
       break;
     case kSentinelProfileNetPlugin:
-      s = StartHoldingChild(Kind::kNetPlugin, Kind::kProxyStep, d, ctx, ts, now);
+      // No reference on its ProxyStep: no record reads a NetPlugin event, and the net plugin may
+      // raise it on any thread, while a ProxyStep's count changes on the proxy progress thread
+      // only (slot_refs.h); a reference dropped from here was also a ProxyOp's, dropped off it.
+      s = g->slots.Claim(Kind::kNetPlugin, ts);
+      if (s != nullptr) ResetSlot(s, ctx, nullptr, 1, now);
       break;
     case kSentinelProfileCeSync:
       s = StartHoldingChild(Kind::kCeSync, Kind::kCeColl, d, ctx, ts, now);
@@ -725,7 +731,7 @@ void CoreStopEvent(void* handle) noexcept {
   }
   // Repeated stops (e.g. NCCL's stale CollApi, docs/nccl-facts.md "5.6 Pitfalls" item 1) and stops
   // of finished slots are counted and ignored; see MarkStopped.
-  // ProxyOp, GroupApi, CollApi: their counts change on one thread only (slot_refs.h).
+  // ProxyOp, ProxyStep, GroupApi, CollApi: their counts change on one thread only (slot_refs.h).
   const bool one_thread = CountsOnOneThread(KindOf(s));
   RefDrop stopped = one_thread ? MarkStoppedOneThread(s) : MarkStopped(s);
   if (stopped == RefDrop::kStale) {

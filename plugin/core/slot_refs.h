@@ -73,7 +73,10 @@ inline RefDrop MarkStopped(Slot* s) noexcept {
 // - a ProxyOp: its start, its ProxySteps' starts and stops, and its own stop, all on its
 //   communicator's proxy progress thread;
 // - a GroupApi or CollApi: its start and stop, and a GroupApi's P2pApi pieces (which hold it),
-//   all on the thread that runs the group (nothing holds a CollApi; a Coll reads it validated).
+//   all on the thread that runs the group (nothing holds a CollApi; a Coll reads it validated);
+// - a ProxyStep: its start and stop, on the proxy progress thread. Its NetPlugin children, which
+//   the net plugin may raise on any thread, hold no reference on it (CoreStartEvent): nothing of
+//   theirs is read through it.
 // A relaxed load and store per transition instead of a CAS: a locked instruction less each, and
 // each waited for every store before it (perf: the ProxyStep start's TryRef was nine tenths of
 // StartHoldingChild). Program order on that thread orders the children's work before the last
@@ -82,7 +85,8 @@ inline RefDrop MarkStopped(Slot* s) noexcept {
 // skipped by later claims), and a record may miss a step's sums; memory is never unmapped, so
 // nothing worse.
 inline bool CountsOnOneThread(Kind k) noexcept {
-  return k == Kind::kProxyOp || k == Kind::kGroupApi || k == Kind::kCollApi;
+  return k == Kind::kProxyOp || k == Kind::kProxyStep || k == Kind::kGroupApi ||
+         k == Kind::kCollApi;
 }
 
 inline bool TryRefOneThread(Slot* p) noexcept {

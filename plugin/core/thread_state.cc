@@ -92,6 +92,7 @@ ThreadState* ThreadStates::ClaimSlow() noexcept {
 void ThreadStates::OnThreadExit(void* state) noexcept {
   auto* s = static_cast<ThreadState*>(state);
   if (t_thread_state == s) t_thread_state = nullptr;
+  s->ReleaseClaimChunks();
   // release: the drainer must see every record this thread pushed before it frees the state.
   s->use.store(2, std::memory_order_release);
 }

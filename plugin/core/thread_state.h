@@ -31,18 +31,37 @@ enum Counter : int {
 // Pool kinds a thread can hold a claim chunk for (slot_pool.h static_asserts Kind::kCount).
 inline constexpr int kMaxPoolKinds = 16;
 
+// Pool indices [next, end) of a claim chunk not yet looked at.
+struct ClaimRange {
+  uint32_t next;
+  uint32_t end;
+};
+
 struct ThreadState {
   // 0 free, 1 owned by a live thread, 2 owner exited (drain, then free).
   std::atomic<uint32_t> use{0};
   bool shared = false;  // the overflow state: several writers, so counters use fetch_add
-  // Owner only (never used by the shared state): the next pool indices this thread took from each
-  // pool's cursor in one fetch_add, so most claims need no atomic read-modify-write there.
-  uint64_t claim_next[kMaxPoolKinds] = {};
-  uint32_t claim_left[kMaxPoolKinds] = {};
+  // Owner only (never used by the shared state), per pool kind: the rest of the claim chunk this
+  // state owns (slot_pool.h, "Claim chunks"), whose slots it claims with loads and stores, and the
+  // owner word it set to take it (null: none held).
+  ClaimRange claims[kMaxPoolKinds] = {};
+  std::atomic<uint32_t>* chunk_owner[kMaxPoolKinds] = {};
   RecordRing ring;
   // Own cache line: written by the owner on every callback, summed by the drainer; keeping it off
   // the ring's tail_ line (written by the drainer) avoids false sharing.
   alignas(64) std::atomic<uint64_t> counters[kNumCounters] = {};
+
+  // At the owning thread's exit (ThreadStates::OnThreadExit): gives its claim chunks back, so that
+  // a state no thread claims again holds none. release: its claims in a chunk happen before the
+  // next owner's acquire CAS on the owner word.
+  void ReleaseClaimChunks() noexcept {
+    for (int k = 0; k < kMaxPoolKinds; ++k) {
+      if (chunk_owner[k] == nullptr) continue;
+      chunk_owner[k]->store(0, std::memory_order_release);
+      chunk_owner[k] = nullptr;
+      claims[k] = ClaimRange{0, 0};
+    }
+  }
 
   void Add(Counter c, uint64_t n = 1) noexcept {
     if (shared) {
