@@ -99,6 +99,17 @@ int64_t Warm(SlowCause* sc, Node* node, Nic* nic, int64_t transfer = 2 * kMs) {
   return t;
 }
 
+// After Warm: ten collectives 1 ms slower than usual, port_xmit_wait grown by `xmit` over them,
+// one poll, settled 2 s later. The span the communicator settled last (nullptr if none).
+const SlowSpan* SlowerTenAfterWarm(SlowCause* sc, Node* node, Nic* nic, uint64_t xmit) {
+  int64_t t = Warm(sc, node, nic);
+  for (int i = 0; i < 10; ++i, t += 10 * kMs) node->Window(sc, t, 3 * kMs);
+  (*nic)[kNicPortXmitWait] += xmit;
+  nic->Poll(t);
+  sc->Settle(nic->state, t + 2 * kS);
+  return sc->LastSettled(kComm);
+}
+
 // A node's ports (mlx5_0 .. mlx5_<n-1>, port 1) whose port_xmit_wait grows as busy real ports
 // do: each poll by `per_s` a second times a uniform factor in [0.5, 1.5) (per_s 0: flat).
 struct NoisyPorts {
@@ -248,12 +259,8 @@ TEST(SlowCauseTest, SlowerTransferWithoutAnyCounterMovingIsTransferNotNetwork) {
   SlowCause sc;
   Node node(4, 16);  // 12 of its ranks on other nodes
   Nic nic;
-  int64_t t = Warm(&sc, &node, &nic);
-  for (int i = 0; i < 10; ++i, t += 10 * kMs) node.Window(&sc, t, 3 * kMs);
-  nic[kNicPortXmitWait] += 1000;  // its usual pace (10000 a second)
-  nic.Poll(t);
-  sc.Settle(nic.state, t + 2 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s =
+      SlowerTenAfterWarm(&sc, &node, &nic, 1000);  // its usual pace (10000 a second)
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kTransfer);
   EXPECT_TRUE(s->nics.empty());
@@ -518,12 +525,7 @@ TEST(SlowCauseTest, ACommunicatorInsideTheNodeNamesNoNic) {
   SlowCause sc;
   Node node(4);
   Nic nic;
-  int64_t t = Warm(&sc, &node, &nic);
-  for (int i = 0; i < 10; ++i, t += 10 * kMs) node.Window(&sc, t, 3 * kMs);
-  nic[kNicPortXmitWait] += 20000;
-  nic.Poll(t);
-  sc.Settle(nic.state, t + 2 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = SlowerTenAfterWarm(&sc, &node, &nic, 20000);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kTransfer);
   EXPECT_TRUE(s->nics.empty());
