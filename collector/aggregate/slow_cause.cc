@@ -134,7 +134,7 @@ void LinkLatencyHistory::OnSample(uint64_t link_id, const std::string& host,
 std::vector<std::string> LinkLatencyHistory::DevicesOf(const std::vector<uint32_t>& pids) const {
   std::vector<std::string> out;
   for (const auto& [id, l] : links_) {
-    if (l.pid == 0 || std::find(pids.begin(), pids.end(), l.pid) == pids.end()) continue;
+    if (!l.SentBy(pids)) continue;
     // NCCL names a merged device by its members joined with '+'.
     for (size_t b = 0; b <= l.dev_name.size();) {
       size_t e = l.dev_name.find('+', b);
@@ -156,9 +156,7 @@ std::vector<LinkMove> LinkLatencyHistory::Moves(int64_t start_ns, int64_t end_ns
     double mean;
     double own_usual;  // < 0: unknown
   };
-  const auto theirs = [pids](const Link& l) {
-    return l.pid != 0 && std::find(pids->begin(), pids->end(), l.pid) != pids->end();
-  };
+  const auto theirs = [pids](const Link& l) { return l.SentBy(*pids); };
   // Only the communicator's processes' links, when any is known to be theirs.
   bool mapped = false;
   if (pids != nullptr && !pids->empty()) {

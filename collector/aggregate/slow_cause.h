@@ -35,6 +35,7 @@
 // Not thread-safe: the Aggregator owns one in its State and calls it under its lock.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -193,6 +194,10 @@ class LinkLatencyHistory {
     std::string dev_name;
     std::string peer_host;
     Ring<Sample> samples{kSamplesPerLink};
+    // True when its send end's process is known and one of `pids`.
+    bool SentBy(const std::vector<uint32_t>& pids) const {
+      return pid != 0 && std::find(pids.begin(), pids.end(), pid) != pids.end();
+    }
   };
 
   // A report of the link's send end (cumulative counters, plugin's clock = the node's).
