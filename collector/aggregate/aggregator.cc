@@ -41,6 +41,7 @@ StragglerParams StragglerParamsFrom(const Config& config) {
   p.floor_h = config.straggler_floor_h;
   p.floor_ns = config.straggler_min_ns;
   p.learn = config.straggler_learn;
+  p.min_evidence_ns = config.straggler_evidence_ns;
   return p;
 }
 

@@ -19,6 +19,11 @@ int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
   return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2;
 }
 
+// A rank late by this share of its compute or more, over its whole late run, is beyond what ranks
+// taking turns on a loaded host's CPUs showed (10-25 % for 0.6-3 s in the real-process soak): it
+// needs no persistence in time.
+constexpr double kBeyondHostTurns = 0.5;
+
 // The median of chi-square(1): median(x^2) = 0.4549 sigma^2 for Gaussian x.
 constexpr double kChi2Median = 0.4549;
 
@@ -28,10 +33,16 @@ const char* StragglerPatternName(StragglerPattern pattern) {
   return pattern == StragglerPattern::kStructural ? "structural" : "degraded";
 }
 
+double StragglerDetector::noise_var() const {
+  double v = std::max(var_, score_var_);
+  for (double b : block_var_) v = std::max(v, b);
+  return v;
+}
+
 double StragglerDetector::threshold_ns() const {
   const double k = params_.rel / 2;
   const double seg = std::max(seg_, static_cast<double>(params_.floor_ns));
-  return params_.noise_h * std::max(var_, score_var_) / (k * seg) + params_.floor_h * seg;
+  return params_.noise_h * noise_var() / (k * seg) + params_.floor_h * seg;
 }
 
 double StragglerDetector::RelativeExcess(int member) const {
@@ -111,6 +122,13 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
   // inflates the segment of every rank alike while their excess cancels), cannot fire alone.
   const double clip =
       std::min(std::max(params_.clip_sigmas * std::sqrt(var_), s / 2), h / params_.persist);
+  // The block sums add each rank's excess over the other ranks' median (not the peer-centred score:
+  // a straggler would shift every other rank's score by its excess / (n - 1)), clipped at the
+  // ordinary scale (the usual segment, not this
+  // collective's: a whole-job pause makes every segment seconds long, and its arrival spread would
+  // otherwise widen the threshold that then widens the clip).
+  const double block_clip = std::min(clip, std::max(params_.clip_sigmas * std::sqrt(var_),
+                                                    std::max(seg_, params_.floor_ns * 1.0) / 2));
   // Delays are one-sided (scheduling, page faults, interrupts), so under noise alone a rank's
   // excess over the peers' median has a positive mean (mean > median of a right-skewed delay) that
   // can exceed the drift k*s on a loaded machine. The score is the clipped excess minus the mean
@@ -122,6 +140,15 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
     excess_[j] = std::clamp(excess_[j], -clip, clip);
     clipped_sum += excess_[j];
   }
+  // Ranks with evidence of their own (at least half the threshold), as the collective began.
+  size_t with_evidence = 0;
+  for (const Observation& o : obs) {
+    if (ranks_[static_cast<size_t>(o.member)].g_ns > h / 2) ++with_evidence;
+  }
+  // A straggler stands out from its peers: when a quarter or more of the other ranks (at least
+  // one) are late for a run of their own at the same time, the lateness is the host's (ranks
+  // taking turns on too few CPUs, all of them flagged in turn), not one slow rank.
+  const double shared_limit = std::max(1.0, static_cast<double>(n - 1) / 4);
   double score_dev2 = 0;
   size_t score_n = 0;
   for (size_t j = 0; j < n; ++j) {
@@ -135,6 +162,17 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       ++score_n;
     }
     st.mean_score_ns += ar * (x - st.mean_score_ns);
+    for (int b = 0; b < kStragglerBlockScales; ++b) {
+      const uint64_t epoch = (observed_ - 1) >> (3 * (b + 1));  // blocks of 8 << 3b collectives
+      if (st.block_epoch[b] != epoch) {
+        // A block of this rank ended (it may have missed collectives: then it is not compared).
+        st.has_prev_block[b] = st.block_epoch[b] + 1 == epoch;
+        st.prev_block_sum_ns[b] = st.block_sum_ns[b];
+        st.block_sum_ns[b] = 0;
+        st.block_epoch[b] = epoch;
+      }
+      st.block_sum_ns[b] += std::clamp(excess_[j], -block_clip, block_clip);
+    }
     st.mean_excess_ns += ar * (raw_excess_[j] - st.mean_excess_ns);
     st.mean_segment_ns += ar * (s - st.mean_segment_ns);
     if (learning) continue;
@@ -143,10 +181,15 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
         st.onset_seq = seq;
         st.onset_excess_ns = 0;
         st.onset_segment_ns = 0;
+        st.onset_compute_ns = 0;
+        st.onset_late_ns = 0;
       }
       st.g_ns = std::max(0.0, st.g_ns + x - k * s);
       st.onset_excess_ns += x;
       st.onset_segment_ns += s;
+      st.onset_compute_ns += s_upd;
+      // Each collective counts at most one segment late: one long stall is one late collective.
+      st.onset_late_ns += std::clamp(raw_excess_[j], -s, s);
       if (st.g_ns < h / 2) {
         if (++st.clean_run >= params_.structural_clean) st.ever_clean = true;
       } else {
@@ -155,7 +198,12 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       // Enough evidence, and of a slowdown near the smallest one worth an alert: its excess since
       // the evidence began is at least the resolution reference (3/4 rel). A rank a few percent
       // slower (a loaded machine's scheduling) would otherwise cross any threshold eventually.
-      if (st.g_ns > h && st.onset_excess_ns >= 1.5 * k * st.onset_segment_ns) {
+      const double others_late =
+          static_cast<double>(with_evidence) - (st.g_ns - std::max(0.0, x - k * s) > h / 2 ? 1 : 0);
+      if (st.g_ns > h && st.onset_excess_ns >= 1.5 * k * st.onset_segment_ns &&
+          others_late < shared_limit &&
+          (st.onset_compute_ns >= static_cast<double>(params_.min_evidence_ns) ||
+           st.onset_late_ns >= kBeyondHostTurns * st.onset_segment_ns)) {
         st.firing = true;
         st.d_ns = 0;
         st.pattern = st.ever_clean ? StragglerPattern::kDegraded : StragglerPattern::kStructural;
@@ -171,6 +219,29 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
         events->push_back({obs[j].member, StragglerChange::kResolved});
       }
     }
+  }
+  // The long-run variance, at each block scale whose block ends with this collective.
+  for (int b = 0; b < kStragglerBlockScales; ++b) {
+    const uint64_t len = uint64_t{8} << (3 * b);
+    if (observed_ % len != 0) continue;
+    const uint64_t epoch = (observed_ - 1) >> (3 * (b + 1));
+    block_dev_.clear();
+    for (const Observation& o : obs) {
+      const StragglerRankState& st = ranks_[static_cast<size_t>(o.member)];
+      if (!st.has_prev_block[b] || st.block_epoch[b] != epoch) continue;
+      const double d = st.block_sum_ns[b] - st.prev_block_sum_ns[b];
+      block_dev_.push_back(d * d / (2.0 * static_cast<double>(len)));
+    }
+    // Two ranks' excesses mirror each other: a straggler's onset would read as noise on both.
+    if (block_dev_.size() < 3) continue;
+    auto mid = block_dev_.begin() + static_cast<std::ptrdiff_t>(block_dev_.size() / 2);
+    std::nth_element(block_dev_.begin(), mid, block_dev_.end());
+    const double v = *mid / kChi2Median;
+    ++block_samples_[b];
+    // Fast: a load that starts beside the job must widen the threshold within a few blocks (the
+    // median over the ranks already ignores one straggler's onset).
+    block_var_[b] +=
+        std::max(1.0 / static_cast<double>(block_samples_[b]), 1.0 / 4) * (v - block_var_[b]);
   }
   // The variance of what the CUSUM actually sums (clipped, centred scores, around each rank's own
   // mean so a steady straggler does not raise the bar that is to catch it): with heavy tails it

@@ -18,6 +18,27 @@
 // same threshold with reference 3/4 rel, which is the hysteresis: a rank slowed by rel or more
 // has a downward drift there, so the alert does not flap while the slowdown persists.
 //
+// Correlated noise: the threshold above holds for independent collectives. On a loaded host a
+// rank that loses its CPU stays late for many consecutive collectives (a scheduler time slice, a
+// load burst: tens of milliseconds to seconds, thousands of collectives at 1 ms steps), the ranks
+// take turns, and the sum of a rank's scores over a run of collectives varies far more than the
+// per-collective variance says: a noise-only rank then climbs any threshold built on v alone (the
+// real-process soak, scripts/noise_soak.py, saw hundreds of false alerts per hour at 1-3 ms steps
+// on a 2-core host). So v is also measured at the scale of runs: every rank's scores are summed
+// over aligned blocks of B consecutive collectives (B = 8, 64, 512, 4096), and the squared
+// difference of two consecutive block sums, over 2B, estimates the long-run variance per
+// collective at that scale (a steady offset, a structural straggler, cancels in the difference).
+// The median over the ranks (a straggler is one rank) enters an EWMA per scale, and the threshold
+// uses the largest of the per-collective and per-scale estimates: for independent noise they
+// agree, for correlated noise the CUSUM's random walk is as wide as its long-run variance.
+// That estimate follows a load that starts beside the job only after a few blocks, so two more
+// rules hold a rank back. It does not fire while a quarter or more of the other ranks (at least
+// one) have half the threshold of evidence of their own: lateness spread over the ranks is the
+// host's. And its late run must span min_evidence_ns of compute (the host's time scale, not the
+// job's: longer than the soak saw a host keep one rank off its CPU), unless it was late by half
+// its compute or more over the whole run (beyond the 10-25 % of ranks taking turns on a loaded
+// host; a stall counts as at most one segment late), which a loaded host did not produce.
+//
 // Robustness (measured with detection_eval and on a loaded 2-core machine): clip() winsorizes at
 // min(max(4 sigma, segment / 2), h / persist), and the summed score is the clipped excess minus
 // the other ranks' mean clipped excess (one-sided delays have mean > median; this cancels it when
@@ -40,6 +61,9 @@ struct StragglerParams {
   double persist = 4.0;       // ... and at threshold / persist: evidence from >= persist colls
   int learn = 32;             // judged collectives that only train the noise estimate
   int structural_clean = 64;  // this many consecutive quiet collectives make a rank "was clean"
+  // The evidence must span this much compute (the segments since it began, a pause counted as at
+  // most 8 usual segments) unless the rank is late by half its compute or more: see above.
+  int64_t min_evidence_ns = 2'000'000'000;
 };
 
 enum class StragglerPattern : uint8_t {
@@ -47,6 +71,8 @@ enum class StragglerPattern : uint8_t {
   kDegraded,    // on time first, then slow (throttling, noisy neighbour, degraded link)
 };
 const char* StragglerPatternName(StragglerPattern pattern);
+
+inline constexpr int kStragglerBlockScales = 4;  // blocks of 8, 64, 512, 4096 collectives
 
 struct StragglerRankState {
   double g_ns = 0;  // evidence of lateness
@@ -58,10 +84,17 @@ struct StragglerRankState {
   uint64_t onset_seq = 0;      // seq at which G last left 0 (the start of the evidence)
   double onset_excess_ns = 0;  // excess and segments summed since onset (the evidence window)
   double onset_segment_ns = 0;
-  double mean_excess_ns = 0;   // EWMA of the excess (noise centring, evidence)
-  double mean_score_ns = 0;    // EWMA of the clipped, peer-centred score (its variance)
-  double mean_segment_ns = 0;  // EWMA of the segment seen with it
+  double onset_compute_ns = 0;  // the segments since onset, pauses capped (persistence)
+  double onset_late_ns = 0;     // the raw excess since onset, at most a segment per collective
+  double mean_excess_ns = 0;    // EWMA of the excess (noise centring, evidence)
+  double mean_score_ns = 0;     // EWMA of the clipped, peer-centred score (its variance)
+  double mean_segment_ns = 0;   // EWMA of the segment seen with it
   StragglerPattern pattern = StragglerPattern::kDegraded;
+  // Sums of the score over the current and the previous block of each scale (correlated noise).
+  double block_sum_ns[kStragglerBlockScales] = {};
+  double prev_block_sum_ns[kStragglerBlockScales] = {};
+  bool has_prev_block[kStragglerBlockScales] = {};
+  uint64_t block_epoch[kStragglerBlockScales] = {};  // the block its sum belongs to
 };
 
 enum class StragglerChange : uint8_t { kFired, kResolved };
@@ -92,7 +125,14 @@ class StragglerDetector {
                : nullptr;
   }
   double threshold_ns() const;
-  double noise_var() const { return var_; }
+  // The noise variance per collective that the threshold uses: the largest of the per-collective
+  // estimates and the long-run ones (blocks of consecutive collectives).
+  double noise_var() const;
+  // The long-run variance per collective measured over blocks of 8 << (3 * scale) collectives;
+  // 0 until measured.
+  double block_var(int scale) const {
+    return scale >= 0 && scale < kStragglerBlockScales ? block_var_[scale] : 0;
+  }
   double mean_segment_ns() const { return seg_; }
   uint64_t observed() const { return observed_; }
   // The rank's excess as a fraction of its compute since the evidence began.
@@ -112,6 +152,9 @@ class StragglerDetector {
   std::vector<double> dev_;
   std::vector<double> excess_;
   std::vector<double> raw_excess_;
+  double block_var_[kStragglerBlockScales] = {};
+  uint64_t block_samples_[kStragglerBlockScales] = {};
+  std::vector<double> block_dev_;
 };
 
 }  // namespace sentinel::collector

@@ -11,7 +11,7 @@
 namespace sentinel::collector {
 
 LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t window,
-                            bool history_complete, uint64_t from_seq) {
+                            bool history_complete, uint64_t from_seq, double compute_per_coll_ns) {
   LateFigures f;
   std::vector<int64_t> late;
   std::vector<int64_t> segments;
@@ -32,12 +32,20 @@ LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t windo
   f.valid = true;
   f.samples = late.size();
   // Percentile of stats.h: the same p50 as /v1/ranks (sentinelctl ranks) over the same samples.
+  double late_sum = 0;
+  for (int64_t l : late) late_sum += static_cast<double>(l);
+  f.lateness_mean_ms = late_sum / static_cast<double>(late.size()) / 1e6;
   const int64_t p50 = Percentile(&late, 50);
   f.lateness_p50_ms = static_cast<double>(p50) / 1e6;
   if (!segments.empty()) {
     const int64_t seg = Percentile(&segments, 50);
     f.segment_p50_ms = static_cast<double>(seg) / 1e6;
     if (seg > 0) f.share = static_cast<double>(p50) / static_cast<double>(seg);
+    f.compute_per_coll_ms = compute_per_coll_ns / 1e6;
+    if (compute_per_coll_ns > 0 && 2 * static_cast<double>(seg) < compute_per_coll_ns) {
+      f.back_to_back = true;
+      f.share = f.lateness_mean_ms / f.compute_per_coll_ms;
+    }
   }
   // The late run, over every sample held (it may have begun before the window).
   const double cut = static_cast<double>(p50) / 2;
@@ -66,7 +74,13 @@ std::string LocalStragglerSummary(int rank, const std::string& comm, const LateF
                                           : absl::StrCat("since collective #", f.since_seq);
   std::string figures = absl::StrFormat("%.2f ms late (p50 of its last %d collectives)",
                                         f.lateness_p50_ms, f.samples);
-  if (f.segment_p50_ms > 0) {
+  if (f.back_to_back) {
+    absl::StrAppend(&figures,
+                    absl::StrFormat("; with several collectives back to back in a step, it is "
+                                    "%.2f ms late on average, %.0f%% of the %.2f ms of compute per "
+                                    "collective",
+                                    f.lateness_mean_ms, f.share * 100, f.compute_per_coll_ms));
+  } else if (f.segment_p50_ms > 0) {
     absl::StrAppend(&figures,
                     absl::StrFormat(", %.0f%% of the %.2f ms compute segment between collectives",
                                     f.share * 100, f.segment_p50_ms));

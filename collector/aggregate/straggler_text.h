@@ -32,9 +32,15 @@ struct LateFigures {
   size_t samples = 0;  // collectives in the recent window with a lateness
   double lateness_p50_ms = 0;
   double segment_p50_ms = 0;  // 0 when no segment was known
-  double share = 0;           // lateness p50 / segment p50 (0 without a segment)
-  uint64_t since_seq = 0;     // the first collective of the late run
-  bool since_start = false;   // ... and it is the first collective the rank was judged in
+  double share = 0;           // lateness p50 / segment p50 (0 without a segment); back to back:
+                              // lateness mean / compute per collective
+  double lateness_mean_ms = 0;
+  // Several collectives back to back in a step (the segment p50 under half the compute per
+  // collective): the figures are the step's, the mean lateness over the compute per collective.
+  bool back_to_back = false;
+  double compute_per_coll_ms = 0;  // the compute-weighted segment (0: not given)
+  uint64_t since_seq = 0;          // the first collective of the late run
+  bool since_start = false;        // ... and it is the first collective the rank was judged in
 };
 
 // The figures over the last `window` samples of `samples` (oldest first). `history_complete`:
@@ -44,8 +50,13 @@ struct LateFigures {
 // `from_seq` (when not 0): the window holds only the samples from that collective on (the start of
 // the detector's evidence, so that at the moment an alert fires its p50 is over the late samples,
 // not the on-time ones before them), unless fewer than 8 are; then the last `window`.
+// `compute_per_coll_ns` (when > 0): the compute per collective weighted by compute
+// (WaitRankState::segment_mean_ns of the other local ranks); when the segment p50 is under half of
+// it the rank's collectives run back to back and the share is the mean lateness over it (a rank
+// late before the first of three collectives per step is late by the same share of the step).
 LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t window,
-                            bool history_complete, uint64_t from_seq = 0);
+                            bool history_complete, uint64_t from_seq = 0,
+                            double compute_per_coll_ns = 0);
 
 // The summary of a straggler among the local ranks (the node path).
 // `structural`: the alert's pattern (late from the start as far as the node can tell); it picks the

@@ -20,6 +20,21 @@ T Quantile(std::vector<T>* v, double q) {
   return *mid;
 }
 
+// The mean of `segments`, each capped at 8 times the median of those above twice the floor (the
+// compute segments, not the back-to-back ones): see WaitRankState::segment_mean_ns.
+double CappedMeanSegment(const std::vector<int64_t>& segments, int64_t floor_ns) {
+  if (segments.empty()) return 0;
+  std::vector<int64_t> compute;
+  for (int64_t s : segments) {
+    if (s > 2 * floor_ns) compute.push_back(s);
+  }
+  const double cap =
+      8.0 * static_cast<double>(compute.empty() ? floor_ns : Quantile(&compute, 0.5));
+  double sum = 0;
+  for (int64_t s : segments) sum += std::min(static_cast<double>(s), cap);
+  return sum / static_cast<double>(segments.size());
+}
+
 }  // namespace
 
 bool WaitEvidence::Judged(int member) const {
@@ -131,6 +146,7 @@ void WaitEvidence::Refresh(WaitRankState* st, int64_t now_ns) {
   st->remote_wait_p75_ns = static_cast<double>(Quantile(&remote, 0.75));
   st->duration_p50_ns = static_cast<double>(Quantile(&durations, 0.5));
   st->segment_p50_ns = static_cast<double>(Quantile(&segments, 0.5));
+  st->segment_mean_ns = CappedMeanSegment(segments, params_.floor_ns);
   st->wait_share_p50 = Quantile(&shares, 0.5);
 }
 

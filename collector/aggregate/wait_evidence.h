@@ -89,6 +89,11 @@ struct WaitRankState {
   double wait_p50_ns = 0;
   double remote_wait_p75_ns = 0;  // p75, see above
   double segment_p50_ns = 0;
+  // The compute per collective, weighted by compute (the mean segment, each capped at 8 times the
+  // median of the window's compute segments so that a whole-job pause counts as a few steps):
+  // with several collectives back to back in a step the p50 is the floor, this is the step's
+  // compute over its collectives.
+  double segment_mean_ns = 0;
   double wait_share_p50 = 0;
   // The usual (learned, then an EWMA of the p50s while not flagged).
   bool has_usual = false;

@@ -260,6 +260,9 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     return absl::OkStatus();
   }
   if (key == "straggler-min") return ParseDurationField(key, value, &straggler_min_ns);
+  if (key == "straggler-evidence") {
+    return ParseDurationField(key, value, &straggler_evidence_ns);
+  }
   if (key == "http-timeout") return ParseDurationField(key, value, &http_timeout_ns);
   if (key == "hello-timeout") return ParseDurationField(key, value, &hello_timeout_ns);
   if (key == "max-handshaking") return ParseIntField(key, value, 1, 1 << 20, &max_handshaking);
@@ -518,6 +521,8 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)
   --straggler-floor-h X    ... plus this many compute segments of excess (default 2)
   --straggler-min DUR      clock-noise floor of a compute segment (default 50us; at least 1us)
+  --straggler-evidence DUR a straggler's late run must span this much compute (default 2s:
+                           longer than a loaded host keeps one rank off its CPU; 0 = no floor)
   --straggler-learn N      judged collectives that only learn the noise level (default 32)
   --straggler-warmup N     first N joined collectives of a communicator are not judged: they
                            measure process start-up, not stragglers (default 2)

@@ -67,7 +67,11 @@ struct Config {
   double straggler_floor_h = 2.0;    // ... plus this many compute segments
   int64_t straggler_min_ns = 50000;  // clock-noise floor of a compute segment
   int straggler_learn = 32;          // judged collectives that only train the noise estimate
-  int straggler_warmup = 2;          // first joined collectives of a comm not judged (start skew)
+  // A straggler's evidence must span this much of the ranks' compute: longer than a loaded host's
+  // scheduler keeps one rank off its CPU (the host's time scale, not the job's; see
+  // collector/README "A loaded host").
+  int64_t straggler_evidence_ns = 2LL * 1000000000;
+  int straggler_warmup = 2;  // first joined collectives of a comm not judged (start skew)
   int64_t hang_silent_ns = 5LL * 1000000000;  // no in-flight record for this long = rank gone
   int64_t alert_retention_ns = 3600LL * 1000000000;  // resolved alerts kept in /v1/alerts
   int64_t tick_ns = 200000000;                       // hang checks and alert pushes

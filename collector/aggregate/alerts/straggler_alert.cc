@@ -30,20 +30,25 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   for (size_t k = rs.history.size(); k > 0 && recent_cf.size() < 64; --k) {
     if (rs.history[k - 1].clock_free_ns >= 0) recent_cf.push_back(rs.history[k - 1].clock_free_ns);
   }
-  std::vector<int64_t> segments;  // the other local ranks' recent segment p50s
+  std::vector<int64_t> segments;  // the other local ranks' recent segment p50s ...
+  std::vector<int64_t> computes;  // ... and compute per collective (compute-weighted)
   if (comm.wait) {
     for (const RankState* m : comm.members) {
       if (m == &rs || !m->active) continue;
       const WaitRankState* w = comm.wait->rank(m->local_index);
-      if (w != nullptr && w->recent_n > 0)
+      if (w != nullptr && w->recent_n > 0) {
         segments.push_back(static_cast<int64_t>(w->segment_p50_ns));
+        computes.push_back(static_cast<int64_t>(w->segment_mean_ns));
+      }
     }
   }
   const int64_t segment =
       segments.empty() ? static_cast<int64_t>(st.mean_segment_ns) : Percentile(&segments, 50);
+  const double compute_per_coll =
+      computes.empty() ? 0.0 : static_cast<double>(Percentile(&computes, 50));
   if (!samples.empty()) samples.back().segment_ns = segment;
   const bool complete = rs.history.size() < rs.history.capacity();
-  const LateFigures f = MeasureLateness(samples, 64, complete, st.onset_seq);
+  const LateFigures f = MeasureLateness(samples, 64, complete, st.onset_seq, compute_per_coll);
   // Structural when the rank's late run began before the detector could have judged anything (the
   // warm-up and learning collectives from the start of its history): late from the start, as far as
   // the node can tell. Once the history has wrapped its start is gone, and the detector's own
@@ -68,6 +73,8 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
                 {"lateness_p50_ms", f.lateness_p50_ms},
                 {"lateness_share", f.share},
                 {"segment_p50_ms", f.segment_p50_ms},
+                {"lateness_mean_ms", f.lateness_mean_ms},
+                {"compute_per_collective_ms", f.compute_per_coll_ms},
                 {"since_seq", f.since_seq},
                 {"since_start", f.since_start},
                 {"window", f.samples},

@@ -55,7 +55,8 @@ inline bool HaveProgram(const std::string& name) {
 
 // The records of `rank` of a `nranks`-rank communicator in a job whose rank 1 is a straggler: 12
 // collectives 100 ms apart from `base_ns`, each ending 50 ms after its start, rank 1 arriving
-// 40 ms after the others every time (an alert once sentineld has learnt 4: --straggler-learn 4).
+// 40 ms after the others every time (an alert once sentineld has learnt 4 and needs no 2 s of
+// persistence: --straggler-learn 4 --straggler-evidence 0; 1.2 s of synthetic job).
 inline Bytes LateRankOneRecords(uint64_t comm, int rank, int nranks, int64_t base_ns) {
   constexpr int64_t kMs = 1000000;
   Bytes b;

@@ -62,7 +62,7 @@ class DaemonTest : public DaemonFixture {
 
 TEST_F(DaemonTest, RanksTelemetryAlertsTraceMatchSchemas) {
   Start({"--record-log", dir_ + "/records.jsonl", "--record-log-max-mb", "1", "--straggler-learn",
-         "4"});
+         "4", "--straggler-evidence", "0"});
   struct stat st {};
   ASSERT_EQ(stat(socket_.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "socket must be owner-only without --allow-group";
@@ -214,7 +214,7 @@ TEST_F(DaemonTest, ClientWithAnotherUidIsRefused) {
 }
 
 TEST_F(DaemonTest, SentinelctlExitCodes) {
-  Start({"--straggler-learn", "4"});
+  Start({"--straggler-learn", "4", "--straggler-evidence", "0"});
   ConnectRanks(2);
   Stream(0, 12, 1);
   WaitFor("/v1/alerts", [](const nlohmann::json& j) { return j["alerts"].size() == 1; });

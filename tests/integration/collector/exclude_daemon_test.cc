@@ -44,7 +44,8 @@ TEST_F(ExcludeDaemonTest, StragglerHostListedInApiMetricsAndEveryFormat) {
                     "and the second user is uid 4242";
   }
   if (!AllowSecondUser()) GTEST_SKIP() << "no group to allow (users, nogroup, daemon)";
-  Start({"--straggler-learn", "4", "--exclude-hold", "10m", "--allow-group", group_});
+  Start({"--straggler-learn", "4", "--straggler-evidence", "0", "--exclude-hold", "10m",
+         "--allow-group", group_});
   // Nothing fired yet: an empty list, and an empty slurm line.
   const nlohmann::json empty = GetJson("/v1/exclude");
   EXPECT_EQ(empty["hosts"], nlohmann::json::array());
@@ -111,8 +112,9 @@ TEST_F(ExcludeDaemonTest, PolicyWithoutStragglersListsNobody) {
   // Two users' stragglers where a second user can connect (root), which would list the node
   // under a policy that counts stragglers.
   const bool two = geteuid() == 0 && AllowSecondUser();
-  std::vector<std::string> flags = {"--straggler-learn", "4", "--exclude-kinds",
-                                    "nic_errors,link_degraded"};
+  std::vector<std::string> flags = {"--straggler-learn",    "4",
+                                    "--straggler-evidence", "0",
+                                    "--exclude-kinds",      "nic_errors,link_degraded"};
   if (two) flags.insert(flags.end(), {"--allow-group", group_});
   Start(flags);
   StreamStraggler();

@@ -33,7 +33,7 @@ class ExclusionEvidenceTest : public DaemonFixture {
  protected:
   void SetUp() override { SetUpForOtherUsers("to connect clients as uids 4242 and 4243"); }
   void StartDaemon(std::vector<std::string> extra = {}) {
-    extra.insert(extra.begin(), {"--straggler-learn", "4"});
+    extra.insert(extra.begin(), {"--straggler-learn", "4", "--straggler-evidence", "0"});
     StartAllowingGroup(std::move(extra));
   }
   std::unique_ptr<WireClient> Client(int uid, uint32_t claimed_pid) {

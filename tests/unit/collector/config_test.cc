@@ -182,6 +182,11 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
   // The smallest workable values stay accepted.
   Config ok;
   EXPECT_TRUE(ParseArgs({"--nic-poll", "0"}, &ok).ok());
+  // The straggler's persistence floor: 2 s by default, 0 turns it off (the host's time scale).
+  EXPECT_EQ(ok.straggler_evidence_ns, 2'000'000'000);
+  ASSERT_TRUE(ParseArgs({"--straggler-evidence", "0"}, &ok).ok());
+  EXPECT_EQ(ok.straggler_evidence_ns, 0);
+  EXPECT_EQ(StragglerParamsFrom(ok).min_evidence_ns, 0);
   EXPECT_TRUE(ParseArgs({"--nic-poll", "100ms", "--hang-silent", "2s", "--straggler-min", "1us",
                          "--straggler-rel", "0.001"},
                         &ok)

@@ -64,6 +64,35 @@ TEST(StragglerTextTest, SinceTheCommunicatorStartedOnlyWhenTrue) {
             std::string::npos);
 }
 
+// Three collectives per step, back to back after 9 ms of compute: the segment p50 is the 50 us
+// floor, and the rank is late (2 ms) only at the first collective of each step. The share is the
+// step's: 2 ms per 9.1 ms of compute is 22 %, i.e. 0.67 ms on average per 3.03 ms of compute per
+// collective; not the p50 over the floor (which read 343 % of 0.05 ms in a real alert).
+TEST(StragglerTextTest, BackToBackCollectivesQuoteTheStepsShare) {
+  std::vector<LateSample> s;
+  for (uint64_t seq = 2; seq < 100; ++seq) {
+    const bool first_of_step = seq % 3 == 0;
+    s.push_back({seq, first_of_step ? 2 * kMs : 20000, first_of_step ? 9 * kMs : 50000});
+  }
+  const double compute_per_coll = (9.0 * kMs + 2 * 50000.0) / 3;
+  const LateFigures f = MeasureLateness(s, 63, /*history_complete=*/true, 0, compute_per_coll);
+  ASSERT_TRUE(f.valid);
+  EXPECT_TRUE(f.back_to_back);
+  EXPECT_NEAR(f.segment_p50_ms, 0.05, 1e-9);
+  EXPECT_NEAR(f.lateness_mean_ms, (2.0 + 2 * 0.02) / 3, 1e-6);
+  EXPECT_NEAR(f.share, 0.68 / 3.0333, 0.002);
+  const std::string text = LocalStragglerSummary(4, "0x3", f, false);
+  EXPECT_NE(text.find("with several collectives back to back in a step, it is 0.68 ms late on "
+                      "average, 22% of the 3.03 ms of compute per collective"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("of the 0.05 ms"), std::string::npos) << text;
+  // One collective per step (the segment p50 is the compute): the p50 figures, as before.
+  const LateFigures one = MeasureLateness(Demo(), 64, true, 0, 10.0 * kMs);
+  EXPECT_FALSE(one.back_to_back);
+  EXPECT_NEAR(one.share, 4.007, 0.002);
+}
+
 TEST(StragglerTextTest, UnknownSegmentsAndEmptyHistory) {
   EXPECT_FALSE(MeasureLateness({}, 64, true).valid);
   std::vector<LateSample> s = {{7, -1, -1}, {8, 2 * kMs, -1}, {9, 2 * kMs, -1}};
