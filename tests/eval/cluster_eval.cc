@@ -786,7 +786,8 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
     std::fprintf(stderr, "detection_eval: --nodes needs at least 2 nodes\n");
     return 2;
   }
-  const ClusterLayout layout(opt.nodes, opt.seed);
+  ClusterLayout layout(opt.nodes, opt.seed);
+  layout.dp_buckets = opt.dp_buckets;
   const int64_t step_ns = static_cast<int64_t>(opt.step_ms * kMs);
   const int nranks = layout.nranks();
   std::vector<FamilyTally> families;
@@ -892,9 +893,10 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
   // The table.
   std::printf(
       "cluster: %d nodes x %d ranks (TP %d inside the node; PP %d, DP %d across nodes, one "
-      "rank per node), step %.0f ms, scrape and rule evaluation every 15 s\n",
+      "rank per node), step %.0f ms, DP all-reduce in %d collective(s) back to back, scrape and "
+      "rule evaluation every 15 s\n",
       opt.nodes, ClusterLayout::kPerNode, ClusterLayout::kPerNode, layout.pp, layout.dp,
-      opt.step_ms);
+      opt.step_ms, layout.dp_buckets);
   std::printf("%-32s %-4s %4s %6s %6s %6s %11s %7s %7s %6s %8s %7s %s\n", "family", "tier", "runs",
               "prec", "prec_p", "recall", "first(R/N/-)", "p50_s", "p99_s", "false", "false/h",
               "sim_h", "notes");

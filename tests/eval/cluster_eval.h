@@ -34,6 +34,7 @@ struct ClusterOptions {
   double step_ms = 200;           // compute per training step (all phases)
   double noise_minutes = 10;      // simulated minutes per noise-only job
   double nic_noise = 0;           // ClusterFaults::nic_usual_held in every family
+  int dp_buckets = 1;             // ClusterLayout::dp_buckets
   std::vector<std::string> only;  // families whose name contains one of these
   bool check = false;
 };

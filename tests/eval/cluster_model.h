@@ -32,6 +32,9 @@ struct ClusterLayout {
   int nodes = 0;
   int pp = 1;  // pipeline stages (nodes per pipeline)
   int dp = 1;  // data-parallel replicas
+  // The gradient all-reduce across replicas in this many buckets, back to back (the data-parallel
+  // shape of bucketed frameworks: several collectives per step with no compute between them).
+  int dp_buckets = 1;
   struct Comm {
     uint64_t hash = 0;
     CommKind kind = CommKind::kTp;
@@ -148,13 +151,14 @@ class ClusterStepper {
   }
 
   // Phases of a step: forward/backward compute then the TP all-reduce, the pipeline exchange, more
-  // compute and a second TP all-reduce, then the gradient all-reduce across replicas.
-  static const std::vector<Phase>& Phases() {
-    static const std::vector<Phase> kPhases = {{CommKind::kTp, 0.5, 0.01},
-                                               {CommKind::kPp, 0.15, 0.02},
-                                               {CommKind::kTp, 0.15, 0.01},
-                                               {CommKind::kDp, 0.2, 0.1}};
-    return kPhases;
+  // compute and a second TP all-reduce, then the gradient all-reduce across replicas (in
+  // `buckets` collectives back to back: the first after the compute, the others right after it).
+  static std::vector<Phase> Phases(int buckets) {
+    std::vector<Phase> phases = {
+        {CommKind::kTp, 0.5, 0.01}, {CommKind::kPp, 0.15, 0.02}, {CommKind::kTp, 0.15, 0.01}};
+    const int b = std::max(buckets, 1);
+    for (int i = 0; i < b; ++i) phases.push_back({CommKind::kDp, i == 0 ? 0.2 : 0.0, 0.1 / b});
+    return phases;
   }
 
   // The earliest time any rank can still arrive at a collective (records ending after it may
@@ -196,7 +200,7 @@ class ClusterStepper {
     std::normal_distribution<double> gauss(0.0, 1.0);
     std::uniform_real_distribution<double> uni(0.0, 1.0);
     bool moved = false;
-    const auto& phases = Phases();
+    const std::vector<Phase> phases = Phases(L_.dp_buckets);
     for (size_t p = 0; p < phases.size(); ++p) {
       const Phase& ph = phases[p];
       SchedulePauses();

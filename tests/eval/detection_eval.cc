@@ -470,6 +470,7 @@ struct Options {
   double step_ms = 200;  // its compute per training step
   // Its ports' usual held-back share (port_xmit_wait noise): real port counters are never flat.
   double nic_noise = 0.002;
+  int dp_buckets = 1;  // its gradient all-reduce in this many collectives back to back
 };
 
 void Usage(FILE* out) {
@@ -494,7 +495,9 @@ void Usage(FILE* out) {
       "  --nic-noise SHARE  with --nodes: every NIC port holds sends back this share of the\n"
       "                     time anyway, times a uniform factor in [0.5, 1.5) per poll, so its\n"
       "                     port_xmit_wait is noisy as on a busy real port (default 0.002;\n"
-      "                     0: flat but for the slow link)\n");
+      "                     0: flat but for the slow link)\n"
+      "  --dp-buckets N     with --nodes: the gradient all-reduce across replicas in N\n"
+      "                     collectives back to back (default 1)\n");
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -534,6 +537,11 @@ bool ParseArgs(int argc, char** argv, Options* o) {
           o->nic_noise >= 1) {
         return false;
       }
+    } else if (a == "--dp-buckets") {
+      if (!value(&v) || !absl::SimpleAtoi(v, &o->dp_buckets) || o->dp_buckets < 1 ||
+          o->dp_buckets > 16) {
+        return false;
+      }
     } else if (a == "--family") {
       if (!value(&v)) return false;
       o->only.push_back(v);
@@ -568,6 +576,7 @@ int Main(int argc, char** argv) {
     cluster.seed = opt.seed;
     cluster.step_ms = opt.step_ms;
     cluster.nic_noise = opt.nic_noise;
+    cluster.dp_buckets = opt.dp_buckets;
     cluster.noise_minutes = opt.noise_minutes;
     cluster.only = opt.only;
     cluster.check = opt.check;
