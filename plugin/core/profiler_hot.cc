@@ -632,7 +632,15 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
     return;
   }
-  if (SkipAncestorStart(d.type, handle)) return;  // the shims usually answered it already
+  if (SkipAncestorStart(d.type, handle)) return;
+  CoreStartKeptEvent(context, handle, d);
+}
+
+void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexcept {
+  if (d.type == kSentinelProfileKernelCh) {
+    CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
+    return;
+  }
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
@@ -772,7 +780,10 @@ void CoreStopEvent(void* handle) noexcept {
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
-  if (IsSkippedGroup(handle)) return;
+  // GroupStartApiStop (23, on a GroupApi right after its start) changes nothing a record or the
+  // function recovery reads: answered before any lookup, like the ancestors we skip
+  // (ancestor_skip.h), and so not metered either.
+  if (state == kSentinelStateGroupStartApiStop || IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     RecordKernelCh(handle, state, args, ts);

@@ -40,7 +40,7 @@ struct V5Family {
           d.datatype = e->ce_coll.datatype;
         }
       }
-      CoreStartEvent(context, handle, d);
+      CoreStartKeptEvent(context, handle, d);  // SkipAncestorStart kept it above
     });
   }
 
