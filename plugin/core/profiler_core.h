@@ -72,6 +72,16 @@ inline bool PluginOn() noexcept { return g_gate.load(std::memory_order_relaxed) 
 void* CoreInit(const InitArgs& args) noexcept;
 void CoreFinalize(void* context) noexcept;
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept;
+// CoreStartEvent for a start the caller already passed through SkipAncestorStart
+// (ancestor_skip.h) and that was kept: the v5/v6 adapter asks before it copies the descriptor,
+// and asking twice was a second call per kept GroupApi and CollApi start at the default mask.
+void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexcept;
+// The two API starts of the default mask's every collective, straight from NCCL's descriptor like
+// CoreStartKernelCh (no EventDesc copied). Same as CoreStartKeptEvent with a kept GroupApi /
+// CollApi EventDesc of these fields.
+void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexcept;
+void CoreStartCollApi(void* context, void** handle, void* parent, const char* func,
+                      const char* datatype, bool graph_captured) noexcept;
 // A KernelCh start, the most frequent start at Inspector's mask (one per channel): the adapters
 // call it straight from NCCL's descriptor, without building an EventDesc. Same as CoreStartEvent
 // with a KernelCh EventDesc of these fields.

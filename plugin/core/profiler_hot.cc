@@ -183,21 +183,31 @@ namespace {
 // the slot's first line (GroupApi: and its recovery line) instead of four lines that a FIFO reuse
 // of a large pool finds cold.
 
-Slot* StartGroupApi(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
+Slot* StartGroupApi(Context* ctx, bool graph_captured, ThreadState* ts, int64_t now) {
   Slot* s = g->slots.Claim(Kind::kGroupApi, ts);
   if (s == nullptr) return nullptr;
   ResetSlot(s, ctx, nullptr, 1, now);
-  s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
+  s->graph_captured.store(graph_captured ? 1 : 0, std::memory_order_relaxed);
   ResetGroupRecovery(s);
   return s;
 }
+
+// What an API child's start reads of its descriptor (CoreStartCollApi passes NCCL's fields
+// straight; CoreStartKeptEvent takes them from the EventDesc).
+struct ApiDesc {
+  void* parent;
+  const char* func;
+  const char* datatype;
+  uint64_t count;
+  bool graph_captured;
+};
 
 // CollApi, P2pApi: children of GroupApi. A P2pApi holds its GroupApi until it stops: its P2p
 // reads the group's recovered function through it (RecoveredFunc). A CollApi only marks the group
 // at its start (NoteCollApiPiece) and nothing reads its group later, so it holds no reference:
 // a TryRef at its start and an Unref at its stop were two locked instructions per collective. A
 // group already finished (count 0) is not marked, as TryRef would have refused it.
-Slot* StartApiChild(Kind k, Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
+Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
   if (k == Kind::kCollApi) {
     if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
@@ -627,12 +637,46 @@ void CoreStartKernelCh(void* context, void** handle, void* parent_handle, uint8_
   *handle = StartKernelCh(ctx, parent, channel_id, p_timer, ts, meter);
 }
 
+void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexcept {
+  ThreadState* ts = ThreadStates::Current();
+  *handle = nullptr;
+  CallbackMeter meter(ts);
+  Context* ctx = g->contexts.AsContext(context);
+  if (ctx == nullptr) {
+    if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
+    return;
+  }
+  *handle = StartGroupApi(ctx, graph_captured, ts, 0);  // not timed (kTimedStarts)
+}
+
+void CoreStartCollApi(void* context, void** handle, void* parent, const char* func,
+                      const char* datatype, bool graph_captured) noexcept {
+  ThreadState* ts = ThreadStates::Current();
+  *handle = nullptr;
+  CallbackMeter meter(ts);
+  Context* ctx = g->contexts.AsContext(context);
+  if (ctx == nullptr) {
+    if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
+    return;
+  }
+  *handle =
+      StartApiChild(Kind::kCollApi, ctx, {parent, func, datatype, 0, graph_captured}, ts, MonoNs());
+}
+
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   if (d.type == kSentinelProfileKernelCh) {
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
     return;
   }
-  if (SkipAncestorStart(d.type, handle)) return;  // the shims usually answered it already
+  if (SkipAncestorStart(d.type, handle)) return;
+  CoreStartKeptEvent(context, handle, d);
+}
+
+void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexcept {
+  if (d.type == kSentinelProfileKernelCh) {
+    CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
+    return;
+  }
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
@@ -653,13 +697,15 @@ void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   Slot* s = nullptr;
   switch (d.type) {
     case kSentinelProfileGroupApi:
-      s = StartGroupApi(ctx, d, ts, now);
+      s = StartGroupApi(ctx, d.graph_captured, ts, now);
       break;
     case kSentinelProfileCollApi:
-      s = StartApiChild(Kind::kCollApi, ctx, d, ts, now);
+      s = StartApiChild(Kind::kCollApi, ctx,
+                        {d.parent, d.func, d.datatype, d.count, d.graph_captured}, ts, now);
       break;
     case kSentinelProfileP2pApi:
-      s = StartApiChild(Kind::kP2pApi, ctx, d, ts, now);
+      s = StartApiChild(Kind::kP2pApi, ctx,
+                        {d.parent, d.func, d.datatype, d.count, d.graph_captured}, ts, now);
       break;
     case kSentinelProfileColl:
       s = StartColl(ctx, d, ts, now);
@@ -772,7 +818,10 @@ void CoreStopEvent(void* handle) noexcept {
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
-  if (IsSkippedGroup(handle)) return;
+  // GroupStartApiStop (23, on a GroupApi right after its start) changes nothing a record or the
+  // function recovery reads: answered before any lookup, like the ancestors we skip
+  // (ancestor_skip.h), and so not metered either.
+  if (state == kSentinelStateGroupStartApiStop || IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     RecordKernelCh(handle, state, args, ts);

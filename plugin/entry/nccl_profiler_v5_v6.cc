@@ -27,6 +27,15 @@ struct V5Family {
       }
       // An ancestor we do not keep: answered before any descriptor is copied (ancestor_skip.h).
       if (SkipAncestorStart(e->type, handle)) return;
+      if (e->type == kSentinelProfileGroupApi) {  // kept: the default mask's, every collective
+        CoreStartGroupApi(context, handle, e->group_api.graph_captured != 0);
+        return;
+      }
+      if (e->type == kSentinelProfileCollApi) {
+        CoreStartCollApi(context, handle, e->parent_obj, e->coll_api.func, e->coll_api.datatype,
+                         e->coll_api.graph_captured != 0);
+        return;
+      }
       // NCCL 2.28 never sets the v6 CE bits in a v5 descriptor; ignore them if it ever does.
       if (kVersion < 6 && e->type >= kSentinelProfileCeColl) return;
       EventDesc d = kBlankEventDesc;  // a copy, not a default init: see kBlankEventDesc
@@ -40,7 +49,7 @@ struct V5Family {
           d.datatype = e->ce_coll.datatype;
         }
       }
-      CoreStartEvent(context, handle, d);
+      CoreStartKeptEvent(context, handle, d);  // SkipAncestorStart kept it above
     });
   }
 

@@ -27,7 +27,9 @@ class JsonlSink final : public RecordSink {
   void OnInFlight(const SentinelWireInFlight& state) override;
   void Flush() override;
 
-  // The JSON line (without newline) of one record; exposed for tests.
+  // The JSON line (without newline) of one record, appended to *out (no allocation once *out has
+  // the room); RecordToJson returns it as a string. Exposed for tests.
+  static void AppendRecordJson(const SentinelWireCollRecord& r, std::string* out);
   static std::string RecordToJson(const SentinelWireCollRecord& r);
   static std::string InFlightToJson(const SentinelWireInFlight& r);
 

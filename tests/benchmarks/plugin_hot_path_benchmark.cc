@@ -1,11 +1,11 @@
 // Hot-path cost of the BUILT plugin through its real v5 entry points: one start+stop pair for
-// Coll, ProxyOp, ProxyStep and KernelCh events, against the floor (a CLOCK_MONOTONIC read plus
-// one 64-byte store). Heap allocations made by the timed thread inside the timed loops are counted
-// by interposing malloc/calloc/realloc and operator new in this binary, and reported per pair.
-// The Coll pair queues one record per pair; to measure the steady state (not a full ring that
-// drops), the loop drains the rings through the real finalize path every g_drain_every pairs with
-// the timer paused, and reports the plugin's own ring-drop counter (from SENTINEL_DUMP's
-// heartbeat) as `ring_drops`.
+// Coll, ProxyOp, ProxyStep and KernelCh events, the API events of one collective, against the floor
+// (a CLOCK_MONOTONIC read plus one 64-byte store). Heap allocations made by the timed thread inside
+// the timed loops are counted by interposing malloc/calloc/realloc and operator new in this binary,
+// and reported per pair. The Coll pair queues one record per pair; to measure the steady state (not
+// a full ring that drops), the loop drains the rings through the real finalize path every
+// g_drain_every pairs with the timer paused, and reports the plugin's own ring-drop counter (from
+// SENTINEL_DUMP's heartbeat) as `ring_drops`.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <time.h>
@@ -214,6 +214,37 @@ void BM_KernelChPair(benchmark::State& state) {
   Pair(state, d);
 }
 BENCHMARK(BM_KernelChPair);
+
+// The API events around one standalone collective, which the default mask adds to Inspector's
+// (docs/nccl-facts.md "5.3 Call sequences" A, steps 1-5 and 15): GroupApi start, state 23,
+// CollApi start and stop, state 24, GroupApi stop. No record: what the calling thread pays for
+// the API time (api_ns) and for the group the function recovery needs.
+void BM_ApiAncestors(benchmark::State& state) {
+  Plugin& p = P();
+  SentinelEventDescrV5 group = Plugin::Descr(kSentinelProfileGroupApi, nullptr);
+  group.group_api.group_depth = 1;
+  SentinelEventDescrV5 api = Plugin::Descr(kSentinelProfileCollApi, nullptr);
+  api.coll_api.func = "AllReduce";
+  api.coll_api.datatype = "ncclFloat32";
+  api.coll_api.count = 1 << 20;
+  auto one = [&] {
+    void* g = nullptr;
+    p.t->start_event(p.ctx, &g, &group);
+    if (g != nullptr) p.t->record_event_state(g, kSentinelStateGroupStartApiStop, nullptr);
+    api.parent_obj = g;
+    void* a = nullptr;
+    p.t->start_event(p.ctx, &a, &api);
+    if (a != nullptr) p.t->stop_event(a);
+    if (g != nullptr) p.t->record_event_state(g, kSentinelStateGroupEndApiStart, nullptr);
+    if (g != nullptr) p.t->stop_event(g);
+  };
+  for (int i = 0; i < 1000; ++i) one();  // warm-up (TLS state, pages)
+  uint64_t a0 = t_allocs;
+  for (auto _ : state) one();
+  state.counters["allocs_per_group"] = benchmark::Counter(static_cast<double>(t_allocs - a0) /
+                                                          static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_ApiAncestors);
 
 }  // namespace
 

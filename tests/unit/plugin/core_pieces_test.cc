@@ -16,6 +16,8 @@
 #include "plugin/base/event_mask.h"
 #include "plugin/base/log.h"
 #include "plugin/core/calibration.h"
+#include "plugin/core/event_model.h"
+#include "plugin/core/func_recovery.h"
 #include "plugin/core/names.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/record_ring.h"
@@ -296,6 +298,52 @@ TEST_F(CorePools, ExhaustedPoolDropsAndCounts) {
   uint64_t stale = SnapshotCounters().stale_handles;
   CoreStopEvent(live[0]);  // stopped twice
   EXPECT_EQ(SnapshotCounters().stale_handles, stale + 1);
+}
+
+// The AlltoAll recovery through the core's entry points, with GroupApi state 23 answered before
+// any lookup: groups of pieces that form an AlltoAll and groups that do not (a collective among
+// them) alternate over more than two wraps of the 16-slot GroupApi pool, so every slot is reused
+// after both kinds, and each group must decide afresh.
+TEST_F(CorePools, GroupApiSlotsReusedAfterP2pPiecesDecideAfresh) {
+  auto start = [](uint32_t type, void* parent, const char* func) {
+    EventDesc d;
+    d.type = type;
+    d.parent = parent;
+    d.func = func;
+    d.datatype = "ncclInt8";
+    d.count = 8;
+    void* h = nullptr;
+    CoreStartEvent(ctx_, &h, d);
+    return h;
+  };
+  for (int i = 0; i < 40; ++i) {
+    void* grp = start(kSentinelProfileGroupApi, nullptr, nullptr);
+    ASSERT_NE(grp, nullptr) << "group " << i;
+    CoreRecordState(grp, kSentinelStateGroupStartApiStop, nullptr);
+    const bool alltoall = i % 2 == 0;
+    if (!alltoall) {  // a collective in the group: not a Send/Recv decomposition
+      void* coll_api = start(kSentinelProfileCollApi, grp, "AllReduce");
+      ASSERT_NE(coll_api, nullptr);
+      CoreStopEvent(coll_api);
+    }
+    std::vector<void*> pieces;
+    for (const char* func : {"Send", "Recv", "Send", "Recv"}) {
+      pieces.push_back(start(kSentinelProfileP2pApi, grp, func));
+      ASSERT_NE(pieces.back(), nullptr);
+    }
+    CoreRecordState(grp, kSentinelStateGroupEndApiStart, nullptr);
+    uint8_t func = 0;
+    uint64_t seq = 0;
+    EXPECT_EQ(RecoveredFunc(static_cast<Slot*>(pieces.back()), &func, &seq), alltoall)
+        << "group " << i;
+    if (alltoall) {
+      EXPECT_EQ(func, kSentinelFuncAlltoAll) << "group " << i;
+    }
+    for (void* p : pieces) CoreStopEvent(p);
+    CoreStopEvent(grp);
+    // Freed (the pieces held it until their stops): the next wrap claims it again.
+    EXPECT_EQ(static_cast<const Slot*>(grp)->state.load(), SlotState::kFree) << "group " << i;
+  }
 }
 
 }  // namespace
