@@ -258,7 +258,11 @@ struct ncclComm {
   std::deque<sentinel::testing::KernelWork> queue;
   int inflight = 0;          // kernels promised (queued or about to be) and not yet complete
   int pending_launches = 0;  // nonblocking launch threads still running
-  int sync_waiters = 0;      // threads in fakeNcclStreamSynchronize; the comm outlives them
+  // Graph replays whose host callback (hostStreamPlanTask: Group and Coll starts and stops around
+  // the kernel's launch) has not returned. A stream's synchronize waits for them as CUDA waits for
+  // a graph's host node; the kernel's completion alone may come before the callback's stops.
+  int host_callbacks = 0;
+  int sync_waiters = 0;  // threads in fakeNcclStreamSynchronize; the comm outlives them
   bool stop = false;
   std::thread progress;
 
@@ -1001,7 +1005,11 @@ void HostCbMain() {
       job = h.jobs.front();
       h.jobs.pop_front();
     }
+    ncclComm* comm = job->comm;
     RunReplay(job);
+    std::lock_guard<std::mutex> lock(comm->mu);
+    --comm->host_callbacks;
+    comm->cv.notify_all();
   }
 }
 
@@ -1445,8 +1453,10 @@ ncclResult_t Teardown(ncclComm* comm, bool abort) {
   {
     std::unique_lock<std::mutex> lock(comm->mu);
     if (abort) comm->abort.store(true);
-    comm->cv.wait(lock,
-                  [&] { return comm->pending_launches == 0 && (abort || comm->inflight == 0); });
+    comm->cv.wait(lock, [&] {
+      return comm->pending_launches == 0 && comm->host_callbacks == 0 &&
+             (abort || comm->inflight == 0);
+    });
     comm->stop = true;
     comm->cv.notify_all();
     // An abort from another thread (a watchdog, SENTINEL_ON_HANG) wakes the threads waiting on
@@ -1649,7 +1659,9 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   // through the PLT (docs/nccl-facts.md "10.2 Internal calls")
   ncclCommGetAsyncError(comm, &async);
   std::unique_lock<std::mutex> lock(comm->mu);
-  comm->cv.wait(lock, [&] { return comm->inflight == 0 && comm->pending_launches == 0; });
+  comm->cv.wait(lock, [&] {
+    return comm->inflight == 0 && comm->pending_launches == 0 && comm->host_callbacks == 0;
+  });
   return ncclSuccess;
 }
 
@@ -1819,7 +1831,8 @@ FAKE_NCCL_EXPORT ncclResult_t fakeNcclStreamSynchronize(ncclComm_t comm) {
   std::unique_lock<std::mutex> lock(comm->mu);
   ++comm->sync_waiters;
   comm->cv.wait(lock, [&] {
-    return (comm->inflight == 0 && comm->pending_launches == 0) || comm->abort.load();
+    return (comm->inflight == 0 && comm->pending_launches == 0 && comm->host_callbacks == 0) ||
+           comm->abort.load();
   });
   const bool aborted = comm->abort.load();
   --comm->sync_waiters;
@@ -1862,6 +1875,7 @@ FAKE_NCCL_EXPORT ncclResult_t fakeNcclGraphReplay(fakeNcclGraph_t graph) {
   {
     std::lock_guard<std::mutex> lock(comm->mu);
     ++comm->inflight;  // the replay's kernel, posted by the host-callback thread
+    ++comm->host_callbacks;
   }
   st::HostCallbackThread& h = st::HostCb();
   std::lock_guard<std::mutex> lock(h.mu);
