@@ -581,6 +581,14 @@ namespace {
 alignas(64) const char g_skipped_group[64] = {};
 
 inline bool IsSkippedGroup(const void* handle) { return handle == g_skipped_group; }
+
+// The context NCCL passed to a start, or null: a handle of ours that is gone is counted (our own
+// dummy context, of a communicator the plugin is off for, is not).
+inline Context* StartContext(void* context, ThreadState* ts) noexcept {
+  Context* ctx = g->contexts.AsContext(context);
+  if (ctx == nullptr && context != g_dummy_context) ts->Add(kCtrStaleHandles);
+  return ctx;
+}
 }  // namespace
 
 bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept {
@@ -622,10 +630,9 @@ void CoreStartKernelCh(void* context, void** handle, void* parent_handle, uint8_
       return;
     }
   }
-  Context* ctx = g->contexts.AsContext(context);
+  Context* ctx = StartContext(context, ts);
   if (ctx == nullptr) {
     meter.Count(1);
-    if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
     return;
   }
   if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p) ||
@@ -641,11 +648,8 @@ void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexce
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
-  Context* ctx = g->contexts.AsContext(context);
-  if (ctx == nullptr) {
-    if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
-    return;
-  }
+  Context* ctx = StartContext(context, ts);
+  if (ctx == nullptr) return;
   *handle = StartGroupApi(ctx, graph_captured, ts, 0);  // not timed (kTimedStarts)
 }
 
@@ -654,11 +658,8 @@ void CoreStartCollApi(void* context, void** handle, void* parent, const char* fu
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
-  Context* ctx = g->contexts.AsContext(context);
-  if (ctx == nullptr) {
-    if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
-    return;
-  }
+  Context* ctx = StartContext(context, ts);
+  if (ctx == nullptr) return;
   *handle =
       StartApiChild(Kind::kCollApi, ctx, {parent, func, datatype, 0, graph_captured}, ts, MonoNs());
 }
@@ -686,11 +687,8 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
     ts->Add(kCtrPxnForeign);
     return;
   }
-  Context* ctx = g->contexts.AsContext(context);
-  if (ctx == nullptr) {
-    if (context != g_dummy_context) ts->Add(kCtrStaleHandles);
-    return;
-  }
+  Context* ctx = StartContext(context, ts);
+  if (ctx == nullptr) return;
   // The clock is the most expensive thing here (~25 ns on a VM): read it only for the kinds whose
   // start time is used (record times, ProxyStep waits, GPU calibration).
   int64_t now = (d.type & kTimedStarts) != 0 ? MonoNs() : 0;
