@@ -247,10 +247,11 @@ struct PortPolls {
 };
 
 // True when `port`'s rate of counter `c` in its interval `j` stands above the node's other ports'
-// rates over the same poll by k of their spread (at least two other ports with that counter; none
-// when they do not vary, as nothing then tells their noise).
+// rates over the same poll by k of the larger of their spread and `noise` (the node's usual noise
+// of that counter: a handful of ports' rates on one poll can agree far more closely than the
+// ports are steady); at least two other ports with that counter.
 bool AbovePeers(const std::vector<PortPolls>& all, size_t port, size_t j, int c, double k,
-                std::vector<double>* scratch) {
+                double noise, std::vector<double>* scratch) {
   const PortPolls& me = all[port];
   scratch->clear();
   for (size_t o = 0; o < all.size(); ++o) {
@@ -260,7 +261,7 @@ bool AbovePeers(const std::vector<PortPolls>& all, size_t port, size_t j, int c,
   }
   if (scratch->size() < 2) return false;
   const double median = MedianD(*scratch);
-  const double spread = RobustSpread(*scratch, median);
+  const double spread = std::max(RobustSpread(*scratch, median), noise);
   return spread > 0 && me.Rate(j, c) - median > k * spread;
 }
 
@@ -296,6 +297,27 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       }
     }
   }
+  // The node's usual noise of each rate counter: the median over its ports of the spread of
+  // their rates over their latest polls.
+  std::array<double, kNicCounterCount> noise{};
+  {
+    std::vector<double> spreads;
+    std::vector<double> r;
+    const size_t keep = static_cast<size_t>(std::max(p.counter_usual_polls, 1));
+    for (int c = 0; c < kNicCounterCount; ++c) {
+      if (!IsRateCounter(c)) continue;
+      spreads.clear();
+      for (const PortPolls& pp : all) {
+        if ((pp.state->last.present & (1u << c)) == 0 || pp.t1.size() < 2) continue;
+        r.clear();
+        for (size_t j = pp.t1.size() > keep ? pp.t1.size() - keep : 0; j < pp.t1.size(); ++j) {
+          r.push_back(pp.Rate(j, c));
+        }
+        spreads.push_back(RobustSpread(r, MedianD(r)));
+      }
+      noise[static_cast<size_t>(c)] = MedianD(spreads);
+    }
+  }
   // A rate counter's rise over the span, in its own robust standard deviations.
   struct Rise {
     NicMove move;
@@ -303,9 +325,16 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
     double rise = 0;  // rate over the span - its usual rate, per second
     double z = 0;     // rise / its spread (infinite for a flat counter that rose)
     bool eligible = true;
+    bool own = false;  // its own history gave a usual (else only the peers speak)
     // The rise of each poll from the one before the span to its last (the one before first when
     // there is one), for persistence.
     std::vector<double> chain;
+    // Above the node's other ports over the span and in two consecutive polls of it (the one
+    // before counts), having been among them in most of its earlier polls; their median rate and
+    // spread over the span.
+    bool above_peers = false;
+    double peers_usual = 0;
+    double peers_spread = 0;
   };
   std::vector<Rise> rises;
   std::vector<NicMove> out;
@@ -361,35 +390,76 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       }
       if (!IsRateCounter(c)) continue;
       // Its usual: the median rate over its most recent other polls, and their spread. Polls in
-      // which it stood above the node's other ports are left out while they are a minority: a
-      // port slowed soon after its polling began must not have its slow polls as its usual (a
-      // port above its peers most of the time is simply busier, and its own history speaks).
+      // which it stood above the node's other ports are left out while they are a minority and
+      // at least half counter_min_polls are left ("among its peers"): a port slowed soon after
+      // its polling began must not have its slow polls as its usual (a port above its peers most
+      // of the time is simply busier, and its own history speaks).
       const size_t keep = static_cast<size_t>(std::max(p.counter_usual_polls, 1));
       const size_t from = other.size() > keep ? other.size() - keep : 0;
       rates.clear();
       size_t raised = 0;
       for (size_t x = from; x < other.size(); ++x) {
-        if (AbovePeers(all, pi, other[x], c, k, &scratch)) {
+        if (AbovePeers(all, pi, other[x], c, k, noise[ck], &scratch)) {
           ++raised;
         } else {
           rates.push_back(pp.Rate(other[x], c));
         }
       }
-      if (2 * raised >= other.size() - from) {
+      const size_t earlier = other.size() - from;
+      const bool among_peers =
+          2 * raised < earlier && earlier - raised >= static_cast<size_t>(p.counter_min_polls / 2);
+      if (!among_peers) {
         rates.clear();
         for (size_t x = from; x < other.size(); ++x) rates.push_back(pp.Rate(other[x], c));
       }
-      if (rates.size() < static_cast<size_t>(p.counter_min_polls)) continue;
-      m.usual_per_s = MedianD(rates);
-      m.spread_per_s = RobustSpread(rates, m.usual_per_s);
-      const double rise = m.rate_per_s - m.usual_per_s;
-      // A flat counter (no spread): any rise is a move.
-      const double z = m.spread_per_s > 0 ? rise / m.spread_per_s
-                       : rise > 0         ? std::numeric_limits<double>::infinity()
-                                          : 0.0;
-      Rise r{std::move(m), c, rise, z, pp.eligible, {}};
-      if (before != std::string::npos) r.chain.push_back(pp.Rate(before, c) - r.move.usual_per_s);
-      for (size_t j : over) r.chain.push_back(pp.Rate(j, c) - r.move.usual_per_s);
+      Rise r;
+      r.counter = c;
+      r.eligible = pp.eligible;
+      if (rates.size() >= static_cast<size_t>(p.counter_min_polls)) {
+        r.own = true;
+        m.usual_per_s = MedianD(rates);
+        m.spread_per_s = RobustSpread(rates, m.usual_per_s);
+        r.rise = m.rate_per_s - m.usual_per_s;
+        // A flat counter (no spread): any rise is a move.
+        r.z = m.spread_per_s > 0 ? r.rise / m.spread_per_s
+              : r.rise > 0       ? std::numeric_limits<double>::infinity()
+                                 : 0.0;
+        if (before != std::string::npos) r.chain.push_back(pp.Rate(before, c) - m.usual_per_s);
+        for (size_t j : over) r.chain.push_back(pp.Rate(j, c) - m.usual_per_s);
+      }
+      // Against its peers (a port slowed before its own history could tell its usual).
+      if (among_peers && pp.eligible) {
+        bool last =
+            before != std::string::npos && AbovePeers(all, pi, before, c, k, noise[ck], &scratch);
+        bool lasted = false;
+        for (size_t j : over) {
+          const bool now = AbovePeers(all, pi, j, c, k, noise[ck], &scratch);
+          lasted |= last && now;
+          last = now;
+        }
+        if (lasted) {
+          scratch.clear();
+          for (size_t o = 0; o < all.size(); ++o) {
+            if (o == pi || (all[o].state->last.present & (1u << c)) == 0) continue;
+            double g = 0;
+            double dt = 0;
+            for (size_t j : over) {
+              const size_t at = all[o].EndingAt(pp.t1[j]);
+              if (at == std::string::npos) continue;
+              g += all[o].grown[at][ck];
+              dt += static_cast<double>(all[o].t1[at] - all[o].t0[at]) / 1e9;
+            }
+            if (dt > 0) scratch.push_back(g / dt);
+          }
+          if (scratch.size() >= 2) {
+            r.peers_usual = MedianD(scratch);
+            r.peers_spread = std::max(RobustSpread(scratch, r.peers_usual), noise[ck]);
+            r.above_peers = r.peers_spread > 0 && m.rate_per_s - r.peers_usual > k * r.peers_spread;
+          }
+        }
+      }
+      if (!r.own && !r.above_peers) continue;
+      r.move = std::move(m);
       rises.push_back(std::move(r));
     }
     if (down && pp.eligible) {
@@ -409,32 +479,41 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
   // ports are the communicator's own, also well above the rises of the node's other ports over the
   // same span: a port the communicator may not use, or every port moving alike, does not single one
   // out ("well above": by k of the larger of that scale and the spread of the other ports' rises).
+  // Or, for a port among its peers until lately, when it stood above them in two consecutive polls
+  // and over the span (too few polls of its own may be clean to tell its usual).
   std::vector<double> others;
   std::vector<double> spreads;
   for (size_t i = 0; i < rises.size(); ++i) {
     Rise& r = rises[i];
-    if (!r.eligible || !(r.z > k)) continue;
-    others.clear();
-    spreads.clear();
-    for (size_t j = 0; j < rises.size(); ++j) {
-      if (rises[j].counter != r.counter) continue;
-      spreads.push_back(rises[j].move.spread_per_s);
-      if (j != i) others.push_back(rises[j].rise);
+    if (!r.eligible) continue;
+    bool own_ok = r.own && r.z > k;
+    if (own_ok) {
+      others.clear();
+      spreads.clear();
+      for (size_t j = 0; j < rises.size(); ++j) {
+        if (rises[j].counter != r.counter || !rises[j].own) continue;
+        spreads.push_back(rises[j].move.spread_per_s);
+        if (j != i) others.push_back(rises[j].rise);
+      }
+      double scale = std::max(r.move.spread_per_s, MedianD(spreads));
+      // Far above (counter_lone_poll_factor): not chance even on one poll.
+      bool lasted = r.rise > p.counter_lone_poll_factor * scale;
+      for (size_t j = 1; j < r.chain.size() && !lasted; ++j) {
+        lasted = r.chain[j - 1] > k * scale && r.chain[j] > k * scale;
+      }
+      own_ok = r.rise > k * scale && lasted;
+      if (own_ok && !mapped && !others.empty()) {
+        const double median = MedianD(others);
+        scale = std::max(scale, RobustSpread(others, median));
+        own_ok = r.rise - median > k * scale;
+      }
     }
-    double scale = std::max(r.move.spread_per_s, MedianD(spreads));
-    if (!(r.rise > k * scale)) continue;
-    // Far above (counter_lone_poll_factor): not chance even on one poll.
-    bool lasted = r.rise > p.counter_lone_poll_factor * scale;
-    for (size_t j = 1; j < r.chain.size() && !lasted; ++j) {
-      lasted = r.chain[j - 1] > k * scale && r.chain[j] > k * scale;
+    if (!own_ok && r.above_peers) {
+      // Named against its peers: their figures over the span are its usual.
+      r.move.usual_per_s = r.peers_usual;
+      r.move.spread_per_s = r.peers_spread;
     }
-    if (!lasted) continue;
-    if (!mapped && !others.empty()) {
-      const double median = MedianD(others);
-      scale = std::max(scale, RobustSpread(others, median));
-      if (!(r.rise - median > k * scale)) continue;
-    }
-    out.push_back(std::move(r.move));
+    if (own_ok || r.above_peers) out.push_back(std::move(r.move));
   }
   return out;
 }

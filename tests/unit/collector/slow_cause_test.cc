@@ -571,6 +571,34 @@ TEST(SlowCauseTest, APortSlowSoonAfterPollingBeganIsNamed) {
   EXPECT_LT(s->nics[0].usual_per_s, 15000);  // its pace before it slowed (10000 a second)
 }
 
+// A port slowed before its own history could tell its usual (6 polls of it before, too few for
+// its own usual and spread): it stood above the node's other ports in the poll before the slow
+// span and in the span's poll, having been among them before, and is named against them.
+TEST(SlowCauseTest, APortSlowBeforeItsHistoryCouldTellIsNamedAgainstItsPeers) {
+  SlowCause sc;
+  Node node(1, 16);
+  NoisyPorts nics(8, 10000);
+  nics.Poll(0);
+  int64_t t = kS / 10;
+  for (int p = 1; p <= 7; ++p) {
+    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+    nics.Poll(p * 5 * kS, p == 7 ? std::vector<std::pair<int, double>>{{3, 25000}}
+                                 : std::vector<std::pair<int, double>>{});
+  }
+  for (; t < 36 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
+  for (; t < 40 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+  nics.Poll(40 * kS, {{3, 25000}});
+  sc.Settle(nics.state, 40 * kS);
+  const SlowSpan* s = sc.LastSettled(kComm);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
+  ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
+  EXPECT_EQ(s->nics[0].device, "mlx5_3");
+  // Its usual: the other ports' median rate over the span (about 10000 a second).
+  EXPECT_LT(s->nics[0].usual_per_s, 15000);
+  EXPECT_GT(s->nics[0].spread_per_s, 0);
+}
+
 // Without knowing the communicator's ports, a movement of every port alike (here each at 4x its
 // usual) does not single one out: not the network of this communicator.
 TEST(SlowCauseTest, EveryPortRisingAlikeNamesNone) {
