@@ -13,9 +13,10 @@
 // standard deviations (NIC counters are noisy: a multiple of a short median is not evidence), in
 // two consecutive polls unless far above (one poll's rise is chance, many ports and spans over),
 // and, when sentineld cannot tell which ports the communicator uses, also above the node's other
-// ports by as many (errors and link-down: any growth); a link when its mean completion latency over
-// the window is a multiple of its own earlier mean or of the other links' mean over the same
-// window.
+// ports by as many; or, for a port slowed before its own history could tell its usual, above the
+// node's other ports in two consecutive polls (errors and link-down: any growth); a link when its
+// mean completion latency over the window is a multiple of its own earlier mean or of the other
+// links' mean over the same window.
 //
 // Which ports and links count: none for a communicator whose ranks are all on this node (its
 // transfers do not leave the node); for one with ranks elsewhere, the ports of the net-plugin
