@@ -223,6 +223,50 @@ std::vector<LinkMove> LinkLatencyHistory::Moves(int64_t start_ns, int64_t end_ns
 
 // ---- NIC ports --------------------------------------------------------------------------------
 
+namespace {
+
+// One port's kept polls as intervals: interval j runs from the poll before to poll j, with each
+// counter's growth over it.
+struct PortPolls {
+  const std::string* device = nullptr;
+  int port = 0;
+  const NicPortState* state = nullptr;
+  bool eligible = true;  // may be named (every port's figures still tell the node's usual)
+  std::vector<int64_t> t0;
+  std::vector<int64_t> t1;
+  std::vector<std::array<double, kNicCounterCount>> grown;
+
+  double Rate(size_t j, int c) const {
+    return grown[j][static_cast<size_t>(c)] / (static_cast<double>(t1[j] - t0[j]) / 1e9);
+  }
+  // The interval that ends at `end` (the node polls its ports together), or npos.
+  size_t EndingAt(int64_t end) const {
+    const auto it = std::lower_bound(t1.begin(), t1.end(), end);
+    return it != t1.end() && *it == end ? static_cast<size_t>(it - t1.begin()) : std::string::npos;
+  }
+};
+
+// True when `port`'s rate of counter `c` in its interval `j` stands above the node's other ports'
+// rates over the same poll by k of the larger of their spread and `noise` (the node's usual noise
+// of that counter: a handful of ports' rates on one poll can agree far more closely than the
+// ports are steady); at least two other ports with that counter.
+bool AbovePeers(const std::vector<PortPolls>& all, size_t port, size_t j, int c, double k,
+                double noise, std::vector<double>* scratch) {
+  const PortPolls& me = all[port];
+  scratch->clear();
+  for (size_t o = 0; o < all.size(); ++o) {
+    if (o == port || (all[o].state->last.present & (1u << c)) == 0) continue;
+    const size_t at = all[o].EndingAt(me.t1[j]);
+    if (at != std::string::npos) scratch->push_back(all[o].Rate(at, c));
+  }
+  if (scratch->size() < 2) return false;
+  const double median = MedianD(*scratch);
+  const double spread = std::max(RobustSpread(*scratch, median), noise);
+  return spread > 0 && me.Rate(j, c) - median > k * spread;
+}
+
+}  // namespace
+
 std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
                                 const SlowCauseParams& p, const std::vector<std::string>* devices) {
   // The communicator's own ports, when known and polled: only they count.
@@ -232,6 +276,48 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       mapped |= std::binary_search(devices->begin(), devices->end(), key.first);
     }
   }
+  const double k = p.counter_spread_factor;
+  std::vector<PortPolls> all;
+  all.reserve(nic.ports.size());
+  for (const auto& [key, port] : nic.ports) {
+    PortPolls& pp = all.emplace_back();
+    pp.device = &key.first;
+    pp.port = key.second;
+    pp.state = &port;
+    // Every port's rise is measured (the node's usual noise, below); only these may be named.
+    pp.eligible = !mapped || std::binary_search(devices->begin(), devices->end(), key.first);
+    const Ring<NicPoint>& h = port.history;
+    for (size_t i = 1; i < h.size(); ++i) {
+      if (h[i].mono_ns <= h[i - 1].mono_ns) continue;
+      pp.t0.push_back(h[i - 1].mono_ns);
+      pp.t1.push_back(h[i].mono_ns);
+      std::array<double, kNicCounterCount>& g = pp.grown.emplace_back();
+      for (size_t c = 0; c < g.size(); ++c) {
+        g[c] = static_cast<double>(h[i].total[c] - h[i - 1].total[c]);
+      }
+    }
+  }
+  // The node's usual noise of each rate counter: the median over its ports of the spread of
+  // their rates over their latest polls.
+  std::array<double, kNicCounterCount> noise{};
+  {
+    std::vector<double> spreads;
+    std::vector<double> r;
+    const size_t keep = static_cast<size_t>(std::max(p.counter_usual_polls, 1));
+    for (int c = 0; c < kNicCounterCount; ++c) {
+      if (!IsRateCounter(c)) continue;
+      spreads.clear();
+      for (const PortPolls& pp : all) {
+        if ((pp.state->last.present & (1u << c)) == 0 || pp.t1.size() < 2) continue;
+        r.clear();
+        for (size_t j = pp.t1.size() > keep ? pp.t1.size() - keep : 0; j < pp.t1.size(); ++j) {
+          r.push_back(pp.Rate(j, c));
+        }
+        spreads.push_back(RobustSpread(r, MedianD(r)));
+      }
+      noise[static_cast<size_t>(c)] = MedianD(spreads);
+    }
+  }
   // A rate counter's rise over the span, in its own robust standard deviations.
   struct Rise {
     NicMove move;
@@ -239,115 +325,195 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
     double rise = 0;  // rate over the span - its usual rate, per second
     double z = 0;     // rise / its spread (infinite for a flat counter that rose)
     bool eligible = true;
+    bool own = false;  // its own history gave a usual (else only the peers speak)
+    // The rise of each poll from the one before the span to its last (the one before first when
+    // there is one), for persistence.
+    std::vector<double> chain;
+    // Above the node's other ports over the span and in two consecutive polls of it (the one
+    // before counts), having been among them in most of its earlier polls; their median rate and
+    // spread over the span.
+    bool above_peers = false;
+    double peers_usual = 0;
+    double peers_spread = 0;
   };
   std::vector<Rise> rises;
   std::vector<NicMove> out;
   std::vector<double> rates;
-  for (const auto& [key, port] : nic.ports) {
-    // Every port's rise is measured (the node's usual noise, below); only these may be named.
-    const bool eligible =
-        !mapped || std::binary_search(devices->begin(), devices->end(), key.first);
-    const Ring<NicPoint>& h = port.history;
-    const size_t n = h.size();
-    // The polls overlapping the span: interval (h[i-1], h[i]) with any overlap. A span shorter
-    // than a poll falls inside one interval.
+  std::vector<double> scratch;
+  std::vector<size_t> over;   // intervals overlapping the span
+  std::vector<size_t> other;  // the rest: its usual
+  for (size_t pi = 0; pi < all.size(); ++pi) {
+    const PortPolls& pp = all[pi];
+    const NicPortState& port = *pp.state;
+    over.clear();
+    other.clear();
     std::array<double, kNicCounterCount> grown{};
     std::array<double, kNicCounterCount> attributed{};
     double overlap_s = 0;  // summed lengths of the overlapping intervals
-    bool any = false;
-    std::vector<size_t> other;  // intervals not overlapping the span (the usual)
-    for (size_t i = 1; i < n; ++i) {
-      const int64_t t0 = h[i - 1].mono_ns;
-      const int64_t t1 = h[i].mono_ns;
-      if (t1 <= t0) continue;
+    for (size_t j = 0; j < pp.t1.size(); ++j) {
+      const int64_t t0 = pp.t0[j];
+      const int64_t t1 = pp.t1[j];
       const int64_t lo = std::max(t0, start_ns);
       const int64_t hi = std::min(t1, end_ns);
       // A span of zero length still sits in the interval that contains it.
       const bool overlaps = hi > lo || (start_ns == end_ns && start_ns > t0 && start_ns <= t1);
       if (!overlaps) {
-        other.push_back(i);
+        other.push_back(j);
         continue;
       }
-      any = true;
+      over.push_back(j);
       const double share =
           hi > lo ? static_cast<double>(hi - lo) / static_cast<double>(t1 - t0) : 0.0;
       overlap_s += static_cast<double>(t1 - t0) / 1e9;
-      for (int c = 0; c < kNicCounterCount; ++c) {
-        const size_t k = static_cast<size_t>(c);
-        const double d = static_cast<double>(h[i].total[k] - h[i - 1].total[k]);
-        grown[k] += d;
-        attributed[k] += d * share;
+      for (size_t c = 0; c < grown.size(); ++c) {
+        grown[c] += pp.grown[j][c];
+        attributed[c] += pp.grown[j][c] * share;
       }
     }
+    const bool any = !over.empty();
+    // The poll just before the span: the first of the two a lasting rise may show in.
+    const size_t before = any && over.front() > 0 ? over.front() - 1 : std::string::npos;
     const bool down = !port.last.active && port.last_seen_mono_ns >= start_ns;
     if (!any && !down) continue;
     for (int c = 0; c < kNicCounterCount && any; ++c) {
-      const size_t k = static_cast<size_t>(c);
+      const size_t ck = static_cast<size_t>(c);
       if ((port.last.present & (1u << c)) == 0) continue;
       NicMove m;
-      m.device = key.first;
-      m.port = key.second;
+      m.device = *pp.device;
+      m.port = pp.port;
       m.counter = NicCounterName(c);
-      m.delta = attributed[k] > 0 ? attributed[k] : grown[k];
-      m.rate_per_s = overlap_s > 0 ? grown[k] / overlap_s : 0;
+      m.delta = attributed[ck] > 0 ? attributed[ck] : grown[ck];
+      m.rate_per_s = overlap_s > 0 ? grown[ck] / overlap_s : 0;
       if (NicCounterIsError(c) || c == kNicLinkDowned) {
-        if (grown[k] > 0 && eligible) out.push_back(std::move(m));  // any growth
+        if (grown[ck] > 0 && pp.eligible) out.push_back(std::move(m));  // any growth
         continue;
       }
-      if (!IsRateCounter(c) || other.size() < static_cast<size_t>(p.counter_min_polls)) continue;
-      // Its usual: the median rate over its most recent other polls, and their spread.
-      rates.clear();
+      if (!IsRateCounter(c)) continue;
+      // Its usual: the median rate over its most recent other polls, and their spread. Polls in
+      // which it stood above the node's other ports are left out while they are a minority and
+      // at least half counter_min_polls are left ("among its peers"): a port slowed soon after
+      // its polling began must not have its slow polls as its usual (a port above its peers most
+      // of the time is simply busier, and its own history speaks).
       const size_t keep = static_cast<size_t>(std::max(p.counter_usual_polls, 1));
-      for (size_t j = other.size() > keep ? other.size() - keep : 0; j < other.size(); ++j) {
-        const size_t i = other[j];
-        const double dt = static_cast<double>(h[i].mono_ns - h[i - 1].mono_ns) / 1e9;
-        rates.push_back(static_cast<double>(h[i].total[k] - h[i - 1].total[k]) / dt);
+      const size_t from = other.size() > keep ? other.size() - keep : 0;
+      rates.clear();
+      size_t raised = 0;
+      for (size_t x = from; x < other.size(); ++x) {
+        if (AbovePeers(all, pi, other[x], c, k, noise[ck], &scratch)) {
+          ++raised;
+        } else {
+          rates.push_back(pp.Rate(other[x], c));
+        }
       }
-      m.usual_per_s = MedianD(rates);
-      m.spread_per_s = RobustSpread(rates, m.usual_per_s);
-      const double rise = m.rate_per_s - m.usual_per_s;
-      // A flat counter (no spread): any rise is a move.
-      const double z = m.spread_per_s > 0 ? rise / m.spread_per_s
-                       : rise > 0         ? std::numeric_limits<double>::infinity()
-                                          : 0.0;
-      rises.push_back({std::move(m), c, rise, z, eligible});
+      const size_t earlier = other.size() - from;
+      const bool among_peers =
+          2 * raised < earlier && earlier - raised >= static_cast<size_t>(p.counter_min_polls / 2);
+      if (!among_peers) {
+        rates.clear();
+        for (size_t x = from; x < other.size(); ++x) rates.push_back(pp.Rate(other[x], c));
+      }
+      Rise r;
+      r.counter = c;
+      r.eligible = pp.eligible;
+      if (rates.size() >= static_cast<size_t>(p.counter_min_polls)) {
+        r.own = true;
+        m.usual_per_s = MedianD(rates);
+        m.spread_per_s = RobustSpread(rates, m.usual_per_s);
+        r.rise = m.rate_per_s - m.usual_per_s;
+        // A flat counter (no spread): any rise is a move.
+        r.z = m.spread_per_s > 0 ? r.rise / m.spread_per_s
+              : r.rise > 0       ? std::numeric_limits<double>::infinity()
+                                 : 0.0;
+        if (before != std::string::npos) r.chain.push_back(pp.Rate(before, c) - m.usual_per_s);
+        for (size_t j : over) r.chain.push_back(pp.Rate(j, c) - m.usual_per_s);
+      }
+      // Against its peers (a port slowed before its own history could tell its usual).
+      if (among_peers && pp.eligible) {
+        bool last =
+            before != std::string::npos && AbovePeers(all, pi, before, c, k, noise[ck], &scratch);
+        bool lasted = false;
+        for (size_t j : over) {
+          const bool now = AbovePeers(all, pi, j, c, k, noise[ck], &scratch);
+          lasted |= last && now;
+          last = now;
+        }
+        if (lasted) {
+          scratch.clear();
+          for (size_t o = 0; o < all.size(); ++o) {
+            if (o == pi || (all[o].state->last.present & (1u << c)) == 0) continue;
+            double g = 0;
+            double dt = 0;
+            for (size_t j : over) {
+              const size_t at = all[o].EndingAt(pp.t1[j]);
+              if (at == std::string::npos) continue;
+              g += all[o].grown[at][ck];
+              dt += static_cast<double>(all[o].t1[at] - all[o].t0[at]) / 1e9;
+            }
+            if (dt > 0) scratch.push_back(g / dt);
+          }
+          if (scratch.size() >= 2) {
+            r.peers_usual = MedianD(scratch);
+            r.peers_spread = std::max(RobustSpread(scratch, r.peers_usual), noise[ck]);
+            r.above_peers = r.peers_spread > 0 && m.rate_per_s - r.peers_usual > k * r.peers_spread;
+          }
+        }
+      }
+      if (!r.own && !r.above_peers) continue;
+      r.move = std::move(m);
+      rises.push_back(std::move(r));
     }
-    if (down && eligible) {
+    if (down && pp.eligible) {
       NicMove m;
-      m.device = key.first;
-      m.port = key.second;
+      m.device = *pp.device;
+      m.port = pp.port;
       m.counter = "state";
       out.push_back(std::move(m));
     }
   }
   // A rise counts when it is well above the counter's usual: by k of the larger of the port's own
   // spread and the median spread of the node's ports with that counter (a dozen polls of one port
-  // can look far steadier than the port is; the node's ports together tell its usual noise). And,
-  // unless the ports are the communicator's own, also well above the rises of the node's other
-  // ports over the same span: a port the communicator may not use, or every port moving alike,
-  // does not single one out ("well above": by k of the larger of that scale and the spread of the
-  // other ports' rises).
-  const double k = p.counter_spread_factor;
+  // can look far steadier than the port is; the node's ports together tell its usual noise). It
+  // must last: two consecutive polls, from the one before the span to its last, each above the
+  // usual by as much (one poll's rise is what noisy counters give by chance, many ports and many
+  // spans over; a slower link stays slower), unless it is far above on its own. And, unless the
+  // ports are the communicator's own, also well above the rises of the node's other ports over the
+  // same span: a port the communicator may not use, or every port moving alike, does not single one
+  // out ("well above": by k of the larger of that scale and the spread of the other ports' rises).
+  // Or, for a port among its peers until lately, when it stood above them in two consecutive polls
+  // and over the span (too few polls of its own may be clean to tell its usual).
   std::vector<double> others;
   std::vector<double> spreads;
   for (size_t i = 0; i < rises.size(); ++i) {
     Rise& r = rises[i];
-    if (!r.eligible || !(r.z > k)) continue;
-    others.clear();
-    spreads.clear();
-    for (size_t j = 0; j < rises.size(); ++j) {
-      if (rises[j].counter != r.counter) continue;
-      spreads.push_back(rises[j].move.spread_per_s);
-      if (j != i) others.push_back(rises[j].rise);
+    if (!r.eligible) continue;
+    bool own_ok = r.own && r.z > k;
+    if (own_ok) {
+      others.clear();
+      spreads.clear();
+      for (size_t j = 0; j < rises.size(); ++j) {
+        if (rises[j].counter != r.counter || !rises[j].own) continue;
+        spreads.push_back(rises[j].move.spread_per_s);
+        if (j != i) others.push_back(rises[j].rise);
+      }
+      double scale = std::max(r.move.spread_per_s, MedianD(spreads));
+      // Far above (counter_lone_poll_factor): not chance even on one poll.
+      bool lasted = r.rise > p.counter_lone_poll_factor * scale;
+      for (size_t j = 1; j < r.chain.size() && !lasted; ++j) {
+        lasted = r.chain[j - 1] > k * scale && r.chain[j] > k * scale;
+      }
+      own_ok = r.rise > k * scale && lasted;
+      if (own_ok && !mapped && !others.empty()) {
+        const double median = MedianD(others);
+        scale = std::max(scale, RobustSpread(others, median));
+        own_ok = r.rise - median > k * scale;
+      }
     }
-    double scale = std::max(r.move.spread_per_s, MedianD(spreads));
-    if (!(r.rise > k * scale)) continue;
-    if (!mapped && !others.empty()) {
-      const double median = MedianD(others);
-      scale = std::max(scale, RobustSpread(others, median));
-      if (!(r.rise - median > k * scale)) continue;
+    if (!own_ok && r.above_peers) {
+      // Named against its peers: their figures over the span are its usual.
+      r.move.usual_per_s = r.peers_usual;
+      r.move.spread_per_s = r.peers_spread;
     }
-    out.push_back(std::move(r.move));
+    if (own_ok || r.above_peers) out.push_back(std::move(r.move));
   }
   return out;
 }

@@ -10,10 +10,13 @@
 // Every threshold is relative: a share of the usual duration and a multiple of the
 // communicator's own spread (median absolute deviation) for the window; a rate counter "moved"
 // when its rate over the window stands above its own usual rate by several of its own robust
-// standard deviations (NIC counters are noisy: a multiple of a short median is not evidence), and,
-// when sentineld cannot tell which ports the communicator uses, also above the node's other ports
-// by as many (errors and link-down: any growth); a link when its mean completion latency over the
-// window is a multiple of its own earlier mean or of the other links' mean over the same window.
+// standard deviations (NIC counters are noisy: a multiple of a short median is not evidence), in
+// two consecutive polls unless far above (one poll's rise is chance, many ports and spans over),
+// and, when sentineld cannot tell which ports the communicator uses, also above the node's other
+// ports by as many; or, for a port slowed before its own history could tell its usual, above the
+// node's other ports in two consecutive polls (errors and link-down: any growth); a link when its
+// mean completion latency over the window is a multiple of its own earlier mean or of the other
+// links' mean over the same window.
 //
 // Which ports and links count: none for a communicator whose ranks are all on this node (its
 // transfers do not leave the node); for one with ranks elsewhere, the ports of the net-plugin
@@ -60,12 +63,21 @@ struct SlowCauseParams {
   int min_history = 16;  // windows of that (function, size bucket) learned before any is judged
   int history = 64;      // kept per (function, size bucket): the usual is their median
   // A NIC rate counter (port_xmit_wait, congestion notifications) moved when its rate over the
-  // overlapping polls exceeds its median rate over its other kept polls by this many of their
-  // robust standard deviations (1.4826 x MAD; when the MAD is 0 but the rates vary, 1.2533 x
-  // their mean absolute deviation from the median; 0 for a flat counter, where any rise counts),
+  // overlapping polls exceeds its median rate over its other kept polls (less those in which it
+  // stood this many spreads above the node's other ports, while they are a minority: a port slowed
+  // soon after polling began) by this many of their robust standard deviations (the larger of
+  // 1.4826 x MAD and 1.2533 x their mean absolute deviation from the median; 0 for a flat counter,
+  // where any rise counts), or, for a port among the others until lately, when it exceeds their
+  // median rate by as many of their spread (at least the node's usual noise) over the span and
+  // in two consecutive polls,
   // and, when the communicator's ports are not known, that excess (in those deviations) also
   // exceeds the median excess of the node's other ports with that counter by as many.
   double counter_spread_factor = 3.0;
+  // That excess must last: two consecutive polls, from the one just before the span to its last,
+  // each above the usual by as many deviations; one poll is enough only when the span's excess is
+  // above this many. Noisy counters give a rise of three deviations on one poll by chance when
+  // many ports are judged for many spans; a slower link stays slower.
+  double counter_lone_poll_factor = 6.0;
   int counter_min_polls = 8;      // other polls needed for a usual rate and its spread
   int counter_usual_polls = 120;  // the most recent other polls the usual is taken over
   // A link moved when its mean latency over the window exceeds this multiple of its own earlier
@@ -224,7 +236,9 @@ class LinkLatencyHistory {
 // The NIC ports whose counters moved over [start_ns, end_ns] (their kept poll history).
 // `devices`: the devices the communicator's transfers use; when one of them is a polled port,
 // only their ports count, judged against their own history. Otherwise (null, empty, or none
-// polled) every port counts, and a rate counter must also stand out from the other ports'.
+// polled) every port counts, and a rate counter must also stand out from the other ports'. A rate
+// counter's rise must last two consecutive polls (the one before the span counts) unless it is
+// above SlowCauseParams::counter_lone_poll_factor deviations.
 std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
                                 const SlowCauseParams& p,
                                 const std::vector<std::string>* devices = nullptr);
