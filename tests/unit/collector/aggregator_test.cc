@@ -79,8 +79,11 @@ class AggregatorTest : public ::testing::Test {
     return c;
   }
 
+  // These jobs are a few hundred collectives long: the straggler cases judge the CUSUM's own speed
+  // and text, so the persistence in time (straggler-evidence, a loaded host's time scale) is off
+  // here; ThePersistenceInTimeHoldsAShortStepStragglerForTwoSeconds checks the default.
   FakeClock clock_;
-  Config config_;
+  Config config_ = testing::ConfigWithoutPersistence();
   std::unique_ptr<Aggregator> agg_;
 };
 
@@ -215,6 +218,26 @@ TEST_F(AggregatorTest, SixRanksThreeMsComputeThirtyPercentSlowIsFound) {
   EXPECT_EQ(alerts[0].severity, AlertSeverity::kCritical);
   EXPECT_EQ(alerts[0].evidence["pattern"], "degraded");
   EXPECT_NEAR(alerts[0].evidence["relative_excess"].get<double>(), 0.30, 0.06);
+}
+
+// The default persistence: a rank 30 % late at 3 ms of compute (under half its compute, as ranks
+// taking turns on a loaded host can be) is named once its late run spans 2 s of compute, not at
+// the CUSUM's first crossing (within 60 steps above).
+TEST_F(AggregatorTest, ThePersistenceInTimeHoldsAShortStepStragglerForTwoSeconds) {
+  config_ = Config();
+  Connect(6);
+  int64_t fired_at = -1;
+  const std::string id = "straggler-" + CommLabel(kComm) + "-r4";
+  Run(Model(6, {3 * kMs}, 0.03), {{4, 0.30, 200, -1}}, 1400, [&](int64_t step) {
+    if (fired_at < 0 && Find(id) != nullptr) fired_at = step;
+  });
+  // 2 s of compute at 3 ms (plus the 30 %: the segment the detector sums is the peers') is 667
+  // steps; the CUSUM's own crossing comes within the first 60 of them.
+  EXPECT_GE(fired_at, 200 + 600) << "held for 2 s of compute";
+  EXPECT_LE(fired_at, 200 + 900);
+  const auto alerts = Alerts();
+  ASSERT_EQ(alerts.size(), 1u);
+  EXPECT_EQ(alerts[0].ranks, std::vector<int>{4});
 }
 
 TEST_F(AggregatorTest, RankLateOnlyAtTheFirstCollectiveOfEachStepIsFound) {

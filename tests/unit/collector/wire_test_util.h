@@ -22,6 +22,14 @@
 namespace sentinel::testing {
 
 // CLOCK_MONOTONIC in ns, the clock the plugin stamps records with.
+// sentineld's defaults without the straggler's persistence in time (straggler-evidence 0, an
+// explicit test option): for short synthetic jobs whose straggler is judged by the CUSUM alone.
+inline collector::Config ConfigWithoutPersistence() {
+  collector::Config c;
+  c.straggler_evidence_ns = 0;
+  return c;
+}
+
 inline int64_t MonoNow() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
