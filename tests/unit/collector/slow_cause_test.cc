@@ -545,25 +545,33 @@ TEST(SlowCauseTest, AModestRiseOnOnePollIsNotNamedUntilItLasts) {
   EXPECT_LT(z, SlowCauseParams{}.counter_lone_poll_factor);
 }
 
+// `polls` polls 5 s apart over quiet windows of 8 noisy ports, port 3 holding sends back 25000 a
+// second more from poll `slow_from` on; then a 1 s span of slower collectives and the poll after
+// it. Returns the communicator's settled span.
+const SlowSpan* SlowPortAfterPolls(SlowCause* sc, int polls, int slow_from) {
+  Node node(1, 16);
+  NoisyPorts nics(8, 10000);
+  nics.Poll(0);
+  int64_t t = kS / 10;
+  for (int p = 1; p <= polls; ++p) {
+    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+    nics.Poll(p * 5 * kS, p >= slow_from ? std::vector<std::pair<int, double>>{{3, 25000}}
+                                         : std::vector<std::pair<int, double>>{});
+  }
+  const int64_t end = (polls + 1) * 5 * kS;
+  for (; t < polls * 5 * kS + kS; t += 100 * kMs) node.Window(sc, t, 3 * kMs);
+  for (; t < end; t += 100 * kMs) node.Window(sc, t, 2 * kMs + (t / kMs % 3) * 10000);
+  nics.Poll(end, {{3, 25000}});
+  sc->Settle(nics.state, end);
+  return sc->LastSettled(kComm);
+}
+
 // A port that slowed soon after sentineld began polling it: its slow polls must not become its
 // usual. Here 5 of its 14 earlier polls were already held back (3.5x its pace); the polls in
 // which it stood above the node's other ports are left out of its usual, and it is named.
 TEST(SlowCauseTest, APortSlowSoonAfterPollingBeganIsNamed) {
   SlowCause sc;
-  Node node(1, 16);
-  NoisyPorts nics(8, 10000);
-  nics.Poll(0);
-  int64_t t = kS / 10;
-  for (int p = 1; p <= 14; ++p) {
-    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
-    nics.Poll(p * 5 * kS, p > 9 ? std::vector<std::pair<int, double>>{{3, 25000}}
-                                : std::vector<std::pair<int, double>>{});
-  }
-  for (; t < 71 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
-  for (; t < 75 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
-  nics.Poll(75 * kS, {{3, 25000}});
-  sc.Settle(nics.state, 75 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = SlowPortAfterPolls(&sc, 14, 10);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
   ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
@@ -576,20 +584,7 @@ TEST(SlowCauseTest, APortSlowSoonAfterPollingBeganIsNamed) {
 // span and in the span's poll, having been among them before, and is named against them.
 TEST(SlowCauseTest, APortSlowBeforeItsHistoryCouldTellIsNamedAgainstItsPeers) {
   SlowCause sc;
-  Node node(1, 16);
-  NoisyPorts nics(8, 10000);
-  nics.Poll(0);
-  int64_t t = kS / 10;
-  for (int p = 1; p <= 7; ++p) {
-    for (; t < p * 5 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
-    nics.Poll(p * 5 * kS, p == 7 ? std::vector<std::pair<int, double>>{{3, 25000}}
-                                 : std::vector<std::pair<int, double>>{});
-  }
-  for (; t < 36 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
-  for (; t < 40 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
-  nics.Poll(40 * kS, {{3, 25000}});
-  sc.Settle(nics.state, 40 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = SlowPortAfterPolls(&sc, 7, 7);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
   ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
