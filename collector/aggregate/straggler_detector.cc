@@ -124,11 +124,12 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       std::min(std::max(params_.clip_sigmas * std::sqrt(var_), s / 2), h / params_.persist);
   // The block sums add each rank's excess over the other ranks' median (not the peer-centred score:
   // a straggler would shift every other rank's score by its excess / (n - 1)), clipped at the
-  // ordinary scale (the usual segment, not this
-  // collective's: a whole-job pause makes every segment seconds long, and its arrival spread would
-  // otherwise widen the threshold that then widens the clip).
-  const double block_clip = std::min(clip, std::max(params_.clip_sigmas * std::sqrt(var_),
-                                                    std::max(seg_, params_.floor_ns * 1.0) / 2));
+  // ordinary scale (the usual segment, not this collective's: a whole-job pause makes every
+  // segment seconds long, and its arrival spread would otherwise widen the threshold that then
+  // widens the clip).
+  const double block_clip =
+      std::min(clip, std::max(params_.clip_sigmas * std::sqrt(var_),
+                              std::max(seg_, static_cast<double>(params_.floor_ns)) / 2));
   // Delays are one-sided (scheduling, page faults, interrupts), so under noise alone a rank's
   // excess over the peers' median has a positive mean (mean > median of a right-skewed delay) that
   // can exceed the drift k*s on a loaded machine. The score is the clipped excess minus the mean
