@@ -183,13 +183,48 @@ namespace {
 // the slot's first line (GroupApi: and its recovery line) instead of four lines that a FIFO reuse
 // of a large pool finds cold.
 
-Slot* StartGroupApi(Context* ctx, bool graph_captured, ThreadState* ts, int64_t now) {
+Slot* StartGroupApiSlot(Context* ctx, bool graph_captured, ThreadState* ts) {
   Slot* s = g->slots.Claim(Kind::kGroupApi, ts);
   if (s == nullptr) return nullptr;
-  ResetSlot(s, ctx, nullptr, 1, now);
+  ResetSlot(s, ctx, nullptr, 1, 0);  // not timed (kTimedStarts)
   s->graph_captured.store(graph_captured ? 1 : 0, std::memory_order_relaxed);
   ResetGroupRecovery(s);
   return s;
+}
+
+// ---- the open group (thread_state.h, OpenGroup) -------------------------------------------------
+// Its handle is the address of the thread's OpenGroup plus 2: slots are 64-byte aligned and
+// KernelCh handles odd, so bit 1 alone marks it, and AsSlot rejects it wherever else it goes.
+inline bool IsOpenGroupHandle(const void* handle) {
+  return (reinterpret_cast<uintptr_t>(handle) & 3) == 2;
+}
+inline void* OpenGroupHandle(ThreadState* ts) { return reinterpret_cast<char*>(&ts->group) + 2; }
+
+// The calling thread's open group that `handle` names, or null (counted as stale): another
+// thread's, or one already stopped.
+OpenGroup* OpenGroupOf(const void* handle, ThreadState* ts) {
+  if (handle == OpenGroupHandle(ts) && ts->group.open) return &ts->group;
+  ts->Add(kCtrStaleHandles);
+  return nullptr;
+}
+
+// A GroupApi start: the thread's open group; a slot on the overflow state, which several threads
+// share.
+void* StartGroupApi(Context* ctx, bool graph_captured, ThreadState* ts) {
+  if (ts->shared) return StartGroupApiSlot(ctx, graph_captured, ts);
+  // A group still open here was failed by NCCL before its stop; its slot, if it had one, stays
+  // live as a slot NCCL never stops would.
+  ts->group = OpenGroup{ctx, nullptr, true, graph_captured, false};
+  return OpenGroupHandle(ts);
+}
+
+// The group's slot, made at its first P2pApi piece from what the open group noted so far.
+Slot* OpenGroupSlot(OpenGroup* og, ThreadState* ts) {
+  if (og->slot == nullptr) {
+    og->slot = StartGroupApiSlot(og->ctx, og->graph_captured, ts);
+    if (og->slot != nullptr && og->has_coll) NoteCollApiPiece(og->slot);
+  }
+  return og->slot;
 }
 
 // What an API child's start reads of its descriptor (CoreStartCollApi passes NCCL's fields
@@ -208,7 +243,17 @@ struct ApiDesc {
 // a TryRef at its start and an Unref at its stop were two locked instructions per collective. A
 // group already finished (count 0) is not marked, as TryRef would have refused it.
 Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
-  Slot* grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
+  Slot* grp = nullptr;
+  if (IsOpenGroupHandle(d.parent)) {
+    OpenGroup* og = OpenGroupOf(d.parent, ts);
+    if (og != nullptr && og->slot == nullptr && k == Kind::kCollApi) {
+      og->has_coll = true;  // the usual case: a collective's group, with no slot
+    } else if (og != nullptr) {
+      grp = OpenGroupSlot(og, ts);
+    }
+  } else {
+    grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
+  }
   if (k == Kind::kCollApi) {
     if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
       NoteCollApiPiece(grp);
@@ -650,7 +695,7 @@ void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexce
   CallbackMeter meter(ts);
   Context* ctx = StartContext(context, ts);
   if (ctx == nullptr) return;
-  *handle = StartGroupApi(ctx, graph_captured, ts, 0);  // not timed (kTimedStarts)
+  *handle = StartGroupApi(ctx, graph_captured, ts);
 }
 
 void CoreStartCollApi(void* context, void** handle, void* parent, const char* func,
@@ -695,8 +740,8 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
   Slot* s = nullptr;
   switch (d.type) {
     case kSentinelProfileGroupApi:
-      s = StartGroupApi(ctx, d.graph_captured, ts, now);
-      break;
+      *handle = StartGroupApi(ctx, d.graph_captured, ts);
+      return;
     case kSentinelProfileCollApi:
       s = StartApiChild(Kind::kCollApi, ctx,
                         {d.parent, d.func, d.datatype, d.count, d.graph_captured}, ts, now);
@@ -768,7 +813,16 @@ void CoreStopEvent(void* handle) noexcept {
     return;
   }
   CallbackMeter meter(ts);
-  Slot* s = g->slots.AsSlot(handle);
+  Slot* s = nullptr;
+  if (IsOpenGroupHandle(handle)) {
+    OpenGroup* og = OpenGroupOf(handle, ts);
+    if (og == nullptr) return;
+    s = og->slot;
+    *og = OpenGroup{};
+    if (s == nullptr) return;  // a group without P2pApi pieces: nothing to recover or release
+  } else {
+    s = g->slots.AsSlot(handle);
+  }
   if (s == nullptr || s->state.load(std::memory_order_acquire) != SlotState::kLive) {
     ts->Add(kCtrStaleHandles);
     return;
@@ -826,6 +880,11 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
     return;
   }
   CallbackMeter meter(ts);
+  if (IsOpenGroupHandle(handle)) {  // GroupEndApiStart (24) on the thread's open group
+    OpenGroup* og = OpenGroupOf(handle, ts);
+    if (og == nullptr || og->slot == nullptr) return;  // no P2pApi piece: nothing to recover
+    handle = og->slot;
+  }
   Slot* s = g->slots.AsSlot(handle);
   if (s == nullptr || s->state.load(std::memory_order_acquire) != SlotState::kLive ||
       (s->refs.load(std::memory_order_relaxed) & kStoppedBit) != 0) {

@@ -93,6 +93,8 @@ void ThreadStates::OnThreadExit(void* state) noexcept {
   auto* s = static_cast<ThreadState*>(state);
   if (t_thread_state == s) t_thread_state = nullptr;
   s->ReleaseClaimChunks();
+  // A group the thread left open (NCCL failed it before its stop) is not the next owner's.
+  s->group = OpenGroup{};
   // release: the drainer must see every record this thread pushed before it frees the state.
   s->use.store(2, std::memory_order_release);
 }

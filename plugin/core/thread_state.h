@@ -31,6 +31,23 @@ enum Counter : int {
 // Pool kinds a thread can hold a claim chunk for (slot_pool.h static_asserts Kind::kCount).
 inline constexpr int kMaxPoolKinds = 16;
 
+struct Context;
+struct Slot;
+
+// The GroupApi of the owning thread's open NCCL group, held here rather than in a slot until one
+// of its P2pApi pieces needs the group's function-recovery state (func_recovery.h): a group of
+// collectives alone, the default mask's every collective, then costs no slot, no lookup and no
+// reference count. NCCL runs a group on one application thread, one group at a time: its GroupApi
+// start, states 23 and 24, its CollApi/P2pApi starts and its stop (docs/nccl-facts.md "5.3 Call
+// sequences" and "5.4 Threads and concurrency"). Owner only.
+struct OpenGroup {
+  Context* ctx = nullptr;  // the group's first operation's context
+  Slot* slot = nullptr;    // the GroupApi slot, once a P2pApi piece needed one
+  bool open = false;       // between the GroupApi's start and stop
+  bool graph_captured = false;
+  bool has_coll = false;  // a CollApi piece started before the slot existed (NoteCollApiPiece)
+};
+
 // Pool indices [next, end) of a claim chunk not yet looked at.
 struct ClaimRange {
   uint32_t next;
@@ -47,6 +64,7 @@ struct ThreadState {
   ClaimRange claims[kMaxPoolKinds] = {};
   std::atomic<uint32_t>* chunk_owner[kMaxPoolKinds] = {};
   RecordRing ring;
+  OpenGroup group;  // owner only, never used by the shared state
   // Own cache line: written by the owner on every callback, summed by the drainer; keeping it off
   // the ring's tail_ line (written by the drainer) avoids false sharing.
   alignas(64) std::atomic<uint64_t> counters[kNumCounters] = {};

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "plugin/base/env_config.h"
@@ -304,17 +305,23 @@ TEST_F(CorePools, ExhaustedPoolDropsAndCounts) {
 // any lookup: groups of pieces that form an AlltoAll and groups that do not (a collective among
 // them) alternate over more than two wraps of the 16-slot GroupApi pool, so every slot is reused
 // after both kinds, and each group must decide afresh.
+// A GroupApi's slot is made at its first P2pApi piece (thread_state.h, OpenGroup); the pieces
+// hold it, so it is reached through their parent.
+void* StartApi(void* ctx, uint32_t type, void* parent, const char* func) {
+  EventDesc d;
+  d.type = type;
+  d.parent = parent;
+  d.func = func;
+  d.datatype = "ncclInt8";
+  d.count = 8;
+  void* h = nullptr;
+  CoreStartEvent(ctx, &h, d);
+  return h;
+}
+
 TEST_F(CorePools, GroupApiSlotsReusedAfterP2pPiecesDecideAfresh) {
   auto start = [](uint32_t type, void* parent, const char* func) {
-    EventDesc d;
-    d.type = type;
-    d.parent = parent;
-    d.func = func;
-    d.datatype = "ncclInt8";
-    d.count = 8;
-    void* h = nullptr;
-    CoreStartEvent(ctx_, &h, d);
-    return h;
+    return StartApi(ctx_, type, parent, func);
   };
   for (int i = 0; i < 40; ++i) {
     void* grp = start(kSentinelProfileGroupApi, nullptr, nullptr);
@@ -339,11 +346,80 @@ TEST_F(CorePools, GroupApiSlotsReusedAfterP2pPiecesDecideAfresh) {
     if (alltoall) {
       EXPECT_EQ(func, kSentinelFuncAlltoAll) << "group " << i;
     }
+    const Slot* grp_slot = static_cast<Slot*>(pieces.back())->parent.load();
+    ASSERT_NE(grp_slot, nullptr) << "group " << i;
     for (void* p : pieces) CoreStopEvent(p);
     CoreStopEvent(grp);
     // Freed (the pieces held it until their stops): the next wrap claims it again.
-    EXPECT_EQ(static_cast<const Slot*>(grp)->state.load(), SlotState::kFree) << "group " << i;
+    EXPECT_EQ(grp_slot->state.load(), SlotState::kFree) << "group " << i;
   }
+}
+
+// The default mask's every collective comes in a group of its own: such a group takes no GroupApi
+// slot. Shown with the 16-slot GroupApi pool held whole by groups whose P2pApi pieces are still
+// open: a group of collectives starts, states and stops without a drop or a stale handle, and a
+// group with a P2pApi piece is the one that finds no slot.
+TEST_F(CorePools, AGroupOfCollectivesTakesNoGroupApiSlot) {
+  std::vector<void*> held_pieces;
+  for (int i = 0; i < 16; ++i) {
+    void* grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+    ASSERT_NE(grp, nullptr);
+    held_pieces.push_back(StartApi(ctx_, kSentinelProfileP2pApi, grp, "Send"));
+    ASSERT_NE(held_pieces.back(), nullptr);
+    ASSERT_NE(static_cast<Slot*>(held_pieces.back())->parent.load(), nullptr) << "group " << i;
+    CoreStopEvent(grp);  // its slot stays held by the open piece
+  }
+  const SentinelWireHeartbeat before = SnapshotCounters();
+  for (int i = 0; i < 40; ++i) {
+    void* grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+    ASSERT_NE(grp, nullptr) << "group " << i;
+    CoreRecordState(grp, kSentinelStateGroupStartApiStop, nullptr);
+    for (int c = 0; c < 3; ++c) {
+      void* coll_api = StartApi(ctx_, kSentinelProfileCollApi, grp, "AllReduce");
+      ASSERT_NE(coll_api, nullptr);
+      CoreStopEvent(coll_api);
+    }
+    CoreRecordState(grp, kSentinelStateGroupEndApiStart, nullptr);
+    CoreStopEvent(grp);
+  }
+  SentinelWireHeartbeat after = SnapshotCounters();
+  EXPECT_EQ(after.events_dropped_pool, before.events_dropped_pool);
+  EXPECT_EQ(after.stale_handles, before.stale_handles);
+
+  void* grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+  void* piece = StartApi(ctx_, kSentinelProfileP2pApi, grp, "Send");
+  ASSERT_NE(piece, nullptr);  // the piece itself has a slot of its own pool
+  EXPECT_EQ(static_cast<Slot*>(piece)->parent.load(), nullptr);
+  EXPECT_EQ(SnapshotCounters().events_dropped_pool, before.events_dropped_pool + 1);
+  CoreStopEvent(piece);
+  CoreStopEvent(grp);
+  for (void* p : held_pieces) CoreStopEvent(p);
+  EXPECT_EQ(SnapshotCounters().stale_handles, before.stale_handles);
+}
+
+// A group's handle is its thread's: a stop from another thread, or a second stop, is a stale
+// handle, counted and ignored, and the group still ends on its own thread.
+TEST_F(CorePools, AGroupHandleIsStaleOnAnotherThreadAndAfterItsStop) {
+  void* grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+  ASSERT_NE(grp, nullptr);
+  void* piece = StartApi(ctx_, kSentinelProfileP2pApi, grp, "Recv");
+  ASSERT_NE(piece, nullptr);
+  const Slot* grp_slot = static_cast<Slot*>(piece)->parent.load();
+  ASSERT_NE(grp_slot, nullptr);
+  const uint64_t stale = SnapshotCounters().stale_handles;
+  std::thread other([grp] {
+    CoreRecordState(grp, kSentinelStateGroupEndApiStart, nullptr);
+    CoreStopEvent(grp);
+  });
+  other.join();
+  EXPECT_EQ(SnapshotCounters().stale_handles, stale + 2);
+  EXPECT_EQ(grp_slot->state.load(), SlotState::kLive);
+  CoreStopEvent(piece);
+  CoreStopEvent(grp);
+  EXPECT_EQ(grp_slot->state.load(), SlotState::kFree);
+  EXPECT_EQ(SnapshotCounters().stale_handles, stale + 2);
+  CoreStopEvent(grp);  // stopped twice
+  EXPECT_EQ(SnapshotCounters().stale_handles, stale + 3);
 }
 
 }  // namespace
