@@ -56,6 +56,8 @@ double RobustSpread(const std::vector<double>& v, double median) {
   return std::max(1.4826 * mad, 1.2533 * sum / static_cast<double>(v.size()));
 }
 
+constexpr double kHalfPi = 1.5707963267948966;
+
 // The counters that speak for the network: errors and link-down on any growth, these on a rate
 // above their own usual.
 bool IsRateCounter(int c) {
@@ -325,7 +327,8 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
     double rise = 0;  // rate over the span - its usual rate, per second
     double z = 0;     // rise / its spread (infinite for a flat counter that rose)
     bool eligible = true;
-    bool own = false;  // its own history gave a usual (else only the peers speak)
+    bool own = false;        // its own history gave a usual (else only the peers speak)
+    size_t usual_polls = 0;  // the polls its usual is the median of
     // The rise of each poll from the one before the span to its last (the one before first when
     // there is one), for persistence.
     std::vector<double> chain;
@@ -417,6 +420,7 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       r.eligible = pp.eligible;
       if (rates.size() >= static_cast<size_t>(p.counter_min_polls)) {
         r.own = true;
+        r.usual_polls = rates.size();
         m.usual_per_s = MedianD(rates);
         m.spread_per_s = RobustSpread(rates, m.usual_per_s);
         r.rise = m.rate_per_s - m.usual_per_s;
@@ -470,9 +474,12 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       out.push_back(std::move(m));
     }
   }
-  // A rise counts when it is well above the counter's usual: by k of the larger of the port's own
-  // spread and the median spread of the node's ports with that counter (a dozen polls of one port
-  // can look far steadier than the port is; the node's ports together tell its usual noise). It
+  // A rise counts when it is well above the counter's usual: by k of the largest of the port's own
+  // spread, the median spread of the node's ports with that counter over their usual polls and the
+  // node's usual noise over all their polls (a dozen polls of one port, or of each port, can look
+  // far steadier than the ports are), widened by the error of a usual that is the median of n polls
+  // (its variance about pi/2n of theirs): a port judged on its first dozen polls may have had all
+  // of them low by chance, and two ordinary polls then stand three of its spreads above it. It
   // must last: two consecutive polls, from the one before the span to its last, each above the
   // usual by as much (one poll's rise is what noisy counters give by chance, many ports and many
   // spans over; a slower link stays slower), unless it is far above on its own. And, unless the
@@ -495,7 +502,10 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
         spreads.push_back(rises[j].move.spread_per_s);
         if (j != i) others.push_back(rises[j].rise);
       }
-      double scale = std::max(r.move.spread_per_s, MedianD(spreads));
+      const double n = static_cast<double>(std::max<size_t>(r.usual_polls, 1));
+      double scale =
+          std::max({r.move.spread_per_s, MedianD(spreads), noise[static_cast<size_t>(r.counter)]}) *
+          std::sqrt(1 + kHalfPi / n);
       // Far above (counter_lone_poll_factor): not chance even on one poll.
       bool lasted = r.rise > p.counter_lone_poll_factor * scale;
       for (size_t j = 1; j < r.chain.size() && !lasted; ++j) {

@@ -67,9 +67,10 @@ struct SlowCauseParams {
   // stood this many spreads above the node's other ports, while they are a minority: a port slowed
   // soon after polling began) by this many of their robust standard deviations (the larger of
   // 1.4826 x MAD and 1.2533 x their mean absolute deviation from the median; 0 for a flat counter,
-  // where any rise counts), or, for a port among the others until lately, when it exceeds their
-  // median rate by as many of their spread (at least the node's usual noise) over the span and
-  // in two consecutive polls,
+  // where any rise counts; at least the node's usual noise and its ports' median spread, widened by
+  // sqrt(1 + pi / 2n) for a usual that is the median of only n polls), or, for a port among the
+  // others until lately, when it exceeds their median rate by as many of their spread (at least
+  // the node's usual noise) over the span and in two consecutive polls,
   // and, when the communicator's ports are not known, that excess (in those deviations) also
   // exceeds the median excess of the node's other ports with that counter by as many.
   double counter_spread_factor = 3.0;
