@@ -643,6 +643,34 @@ TEST(SlowCauseTest, APortSlowBeforeItsHistoryCouldTellIsNamedAgainstItsPeers) {
   EXPECT_GT(s->nics[0].spread_per_s, 0);
 }
 
+// What NicMovesIn keeps between calls (NicPollCache) until the next poll gives what a fresh look
+// gives: for several spans after each poll, before and after a port slows (named on both ways).
+TEST(SlowCauseTest, ThePollCacheGivesWhatAFreshLookGives) {
+  NoisyPorts nics(8, 10000);
+  NicPollCache cache;
+  const SlowCauseParams params;
+  int named = 0;
+  nics.Poll(0);
+  for (int p = 1; p <= 24; ++p) {
+    nics.Poll(p * 5 * kS, p >= 14 ? std::vector<std::pair<int, double>>{{3, 25000}}
+                                  : std::vector<std::pair<int, double>>{});
+    for (const int64_t start : {p * 5 * kS - 4 * kS, p * 5 * kS - 2 * kS, p * 5 * kS - 6 * kS}) {
+      const std::vector<NicMove> fresh = NicMovesIn(nics.state, start, start + kS, params);
+      const std::vector<NicMove> kept =
+          NicMovesIn(nics.state, start, start + kS, params, nullptr, &cache);
+      ASSERT_EQ(fresh.size(), kept.size()) << "poll " << p;
+      for (size_t i = 0; i < fresh.size(); ++i) {
+        EXPECT_EQ(fresh[i].device, kept[i].device);
+        EXPECT_EQ(fresh[i].rate_per_s, kept[i].rate_per_s);
+        EXPECT_EQ(fresh[i].usual_per_s, kept[i].usual_per_s);
+        EXPECT_EQ(fresh[i].spread_per_s, kept[i].spread_per_s);
+        named += fresh[i].device == "mlx5_3" ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(named, 0);
+}
+
 // Without knowing the communicator's ports, a movement of every port alike (here each at 4x its
 // usual) does not single one out: not the network of this communicator.
 TEST(SlowCauseTest, EveryPortRisingAlikeNamesNone) {
