@@ -270,7 +270,8 @@ bool AbovePeers(const std::vector<PortPolls>& all, size_t port, size_t j, int c,
 }  // namespace
 
 std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
-                                const SlowCauseParams& p, const std::vector<std::string>* devices) {
+                                const SlowCauseParams& p, const std::vector<std::string>* devices,
+                                NicPollCache* cache) {
   // The communicator's own ports, when known and polled: only they count.
   bool mapped = false;
   if (devices != nullptr && !devices->empty()) {
@@ -299,10 +300,31 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       }
     }
   }
+  // What the polls alone tell (the node's usual noise, each poll above its peers or not) is kept
+  // until the next poll: every span settled before it asks the same.
+  NicPollCache local;
+  NicPollCache& pc = cache != nullptr ? *cache : local;
+  uint64_t signature = nic.ports.size();
+  for (const auto& [key, port] : nic.ports) {
+    const uint64_t newest =
+        port.history.size() > 0 ? static_cast<uint64_t>(port.history.Newest().mono_ns) : 0;
+    signature = signature * 1000003 + port.history.size();
+    signature = signature * 1000003 + newest;
+  }
+  const bool cached = pc.nic == &nic && pc.polls == nic.polls && pc.signature == signature &&
+                      pc.k == k && pc.usual_polls == p.counter_usual_polls;
+  if (!cached) {
+    pc.nic = &nic;
+    pc.polls = nic.polls;
+    pc.signature = signature;
+    pc.k = k;
+    pc.usual_polls = p.counter_usual_polls;
+    pc.above.assign(all.size() * kNicCounterCount, {});
+  }
   // The node's usual noise of each rate counter: the median over its ports of the spread of
   // their rates over their latest polls.
-  std::array<double, kNicCounterCount> noise{};
-  {
+  std::array<double, kNicCounterCount>& noise = pc.noise;
+  if (!cached) {
     std::vector<double> spreads;
     std::vector<double> r;
     const size_t keep = static_cast<size_t>(std::max(p.counter_usual_polls, 1));
@@ -320,6 +342,15 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       noise[static_cast<size_t>(c)] = MedianD(spreads);
     }
   }
+  std::vector<double> scratch;
+  const auto above = [&](size_t pi, size_t j, int c) {
+    std::vector<uint8_t>& f = pc.above[pi * kNicCounterCount + static_cast<size_t>(c)];
+    if (f.empty()) f.assign(all[pi].t1.size(), 0);
+    if (f[j] == 0) {
+      f[j] = AbovePeers(all, pi, j, c, k, noise[static_cast<size_t>(c)], &scratch) ? 1 : 2;
+    }
+    return f[j] == 1;
+  };
   // A rate counter's rise over the span, in its own robust standard deviations.
   struct Rise {
     NicMove move;
@@ -342,7 +373,6 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
   std::vector<Rise> rises;
   std::vector<NicMove> out;
   std::vector<double> rates;
-  std::vector<double> scratch;
   std::vector<size_t> over;   // intervals overlapping the span
   std::vector<size_t> other;  // the rest: its usual
   for (size_t pi = 0; pi < all.size(); ++pi) {
@@ -402,7 +432,7 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       rates.clear();
       size_t raised = 0;
       for (size_t x = from; x < other.size(); ++x) {
-        if (AbovePeers(all, pi, other[x], c, k, noise[ck], &scratch)) {
+        if (above(pi, other[x], c)) {
           ++raised;
         } else {
           rates.push_back(pp.Rate(other[x], c));
@@ -433,11 +463,10 @@ std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t e
       }
       // Against its peers (a port slowed before its own history could tell its usual).
       if (among_peers && pp.eligible) {
-        bool last =
-            before != std::string::npos && AbovePeers(all, pi, before, c, k, noise[ck], &scratch);
+        bool last = before != std::string::npos && above(pi, before, c);
         bool lasted = false;
         for (size_t j : over) {
-          const bool now = AbovePeers(all, pi, j, c, k, noise[ck], &scratch);
+          const bool now = above(pi, j, c);
           lasted |= last && now;
           last = now;
         }
@@ -711,7 +740,9 @@ void SlowCause::SettleSpan(Comm* c, SlowSpan* s, const NicState* nic) {
   // of those, the ports and links its local processes opened when they are known.
   if (s->transfer_ns > 0 && s->remote_ranks) {
     const std::vector<std::string> devices = links_.DevicesOf(c->pids);
-    if (nic != nullptr) s->nics = NicMovesIn(*nic, s->start_ns, s->end_ns, params_, &devices);
+    if (nic != nullptr) {
+      s->nics = NicMovesIn(*nic, s->start_ns, s->end_ns, params_, &devices, &nic_cache_);
+    }
     s->links = links_.Moves(s->start_ns, s->end_ns, params_, &c->pids);
   }
   if (s->late_ns >= s->transfer_ns) {

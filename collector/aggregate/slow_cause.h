@@ -240,9 +240,24 @@ class LinkLatencyHistory {
 // polled) every port counts, and a rate counter must also stand out from the other ports'. A rate
 // counter's rise must last two consecutive polls (the one before the span counts) unless it is
 // above SlowCauseParams::counter_lone_poll_factor deviations.
+// What NicMovesIn works out from the ports' polls alone (the node's usual noise; whether each poll
+// of each port stood above the node's other ports): the same for every span judged until the next
+// poll, so a caller that judges many keeps it between calls (linear, not ports² x polls, each).
+struct NicPollCache {
+  const NicState* nic = nullptr;
+  uint64_t polls = 0;      // NicState::polls when filled
+  uint64_t signature = 0;  // of the ports' history sizes and newest polls
+  double k = 0;
+  int usual_polls = 0;
+  std::array<double, kNicCounterCount> noise{};
+  // [port x kNicCounterCount + counter][interval]: 0 not worked out yet, 1 above its peers, 2 not.
+  std::vector<std::vector<uint8_t>> above;
+};
+
 std::vector<NicMove> NicMovesIn(const NicState& nic, int64_t start_ns, int64_t end_ns,
                                 const SlowCauseParams& p,
-                                const std::vector<std::string>* devices = nullptr);
+                                const std::vector<std::string>* devices = nullptr,
+                                NicPollCache* cache = nullptr);
 
 class SlowCause {
  public:
@@ -327,6 +342,7 @@ class SlowCause {
   size_t unsettled_ = 0;
   uint64_t evicted_ = 0;
   std::vector<WindowRank> scratch_;
+  NicPollCache nic_cache_;
 };
 inline constexpr const char* kSlowNetworkAlertPrefix = "link_degraded-slow-";
 

@@ -486,7 +486,8 @@ const SlowSpan* HighAfterAFewLowPolls(SlowCause* sc, double high) {
   nics.Poll(0);
   int64_t t = kS / 10;
   for (int i = 0; i < 12; ++i) {
-    for (; t < (i + 1) * 5 * kS; t += 100 * kMs) {
+    const int64_t at = kS * 5 * (i + 1);
+    for (; t < at; t += 100 * kMs) {
       const bool late = t >= 54 * kS && t < 56 * kS;
       node.Window(sc, t, late ? 5 * kMs : 2 * kMs + (t / kMs % 3) * 10000);
     }
@@ -496,9 +497,9 @@ const SlowSpan* HighAfterAFewLowPolls(SlowCause* sc, double high) {
       // Over the span the other ports reach the band's ends.
       if (i >= 10 && port != 7) x = (port < 3) == (i == 10) ? 0.5 : 1.5;
       if (port == 3) x = i < 10 ? kLow[(i * 3) % 10] : high;
-      rates.push_back({port, 10000 * x});
+      rates.emplace_back(port, 10000 * x);
     }
-    nics.Poll((i + 1) * 5 * kS, rates);
+    nics.Poll(at, rates);
   }
   sc->Settle(nics.state, 61 * kS);
   return sc->LastSettled(kComm);
@@ -641,6 +642,35 @@ TEST(SlowCauseTest, APortSlowBeforeItsHistoryCouldTellIsNamedAgainstItsPeers) {
   // Its usual: the other ports' median rate over the span (about 10000 a second).
   EXPECT_LT(s->nics[0].usual_per_s, 15000);
   EXPECT_GT(s->nics[0].spread_per_s, 0);
+}
+
+// What NicMovesIn keeps between calls (NicPollCache) until the next poll gives what a fresh look
+// gives: for several spans after each poll, before and after a port slows (named on both ways).
+TEST(SlowCauseTest, ThePollCacheGivesWhatAFreshLookGives) {
+  NoisyPorts nics(8, 10000);
+  NicPollCache cache;
+  const SlowCauseParams params;
+  int named = 0;
+  nics.Poll(0);
+  for (int p = 1; p <= 24; ++p) {
+    const int64_t at = kS * 5 * p;
+    nics.Poll(at, p >= 14 ? std::vector<std::pair<int, double>>{{3, 25000}}
+                          : std::vector<std::pair<int, double>>{});
+    for (const int64_t start : {at - 4 * kS, at - 2 * kS, at - 6 * kS}) {
+      const std::vector<NicMove> fresh = NicMovesIn(nics.state, start, start + kS, params);
+      const std::vector<NicMove> kept =
+          NicMovesIn(nics.state, start, start + kS, params, nullptr, &cache);
+      ASSERT_EQ(fresh.size(), kept.size()) << "poll " << p;
+      for (size_t i = 0; i < fresh.size(); ++i) {
+        EXPECT_EQ(fresh[i].device, kept[i].device);
+        EXPECT_EQ(fresh[i].rate_per_s, kept[i].rate_per_s);
+        EXPECT_EQ(fresh[i].usual_per_s, kept[i].usual_per_s);
+        EXPECT_EQ(fresh[i].spread_per_s, kept[i].spread_per_s);
+        named += fresh[i].device == "mlx5_3" ? 1 : 0;
+      }
+    }
+  }
+  EXPECT_GT(named, 0);
 }
 
 // Without knowing the communicator's ports, a movement of every port alike (here each at 4x its
