@@ -70,7 +70,10 @@ bool ParseBits(const char* spec, uint32_t* mask) noexcept {
       len -= 11;
     }
     uint32_t one = 0;
-    if (!LookupName(p, len, kEvents, sizeof(kEvents) / sizeof(kEvents[0]), &one)) return false;
+    if (!LookupName(p, len, kEvents, sizeof(kEvents) / sizeof(kEvents[0]), &one) &&
+        !LookupName(p, len, kPresets, sizeof(kPresets) / sizeof(kPresets[0]), &one)) {
+      return false;
+    }
     total |= one;
     if (comma == nullptr) break;
     p = comma + 1;

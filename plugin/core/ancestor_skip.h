@@ -3,10 +3,13 @@
 // CollApi/P2pApi and Group come whenever a descendant's bit is set, so asking for Coll | KernelCh
 // alone still brings all three around every collective), and the two kinds no record reads (Group,
 // KernelLaunch). One relaxed load of the mask at most: no slot, no clock read, no thread state,
-// nothing written but NCCL's out-parameter.
+// nothing written but NCCL's out-parameter (and a skipped CollApi's mark on its group, below).
 //
 // - GroupApi (kept with GroupApi or P2pApi in the mask: the P2pApi recovery of AlltoAll, Gather
-//   and Scatter reads it), CollApi and P2pApi (kept with their own bit): NULL. NCCL then skips
+//   and Scatter reads it), CollApi and P2pApi (kept with their own bit): NULL. A CollApi under a
+//   group we keep (the default mask's every collective) first marks that group as holding a
+//   collective, which the recovery reads (func_recovery.h), as a kept CollApi would: the calling
+//   thread's open group, no slot. NCCL then skips
 //   their states and stops and passes NULL as the children's parent (profiler.cc of 2.28.9:
 //   every later call on these handles checks them; docs/nccl-facts.md "3.2 The function table"). A
 //   Coll or P2p without its API parent carries no API time and no graph-captured flag, as under a
@@ -33,15 +36,17 @@ inline constexpr uint32_t kSkippableAncestors = kSentinelProfileGroupApi | kSent
 
 // True when the start of `type` was answered (NULL or the shared Group handle in *handle): the
 // caller returns. False: the event is ours, start it as usual. Called with the gate open.
-bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept;
+// `parent`: the descriptor's parentObj (read for a CollApi only).
+bool CoreSkipAncestorStart(uint32_t type, void* parent, void** handle) noexcept;
 
 // For the ABI shims: checks the type first, so that other kinds pay one test and no call.
-ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool SkipAncestorStart(uint64_t type, void** handle) noexcept {
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline bool SkipAncestorStart(uint64_t type, void* parent,
+                                                           void** handle) noexcept {
   if (ABSL_PREDICT_TRUE(type > kSentinelProfileKernelLaunch || (type & kSkippableAncestors) == 0 ||
                         (type & (type - 1)) != 0)) {
     return false;
   }
-  return CoreSkipAncestorStart(static_cast<uint32_t>(type), handle);
+  return CoreSkipAncestorStart(static_cast<uint32_t>(type), parent, handle);
 }
 
 }  // namespace sentinel::plugin

@@ -82,6 +82,21 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
 void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexcept;
 void CoreStartCollApi(void* context, void** handle, void* parent, const char* func,
                       const char* datatype, bool graph_captured) noexcept;
+// What a Coll start reads of its descriptor.
+struct CollDesc {
+  void* parent;  // the CollApi handle (NULL when not kept)
+  const char* func;
+  const char* datatype;
+  const char* algo;
+  const char* proto;
+  uint64_t seq;
+  uint64_t count;
+  int root;
+  uint8_t n_channels;
+};
+// A Coll start, at every mask's every collective, straight from NCCL's descriptor (no EventDesc
+// copied). Same as CoreStartKeptEvent with a Coll EventDesc of these fields.
+void CoreStartColl(void* context, void** handle, const CollDesc& d) noexcept;
 // A KernelCh start, the most frequent start at Inspector's mask (one per channel): the adapters
 // call it straight from NCCL's descriptor, without building an EventDesc. Same as CoreStartEvent
 // with a KernelCh EventDesc of these fields.

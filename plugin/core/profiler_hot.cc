@@ -30,8 +30,10 @@
 //   KernelChBits) picks the start that owns a channel's timers; `kch_done` (likewise) picks the
 //   first stop, and the stop that completes the set drops the collective's KernelCh reference.
 // - Events the records do not need (CoreSkipAncestorStart, ancestor_skip.h): at most one relaxed
-//   load of `mask`, and NCCL's out-parameter written, nothing else; the shared Group handle is
-//   never written and is recognised by its address before anything is read through a handle.
+//   load of `mask`, and NCCL's out-parameter written, nothing else (but a skipped CollApi's mark
+//   on a group we keep: the calling thread's own open group, or a group slot as a kept CollApi
+//   marks it); the shared Group handle is never written and is recognised by its address before
+//   anything is read through a handle.
 // - Contexts: published by a release store, checked by acquire loads (context_table.h); their
 //   in-flight counters and GPU clock offset have their own orders (in_flight.h, calibration.h).
 #include <atomic>
@@ -239,29 +241,39 @@ struct ApiDesc {
 
 // CollApi, P2pApi: children of GroupApi. A P2pApi holds its GroupApi until it stops: its P2p
 // reads the group's recovered function through it (RecoveredFunc). A CollApi only marks the group
-// at its start (NoteCollApiPiece) and nothing reads its group later, so it holds no reference:
-// a TryRef at its start and an Unref at its stop were two locked instructions per collective. A
-// group already finished (count 0) is not marked, as TryRef would have refused it.
+// at its start (NoteCollApiInGroup), kept or not (CoreSkipAncestorStart), and nothing reads its
+// group later, so it holds no reference: a TryRef at its start and an Unref at its stop were two
+// locked instructions per collective. A group already finished (count 0) is not marked, as TryRef
+// would have refused it.
+void NoteCollApiInGroup(void* group_handle, ThreadState* ts) {
+  Slot* grp = nullptr;
+  if (IsOpenGroupHandle(group_handle)) {
+    OpenGroup* og = OpenGroupOf(group_handle, ts);
+    if (og == nullptr) return;
+    if (og->slot == nullptr) {
+      og->has_coll = true;  // the usual case: a collective's group, with no slot
+      return;
+    }
+    grp = og->slot;
+  } else {
+    grp = g->slots.AsSlotOfKind(group_handle, Kind::kGroupApi);
+  }
+  if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
+    NoteCollApiPiece(grp);
+  }
+}
+
 Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = nullptr;
-  if (IsOpenGroupHandle(d.parent)) {
+  if (k == Kind::kCollApi) {
+    NoteCollApiInGroup(d.parent, ts);
+  } else if (IsOpenGroupHandle(d.parent)) {
     OpenGroup* og = OpenGroupOf(d.parent, ts);
-    if (og != nullptr && og->slot == nullptr && k == Kind::kCollApi) {
-      og->has_coll = true;  // the usual case: a collective's group, with no slot
-    } else if (og != nullptr) {
-      grp = OpenGroupSlot(og, ts);
-    }
+    if (og != nullptr) grp = OpenGroupSlot(og, ts);
   } else {
     grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
   }
-  if (k == Kind::kCollApi) {
-    if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
-      NoteCollApiPiece(grp);
-    }
-    grp = nullptr;
-  } else if (grp != nullptr && !TryRef(grp)) {
-    grp = nullptr;
-  }
+  if (grp != nullptr && !TryRef(grp)) grp = nullptr;
   Slot* s = g->slots.Claim(k, ts);
   if (s == nullptr) {
     if (grp != nullptr) Unref(grp, ts);
@@ -301,7 +313,7 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
   s->refs.store(1 + (kch != 0 ? 1 : 0) + grace, std::memory_order_relaxed);
 }
 
-Slot* StartColl(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
+Slot* StartColl(Context* ctx, const CollDesc& d, ThreadState* ts, int64_t now) {
   uint8_t func = FuncFromString(d.func);
   // The ordinal is taken even when no slot is free, so that this rank's count of collectives
   // stays comparable with its peers' (a later completion moves `completed` past it).
@@ -636,7 +648,7 @@ inline Context* StartContext(void* context, ThreadState* ts) noexcept {
 }
 }  // namespace
 
-bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept {
+bool CoreSkipAncestorStart(uint32_t type, void* parent, void** handle) noexcept {
   if (type == kSentinelProfileGroup) {
     *handle = const_cast<char*>(g_skipped_group);
     return true;
@@ -656,6 +668,11 @@ bool CoreSkipAncestorStart(uint32_t type, void** handle) noexcept {
   }
   if ((mask & keep_with) != 0) return false;
   *handle = nullptr;
+  // A CollApi we do not keep under a group we keep: the group's function recovery must still know
+  // that it holds a collective (func_recovery.h). Its parent is null when the group is not kept.
+  if (type == kSentinelProfileCollApi && parent != nullptr) {
+    NoteCollApiInGroup(parent, ThreadStates::Current());
+  }
   return true;
 }
 
@@ -709,12 +726,21 @@ void CoreStartCollApi(void* context, void** handle, void* parent, const char* fu
       StartApiChild(Kind::kCollApi, ctx, {parent, func, datatype, 0, graph_captured}, ts, MonoNs());
 }
 
+void CoreStartColl(void* context, void** handle, const CollDesc& d) noexcept {
+  ThreadState* ts = ThreadStates::Current();
+  *handle = nullptr;
+  CallbackMeter meter(ts);
+  Context* ctx = StartContext(context, ts);
+  if (ctx == nullptr) return;
+  *handle = StartColl(ctx, d, ts, MonoNs());
+}
+
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   if (d.type == kSentinelProfileKernelCh) {
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
     return;
   }
-  if (SkipAncestorStart(d.type, handle)) return;
+  if (SkipAncestorStart(d.type, d.parent, handle)) return;
   CoreStartKeptEvent(context, handle, d);
 }
 
@@ -751,7 +777,10 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
                         {d.parent, d.func, d.datatype, d.count, d.graph_captured}, ts, now);
       break;
     case kSentinelProfileColl:
-      s = StartColl(ctx, d, ts, now);
+      s = StartColl(
+          ctx,
+          {d.parent, d.func, d.datatype, d.algo, d.proto, d.seq, d.count, d.root, d.n_channels}, ts,
+          now);
       break;
     case kSentinelProfileP2p:
       s = StartP2p(ctx, d, ts, now);

@@ -72,6 +72,8 @@ inline SentinelNcclResult StopShim(void* handle) noexcept {
 
 inline SentinelNcclResult OwnRecord(void* handle, SentinelNcclEventState state,
                                     SentinelEventStateArgs* args) noexcept {
+  // GroupStartApiStop: answered here, no call into the core (CoreRecordState says why).
+  if (state == kSentinelStateGroupStartApiStop) return kSentinelNcclSuccess;
   return Guarded("recordEventState", [&] { CoreRecordState(handle, state, args); });
 }
 

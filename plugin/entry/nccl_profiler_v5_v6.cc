@@ -25,8 +25,14 @@ struct V5Family {
                           e->kernel_ch.p_timer);
         return;
       }
+      if (e->type == kSentinelProfileColl) {  // every mask's every collective: no EventDesc
+        CoreStartColl(context, handle,
+                      {e->parent_obj, e->coll.func, e->coll.datatype, e->coll.algo, e->coll.proto,
+                       e->coll.seq_number, e->coll.count, e->coll.root, e->coll.n_channels});
+        return;
+      }
       // An ancestor we do not keep: answered before any descriptor is copied (ancestor_skip.h).
-      if (SkipAncestorStart(e->type, handle)) return;
+      if (SkipAncestorStart(e->type, e->parent_obj, handle)) return;
       if (e->type == kSentinelProfileGroupApi) {  // kept: the default mask's, every collective
         CoreStartGroupApi(context, handle, e->group_api.graph_captured != 0);
         return;

@@ -3,14 +3,17 @@
 // makes (tests/fakes/fake_nccl/nccl_call_sequence.h): at Coll | KernelCh GroupApi and CollApi are
 // answered with NULL and Group with one shared handle, while every Coll still gets its record with
 // the kernel times of all its channels, nothing is counted stale or dropped, and the in-flight
-// count returns to zero. At the default mask and at `all` (the ctest registrations with
-// SENTINEL_EVENTS=default and =all) GroupApi and CollApi keep their slots and the records their
-// API time, as before; Group and KernelLaunch, which no record reads, are answered at every mask.
+// count returns to zero. At the default mask (the ctest registration with SENTINEL_EVENTS=default)
+// GroupApi is kept (P2pApi's function recovery reads it) and CollApi is answered with NULL: the
+// records carry no API time. At `all` both are kept and the records have their API time. Group
+// and KernelLaunch, which no record reads, are answered at every mask.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <set>
+#include <vector>
 
+#include "plugin/base/event_mask.h"
 #include "tests/fakes/fake_nccl/nccl_call_sequence.h"
 #include "tests/unit/plugin/fake_host.h"
 
@@ -68,12 +71,25 @@ TEST(AncestorSkip, CollectivesKeepTheirRecordsWhateverTheAncestorsGet) {
   // One shared handle, never NULL: NCCL's graph seqNumber rule reads it (ancestor_skip.h).
   EXPECT_EQ(handles[kSentinelProfileGroup].size(), 1u);
   EXPECT_EQ(handles[kSentinelProfileGroup].count(nullptr), 0u);
+  // GroupApi: kept with its own bit or P2pApi's; CollApi: kept with its own bit only.
+  const bool group_kept = (mask & (kSentinelProfileGroupApi | kSentinelProfileP2pApi)) != 0;
+  const bool coll_api_kept = (mask & kSentinelProfileCollApi) != 0;
   if (inspector_mask) {
-    EXPECT_EQ(handles[kSentinelProfileGroupApi], std::set<void*>{nullptr});
-    EXPECT_EQ(handles[kSentinelProfileCollApi], std::set<void*>{nullptr});
-  } else {
+    ASSERT_FALSE(group_kept || coll_api_kept);
+  }
+  if (mask == static_cast<int>(plugin::kMaskDefault & 0xFFF)) {
+    ASSERT_TRUE(group_kept);
+    ASSERT_FALSE(coll_api_kept);
+  }
+  if (group_kept) {
     EXPECT_EQ(handles[kSentinelProfileGroupApi].count(nullptr), 0u);
+  } else {
+    EXPECT_EQ(handles[kSentinelProfileGroupApi], std::set<void*>{nullptr});
+  }
+  if (coll_api_kept) {
     EXPECT_EQ(handles[kSentinelProfileCollApi].count(nullptr), 0u);
+  } else {
+    EXPECT_EQ(handles[kSentinelProfileCollApi], std::set<void*>{nullptr});
   }
   // KernelLaunch (with its own bit, as under `all`): no record reads it.
   if (mask & kSentinelProfileKernelLaunch) {
@@ -98,8 +114,11 @@ TEST(AncestorSkip, CollectivesKeepTheirRecordsWhateverTheAncestorsGet) {
     // The Replayer's GPU timers: channel c runs [base + c, base + 5000 + c].
     EXPECT_EQ(r["gpu_end_ns"].get<int64_t>() - r["gpu_start_ns"].get<int64_t>(),
               5000 + kChannels - 1);
-    // The API time comes from CollApi, which only the default mask keeps.
-    EXPECT_EQ(HasFlag(r, "api_time_valid"), !inspector_mask);
+    // The API time comes from a kept CollApi.
+    EXPECT_EQ(HasFlag(r, "api_time_valid"), coll_api_kept);
+    if (!coll_api_kept) {
+      EXPECT_EQ(r["api_ns"], 0);
+    }
   }
   auto hb = LastHeartbeat(all);
   ASSERT_FALSE(hb.is_null());
@@ -107,6 +126,72 @@ TEST(AncestorSkip, CollectivesKeepTheirRecordsWhateverTheAncestorsGet) {
   EXPECT_EQ(hb["events_dropped_pool"], 0);
   EXPECT_EQ(hb["records_dropped_ring"], 0);
   EXPECT_EQ(hb["records_truncated"], 0);
+}
+
+// A CollApi answered with NULL (the default mask's) still tells its group that it holds a
+// collective, which the AlltoAll recovery reads: nranks Sends and Recvs of one shape beside a
+// collective are no AlltoAll, and without the collective they are. At masks that keep no group
+// or no P2p there is nothing to recover.
+TEST(AncestorSkip, ASkippedCollApiStillMakesItsGroupNoAlltoAll) {
+  ASSERT_TRUE(Host().ok()) << dlerror();
+  const uint64_t comm = 0xC011A2Aull;
+  const int n = 2;
+  void* ctx = Host().InitV5(comm, n, 0, "recovery");
+  const int mask = FakeHost::Mask();
+  if ((mask & kSentinelProfileP2p) == 0 ||
+      (mask & (kSentinelProfileGroupApi | kSentinelProfileP2pApi)) == 0) {
+    Host().v5->finalize(ctx);
+    GTEST_SKIP() << "no group kept or no P2p at mask 0x" << std::hex << mask;
+  }
+  FakeHost& h = Host();
+  uint64_t coll_seq = 0;
+  for (bool with_coll : {true, false, true}) {
+    void* grp = h.GroupApi(ctx, 1);
+    ASSERT_NE(grp, nullptr);
+    void* coll_api = nullptr;
+    if (with_coll) {
+      coll_api = h.CollApi(ctx, grp, "AllReduce", 64, "ncclFloat32");
+      if (coll_api != nullptr) h.Stop(coll_api);  // NCCL skips the stop of a NULL handle
+    }
+    std::vector<void*> pieces;
+    for (int p = 0; p < n; ++p) {
+      for (const char* func : {"Send", "Recv"}) {
+        pieces.push_back(h.P2pApi(ctx, grp, func, 32, "ncclFloat32"));
+        ASSERT_NE(pieces.back(), nullptr);
+        h.Stop(pieces.back());
+      }
+    }
+    h.Record(grp, kSentinelStateGroupEndApiStart, nullptr);
+    std::vector<void*> ops;
+    if (with_coll) {
+      ops.push_back(h.Coll(ctx, coll_api, 0, coll_seq++, "AllReduce", 64, "ncclFloat32", 1));
+    }
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      ops.push_back(h.P2p(ctx, pieces[i], 0, i % 2 == 0 ? "Send" : "Recv", 32, "ncclFloat32",
+                          static_cast<int>(i / 2), 1));
+    }
+    for (void* op : ops) h.Stop(op);
+    h.Stop(grp);
+    for (void* op : ops) h.KernelChs(ctx, op, 1, 0, nullptr, nullptr);
+  }
+  h.v5->finalize(ctx);
+  auto recs = Records(ReadDump(DumpPath()), comm);
+  ASSERT_EQ(recs.size(), 2u + 3 * 2 * n);
+  int alltoall = 0, plain = 0, colls = 0;
+  for (auto& r : recs) {
+    if (r["func"] == "AllReduce") {
+      ++colls;
+    } else if (r["func"] == "AlltoAll") {
+      ++alltoall;
+      EXPECT_TRUE(HasFlag(r, "func_recovered")) << r.dump();
+    } else {
+      ++plain;
+      EXPECT_FALSE(HasFlag(r, "func_recovered")) << r.dump();
+    }
+  }
+  EXPECT_EQ(colls, 2);
+  EXPECT_EQ(alltoall, 2 * n);   // the group without a collective
+  EXPECT_EQ(plain, 2 * 2 * n);  // the two groups with one
 }
 
 }  // namespace

@@ -14,7 +14,7 @@ const std::string& DumpPath() {
   static const std::string path = [] {
     std::string p = MakeTempPath("sentinel-fakehost");
     setenv("SENTINEL_DUMP", p.c_str(), 1);
-    setenv("SENTINEL_EVENTS", "proxy", 1);  // default | ProxyOp | ProxyStep
+    setenv("SENTINEL_EVENTS", "proxy", 1);  // default | CollApi | ProxyOp | ProxyStep
     setenv("SENTINEL_PROXY_GRACE_MS", "30", 1);
     setenv("SENTINEL_INFLIGHT_STUCK_MS", "200", 1);  // fixed, so the stuck record comes fast
     return p;
