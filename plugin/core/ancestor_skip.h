@@ -2,15 +2,18 @@
 // for the events we asked for (docs/nccl-facts.md "4.5 The activation mask": GroupApi,
 // CollApi/P2pApi and Group come whenever a descendant's bit is set, so asking for Coll | KernelCh
 // alone still brings all three around every collective), and the two kinds no record reads (Group,
-// KernelLaunch). One relaxed load of the mask at most: no slot, no clock read, no thread state,
-// nothing written but NCCL's out-parameter (and a skipped CollApi's mark on its group, below).
+// KernelLaunch). One relaxed load of the mask at most (and, for a GroupApi, one thread-local
+// flag): no slot, no clock read, nothing written but NCCL's out-parameter (and a skipped CollApi's
+// mark on its group, below).
 //
-// - GroupApi (kept with GroupApi or P2pApi in the mask: the P2pApi recovery of AlltoAll, Gather
-//   and Scatter reads it), CollApi and P2pApi (kept with their own bit): NULL. A CollApi under a
-//   group we keep (the default mask's every collective) first marks that group as holding a
-//   collective, which the recovery reads (func_recovery.h), as a kept CollApi would: the calling
-//   thread's open group, no slot. NCCL then skips
-//   their states and stops and passes NULL as the children's parent (profiler.cc of 2.28.9:
+// - GroupApi (kept with its own bit, or with P2pApi's on a thread that has started a P2pApi, whose
+//   groups the P2pApi recovery of AlltoAll, Gather and Scatter reads: ThreadState::p2p_thread;
+//   one thread-local load), CollApi and P2pApi (kept with their own bit): NULL. So at the default
+//   mask a thread of collectives alone gets NULL for both, and its first P2P group is not grouped
+//   (plain Send/Recv pieces, never a wrong AlltoAll). A CollApi under a group we keep first marks
+//   that group as holding a collective, which the recovery reads (func_recovery.h), as a kept
+//   CollApi would: the calling thread's open group, no slot. For a NULL answer NCCL skips the
+//   event's states and stop and passes NULL as its children's parent (profiler.cc of 2.28.9:
 //   every later call on these handles checks them; docs/nccl-facts.md "3.2 The function table"). A
 //   Coll or P2p without its API parent carries no API time and no graph-captured flag, as under a
 //   v4 host (docs/nccl-facts.md "3.8 What older plugin ABIs see").

@@ -30,7 +30,8 @@
 //   KernelChBits) picks the start that owns a channel's timers; `kch_done` (likewise) picks the
 //   first stop, and the stop that completes the set drops the collective's KernelCh reference.
 // - Events the records do not need (CoreSkipAncestorStart, ancestor_skip.h): at most one relaxed
-//   load of `mask`, and NCCL's out-parameter written, nothing else (but a skipped CollApi's mark
+//   load of `mask` (and a GroupApi's read of its own thread's p2p_thread flag, which only that
+//   thread writes), and NCCL's out-parameter written, nothing else (but a skipped CollApi's mark
 //   on a group we keep: the calling thread's own open group, or a group slot as a kept CollApi
 //   marks it); the shared Group handle is never written and is recognised by its address before
 //   anything is read through a handle.
@@ -265,6 +266,8 @@ void NoteCollApiInGroup(void* group_handle, ThreadState* ts) {
 
 Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = nullptr;
+  // A P2pApi: this thread's next GroupApis are kept (CoreSkipAncestorStart).
+  if (k == Kind::kP2pApi && !ts->shared) ts->p2p_thread = true;
   if (k == Kind::kCollApi) {
     NoteCollApiInGroup(d.parent, ts);
   } else if (IsOpenGroupHandle(d.parent)) {
@@ -660,13 +663,21 @@ bool CoreSkipAncestorStart(uint32_t type, void* parent, void** handle) noexcept 
   // relaxed: NCCL snapshots the mask per operation anyway; an event that sees the old value is
   // handled under the old one, as everywhere on this path.
   const uint32_t mask = g->mask.load(std::memory_order_relaxed);
-  uint32_t keep_with = type;  // CollApi, P2pApi: their own bit
   if (type == kSentinelProfileGroupApi) {
-    keep_with = kSentinelProfileGroupApi | kSentinelProfileP2pApi;
-  } else if (type != kSentinelProfileCollApi && type != kSentinelProfileP2pApi) {
-    return false;
+    if ((mask & kSentinelProfileGroupApi) != 0) return false;
+    // With P2pApi but not GroupApi in the mask (the default), kept on the threads that have
+    // started a P2pApi (ThreadState::p2p_thread), whose groups the AlltoAll recovery reads, and on
+    // the shared overflow state (it cannot tell its threads apart). A thread's first P2P group is
+    // so not grouped: its pieces stay plain Send/Recv, never a wrong AlltoAll.
+    const ThreadState* ts = t_thread_state;
+    if ((mask & kSentinelProfileP2pApi) != 0 && ts != nullptr && (ts->shared || ts->p2p_thread)) {
+      return false;
+    }
+    *handle = nullptr;
+    return true;
   }
-  if ((mask & keep_with) != 0) return false;
+  if (type != kSentinelProfileCollApi && type != kSentinelProfileP2pApi) return false;
+  if ((mask & type) != 0) return false;  // CollApi, P2pApi: kept with their own bit
   *handle = nullptr;
   // A CollApi we do not keep under a group we keep: the group's function recovery must still know
   // that it holds a collective (func_recovery.h). Its parent is null when the group is not kept.

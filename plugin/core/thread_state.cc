@@ -95,6 +95,7 @@ void ThreadStates::OnThreadExit(void* state) noexcept {
   s->ReleaseClaimChunks();
   // A group the thread left open (NCCL failed it before its stop) is not the next owner's.
   s->group = OpenGroup{};
+  s->p2p_thread = false;
   // release: the drainer must see every record this thread pushed before it frees the state.
   s->use.store(2, std::memory_order_release);
 }

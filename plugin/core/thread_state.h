@@ -36,10 +36,11 @@ struct Slot;
 
 // The GroupApi of the owning thread's open NCCL group, held here rather than in a slot until one
 // of its P2pApi pieces needs the group's function-recovery state (func_recovery.h): a group of
-// collectives alone, the default mask's every collective, then costs no slot, no lookup and no
-// reference count. NCCL runs a group on one application thread, one group at a time: its GroupApi
-// start, states 23 and 24, its CollApi/P2pApi starts and its stop (docs/nccl-facts.md "5.3 Call
-// sequences" and "5.4 Threads and concurrency"). Owner only.
+// collectives alone then costs no slot, no lookup and no reference count (at the default mask a
+// thread's groups are kept only once it has started a P2pApi: p2p_thread below). NCCL runs a group
+// on one application thread, one group at a time: its GroupApi start, states 23 and 24, its
+// CollApi/P2pApi starts and its stop (docs/nccl-facts.md "5.3 Call sequences" and "5.4 Threads and
+// concurrency"). Owner only.
 struct OpenGroup {
   Context* ctx = nullptr;  // the group's first operation's context
   Slot* slot = nullptr;    // the GroupApi slot, once a P2pApi piece needed one
@@ -65,6 +66,10 @@ struct ThreadState {
   std::atomic<uint32_t>* chunk_owner[kMaxPoolKinds] = {};
   RecordRing ring;
   OpenGroup group;  // owner only, never used by the shared state
+  // Owner only: this thread has started a P2pApi. From then on its GroupApis are kept where the
+  // mask asks for P2pApi but not GroupApi (the default: CoreSkipAncestorStart), so a thread that
+  // only runs collectives pays nothing for groups. Reset at the thread's exit.
+  bool p2p_thread = false;
   // Own cache line: written by the owner on every callback, summed by the drainer; keeping it off
   // the ring's tail_ line (written by the drainer) avoids false sharing.
   alignas(64) std::atomic<uint64_t> counters[kNumCounters] = {};

@@ -29,11 +29,12 @@ namespace {
 
 TEST(EventMask, PresetsListsAndNumbers) {
   uint32_t m = 0;
-  // The default has no CollApi (0x200): its only product, api_ns, is read by no analysis.
+  // The default has no CollApi (0x200), whose only product, api_ns, is read by no analysis, and
+  // no GroupApi bit (0x100): groups are kept on the threads that start P2pApis.
   ASSERT_TRUE(ParseEventMask("default", &m).ok());
-  EXPECT_EQ(m, 0x400u | 0x2 | 0x4 | 0x40 | 0x100);
+  EXPECT_EQ(m, 0x400u | 0x2 | 0x4 | 0x40);
   ASSERT_TRUE(ParseEventMask("proxy", &m).ok());
-  EXPECT_EQ(m, kMaskDefault | 0x200 | 0x8 | 0x10);
+  EXPECT_EQ(m, kMaskDefault | 0x100 | 0x200 | 0x8 | 0x10);
   ASSERT_TRUE(ParseEventMask("minimal", &m).ok());
   EXPECT_EQ(m, 0x2u | 0x4 | 0x200 | 0x400);
   ASSERT_TRUE(ParseEventMask("all", &m).ok());
@@ -245,6 +246,19 @@ class CorePools : public ::testing::Test {
     a.nranks = 2;
     a.mask_ptr = &mask_;
     ctx_ = CoreInit(a);
+    MarkP2pThread();
+  }
+  // At `minimal` (P2pApi without GroupApi) a thread's GroupApis are kept once it has started a
+  // P2pApi: the tests below run on a thread that has (ThreadState::p2p_thread).
+  static void MarkP2pThread() {
+    EventDesc d;
+    d.type = kSentinelProfileP2pApi;
+    d.func = "Send";
+    d.datatype = "ncclInt8";
+    void* h = nullptr;
+    CoreStartEvent(ctx_, &h, d);
+    ASSERT_NE(h, nullptr);
+    CoreStopEvent(h);
   }
   static void* StartColl() {
     EventDesc d;
@@ -359,6 +373,38 @@ TEST_F(CorePools, GroupApiSlotsReusedAfterP2pPiecesDecideAfresh) {
     // Freed (the pieces held it until their stops): the next wrap claims it again.
     EXPECT_EQ(grp_slot->state.load(), SlotState::kFree) << "group " << i;
   }
+}
+
+// With P2pApi but not GroupApi in the mask (`minimal` here, and the default), a thread's GroupApis
+// are answered NULL until it starts a P2pApi: a thread of collectives alone pays nothing for
+// groups. Its first P2P group therefore has no group (plain Send/Recv pieces); the next is kept.
+TEST_F(CorePools, AThreadsGroupsAreKeptOnceItStartsAP2pApi) {
+  std::thread fresh([] {
+    void* grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+    EXPECT_EQ(grp, nullptr);  // NCCL then skips its states and stop
+    void* coll_api = StartApi(ctx_, kSentinelProfileCollApi, grp, "AllReduce");
+    ASSERT_NE(coll_api, nullptr);  // `minimal` keeps CollApi: its own bit
+    CoreStopEvent(coll_api);
+    grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+    EXPECT_EQ(grp, nullptr);
+    void* piece = StartApi(ctx_, kSentinelProfileP2pApi, grp, "Send");
+    ASSERT_NE(piece, nullptr);  // the first P2P piece, not grouped
+    EXPECT_EQ(static_cast<Slot*>(piece)->parent.load(), nullptr);
+    CoreStopEvent(piece);
+    grp = StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr);
+    ASSERT_NE(grp, nullptr);  // kept from now on
+    piece = StartApi(ctx_, kSentinelProfileP2pApi, grp, "Send");
+    ASSERT_NE(piece, nullptr);
+    EXPECT_NE(static_cast<Slot*>(piece)->parent.load(), nullptr);
+    CoreStopEvent(piece);
+    CoreRecordState(grp, kSentinelStateGroupEndApiStart, nullptr);
+    CoreStopEvent(grp);
+  });
+  fresh.join();
+  // A new thread is fresh again, whatever the thread before it started.
+  std::thread next(
+      [] { EXPECT_EQ(StartApi(ctx_, kSentinelProfileGroupApi, nullptr, nullptr), nullptr); });
+  next.join();
 }
 
 // The default mask's every collective comes in a group of its own: such a group takes no GroupApi

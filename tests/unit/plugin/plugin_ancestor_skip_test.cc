@@ -4,13 +4,15 @@
 // answered with NULL and Group with one shared handle, while every Coll still gets its record with
 // the kernel times of all its channels, nothing is counted stale or dropped, and the in-flight
 // count returns to zero. At the default mask (the ctest registration with SENTINEL_EVENTS=default)
-// GroupApi is kept (P2pApi's function recovery reads it) and CollApi is answered with NULL: the
-// records carry no API time. At `all` both are kept and the records have their API time. Group
-// and KernelLaunch, which no record reads, are answered at every mask.
+// the same holds on a thread that never started a P2pApi: GroupApi is kept only on threads that
+// have (the AlltoAll recovery's groups), and CollApi is not kept, so the records carry no API
+// time. At `all` both are kept and the records have their API time. Group and KernelLaunch, which
+// no record reads, are answered at every mask.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "plugin/base/event_mask.h"
@@ -42,19 +44,23 @@ FakeHost& Host() {
 constexpr int kCollectives = 200;
 constexpr int kChannels = 4;
 
-// Replays kCollectives AllReduces; returns, per event type, the set of handles the plugin gave.
+// Replays kCollectives AllReduces on a new thread (one that never started a P2pApi); returns, per
+// event type, the set of handles the plugin gave.
 std::map<uint32_t, std::set<void*>> ReplayAndCollect(void* ctx, int mask) {
-  auto r = std::make_unique<seq::Replayer>(mask, kChannels, 1);
   std::map<uint32_t, std::set<void*>> handles;
-  for (int i = 0; i < kCollectives; ++i) {
-    r->Run(Host().v5, ctx);
-    const seq::Sequence& s = r->sequence();
-    for (int c = 0; c < s.n; ++c) {
-      if (s.calls[c].op == seq::Op::kStart) {
-        handles[s.calls[c].type].insert(r->handle(s.calls[c].handle));
+  std::thread app([&] {
+    auto r = std::make_unique<seq::Replayer>(mask, kChannels, 1);
+    for (int i = 0; i < kCollectives; ++i) {
+      r->Run(Host().v5, ctx);
+      const seq::Sequence& s = r->sequence();
+      for (int c = 0; c < s.n; ++c) {
+        if (s.calls[c].op == seq::Op::kStart) {
+          handles[s.calls[c].type].insert(r->handle(s.calls[c].handle));
+        }
       }
     }
-  }
+  });
+  app.join();
   return handles;
 }
 
@@ -71,15 +77,12 @@ TEST(AncestorSkip, CollectivesKeepTheirRecordsWhateverTheAncestorsGet) {
   // One shared handle, never NULL: NCCL's graph seqNumber rule reads it (ancestor_skip.h).
   EXPECT_EQ(handles[kSentinelProfileGroup].size(), 1u);
   EXPECT_EQ(handles[kSentinelProfileGroup].count(nullptr), 0u);
-  // GroupApi: kept with its own bit or P2pApi's; CollApi: kept with its own bit only.
-  const bool group_kept = (mask & (kSentinelProfileGroupApi | kSentinelProfileP2pApi)) != 0;
+  // GroupApi: kept with its own bit (or P2pApi's, on a thread that started a P2pApi: not this
+  // one); CollApi: kept with its own bit only.
+  const bool group_kept = (mask & kSentinelProfileGroupApi) != 0;
   const bool coll_api_kept = (mask & kSentinelProfileCollApi) != 0;
-  if (inspector_mask) {
+  if (inspector_mask || mask == static_cast<int>(plugin::kMaskDefault & 0xFFF)) {
     ASSERT_FALSE(group_kept || coll_api_kept);
-  }
-  if (mask == static_cast<int>(plugin::kMaskDefault & 0xFFF)) {
-    ASSERT_TRUE(group_kept);
-    ASSERT_FALSE(coll_api_kept);
   }
   if (group_kept) {
     EXPECT_EQ(handles[kSentinelProfileGroupApi].count(nullptr), 0u);
@@ -130,53 +133,70 @@ TEST(AncestorSkip, CollectivesKeepTheirRecordsWhateverTheAncestorsGet) {
 
 // A CollApi answered with NULL (the default mask's) still tells its group that it holds a
 // collective, which the AlltoAll recovery reads: nranks Sends and Recvs of one shape beside a
-// collective are no AlltoAll, and without the collective they are. At masks that keep no group
-// or no P2p there is nothing to recover.
+// collective are no AlltoAll, and without the collective they are. At the default mask a thread's
+// groups are kept from its first P2pApi on, so its first P2P group stays plain Send/Recv (never a
+// wrong AlltoAll); at `all` (GroupApi asked for) every group is kept. At masks without P2p or
+// P2pApi there is nothing to recover.
 TEST(AncestorSkip, ASkippedCollApiStillMakesItsGroupNoAlltoAll) {
   ASSERT_TRUE(Host().ok()) << dlerror();
   const uint64_t comm = 0xC011A2Aull;
   const int n = 2;
   void* ctx = Host().InitV5(comm, n, 0, "recovery");
   const int mask = FakeHost::Mask();
-  if ((mask & kSentinelProfileP2p) == 0 ||
-      (mask & (kSentinelProfileGroupApi | kSentinelProfileP2pApi)) == 0) {
+  if ((mask & kSentinelProfileP2p) == 0 || (mask & kSentinelProfileP2pApi) == 0) {
     Host().v5->finalize(ctx);
-    GTEST_SKIP() << "no group kept or no P2p at mask 0x" << std::hex << mask;
+    GTEST_SKIP() << "no P2p or no P2pApi at mask 0x" << std::hex << mask;
   }
   FakeHost& h = Host();
+  const bool every_group_kept = (mask & kSentinelProfileGroupApi) != 0;
   uint64_t coll_seq = 0;
-  for (bool with_coll : {true, false, true}) {
-    void* grp = h.GroupApi(ctx, 1);
-    ASSERT_NE(grp, nullptr);
-    void* coll_api = nullptr;
-    if (with_coll) {
-      coll_api = h.CollApi(ctx, grp, "AllReduce", 64, "ncclFloat32");
-      if (coll_api != nullptr) h.Stop(coll_api);  // NCCL skips the stop of a NULL handle
-    }
-    std::vector<void*> pieces;
-    for (int p = 0; p < n; ++p) {
-      for (const char* func : {"Send", "Recv"}) {
-        pieces.push_back(h.P2pApi(ctx, grp, func, 32, "ncclFloat32"));
-        ASSERT_NE(pieces.back(), nullptr);
-        h.Stop(pieces.back());
+  bool first = true;
+  std::thread app([&] {  // a thread that never started a P2pApi
+    for (bool with_coll : {false, true, false, true}) {
+      void* grp = nullptr;
+      {
+        auto d = FakeHost::Descr(kSentinelProfileGroupApi, nullptr);
+        d.group_api.group_depth = 1;
+        grp = h.Start(ctx, d);
       }
+      if (first && !every_group_kept) {
+        EXPECT_EQ(grp, nullptr);  // the thread's first group, before any P2pApi
+      } else {
+        ASSERT_NE(grp, nullptr);
+      }
+      first = false;
+      if (grp != nullptr) h.Record(grp, kSentinelStateGroupStartApiStop, nullptr);
+      void* coll_api = nullptr;
+      if (with_coll) {
+        coll_api = h.CollApi(ctx, grp, "AllReduce", 64, "ncclFloat32");
+        if (coll_api != nullptr) h.Stop(coll_api);  // NCCL skips the stop of a NULL handle
+      }
+      std::vector<void*> pieces;
+      for (int p = 0; p < n; ++p) {
+        for (const char* func : {"Send", "Recv"}) {
+          pieces.push_back(h.P2pApi(ctx, grp, func, 32, "ncclFloat32"));
+          ASSERT_NE(pieces.back(), nullptr);
+          h.Stop(pieces.back());
+        }
+      }
+      if (grp != nullptr) h.Record(grp, kSentinelStateGroupEndApiStart, nullptr);
+      std::vector<void*> ops;
+      if (with_coll) {
+        ops.push_back(h.Coll(ctx, coll_api, 0, coll_seq++, "AllReduce", 64, "ncclFloat32", 1));
+      }
+      for (size_t i = 0; i < pieces.size(); ++i) {
+        ops.push_back(h.P2p(ctx, pieces[i], 0, i % 2 == 0 ? "Send" : "Recv", 32, "ncclFloat32",
+                            static_cast<int>(i / 2), 1));
+      }
+      for (void* op : ops) h.Stop(op);
+      if (grp != nullptr) h.Stop(grp);
+      for (void* op : ops) h.KernelChs(ctx, op, 1, 0, nullptr, nullptr);
     }
-    h.Record(grp, kSentinelStateGroupEndApiStart, nullptr);
-    std::vector<void*> ops;
-    if (with_coll) {
-      ops.push_back(h.Coll(ctx, coll_api, 0, coll_seq++, "AllReduce", 64, "ncclFloat32", 1));
-    }
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      ops.push_back(h.P2p(ctx, pieces[i], 0, i % 2 == 0 ? "Send" : "Recv", 32, "ncclFloat32",
-                          static_cast<int>(i / 2), 1));
-    }
-    for (void* op : ops) h.Stop(op);
-    h.Stop(grp);
-    for (void* op : ops) h.KernelChs(ctx, op, 1, 0, nullptr, nullptr);
-  }
+  });
+  app.join();
   h.v5->finalize(ctx);
   auto recs = Records(ReadDump(DumpPath()), comm);
-  ASSERT_EQ(recs.size(), 2u + 3 * 2 * n);
+  ASSERT_EQ(recs.size(), 2u + 4 * 2 * n);
   int alltoall = 0, plain = 0, colls = 0;
   for (auto& r : recs) {
     if (r["func"] == "AllReduce") {
@@ -190,8 +210,10 @@ TEST(AncestorSkip, ASkippedCollApiStillMakesItsGroupNoAlltoAll) {
     }
   }
   EXPECT_EQ(colls, 2);
-  EXPECT_EQ(alltoall, 2 * n);   // the group without a collective
-  EXPECT_EQ(plain, 2 * 2 * n);  // the two groups with one
+  // The groups without a collective: the second always, the first where every group is kept.
+  const int alltoall_groups = every_group_kept ? 2 : 1;
+  EXPECT_EQ(alltoall, alltoall_groups * 2 * n);
+  EXPECT_EQ(plain, (4 - alltoall_groups) * 2 * n);
 }
 
 }  // namespace
