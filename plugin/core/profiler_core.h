@@ -104,6 +104,20 @@ void CoreStartKernelCh(void* context, void** handle, void* parent, uint8_t chann
                        uint64_t p_timer) noexcept;
 void CoreStopEvent(void* handle) noexcept;
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept;
+// The states CoreRecordState acts on: a ProxyStep's SendGPUWait, SendWait, RecvWait and
+// RecvFlushWait (8-11: its wait and transfer times), KernelChStop (22: the channel's GPU end) and
+// GroupEndApiStart (24: the function recovery). No record reads any other (ProxyOp InProgress 19,
+// SendPeerWait 20, RecvGPUWait 12, GroupStartApiStop 23, the ProxyCtrl, NetPlugin and CE states):
+// the entry shims answer those before any call into the core or any lookup of the handle.
+inline constexpr uint64_t kStatesRead = (uint64_t{1} << kSentinelStateProxyStepSendGpuWait) |
+                                        (uint64_t{1} << kSentinelStateProxyStepSendWait) |
+                                        (uint64_t{1} << kSentinelStateProxyStepRecvWait) |
+                                        (uint64_t{1} << kSentinelStateProxyStepRecvFlushWait) |
+                                        (uint64_t{1} << kSentinelStateKernelChStop) |
+                                        (uint64_t{1} << kSentinelStateGroupEndApiStart);
+inline bool CoreReadsState(int state) noexcept {
+  return state >= 0 && state < 64 && ((kStatesRead >> state) & 1) != 0;
+}
 
 // The communicator hash and rank of a context (false for the dummy or an unknown pointer).
 bool ContextIdentity(void* context, uint64_t* comm_hash, int* rank) noexcept;

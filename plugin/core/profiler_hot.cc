@@ -910,10 +910,10 @@ void CoreStopEvent(void* handle) noexcept {
 }
 
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept {
-  // GroupStartApiStop (23, on a GroupApi right after its start) changes nothing a record or the
-  // function recovery reads: answered before any lookup, like the ancestors we skip
-  // (ancestor_skip.h), and so not metered either.
-  if (state == kSentinelStateGroupStartApiStop || IsSkippedGroup(handle)) return;
+  // A state no record or recovery reads (kStatesRead: GroupStartApiStop right after a GroupApi's
+  // start, a ProxyOp's InProgress, ...) changes nothing: answered before any lookup, like the
+  // ancestors we skip (ancestor_skip.h), and so not metered either.
+  if (!CoreReadsState(state) || IsSkippedGroup(handle)) return;
   ThreadState* ts = ThreadStates::Current();
   if ((reinterpret_cast<uintptr_t>(handle) & 1) != 0) {  // slots are aligned: a KernelCh handle
     RecordKernelCh(handle, state, args, ts);

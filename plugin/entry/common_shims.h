@@ -72,8 +72,9 @@ inline SentinelNcclResult StopShim(void* handle) noexcept {
 
 inline SentinelNcclResult OwnRecord(void* handle, SentinelNcclEventState state,
                                     SentinelEventStateArgs* args) noexcept {
-  // GroupStartApiStop: answered here, no call into the core (CoreRecordState says why).
-  if (state == kSentinelStateGroupStartApiStop) return kSentinelNcclSuccess;
+  // A state no record reads (GroupStartApiStop, ProxyOp InProgress, ...): answered here, no call
+  // into the core (kStatesRead).
+  if (!CoreReadsState(state)) return kSentinelNcclSuccess;
   return Guarded("recordEventState", [&] { CoreRecordState(handle, state, args); });
 }
 

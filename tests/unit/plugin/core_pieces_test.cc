@@ -375,6 +375,28 @@ TEST_F(CorePools, GroupApiSlotsReusedAfterP2pPiecesDecideAfresh) {
   }
 }
 
+// A state no record reads (ProxyOp InProgress, SendPeerWait, RecvGPUWait, GroupStartApiStop, the
+// ProxyCtrl states) is answered before any lookup of its handle: even a handle that is no slot is
+// not counted stale. The states a record reads still look their handle up.
+TEST_F(CorePools, StatesNoRecordReadsAreAnsweredWithoutALookup) {
+  alignas(64) static char not_a_slot[64];
+  const uint64_t stale = SnapshotCounters().stale_handles;
+  for (int state : {kSentinelStateProxyOpInProgress, kSentinelStateProxyStepSendPeerWait,
+                    kSentinelStateProxyStepRecvGpuWait, kSentinelStateGroupStartApiStop,
+                    kSentinelStateProxyCtrlIdle, kSentinelStateNetPluginUpdate}) {
+    EXPECT_FALSE(CoreReadsState(state)) << state;
+    CoreRecordState(not_a_slot, state, nullptr);
+  }
+  EXPECT_EQ(SnapshotCounters().stale_handles, stale);
+  for (int state : {kSentinelStateProxyStepSendGpuWait, kSentinelStateProxyStepSendWait,
+                    kSentinelStateProxyStepRecvWait, kSentinelStateProxyStepRecvFlushWait,
+                    kSentinelStateKernelChStop, kSentinelStateGroupEndApiStart}) {
+    EXPECT_TRUE(CoreReadsState(state)) << state;
+    CoreRecordState(not_a_slot, state, nullptr);
+  }
+  EXPECT_EQ(SnapshotCounters().stale_handles, stale + 6);
+}
+
 // With P2pApi but not GroupApi in the mask (`minimal` here, and the default), a thread's GroupApis
 // are answered NULL until it starts a P2pApi: a thread of collectives alone pays nothing for
 // groups. Its first P2P group therefore has no group (plain Send/Recv pieces); the next is kept.
