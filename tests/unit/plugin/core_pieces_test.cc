@@ -251,19 +251,15 @@ class CorePools : public ::testing::Test {
   // At `minimal` (P2pApi without GroupApi) a thread's GroupApis are kept once it has started a
   // P2pApi: the tests below run on a thread that has (ThreadState::p2p_thread).
   static void MarkP2pThread() {
-    EventDesc d;
-    d.type = kSentinelProfileP2pApi;
-    d.func = "Send";
-    d.datatype = "ncclInt8";
-    void* h = nullptr;
-    CoreStartEvent(ctx_, &h, d);
+    void* h = StartKind(kSentinelProfileP2pApi, "Send");
     ASSERT_NE(h, nullptr);
     CoreStopEvent(h);
   }
-  static void* StartColl() {
+  static void* StartColl() { return StartKind(kSentinelProfileColl, "AllReduce"); }
+  static void* StartKind(uint32_t type, const char* func) {
     EventDesc d;
-    d.type = kSentinelProfileColl;
-    d.func = "AllReduce";
+    d.type = type;
+    d.func = func;
     d.datatype = "ncclInt8";
     void* h = nullptr;
     CoreStartEvent(ctx_, &h, d);
