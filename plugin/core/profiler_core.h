@@ -74,9 +74,10 @@ void CoreFinalize(void* context) noexcept;
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept;
 // CoreStartEvent for a start the caller already passed through SkipAncestorStart
 // (ancestor_skip.h) and that was kept: the v5/v6 adapter asks before it copies the descriptor,
-// and asking twice was a second call per kept GroupApi and CollApi start at the default mask.
+// and asking twice was a second call per kept GroupApi and CollApi start.
 void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexcept;
-// The two API starts of the default mask's every collective, straight from NCCL's descriptor like
+// The two API starts around every collective where they are kept (the GroupApi at the default mask
+// on a thread with P2P work, both at `proxy` and `all`), straight from NCCL's descriptor like
 // CoreStartKernelCh (no EventDesc copied). Same as CoreStartKeptEvent with a kept GroupApi /
 // CollApi EventDesc of these fields.
 void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexcept;

@@ -33,7 +33,7 @@ struct V5Family {
       }
       // An ancestor we do not keep: answered before any descriptor is copied (ancestor_skip.h).
       if (SkipAncestorStart(e->type, e->parent_obj, handle)) return;
-      if (e->type == kSentinelProfileGroupApi) {  // kept: the default mask's, every collective
+      if (e->type == kSentinelProfileGroupApi) {  // kept: on a thread with P2P work at the default
         CoreStartGroupApi(context, handle, e->group_api.graph_captured != 0);
         return;
       }
