@@ -107,13 +107,15 @@ struct alignas(64) Slot {
   std::atomic<int64_t> stop_ns;
   std::atomic<int64_t> gpu_start_raw;  // min KernelCh start pTimer (INT64_MAX = none)
   std::atomic<int64_t> gpu_end_raw;    // max KernelCh stop pTimer (0 = none)
-  std::atomic<int64_t> send_wait_ns;
-  std::atomic<int64_t> send_xfer_ns;
-  std::atomic<int64_t> recv_wait_ns;
-  std::atomic<int64_t> recv_xfer_ns;
+  // Proxy sums in ticks of the interval clock (Globals::ticks, tick_clock.h): the record converts.
+  std::atomic<int64_t> send_wait_ticks;
+  std::atomic<int64_t> send_xfer_ticks;
+  std::atomic<int64_t> recv_wait_ticks;
+  std::atomic<int64_t> recv_xfer_ticks;
   std::atomic<uint64_t> send_bytes;
   std::atomic<uint64_t> recv_bytes;
-  // ProxyStep: state times/sizes (with the header, the two lines a step touches).
+  // ProxyStep: state times in ticks of the interval clock (the SendGPUWait one in start_ns) and
+  // sizes (with the header, the two lines a step touches).
   std::atomic<int64_t> t_send_wait;   // ProxyStep state 9
   std::atomic<int64_t> t_recv_wait;   // ProxyStep state 10
   std::atomic<int64_t> t_recv_flush;  // ProxyStep state 11

@@ -103,6 +103,11 @@ void CoreStartColl(void* context, void** handle, const CollDesc& d) noexcept;
 // with a KernelCh EventDesc of these fields.
 void CoreStartKernelCh(void* context, void** handle, void* parent, uint8_t channel_id,
                        uint64_t p_timer) noexcept;
+// The proxy thread's starts, one per channel and direction (ProxyOp) and per network step
+// (ProxyStep), the most frequent at `proxy` and `all`: straight from NCCL's descriptor like
+// CoreStartKernelCh. Same as CoreStartEvent with a ProxyOp / ProxyStep EventDesc of these fields.
+void CoreStartProxyOp(void* context, void** handle, void* parent, pid_t pid) noexcept;
+void CoreStartProxyStep(void* context, void** handle, void* parent) noexcept;
 void CoreStopEvent(void* handle) noexcept;
 void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args) noexcept;
 // The states CoreRecordState acts on: a ProxyStep's SendGPUWait, SendWait, RecvWait and

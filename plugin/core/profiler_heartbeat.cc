@@ -104,6 +104,10 @@ SentinelWireHeartbeat SnapshotCounters() noexcept {
   memset(&hb, 0, sizeof(hb));
   hb.now_ns = MonoNs();
   if (g == nullptr || !g->ready) return hb;
+  // At each snapshot (the drainer's heartbeat, once a second): the interval clock's rate from a
+  // longer span since setup, so the proxy times' conversion error shrinks from setup's 2.5e-4 to
+  // about 5e-8 after a second (tick_clock.h).
+  g->ticks.Refine();
   ThreadStates& st = ThreadStates::Get();
   hb.records_completed = st.Sum(kCtrRecordsCompleted);
   hb.records_dropped_ring = st.Sum(kCtrRecordsDroppedRing);

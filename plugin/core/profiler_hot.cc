@@ -92,6 +92,12 @@ constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
 constexpr uint64_t kCalibWarmup = 256;
 constexpr uint64_t kCalibEvery = 8;  // a power of two
 
+// A ProxyStep's state or stop time: a tick of the interval clock (tick_clock.h; the TSC where it
+// is invariant), not MonoNs. Only differences within one step are read, and a ProxyStep makes up
+// to three clock reads per network step, the most of any event: 6 of the 8 a 1-channel
+// all-reduce reads at the `all` mask.
+inline int64_t ProxyTick() { return static_cast<int64_t>(g->ticks.Now()); }
+
 }  // namespace
 
 // ---- record emission ---------------------------------------------------------------------------
@@ -134,7 +140,7 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
     return;
   }
   if (KindOf(s) != Kind::kCeColl) FoldKernelChTimes(s);
-  BuildCollRecord(*s, truncated, static_cast<uint32_t>(g->pid), slot);
+  BuildCollRecord(*s, truncated, static_cast<uint32_t>(g->pid), g->ticks, slot);
   if (s->ordinal != 0 && g->budget_level.load(std::memory_order_relaxed) >=
                              static_cast<uint8_t>(BudgetLevel::kRecordsSampled)) {
     // Over budget: 1 Coll record in kBudgetSampleEvery is queued, marked as standing for the
@@ -423,9 +429,9 @@ Slot* StartProxyOp(Slot* parent, ThreadState* ts, int64_t now) {
 }
 
 // Children that only hold their parent alive (ProxyStep, CeSync, CeBatch).
-Slot* StartHoldingChild(Kind k, Kind parent_kind, const EventDesc& d, Context* ctx, ThreadState* ts,
-                        int64_t now) {
-  Slot* parent = g->slots.AsSlotOfKind(d.parent, parent_kind);
+Slot* StartHoldingChild(Kind k, Kind parent_kind, void* parent_handle, Context* ctx,
+                        ThreadState* ts, int64_t now) {
+  Slot* parent = g->slots.AsSlotOfKind(parent_handle, parent_kind);
   // A ProxyStep's ProxyOp changes its count on one thread only (slot_refs.h).
   const bool one_thread = parent_kind == Kind::kProxyOp;
   if (parent != nullptr && !(one_thread ? TryRefOneThread(parent) : TryRef(parent))) {
@@ -468,24 +474,30 @@ inline void ProxySumAdd(std::atomic<T>& sum, V v) {
   sum.store(sum.load(std::memory_order_relaxed) + static_cast<T>(v), std::memory_order_relaxed);
 }
 
+// The ticks from `from` to `to`, never negative: the proxy thread may move to another CPU within a
+// step, and the TSCs the kernel keeps time with are in step to within a few cycles, not exactly.
+inline int64_t TickSpan(int64_t from, int64_t to) { return to > from ? to - from : 0; }
+
+// `now`: the stop's tick. Every time here is a tick of the interval clock (g->ticks,
+// tick_clock.h), read on the proxy thread; the record converts the sums to ns.
 void StopProxyStep(Slot* s, int64_t now) {
   Slot* coll = StepOwner(s);
   if (coll == nullptr) return;
   uint8_t seen = s->step_states.load(std::memory_order_relaxed);
-  // start_ns holds the SendGPUWait (8) time; a step start reads no clock.
+  // start_ns holds the SendGPUWait (8) tick; a step start reads no clock.
   int64_t t8 = (seen & kStepSawSendGpuWait) ? s->start_ns.load(std::memory_order_relaxed) : 0;
   int64_t t9 = (seen & kStepSawSendWait) ? s->t_send_wait.load(std::memory_order_relaxed) : 0;
   int64_t t10 = (seen & kStepSawRecvWait) ? s->t_recv_wait.load(std::memory_order_relaxed) : 0;
   int64_t t11 = (seen & kStepSawRecvFlush) ? s->t_recv_flush.load(std::memory_order_relaxed) : 0;
   // relaxed: sums read by the completing thread after the acq_rel refcount release.
   if (t9 != 0) {
-    if (t8 != 0) ProxySumAdd(coll->send_wait_ns, t9 - t8);
-    ProxySumAdd(coll->send_xfer_ns, now - t9);
+    if (t8 != 0) ProxySumAdd(coll->send_wait_ticks, TickSpan(t8, t9));
+    ProxySumAdd(coll->send_xfer_ticks, TickSpan(t9, now));
     ProxySumAdd(coll->send_bytes, s->size_send.load(std::memory_order_relaxed));
   }
   if (t11 != 0) {
-    if (t10 != 0) ProxySumAdd(coll->recv_wait_ns, t11 - t10);
-    ProxySumAdd(coll->recv_xfer_ns, now - t11);
+    if (t10 != 0) ProxySumAdd(coll->recv_wait_ticks, TickSpan(t10, t11));
+    ProxySumAdd(coll->recv_xfer_ticks, TickSpan(t11, now));
     ProxySumAdd(coll->recv_bytes, s->size_recv.load(std::memory_order_relaxed));
   }
   if (t9 != 0 || t11 != 0) ProxySumAdd(coll->proxy_steps, 1u);
@@ -746,6 +758,35 @@ void CoreStartColl(void* context, void** handle, const CollDesc& d) noexcept {
   *handle = StartColl(ctx, d, ts, MonoNs());
 }
 
+void CoreStartProxyOp(void* context, void** handle, void* parent_handle, pid_t pid) noexcept {
+  ThreadState* ts = ThreadStates::Current();
+  *handle = nullptr;
+  CallbackMeter meter(ts);
+  // PXN (docs/nccl-facts.md "5.5 Special cases"): a ProxyOp of another process carries that
+  // process's pointers. Check the pid before touching context or parent.
+  if (pid != g->pid) {
+    ts->Add(kCtrPxnForeign);
+    return;
+  }
+  if (StartContext(context, ts) == nullptr) return;
+  Slot* parent = g->slots.AsSlot(parent_handle);
+  if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p)) {
+    ts->Add(kCtrOrphanChildren);
+    return;
+  }
+  *handle = StartProxyOp(parent, ts, 0);  // not timed (kTimedStarts)
+}
+
+void CoreStartProxyStep(void* context, void** handle, void* parent_handle) noexcept {
+  ThreadState* ts = ThreadStates::Current();
+  *handle = nullptr;
+  CallbackMeter meter(ts);
+  Context* ctx = StartContext(context, ts);
+  if (ctx == nullptr) return;
+  // Not timed: its waits are timed from its states (kTimedStarts).
+  *handle = StartHoldingChild(Kind::kProxyStep, Kind::kProxyOp, parent_handle, ctx, ts, 0);
+}
+
 void CoreStartEvent(void* context, void** handle, const EventDesc& d) noexcept {
   if (d.type == kSentinelProfileKernelCh) {
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
@@ -760,15 +801,17 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
     CoreStartKernelCh(context, handle, d.parent, d.channel_id, d.p_timer);
     return;
   }
+  if (d.type == kSentinelProfileProxyOp) {
+    CoreStartProxyOp(context, handle, d.parent, d.pid);
+    return;
+  }
+  if (d.type == kSentinelProfileProxyStep) {
+    CoreStartProxyStep(context, handle, d.parent);
+    return;
+  }
   ThreadState* ts = ThreadStates::Current();
   *handle = nullptr;
   CallbackMeter meter(ts);
-  // PXN (docs/nccl-facts.md "5.5 Special cases"): a ProxyOp of another process carries that
-  // process's pointers. Check the pid before touching context or parent.
-  if (d.type == kSentinelProfileProxyOp && d.pid != g->pid) {
-    ts->Add(kCtrPxnForeign);
-    return;
-  }
   Context* ctx = StartContext(context, ts);
   if (ctx == nullptr) return;
   // The clock is the most expensive thing here (~25 ns on a VM): read it only for the kinds whose
@@ -796,18 +839,6 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
     case kSentinelProfileP2p:
       s = StartP2p(ctx, d, ts, now);
       break;
-    case kSentinelProfileProxyOp: {
-      Slot* parent = g->slots.AsSlot(d.parent);
-      if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p)) {
-        ts->Add(kCtrOrphanChildren);
-        break;
-      }
-      s = StartProxyOp(parent, ts, now);
-      break;
-    }
-    case kSentinelProfileProxyStep:
-      s = StartHoldingChild(Kind::kProxyStep, Kind::kProxyOp, d, ctx, ts, now);
-      break;
     case kSentinelProfileNetPlugin:
       // No reference on its ProxyStep: no record reads a NetPlugin event, and the net plugin may
       // raise it on any thread, while a ProxyStep's count changes on the proxy progress thread
@@ -816,10 +847,10 @@ void CoreStartKeptEvent(void* context, void** handle, const EventDesc& d) noexce
       if (s != nullptr) ResetSlot(s, ctx, nullptr, 1, now);
       break;
     case kSentinelProfileCeSync:
-      s = StartHoldingChild(Kind::kCeSync, Kind::kCeColl, d, ctx, ts, now);
+      s = StartHoldingChild(Kind::kCeSync, Kind::kCeColl, d.parent, ctx, ts, now);
       break;
     case kSentinelProfileCeBatch:
-      s = StartHoldingChild(Kind::kCeBatch, Kind::kCeColl, d, ctx, ts, now);
+      s = StartHoldingChild(Kind::kCeBatch, Kind::kCeColl, d.parent, ctx, ts, now);
       break;
     case kSentinelProfileProxyCtrl:
       s = g->slots.Claim(Kind::kProxyCtrl, ts);
@@ -880,7 +911,7 @@ void CoreStopEvent(void* handle) noexcept {
   // no new child can reference it, and its parent is held until OnLastRef.
   switch (KindOf(s)) {
     case Kind::kProxyStep:
-      StopProxyStep(s, MonoNs());
+      StopProxyStep(s, ProxyTick());
       break;
     case Kind::kGroupApi:
       RecoverGroupFunc(s);
@@ -936,19 +967,20 @@ void CoreRecordState(void* handle, int state, const SentinelEventStateArgs* args
       uint64_t size = args != nullptr ? args->proxy_step.trans_size : 0;
       // relaxed: read by the same slot's stop, which NCCL issues after these states.
       // step_states: a plain load+store, no RMW: one proxy thread records a step's states.
+      // The times are ticks of the interval clock (ProxyTick): only differences are read.
       uint8_t seen = s->step_states.load(std::memory_order_relaxed);
       if (state == kSentinelStateProxyStepSendGpuWait) {
-        s->start_ns.store(MonoNs(), std::memory_order_relaxed);
+        s->start_ns.store(ProxyTick(), std::memory_order_relaxed);
         s->step_states.store(seen | kStepSawSendGpuWait, std::memory_order_relaxed);
       } else if (state == kSentinelStateProxyStepSendWait) {
-        s->t_send_wait.store(MonoNs(), std::memory_order_relaxed);
+        s->t_send_wait.store(ProxyTick(), std::memory_order_relaxed);
         s->size_send.store(size, std::memory_order_relaxed);
         s->step_states.store(seen | kStepSawSendWait, std::memory_order_relaxed);
       } else if (state == kSentinelStateProxyStepRecvWait) {
-        s->t_recv_wait.store(MonoNs(), std::memory_order_relaxed);
+        s->t_recv_wait.store(ProxyTick(), std::memory_order_relaxed);
         s->step_states.store(seen | kStepSawRecvWait, std::memory_order_relaxed);
       } else if (state == kSentinelStateProxyStepRecvFlushWait) {
-        s->t_recv_flush.store(MonoNs(), std::memory_order_relaxed);
+        s->t_recv_flush.store(ProxyTick(), std::memory_order_relaxed);
         s->size_recv.store(size, std::memory_order_relaxed);
         s->step_states.store(seen | kStepSawRecvFlush, std::memory_order_relaxed);
       }

@@ -13,6 +13,7 @@
 
 #include "plugin/abi/nccl_profiler_abi.h"
 #include "plugin/base/env_config.h"
+#include "plugin/base/tick_clock.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/overhead_budget.h"
@@ -41,6 +42,9 @@ struct Globals {
   std::atomic<uint64_t> turn_offs{0};
   std::atomic<uint64_t> sink_drops{0};
   int64_t grace_ns = 0;
+  // The interval clock of the ProxyStep times (tick_clock.h): started at setup, its rate refined at
+  // each heartbeat (SnapshotCounters).
+  TickClock ticks;
   bool ready = false;    // pools and threads set up (false when disabled)
   std::mutex budget_mu;  // the budget's judgement (heartbeat snapshots), off the hot path
   OverheadBudget budget{0.0};
@@ -84,10 +88,10 @@ inline void ResetCompletionState(Slot* s) {
   s->stop_ns.store(0, std::memory_order_relaxed);
   s->gpu_start_raw.store(kNoGpuStart, std::memory_order_relaxed);
   s->gpu_end_raw.store(0, std::memory_order_relaxed);
-  s->send_wait_ns.store(0, std::memory_order_relaxed);
-  s->send_xfer_ns.store(0, std::memory_order_relaxed);
-  s->recv_wait_ns.store(0, std::memory_order_relaxed);
-  s->recv_xfer_ns.store(0, std::memory_order_relaxed);
+  s->send_wait_ticks.store(0, std::memory_order_relaxed);
+  s->send_xfer_ticks.store(0, std::memory_order_relaxed);
+  s->recv_wait_ticks.store(0, std::memory_order_relaxed);
+  s->recv_xfer_ticks.store(0, std::memory_order_relaxed);
   s->send_bytes.store(0, std::memory_order_relaxed);
   s->recv_bytes.store(0, std::memory_order_relaxed);
   s->proxy_steps.store(0, std::memory_order_relaxed);

@@ -4,7 +4,7 @@
 
 namespace sentinel::plugin {
 
-void BuildCollRecord(const Slot& s, bool truncated, uint32_t pid,
+void BuildCollRecord(const Slot& s, bool truncated, uint32_t pid, const TickClock& ticks,
                      SentinelWireCollRecord* out) noexcept {
   static_assert(sizeof(SentinelWireCollRecord) == 136, "every field is assigned below");
   // relaxed throughout: the caller dropped the last reference (acq_rel), which ordered every
@@ -52,11 +52,12 @@ void BuildCollRecord(const Slot& s, bool truncated, uint32_t pid,
   r.gpu_start_ns = gpu_start;
   r.gpu_end_ns = gpu_end;
   if (s.proxy_steps.load(std::memory_order_relaxed) != 0) {
-    r.proxy_send_wait_ns = s.send_wait_ns.load(std::memory_order_relaxed);
-    r.proxy_send_xfer_ns = s.send_xfer_ns.load(std::memory_order_relaxed);
+    // The sums are ticks of the interval clock (tick_clock.h).
+    r.proxy_send_wait_ns = ticks.ToNs(s.send_wait_ticks.load(std::memory_order_relaxed));
+    r.proxy_send_xfer_ns = ticks.ToNs(s.send_xfer_ticks.load(std::memory_order_relaxed));
     r.proxy_send_bytes = s.send_bytes.load(std::memory_order_relaxed);
-    r.proxy_recv_wait_ns = s.recv_wait_ns.load(std::memory_order_relaxed);
-    r.proxy_recv_xfer_ns = s.recv_xfer_ns.load(std::memory_order_relaxed);
+    r.proxy_recv_wait_ns = ticks.ToNs(s.recv_wait_ticks.load(std::memory_order_relaxed));
+    r.proxy_recv_xfer_ns = ticks.ToNs(s.recv_xfer_ticks.load(std::memory_order_relaxed));
     r.proxy_recv_bytes = s.recv_bytes.load(std::memory_order_relaxed);
     flags |= kSentinelCollProxyValid;
   } else {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "plugin/base/tick_clock.h"
 #include "plugin/core/event_model.h"
 #include "schemas/wire/sentinel_wire.h"
 
@@ -13,7 +14,8 @@ namespace sentinel::plugin {
 // start-up cost more than the stores). `r` is usually the thread's ring slot. GPU times are set
 // (kSentinelCollGpuTimeValid) from the KernelCh timers through the context's calibration, or for
 // CeColl from the host start/stop; proxy sums only when a ProxyStep contributed.
-void BuildCollRecord(const Slot& s, bool truncated, uint32_t pid,
+// `ticks`: the interval clock the slot's proxy sums were taken with.
+void BuildCollRecord(const Slot& s, bool truncated, uint32_t pid, const TickClock& ticks,
                      SentinelWireCollRecord* r) noexcept;
 
 }  // namespace sentinel::plugin

@@ -31,6 +31,14 @@ struct V5Family {
                        e->coll.seq_number, e->coll.count, e->coll.root, e->coll.n_channels});
         return;
       }
+      if (e->type == kSentinelProfileProxyStep) {  // per network step at `proxy` and `all`
+        CoreStartProxyStep(context, handle, e->parent_obj);
+        return;
+      }
+      if (e->type == kSentinelProfileProxyOp) {
+        CoreStartProxyOp(context, handle, e->parent_obj, e->proxy_op.pid);
+        return;
+      }
       // An ancestor we do not keep: answered before any descriptor is copied (ancestor_skip.h).
       if (SkipAncestorStart(e->type, e->parent_obj, handle)) return;
       if (e->type == kSentinelProfileGroupApi) {  // kept: on a thread with P2P work at the default

@@ -3,11 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <set>
+#include <string>
+#include <thread>
 
+#include "plugin/base/clock.h"
+#include "plugin/base/tick_clock.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/func_recovery.h"
@@ -147,8 +154,14 @@ TEST(RecordBuilder, CalibratedGpuTimesProxySumsAndFlags) {
   s->gpu_end_raw.store(800);
   s->proxy_steps.store(1);
   s->send_bytes.store(10);
+  s->send_wait_ticks.store(300);
+  s->send_xfer_ticks.store(5000);
+  s->recv_wait_ticks.store(70);
+  s->recv_xfer_ticks.store(9000);
+  TickClock ns_ticks;  // no TSC: ticks are nanoseconds
+  ns_ticks.Start(false);
   SentinelWireCollRecord r;
-  BuildCollRecord(*s, false, 42, &r);
+  BuildCollRecord(*s, false, 42, ns_ticks, &r);
   EXPECT_EQ(r.comm_hash, 0xC0u);
   EXPECT_EQ(r.rank, 1);
   EXPECT_EQ(r.nranks, 4);
@@ -157,6 +170,10 @@ TEST(RecordBuilder, CalibratedGpuTimesProxySumsAndFlags) {
   EXPECT_EQ(r.gpu_start_ns, 1100);
   EXPECT_EQ(r.gpu_end_ns, 1200);
   EXPECT_EQ(r.proxy_send_bytes, 10u);
+  EXPECT_EQ(r.proxy_send_wait_ns, 300);
+  EXPECT_EQ(r.proxy_send_xfer_ns, 5000);
+  EXPECT_EQ(r.proxy_recv_wait_ns, 70);
+  EXPECT_EQ(r.proxy_recv_xfer_ns, 9000);
   EXPECT_EQ(r.pid, 42u);
   EXPECT_EQ(r.flags,
             kSentinelCollApiTimeValid | kSentinelCollGpuTimeValid | kSentinelCollProxyValid);
@@ -164,7 +181,7 @@ TEST(RecordBuilder, CalibratedGpuTimesProxySumsAndFlags) {
   // No KernelCh timer: no GPU time (zeros, flag clear); truncated marked.
   s->gpu_start_raw.store(kNoGpuStart);
   s->proxy_steps.store(0);
-  BuildCollRecord(*s, true, 42, &r);
+  BuildCollRecord(*s, true, 42, ns_ticks, &r);
   EXPECT_EQ(r.gpu_start_ns, 0);
   EXPECT_EQ(r.proxy_send_bytes, 0u);
   EXPECT_EQ(r.flags, kSentinelCollApiTimeValid | kSentinelCollTruncated);
@@ -174,10 +191,74 @@ TEST(RecordBuilder, CalibratedGpuTimesProxySumsAndFlags) {
   ce->ctx.store(ctx.get());
   ce->start_ns.store(50);
   ce->stop_ns.store(80);
-  BuildCollRecord(*ce, false, 42, &r);
+  BuildCollRecord(*ce, false, 42, ns_ticks, &r);
   EXPECT_EQ(r.gpu_start_ns, 50);
   EXPECT_EQ(r.gpu_end_ns, 80);
   EXPECT_EQ(r.flags, kSentinelCollGpuTimeValid);
+}
+
+// The proxy sums are ticks of the clock they were taken with: the record converts them at the
+// clock's rate, which is measured, never assumed.
+TEST(RecordBuilder, ProxySumsAreConvertedAtTheIntervalClocksRate) {
+  if (!TscIsInvariant()) GTEST_SKIP() << "no invariant TSC: ticks are nanoseconds (tested above)";
+  TickClock tsc;
+  tsc.Start(true);
+  tsc.RefineAfter(2000000);
+  ASSERT_TRUE(tsc.UsesTsc());
+  const double rate = tsc.NsPerTick();
+  auto s = NewSlot(Kind::kColl);
+  s->proxy_steps.store(1);
+  s->send_wait_ticks.store(1000000);
+  s->recv_xfer_ticks.store(3000000);
+  SentinelWireCollRecord r;
+  BuildCollRecord(*s, false, 42, tsc, &r);
+  EXPECT_EQ(r.proxy_send_wait_ns, static_cast<int64_t>(1000000 * rate));
+  EXPECT_EQ(r.proxy_recv_xfer_ns, static_cast<int64_t>(3000000 * rate));
+  EXPECT_NE(r.proxy_send_wait_ns, 1000000) << "converted, not passed through";
+}
+
+// The TSC serves intervals only where the kernel keeps time with it; anything else in the
+// clocksource file (another clock, a prefix of one, no file) answers no.
+TEST(TickClock, TheTscServesOnlyWhereTheKernelsClocksourceIsIt) {
+  const std::string path = ::testing::TempDir() + "/current_clocksource";
+  auto with = [&](const char* text) {
+    std::ofstream(path, std::ios::trunc) << text;
+    return KernelClocksourceIsTsc(path.c_str());
+  };
+  EXPECT_TRUE(with("tsc\n"));
+  EXPECT_TRUE(with("tsc"));
+  EXPECT_FALSE(with("kvm-clock\n"));
+  EXPECT_FALSE(with("hpet\n"));
+  EXPECT_FALSE(with("tsc-early\n"));
+  EXPECT_FALSE(with("ts\n"));
+  EXPECT_FALSE(with(""));
+  std::remove(path.c_str());
+  EXPECT_FALSE(KernelClocksourceIsTsc(path.c_str()));
+}
+
+// A TickClock's interval, converted, lies inside a CLOCK_MONOTONIC bracket of the same interval
+// and covers the sleep it timed: a bound that holds on a loaded machine (a sleep is never
+// shorter than asked, and the outer bracket contains the inner reads whatever the scheduler does).
+TEST(TickClock, AConvertedIntervalLiesInsideTheMonotonicBracketOfIt) {
+  for (bool use_tsc : {false, true}) {
+    SCOPED_TRACE(use_tsc ? "TSC" : "CLOCK_MONOTONIC");
+    TickClock c;
+    c.Start(use_tsc && TscServesIntervals());
+    c.RefineAfter(1000000);
+    const int64_t outer0 = MonoNs();
+    const uint64_t t0 = c.Now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const uint64_t t1 = c.Now();
+    const int64_t outer = MonoNs() - outer0;
+    const int64_t inner = c.ToNs(static_cast<int64_t>(t1 - t0));
+    EXPECT_GE(inner, int64_t{20000000} * 999 / 1000);
+    // The rate's error after a 1 ms calibration is below 1e-3 even on a loaded machine (a pair's
+    // read is bracketed by the tightest of four tries).
+    EXPECT_LE(inner, outer + outer / 1000);
+    c.Refine();  // a longer span: the rate moves by less than its first error
+    EXPECT_NEAR(c.NsPerTick(), static_cast<double>(inner) / static_cast<double>(t1 - t0),
+                c.NsPerTick() * 2e-3);
+  }
 }
 
 struct Group {
