@@ -2,7 +2,9 @@
 """Checks that the rules written once stay written once (comments and string literals ignored):
 
 - the clocks: `clock_gettime` only in common/mono_clock.h (every other part calls MonoNowNs /
-  RealNowNs, or the plugin's MonoNs and the collector's Clock built on them);
+  RealNowNs, or the plugin's MonoNs and the collector's Clock built on them); a TSC read
+  (`__rdtsc`, `rdtsc`) only in plugin/base/tick_clock.h, the interval clock that knows when the
+  TSC may be used and converts its ticks;
 - the plugin's threads: `std::thread(`, `new std::thread`, `pthread_create` and the blocked-signal
   dance (`pthread_sigmask`) only in plugin/base/thread.h (StartThread, JoinThread).
 
@@ -19,6 +21,8 @@ RULES = [
     # (what, pattern, trees searched, the one file allowed)
     ("a clock read", re.compile(r"\bclock_gettime\s*\("), ("plugin", "collector", "common", "tools"),
      {"common/mono_clock.h"}),
+    ("a TSC read", re.compile(r"\b__rdtscp?\s*\(|\brdtscp?\b"),
+     ("plugin", "collector", "common", "tools"), {"plugin/base/tick_clock.h"}),
     ("a thread start", re.compile(r"\bstd::thread\s*\(|\bnew\s+std::thread\b|\bpthread_create\s*\("),
      ("plugin",), {"plugin/base/thread.h"}),
     ("a signal-mask change", re.compile(r"\bpthread_sigmask\s*\("), ("plugin",),
