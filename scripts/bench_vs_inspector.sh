@@ -82,8 +82,8 @@ step() {
     # Inspector's mask is Coll + KernelCh once P2P tracking is off; it dumps only at teardown.
     inspector) run "inspector:Coll,KernelCh" "$BOTH" "$INSPECTOR" LD_LIBRARY_PATH="$STUBS" \
       NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump" ;;
-    # The production path: streaming to a real sentineld.
-    sock:*) run "sent-sock:${1#sock:}" 'BM_Collective/' "$OURS" SENTINEL_EVENTS="${1#sock:}" \
+    # The production path: streaming to a real sentineld (its floor too, so that it has x_floor).
+    sock:*) run "sent-sock:${1#sock:}" "$BOTH" "$OURS" SENTINEL_EVENTS="${1#sock:}" \
       SENTINEL_DEV_BENCH_SENTINELD="$SENTINELD" ;;
   esac
 }
