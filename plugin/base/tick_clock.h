@@ -35,7 +35,8 @@ namespace sentinel::plugin {
 inline bool TscIsInvariant() noexcept {
 #if defined(__x86_64__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  // The highest extended leaf (an int in clang's cpuid.h, unsigned in GCC's).
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000007u) return false;
   if (__get_cpuid(0x80000007u, &eax, &ebx, &ecx, &edx) == 0) return false;
   return (edx & (1u << 8)) != 0;
 #else
