@@ -9,8 +9,8 @@
 // that moves between CPUs mid-interval reads one clock; CLOCK_MONOTONIC nanoseconds elsewhere.
 // Ticks become nanoseconds by a rate read off two (ticks, ns) pairs, never by a nominal frequency.
 //
-// Everything that is a time of day or is joined across processes (record times, API times, GPU
-// clock calibration) stays on MonoNs (clock.h), the clock sentineld and the other ranks read.
+// Every point in time, and everything joined across processes (record times, API times, GPU clock
+// calibration), stays on MonoNs (clock.h), the clock sentineld and the other ranks read.
 #pragma once
 
 #include <fcntl.h>

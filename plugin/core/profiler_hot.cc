@@ -93,7 +93,7 @@ constexpr uint64_t kCalibWarmup = 256;
 constexpr uint64_t kCalibEvery = 8;  // a power of two
 
 // A ProxyStep's state or stop time: a tick of the interval clock (tick_clock.h; the TSC where it
-// is invariant), not MonoNs. Only differences within one step are read, and a ProxyStep makes up
+// serves), not MonoNs. Only differences within one step are read, and a ProxyStep makes up
 // to three clock reads per network step, the most of any event: 6 of the 8 a 1-channel
 // all-reduce reads at the `all` mask.
 inline int64_t ProxyTick() { return static_cast<int64_t>(g->ticks.Now()); }
@@ -411,7 +411,8 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
 // were two locked instructions on the collective's line per channel and direction. A host that
 // broke the rule could leak the collective's reference (the record is then truncated at
 // finalize) or drop it early (its later ProxyOps are orphans), nothing worse.
-Slot* StartProxyOp(Slot* parent, ThreadState* ts, int64_t now) {
+// Not timed (kTimedStarts): its start_ns is 0.
+Slot* StartProxyOp(Slot* parent, ThreadState* ts) {
   const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed);
   if (open == 0 && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
@@ -424,7 +425,7 @@ Slot* StartProxyOp(Slot* parent, ThreadState* ts, int64_t now) {
     return nullptr;
   }
   parent->proxy_open.store(open + 1, std::memory_order_relaxed);
-  ResetSlot(s, parent->ctx.load(std::memory_order_relaxed), parent, 1, now);
+  ResetSlot(s, parent->ctx.load(std::memory_order_relaxed), parent, 1, 0);
   return s;
 }
 
@@ -774,7 +775,7 @@ void CoreStartProxyOp(void* context, void** handle, void* parent_handle, pid_t p
     ts->Add(kCtrOrphanChildren);
     return;
   }
-  *handle = StartProxyOp(parent, ts, 0);  // not timed (kTimedStarts)
+  *handle = StartProxyOp(parent, ts);
 }
 
 void CoreStartProxyStep(void* context, void** handle, void* parent_handle) noexcept {
