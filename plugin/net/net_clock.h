@@ -1,6 +1,6 @@
 // The net wrapper's request clock (internal to libnccl-net-sentinel.so): request latencies are
-// taken in ticks of the plugin's interval clock (plugin/base/tick_clock.h: the TSC where it is
-// invariant), because isend/irecv/test run on NCCL's proxy thread. Ticks become nanoseconds only
+// taken in ticks of the plugin's interval clock (plugin/base/tick_clock.h: the TSC where it
+// serves), because isend/irecv/test run on NCCL's proxy thread. Ticks become nanoseconds only
 // when someone asks (sentinelNetSnapshot), from the pair read at load and one read at the question.
 #pragma once
 
