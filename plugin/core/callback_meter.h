@@ -56,10 +56,11 @@ inline int64_t MeterAwayTolerance() noexcept {
   return g_meter_away_tolerance_ns.load(std::memory_order_relaxed);
 }
 
-// Slow path (plugin init); idempotent. The median of a few read pairs, not the least: the reads'
-// usual cost is what every timed span holds.
+// Slow path (plugin init); idempotent. The tolerance: 4 times the median of a few read pairs'
+// time outside their CPU time. The bias: the mean CPU time of the pairs a span would keep (within
+// the tolerance, and under 4 times the median: a rare slow read is no read's usual cost).
 inline void CalibrateMeterClock() noexcept {
-  constexpr int kPairs = 31;
+  constexpr int kPairs = 63;
   int64_t cpu[kPairs];
   int64_t away[kPairs];
   for (int i = 0; i < kPairs; ++i) {
@@ -70,13 +71,23 @@ inline void CalibrateMeterClock() noexcept {
     cpu[i] = c1 - c0;
     away[i] = (m1 - m0) - (c1 - c0);
   }
-  std::sort(cpu, cpu + kPairs);
-  std::sort(away, away + kPairs);
-  const int64_t bias = cpu[kPairs / 2];
+  int64_t sorted[kPairs];
+  std::copy(away, away + kPairs, sorted);
+  std::sort(sorted, sorted + kPairs);
+  const int64_t tolerance = std::max<int64_t>(kMeterAwayFloorNs, 4 * sorted[kPairs / 2]);
+  std::copy(cpu, cpu + kPairs, sorted);
+  std::sort(sorted, sorted + kPairs);
+  const int64_t usual = sorted[kPairs / 2];
+  int64_t sum = 0;
+  int64_t kept = 0;
+  for (int i = 0; i < kPairs; ++i) {
+    if (away[i] > tolerance || cpu[i] > 4 * usual) continue;
+    sum += cpu[i];
+    ++kept;
+  }
+  const int64_t bias = kept > 0 ? sum / kept : usual;
   g_meter_read_bias_ns.store(bias > 0 ? bias : 0, std::memory_order_relaxed);
-  const int64_t tolerance = 4 * (away[kPairs / 2] > 0 ? away[kPairs / 2] : 0);
-  g_meter_away_tolerance_ns.store(tolerance > kMeterAwayFloorNs ? tolerance : kMeterAwayFloorNs,
-                                  std::memory_order_relaxed);
+  g_meter_away_tolerance_ns.store(tolerance, std::memory_order_relaxed);
 }
 
 // One timed span: started by Start(), its CPU time (less the reads' own) by Stop(), 0 when the
