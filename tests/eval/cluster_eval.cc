@@ -925,7 +925,7 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
         opt.nodes, ClusterLayout::kPerNode, ClusterLayout::kPerNode, layout.pp, layout.dp,
         opt.step_ms, layout.dp_buckets);
   }
-  std::printf("%-32s %-4s %4s %6s %6s %6s %11s %7s %7s %6s %8s %7s %s\n", "family", "tier", "runs",
+  std::printf("%-40s %-4s %4s %6s %6s %6s %11s %7s %7s %6s %8s %7s %s\n", "family", "tier", "runs",
               "prec", "prec_p", "recall", "first(R/N/-)", "p50_s", "p99_s", "false", "false/h",
               "sim_h", "notes");
   bool ok = true;
@@ -978,12 +978,12 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
           f.truth == Truth::kRank || f.truth == Truth::kNode
               ? absl::StrFormat("%d/%d/%d", t.first_rank, t.first_node, t.culprits - t.named_place)
               : "-";
-      std::printf("%-32s %-4s %4d %6.3f %6.3f %6.3f %11s %7.1f %7.1f %6d %8.2f %7.3f %s\n",
+      std::printf("%-40s %-4s %4d %6.3f %6.3f %6.3f %11s %7.1f %7.1f %6d %8.2f %7.3f %s\n",
                   f.name.c_str(), tier, t.runs, prec, prec_p, recall, first.c_str(),
                   Percentile(t.latency_s, 0.5), Percentile(t.latency_s, 0.99), t.false_alerts,
                   false_h, t.sim_hours, notes.c_str());
       for (const std::string& m : missed) {
-        std::printf("%-32s %-4s TARGET MISSED: %s\n", "", tier, m.c_str());
+        std::printf("%-40s %-4s TARGET MISSED: %s\n", "", tier, m.c_str());
         ok = false;
       }
     }
