@@ -194,7 +194,7 @@ void WaitEvidence::Judge(WaitRankState* st) {
       st->spell_wait_sum_ns = 0;
     }
     const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
-    const bool peers_wait = st->usual_wait_ns >= rel / 4 * st->usual_segment_ns;
+    const bool peers_wait = st->usual_wait_ns >= rel / 16 * st->usual_segment_ns;
     // The node waits less over the spell: its mean wait since the usual was held fell below the
     // usual by more than `fall_z` standard errors, and by at least `fall_share` of what the growth
     // can take off it, or its p75 collapsed to a quarter of the usual (a node many others wait
@@ -235,10 +235,10 @@ void WaitEvidence::Judge(WaitRankState* st) {
     // the spell would read as "waits less".
     const double rate = params_.usual_rate;
     const bool rose = st->remote_wait_p75_ns > st->usual_wait_ns;
-    st->usual_wait_ns += (rose ? rate / 4 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
+    st->usual_wait_ns += (rose ? rate / 16 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
     const bool mean_rose = st->remote_wait_mean_ns > st->usual_wait_mean_ns;
     st->usual_wait_mean_ns +=
-        (mean_rose ? rate / 4 : rate) * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
+        (mean_rose ? rate / 16 : rate) * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
     st->usual_wait_sd_ns += rate * (st->remote_wait_sd_ns - st->usual_wait_sd_ns);
     st->usual_segment_ns += rate * (st->segment_p50_ns - st->usual_segment_ns);
     return;
@@ -273,22 +273,31 @@ bool SlowingOrFlagged(const WaitRankState& st, double rel) {
   return st.flagged || (st.has_usual && st.segment_p50_ns >= (1 + rel / 2) * st.usual_segment_ns);
 }
 
+bool Leaning(const WaitRankState& st, double rel) {
+  return !st.flagged && st.has_usual && st.held && st.spell_n > 0 &&
+         st.segment_p50_ns >= (1 + rel) * st.usual_segment_ns &&
+         st.spell_wait_sum_ns / static_cast<double>(st.spell_n) < st.usual_wait_mean_ns;
+}
+
 NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks) {
   NodeVerdict v;
-  absl::flat_hash_map<int, bool> process_flagged;  // process -> flagged in some judged comm
+  // process -> 2 flagged in some judged comm, 1 leaning in one, 0 neither
+  absl::flat_hash_map<int, int> process_state;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const WaitRankRef& r = ranks[i];
     if (!r.spans_nodes || !r.judged) continue;
-    bool& f = process_flagged[r.process];
+    int& f = process_state[r.process];
     if (r.flagged) {
-      f = true;
+      f = 2;
       v.flagged.push_back(i);
+    } else if (r.leaning) {
+      f = std::max(f, 1);
     }
   }
-  v.processes = process_flagged.size();
+  v.processes = process_state.size();
   if (v.flagged.empty()) return v;
-  v.slow_node = std::all_of(process_flagged.begin(), process_flagged.end(),
-                            [](const auto& p) { return p.second; });
+  v.slow_node = std::all_of(process_state.begin(), process_state.end(),
+                            [](const auto& p) { return p.second > 0; });
   return v;
 }
 

@@ -55,8 +55,12 @@
 // change of the step whose wait evidence stays undecided, e.g. a new phase with less jitter: at
 // most `relearn` collectives, then the new step is the usual and the node says nothing of it).
 // The node-level judgement (JudgeNode) says "slow node" when every process of the node that has a
-// judged rank in a communicator spanning other nodes is flagged in one of them, and names the
-// flagged ranks otherwise.
+// judged rank in a communicator spanning other nodes is flagged in one of them, or at least one is
+// and every other one *leans* (Leaning: its compute grew by rel and it waits less than usual over
+// its spell, not yet beyond the noise): the evidence of one process, beyond its noise, and the same
+// direction in all the others. The communicators of one node decide at different instants (each
+// has its own noise); waiting for the last one to clear its bar alone named the node seconds late,
+// its flagged ranks first as slow ranks. Otherwise it names the flagged ranks.
 #pragma once
 
 #include <algorithm>
@@ -218,10 +222,11 @@ struct WaitRankRef {
   bool spans_nodes = false;  // the communicator has ranks on other nodes
   bool judged = false;
   bool flagged = false;
+  bool leaning = false;  // not flagged, but Leaning (below)
 };
 
 struct NodeVerdict {
-  bool slow_node = false;       // every judged process of the node is flagged
+  bool slow_node = false;       // every judged process of the node is flagged (or leaning)
   std::vector<size_t> flagged;  // indices (into the input) of the flagged ranks
   size_t processes = 0;         // processes with a judged cross-node rank
 };
@@ -232,5 +237,9 @@ NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks);
 // usual. While every process of a node is, a whole slow node is forming (its ranks cross the bars
 // one after another) and the node verdict, not a slow rank, is the one to expect.
 bool SlowingOrFlagged(const WaitRankState& st, double rel);
+
+// True when the rank is not flagged but its evidence leans that way: its usual is held, its
+// segment is at least rel over it, and its mean remote wait over the spell is below its usual mean.
+bool Leaning(const WaitRankState& st, double rel);
 
 }  // namespace sentinel::collector
