@@ -216,11 +216,12 @@ void WaitEvidence::Judge(WaitRankState* st) {
       return;
     }
     if (above) {
-      // Undecided, the usual held. Resolved when the node waits as much as it used to over a
-      // window of the spell (the whole communicator moved together: a new phase, every node
-      // slower) or after `relearn` collectives without a verdict: the recent figures are the
-      // usual.
-      const bool together = st->spell_n >= params_.window && fell <= 0;
+      // Undecided, the usual held. Resolved when the node waits more than it used to over at
+      // least a window of the spell, by a standard error (the whole communicator moved together:
+      // a new phase, every node slower, the jitter and so the waits growing with the step) or after
+      // `relearn` collectives without a verdict: the recent figures are the usual.
+      const bool together =
+          st->spell_n >= params_.window && fell <= -st->usual_wait_sd_ns / std::sqrt(spell_n);
       if (together ||
           st->observed - st->held_from >= static_cast<uint64_t>(std::max(params_.relearn, 1))) {
         ++st->relearned;
@@ -230,15 +231,15 @@ void WaitEvidence::Judge(WaitRankState* st) {
     }
     st->held = false;
     // The usual follows slow changes of the job (not a slowdown, which flips the p50 first). The
-    // usual wait rises four times more slowly than it falls: a spell of waiting more (a slow
-    // link, another node's hiccups) must not teach the node that it usually waits, or the end of
-    // the spell would read as "waits less".
+    // usual wait p75 (the bar a node must clear to be judged at all) rises 16 times more slowly
+    // than it falls: a spell of waiting more (a slow link, another node's hiccups) must not teach
+    // the node that it usually waits, or the end of the spell would read as "waits less". The
+    // mean and deviation follow at the plain rate (unbiased: the spell's mean is compared with
+    // them).
     const double rate = params_.usual_rate;
     const bool rose = st->remote_wait_p75_ns > st->usual_wait_ns;
     st->usual_wait_ns += (rose ? rate / 16 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
-    const bool mean_rose = st->remote_wait_mean_ns > st->usual_wait_mean_ns;
-    st->usual_wait_mean_ns +=
-        (mean_rose ? rate / 16 : rate) * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
+    st->usual_wait_mean_ns += rate * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
     st->usual_wait_sd_ns += rate * (st->remote_wait_sd_ns - st->usual_wait_sd_ns);
     st->usual_segment_ns += rate * (st->segment_p50_ns - st->usual_segment_ns);
     return;
