@@ -208,7 +208,14 @@ void WaitEvidence::Judge(WaitRankState* st) {
     const bool fell_in_spell = st->held && st->spell_n >= params_.min_recent && take_off > 0 &&
                                fell >= params_.fall_z * st->usual_wait_sd_ns / std::sqrt(spell_n) &&
                                (collapsed || fell >= params_.fall_share * take_off);
-    if (slower && peers_wait && fell_in_spell) {
+    // Or, early in a spell, the p75 collapsed and the recent window's mean fell beyond its noise
+    // (its older collectives may predate the slowdown, which only dilutes the fall).
+    const double fell_window = st->usual_wait_mean_ns - st->remote_wait_mean_ns;
+    const bool fell_in_window = take_off > 0 &&
+                                fell_window >= params_.fall_z * st->usual_wait_sd_ns /
+                                                   std::sqrt(static_cast<double>(st->recent_n)) &&
+                                collapsed;
+    if (slower && peers_wait && (fell_in_spell || fell_in_window)) {
       st->flagged = true;
       st->changed = true;
       st->held = false;

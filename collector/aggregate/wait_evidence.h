@@ -34,7 +34,9 @@
 //     fell below the usual mean by more than `fall_z` (3) standard errors (the usual standard
 //     deviation over the root of the spell's length), and by at least `fall_share` (a quarter) of
 //     what the growth can take off it (the growth, or the whole usual mean where that is smaller),
-//     or its p75 collapsed to a quarter of the usual (a node many others wait for). The wait need
+//     or its p75 collapsed to a quarter of the usual (a node many others wait for); or, early in
+//     the spell, the p75 collapsed and the recent window's mean fell by `fall_z` standard errors
+//     (its older collectives may predate the slowdown, which only dilutes the fall). The wait need
 //     not collapse: with two nodes and jitter of the order of the slowdown the slow node still
 //     waits now and then, and the transfer's own spread above the floor stays in the figure (a
 //     live +10 % node waited 2.32 ms p75, then 0.90 ms: never a quarter), and
