@@ -109,7 +109,9 @@ class Job {
         for (int l = 0; l < m_.per_node; ++l) {
           node_last = std::max(node_last, arrival_[static_cast<size_t>(n * m_.per_node + l)]);
         }
-        if (waited_.size() < static_cast<size_t>(m_.nodes)) waited_.assign(m_.nodes, 0);
+        if (waited_.size() < static_cast<size_t>(m_.nodes)) {
+          waited_.assign(static_cast<size_t>(m_.nodes), uint64_t{0});
+        }
         if (node_last < last) ++waited_[static_cast<size_t>(n)];
         obs.clear();
         int64_t now = 0;
