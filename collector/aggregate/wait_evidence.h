@@ -20,26 +20,60 @@
 // time, so its median wait is 0 even while it usually waits for the other). The floor is this
 // node's: it cannot tell a transfer from a wait that never varies (a peer always late by the same
 // amount), so across nodes the job-wide rules compare the raw duration p50s instead (the rank the
-// others wait for has the shortest). After `learn` collectives those p50s are the rank's *usual*
-// (then an EWMA of them while it is not flagged). A rank is flagged a *non-waiter* (one its
-// communicator waits for) when, over the recent window,
-//   - its compute segment grew by at least `rel` over its usual (it computes more slowly), and
-//   - its remote wait fell to at most a quarter of its usual (the node stopped waiting for the
-//     other nodes), and
-//   - its usual remote wait was at least rel / 4 of its usual segment (the communicator's usual is
-//     that this node waits for peers: a node that never waited cannot stop waiting, and then only
-//     the job-wide rules, which compare the nodes, can tell).
-// A job-wide slowdown (every rank computes longer) leaves the waits as they were; another node
-// slowing makes this one wait more; a one-off hiccup or a whole-job pause moves one collective,
-// not a p50; a local rank whose local peers slowed waits longer, its compute unchanged. All
-// thresholds are shares of the rank's own figures, never absolute times. It clears when the
-// segment is back within rel / 2 of the usual or the remote wait back above half of it
-// (hysteresis). `since_seq` is the first collective of the slow run (the oldest point from which at
-// least 3/4 of the recent collectives look slow), so alerts say "since collective #N".
+// others wait for has the shortest). Also the mean and standard deviation of the remote wait (each
+// capped at 4 times the window's p75). After `learn` collectives these figures are the rank's
+// *usual* (then an EWMA of them: below).
+//
+// The usual is *held* (does not move) while the segment p50 is over it by more than rel / 2 (more
+// than the noise of a p50: the bar SlowingOrFlagged and the onset use): a *spell*. During a spell
+// the remote waits of its collectives are summed (each capped at 4 times the usual p75), so the
+// evidence of the spell grows as it lasts. A rank is flagged a *non-waiter* (one its communicator
+// waits for) when
+//   - its compute segment p50 grew by at least `rel` over its usual (it computes more slowly), and
+//   - the node waits less: the mean remote wait over the spell (at least `min_recent` collectives)
+//     fell below the usual mean by more than `fall_z` (3) standard errors (the usual standard
+//     deviation over the root of the spell's length), and by at least `fall_share` (a quarter) of
+//     what the growth can take off it (the growth, or the whole usual mean where that is smaller),
+//     or its p75 collapsed to a quarter of the usual (a node many others wait for); or, early in
+//     the spell, the p75 collapsed and the recent window's mean fell by `fall_z` standard errors
+//     (its older collectives may predate the slowdown, which only dilutes the fall). The wait need
+//     not collapse: with two nodes and jitter of the order of the slowdown the slow node still
+//     waits now and then, and the transfer's own spread above the floor stays in the figure (a
+//     live +10 % node waited 2.32 ms p75, then 0.90 ms: never a quarter), and
+//   - its usual remote wait p75 was at least rel / 16 of its usual segment (the node usually waits
+//     for peers: a node that never waited cannot wait less, and then only the job-wide rules,
+//     which compare the nodes, can tell; it flags nothing rather than guess).
+// A job-wide slowdown (every rank computes longer) leaves the waits as they were or longer (the
+// jitter grows with the compute); another node slowing makes this one wait more, its compute
+// unchanged; a one-off hiccup or a whole-job pause moves one collective, not a p50; a local rank
+// whose local peers slowed waits longer, its compute unchanged. All thresholds are shares of the
+// rank's own figures, never absolute times. It clears when the segment is back within rel / 2 of
+// the usual or the window's mean wait is back at the usual mean (hysteresis). `since_seq` is the
+// first collective of the slow run (the oldest point from which at least 3/4 of the recent
+// collectives look slow), so alerts say "since collective #N".
+//
+// Outside spells and flags the usual follows slow changes of the job as an EWMA of the window's
+// figures (rate `usual_rate` per refresh); the usual wait p75 rises 16 times more slowly than it
+// falls (a spell of waiting more, a slow link or another node's hiccups, must not teach the node
+// that it usually waits, or its end would read as "waits less"). A held usual never absorbs a
+// slowdown while the evidence is undecided (the EWMA used to: it followed a live +10 % node within
+// a minute while its wait, down by 60 %, had not reached the old bar of a quarter). A spell ends
+// when the segment comes back within rel / 2 (the EWMA resumes), with a flag, or by re-learning the
+// usual from the window's figures at once when
+//   - after at least a window's worth of the spell the node waits more than it used to, by a
+//     standard error of the spell's mean (the whole communicator moved together: a new phase of
+//     the job, every node slower, its jitter and so the waits growing with the step), or
+//   - the spell has lasted `relearn` collectives of the rank without a verdict (a legitimate change
+//     of the step whose wait evidence stays undecided, e.g. a new phase with less jitter): the new
+//     step is the usual and the node says nothing of it (`relearned` counts these).
 //
 // The node-level judgement (JudgeNode) says "slow node" when every process of the node that has a
-// judged rank in a communicator spanning other nodes is flagged in one of them, and names the
-// flagged ranks otherwise.
+// judged rank in a communicator spanning other nodes is flagged in one of them, or at least one is
+// and every other one *leans* (Leaning: its compute grew by rel and it waits less than usual over
+// its spell, not yet beyond the noise): the evidence of one process, beyond its noise, and the same
+// direction in all the others. The communicators of one node decide at different instants (each
+// has its own noise); waiting for the last one to clear its bar alone named the node seconds late,
+// its flagged ranks first as slow ranks. Otherwise it names the flagged ranks.
 #pragma once
 
 #include <algorithm>
@@ -60,6 +94,9 @@ struct WaitParams {
   int64_t floor_ns = 50'000;           // smallest segment counted (clock noise, straggler-min)
   double usual_rate = 1.0 / 64;        // EWMA rate of the usual, per refresh of the p50s
   int refresh_every = 4;               // the p50s are recomputed every this many collectives
+  int relearn = 512;  // a usual held (undecided) this many collectives re-learns from the p50s
+  double fall_share = 0.25;  // the wait fell by at least this share of what the growth takes off
+  double fall_z = 3;         // ... and by this many standard errors of its spell's mean
 };
 
 // One rank in one joined collective.
@@ -88,6 +125,10 @@ struct WaitRankState {
   double duration_p50_ns = 0;  // the raw duration (comparable across nodes: job-wide rules)
   double wait_p50_ns = 0;
   double remote_wait_p75_ns = 0;  // p75, see above
+  // The remote wait's mean and standard deviation over the window, each wait capped at 4 times the
+  // window's p75 (a peer's one-off hiccup is not a usual wait).
+  double remote_wait_mean_ns = 0;
+  double remote_wait_sd_ns = 0;
   double segment_p50_ns = 0;
   // The compute per collective, weighted by compute (the mean segment, each capped at 8 times the
   // median of the window's compute segments so that a whole-job pause counts as a few steps):
@@ -95,10 +136,19 @@ struct WaitRankState {
   // compute over its collectives.
   double segment_mean_ns = 0;
   double wait_share_p50 = 0;
-  // The usual (learned, then an EWMA of the p50s while not flagged).
+  // The usual (learned, then an EWMA of the p50s while not flagged and not held).
   bool has_usual = false;
   double usual_wait_ns = 0;  // the remote wait's
   double usual_segment_ns = 0;
+  double usual_wait_mean_ns = 0;  // the remote wait's mean and standard deviation
+  double usual_wait_sd_ns = 0;
+  bool held = false;       // the usual is held (undecided: see above)
+  uint64_t held_from = 0;  // `observed` when it was first held in the current spell
+  uint64_t relearned = 0;  // times a held usual re-learned from the p50s
+  // The remote waits (each capped at 4 times the usual p75) of the collectives since the usual was
+  // held: the evidence of the spell, whose standard error shrinks as it lasts.
+  uint64_t spell_n = 0;
+  double spell_wait_sum_ns = 0;
   // The judgement.
   bool flagged = false;
   uint64_t since_seq = 0;     // first collective of the slow run (when flagged)
@@ -140,6 +190,7 @@ class WaitEvidence {
   };
   void Refresh(WaitRankState* st, int64_t now_ns);
   void Judge(WaitRankState* st);
+  void Relearn(WaitRankState* st) const;
   uint64_t Onset(const WaitRankState& st) const;
 
   WaitParams params_;
@@ -184,10 +235,11 @@ struct WaitRankRef {
   bool spans_nodes = false;  // the communicator has ranks on other nodes
   bool judged = false;
   bool flagged = false;
+  bool leaning = false;  // not flagged, but Leaning (below)
 };
 
 struct NodeVerdict {
-  bool slow_node = false;       // every judged process of the node is flagged
+  bool slow_node = false;       // every judged process of the node is flagged (or leaning)
   std::vector<size_t> flagged;  // indices (into the input) of the flagged ranks
   size_t processes = 0;         // processes with a judged cross-node rank
 };
@@ -198,5 +250,9 @@ NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks);
 // usual. While every process of a node is, a whole slow node is forming (its ranks cross the bars
 // one after another) and the node verdict, not a slow rank, is the one to expect.
 bool SlowingOrFlagged(const WaitRankState& st, double rel);
+
+// True when the rank is not flagged but its evidence leans that way: its usual is held, its
+// segment is at least rel over it, and its mean remote wait over the spell is below its usual mean.
+bool Leaning(const WaitRankState& st, double rel);
 
 }  // namespace sentinel::collector
