@@ -122,7 +122,8 @@ std::string SlowNodeSummary(const std::string& host, size_t processes,
                             const std::vector<SlowNodeRank>& ranks) {
   std::string text = absl::StrFormat(
       "node %s is slow: all %d of its processes with ranks in communicators spanning other nodes "
-      "stopped waiting inside collectives (the other nodes wait for this one)",
+      "compute longer and wait less inside collectives than they used to (the other nodes wait "
+      "for this one)",
       host, processes);
   if (!ranks.empty() && ranks.front().state != nullptr) {
     const SlowNodeRank& r = ranks.front();

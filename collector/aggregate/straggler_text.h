@@ -76,7 +76,7 @@ struct SlowNodeRank {
   const WaitRankState* state = nullptr;
 };
 // The summary of a slow node: every process of `host` with a rank in a communicator spanning
-// other nodes stopped waiting; `ranks` the flagged ones (the first few are quoted).
+// other nodes waits less (flagged or leaning); `ranks` the flagged ones (the first few are quoted).
 std::string SlowNodeSummary(const std::string& host, size_t processes,
                             const std::vector<SlowNodeRank>& ranks);
 

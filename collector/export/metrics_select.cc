@@ -25,6 +25,15 @@ bool Better(const MetricsSnapshot::RankRef* a, const MetricsSnapshot::RankRef* b
   return best == nullptr || PrimaryRankBefore(*a, *best);
 }
 
+// A rank its process would pick as primary but for the hash: spanning other nodes as `best` does,
+// and as large. The hash is arbitrary, so two such communicators are ranked differently on
+// different ranks of the same communicator (a pipeline and a data-parallel communicator of equal
+// size: 4 nodes as 2 stages x 2 replicas); exporting only the lower hash left some communicators
+// exported by one node alone, never judged job-wide.
+bool TiesPrimary(const MetricsSnapshot::RankRef& a, const MetricsSnapshot::RankRef* best) {
+  return best != nullptr && (a.nnodes > 1) == (best->nnodes > 1) && a.nranks == best->nranks;
+}
+
 }  // namespace
 
 MetricsOptions MetricsOptionsFrom(const Config& config) {
@@ -57,7 +66,7 @@ absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
   }
   if (options.detail.comm) return out;
   // Each process's primary communicator as PrimaryRank picks it (spanning other nodes, then the
-  // largest, then the lowest hash), among
+  // largest, then the lowest hash), and those that tie with it but for the hash, among
   // its live ranks, and among all its ranks not expired: a process that ended its world
   // communicator and made a new one exports the new one at once and the old one for the retention.
   for (const MetricsSnapshot::Process& process : snap.processes) {
@@ -70,6 +79,14 @@ absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
     }
     if (best_any != nullptr) out.insert(best_any->comm_hash);
     if (best_live != nullptr) out.insert(best_live->comm_hash);
+    // The primary's ties, where the primary spans other nodes (only those are judged job-wide):
+    // every rank of a communicator then exports it, whichever hash each rank saw first.
+    for (const MetricsSnapshot::RankRef& rank : process.ranks) {
+      if (expired.contains(rank.comm_hash) || rank.nnodes <= 1) continue;
+      if (TiesPrimary(rank, best_any) || (rank.active && TiesPrimary(rank, best_live))) {
+        out.insert(rank.comm_hash);
+      }
+    }
   }
   return out;
 }

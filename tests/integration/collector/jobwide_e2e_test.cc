@@ -185,6 +185,8 @@ class JobwideE2eTest : public ::testing::Test {
     rules << in.rdbuf();
     std::string text = std::regex_replace(rules.str(), std::regex("interval: 15s"), "interval: 1s");
     text = std::regex_replace(text, std::regex("for: 15s"), "for: 2s");
+    // The recent-lateness window, 4 evaluations at 15 s, likewise 4 at 1 s.
+    text = std::regex_replace(text, std::regex("\\[50s\\]"), "[3500ms]");
     std::ofstream(dir_ + "/rules.yml") << text;
     std::ofstream(dir_ + "/prometheus.yml")
         << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"

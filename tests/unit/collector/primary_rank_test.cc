@@ -163,5 +163,30 @@ TEST(PrimaryRankBeforeTest, OnTheSnapshotsRankRef) {
   EXPECT_FALSE(PrimaryRankBefore(local, cross));
 }
 
+// Two communicators that span other nodes with as many ranks (a pipeline and a data-parallel one
+// at 4 nodes as 2 stages x 2 replicas) differ only by hash, which ranks them differently on
+// different ranks of one communicator: both are exported, so every rank of each exports it and
+// the job-wide rules see it from every node. A smaller or node-local one is not.
+TEST(ExportedCommsTest, ACommunicatorThatTiesThePrimaryButForTheHashIsExportedToo) {
+  MetricsSnapshot snap;
+  snap.now_mono_ns = 1;
+  for (uint64_t hash : {0x10ULL, 0x20ULL, 0x30ULL, 0x40ULL}) {
+    MetricsSnapshot::Comm comm;
+    comm.hash = hash;
+    comm.active_count = 1;
+    snap.comms.push_back(comm);
+  }
+  MetricsSnapshot::Process process;
+  process.client = 1;
+  process.ranks = {{0x20, 2, true, 2}, {0x10, 2, true, 2}, {0x30, 8, true, 1}, {0x40, 1, true, 2}};
+  snap.processes.push_back(process);
+  const auto exported = ExportedComms(snap, MetricsOptions{});
+  EXPECT_TRUE(exported.contains(0x10));   // the primary: spanning, 2 ranks, the lower hash
+  EXPECT_TRUE(exported.contains(0x20));   // ties it but for the hash
+  EXPECT_FALSE(exported.contains(0x30));  // node-local, though larger
+  EXPECT_FALSE(exported.contains(0x40));  // spanning, but smaller
+  EXPECT_EQ(exported.size(), 2u);
+}
+
 }  // namespace
 }  // namespace sentinel::collector

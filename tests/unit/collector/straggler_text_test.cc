@@ -123,7 +123,8 @@ TEST(StragglerTextTest, WaitAndSlowNodeTextsQuoteTheRanksFigures) {
       SlowNodeSummary("nodeB", 2, {{"0x00000000000000bb", 3, &st}, {"0x00000000000000cc", 4, &st}});
   EXPECT_EQ(node,
             "node nodeB is slow: all 2 of its processes with ranks in communicators spanning "
-            "other nodes stopped waiting inside collectives (the other nodes wait for this one); "
+            "other nodes compute longer and wait less inside collectives than they used to (the "
+            "other nodes wait for this one); "
             "rank 3 on comm 0x00000000000000bb since collective #612: it computes 12.00 ms "
             "between collectives (p50 of its last 64), 20% over its usual 10.00 ms, and its node "
             "waits 0.02 ms inside them for the other nodes against its usual 0.40 ms (2 flagged "
