@@ -619,7 +619,7 @@ struct RankState {
 };
 
 // SIGTERM or SIGINT to the launcher: stop the job as --duration-s does (every rank finishes the
-// same step), and kill what is left 5 s later.
+// same step; the ranks ignore both), and kill what is left 5 s later.
 volatile sig_atomic_t g_stop_requested = 0;
 void OnStopSignal(int) { g_stop_requested = 1; }
 
@@ -706,9 +706,11 @@ int Launcher(const Options& o, char** argv) {
     if (pid == 0) {
       // Child: dies with the launcher (a rank left in a collective would wait forever). The
       // write end survives exec; everything else is close-on-exec.
+      // SIGTERM and SIGINT are the launcher's to act on: `timeout` and a terminal send them to
+      // the whole process group, and a rank killed mid-collective leaves its peers waiting.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
-      signal(SIGTERM, SIG_DFL);
-      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_IGN);
+      signal(SIGINT, SIG_IGN);
       int wfd = fcntl(fds[1], F_DUPFD, 3);
       fcntl(wfd, F_SETFL, 0);  // the rank's writes block normally
       setenv("SENTINEL_DEV_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);

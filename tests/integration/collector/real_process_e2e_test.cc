@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -153,6 +154,40 @@ class RealProcessTest : public ::testing::Test {
     }
     return out;
   }
+  // Prometheus's answer to `expr`, one "instance rank=R: value" per series (for failure messages).
+  std::string PromQuery(const std::string& expr) const {
+    std::string escaped;
+    for (char c : expr) {
+      if (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.') {
+        escaped += c;
+      } else {
+        char hex[4];
+        std::snprintf(hex, sizeof(hex), "%%%02X", static_cast<unsigned char>(c));
+        escaped += hex;
+      }
+    }
+    const nlohmann::json j = GetDaemonJson(prom_.port, "/api/v1/query?query=" + escaped);
+    std::string out = expr + ":";
+    if (!j.is_object() || !j.contains("data")) return out + " no answer";
+    for (const auto& r : j["data"]["result"]) {
+      out += " " + r["metric"].value("instance", "") + " rank " + r["metric"].value("rank", "") +
+             "=" + r["value"][1].get<std::string>() + ";";
+    }
+    return out;
+  }
+  // Each rank's wait evidence on node `node` (for failure messages).
+  std::string WaitFigures(int node) const {
+    const nlohmann::json j = GetDaemonJson(nodes_[node].port, "/v1/ranks");
+    std::string out;
+    if (!j.is_object() || !j.contains("ranks")) return "no answer";
+    for (const auto& r : j["ranks"]) {
+      for (const auto& c : r["comms"]) {
+        out += "rank " + r["rank"].dump() + " budget_level " + r["budget_level"].dump() + " wait " +
+               c["wait"].dump() + "\n";
+      }
+    }
+    return out;
+  }
   // True when node `node`'s own sentineld names itself slow (a node-scope straggler alert).
   bool NodeNamesItself(int node) const {
     for (const auto& a : NodeFiring(node)) {
@@ -242,9 +277,12 @@ TEST_F(RealProcessTest, TwoNodeJobTenPercentSlowNodeIsNamedJobWideWithin60s) {
   const std::vector<nlohmann::json> innocents = Innocents(1);
   std::printf("2 nodes, +10 %% slow node: named job-wide after %.1f s (limit %.0f s)\n", named_s,
               kJobTierLimitS);
+  const std::string rules = PromQuery("sentinel:rank_segment_growth") + "\n" +
+                            PromQuery("sentinel:rank_lateness_share") + "\n" + PromQuery("ALERTS");
   const std::string out = StopSim();
   EXPECT_GE(named_s, 0) << "Prometheus never named node B within " << kJobTierLimitS
                         << " s; firing: " << Dump(PromFiring()) << "\n"
+                        << rules << "\n"
                         << out;
   EXPECT_TRUE(innocents.empty()) << Dump(innocents);
 }
@@ -258,14 +296,14 @@ TEST_F(RealProcessTest, TwentyPercentSlowNodeNamesItselfWithin15s) {
   ASSERT_TRUE(Innocents(-1).empty()) << "before the slowdown: " << Dump(Innocents(-1));
   const Clock::time_point slowed = Clock::now();
   const double named_s = SecondsUntil(slowed, kNodeTierLimitS, [&] { return NodeNamesItself(1); });
-  const nlohmann::json b_ranks = GetDaemonJson(nodes_[1].port, "/v1/ranks");
+  const std::string b_ranks = WaitFigures(1);
   const std::vector<nlohmann::json> innocents = Innocents(1);
   std::printf("+20 %% slow node: named by its own sentineld after %.1f s (limit %.0f s)\n", named_s,
               kNodeTierLimitS);
   const std::string out = StopSim();
   EXPECT_GE(named_s, 0) << "node B's sentineld did not name itself within " << kNodeTierLimitS
-                        << " s; its alerts: " << Dump(NodeFiring(1))
-                        << "\nits ranks: " << b_ranks.dump() << "\n"
+                        << " s; its alerts: " << Dump(NodeFiring(1)) << "\nits ranks:\n"
+                        << b_ranks << "\n"
                         << out;
   EXPECT_TRUE(innocents.empty()) << Dump(innocents);
 }
@@ -309,6 +347,9 @@ TEST_F(RealProcessTest, BusyHostTwoMsStepsSegmentIsTrueAndSlowNodeIsNamedJobWide
     });
   }
   const std::vector<nlohmann::json> innocents = Innocents(1);
+  const std::string rules = prom ? PromQuery("sentinel:rank_segment_growth") + "\n" +
+                                       PromQuery("sentinel:rank_lateness_share")
+                                 : "";
   const std::string out = StopSim();
   const std::map<int, RankFigures> real = ParseSimFigures(out);
   ASSERT_EQ(real.size(), static_cast<size_t>(kNodes * kRanksPerNode)) << out;
@@ -332,7 +373,8 @@ TEST_F(RealProcessTest, BusyHostTwoMsStepsSegmentIsTrueAndSlowNodeIsNamedJobWide
   EXPECT_TRUE(innocents.empty()) << Dump(innocents);
   if (!prom) GTEST_SKIP() << "prometheus is not installed: the job-wide half not run";
   EXPECT_GE(named_s, 0) << "Prometheus never named node B within " << kJobTierLimitS
-                        << " s; firing: " << Dump(PromFiring());
+                        << " s; firing: " << Dump(PromFiring()) << "\n"
+                        << rules;
 }
 
 }  // namespace
