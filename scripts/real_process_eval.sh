@@ -214,7 +214,7 @@ class Run:
                        "while :; do :; done"], os.devnull) for _ in range(self.hogs)]
         sim_args = [SIM, "--ranks", str(self.nodes * self.rpn), "--nodes", str(self.nodes),
                     "--node-sockets", ",".join(sockets), "--compute-ms", str(self.step_ms),
-                    "--jitter-pct", "5", "--steps", "100000000",
+                    "--jitter-pct", "5", "--steps", "10000000",
                     "--duration-s", str(self.slow_from_s + self.window_s + 30),
                     "--timeout-s", "30", "--seed", str(random.randint(1, 1 << 30)),
                     "--plugin", PLUGIN, "--quiet"]
