@@ -88,7 +88,13 @@ struct RankState {
   std::array<std::unique_ptr<Histogram>, kSizeBuckets> duration;  // lazily, per size bucket
   bool straggler_firing = false;
   int64_t prev_end_ns = kUnset;  // end of its previous joined collective (compute segment start)
-  bool ended = false;            // CommEnd received
+  uint32_t prev_ordinal = 0;     // that collective's ordinal (wire ordinal_lo), 0 unknown
+  bool prev_gpu = false;         // that collective had GPU times (its end is the kernel's)
+  // It sent a record its plugin's overhead budget thinned (kSentinelCollGpuSkipped or
+  // kSentinelCollSampled): from then on (the budget never steps back up) a compute segment is
+  // measured only between two consecutive collectives that both kept their GPU times.
+  bool budget_sampled = false;
+  bool ended = false;  // CommEnd received
   // Last SentinelWireInFlight (hang detection); inflight.last_update_ns is collector time.
   InFlightView inflight;
   uint16_t inflight_flags = 0;
@@ -106,6 +112,9 @@ struct CommState {
   absl::flat_hash_map<int32_t, int> index;  // rank -> local index
   int active_count = 0;
   std::array<std::unique_ptr<FuncRing>, kFuncSlots> rings;
+  // Beside each ring's slots: the collective's ordinal (wire ordinal_lo, the same on every rank;
+  // 0 unknown), so that a compute segment is measured only between consecutive collectives.
+  std::array<std::vector<uint32_t>, kFuncSlots> slot_ordinals;
   std::unique_ptr<StragglerDetector> straggler;
   std::unique_ptr<WaitEvidence>
       wait;                     // who the job waits for, every communicator (wait_evidence.h)

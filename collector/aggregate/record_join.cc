@@ -39,6 +39,7 @@ FuncRing* Aggregator::Ring(CommState* comm, int func) {
     }
     ring = std::make_unique<FuncRing>();
     ring->slots.resize(static_cast<size_t>(config_.pending_slots));
+    comm->slot_ordinals[static_cast<size_t>(func)].assign(ring->slots.size(), 0);
     EnsureWidth(comm, ring.get());
     RechargeRings(comm);
   }
@@ -93,6 +94,43 @@ int64_t OwnSegment(const State& state, const RankState& rank, int64_t segment, i
     inside += InsideOtherCollectives(other->second->history, arrival - segment, arrival);
   }
   return std::max<int64_t>(0, segment - inside);
+}
+
+// A join the overhead budget thinned: a rank whose plugin skips KernelCh on some collectives
+// (kSentinelCollGpuSkipped) reported this one without GPU times, so the arrivals are not all
+// kernel starts (some are enqueue times): no lateness, segment or skew is taken from it.
+bool BudgetSkipped(const std::vector<RankState*>& members, const JoinCell* cells,
+                   const std::vector<int>& reported) {
+  for (int li : reported) {
+    if (members[static_cast<size_t>(li)]->budget_sampled && cells[li].duration < 0) return true;
+  }
+  return false;
+}
+
+// The compute segment of member `m` arriving at `c` in the collective of ordinal `ordinal`: from
+// the end of its previous joined collective, only when that one is the collective just before
+// this one (consecutive ordinals: nothing of the rank's on this communicator ran between them
+// unseen, whatever the plugin sampled or dropped) and, for a rank whose budget thins GPU times,
+// both have them. -1 (unknown) otherwise: a gap is never measured as one segment.
+int64_t SegmentOf(const RankState& m, const JoinCell& c, uint32_t ordinal) {
+  if (m.prev_end_ns == kUnset || c.arrival < m.prev_end_ns) return -1;
+  if (ordinal != 0 && m.prev_ordinal != 0) {
+    if (ordinal != m.prev_ordinal + 1) return -1;
+  } else if (m.budget_sampled) {
+    return -1;  // a plugin before ordinal_lo: a sampled stream's gaps cannot be seen
+  }
+  if (m.budget_sampled && (!m.prev_gpu || c.duration < 0)) return -1;
+  return c.arrival - m.prev_end_ns;
+}
+
+// Whether the collective of ordinal `ordinal` arriving at `c` follows `m`'s previous joined one
+// (joins of different functions may complete out of order).
+bool AfterPrevious(const RankState& m, const JoinCell& c, uint32_t ordinal) {
+  if (m.prev_end_ns == kUnset) return true;
+  if (ordinal != 0 && m.prev_ordinal != 0) {
+    return static_cast<int32_t>(ordinal - m.prev_ordinal) > 0;  // wraps at 2^32
+  }
+  return c.arrival >= m.prev_end_ns;
 }
 }  // namespace
 
@@ -152,6 +190,9 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
     return;
   }
   ++rs->collectives;
+  if ((rec.flags & (kSentinelCollGpuSkipped | kSentinelCollSampled)) != 0) {
+    rs->budget_sampled = true;
+  }
   uint64_t& last_func_seq = rs->last_seq_by_func[static_cast<size_t>(func)];
   last_func_seq = std::max(last_func_seq, rec.seq);
   if (!rs->has_seq || rec.seq > rs->last_seq) rs->last_seq = rec.seq;
@@ -179,9 +220,14 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
     slot.state = JoinState::kEmpty;
   }
   JoinCell* cells = ring->CellsOf(s);
+  std::vector<uint32_t>& ordinals = comm->slot_ordinals[static_cast<size_t>(func)];
+  if (ordinals.size() < ring->slots.size()) ordinals.resize(ring->slots.size(), 0);
   if (slot.state == JoinState::kEmpty) {
     StartJoin(&slot, cells, static_cast<size_t>(ring->width), rec.seq, now, rec.bytes, rec.algo,
               rec.proto, rec.nchannels);
+    ordinals[s] = rec.ordinal_lo;
+  } else if (ordinals[s] != rec.ordinal_lo) {
+    ordinals[s] = 0;  // the ranks disagree (or an older plugin among them): unknown
   }
   JoinCell& cell = cells[static_cast<size_t>(rs->local_index)];
   if (cell.arrival != kUnset) {
@@ -221,6 +267,10 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   slot.state = JoinState::kJoined;
   slot.min_arrival_ns = min_arrival;
   if (scratch_idx_.empty()) return;
+  const std::vector<uint32_t>& ordinals = comm->slot_ordinals[static_cast<size_t>(func)];
+  const uint32_t ordinal = s < ordinals.size() ? ordinals[s] : 0;
+  const bool skipped = !partial && BudgetSkipped(comm->members, cells, scratch_idx_);
+  const bool measured = !partial && !skipped;
   const int bucket = SizeBucket(slot.bytes);
   constexpr size_t kPrefetchAhead = 4;
   for (size_t k = 0; k < scratch_idx_.size(); ++k) {
@@ -243,24 +293,30 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
     sample.algo = slot.algo;
     sample.proto = slot.proto;
     sample.nchannels = slot.nchannels;
-    if (!partial) {
+    if (measured) {
       const int64_t lateness = c.arrival - min_arrival;
       if (warm) sample.lateness_ns = lateness;
       if (c.duration >= 0) sample.clock_free_ns = max_duration - c.duration;
       scratch_late_.push_back(lateness);
       // The compute segment: from the end of its previous collective here to this arrival.
-      scratch_seg_.push_back(m->prev_end_ns != kUnset && c.arrival >= m->prev_end_ns
-                                 ? c.arrival - m->prev_end_ns
-                                 : -1);
+      scratch_seg_.push_back(SegmentOf(*m, c, ordinal));
       scratch_wait_.push_back(
           {li, c.arrival, c.duration, OwnSegment(state_, *m, scratch_seg_.back(), c.arrival)});
     }
-    if (m->prev_end_ns == kUnset || c.arrival >= m->prev_end_ns) {
+    if (AfterPrevious(*m, c, ordinal)) {
       m->prev_end_ns = c.arrival + std::max<int64_t>(c.duration, 0);
+      m->prev_ordinal = ordinal;
+      m->prev_gpu = c.duration >= 0;
     }
     AddSample(m, sample, &state_.counters.evicted_samples);
   }
   if (partial) return;
+  if (skipped) {  // joined, counted, and nothing measured from it
+    ++comm->joined;
+    ++state_.counters.joined;
+    ++comm->joined_by_func_bucket[static_cast<size_t>(func)][static_cast<size_t>(bucket)];
+    return;
+  }
   SlowCauseObserveJoin(&state_, *comm, func, slot, cells);  // late ranks vs network
   CompleteWindow(comm, func, slot, extent, bucket, warm);
 }
@@ -296,7 +352,11 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
     if (!comm->wait) comm->wait = std::make_unique<WaitEvidence>(WaitParamsFrom(config_));
     comm->wait->Observe(scratch_wait_, slot.seq, bucket, batch_now_ns_);
   }
-  if (scratch_idx_.size() >= 2 && warm) {
+  // The straggler judgement needs the collective's compute segment (its drift and clip scale):
+  // not from a join where no rank's segment was measured (the first of a sampled burst).
+  const bool any_segment =
+      std::any_of(scratch_seg_.begin(), scratch_seg_.end(), [](int64_t v) { return v >= 0; });
+  if (scratch_idx_.size() >= 2 && warm && any_segment) {
     EvaluateStragglers(comm, func, bucket, scratch_idx_, scratch_late_, scratch_seg_, slot.seq);
   }
 }

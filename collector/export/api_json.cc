@@ -40,6 +40,15 @@ nlohmann::json WaitJson(const RanksSnapshot::Comm& r) {
           {"since_seq", r.waited_for ? nlohmann::json(r.since_seq) : nlohmann::json()}};
 }
 
+// "yes", or "not_judged_sampled" (see RanksJson's "judged").
+const char* Judged(const RanksSnapshot::Process& p) {
+  if (!p.has_heartbeat || p.heartbeat.budget_level < 2) return "yes";
+  for (const RanksSnapshot::Comm& r : p.comms) {
+    if (r.has_wait) return "yes";
+  }
+  return "not_judged_sampled";
+}
+
 }  // namespace
 
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -123,6 +132,10 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
          // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
          {"budget_level", p->has_heartbeat ? p->heartbeat.budget_level : 0},
+         // Whether its compute segments are judged (wait evidence, straggler drift): a plugin
+         // sampling at level 2 or 3 whose bursts have not yet given any communicator a recent
+         // window of consecutive collectives is "not_judged_sampled", said rather than guessed.
+         {"judged", Judged(*p)},
          {"straggler", primary && p->straggler}});
   }
   return {{"host", snap.host}, {"ranks", ranks}};

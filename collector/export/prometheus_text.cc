@@ -406,6 +406,17 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
     w.Sample("sentinel_plugin_overhead_ratio", L({{"rank", absl::StrCat(p->rank)}}),
              p->overhead_ratio);
   }
+  // One series per process: which figures of this rank are thinned (wire_format.md: heartbeat
+  // budget_level); at 2 and 3 its segment and duration p50s come from the sampled bursts only, and
+  // are absent while those hold too few consecutive collectives ("not judged: sampled").
+  w.Family("sentinel_plugin_budget_level", "gauge",
+           "The plugin's overhead-budget step: 0 full, 1 proxy events off, 2 KernelCh on 1 of 8 "
+           "collectives, 3 records sampled 1 of 8 (both in bursts of 8 consecutive).");
+  for (const MetricsSnapshot::Process* p : processes) {
+    if (!p->has_heartbeat) continue;
+    w.Sample("sentinel_plugin_budget_level", L({{"rank", absl::StrCat(p->rank)}}),
+             static_cast<double>(p->heartbeat.budget_level));
+  }
   w.Family("sentinel_gpu_overlap_ratio", "gauge",
            "Share of NCCL kernel time overlapped with compute in the last GPU window.");
   for (const MetricsSnapshot::Process* p : processes) {

@@ -1,9 +1,10 @@
 // CallbackMeter: the plugin's own CPU time on NCCL's threads, measured cheaply. Every callback
-// but KernelCh's counts itself (callbacks_total); one in kCallbackSample is timed with two clock
-// reads and counts kCallbackSample times its duration, so callback_ns_total is a sampled estimate,
-// which the overhead budget (overhead_budget.h) and sentineld's overhead_ratio divide by wall time.
-// The callback count doubles as the sampling tick: one load, add and store of the thread's own
-// counter line plus a never-taken branch per callback (sentinel_meter_benchmark).
+// but KernelCh's counts itself (callbacks_total); one in kCallbackSample is timed (MeterSpan) and
+// counts kCallbackSample times the CPU time it took, so callback_ns_total is a sampled estimate of
+// the plugin's own CPU time, which the overhead budget (overhead_budget.h) and sentineld's
+// overhead_ratio divide by wall time. The callback count doubles as the sampling tick: one load,
+// add and store of the thread's own counter line plus a never-taken branch per callback
+// (sentinel_meter_benchmark).
 //
 // KernelCh callbacks (start, KernelChStop state, stop: 3 per channel) are metered per collective,
 // so the meter's cost does not grow with the channel count: the Coll/P2p start adds
@@ -12,11 +13,26 @@
 // kKernelChSample. A collective of N channels is so timed with probability 3N / kKernelChSample,
 // and each of its KernelCh callbacks then counts kKernelChSample / 3N times its duration
 // (KernelChMeter): an unbiased estimate from the one counter update the count needs anyway (no
-// tick of its own), at 2 clock reads per timed callback: 6N per kKernelChSample KernelCh
-// callbacks, about 0.02 per 8-channel collective. A KernelCh the start did not expect
+// tick of its own), at 4 clock reads per timed callback: 12N per kKernelChSample KernelCh
+// callbacks, about 0.05 per 8-channel collective. A KernelCh the start did not expect
 // (an extra channel, a collective whose channel count is unknown) counts itself.
+//
+// Timing a callback (MeterSpan): the thread's CPU clock (ThreadCpuNs, plugin/base/clock.h) and the
+// monotonic clock, read at both ends. CPU time, not elapsed time: on a busy host a timed callback
+// preempted for a few ms used to count kCallbackSample times the time other threads ran (~1 s per
+// 4 ms preemption) and tripped the budget on a plugin that cost no more than on an idle host. And
+// a span in which the thread was away (the monotonic clock ran on more than the CPU clock, by more
+// than the reads themselves explain) is dropped, not counted: the kernel charges a switch's own
+// work to the thread that was switched out (tens of us in a VM), which kCallbackSample would
+// multiply too. Plugin callbacks take ns to us and are rarely switched out mid-way, so dropping
+// those samples biases the estimate low by about that rarity. The CPU clock is a system call, not
+// a vDSO read: CalibrateMeterClock measures, once at plugin init, the usual CPU time between two
+// back-to-back reads (taken off every span, or the reads would count kCallbackSample times) and
+// the usual time they spend outside it (the away tolerance is a few times that).
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 #include "plugin/base/clock.h"
@@ -27,6 +43,59 @@ namespace sentinel::plugin {
 inline constexpr uint64_t kCallbackSample = 256;    // a power of two
 inline constexpr uint64_t kKernelChCallbacks = 3;   // start, KernelChStop state, stop
 inline constexpr uint64_t kKernelChSample = 65536;  // a power of two, > 3 * 255 channels
+inline constexpr int64_t kMeterAwayFloorNs = 2000;  // the least away tolerance (clock-read noise)
+
+// Set by CalibrateMeterClock (these defaults hold until then: no bias, a 10 us tolerance).
+inline std::atomic<int64_t> g_meter_read_bias_ns{0};
+inline std::atomic<int64_t> g_meter_away_tolerance_ns{10000};
+
+inline int64_t MeterReadBias() noexcept {
+  return g_meter_read_bias_ns.load(std::memory_order_relaxed);
+}
+inline int64_t MeterAwayTolerance() noexcept {
+  return g_meter_away_tolerance_ns.load(std::memory_order_relaxed);
+}
+
+// Slow path (plugin init); idempotent. The median of a few read pairs, not the least: the reads'
+// usual cost is what every timed span holds.
+inline void CalibrateMeterClock() noexcept {
+  constexpr int kPairs = 31;
+  int64_t cpu[kPairs];
+  int64_t away[kPairs];
+  for (int i = 0; i < kPairs; ++i) {
+    const int64_t m0 = MonoNs();
+    const int64_t c0 = ThreadCpuNs();
+    const int64_t c1 = ThreadCpuNs();
+    const int64_t m1 = MonoNs();
+    cpu[i] = c1 - c0;
+    away[i] = (m1 - m0) - (c1 - c0);
+  }
+  std::sort(cpu, cpu + kPairs);
+  std::sort(away, away + kPairs);
+  const int64_t bias = cpu[kPairs / 2];
+  g_meter_read_bias_ns.store(bias > 0 ? bias : 0, std::memory_order_relaxed);
+  const int64_t tolerance = 4 * (away[kPairs / 2] > 0 ? away[kPairs / 2] : 0);
+  g_meter_away_tolerance_ns.store(tolerance > kMeterAwayFloorNs ? tolerance : kMeterAwayFloorNs,
+                                  std::memory_order_relaxed);
+}
+
+// One timed span: started by Start(), its CPU time (less the reads' own) by Stop(), 0 when the
+// thread was away during it (dropped).
+struct MeterSpan {
+  int64_t mono0 = 0;
+  int64_t cpu0 = -1;  // -1: not timed
+  void Start() noexcept {
+    mono0 = MonoNs();
+    cpu0 = ThreadCpuNs();
+  }
+  bool timed() const noexcept { return cpu0 >= 0; }
+  int64_t Stop() const noexcept {
+    const int64_t cpu = ThreadCpuNs() - cpu0;
+    const int64_t elapsed = MonoNs() - mono0;
+    if (elapsed - cpu > MeterAwayTolerance()) return 0;  // descheduled in between: dropped
+    return cpu - MeterReadBias();
+  }
+};
 
 class CallbackMeter {
  public:
@@ -36,11 +105,12 @@ class CallbackMeter {
       return;
     }
     const uint64_t v = ts->AddOwned(kCtrCallbacks, 1);
-    if (__builtin_expect((v & (kCallbackSample - 1)) == 0, 0)) t0_ = MonoNs();
+    if (__builtin_expect((v & (kCallbackSample - 1)) == 0, 0)) span_.Start();
   }
   ~CallbackMeter() {
-    if (__builtin_expect(t0_ != 0, 0)) {
-      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * kCallbackSample);
+    if (__builtin_expect(span_.timed(), 0)) {
+      const int64_t spent = span_.Stop();
+      if (spent > 0) ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(spent) * kCallbackSample);
     }
   }
   CallbackMeter(const CallbackMeter&) = delete;
@@ -48,7 +118,7 @@ class CallbackMeter {
 
  private:
   ThreadState* ts_;
-  int64_t t0_ = 0;
+  MeterSpan span_;
 };
 
 // At a Coll/P2p start that expects `kch` KernelCh children: counts their callbacks and returns
@@ -78,12 +148,13 @@ class KernelChMeter {
   // `weight`: MeterCollective's, non-zero.
   void Time(uint32_t weight) noexcept {
     weight_ = weight;
-    t0_ = MonoNs();
+    span_.Start();
   }
   void Count(uint64_t n) noexcept { ts_->Add(kCtrKernelChCallbacks, n); }
   ~KernelChMeter() {
-    if (__builtin_expect(t0_ != 0, 0)) {
-      ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(MonoNs() - t0_) * weight_);
+    if (__builtin_expect(span_.timed(), 0)) {
+      const int64_t spent = span_.Stop();
+      if (spent > 0) ts_->Add(kCtrCallbackNs, static_cast<uint64_t>(spent) * weight_);
     }
   }
   KernelChMeter(const KernelChMeter&) = delete;
@@ -91,7 +162,7 @@ class KernelChMeter {
 
  private:
   ThreadState* ts_;
-  int64_t t0_ = 0;
+  MeterSpan span_;
   uint32_t weight_ = 0;
 };
 

@@ -2,9 +2,11 @@
 // threads (the sampled callback_ns_total of the heartbeat) with the wall time that passed, once
 // per window. Over budget, the plugin degrades one step per window, and never silently:
 //   1 kNoProxy         ProxyOp/ProxyStep/NetPlugin/ProxyCtrl events off (NCCL's mask);
-//   2 kKernelChSampled KernelCh kept on 1 collective in kBudgetSampleEvery; the others' records
-//                      carry kSentinelCollGpuSkipped and no GPU times;
-//   3 kRecordsSampled  1 record in kBudgetSampleEvery is queued, marked kSentinelCollSampled.
+//   2 kKernelChSampled KernelCh kept on 1 collective in kBudgetSampleEvery, in bursts
+//                      (InBudgetBurst); the others' records carry kSentinelCollGpuSkipped and
+//                      no GPU times;
+//   3 kRecordsSampled  1 record in kBudgetSampleEvery is queued, the same bursts, marked
+//                      kSentinelCollSampled.
 // The level is logged at each step and sent in every heartbeat (budget_level). It never steps back
 // up within a process: the cost that crossed the budget would come back with the events.
 #pragma once
@@ -20,6 +22,17 @@ enum class BudgetLevel : uint8_t {
   kRecordsSampled = 3,
 };
 inline constexpr uint32_t kBudgetSampleEvery = 8;  // a power of two
+
+// Which collectives levels 2 and 3 keep: kBudgetSampleEvery consecutive ordinals out of every
+// kBudgetSampleEvery^2 (ordinals 64k .. 64k+7), the same 1-in-8 volume as one in every 8, but
+// in bursts, so the kept collectives still come in consecutive pairs: sentineld's compute segment
+// (the end of one collective to the start of the next) and the GPU times it subtracts stay
+// measured between neighbours, never across the 56 it did not see. The ordinal is the
+// communicator's count of collectives, the same on every rank, so every rank keeps the same ones
+// and the joins stay complete. 0 (p2p, not counted) is never sampled out.
+inline constexpr bool InBudgetBurst(uint64_t ordinal) noexcept {
+  return ordinal == 0 || (ordinal / kBudgetSampleEvery) % kBudgetSampleEvery == 0;
+}
 
 const char* BudgetLevelName(BudgetLevel level) noexcept;
 

@@ -143,9 +143,9 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
   BuildCollRecord(*s, truncated, static_cast<uint32_t>(g->pid), g->ticks, slot);
   if (s->ordinal != 0 && g->budget_level.load(std::memory_order_relaxed) >=
                              static_cast<uint8_t>(BudgetLevel::kRecordsSampled)) {
-    // Over budget: 1 Coll record in kBudgetSampleEvery is queued, marked as standing for the
-    // others (the slot was filled; not committing it discards it).
-    if ((s->ordinal & (kBudgetSampleEvery - 1)) != 0) return;
+    // Over budget: 1 Coll record in kBudgetSampleEvery is queued (in bursts), marked as standing
+    // for the others (the slot was filled; not committing it discards it).
+    if (!InBudgetBurst(s->ordinal)) return;
     slot->flags |= kSentinelCollSampled;
   }
   ts->ring.Commit();
@@ -303,9 +303,8 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
   uint32_t mask = g->mask.load(std::memory_order_relaxed);
   uint32_t kch = 0;
   uint32_t waits_for = kProxyFamily | kSentinelProfileKernelCh;
-  if (s->ordinal != 0 && (s->ordinal & (kBudgetSampleEvery - 1)) != 0 &&
-      g->budget_level.load(std::memory_order_relaxed) >=
-          static_cast<uint8_t>(BudgetLevel::kKernelChSampled)) {
+  if (!InBudgetBurst(s->ordinal) && g->budget_level.load(std::memory_order_relaxed) >=
+                                        static_cast<uint8_t>(BudgetLevel::kKernelChSampled)) {
     // Over budget: this collective's KernelCh events are ignored (see the KernelCh start).
     s->flags |= kSentinelCollGpuSkipped;
     waits_for = kProxyFamily;

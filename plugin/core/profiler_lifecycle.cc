@@ -21,6 +21,7 @@
 #include "plugin/base/env_config.h"
 #include "plugin/base/event_mask.h"
 #include "plugin/base/log.h"
+#include "plugin/core/callback_meter.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/event_model.h"
@@ -81,6 +82,7 @@ void GlobalInit() {
   gl->mask.store(mask, std::memory_order_relaxed);
   gl->grace_ns = static_cast<int64_t>(gl->config.proxy_grace_ms) * 1000000;
   gl->budget = OverheadBudget(gl->config.budget_percent);
+  CalibrateMeterClock();  // before any callback is timed (callback_meter.h)
   if (gl->config.disable) {
     g = gl;
     g_gate.store(kGateOff, std::memory_order_relaxed);

@@ -28,7 +28,7 @@ void BuildCollRecord(const Slot& s, bool truncated, uint32_t pid, const TickCloc
   r.nchannels = s.nchannels;
   r.reserved0 = 0;
   r.pid = pid;
-  r.reserved1 = 0;
+  r.ordinal_lo = static_cast<uint32_t>(s.ordinal);  // wraps; 0 for p2p
   uint16_t flags = s.flags;
   int64_t gpu_start = 0;
   int64_t gpu_end = 0;

@@ -171,6 +171,8 @@ void JsonlSink::AppendRecordJson(const SentinelWireCollRecord& r, std::string* o
   w.Number(r.proxy_recv_bytes);
   w.Text(",\"pid\":");
   w.Number(r.pid);
+  w.Text(",\"ordinal\":");
+  w.Number(r.ordinal_lo);
   w.Text(",\"flags\":[");
   bool first = true;
   for (const FlagName& f : kFlagNames) {

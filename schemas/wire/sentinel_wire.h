@@ -101,7 +101,10 @@ enum {
    * it has no GPU times (not zero-length ones). */
   kSentinelCollGpuSkipped = 1u << 7,
   /* Overhead budget (budget_level 3): this record stands for 8 collectives of its rank (the
-   * other 7 were completed but not sent); counts built from records must scale it. */
+   * other 7 were completed but not sent); counts built from records must scale it. Since wire
+   * ordinal_lo, the kept records come in bursts of 8 consecutive ordinals out of 64 (ordinal / 8
+   * % 8 == 0), as do the collectives that keep their GPU times at budget_level 2; older plugins
+   * kept every 8th. */
   kSentinelCollSampled = 1u << 8,
 };
 
@@ -133,7 +136,11 @@ typedef struct {
   uint8_t reserved0;
   uint16_t flags; /* kSentinelColl* */
   uint32_t pid;
-  uint32_t reserved1;
+  /* Low 32 bits of the collective's ordinal on its communicator: the rank's count of collectives
+   * there, 1 for the first, the same collective having the same ordinal on every rank (the
+   * in-flight record's counters). Consecutive ordinals are consecutive collectives, whatever
+   * their functions. 0: unknown (p2p; plugins before this field sent 0 here, as reserved1). */
+  uint32_t ordinal_lo;
 } SentinelWireCollRecord;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireCollRecord) == 136, "coll record size");
 SENTINEL_WIRE_STATIC_ASSERT(offsetof(SentinelWireCollRecord, rank) == 104, "coll record rank");

@@ -43,6 +43,7 @@ constexpr int64_t kSec = 1000000000;
 constexpr int64_t kDeliveryNs =
     2 * kMs;  // plugin flush + socket: records reach sentineld this late
 constexpr int64_t kScrapeNs = 15 * kSec;  // Prometheus scrape interval
+constexpr double kWindowS = 120;  // a culprit counts as named within this long after its onset
 // Alert ids of the node's own slow-node verdict (collector/aggregate/wait_alerts.h, once wired):
 // an alert whose id starts so names the node, not a rank.
 constexpr const char kSlowNodeIdPrefix[] = "straggler-node-";
@@ -779,18 +780,12 @@ int RunFamily(const ClusterLayout& layout, const Config& config, int64_t step_ns
   return 0;
 }
 
-}  // namespace
-
-int RunClusterEval(const ClusterOptions& opt, const Config& config) {
-  if (opt.nodes < 2) {
-    std::fprintf(stderr, "detection_eval: --nodes needs at least 2 nodes\n");
-    return 2;
-  }
-  ClusterLayout layout(opt.nodes, opt.seed);
-  layout.dp_buckets = opt.dp_buckets;
+// The families of one layout, run and tallied into `families`; `tag` prefixes their names.
+void RunLayout(const ClusterOptions& opt, const Config& config, const ClusterLayout& layout,
+               const std::string& tag, std::vector<FamilyTally>* families_out) {
+  std::vector<FamilyTally>& families = *families_out;
   const int64_t step_ns = static_cast<int64_t>(opt.step_ms * kMs);
   const int nranks = layout.nranks();
-  std::vector<FamilyTally> families;
   auto wanted = [&](const std::string& name) {
     return opt.only.empty() ||
            std::any_of(opt.only.begin(), opt.only.end(),
@@ -800,7 +795,7 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
     return opt.seed + static_cast<uint64_t>(i) * 104729 + salt * 7919 +
            static_cast<uint64_t>(opt.nodes);
   };
-  const double window_s = 120;  // a culprit counts as named within this long after its onset
+  const double window_s = kWindowS;
 
   // Slow rank, slow node, slow link.
   struct SlowKind {
@@ -812,7 +807,8 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
         SlowKind{"slow link", Truth::kLink}}) {
     for (double pct : {0.10, 0.20}) {
       FamilyTally fam;
-      fam.name = absl::StrFormat("%s +%d%%", k.name, static_cast<int>(std::lround(pct * 100)));
+      fam.name =
+          tag + absl::StrFormat("%s +%d%%", k.name, static_cast<int>(std::lround(pct * 100)));
       fam.truth = k.truth;
       fam.window_s = window_s;
       if (!wanted(fam.name)) continue;
@@ -850,7 +846,7 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
   for (const NoiseKind& k : {NoiseKind{"noise heavy-tail+pauses", 0.05, 0.01, 1.0 / 120, 0},
                              NoiseKind{"noise hiccups", 0.03, 0, 0, 0.1}}) {
     FamilyTally fam;
-    fam.name = k.name;
+    fam.name = tag + k.name;
     if (!wanted(fam.name)) continue;
     std::vector<ClusterScenario> list;
     for (int i = 0; i < opt.seeds; ++i) {
@@ -871,7 +867,7 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
   // Hangs whose culprit is on another node: a rank stops at a cross-node (DP) collective.
   for (HangKind h : {HangKind::kNeverLaunched, HangKind::kKernelStuck, HangKind::kGone}) {
     FamilyTally fam;
-    fam.name = absl::StrFormat("hang %s", HangRole(h));
+    fam.name = tag + absl::StrFormat("hang %s", HangRole(h));
     fam.truth = Truth::kHang;
     if (!wanted(fam.name)) continue;
     std::vector<ClusterScenario> list;
@@ -889,15 +885,47 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
     RunFamily(layout, config, step_ns, &fam, list);
     families.push_back(std::move(fam));
   }
+}
+
+// The layouts run by default: at 2 and 4 nodes pure data parallel across nodes (a slow node holds
+// half or a quarter of every cross-node communicator) besides the pipelines; else the default.
+std::vector<int> DefaultPpStages(int nodes) {
+  if (nodes == 2) return {1, 2};
+  if (nodes == 4) return {1, 2, 4};
+  return {ClusterLayout::DefaultPp(nodes)};
+}
+
+}  // namespace
+
+int RunClusterEval(const ClusterOptions& opt, const Config& config) {
+  if (opt.nodes < 2) {
+    std::fprintf(stderr, "detection_eval: --nodes needs at least 2 nodes\n");
+    return 2;
+  }
+  std::vector<int> pps = opt.pp_stages;
+  if (pps.empty()) pps = DefaultPpStages(opt.nodes);
+  std::vector<FamilyTally> families;
+  std::vector<ClusterLayout> layouts;
+  for (int pp : pps) {
+    layouts.emplace_back(opt.nodes, opt.seed, pp);
+    layouts.back().dp_buckets = opt.dp_buckets;
+  }
+  for (const ClusterLayout& layout : layouts) {
+    const std::string tag =
+        layouts.size() > 1 ? absl::StrFormat("pp%d dp%d ", layout.pp, layout.dp) : "";
+    RunLayout(opt, config, layout, tag, &families);
+  }
 
   // The table.
-  std::printf(
-      "cluster: %d nodes x %d ranks (TP %d inside the node; PP %d, DP %d across nodes, one "
-      "rank per node), step %.0f ms, DP all-reduce in %d collective(s) back to back, scrape and "
-      "rule evaluation every 15 s\n",
-      opt.nodes, ClusterLayout::kPerNode, ClusterLayout::kPerNode, layout.pp, layout.dp,
-      opt.step_ms, layout.dp_buckets);
-  std::printf("%-32s %-4s %4s %6s %6s %6s %11s %7s %7s %6s %8s %7s %s\n", "family", "tier", "runs",
+  for (const ClusterLayout& layout : layouts) {
+    std::printf(
+        "cluster: %d nodes x %d ranks (TP %d inside the node; PP %d, DP %d across nodes, one "
+        "rank per node), step %.0f ms, DP all-reduce in %d collective(s) back to back, scrape "
+        "and rule evaluation every 15 s\n",
+        opt.nodes, ClusterLayout::kPerNode, ClusterLayout::kPerNode, layout.pp, layout.dp,
+        opt.step_ms, layout.dp_buckets);
+  }
+  std::printf("%-40s %-4s %4s %6s %6s %6s %11s %7s %7s %6s %8s %7s %s\n", "family", "tier", "runs",
               "prec", "prec_p", "recall", "first(R/N/-)", "p50_s", "p99_s", "false", "false/h",
               "sim_h", "notes");
   bool ok = true;
@@ -950,12 +978,12 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
           f.truth == Truth::kRank || f.truth == Truth::kNode
               ? absl::StrFormat("%d/%d/%d", t.first_rank, t.first_node, t.culprits - t.named_place)
               : "-";
-      std::printf("%-32s %-4s %4d %6.3f %6.3f %6.3f %11s %7.1f %7.1f %6d %8.2f %7.3f %s\n",
+      std::printf("%-40s %-4s %4d %6.3f %6.3f %6.3f %11s %7.1f %7.1f %6d %8.2f %7.3f %s\n",
                   f.name.c_str(), tier, t.runs, prec, prec_p, recall, first.c_str(),
                   Percentile(t.latency_s, 0.5), Percentile(t.latency_s, 0.99), t.false_alerts,
                   false_h, t.sim_hours, notes.c_str());
       for (const std::string& m : missed) {
-        std::printf("%-32s %-4s TARGET MISSED: %s\n", "", tier, m.c_str());
+        std::printf("%-40s %-4s TARGET MISSED: %s\n", "", tier, m.c_str());
         ok = false;
       }
     }
@@ -965,7 +993,7 @@ int RunClusterEval(const ClusterOptions& opt, const Config& config) {
       "straggler alerts; prec_p: alerts naming the culprit or anything on its node; recall: "
       "culprits named exactly within %.0f s of the onset; first: runs whose first right-place "
       "naming was a rank / a node / none; p50_s, p99_s: onset to the exact naming.\n",
-      window_s);
+      kWindowS);
   return opt.check && !ok ? 1 : 0;
 }
 

@@ -6,6 +6,8 @@
 // precision, recall, who was named (node or rank), time to name and false alerts per simulated
 // hour, and which targets are missed.
 //
+// At 2 and 4 nodes every family runs on each layout (pure data parallel across nodes, and the
+// pipelines: "pp1 dp2 slow node +10%"); elsewhere on the default one.
 // The full runs (minutes of one core each at 128 nodes; the simulated time is never slept):
 //   detection_eval --nodes 8 --seeds 2 --noise-minutes 5
 //   detection_eval --nodes 64 --seeds 2 --noise-minutes 5
@@ -31,10 +33,13 @@ struct ClusterOptions {
   int nodes = 0;
   int seeds = 2;
   uint64_t seed = 1;
-  double step_ms = 200;           // compute per training step (all phases)
-  double noise_minutes = 10;      // simulated minutes per noise-only job
-  double nic_noise = 0;           // ClusterFaults::nic_usual_held in every family
-  int dp_buckets = 1;             // ClusterLayout::dp_buckets
+  double step_ms = 200;       // compute per training step (all phases)
+  double noise_minutes = 10;  // simulated minutes per noise-only job
+  double nic_noise = 0;       // ClusterFaults::nic_usual_held in every family
+  int dp_buckets = 1;         // ClusterLayout::dp_buckets
+  // Pipeline depths to run (one layout each, ClusterLayout's `pp_stages`); empty: pure data
+  // parallel and the pipelines at 2 and 4 nodes, the default depth elsewhere.
+  std::vector<int> pp_stages;
   std::vector<std::string> only;  // families whose name contains one of these
   bool check = false;
 };

@@ -50,9 +50,14 @@ struct ClusterLayout {
   static int Node(int rank) { return rank / kPerNode; }
   static int Local(int rank) { return rank % kPerNode; }
 
-  // Node n = d * pp + s: stage s of pipeline (replica) d.
-  explicit ClusterLayout(int n, uint64_t seed) : nodes(n) {
-    pp = n % 4 == 0 ? 4 : (n % 2 == 0 ? 2 : 1);
+  // The pipeline depth by default: 4 stages where the nodes divide by 4, else 2, else 1.
+  static int DefaultPp(int n) { return n % 4 == 0 ? 4 : (n % 2 == 0 ? 2 : 1); }
+
+  // Node n = d * pp + s: stage s of pipeline (replica) d. `pp_stages` > 0 (dividing n) sets the
+  // pipeline depth: 1 is pure data parallel across nodes (every cross-node communicator holds one
+  // rank of every node, so a slow node holds 1/n of each: half of them in a 2-node job).
+  explicit ClusterLayout(int n, uint64_t seed, int pp_stages = 0) : nodes(n) {
+    pp = pp_stages > 0 && n % pp_stages == 0 ? pp_stages : DefaultPp(n);
     dp = n / pp;
     std::mt19937_64 rng(seed);
     rank_comm.assign(static_cast<size_t>(nranks()), {-1, -1, -1});

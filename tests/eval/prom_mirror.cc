@@ -100,6 +100,16 @@ Vector MaxBy(const Vector& v, const std::vector<std::string>& by) {
   });
 }
 
+Vector MinBy(const Vector& v, const std::vector<std::string>& by) {
+  return AggregateBy(v, by, [](std::vector<double>* x) {
+    double m = (*x)[0];
+    for (double d : *x) {
+      if (d < m || std::isnan(m)) m = d;
+    }
+    return m;
+  });
+}
+
 Vector CountBy(const Vector& v, const std::vector<std::string>& by) {
   return AggregateBy(v, by, [](std::vector<double>* x) { return static_cast<double>(x->size()); });
 }
@@ -225,6 +235,18 @@ Vector History::Changes(int64_t ts_ns, int64_t range_ns) const {
   return out;
 }
 
+Vector History::CountOverTime(int64_t ts_ns, int64_t range_ns) const {
+  Vector out;
+  for (const auto& [k, e] : series_) {
+    int n = 0;
+    for (const auto& [t, v] : e.second) {
+      if (t > ts_ns - range_ns && t <= ts_ns) ++n;
+    }
+    if (n > 0) out.push_back({e.first, static_cast<double>(n)});
+  }
+  return out;
+}
+
 std::vector<AlertEvent> AlertRule::Evaluate(int64_t ts_ns, const Vector& result) {
   std::vector<AlertEvent> fired;
   std::map<std::string, Active> next;
@@ -252,8 +274,8 @@ const std::vector<std::string>& InputMetrics() {
 }
 
 JobwideRules::JobwideRules()
-    : slow_node_("SentinelJobSlowNode", 15 * kSec),
-      straggler_("SentinelJobStraggler", 15 * kSec),
+    : slow_node_("SentinelJobSlowNode", 0),
+      straggler_("SentinelJobStraggler", 0),
       inflight_culprit_("SentinelJobInFlightHangCulprit", 0),
       inflight_gone_("SentinelJobInFlightHangGone", 0),
       hang_culprit_("SentinelJobHangCulprit", 120 * kSec) {}
@@ -268,10 +290,16 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   // record: sentinel:comm_duration_p50_seconds:max
   //   max by (job, comm) (sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:max"] = MaxBy(duration_p50, kJobComm);
-  // record: sentinel:comm_segment_p50_seconds:median
-  //   quantile by (job, comm) (0.5, sentinel_rank_segment_p50_seconds)
-  rec["sentinel:comm_segment_p50_seconds:median"] =
-      QuantileBy(Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, 0.5);
+  // record: sentinel:comm_node_segment_p50_seconds:median
+  //   quantile by (job, comm, instance) (0.5, sentinel_rank_segment_p50_seconds)
+  rec["sentinel:comm_node_segment_p50_seconds:median"] =
+      QuantileBy(Get(in, "sentinel_rank_segment_p50_seconds"), kJobCommInstance, 0.5);
+  // record: sentinel:comm_segment_p50_seconds:fastest_node
+  //   min by (job, comm) (sentinel:comm_node_segment_p50_seconds:median)
+  rec["sentinel:comm_segment_p50_seconds:fastest_node"] =
+      MinBy(rec["sentinel:comm_node_segment_p50_seconds:median"], kJobComm);
+  const Vector segment_base =
+      Filter(rec["sentinel:comm_segment_p50_seconds:fastest_node"], Cmp::kGt, 0);
   // record: sentinel:rank_lateness_seconds
   //   sentinel:comm_duration_p50_seconds:max - on (job, comm) group_right
   //   sentinel_rank_duration_p50_seconds
@@ -279,10 +307,9 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
                                                      Arith::kSub, duration_p50, kJobComm, true);
   // record: sentinel:rank_lateness_share
   //   sentinel:rank_lateness_seconds / on (job, comm) group_left ()
-  //   (sentinel:comm_segment_p50_seconds:median > 0)
+  //   (sentinel:comm_segment_p50_seconds:fastest_node > 0)
   rec["sentinel:rank_lateness_share"] =
-      GroupArith(Filter(rec["sentinel:comm_segment_p50_seconds:median"], Cmp::kGt, 0), Arith::kDiv,
-                 rec["sentinel:rank_lateness_seconds"], kJobComm, false);
+      GroupArith(segment_base, Arith::kDiv, rec["sentinel:rank_lateness_seconds"], kJobComm, false);
   // record: sentinel:comm_duration_p50_seconds:median
   //   quantile by (job, comm) (0.5, sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:median"] = QuantileBy(duration_p50, kJobComm, 0.5);
@@ -306,11 +333,10 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   rec["sentinel:comm_nodes:count"] = CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm);
   // record: sentinel:rank_segment_growth
   //   sentinel_rank_segment_p50_seconds / on (job, comm) group_left ()
-  //   (sentinel:comm_segment_p50_seconds:median > 0) - 1
+  //   (sentinel:comm_segment_p50_seconds:fastest_node > 0) - 1
   {
-    Vector growth =
-        GroupArith(Filter(rec["sentinel:comm_segment_p50_seconds:median"], Cmp::kGt, 0),
-                   Arith::kDiv, Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, false);
+    Vector growth = GroupArith(segment_base, Arith::kDiv,
+                               Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, false);
     for (Sample& g : growth) g.value -= 1;
     rec["sentinel:rank_segment_growth"] = std::move(growth);
   }
@@ -336,6 +362,15 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
                     kJobCommInstanceRank),
               Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
   }
+  // record: sentinel:rank_late:recent
+  //   sentinel:rank_lateness_share and on (job, comm, instance, rank)
+  //   count_over_time(sentinel:rank_late[50s]) >= 2
+  rank_late_history_.Add(ts_ns, rec["sentinel:rank_late"]);
+  rank_late_history_.Trim(ts_ns - JobwideRules::kRecentNs);
+  const Vector late_counts = rank_late_history_.CountOverTime(ts_ns, JobwideRules::kRecentNs);
+  rec["sentinel:rank_late:recent"] =
+      AndOn(rec["sentinel:rank_lateness_share"],
+            Filter(late_counts, Cmp::kGe, JobwideRules::kRecentLate), kJobCommInstanceRank);
   // record: sentinel:node_ranks:count
   //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm)
   //   sentinel:comm_nodes:count > 1)
@@ -343,17 +378,30 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
       CountBy(AndOn(duration_p50, Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm),
               kJobInstance);
   // record: sentinel:node_late_ranks:count
-  //   count by (job, instance) (sentinel:rank_late)
-  rec["sentinel:node_late_ranks:count"] = CountBy(rec["sentinel:rank_late"], kJobInstance);
-  // alert: SentinelJobSlowNode (for: 15s)
-  //   sentinel:node_late_ranks:count == on (job, instance) sentinel:node_ranks:count
-  const Vector slow_nodes = CompareOn(rec["sentinel:node_late_ranks:count"], Cmp::kEq,
-                                      rec["sentinel:node_ranks:count"], kJobInstance);
-  add(slow_node_.Evaluate(ts_ns, slow_nodes));
-  // alert: SentinelJobStraggler (for: 15s)
-  //   sentinel:rank_late unless on (job, instance)
-  //   (sentinel:node_late_ranks:count == on (job, instance) sentinel:node_ranks:count)
-  add(straggler_.Evaluate(ts_ns, UnlessOn(rec["sentinel:rank_late"], slow_nodes, kJobInstance)));
+  //   count by (job, instance) (sentinel:rank_late:recent)
+  rec["sentinel:node_late_ranks:count"] = CountBy(rec["sentinel:rank_late:recent"], kJobInstance);
+  // record: sentinel:node_lately_late_ranks:count
+  //   count by (job, instance) (count_over_time(sentinel:rank_late[50s]))
+  rec["sentinel:node_lately_late_ranks:count"] = CountBy(late_counts, kJobInstance);
+  Vector half_ranks = rec["sentinel:node_ranks:count"];  // sentinel:node_ranks:count / 2
+  for (Sample& h : half_ranks) h.value /= 2;
+  // alert: SentinelJobSlowNode (no for)
+  //   sentinel:node_lately_late_ranks:count == on (job, instance) sentinel:node_ranks:count
+  //     and on (job, instance)
+  //   sentinel:node_late_ranks:count > on (job, instance) sentinel:node_ranks:count / 2
+  add(slow_node_.Evaluate(
+      ts_ns,
+      AndOn(CompareOn(rec["sentinel:node_lately_late_ranks:count"], Cmp::kEq,
+                      rec["sentinel:node_ranks:count"], kJobInstance),
+            CompareOn(rec["sentinel:node_late_ranks:count"], Cmp::kGt, half_ranks, kJobInstance),
+            kJobInstance)));
+  // alert: SentinelJobStraggler (no for)
+  //   sentinel:rank_late:recent unless on (job, instance)
+  //   (sentinel:node_lately_late_ranks:count > on (job, instance) sentinel:node_ranks:count / 2)
+  add(straggler_.Evaluate(ts_ns, UnlessOn(rec["sentinel:rank_late:recent"],
+                                          CompareOn(rec["sentinel:node_lately_late_ranks:count"],
+                                                    Cmp::kGt, half_ranks, kJobInstance),
+                                          kJobInstance)));
   // record: sentinel:comm_inflight_gpu_started:max
   //   max by (job, comm) (sentinel_inflight_gpu_started)
   const Vector& gpu_started = Get(in, "sentinel_inflight_gpu_started");

@@ -40,9 +40,10 @@ using Store = std::map<std::string, Vector>;
 // The labels of `l` named in `on`, as a matching key.
 std::string Key(const Labels& l, const std::vector<std::string>& on);
 
-// `max by (on) (v)`, `count by (on) (v)`, `quantile by (on) (q, v)` (linear interpolation, as
-// Prometheus' quantile aggregation).
+// `max by (on) (v)`, `min by (on) (v)`, `count by (on) (v)`, `quantile by (on) (q, v)` (linear
+// interpolation, as Prometheus' quantile aggregation).
 Vector MaxBy(const Vector& v, const std::vector<std::string>& by);
+Vector MinBy(const Vector& v, const std::vector<std::string>& by);
 Vector CountBy(const Vector& v, const std::vector<std::string>& by);
 Vector QuantileBy(const Vector& v, const std::vector<std::string>& by, double q);
 
@@ -71,7 +72,9 @@ Vector UnlessOn(const Vector& lhs, const Vector& rhs, const std::vector<std::str
 Vector And(const Vector& lhs, const Vector& rhs);
 Vector Or(const Vector& lhs, const Vector& rhs);
 
-// Sample history of the metrics read with a range (`changes(m[2m])`), per series.
+// Sample history of the metrics read with a range (`changes(m[2m])`, `count_over_time(m[50s])`),
+// per series. A series absent at an evaluation (a recorded one that returned nothing: Prometheus
+// writes a staleness marker, which range functions skip) adds no sample.
 class History {
  public:
   void Add(int64_t ts_ns, const Vector& v);
@@ -79,6 +82,8 @@ class History {
   // `changes(m[range])` at `ts_ns`: per series, the number of value changes among its samples in
   // (ts - range, ts].
   Vector Changes(int64_t ts_ns, int64_t range_ns) const;
+  // `count_over_time(m[range])` at `ts_ns`: per series, its samples in (ts - range, ts].
+  Vector CountOverTime(int64_t ts_ns, int64_t range_ns) const;
 
  private:
   std::map<std::string, std::pair<Labels, std::vector<std::pair<int64_t, double>>>> series_;
@@ -135,15 +140,20 @@ class JobwideRules {
   // p50s (in communicators spanning more than 4 nodes).
   static constexpr double kShareBar = 0.05;
   static constexpr double kSpreadBar = 5;
-  // ... and how much longer than the communicator's median the rank computes between collectives
-  // (its own compute: the segment leaves out its time in other communicators' collectives).
+  // ... and how much longer than the communicator's fastest node the rank computes between
+  // collectives (its own compute: the segment leaves out its time in other communicators'
+  // collectives).
   static constexpr double kGrowthBar = 0.05;
+  // sentinel:rank_late:recent: late at this many of the evaluations in the last kRecentNs.
+  static constexpr int kRecentLate = 2;
+  static constexpr int64_t kRecentNs = 50LL * 1000000000;
   // The group interval (every group here: 15 s).
   static constexpr int64_t kIntervalNs = 15LL * 1000000000;
 
  private:
   Store recorded_;
   History last_seq_history_;
+  History rank_late_history_;
   AlertRule slow_node_;
   AlertRule straggler_;
   AlertRule inflight_culprit_;

@@ -49,7 +49,15 @@ std::vector<AlertEvent> Named(const std::vector<AlertEvent>& v, const std::strin
   return out;
 }
 
-TEST(PromMirrorTest, SlowRankIsPendingThenFiresOneEvaluationLater) {
+double Recorded(const JobwideRules& rules, const std::string& name, const std::string& rank) {
+  for (const Sample& s : rules.recorded().at(name)) {
+    if (s.labels.at("rank") == rank) return s.value;
+  }
+  return NAN;
+}
+
+// Late at 2m and 2m15s: late at 2 of the last 4 evaluations at 2m15s, named then (no `for`).
+TEST(PromMirrorTest, SlowRankFiresAtItsSecondLateEvaluation) {
   JobwideRules rules;
   for (int i = 0; i <= 12; ++i) {
     const auto fired = rules.Evaluate(i * 15 * kSec, Scrape(i, {5}));
@@ -59,10 +67,10 @@ TEST(PromMirrorTest, SlowRankIsPendingThenFiresOneEvaluationLater) {
       EXPECT_TRUE(straggler.empty()) << "at sample " << i;
       continue;
     }
-    ASSERT_EQ(straggler.size(), 1u);  // 2m15s: pending at 2m, `for: 15s`
+    ASSERT_EQ(straggler.size(), 1u);  // 2m15s
     EXPECT_EQ(straggler[0].labels.at("instance"), "n3");
     EXPECT_EQ(straggler[0].labels.at("rank"), "5");
-    EXPECT_EQ(straggler[0].active_at_ns, 8 * 15 * kSec);
+    EXPECT_EQ(straggler[0].active_at_ns, 9 * 15 * kSec);
   }
   // As promtool's round(sentinel:rank_lateness_share{rank="5"}, 0.01) at 3m: 0.26.
   bool found = false;
@@ -123,7 +131,84 @@ TEST(PromMirrorTest, NodeLocalSeriesDoNotHideASlowNode) {
   }
 }
 
-TEST(PromMirrorTest, OneScrapeDipIsOnlyPending) {
+// As the promtool cases "Half the job" and "Flicker": 2 nodes x 2 ranks at 200 ms of compute;
+// from 2m (sample 8) n2's ranks compute 10 % longer (both at once, or by turns: 220 ms, then
+// 209 ms, never both over the bar at the same evaluation) and n1's wait 20 ms for them.
+Store HalfTheJob(int i, bool flicker) {
+  static const double kJitter[4] = {0.0041, 0.0039, 0.0040, 0.0042};
+  Store s;
+  for (int r = 0; r < 4; ++r) {
+    const std::string inst = r < 2 ? "n1" : "n2";
+    const double j = kJitter[(i + r) % 4];
+    double d = j;
+    double seg = r % 2 == 0 ? 0.2 : 0.201;
+    if (i >= 8 && r < 2) d = j + 0.02;
+    if (i >= 8 && r >= 2) {
+      d = 0.004;
+      seg = r == 2 ? 0.22 : 0.221;
+      if (flicker) seg = ((i % 2 == 0) == (r == 2)) ? 0.22 : 0.209;
+    }
+    s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, "0xe1", r, d));
+    s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, "0xe1", r, seg));
+  }
+  return s;
+}
+
+TEST(PromMirrorTest, HalfTheJobSlowIsNamedAgainstTheFastestNode) {
+  JobwideRules rules;
+  for (int i = 0; i <= 15; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, HalfTheJob(i, false));
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);  // 2m15s
+    EXPECT_EQ(node[0].labels.at("instance"), "n2");
+    EXPECT_EQ(node[0].value, 2);
+  }
+  // The median over all four ranks moved to 210.5 ms; the fastest node stayed at 200.5 ms.
+  ASSERT_EQ(rules.recorded().at("sentinel:comm_segment_p50_seconds:fastest_node").size(), 1u);
+  EXPECT_NEAR(rules.recorded().at("sentinel:comm_segment_p50_seconds:fastest_node")[0].value,
+              0.2005, 1e-9);
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_segment_growth", "2"), 0.0973, 0.0005);
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_share", "2"), 0.1007, 0.0005);
+}
+
+TEST(PromMirrorTest, AFlickeringSlowNodeIsNamedAndNotItsRanks) {
+  JobwideRules rules;
+  for (int i = 0; i <= 15; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, HalfTheJob(i, true));
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    int late_n2 = 0;
+    for (const Sample& l : rules.recorded().at("sentinel:rank_late")) {
+      if (l.labels.at("instance") == "n2") ++late_n2;
+    }
+    EXPECT_EQ(late_n2, i >= 8 ? 1 : 0) << "at sample " << i;  // never both at once
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 11) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);  // 2m45s: each rank late at 2 of the last 4 evaluations
+    EXPECT_EQ(node[0].labels.at("instance"), "n2");
+  }
+}
+
+TEST(PromMirrorTest, CountOverTimeCountsTheSamplesInTheLeftOpenRange) {
+  History h;
+  const Vector one = {S("a", "c", 0, 1)};
+  for (int i = 0; i < 6; ++i) {
+    if (i != 3) h.Add(i * 15 * kSec, one);  // absent (stale) at the fourth evaluation
+  }
+  const Vector c = h.CountOverTime(5 * 15 * kSec, 50 * kSec);  // samples at 30, 60, 75 s
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].value, 3);
+  EXPECT_EQ(h.CountOverTime(5 * 15 * kSec, 45 * kSec)[0].value, 2);  // 30 s is not in (30, 75]
+}
+
+TEST(PromMirrorTest, OneScrapeDipIsNotNamed) {
   JobwideRules rules;
   for (int i = 0; i <= 12; ++i) {
     Store s = Scrape(i, {});
@@ -147,13 +232,6 @@ Store Spread(int i, double rank0_before, double rank0_after, double seg0_before,
     s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, comm, r, seg));
   }
   return s;
-}
-
-double Recorded(const JobwideRules& rules, const std::string& name, const std::string& rank) {
-  for (const Sample& s : rules.recorded().at(name)) {
-    if (s.labels.at("rank") == rank) return s.value;
-  }
-  return NAN;
 }
 
 TEST(PromMirrorTest, NoiseSpreadOverManyRanksIsNotLate) {

@@ -7,10 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <thread>
 
 #include "plugin/base/clock.h"
+#include "plugin/core/overhead_budget.h"
 #include "plugin/core/thread_state.h"
 
 namespace sentinel::plugin {
@@ -36,16 +41,40 @@ struct Outcome {
   uint64_t preempted_samples = 0;
 };
 
+// What the meter's reads add to a timed callback's span: the least of a few (the CPU clock is a
+// system call, ~0.1 us on a host, ~1-3 us in some VMs).
+int64_t TimedReadsNs() {
+  int64_t least = INT64_MAX;
+  for (int i = 0; i < 16; ++i) {
+    const int64_t t0 = MonoNs();
+    MeterSpan span;
+    span.Start();
+    (void)span.Stop();
+    least = std::min(least, MonoNs() - t0);
+  }
+  return least;
+}
+
 // `collectives` collectives of `channels` channels, all on one owned thread state. The truth the
 // meter's estimate is held to is each callback's whole span, the meter's own work included (what
 // the plugin costs NCCL's thread).
 //
 // The machine's preemptions are not the meter's error, so they are taken out of both sides: a
-// callback counts at most kPreemptedNs towards the time spent, and a timed (sampled) callback
-// whose span exceeds kPreemptedNs has its sample replaced by what it would have added unpreempted:
-// its weight times its capped body. The samples the meter took undisturbed (nearly all of them)
-// are judged as they are.
+// callback counts at most kPreemptedNs towards the time spent (a timed one, whose four clock reads
+// take longer, that plus the reads), and a timed (sampled) callback whose span exceeds that, or
+// whose sample the meter dropped as descheduled, has its sample replaced by what it would have
+// added unpreempted: its weight times its capped body. The samples the meter took undisturbed
+// (nearly all of them) are judged as they are.
 Outcome RunCollectives(int channels, int collectives) {
+  CalibrateMeterClock();
+  const int64_t timed_cutoff = kPreemptedNs + 2 * TimedReadsNs();
+  // The harness's own clock read inside each span (~20 ns on a host, more in a VM) is not the
+  // plugin's: taken off every span.
+  int64_t harness = INT64_MAX;
+  for (int i = 0; i < 64; ++i) {
+    const int64_t t0 = MonoNs();
+    harness = std::min(harness, MonoNs() - t0);
+  }
   ThreadState ts;
   Outcome o;
   int64_t spent = 0;
@@ -57,12 +86,12 @@ Outcome RunCollectives(int channels, int collectives) {
     const uint64_t sampled_before = ts.counters[kCtrCallbackNs].load();
     const int64_t t0 = MonoNs();
     const uint64_t weight = metered(&body_ns);
-    const int64_t span = MonoNs() - t0;
+    const int64_t span = MonoNs() - t0 - harness;
     const int64_t capped = body_ns < kPreemptedNs ? body_ns : kPreemptedNs;
-    spent += span < kPreemptedNs ? span : kPreemptedNs;
-    if (weight != 0 && span > kPreemptedNs) {
-      const auto sampled =
-          static_cast<int64_t>(ts.counters[kCtrCallbackNs].load() - sampled_before);
+    const int64_t cutoff = weight != 0 ? timed_cutoff : kPreemptedNs;
+    spent += span < cutoff ? span : cutoff;
+    const auto sampled = static_cast<int64_t>(ts.counters[kCtrCallbackNs].load() - sampled_before);
+    if (weight != 0 && (span > cutoff || sampled == 0)) {
       correction += static_cast<int64_t>(weight) * capped - sampled;
       ++o.preempted_samples;
     }
@@ -163,6 +192,79 @@ TEST(CallbackMeter, ACollectiveIsTimedWhenItsCallbacksCrossAMultipleOfTheSampleW
   for (uint64_t i = 0; i < kKernelChSample; ++i) timed += MeterCollective(&shared, 8) != 0 ? 1 : 0;
   EXPECT_EQ(timed, 0u);
   EXPECT_EQ(shared.counters[kCtrKernelChCallbacks].load(), kKernelChSample * 24);
+}
+
+// What one timed Coll callback adds to callback_ns_total when `body` runs inside it (the callbacks
+// before it are untimed and empty).
+uint64_t CountedForOneTimedCallback(const std::function<void()>& body) {
+  ThreadState ts;
+  for (uint64_t i = 1; i < kCallbackSample; ++i) CallbackMeter untimed(&ts);
+  const uint64_t before = ts.counters[kCtrCallbackNs].load();
+  {
+    CallbackMeter timed(&ts);  // the kCallbackSample-th: timed
+    body();
+  }
+  EXPECT_EQ(ts.counters[kCtrCallbacks].load(), kCallbackSample);
+  return ts.counters[kCtrCallbackNs].load() - before;
+}
+
+// The budget's judgement of a one-second window whose only timed callback counted `counted`.
+BudgetLevel JudgedOverOneSecond(uint64_t counted) {
+  OverheadBudget budget(0.5);  // the default SENTINEL_BUDGET, 1 s windows
+  budget.Observe(0, 0);
+  budget.Observe(1000000000, counted);
+  return budget.level();
+}
+
+// A callback the kernel took the CPU from (here it sleeps: on a busy host, other ranks ran) counts
+// nothing for the 20 ms it was away: the meter's clock used to be the wall clock, which counted
+// them kCallbackSample times (5 s of "plugin CPU" in one second) and tripped the budget on a host
+// that was merely busy. Not even the switch's own work, which the kernel charges to the thread's
+// CPU clock (tens of us in a VM, times kCallbackSample): a sample the thread was away for is
+// dropped.
+TEST(CallbackMeter, ADescheduledCallbackCountsNothingAndTripsNoBudget) {
+  CalibrateMeterClock();
+  static constexpr int64_t kAwayNs = 20000000;
+  const uint64_t counted = CountedForOneTimedCallback(
+      [] { std::this_thread::sleep_for(std::chrono::nanoseconds(kAwayNs)); });
+  EXPECT_EQ(counted, 0u);
+  EXPECT_EQ(JudgedOverOneSecond(counted), BudgetLevel::kFull) << counted;
+
+  // The same for a timed KernelCh callback.
+  ThreadState ts;
+  {
+    KernelChMeter meter(&ts);
+    meter.Time(1000);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kAwayNs));
+  }
+  EXPECT_EQ(ts.counters[kCtrCallbackNs].load(), 0u);
+}
+
+// Real CPU burned inside a timed callback is counted, and trips the budget. (A burn the kernel
+// preempted is dropped as above: the first of a few tries that ran through is judged.)
+TEST(CallbackMeter, CpuBurnedInACallbackIsCountedAndTripsTheBudget) {
+  CalibrateMeterClock();
+  static constexpr int64_t kBurnNs = 200000;  // 256 x 200 us = 51 ms of a 1 s window: 5 % > 0.5 %
+  uint64_t counted = 0;
+  for (int attempt = 0; attempt < 20 && counted == 0; ++attempt) {
+    counted = CountedForOneTimedCallback([] {
+      const int64_t t0 = ThreadCpuNs();
+      while (ThreadCpuNs() - t0 < kBurnNs) {
+      }
+    });
+  }
+  EXPECT_GE(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 9 / 10) << counted;
+  EXPECT_LT(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 3 / 2) << counted;
+  EXPECT_EQ(JudgedOverOneSecond(counted), BudgetLevel::kNoProxy);
+}
+
+// The reads' own cost is not counted kCallbackSample times: an empty timed callback counts about
+// nothing (less than 1 us per callback it stands for), whatever the clock read costs.
+TEST(CallbackMeter, AnEmptyTimedCallbackCountsAboutNothing) {
+  CalibrateMeterClock();
+  uint64_t least = UINT64_MAX;
+  for (int i = 0; i < 8; ++i) least = std::min(least, CountedForOneTimedCallback([] {}));
+  EXPECT_LT(least, kCallbackSample * 1000) << "bias " << MeterReadBias() << " ns";
 }
 
 }  // namespace

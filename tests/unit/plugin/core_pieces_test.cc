@@ -229,6 +229,7 @@ TEST(JsonlSink, RecordLineNamesEveryField) {
                           "\"proxy_recv_xfer_ns\":",
                           "\"proxy_recv_bytes\":",
                           "\"pid\":",
+                          "\"ordinal\":",
                           "\"flags\":[\"p2p\",\"truncated\"]"}) {
     EXPECT_NE(line.find(key), std::string::npos) << key << " in " << line;
   }

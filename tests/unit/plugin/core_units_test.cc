@@ -336,6 +336,25 @@ TEST(OverheadBudget, StepsDownOneLevelPerWindowOverBudgetAndStopsAtTheLast) {
   EXPECT_EQ(b.level(), BudgetLevel::kRecordsSampled);
 }
 
+// Levels 2 and 3 keep 8 consecutive collectives out of every 64 (ordinals 64k .. 64k+7): the same
+// 1 in 8, but 7 of every 8 kept ones have their predecessor kept too, so a compute segment (the
+// end of one collective to the start of the next) is still measured between neighbours. Every
+// 8th alone (the old choice) leaves no consecutive pair at all.
+TEST(OverheadBudget, SamplesInBurstsOfConsecutiveOrdinals) {
+  uint64_t kept = 0;
+  uint64_t pairs = 0;
+  const uint64_t n = 64 * 1000;
+  for (uint64_t o = 1; o < n; ++o) {
+    const bool in = InBudgetBurst(o);
+    EXPECT_EQ(in, o % 64 < 8) << o;
+    kept += in ? 1 : 0;
+    pairs += in && InBudgetBurst(o - 1) && o - 1 != 0 ? 1 : 0;
+  }
+  EXPECT_EQ(kept, n / kBudgetSampleEvery - 1);  // ordinal 0 is not a collective's
+  EXPECT_EQ(pairs, 7 * (n / 64) - 1);
+  EXPECT_TRUE(InBudgetBurst(0));  // p2p (ordinal 0) is never sampled out
+}
+
 TEST(OverheadBudget, ZeroBudgetNeverDegrades) {
   OverheadBudget b(0.0, 100);
   b.Observe(0, 0);

@@ -56,10 +56,10 @@ std::string ReferenceLine(const SentinelWireCollRecord& r) {
            ",\"gpu_end_ns\":%" PRId64 ",\"proxy_send_wait_ns\":%" PRId64
            ",\"proxy_send_xfer_ns\":%" PRId64 ",\"proxy_send_bytes\":%" PRIu64
            ",\"proxy_recv_wait_ns\":%" PRId64 ",\"proxy_recv_xfer_ns\":%" PRId64
-           ",\"proxy_recv_bytes\":%" PRIu64 ",\"pid\":%u,\"flags\":",
+           ",\"proxy_recv_bytes\":%" PRIu64 ",\"pid\":%u,\"ordinal\":%u,\"flags\":",
            r.api_ns, r.enqueue_ns, r.gpu_start_ns, r.gpu_end_ns, r.proxy_send_wait_ns,
            r.proxy_send_xfer_ns, r.proxy_send_bytes, r.proxy_recv_wait_ns, r.proxy_recv_xfer_ns,
-           r.proxy_recv_bytes, r.pid);
+           r.proxy_recv_bytes, r.pid, r.ordinal_lo);
   std::string line = std::string(a) + b + "[";
   const std::pair<uint16_t, const char*> kNames[] = {
       {kSentinelCollIsP2p, "p2p"},

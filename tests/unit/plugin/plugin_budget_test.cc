@@ -111,6 +111,35 @@ TEST(OverheadBudget, TinyBudgetStepsDownAndSaysSo) {
   EXPECT_GT(gpu_valid, 0u);  // 1 collective in 8 keeps its KernelCh
   EXPECT_GT(sampled, 0u);
 
+  // What is kept comes in bursts of consecutive ordinals (8 out of every 64), so consecutive
+  // collectives with GPU times remain at levels 2 and 3: the ordinal travels in each record.
+  uint64_t prev_ordinal = 0;
+  bool prev_gpu = false;
+  size_t consecutive_sampled = 0;
+  size_t consecutive_gpu_while_skipping = 0;
+  bool skipping = false;
+  for (const auto& r : Records(all, comm)) {
+    const uint64_t ordinal = r.value("ordinal", uint64_t{0});
+    ASSERT_GT(ordinal, prev_ordinal);  // every collective numbered, in order
+    const bool burst = ordinal % 64 < 8;
+    const bool gpu = HasFlag(r, "gpu_time_valid");
+    if (HasFlag(r, "gpu_skipped")) {
+      skipping = true;
+      EXPECT_FALSE(burst) << ordinal;
+    }
+    if (HasFlag(r, "sampled")) {
+      EXPECT_TRUE(burst) << ordinal;
+      if (ordinal == prev_ordinal + 1) ++consecutive_sampled;
+    }
+    if (skipping && gpu && prev_gpu && ordinal == prev_ordinal + 1) {
+      ++consecutive_gpu_while_skipping;
+    }
+    prev_ordinal = ordinal;
+    prev_gpu = gpu;
+  }
+  EXPECT_GT(consecutive_sampled, 0u);
+  EXPECT_GT(consecutive_gpu_while_skipping, 0u);
+
   std::ifstream in(setup.log);
   std::stringstream text;
   text << in.rdbuf();
