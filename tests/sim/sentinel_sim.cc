@@ -188,6 +188,19 @@ std::vector<std::pair<std::string, std::string>> ParseKv(const std::string& flag
   return kv;
 }
 
+// "a,b,c" -> {"a", "b", "c"} (empty items kept).
+std::vector<std::string> SplitList(const std::string& value) {
+  std::vector<std::string> items;
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    if (comma == std::string::npos) comma = value.size();
+    items.push_back(value.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return items;
+}
+
 // --straggler (`who` = "rank") or --slow-node (`who` = "node": `rank` holds the node index).
 Straggler ParseStraggler(const std::string& flag, const std::string& value, const char* who) {
   Straggler s;
@@ -272,18 +285,12 @@ Options Parse(int argc, char** argv) {
         Usage("--bytes: expected a size like 4096, 64K, 1M");
       }
     } else if (arg == "--collectives") {
-      o.collectives.clear();
-      size_t pos = 0;
-      while (pos <= value.size()) {
-        size_t comma = value.find(',', pos);
-        if (comma == std::string::npos) comma = value.size();
-        std::string c = value.substr(pos, comma - pos);
+      o.collectives = SplitList(value);
+      for (const std::string& c : o.collectives) {
         if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "broadcast" &&
             c != "reduce" && c != "alltoall" && c != "sendrecv") {
           Usage("--collectives: unknown collective '" + c + "'");
         }
-        o.collectives.push_back(c);
-        pos = comma + 1;
       }
     } else if (arg == "--straggler") {
       o.stragglers.push_back(ParseStraggler(arg, value, "rank"));
@@ -297,14 +304,9 @@ Options Parse(int argc, char** argv) {
     } else if (arg == "--nodes") {
       o.nodes = ParseInt(arg, value, 1, FAKE_NCCL_MAX_RANKS);
     } else if (arg == "--node-sockets") {
-      o.node_sockets.clear();
-      size_t pos = 0;
-      while (pos <= value.size()) {
-        size_t comma = value.find(',', pos);
-        if (comma == std::string::npos) comma = value.size();
-        o.node_sockets.push_back(value.substr(pos, comma - pos));
-        if (o.node_sockets.back().empty()) Usage("--node-sockets: empty socket path");
-        pos = comma + 1;
+      o.node_sockets = SplitList(value);
+      for (const std::string& path : o.node_sockets) {
+        if (path.empty()) Usage("--node-sockets: empty socket path");
       }
     } else if (arg == "--hang") {
       hang_set = true;

@@ -69,6 +69,10 @@ std::map<int, RankFigures> ParseSimFigures(const std::string& output) {
   return out;
 }
 
+std::string Dump(const std::vector<nlohmann::json>& alerts) {
+  return nlohmann::json(alerts).dump();
+}
+
 class RealProcessTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -240,6 +244,14 @@ class RealProcessTest : public ::testing::Test {
     }
   }
 
+  // Starts the job with `slow` (--slow-node) and waits until `slow_from_s` into it, when nothing
+  // may have fired yet.
+  void RunUntilSlowdown(double step_ms, double max_s, const std::string& slow, int slow_from_s) {
+    StartSim(step_ms, max_s, {"--slow-node", slow});
+    std::this_thread::sleep_until(sim_start_ + std::chrono::seconds(slow_from_s));
+    ASSERT_TRUE(Innocents(-1).empty()) << "before the slowdown: " << Dump(Innocents(-1));
+  }
+
   // Polls `pred` every 250 ms until it holds or `limit_s` passes since `from`: the seconds after
   // `from` when it first held, or -1.
   template <typename Pred>
@@ -260,18 +272,12 @@ class RealProcessTest : public ::testing::Test {
   std::vector<pid_t> hogs_;
 };
 
-std::string Dump(const std::vector<nlohmann::json>& alerts) {
-  return nlohmann::json(alerts).dump();
-}
-
 // Issue 31, "What fails today" 1: with the slow node holding half the ranks, the median the rules
 // compare with moved halfway and +10 % showed as about 4.8 % against the 5 % bar.
 TEST_F(RealProcessTest, TwoNodeJobTenPercentSlowNodeIsNamedJobWideWithin60s) {
   if (!StartProm()) GTEST_SKIP() << "prometheus is not installed";
-  constexpr double kSlowFromS = 20;
-  StartSim(20, kSlowFromS + kJobTierLimitS + 10, {"--slow-node", "node=1,pct=10,from-s=20"});
-  std::this_thread::sleep_until(sim_start_ + std::chrono::seconds(static_cast<int>(kSlowFromS)));
-  ASSERT_TRUE(Innocents(-1).empty()) << "before the slowdown: " << Dump(Innocents(-1));
+  ASSERT_NO_FATAL_FAILURE(
+      RunUntilSlowdown(20, 20 + kJobTierLimitS + 10, "node=1,pct=10,from-s=20", 20));
   const Clock::time_point slowed = Clock::now();
   const double named_s = SecondsUntil(slowed, kJobTierLimitS, [&] { return PromNamesSlowNode(1); });
   const std::vector<nlohmann::json> innocents = Innocents(1);
@@ -290,10 +296,8 @@ TEST_F(RealProcessTest, TwoNodeJobTenPercentSlowNodeIsNamedJobWideWithin60s) {
 // Issue 31, "What fails today" 2: node B's usual segment followed its slowed one while the wait
 // test failed, and the slowdown became usual.
 TEST_F(RealProcessTest, TwentyPercentSlowNodeNamesItselfWithin15s) {
-  constexpr double kSlowFromS = 15;
-  StartSim(20, kSlowFromS + kNodeTierLimitS + 10, {"--slow-node", "node=1,pct=20,from-s=15"});
-  std::this_thread::sleep_until(sim_start_ + std::chrono::seconds(static_cast<int>(kSlowFromS)));
-  ASSERT_TRUE(Innocents(-1).empty()) << "before the slowdown: " << Dump(Innocents(-1));
+  ASSERT_NO_FATAL_FAILURE(
+      RunUntilSlowdown(20, 15 + kNodeTierLimitS + 10, "node=1,pct=20,from-s=15", 15));
   const Clock::time_point slowed = Clock::now();
   const double named_s = SecondsUntil(slowed, kNodeTierLimitS, [&] { return NodeNamesItself(1); });
   const std::string b_ranks = WaitFigures(1);
