@@ -52,6 +52,7 @@ void WaitEvidence::Reset() {
     st.flagged = false;
     st.changed = false;
     st.since_seq = 0;
+    st.held = false;
   }
 }
 
@@ -109,6 +110,10 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
       st.ring[st.head] = e;
       st.head = (st.head + 1) % st.ring.size();
     }
+    if (st.held) {
+      st.spell_wait_sum_ns += std::min(static_cast<double>(e.remote_wait_ns), 4 * st.usual_wait_ns);
+      ++st.spell_n;
+    }
     if (st.observed == 0) st.first_seq = seq;
     ++st.observed;
     if (st.observed % static_cast<uint64_t>(std::max(params_.refresh_every, 1)) != 0 &&
@@ -144,10 +149,30 @@ void WaitEvidence::Refresh(WaitRankState* st, int64_t now_ns) {
   if (waits.empty()) return;
   st->wait_p50_ns = static_cast<double>(Quantile(&waits, 0.5));
   st->remote_wait_p75_ns = static_cast<double>(Quantile(&remote, 0.75));
+  const double cap = 4 * st->remote_wait_p75_ns;
+  double sum = 0;
+  double sum2 = 0;
+  for (int64_t w : remote) {
+    const double c = std::min(static_cast<double>(w), cap);
+    sum += c;
+    sum2 += c * c;
+  }
+  const double n = static_cast<double>(remote.size());
+  st->remote_wait_mean_ns = sum / n;
+  st->remote_wait_sd_ns =
+      std::sqrt(std::max(0.0, sum2 / n - st->remote_wait_mean_ns * st->remote_wait_mean_ns));
   st->duration_p50_ns = static_cast<double>(Quantile(&durations, 0.5));
   st->segment_p50_ns = static_cast<double>(Quantile(&segments, 0.5));
   st->segment_mean_ns = CappedMeanSegment(segments, params_.floor_ns);
   st->wait_share_p50 = Quantile(&shares, 0.5);
+}
+
+void WaitEvidence::Relearn(WaitRankState* st) const {
+  st->usual_wait_ns = st->remote_wait_p75_ns;
+  st->usual_wait_mean_ns = st->remote_wait_mean_ns;
+  st->usual_wait_sd_ns = st->remote_wait_sd_ns;
+  st->usual_segment_ns = st->segment_p50_ns;
+  st->held = false;
 }
 
 void WaitEvidence::Judge(WaitRankState* st) {
@@ -155,34 +180,71 @@ void WaitEvidence::Judge(WaitRankState* st) {
   if (!st->has_usual) {
     if (st->observed < static_cast<uint64_t>(params_.learn)) return;
     st->has_usual = true;
-    st->usual_wait_ns = st->remote_wait_p75_ns;
-    st->usual_segment_ns = st->segment_p50_ns;
+    Relearn(st);
     return;
   }
   const double rel = params_.rel;
+  const bool above = st->segment_p50_ns > (1 + rel / 2) * st->usual_segment_ns;
   if (!st->flagged) {
+    if (above && !st->held) {
+      // A spell over the usual begins: the usual is held, the spell's waits are counted.
+      st->held = true;
+      st->held_from = st->observed;
+      st->spell_n = 0;
+      st->spell_wait_sum_ns = 0;
+    }
     const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
-    const bool stopped_waiting = st->remote_wait_p75_ns <= st->usual_wait_ns / 4;
     const bool peers_wait = st->usual_wait_ns >= rel / 4 * st->usual_segment_ns;
-    if (slower && stopped_waiting && peers_wait) {
+    // The node waits less over the spell: its mean wait since the usual was held fell below the
+    // usual by more than `fall_z` standard errors, and by at least `fall_share` of what the growth
+    // can take off it, or its p75 collapsed to a quarter of the usual (a node many others wait
+    // for: the wait falls by the growth, more than the usual wait's own noise).
+    const bool collapsed = st->remote_wait_p75_ns <= st->usual_wait_ns / 4;
+    const double spell_n = static_cast<double>(st->spell_n);
+    const double spell_mean = st->spell_n > 0 ? st->spell_wait_sum_ns / spell_n : 0;
+    const double fell = st->usual_wait_mean_ns - spell_mean;
+    const double grown = std::max(0.0, st->segment_p50_ns - st->usual_segment_ns);
+    const double take_off = std::min(grown, st->usual_wait_mean_ns);
+    const bool fell_in_spell = st->held && st->spell_n >= params_.min_recent && take_off > 0 &&
+                               fell >= params_.fall_z * st->usual_wait_sd_ns / std::sqrt(spell_n) &&
+                               (collapsed || fell >= params_.fall_share * take_off);
+    if (slower && peers_wait && fell_in_spell) {
       st->flagged = true;
       st->changed = true;
+      st->held = false;
       st->since_seq = Onset(*st);
       return;
     }
+    if (above) {
+      // Undecided, the usual held. Resolved when the node waits as much as it used to over a
+      // window of the spell (the whole communicator moved together: a new phase, every node
+      // slower) or after `relearn` collectives without a verdict: the recent figures are the
+      // usual.
+      const bool together = st->spell_n >= params_.window && fell <= 0;
+      if (together ||
+          st->observed - st->held_from >= static_cast<uint64_t>(std::max(params_.relearn, 1))) {
+        ++st->relearned;
+        Relearn(st);
+      }
+      return;
+    }
+    st->held = false;
     // The usual follows slow changes of the job (not a slowdown, which flips the p50 first). The
     // usual wait rises four times more slowly than it falls: a spell of waiting more (a slow
     // link, another node's hiccups) must not teach the node that it usually waits, or the end of
-    // the spell would read as "stopped waiting".
-    const double wait_rate =
-        st->remote_wait_p75_ns > st->usual_wait_ns ? params_.usual_rate / 4 : params_.usual_rate;
-    st->usual_wait_ns += wait_rate * (st->remote_wait_p75_ns - st->usual_wait_ns);
-    st->usual_segment_ns += params_.usual_rate * (st->segment_p50_ns - st->usual_segment_ns);
+    // the spell would read as "waits less".
+    const double rate = params_.usual_rate;
+    const bool rose = st->remote_wait_p75_ns > st->usual_wait_ns;
+    st->usual_wait_ns += (rose ? rate / 4 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
+    const bool mean_rose = st->remote_wait_mean_ns > st->usual_wait_mean_ns;
+    st->usual_wait_mean_ns +=
+        (mean_rose ? rate / 4 : rate) * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
+    st->usual_wait_sd_ns += rate * (st->remote_wait_sd_ns - st->usual_wait_sd_ns);
+    st->usual_segment_ns += rate * (st->segment_p50_ns - st->usual_segment_ns);
     return;
   }
-  const bool back = st->segment_p50_ns < (1 + rel / 2) * st->usual_segment_ns ||
-                    st->remote_wait_p75_ns > st->usual_wait_ns / 2;
-  if (back) {
+  // Cleared when the segment is back near the usual, or the node waits as much as it used to.
+  if (!above || st->remote_wait_mean_ns >= st->usual_wait_mean_ns) {
     st->flagged = false;
     st->changed = true;
   }
@@ -190,7 +252,7 @@ void WaitEvidence::Judge(WaitRankState* st) {
 
 uint64_t WaitEvidence::Onset(const WaitRankState& st) const {
   // The recent collectives newest first; the onset is the oldest one from which on at least 3/4
-  // looked slow (segment over the usual by rel / 2, wait under half the usual).
+  // looked slow (segment over the usual by rel / 2, wait under the usual).
   const size_t n = st.ring.size();
   uint64_t onset = 0;
   size_t slow = 0;
@@ -200,7 +262,7 @@ uint64_t WaitEvidence::Onset(const WaitRankState& st) const {
     const WaitRankState::Entry& e = st.ring[idx];
     const bool is_slow =
         static_cast<double>(e.segment_ns) >= (1 + params_.rel / 2) * st.usual_segment_ns &&
-        static_cast<double>(e.remote_wait_ns) <= st.usual_wait_ns / 2;
+        static_cast<double>(e.remote_wait_ns) < st.usual_wait_ns;
     if (is_slow) ++slow;
     if (is_slow && 4 * slow >= 3 * (k + 1)) onset = e.seq;
   }

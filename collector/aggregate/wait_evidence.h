@@ -20,23 +20,40 @@
 // time, so its median wait is 0 even while it usually waits for the other). The floor is this
 // node's: it cannot tell a transfer from a wait that never varies (a peer always late by the same
 // amount), so across nodes the job-wide rules compare the raw duration p50s instead (the rank the
-// others wait for has the shortest). After `learn` collectives those p50s are the rank's *usual*
-// (then an EWMA of them while it is not flagged). A rank is flagged a *non-waiter* (one its
-// communicator waits for) when, over the recent window,
+// others wait for has the shortest). After `learn` collectives those p50s are the rank's *usual*.
+// A rank is flagged a *non-waiter* (one its communicator waits for) when, over the recent window,
 //   - its compute segment grew by at least `rel` over its usual (it computes more slowly), and
-//   - its remote wait fell to at most a quarter of its usual (the node stopped waiting for the
-//     other nodes), and
+//   - its remote wait fell below its usual by at least half of what that growth can take off it
+//     (the growth, or the whole usual wait where that is smaller): the node waits less for the
+//     other nodes by a share consistent with its own slowdown. A node that was usually waiting
+//     0.8 ms for a peer and now computes 2 ms longer waits (nearly) 0.8 ms less; one that usually
+//     waited 3 ms waits about 2 ms less. The wait need not collapse: with two nodes and jitter of
+//     the order of the slowdown the slow node still waits now and then, and the transfer's own
+//     spread above the floor stays in the figure. And
 //   - its usual remote wait was at least rel / 4 of its usual segment (the communicator's usual is
-//     that this node waits for peers: a node that never waited cannot stop waiting, and then only
-//     the job-wide rules, which compare the nodes, can tell).
-// A job-wide slowdown (every rank computes longer) leaves the waits as they were; another node
-// slowing makes this one wait more; a one-off hiccup or a whole-job pause moves one collective,
-// not a p50; a local rank whose local peers slowed waits longer, its compute unchanged. All
-// thresholds are shares of the rank's own figures, never absolute times. It clears when the
-// segment is back within rel / 2 of the usual or the remote wait back above half of it
-// (hysteresis). `since_seq` is the first collective of the slow run (the oldest point from which at
-// least 3/4 of the recent collectives look slow), so alerts say "since collective #N".
+//     that this node waits for peers: a node that never waited cannot wait less, and then only the
+//     job-wide rules, which compare the nodes, can tell; it flags nothing rather than guess).
+// A job-wide slowdown (every rank computes longer) leaves the waits as they were or longer (the
+// jitter grows with the compute); another node slowing makes this one wait more, its compute
+// unchanged; a one-off hiccup or a whole-job pause moves one collective, not a p50; a local rank
+// whose local peers slowed waits longer, its compute unchanged. All thresholds are shares of the
+// rank's own figures, never absolute times. It clears when the segment is back within rel / 2 of
+// the usual or the wait has come back to within a quarter of that take-off (hysteresis).
+// `since_seq` is the first collective of the slow run (the oldest point from which at least 3/4 of
+// the recent collectives look slow), so alerts say "since collective #N".
 //
+// The usual follows slow changes of the job as an EWMA of the p50s (rate `usual_rate` per
+// refresh), except while it is *held*: the segment is over the usual by more than rel / 2 (more
+// than the noise of a p50: the bar SlowingOrFlagged and the onset use) and the node waits less
+// than its usual (the evidence is undecided: this may be this node slowing, its wait still on the
+// way down). A held usual does not move, so a slowdown is never absorbed into "usual" while it is
+// undecided (it was: the EWMA followed a +10 % node within a minute while its wait, down by 60 %,
+// had not reached the old bar). It is released (the EWMA resumes) when the segment comes back
+// within rel / 2, or when the node waits as much as it used to or more (the whole communicator
+// moved together: a new phase of the job, every node slower); and a usual held for `relearn`
+// collectives of the rank without a verdict re-learns at once from the recent p50s (a legitimate
+// change of the step whose wait evidence stays undecided, e.g. a new phase with less jitter: at
+// most `relearn` collectives, then the new step is the usual and the node says nothing of it).
 // The node-level judgement (JudgeNode) says "slow node" when every process of the node that has a
 // judged rank in a communicator spanning other nodes is flagged in one of them, and names the
 // flagged ranks otherwise.
@@ -60,6 +77,9 @@ struct WaitParams {
   int64_t floor_ns = 50'000;           // smallest segment counted (clock noise, straggler-min)
   double usual_rate = 1.0 / 64;        // EWMA rate of the usual, per refresh of the p50s
   int refresh_every = 4;               // the p50s are recomputed every this many collectives
+  int relearn = 512;  // a usual held (undecided) this many collectives re-learns from the p50s
+  double fall_share = 0.25;  // the wait fell by at least this share of what the growth takes off
+  double fall_z = 3;         // ... and by this many standard errors of its spell's mean
 };
 
 // One rank in one joined collective.
@@ -88,6 +108,10 @@ struct WaitRankState {
   double duration_p50_ns = 0;  // the raw duration (comparable across nodes: job-wide rules)
   double wait_p50_ns = 0;
   double remote_wait_p75_ns = 0;  // p75, see above
+  // The remote wait's mean and standard deviation over the window, each wait capped at 4 times the
+  // window's p75 (a peer's one-off hiccup is not a usual wait).
+  double remote_wait_mean_ns = 0;
+  double remote_wait_sd_ns = 0;
   double segment_p50_ns = 0;
   // The compute per collective, weighted by compute (the mean segment, each capped at 8 times the
   // median of the window's compute segments so that a whole-job pause counts as a few steps):
@@ -95,10 +119,19 @@ struct WaitRankState {
   // compute over its collectives.
   double segment_mean_ns = 0;
   double wait_share_p50 = 0;
-  // The usual (learned, then an EWMA of the p50s while not flagged).
+  // The usual (learned, then an EWMA of the p50s while not flagged and not held).
   bool has_usual = false;
   double usual_wait_ns = 0;  // the remote wait's
   double usual_segment_ns = 0;
+  double usual_wait_mean_ns = 0;  // the remote wait's mean and standard deviation
+  double usual_wait_sd_ns = 0;
+  bool held = false;       // the usual is held (undecided: see above)
+  uint64_t held_from = 0;  // `observed` when it was first held in the current spell
+  uint64_t relearned = 0;  // times a held usual re-learned from the p50s
+  // The remote waits (each capped at 4 times the usual p75) of the collectives since the usual was
+  // held: the evidence of the spell, whose standard error shrinks as it lasts.
+  uint64_t spell_n = 0;
+  double spell_wait_sum_ns = 0;
   // The judgement.
   bool flagged = false;
   uint64_t since_seq = 0;     // first collective of the slow run (when flagged)
@@ -140,6 +173,7 @@ class WaitEvidence {
   };
   void Refresh(WaitRankState* st, int64_t now_ns);
   void Judge(WaitRankState* st);
+  void Relearn(WaitRankState* st) const;
   uint64_t Onset(const WaitRankState& st) const;
 
   WaitParams params_;

@@ -8,10 +8,12 @@
 //
 // At 2 and 4 nodes every family runs on each layout (pure data parallel across nodes, and the
 // pipelines: "pp1 dp2 slow node +10%"); elsewhere on the default one.
-// The full runs (minutes of one core each at 128 nodes; the simulated time is never slept):
-//   detection_eval --nodes 8 --seeds 2 --noise-minutes 5
-//   detection_eval --nodes 64 --seeds 2 --noise-minutes 5
-//   detection_eval --nodes 128 --seeds 1 --noise-minutes 5
+// The full runs (minutes of one core each at 64 nodes; the simulated time is never slept; each
+// noise family 1 simulated hour per layout):
+//   detection_eval --nodes 2 --seeds 4 --noise-minutes 15
+//   detection_eval --nodes 4 --seeds 4 --noise-minutes 15
+//   detection_eval --nodes 8 --seeds 4 --noise-minutes 15
+//   detection_eval --nodes 64 --seeds 1 --noise-minutes 60
 // Families: "slow rank +P%" (one rank computes P % longer), "slow node +P%" (every rank of a
 // node), "slow link +P%" (one NIC's cross-node transfers), "noise heavy-tail+pauses", "noise
 // hiccups" (20-100 ms at 0.1 per rank per second), "hang <role>" (a rank stops at a cross-node

@@ -26,6 +26,10 @@ struct JobModel {
   double jitter = 0.03;
   int64_t transfer_ns = 1 * kMs;
   double transfer_jitter = 0.02;
+  // The transfer's own spread from one collective to the next (relative normal, the same on every
+  // rank of a collective: it ends at nearly the same instant everywhere). Above the transfer floor
+  // it reads as wait on every node, so a node's usual remote wait never falls to 0.
+  double transfer_spread = 0;
   // A slowdown of `slowdown` (relative) on node `slow_node` (its local rank `slow_local`, or all
   // its local ranks when -1), or on every rank when `slow_node` is -2, from step `from`.
   int slow_node = -1;
@@ -93,8 +97,9 @@ class Job {
       }
       std::vector<int64_t> end(ranks);
       const bool slow_link = step_ >= m_.link_from && step_ < m_.link_until;
-      const double transfer =
+      double transfer =
           static_cast<double>(m_.transfer_ns) * (1 + (slow_link ? m_.link_slowdown : 0.0));
+      if (m_.transfer_spread > 0) transfer *= std::max(0.5, 1 + m_.transfer_spread * noise(rng_));
       for (size_t r = 0; r < ranks; ++r) {
         end[r] = last + static_cast<int64_t>(transfer *
                                              std::max(0.5, 1 + m_.transfer_jitter * noise(rng_)));
