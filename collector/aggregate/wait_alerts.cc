@@ -51,7 +51,8 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
       if (!m->active || m->client < 0) continue;
       const WaitRankState* st = comm->wait->rank(m->local_index);
       refs.push_back({hash, m->rank, m->client, spans, comm->wait->Judged(m->local_index),
-                      st != nullptr && st->flagged});
+                      st != nullptr && st->flagged,
+                      st != nullptr && Leaning(*st, comm->wait->params().rel)});
       where.push_back({comm.get(), m, st});
     }
   }

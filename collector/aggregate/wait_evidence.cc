@@ -194,7 +194,7 @@ void WaitEvidence::Judge(WaitRankState* st) {
       st->spell_wait_sum_ns = 0;
     }
     const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
-    const bool peers_wait = st->usual_wait_ns >= rel / 4 * st->usual_segment_ns;
+    const bool peers_wait = st->usual_wait_ns >= rel / 16 * st->usual_segment_ns;
     // The node waits less over the spell: its mean wait since the usual was held fell below the
     // usual by more than `fall_z` standard errors, and by at least `fall_share` of what the growth
     // can take off it, or its p75 collapsed to a quarter of the usual (a node many others wait
@@ -208,7 +208,14 @@ void WaitEvidence::Judge(WaitRankState* st) {
     const bool fell_in_spell = st->held && st->spell_n >= params_.min_recent && take_off > 0 &&
                                fell >= params_.fall_z * st->usual_wait_sd_ns / std::sqrt(spell_n) &&
                                (collapsed || fell >= params_.fall_share * take_off);
-    if (slower && peers_wait && fell_in_spell) {
+    // Or, early in a spell, the p75 collapsed and the recent window's mean fell beyond its noise
+    // (its older collectives may predate the slowdown, which only dilutes the fall).
+    const double fell_window = st->usual_wait_mean_ns - st->remote_wait_mean_ns;
+    const bool fell_in_window = take_off > 0 &&
+                                fell_window >= params_.fall_z * st->usual_wait_sd_ns /
+                                                   std::sqrt(static_cast<double>(st->recent_n)) &&
+                                collapsed;
+    if (slower && peers_wait && (fell_in_spell || fell_in_window)) {
       st->flagged = true;
       st->changed = true;
       st->held = false;
@@ -216,11 +223,12 @@ void WaitEvidence::Judge(WaitRankState* st) {
       return;
     }
     if (above) {
-      // Undecided, the usual held. Resolved when the node waits as much as it used to over a
-      // window of the spell (the whole communicator moved together: a new phase, every node
-      // slower) or after `relearn` collectives without a verdict: the recent figures are the
-      // usual.
-      const bool together = st->spell_n >= params_.window && fell <= 0;
+      // Undecided, the usual held. Resolved when the node waits more than it used to over at
+      // least a window of the spell, by a standard error (the whole communicator moved together:
+      // a new phase, every node slower, the jitter and so the waits growing with the step) or after
+      // `relearn` collectives without a verdict: the recent figures are the usual.
+      const bool together =
+          st->spell_n >= params_.window && fell <= -st->usual_wait_sd_ns / std::sqrt(spell_n);
       if (together ||
           st->observed - st->held_from >= static_cast<uint64_t>(std::max(params_.relearn, 1))) {
         ++st->relearned;
@@ -230,15 +238,15 @@ void WaitEvidence::Judge(WaitRankState* st) {
     }
     st->held = false;
     // The usual follows slow changes of the job (not a slowdown, which flips the p50 first). The
-    // usual wait rises four times more slowly than it falls: a spell of waiting more (a slow
-    // link, another node's hiccups) must not teach the node that it usually waits, or the end of
-    // the spell would read as "waits less".
+    // usual wait p75 (the bar a node must clear to be judged at all) rises 16 times more slowly
+    // than it falls: a spell of waiting more (a slow link, another node's hiccups) must not teach
+    // the node that it usually waits, or the end of the spell would read as "waits less". The
+    // mean and deviation follow at the plain rate (unbiased: the spell's mean is compared with
+    // them).
     const double rate = params_.usual_rate;
     const bool rose = st->remote_wait_p75_ns > st->usual_wait_ns;
-    st->usual_wait_ns += (rose ? rate / 4 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
-    const bool mean_rose = st->remote_wait_mean_ns > st->usual_wait_mean_ns;
-    st->usual_wait_mean_ns +=
-        (mean_rose ? rate / 4 : rate) * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
+    st->usual_wait_ns += (rose ? rate / 16 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
+    st->usual_wait_mean_ns += rate * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
     st->usual_wait_sd_ns += rate * (st->remote_wait_sd_ns - st->usual_wait_sd_ns);
     st->usual_segment_ns += rate * (st->segment_p50_ns - st->usual_segment_ns);
     return;
@@ -273,22 +281,31 @@ bool SlowingOrFlagged(const WaitRankState& st, double rel) {
   return st.flagged || (st.has_usual && st.segment_p50_ns >= (1 + rel / 2) * st.usual_segment_ns);
 }
 
+bool Leaning(const WaitRankState& st, double rel) {
+  return !st.flagged && st.has_usual && st.held && st.spell_n > 0 &&
+         st.segment_p50_ns >= (1 + rel) * st.usual_segment_ns &&
+         st.spell_wait_sum_ns / static_cast<double>(st.spell_n) < st.usual_wait_mean_ns;
+}
+
 NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks) {
   NodeVerdict v;
-  absl::flat_hash_map<int, bool> process_flagged;  // process -> flagged in some judged comm
+  // process -> 2 flagged in some judged comm, 1 leaning in one, 0 neither
+  absl::flat_hash_map<int, int> process_state;
   for (size_t i = 0; i < ranks.size(); ++i) {
     const WaitRankRef& r = ranks[i];
     if (!r.spans_nodes || !r.judged) continue;
-    bool& f = process_flagged[r.process];
+    int& f = process_state[r.process];
     if (r.flagged) {
-      f = true;
+      f = 2;
       v.flagged.push_back(i);
+    } else if (r.leaning) {
+      f = std::max(f, 1);
     }
   }
-  v.processes = process_flagged.size();
+  v.processes = process_state.size();
   if (v.flagged.empty()) return v;
-  v.slow_node = std::all_of(process_flagged.begin(), process_flagged.end(),
-                            [](const auto& p) { return p.second; });
+  v.slow_node = std::all_of(process_state.begin(), process_state.end(),
+                            [](const auto& p) { return p.second > 0; });
   return v;
 }
 

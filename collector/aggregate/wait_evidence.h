@@ -20,43 +20,60 @@
 // time, so its median wait is 0 even while it usually waits for the other). The floor is this
 // node's: it cannot tell a transfer from a wait that never varies (a peer always late by the same
 // amount), so across nodes the job-wide rules compare the raw duration p50s instead (the rank the
-// others wait for has the shortest). After `learn` collectives those p50s are the rank's *usual*.
-// A rank is flagged a *non-waiter* (one its communicator waits for) when, over the recent window,
-//   - its compute segment grew by at least `rel` over its usual (it computes more slowly), and
-//   - its remote wait fell below its usual by at least half of what that growth can take off it
-//     (the growth, or the whole usual wait where that is smaller): the node waits less for the
-//     other nodes by a share consistent with its own slowdown. A node that was usually waiting
-//     0.8 ms for a peer and now computes 2 ms longer waits (nearly) 0.8 ms less; one that usually
-//     waited 3 ms waits about 2 ms less. The wait need not collapse: with two nodes and jitter of
-//     the order of the slowdown the slow node still waits now and then, and the transfer's own
-//     spread above the floor stays in the figure. And
-//   - its usual remote wait was at least rel / 4 of its usual segment (the communicator's usual is
-//     that this node waits for peers: a node that never waited cannot wait less, and then only the
-//     job-wide rules, which compare the nodes, can tell; it flags nothing rather than guess).
+// others wait for has the shortest). Also the mean and standard deviation of the remote wait (each
+// capped at 4 times the window's p75). After `learn` collectives these figures are the rank's
+// *usual* (then an EWMA of them: below).
+//
+// The usual is *held* (does not move) while the segment p50 is over it by more than rel / 2 (more
+// than the noise of a p50: the bar SlowingOrFlagged and the onset use): a *spell*. During a spell
+// the remote waits of its collectives are summed (each capped at 4 times the usual p75), so the
+// evidence of the spell grows as it lasts. A rank is flagged a *non-waiter* (one its communicator
+// waits for) when
+//   - its compute segment p50 grew by at least `rel` over its usual (it computes more slowly), and
+//   - the node waits less: the mean remote wait over the spell (at least `min_recent` collectives)
+//     fell below the usual mean by more than `fall_z` (3) standard errors (the usual standard
+//     deviation over the root of the spell's length), and by at least `fall_share` (a quarter) of
+//     what the growth can take off it (the growth, or the whole usual mean where that is smaller),
+//     or its p75 collapsed to a quarter of the usual (a node many others wait for); or, early in
+//     the spell, the p75 collapsed and the recent window's mean fell by `fall_z` standard errors
+//     (its older collectives may predate the slowdown, which only dilutes the fall). The wait need
+//     not collapse: with two nodes and jitter of the order of the slowdown the slow node still
+//     waits now and then, and the transfer's own spread above the floor stays in the figure (a
+//     live +10 % node waited 2.32 ms p75, then 0.90 ms: never a quarter), and
+//   - its usual remote wait p75 was at least rel / 16 of its usual segment (the node usually waits
+//     for peers: a node that never waited cannot wait less, and then only the job-wide rules,
+//     which compare the nodes, can tell; it flags nothing rather than guess).
 // A job-wide slowdown (every rank computes longer) leaves the waits as they were or longer (the
 // jitter grows with the compute); another node slowing makes this one wait more, its compute
 // unchanged; a one-off hiccup or a whole-job pause moves one collective, not a p50; a local rank
 // whose local peers slowed waits longer, its compute unchanged. All thresholds are shares of the
 // rank's own figures, never absolute times. It clears when the segment is back within rel / 2 of
-// the usual or the wait has come back to within a quarter of that take-off (hysteresis).
-// `since_seq` is the first collective of the slow run (the oldest point from which at least 3/4 of
-// the recent collectives look slow), so alerts say "since collective #N".
+// the usual or the window's mean wait is back at the usual mean (hysteresis). `since_seq` is the
+// first collective of the slow run (the oldest point from which at least 3/4 of the recent
+// collectives look slow), so alerts say "since collective #N".
 //
-// The usual follows slow changes of the job as an EWMA of the p50s (rate `usual_rate` per
-// refresh), except while it is *held*: the segment is over the usual by more than rel / 2 (more
-// than the noise of a p50: the bar SlowingOrFlagged and the onset use) and the node waits less
-// than its usual (the evidence is undecided: this may be this node slowing, its wait still on the
-// way down). A held usual does not move, so a slowdown is never absorbed into "usual" while it is
-// undecided (it was: the EWMA followed a +10 % node within a minute while its wait, down by 60 %,
-// had not reached the old bar). It is released (the EWMA resumes) when the segment comes back
-// within rel / 2, or when the node waits as much as it used to or more (the whole communicator
-// moved together: a new phase of the job, every node slower); and a usual held for `relearn`
-// collectives of the rank without a verdict re-learns at once from the recent p50s (a legitimate
-// change of the step whose wait evidence stays undecided, e.g. a new phase with less jitter: at
-// most `relearn` collectives, then the new step is the usual and the node says nothing of it).
+// Outside spells and flags the usual follows slow changes of the job as an EWMA of the window's
+// figures (rate `usual_rate` per refresh); the usual wait p75 rises 16 times more slowly than it
+// falls (a spell of waiting more, a slow link or another node's hiccups, must not teach the node
+// that it usually waits, or its end would read as "waits less"). A held usual never absorbs a
+// slowdown while the evidence is undecided (the EWMA used to: it followed a live +10 % node within
+// a minute while its wait, down by 60 %, had not reached the old bar of a quarter). A spell ends
+// when the segment comes back within rel / 2 (the EWMA resumes), with a flag, or by re-learning the
+// usual from the window's figures at once when
+//   - after at least a window's worth of the spell the node waits more than it used to, by a
+//     standard error of the spell's mean (the whole communicator moved together: a new phase of
+//     the job, every node slower, its jitter and so the waits growing with the step), or
+//   - the spell has lasted `relearn` collectives of the rank without a verdict (a legitimate change
+//     of the step whose wait evidence stays undecided, e.g. a new phase with less jitter): the new
+//     step is the usual and the node says nothing of it (`relearned` counts these).
+//
 // The node-level judgement (JudgeNode) says "slow node" when every process of the node that has a
-// judged rank in a communicator spanning other nodes is flagged in one of them, and names the
-// flagged ranks otherwise.
+// judged rank in a communicator spanning other nodes is flagged in one of them, or at least one is
+// and every other one *leans* (Leaning: its compute grew by rel and it waits less than usual over
+// its spell, not yet beyond the noise): the evidence of one process, beyond its noise, and the same
+// direction in all the others. The communicators of one node decide at different instants (each
+// has its own noise); waiting for the last one to clear its bar alone named the node seconds late,
+// its flagged ranks first as slow ranks. Otherwise it names the flagged ranks.
 #pragma once
 
 #include <algorithm>
@@ -218,10 +235,11 @@ struct WaitRankRef {
   bool spans_nodes = false;  // the communicator has ranks on other nodes
   bool judged = false;
   bool flagged = false;
+  bool leaning = false;  // not flagged, but Leaning (below)
 };
 
 struct NodeVerdict {
-  bool slow_node = false;       // every judged process of the node is flagged
+  bool slow_node = false;       // every judged process of the node is flagged (or leaning)
   std::vector<size_t> flagged;  // indices (into the input) of the flagged ranks
   size_t processes = 0;         // processes with a judged cross-node rank
 };
@@ -232,5 +250,9 @@ NodeVerdict JudgeNode(const std::vector<WaitRankRef>& ranks);
 // usual. While every process of a node is, a whole slow node is forming (its ranks cross the bars
 // one after another) and the node verdict, not a slow rank, is the one to expect.
 bool SlowingOrFlagged(const WaitRankState& st, double rel);
+
+// True when the rank is not flagged but its evidence leans that way: its usual is held, its
+// segment is at least rel over it, and its mean remote wait over the spell is below its usual mean.
+bool Leaning(const WaitRankState& st, double rel);
 
 }  // namespace sentinel::collector

@@ -30,8 +30,11 @@ bool OverheadBudget::Observe(int64_t now_ns, uint64_t callback_ns_total) noexcep
   window_start_ns_ = now_ns;
   window_start_cb_ = callback_ns_total;
   if (fraction_ <= 0 || last_ratio_ <= fraction_ || level_ == BudgetLevel::kRecordsSampled) {
+    over_run_ = 0;
     return false;
   }
+  if (++over_run_ < kBudgetConfirmWindows) return false;
+  over_run_ = 0;  // the next step is watched for as many windows
   level_ = static_cast<BudgetLevel>(static_cast<uint8_t>(level_) + 1);
   return true;
 }

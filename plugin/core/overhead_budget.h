@@ -9,6 +9,10 @@
 //                      kSentinelCollSampled.
 // The level is logged at each step and sent in every heartbeat (budget_level). It never steps back
 // up within a process: the cost that crossed the budget would come back with the events.
+// A step needs kBudgetConfirmWindows consecutive windows over budget: one window's figure rests on
+// a few timed callbacks, each counting for 256 (callback_meter.h), so a single noisy one (a slow
+// system call, a host that took the vCPU away) can put one window over; a plugin that really costs
+// too much is over in every window and steps down within kBudgetConfirmWindows of them.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +26,7 @@ enum class BudgetLevel : uint8_t {
   kRecordsSampled = 3,
 };
 inline constexpr uint32_t kBudgetSampleEvery = 8;  // a power of two
+inline constexpr int kBudgetConfirmWindows = 3;
 
 // Which collectives levels 2 and 3 keep: kBudgetSampleEvery consecutive ordinals out of every
 // kBudgetSampleEvery^2 (ordinals 64k .. 64k+7), the same 1-in-8 volume as one in every 8, but
@@ -44,7 +49,8 @@ class OverheadBudget {
       : fraction_(percent / 100.0), window_ns_(window_ns) {}
 
   // Drainer thread only. `callback_ns_total`: cumulative (sampled) ns inside our callbacks on
-  // every thread. Returns true when this call moved the level one step down.
+  // every thread. Returns true when this call moved the level one step down (the
+  // kBudgetConfirmWindows-th consecutive window over budget at this level).
   bool Observe(int64_t now_ns, uint64_t callback_ns_total) noexcept;
 
   BudgetLevel level() const noexcept { return level_; }
@@ -59,6 +65,7 @@ class OverheadBudget {
   int64_t window_start_ns_ = 0;
   uint64_t window_start_cb_ = 0;
   double last_ratio_ = -1;
+  int over_run_ = 0;  // consecutive windows over budget at this level
   BudgetLevel level_ = BudgetLevel::kFull;
 };
 

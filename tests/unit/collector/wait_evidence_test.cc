@@ -105,6 +105,14 @@ class Job {
                                              std::max(0.5, 1 + m_.transfer_jitter * noise(rng_)));
       }
       for (int n = 0; n < m_.nodes; ++n) {
+        int64_t node_last = 0;
+        for (int l = 0; l < m_.per_node; ++l) {
+          node_last = std::max(node_last, arrival_[static_cast<size_t>(n * m_.per_node + l)]);
+        }
+        if (waited_.size() < static_cast<size_t>(m_.nodes)) {
+          waited_.assign(static_cast<size_t>(m_.nodes), uint64_t{0});
+        }
+        if (node_last < last) ++waited_[static_cast<size_t>(n)];
         obs.clear();
         int64_t now = 0;
         for (int l = 0; l < m_.per_node; ++l) {
@@ -128,6 +136,12 @@ class Job {
 
   const WaitEvidence& node(int n) const { return nodes_[static_cast<size_t>(n)]; }
   JobModel& model() { return m_; }
+  // The share of the steps so far in which node n was not the last to arrive (it waited).
+  double waited_share(int n) const {
+    return step_ == 0
+               ? 0.0
+               : static_cast<double>(waited_[static_cast<size_t>(n)]) / static_cast<double>(step_);
+  }
 
  private:
   JobModel m_;
@@ -136,6 +150,7 @@ class Job {
   std::vector<int64_t> prev_end_;
   std::vector<int64_t> arrival_;
   uint64_t step_ = 0;
+  std::vector<uint64_t> waited_;
 };
 
 // One rank per node (the data-parallel layout): node 3's rank computes 20 % longer from step 600
@@ -298,6 +313,164 @@ TEST(WaitEvidenceTest, WholeNodeAndOneRankOfANode) {
   EXPECT_FALSE(job2.node(2).rank(0)->flagged);
 }
 
+// The 2-node job of the live evaluation: 4 ranks per node, 20 ms steps, 5 % jitter, a transfer
+// whose own spread (10 %) stays above the floor as "wait" on every node. Node 1 waited for node 0
+// about half the time; from step 1000 it computes 10 % or 20 % longer. Its own evidence names all
+// four of its ranks within 15 s (750 steps), though its remote wait p75 never collapses to a
+// quarter of its usual (the old bar, which missed it and let the usual absorb the slowdown); node 0
+// flags nothing.
+JobModel TwoNodeLive(double slowdown, uint32_t seed) {
+  JobModel m;
+  m.nodes = 2;
+  m.per_node = 4;
+  m.compute_ns = 20 * kMs;
+  m.jitter = 0.05;
+  m.transfer_ns = 2 * kMs;
+  m.transfer_jitter = 0.01;
+  m.transfer_spread = 0.1;
+  m.slow_node = 1;
+  m.slowdown = slowdown;
+  m.from = 1000;
+  m.seed = seed;
+  return m;
+}
+
+TEST(WaitEvidenceTest, TwoNodesASlowNodeThatUsedToWaitNamesItself) {
+  int not_collapsed = 0;
+  for (double slowdown : {0.10, 0.20}) {
+    for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+      Job job(TwoNodeLive(slowdown, seed));
+      EXPECT_TRUE(job.Run(1000).empty());
+      EXPECT_NEAR(job.waited_share(1), 0.5, 0.1) << "node 1 waited about half the time";
+      const std::vector<Flag> flags = job.Run(750);
+      std::vector<bool> named(4, false);
+      for (const Flag& f : flags) {
+        EXPECT_EQ(f.node, 1) << slowdown << " seed " << seed << " at " << f.step;
+        if (f.node == 1) named[static_cast<size_t>(f.local)] = true;
+      }
+      for (int l = 0; l < 4; ++l) {
+        EXPECT_TRUE(named[static_cast<size_t>(l)]) << slowdown << " seed " << seed << " rank " << l;
+        const WaitRankState* st = job.node(1).rank(l);
+        // The usual is the one from before the slowdown, not absorbed.
+        EXPECT_NEAR(st->usual_segment_ns, 20.0 * kMs, 0.4 * kMs);
+        if (st->flagged && st->remote_wait_p75_ns > st->usual_wait_ns / 4) ++not_collapsed;
+      }
+    }
+  }
+  EXPECT_GT(not_collapsed, 0) << "the wait never had to collapse to a quarter";
+}
+
+// The same 2-node job without a slow node: every rank computing 10 % or 20 % longer (a new
+// phase), node 0 slowing by 20 % for 30 s (node 1 waits more: node 1 flags nothing; node 0 is the
+// slow one), and 5 minutes of hiccups (0.1 per rank and second, 20-100 ms) and whole-job pauses
+// (1-3 s, one in 30 s): node 1 flags nothing, and nothing at all outside node 0's slowdown.
+TEST(WaitEvidenceTest, TwoNodesWholeJobOtherNodeAndNoiseFlagNothing) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    for (double slowdown : {0.10, 0.20}) {
+      JobModel all = TwoNodeLive(slowdown, seed);
+      all.slow_node = -2;
+      Job job(all);
+      const std::vector<Flag> flags = job.Run(4000);
+      EXPECT_TRUE(flags.empty()) << "whole job +" << slowdown << " seed " << seed << ": node "
+                                 << flags.front().node << " at " << flags.front().step;
+      // The usual followed the whole job's new step (the communicator moved together).
+      EXPECT_NEAR(job.node(0).rank(0)->usual_segment_ns / (20.0 * kMs), 1 + slowdown, 0.02);
+    }
+    JobModel other = TwoNodeLive(0.20, seed);
+    other.slow_node = 0;
+    other.until = 2500;
+    Job job2(other);
+    for (const Flag& f : job2.Run(4000)) {
+      EXPECT_EQ(f.node, 0) << "seed " << seed << ": node 1 at " << f.step;
+    }
+    JobModel noise = TwoNodeLive(0, seed);
+    noise.slow_node = -1;
+    noise.hiccups_per_s = 0.1;
+    noise.pauses_per_s = 1.0 / 30;
+    Job job3(noise);
+    const std::vector<Flag> flags = job3.Run(15000);
+    EXPECT_TRUE(flags.empty()) << "noise seed " << seed << ": node " << flags.front().node << " at "
+                               << flags.front().step;
+  }
+}
+
+// A scripted rank (one local rank, its node's only one): segments around `segment_ms` (2 %
+// Gaussian), a transfer of 1 ms, and a remote wait uniform in [0, 2 * wait_ms) in half of the
+// collectives (none in the others: two nodes, each last half the time).
+class Script {
+ public:
+  explicit Script(uint32_t seed) : w_(WaitParams{}), rng_(seed) {}
+  // Feeds n collectives; returns how many times the rank was flagged.
+  int Feed(int n, double segment_ms, double wait_ms) {
+    std::normal_distribution<double> noise(0.0, 1.0);
+    std::uniform_real_distribution<double> u01(0.0, 1.0);
+    int flags = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto seg = static_cast<int64_t>(segment_ms * kMs * (1 + 0.02 * noise(rng_)));
+      const bool waits = u01(rng_) < 0.5;
+      const auto wait = static_cast<int64_t>(waits ? 2 * wait_ms * kMs * u01(rng_) : 0.0);
+      now_ += seg;
+      const int64_t arrival = now_;
+      const int64_t duration = 1 * kMs + wait;
+      now_ += duration;
+      w_.Observe({{0, arrival, duration, seg}}, seq_++, 0, now_);
+      if (w_.rank(0)->changed && w_.rank(0)->flagged) ++flags;
+    }
+    return flags;
+  }
+  const WaitRankState& st() const { return *w_.rank(0); }
+
+ private:
+  WaitEvidence w_;
+  std::mt19937 rng_;
+  int64_t now_ = 0;
+  uint64_t seq_ = 0;
+};
+
+// The step grows 10 % while the wait barely moves (10 % less: within its noise, undecided). The
+// usual is held: after 400 collectives it is still the old step (an EWMA would have moved most of
+// the way), and nothing is flagged. After `relearn` (512) collectives of the spell it re-learns:
+// the new step is the usual, and a later 10 % slowdown that takes the wait off is still named.
+TEST(WaitEvidenceTest, AnUndecidedSlowdownIsNotAbsorbedAndALongOneRelearns) {
+  Script s(7);
+  EXPECT_EQ(s.Feed(600, 10, 0.5), 0);
+  ASSERT_TRUE(s.st().has_usual);
+  EXPECT_NEAR(s.st().usual_segment_ns, 10.0 * kMs, 0.1 * kMs);
+  EXPECT_EQ(s.Feed(400, 11, 0.5 * 0.9), 0);
+  EXPECT_TRUE(s.st().held);
+  EXPECT_NEAR(s.st().usual_segment_ns, 10.0 * kMs, 0.1 * kMs) << "absorbed while undecided";
+  EXPECT_EQ(s.st().relearned, 0u);
+  EXPECT_EQ(s.Feed(300, 11, 0.5 * 0.9), 0);
+  EXPECT_EQ(s.st().relearned, 1u);
+  EXPECT_FALSE(s.st().held);
+  EXPECT_NEAR(s.st().usual_segment_ns, 11.0 * kMs, 0.15 * kMs);
+  // A slowdown on the re-learned usual, the node no longer waiting: named.
+  EXPECT_EQ(s.Feed(300, 12.1, 0), 1);
+  EXPECT_TRUE(s.st().flagged);
+}
+
+// The step grows 20 % and the wait with it (the whole communicator moved together: a new phase
+// whose jitter grows with its compute): the usual re-learns after a window of the spell, long
+// before `relearn`, and nothing is flagged.
+TEST(WaitEvidenceTest, AWholeCommunicatorChangeRelearnsSoon) {
+  Script s(8);
+  EXPECT_EQ(s.Feed(600, 10, 0.5), 0);
+  EXPECT_EQ(s.Feed(200, 12, 0.6), 0);
+  EXPECT_EQ(s.st().relearned, 1u);
+  EXPECT_NEAR(s.st().usual_segment_ns, 12.0 * kMs, 0.15 * kMs);
+  EXPECT_EQ(s.Feed(1000, 12, 0.6), 0);
+}
+
+// A node that never waited (no jitter between the nodes) cannot tell it waits less: a 20 %
+// slowdown is not flagged, and the usual is not held forever (re-learned: it says nothing).
+TEST(WaitEvidenceTest, ANodeThatNeverWaitedLeavesItToTheJobTier) {
+  Script s(9);
+  EXPECT_EQ(s.Feed(600, 10, 0), 0);
+  EXPECT_EQ(s.Feed(1000, 12, 0), 0);
+  EXPECT_FALSE(s.st().flagged);
+  EXPECT_NEAR(s.st().usual_segment_ns, 12.0 * kMs, 0.15 * kMs);
+}
+
 TEST(WaitEvidenceTest, NodeVerdictNamesTheNodeOnlyWhenEveryProcessIsFlagged) {
   // Two processes, each with a rank in a data-parallel communicator spanning the nodes and one in
   // a node-local communicator (ignored).
@@ -323,6 +496,47 @@ TEST(WaitEvidenceTest, NodeVerdictNamesTheNodeOnlyWhenEveryProcessIsFlagged) {
   v = JudgeNode(refs);
   EXPECT_FALSE(v.slow_node);
   EXPECT_TRUE(v.flagged.empty());
+
+  // One process flagged, the other leaning (compute grown, waiting less, not yet beyond its
+  // noise): a slow node. Leaning alone names nothing; one process neither flagged nor leaning
+  // keeps it a flagged rank.
+  refs[0].flagged = true;
+  refs[1].leaning = true;
+  v = JudgeNode(refs);
+  EXPECT_TRUE(v.slow_node);
+  ASSERT_EQ(v.flagged.size(), 1u);
+  EXPECT_EQ(v.flagged[0], 0u);
+  refs[0].flagged = false;
+  refs[0].leaning = true;
+  v = JudgeNode(refs);
+  EXPECT_FALSE(v.slow_node);
+  EXPECT_TRUE(v.flagged.empty());
+  refs[0].flagged = true;
+  refs[1].leaning = false;
+  v = JudgeNode(refs);
+  EXPECT_FALSE(v.slow_node);
+  EXPECT_EQ(v.flagged.size(), 1u);
+}
+
+// Leaning: held, the segment rel over the usual, the spell's mean wait under the usual mean.
+TEST(WaitEvidenceTest, LeaningNeedsGrowthAndLessWaitingInTheSpell) {
+  WaitRankState st;
+  st.has_usual = true;
+  st.held = true;
+  st.usual_segment_ns = 10.0 * kMs;
+  st.segment_p50_ns = 10.6 * kMs;
+  st.usual_wait_mean_ns = 0.5 * kMs;
+  st.spell_n = 10;
+  st.spell_wait_sum_ns = 10 * 0.4 * kMs;
+  EXPECT_TRUE(Leaning(st, 0.05));
+  st.spell_wait_sum_ns = 10 * 0.6 * kMs;
+  EXPECT_FALSE(Leaning(st, 0.05)) << "waits more";
+  st.spell_wait_sum_ns = 10 * 0.4 * kMs;
+  st.segment_p50_ns = 10.3 * kMs;
+  EXPECT_FALSE(Leaning(st, 0.05)) << "grew less than rel";
+  st.segment_p50_ns = 10.6 * kMs;
+  st.held = false;
+  EXPECT_FALSE(Leaning(st, 0.05)) << "not in a spell";
 }
 
 }  // namespace

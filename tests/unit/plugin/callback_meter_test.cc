@@ -21,7 +21,7 @@
 namespace sentinel::plugin {
 namespace {
 
-constexpr int64_t kBodyNs = 400;
+constexpr int64_t kBodyNs = 1000;  // near a CPU clock read (0.2 us on a host, 1.3 us in some VMs)
 
 // A body that took longer than this was preempted or interrupted.
 constexpr int64_t kPreemptedNs = 2 * kBodyNs;
@@ -138,9 +138,13 @@ TEST(CallbackMeter, CountsEveryCallbackAndEstimatesTheInjectedCostAtAnyChannelCo
     Outcome o = RunCollectives(channels, collectives);
     ASSERT_EQ(o.callbacks, static_cast<uint64_t>(collectives) * (2 + 3 * channels));
     ASSERT_GT(o.spent_ns, 0);
+    // Within 25 %: the thread's CPU clock is a system call whose own cost varies by a few hundred
+    // ns from read to read in a VM (1.3 us usual), and each timed span carries that variation
+    // kCallbackSample times. A wrong weight (2x) or wall time counted through a preemption (ms
+    // per sample) is far outside it.
     double error = std::abs(o.estimated_ns - o.spent_ns) / o.spent_ns;
-    EXPECT_LT(error, 0.1) << "estimated " << o.estimated_ns << " ns, spent " << o.spent_ns
-                          << " ns, preempted samples replaced: " << o.preempted_samples;
+    EXPECT_LT(error, 0.25) << "estimated " << o.estimated_ns << " ns, spent " << o.spent_ns
+                           << " ns, preempted samples replaced: " << o.preempted_samples;
   }
 }
 
@@ -208,11 +212,14 @@ uint64_t CountedForOneTimedCallback(const std::function<void()>& body) {
   return ts.counters[kCtrCallbackNs].load() - before;
 }
 
-// The budget's judgement of a one-second window whose only timed callback counted `counted`.
-BudgetLevel JudgedOverOneSecond(uint64_t counted) {
+// The budget's judgement of one-second windows, as many as a step needs, each of whose only timed
+// callback counted `counted` (the same callback in every window).
+BudgetLevel JudgedOverOneSecondWindows(uint64_t counted) {
   OverheadBudget budget(0.5);  // the default SENTINEL_BUDGET, 1 s windows
   budget.Observe(0, 0);
-  budget.Observe(1000000000, counted);
+  for (int w = 1; w <= kBudgetConfirmWindows; ++w) {
+    budget.Observe(int64_t{1000000000} * w, counted * static_cast<uint64_t>(w));
+  }
   return budget.level();
 }
 
@@ -228,7 +235,7 @@ TEST(CallbackMeter, ADescheduledCallbackCountsNothingAndTripsNoBudget) {
   const uint64_t counted = CountedForOneTimedCallback(
       [] { std::this_thread::sleep_for(std::chrono::nanoseconds(kAwayNs)); });
   EXPECT_EQ(counted, 0u);
-  EXPECT_EQ(JudgedOverOneSecond(counted), BudgetLevel::kFull) << counted;
+  EXPECT_EQ(JudgedOverOneSecondWindows(counted), BudgetLevel::kFull) << counted;
 
   // The same for a timed KernelCh callback.
   ThreadState ts;
@@ -244,7 +251,7 @@ TEST(CallbackMeter, ADescheduledCallbackCountsNothingAndTripsNoBudget) {
 // preempted is dropped as above: the first of a few tries that ran through is judged.)
 TEST(CallbackMeter, CpuBurnedInACallbackIsCountedAndTripsTheBudget) {
   CalibrateMeterClock();
-  static constexpr int64_t kBurnNs = 200000;  // 256 x 200 us = 51 ms of a 1 s window: 5 % > 0.5 %
+  static constexpr int64_t kBurnNs = 200000;  // 1024 x 200 us = 205 ms of a 1 s window > 0.5 %
   uint64_t counted = 0;
   for (int attempt = 0; attempt < 20 && counted == 0; ++attempt) {
     counted = CountedForOneTimedCallback([] {
@@ -255,7 +262,7 @@ TEST(CallbackMeter, CpuBurnedInACallbackIsCountedAndTripsTheBudget) {
   }
   EXPECT_GE(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 9 / 10) << counted;
   EXPECT_LT(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 3 / 2) << counted;
-  EXPECT_EQ(JudgedOverOneSecond(counted), BudgetLevel::kNoProxy);
+  EXPECT_EQ(JudgedOverOneSecondWindows(counted), BudgetLevel::kNoProxy);
 }
 
 // The reads' own cost is not counted kCallbackSample times: an empty timed callback counts about
