@@ -1,19 +1,25 @@
 // sentinel-sim: runs an N-rank training-like job as N processes on one machine, each linked
 // against the fake NCCL (libnccl.so.2), with a real cross-process barrier per collective. Injects
-// compute jitter, stragglers and hangs; prints progress and a per-rank summary.
+// compute jitter, stragglers and hangs; prints progress and a per-rank summary. With --nodes the
+// ranks stand for a job over several nodes on this one machine: each node's ranks in a block (as
+// the fake NCCL places them), streaming to their own node's sentineld (--node-sockets).
 // Usage: sentinel-sim --help.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +37,19 @@ constexpr const char kUsage[] =
     "  --comms K              communicators per rank, 1..8 (default 1)\n"
     "  --compute-ms MS        compute time per step (default 10)\n"
     "  --jitter-ms MS         extra uniform random compute time in [0, MS) (default 0)\n"
+    "  --jitter-pct P         the same as a share of --compute-ms: [0, P %) (wins over "
+    "--jitter-ms)\n"
+    "  --duration-s D         stop after about D s instead of --steps: every rank finishes the "
+    "same\n"
+    "                         step, a few steps after D s (--steps stays the upper bound)\n"
+    "  --nodes K              the ranks stand for K nodes, in blocks of ceil(N/K) ranks (rank r "
+    "on\n"
+    "                         node r / ceil(N/K)), as the fake NCCL places them (FAKE_NCCL_NODES)\n"
+    "  --node-sockets LIST    comma list of K sentineld sockets: node i's ranks stream to the "
+    "i-th\n"
+    "                         (SENTINEL_SOCKET), as each node's ranks reach their own sentineld\n"
+    "  --slow-node node=I,pct=P,delay-ms=D,from=STEP,until=STEP,from-s=S\n"
+    "                         every rank of node I is a --straggler with these keys (repeatable)\n"
     "  --hiccup rate=R,min-ms=A,max-ms=B\n"
     "                         noise: every rank, on its own, stalls A..B ms (uniform) at random\n"
     "                         moments, R times per second of its wall time on average (a page\n"
@@ -45,8 +64,9 @@ constexpr const char kUsage[] =
     "                         alltoall,sendrecv, issued in order every step (default allreduce)\n"
     "  --straggler rank=R,delay-ms=D,pct=P,from=STEP,until=STEP\n"
     "                         rank R computes D ms longer and P % slower (of --compute-ms) from\n"
-    "                         step `from` on, until step `until` (exclusive; default: the end)\n"
-    "                         (repeatable)\n"
+    "                         step `from` on, until step `until` (exclusive; default: the end);\n"
+    "                         from-s=S: from the first step after S s of the job's wall time\n"
+    "                         instead (repeatable)\n"
     "  --hang rank=R,at=STEP[,kind=K]   rank R hangs at step STEP; K = never-launched\n"
     "                         (default: its host thread stops before calling the collective) or\n"
     "                         kernel-stuck (it enqueues the collective but its stream is stuck\n"
@@ -68,7 +88,8 @@ struct Straggler {
   double delay_ms = 0;
   double pct = 0;  // relative slowdown of the compute, percent
   int from = 0;
-  int until = -1;  // first step no longer slowed; -1 = never
+  int until = -1;      // first step no longer slowed; -1 = never
+  double from_s = -1;  // >= 0: slowed from this many seconds after the job's start on
 };
 
 // Noise that is not a straggler: short stalls of single ranks, pauses of the whole job.
@@ -94,6 +115,10 @@ struct Options {
   size_t bytes = 1 << 20;
   std::vector<std::string> collectives = {"allreduce"};
   std::vector<Straggler> stragglers;
+  double jitter_pct = -1;  // >= 0: --jitter-pct
+  double duration_s = 0;   // > 0: --duration-s
+  int nodes = 1;
+  std::vector<std::string> node_sockets;
   int hang_rank = -1;
   int hang_at = 0;
   bool hang_kernel_stuck = false;  // --hang kind=kernel-stuck (else never-launched)
@@ -163,9 +188,52 @@ std::vector<std::pair<std::string, std::string>> ParseKv(const std::string& flag
   return kv;
 }
 
+// "a,b,c" -> {"a", "b", "c"} (empty items kept).
+std::vector<std::string> SplitList(const std::string& value) {
+  std::vector<std::string> items;
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t comma = value.find(',', pos);
+    if (comma == std::string::npos) comma = value.size();
+    items.push_back(value.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return items;
+}
+
+// --straggler (`who` = "rank") or --slow-node (`who` = "node": `rank` holds the node index).
+Straggler ParseStraggler(const std::string& flag, const std::string& value, const char* who) {
+  Straggler s;
+  bool have_who = false;
+  for (auto& [k, v] : ParseKv(flag, value)) {
+    if (k == who) {
+      s.rank = ParseInt(flag + " " + who, v, 0, FAKE_NCCL_MAX_RANKS - 1);
+      have_who = true;
+    } else if (k == "delay-ms") {
+      if (!ParseNumber(v, 0, 3.6e6, &s.delay_ms)) Usage(flag + " delay-ms: expected ms >= 0");
+    } else if (k == "from") {
+      s.from = ParseInt(flag + " from", v, 0, 10000000);
+    } else if (k == "until") {
+      s.until = ParseInt(flag + " until", v, 0, 10000000);
+    } else if (k == "from-s") {
+      if (!ParseNumber(v, 0, 86400 * 7, &s.from_s)) Usage(flag + " from-s: expected seconds >= 0");
+    } else if (k == "pct") {
+      if (!ParseNumber(v, 0, 10000, &s.pct)) Usage(flag + " pct: expected percent >= 0");
+    } else {
+      Usage(flag + ": unknown key '" + k + "' (" + who + ", delay-ms, pct, from, until, from-s)");
+    }
+  }
+  if (!have_who) Usage(flag + ": " + who + "= is required");
+  return s;
+}
+
+// Ranks per node: blocks of ceil(N/K), as the fake NCCL places them (its `nodes` key).
+int RanksPerNode(const Options& o) { return (o.ranks + o.nodes - 1) / o.nodes; }
+
 Options Parse(int argc, char** argv) {
   Options o;
   bool hang_set = false;
+  std::vector<Straggler> slow_nodes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::string value;
@@ -217,41 +285,29 @@ Options Parse(int argc, char** argv) {
         Usage("--bytes: expected a size like 4096, 64K, 1M");
       }
     } else if (arg == "--collectives") {
-      o.collectives.clear();
-      size_t pos = 0;
-      while (pos <= value.size()) {
-        size_t comma = value.find(',', pos);
-        if (comma == std::string::npos) comma = value.size();
-        std::string c = value.substr(pos, comma - pos);
+      o.collectives = SplitList(value);
+      for (const std::string& c : o.collectives) {
         if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "broadcast" &&
             c != "reduce" && c != "alltoall" && c != "sendrecv") {
           Usage("--collectives: unknown collective '" + c + "'");
         }
-        o.collectives.push_back(c);
-        pos = comma + 1;
       }
     } else if (arg == "--straggler") {
-      Straggler s;
-      bool have_rank = false;
-      for (auto& [k, v] : ParseKv(arg, value)) {
-        if (k == "rank") {
-          s.rank = ParseInt("--straggler rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
-          have_rank = true;
-        } else if (k == "delay-ms") {
-          if (!ParseNumber(v, 0, 3.6e6, &s.delay_ms))
-            Usage("--straggler delay-ms: expected ms >= 0");
-        } else if (k == "from") {
-          s.from = ParseInt("--straggler from", v, 0, 10000000);
-        } else if (k == "until") {
-          s.until = ParseInt("--straggler until", v, 0, 10000000);
-        } else if (k == "pct") {
-          if (!ParseNumber(v, 0, 10000, &s.pct)) Usage("--straggler pct: expected percent >= 0");
-        } else {
-          Usage("--straggler: unknown key '" + k + "' (rank, delay-ms, pct, from, until)");
-        }
+      o.stragglers.push_back(ParseStraggler(arg, value, "rank"));
+    } else if (arg == "--slow-node") {
+      slow_nodes.push_back(ParseStraggler(arg, value, "node"));
+    } else if (arg == "--jitter-pct") {
+      if (!ParseNumber(value, 0, 1000, &o.jitter_pct)) Usage("--jitter-pct: expected percent >= 0");
+    } else if (arg == "--duration-s") {
+      if (!ParseNumber(value, 0.1, 86400 * 7, &o.duration_s))
+        Usage("--duration-s: expected seconds > 0");
+    } else if (arg == "--nodes") {
+      o.nodes = ParseInt(arg, value, 1, FAKE_NCCL_MAX_RANKS);
+    } else if (arg == "--node-sockets") {
+      o.node_sockets = SplitList(value);
+      for (const std::string& path : o.node_sockets) {
+        if (path.empty()) Usage("--node-sockets: empty socket path");
       }
-      if (!have_rank) Usage("--straggler: rank= is required");
-      o.stragglers.push_back(s);
     } else if (arg == "--hang") {
       hang_set = true;
       for (auto& [k, v] : ParseKv(arg, value)) {
@@ -285,6 +341,21 @@ Options Parse(int argc, char** argv) {
   for (const Straggler& s : o.stragglers) {
     if (s.rank >= o.ranks) Usage("--straggler: rank " + std::to_string(s.rank) + " >= --ranks");
   }
+  if (o.nodes > o.ranks) Usage("--nodes: more nodes than ranks");
+  if (!o.node_sockets.empty() && static_cast<int>(o.node_sockets.size()) != o.nodes) {
+    Usage("--node-sockets: expected one socket per node (" + std::to_string(o.nodes) + ")");
+  }
+  const int rpn = RanksPerNode(o);
+  for (const Straggler& node : slow_nodes) {
+    if (node.rank >= o.nodes)
+      Usage("--slow-node: node " + std::to_string(node.rank) + " >= --nodes");
+    for (int r = node.rank * rpn; r < std::min(o.ranks, (node.rank + 1) * rpn); ++r) {
+      Straggler s = node;
+      s.rank = r;
+      o.stragglers.push_back(s);
+    }
+  }
+  if (o.jitter_pct >= 0) o.jitter_ms = o.compute_ms * o.jitter_pct / 100.0;
   if (hang_set && o.hang_rank >= o.ranks) Usage("--hang: rank >= --ranks");
   if (!o.scenario.empty()) {
     char err[256] = {0};
@@ -328,6 +399,43 @@ bool FromHex(const std::string& s, ncclUniqueId* id) {
   return true;
 }
 
+// Shared by the launcher and every rank (a memfd each rank maps): the job's start, each rank's
+// current step, and the step every rank stops before (--duration-s). A rank publishes its step
+// before it reads the stop step; the launcher publishes the stop step and then reads every
+// rank's: when none has reached it, each rank reads it before it starts that step (seq_cst), so
+// every rank completes the same number of steps and none is left waiting in a collective.
+struct Control {
+  double start_s = 0;
+  std::atomic<int64_t> stop_step{-1};
+  std::atomic<int64_t> step[FAKE_NCCL_MAX_RANKS];
+};
+static_assert(std::atomic<int64_t>::is_always_lock_free, "shared between processes");
+
+Control* MapControl(int fd) {
+  void* p = mmap(nullptr, sizeof(Control), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<Control*>(p);
+}
+
+// Sets the stop step two past every rank's current one (see Control).
+void StopSoon(Control* c, int ranks) {
+  for (;;) {
+    int64_t max_step = 0;
+    for (int r = 0; r < ranks; ++r) max_step = std::max(max_step, c->step[r].load());
+    const int64_t stop = max_step + 2;
+    c->stop_step.store(stop);
+    int64_t now_max = 0;
+    for (int r = 0; r < ranks; ++r) now_max = std::max(now_max, c->step[r].load());
+    if (now_max < stop) return;
+  }
+}
+
+// The p50 of `v` (reordered), 0 when empty.
+double Median(std::vector<float>* v) {
+  if (v->empty()) return 0;
+  std::nth_element(v->begin(), v->begin() + static_cast<std::ptrdiff_t>(v->size() / 2), v->end());
+  return (*v)[v->size() / 2];
+}
+
 // ---- Worker: one rank. ---------------------------------------------------------------------
 void Report(int fd, const char* what, int value) {
   char line[64];
@@ -346,6 +454,12 @@ int Worker(const Options& o) {
   }
   int fd = atoi(fd_env);
   int rank = o.worker_rank;
+  const char* control_env = getenv("SENTINEL_DEV_SIM_CONTROL_FD");
+  Control* control = control_env != nullptr ? MapControl(atoi(control_env)) : nullptr;
+  if (control == nullptr) {
+    fprintf(stderr, "sentinel-sim: rank %d: no control block\n", rank);
+    return 2;
+  }
   std::vector<ncclComm_t> comms;
   std::string ids(ids_env);
   for (int k = 0; k < o.comms; ++k) {
@@ -368,7 +482,22 @@ int Worker(const Options& o) {
   static char buffer[64];  // the fake never touches buffers
   size_t count = std::max<size_t>(1, o.bytes / 4);
   int n = o.ranks;
+  // What this rank really did: its compute (the sleep, overshoot included) and its step period,
+  // per step (at most 2^20 of each kept), for the summary's p50s.
+  std::vector<float> compute_ms_seen;
+  std::vector<float> period_ms_seen;
+  double prev_step_start_s = 0;
+  int steps_run = 0;
   for (int step = 0; step < o.steps; ++step) {
+    control->step[rank].store(step);
+    const int64_t stop = control->stop_step.load();
+    if (stop >= 0 && step >= stop) break;
+    const double step_start_s = NowS();
+    if (step > 0 && period_ms_seen.size() < (size_t{1} << 20)) {
+      period_ms_seen.push_back(static_cast<float>((step_start_s - prev_step_start_s) * 1e3));
+    }
+    prev_step_start_s = step_start_s;
+    ++steps_run;
     double ms = o.compute_ms + (o.jitter_ms > 0 ? jitter(rng) : 0.0);
     if (o.hiccups.rate_per_s > 0) {
       // A Poisson process in wall time: the chance of a stall since the last step.
@@ -386,7 +515,9 @@ int Worker(const Options& o) {
         ms += o.pauses.min_ms + unit(job_rng) * (o.pauses.max_ms - o.pauses.min_ms);
     }
     for (const Straggler& s : o.stragglers) {
-      if (s.rank == rank && step >= s.from && (s.until < 0 || step < s.until)) {
+      const bool started =
+          s.from_s >= 0 ? step_start_s - control->start_s >= s.from_s : step >= s.from;
+      if (s.rank == rank && started && (s.until < 0 || step < s.until)) {
         ms += s.delay_ms + o.compute_ms * s.pct / 100.0;
       }
     }
@@ -396,7 +527,11 @@ int Worker(const Options& o) {
       Report(fd, "hang", step);
       for (;;) pause();  // never launches the collective; the launcher kills the job
     }
+    const double compute_start_s = NowS();
     SleepMs(ms);
+    if (compute_ms_seen.size() < (size_t{1} << 20)) {
+      compute_ms_seen.push_back(static_cast<float>((NowS() - compute_start_s) * 1e3));
+    }
     if (hang_here) {
       // The stream is stuck behind earlier work: the collectives below are enqueued but their
       // kernels never start, and the synchronize after them never returns.
@@ -459,6 +594,12 @@ int Worker(const Options& o) {
     }
   }
   for (ncclComm_t c : comms) ncclCommDestroy(c);
+  char line[128];
+  const int len = snprintf(line, sizeof(line), "stat %d %.4f %.4f\n", steps_run,
+                           Median(&compute_ms_seen), Median(&period_ms_seen));
+  if (write(fd, line, static_cast<size_t>(len)) < 0) {
+    // The launcher is gone.
+  }
   Report(fd, "exit", 0);
   return 0;
 }
@@ -474,9 +615,21 @@ struct RankState {
   bool exited = false;
   int status = 0;
   double end_s = 0;
+  int steps_run = -1;  // from its "stat" line: steps it ran, its compute and step period p50s
+  double compute_p50_ms = 0;
+  double period_p50_ms = 0;
 };
 
+// SIGTERM or SIGINT to the launcher: stop the job as --duration-s does (every rank finishes the
+// same step; the ranks ignore both), and kill what is left 5 s later.
+volatile sig_atomic_t g_stop_requested = 0;
+void OnStopSignal(int) { g_stop_requested = 1; }
+
 int Launcher(const Options& o, char** argv) {
+  struct sigaction stop_action = {};
+  stop_action.sa_handler = OnStopSignal;
+  sigaction(SIGTERM, &stop_action, nullptr);
+  sigaction(SIGINT, &stop_action, nullptr);
   std::vector<ncclUniqueId> ids(static_cast<size_t>(o.comms));
   std::string ids_hex;
   for (ncclUniqueId& id : ids) {
@@ -487,6 +640,19 @@ int Launcher(const Options& o, char** argv) {
     ids_hex += ToHex(id) + ",";
   }
   setenv("SENTINEL_DEV_SIM_IDS", ids_hex.c_str(), 1);
+  if (o.nodes > 1) setenv("FAKE_NCCL_NODES", std::to_string(o.nodes).c_str(), 1);
+  const int control_fd = memfd_create("sentinel-sim", MFD_CLOEXEC);
+  if (control_fd < 0 || ftruncate(control_fd, sizeof(Control)) != 0) {
+    perror("memfd_create");
+    return 1;
+  }
+  Control* control = MapControl(control_fd);
+  if (control == nullptr) {
+    perror("mmap");
+    return 1;
+  }
+  new (control) Control();
+  for (auto& step : control->step) step.store(0);
   if (!o.plugin.empty()) setenv("NCCL_PROFILER_PLUGIN", o.plugin.c_str(), 1);
   if (!o.scenario.empty()) setenv("FAKE_NCCL_SCENARIO", o.scenario.c_str(), 1);
 
@@ -502,8 +668,21 @@ int Launcher(const Options& o, char** argv) {
              o.pauses.max_ms, o.pauses.every_s);
     }
     for (const Straggler& s : o.stragglers) {
-      printf("[sim] straggler: rank %d +%.1f ms +%.0f%% from step %d until %d\n", s.rank,
-             s.delay_ms, s.pct, s.from, s.until);
+      if (s.from_s >= 0) {
+        printf("[sim] straggler: rank %d +%.1f ms +%.0f%% from %.1f s until step %d\n", s.rank,
+               s.delay_ms, s.pct, s.from_s, s.until);
+      } else {
+        printf("[sim] straggler: rank %d +%.1f ms +%.0f%% from step %d until %d\n", s.rank,
+               s.delay_ms, s.pct, s.from, s.until);
+      }
+    }
+    if (o.nodes > 1) {
+      const int rpn = RanksPerNode(o);
+      for (int node = 0; node < o.nodes; ++node) {
+        printf("[sim] node %d: ranks %d-%d%s%s\n", node, node * rpn,
+               std::min(o.ranks, (node + 1) * rpn) - 1, o.node_sockets.empty() ? "" : ", socket ",
+               o.node_sockets.empty() ? "" : o.node_sockets[static_cast<size_t>(node)].c_str());
+      }
     }
     if (o.hang_rank >= 0) {
       printf("[sim] hang: rank %d %s at step %d\n", o.hang_rank,
@@ -513,6 +692,9 @@ int Launcher(const Options& o, char** argv) {
     fflush(stdout);
   }
   double start = NowS();
+  control->start_s = start;
+  bool stopping = false;
+  double stop_s = 0;
   std::vector<RankState> ranks(static_cast<size_t>(o.ranks));
   std::vector<char*> child_argv;
   for (char** a = argv; *a != nullptr; ++a) child_argv.push_back(*a);
@@ -524,11 +706,23 @@ int Launcher(const Options& o, char** argv) {
     }
     pid_t pid = fork();
     if (pid == 0) {
-      // Child: the write end survives exec; everything else is close-on-exec.
+      // Child: dies with the launcher (a rank left in a collective would wait forever). The
+      // write end survives exec; everything else is close-on-exec.
+      // SIGTERM and SIGINT are the launcher's to act on: `timeout` and a terminal send them to
+      // the whole process group, and a rank killed mid-collective leaves its peers waiting.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      signal(SIGTERM, SIG_IGN);
+      signal(SIGINT, SIG_IGN);
       int wfd = fcntl(fds[1], F_DUPFD, 3);
       fcntl(wfd, F_SETFL, 0);  // the rank's writes block normally
       setenv("SENTINEL_DEV_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
       setenv("RANK", std::to_string(r).c_str(), 1);  // as torchrun does (the fake CUPTI reads it)
+      setenv("SENTINEL_DEV_SIM_CONTROL_FD", std::to_string(fcntl(control_fd, F_DUPFD, 3)).c_str(),
+             1);
+      if (!o.node_sockets.empty()) {
+        setenv("SENTINEL_SOCKET", o.node_sockets[static_cast<size_t>(r / RanksPerNode(o))].c_str(),
+               1);
+      }
       std::string rank_flag = "--worker-rank=" + std::to_string(r);
       std::vector<char*> args = child_argv;
       args.push_back(const_cast<char*>(rank_flag.c_str()));
@@ -573,6 +767,9 @@ int Launcher(const Options& o, char** argv) {
           rs.done = v;
         else if (sscanf(line.c_str(), "hang %d", &v) == 1)
           rs.hung_self = true;
+        else if (sscanf(line.c_str(), "stat %d %lf %lf", &rs.steps_run, &rs.compute_p50_ms,
+                        &rs.period_p50_ms) == 3)
+          continue;
         last_progress = NowS();
       }
     }
@@ -590,6 +787,14 @@ int Launcher(const Options& o, char** argv) {
     int min_done = o.steps;
     for (const RankState& rs : ranks) min_done = std::min(min_done, rs.done);
     double now = NowS();
+    if (!stopping && (g_stop_requested || (o.duration_s > 0 && now - start >= o.duration_s))) {
+      StopSoon(control, o.ranks);
+      stopping = true;
+      stop_s = now;
+      if (!o.quiet)
+        printf("[sim] %.1f s: stopping after step %lld\n", now - start,
+               static_cast<long long>(control->stop_step.load()));
+    }
     if (!o.quiet && min_done > last_printed &&
         (now - last_print_s > 1.0 || min_done + 1 == o.steps)) {
       printf("[sim] step %d/%d completed by every rank (%.1f s)\n", min_done + 1, o.steps,
@@ -597,6 +802,11 @@ int Launcher(const Options& o, char** argv) {
       fflush(stdout);
       last_printed = min_done;
       last_print_s = now;
+    }
+    if (running > 0 && g_stop_requested && stopping && now - stop_s > 5) {
+      for (RankState& rs : ranks) {
+        if (!rs.exited) kill(rs.pid, SIGKILL);
+      }
     }
     if (running > 0 && now - last_progress > o.timeout_s) {
       hung = true;
@@ -627,6 +837,13 @@ int Launcher(const Options& o, char** argv) {
     if (hung && rs.arrived < max_arrived)
       status += ", STOPPED ARRIVING after step " + std::to_string(rs.arrived);
     printf("  %4d  %10d  %6.2f  %s\n", r, rs.done + 1, rs.end_s, status.c_str());
+  }
+  // What the ranks really computed: the figure an exported compute segment must match.
+  for (int r = 0; r < o.ranks; ++r) {
+    const RankState& rs = ranks[static_cast<size_t>(r)];
+    if (rs.steps_run < 0) continue;
+    printf("[sim] rank %d node %d: %d steps, compute p50 %.3f ms, step p50 %.3f ms\n", r,
+           r / RanksPerNode(o), rs.steps_run, rs.compute_p50_ms, rs.period_p50_ms);
   }
   if (hung) {
     std::string who;
