@@ -56,8 +56,10 @@ TEST(OverheadBudget, TinyBudgetStepsDownAndSaysSo) {
   ASSERT_NE(FakeHost::Mask() & kSentinelProfileKernelCh, 0);
 
   // Collectives (Coll, a ProxyOp while the mask still asks for it, 2 KernelCh) until the plugin
-  // reaches the last step, or 20 s.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  // reaches the last step, or 90 s. Each step needs 3 windows of 1 s over budget in a row, so 9 s
+  // at the least; a window's few timed callbacks (1 in 1024) are dropped when the thread was
+  // descheduled in them, which on a loaded host under ASan left a 20 s limit at step 1.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(90);
   bool proxy_off_seen = false;
   int level = 0;
   uint64_t seq = 0;
