@@ -112,9 +112,6 @@ struct CommState {
   absl::flat_hash_map<int32_t, int> index;  // rank -> local index
   int active_count = 0;
   std::array<std::unique_ptr<FuncRing>, kFuncSlots> rings;
-  // Beside each ring's slots: the collective's ordinal (wire ordinal_lo, the same on every rank;
-  // 0 unknown), so that a compute segment is measured only between consecutive collectives.
-  std::array<std::vector<uint32_t>, kFuncSlots> slot_ordinals;
   std::unique_ptr<StragglerDetector> straggler;
   std::unique_ptr<WaitEvidence>
       wait;                     // who the job waits for, every communicator (wait_evidence.h)

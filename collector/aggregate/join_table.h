@@ -30,6 +30,9 @@ struct JoinSlot {
   uint8_t algo = 0;
   uint8_t proto = 0;
   uint8_t nchannels = 0;
+  // The collective's ordinal (wire ordinal_lo, the same on every rank; 0 unknown, or the ranks
+  // disagreed), so that a compute segment is measured only between consecutive collectives.
+  uint32_t ordinal = 0;
 };
 
 // One rank's part of one join. Arrival and duration sit together so that storing a record

@@ -39,7 +39,6 @@ FuncRing* Aggregator::Ring(CommState* comm, int func) {
     }
     ring = std::make_unique<FuncRing>();
     ring->slots.resize(static_cast<size_t>(config_.pending_slots));
-    comm->slot_ordinals[static_cast<size_t>(func)].assign(ring->slots.size(), 0);
     EnsureWidth(comm, ring.get());
     RechargeRings(comm);
   }
@@ -220,14 +219,12 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
     slot.state = JoinState::kEmpty;
   }
   JoinCell* cells = ring->CellsOf(s);
-  std::vector<uint32_t>& ordinals = comm->slot_ordinals[static_cast<size_t>(func)];
-  if (ordinals.size() < ring->slots.size()) ordinals.resize(ring->slots.size(), 0);
   if (slot.state == JoinState::kEmpty) {
     StartJoin(&slot, cells, static_cast<size_t>(ring->width), rec.seq, now, rec.bytes, rec.algo,
               rec.proto, rec.nchannels);
-    ordinals[s] = rec.ordinal_lo;
-  } else if (ordinals[s] != rec.ordinal_lo) {
-    ordinals[s] = 0;  // the ranks disagree (or an older plugin among them): unknown
+    slot.ordinal = rec.ordinal_lo;
+  } else if (slot.ordinal != rec.ordinal_lo) {
+    slot.ordinal = 0;  // the ranks disagree (or an older plugin among them): unknown
   }
   JoinCell& cell = cells[static_cast<size_t>(rs->local_index)];
   if (cell.arrival != kUnset) {
@@ -267,8 +264,7 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   slot.state = JoinState::kJoined;
   slot.min_arrival_ns = min_arrival;
   if (scratch_idx_.empty()) return;
-  const std::vector<uint32_t>& ordinals = comm->slot_ordinals[static_cast<size_t>(func)];
-  const uint32_t ordinal = s < ordinals.size() ? ordinals[s] : 0;
+  const uint32_t ordinal = slot.ordinal;
   const bool skipped = !partial && BudgetSkipped(comm->members, cells, scratch_idx_);
   const bool measured = !partial && !skipped;
   const int bucket = SizeBucket(slot.bytes);
