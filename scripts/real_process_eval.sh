@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Detection on real processes (issue 31, "Evaluation and targets", "Real processes"): each case
+# Detection on real processes (collector/README.md, "Real processes"): each case
 # runs N times on this machine, every run from scratch:
 #   - sentinel-sim: the ranks as processes through the fake NCCL, the REAL plugin in every rank
 #     (NCCL_PROFILER_PLUGIN, its default budget), a real barrier per collective, 5 % jitter;
@@ -22,7 +22,7 @@
 #        within 20 % of what they really computed (the sim's per-rank compute p50)
 #   d    noise only, once per step length in --noise-steps (jitter 5 %, hiccups of 20-100 ms at
 #        0.1 per rank per second, 1-3 s whole-job pauses once a minute) for --noise-minutes each,
-#        2 nodes x 4 ranks; target: nothing fires (the issue asks 30 minutes per step length)
+#        2 nodes x 4 ranks; target: nothing fires (30 minutes per step length)
 #
 # Table columns: case, runs; node tier: runs whose slow node named itself within the target /
 # runs, and the latencies (s after the slowdown; '-' = never within the window); job-wide: the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The issue-2 demo: an 8-rank job through the fake NCCL with the sentinel plugin loaded, rank 5
+# The demo: an 8-rank job through the fake NCCL with the sentinel plugin loaded, rank 5
 # 40 ms late from step 10, then a per-rank table built from the plugin's JSONL records.
 # Builds nothing: pass the build dir as $1 (or BUILD_DIR; default build/).
 set -euo pipefail

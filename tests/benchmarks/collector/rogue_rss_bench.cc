@@ -116,7 +116,8 @@ struct Rogue {
 };
 
 // 40,000 guard verdicts over 64 connections: each announces 64 one-rank communicators and sends
-// verdicts for them and for communicators it never announced (the issue: 1.2 GB, 1.6 GB peak).
+// verdicts for them and for communicators it never announced (before the bounds: 1.2 GB, 1.6 GB
+// peak).
 void AttackVerdicts(Rogue* rogue, const std::string& socket) {
   constexpr int kConns = 64;
   constexpr int kVerdicts = 40000;
@@ -146,7 +147,8 @@ void AttackVerdicts(Rogue* rogue, const std::string& socket) {
   }
 }
 
-// 10,000+ fake ranks: 160 connections x 64 CommInits (the issue: 927 MB and an 18 MB /metrics).
+// 10,000+ fake ranks: 160 connections x 64 CommInits (before the bounds: 927 MB and an 18 MB
+// /metrics).
 void AttackRanks(Rogue* rogue, const std::string& socket) {
   for (int c = 0; c < 160; ++c) {
     WireClient* w = rogue->Connect(socket);
@@ -164,7 +166,7 @@ void AttackRanks(Rogue* rogue, const std::string& socket) {
 }
 
 // Valid records over 64 connections: each 64 ranks of one 4,096-rank communicator, every
-// function, two sequence numbers (~10 MB on the wire; the issue: 1.16 GB).
+// function, two sequence numbers (~10 MB on the wire; before the bounds: 1.16 GB).
 void AttackRecords(Rogue* rogue, const std::string& socket) {
   size_t bytes = 0;
   for (int c = 0; c < 64; ++c) {

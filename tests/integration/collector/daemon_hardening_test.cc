@@ -71,7 +71,7 @@ class HardeningTest : public DaemonFixture {
   }
 };
 
-// Defect 1: the second daemon must refuse, name the live daemon's pid, and leave its socket.
+// The second daemon must refuse, name the live daemon's pid, and leave its socket.
 TEST_F(HardeningTest, SecondDaemonOnSameSocketRefusesAndKeepsTheLiveSocket) {
   Start();
   struct stat before {};
@@ -91,7 +91,7 @@ TEST_F(HardeningTest, SecondDaemonOnSameSocketRefusesAndKeepsTheLiveSocket) {
   WaitFor("/healthz", [](const nlohmann::json& j) { return j["clients"] == 1; });
 }
 
-// Defect 1: a stale socket (nobody listening) is replaced; a path that is not a socket is left.
+// A stale socket (nobody listening) is replaced; a path that is not a socket is left.
 TEST_F(HardeningTest, StaleSocketIsReplacedButOtherFilesAreNeverUnlinked) {
   const std::string run = dir_ + "/run";
   ASSERT_EQ(mkdir(run.c_str(), 0700), 0);
@@ -121,7 +121,7 @@ TEST_F(HardeningTest, StaleSocketIsReplacedButOtherFilesAreNeverUnlinked) {
   EXPECT_EQ(content, "precious") << "a file sentineld did not create was removed";
 }
 
-// Defect 1: at exit, a daemon does not remove a socket that another process put at its path.
+// At exit, a daemon does not remove a socket that another process put at its path.
 TEST_F(HardeningTest, ExitLeavesASocketItDidNotCreate) {
   Start();
   ASSERT_EQ(unlink(socket_.c_str()), 0);
@@ -136,7 +136,7 @@ TEST_F(HardeningTest, ExitLeavesASocketItDidNotCreate) {
   close(fd);
 }
 
-// Defect 2 (+ 8: errno in the message): a busy HTTP address is an error, never shared.
+// A busy HTTP address (its errno in the message) is an error, never shared.
 TEST_F(HardeningTest, BusyHttpPortFailsWithErrno) {
   Start();
   std::string out;
@@ -145,7 +145,7 @@ TEST_F(HardeningTest, BusyHttpPortFailsWithErrno) {
   EXPECT_NE(out.find("Address already in use"), std::string::npos) << out;
 }
 
-// Defect 4: eight clients sending one byte a second do not block /metrics or /healthz, and a
+// Eight clients sending one byte a second do not block /metrics or /healthz, and a
 // client that never finishes its request is cut off at --http-timeout. The bounds leave a loaded
 // (ASan) host seconds of slack, and still tell: a GET held behind the slow clients would wait
 // until they are cut off, 5 s after they connected, and their requests would take 34 s.
@@ -187,7 +187,7 @@ TEST_F(HardeningTest, SlowHttpClientsDoNotBlockEndpoints) {
   for (int fd : fds) close(fd);
 }
 
-// Defects 4 and 8: bounded request size and the right status and body for each bad request.
+// Bounded request size and the right status and body for each bad request.
 TEST_F(HardeningTest, BadHttpRequestsGetTheRightStatusAndBody) {
   Start();
   const std::string long_uri = "GET /metrics?" + std::string(20000, 'a') + " HTTP/1.1\r\n\r\n";
@@ -255,7 +255,7 @@ TEST_F(HardeningTest, RequestLimitsAreExactAndAnsweredWithJson) {
   EXPECT_NE(r.find("HTTP/1.1 505"), std::string::npos) << r;
 }
 
-// Defect 5: handshakes time out, and a job that says hello gets in even when idle connections
+// Handshakes time out, and a job that says hello gets in even when idle connections
 // filled every slot.
 TEST_F(HardeningTest, IdleHandshakesTimeOutAndHelloedClientsArePreferred) {
   Start({"--max-clients", "16", "--hello-timeout", "1s"});
@@ -288,7 +288,7 @@ TEST_F(HardeningTest, IdleHandshakesTimeOutAndHelloedClientsArePreferred) {
   EXPECT_GE(Metric("sentinel_clients_refused_total{reason=\"hello_timeout\"}"), 1);
 }
 
-// Defect 8: a hello cut short is a refused hello, not a malformed frame.
+// A hello cut short is a refused hello, not a malformed frame.
 TEST_F(HardeningTest, TruncatedHelloIsCountedAsRefusedHello) {
   Start();
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -317,7 +317,7 @@ long RssKiB(pid_t pid) {
   return -1;
 }
 
-// Defect 6: one client claiming 4,095 ranks x 11 functions (the issue's ~9 MB amplification,
+// One client claiming 4,095 ranks x 11 functions (a ~9 MB amplification before the bound,
 // which took resident memory from 14 MB to 810 MB) stays within --max-ranks-per-client: the
 // daemon stays small and the excess records are dropped and counted.
 TEST_F(HardeningTest, OneClientCannotAmplifyState) {
@@ -359,7 +359,7 @@ TEST_F(HardeningTest, OneClientCannotAmplifyState) {
   EXPECT_GE(Metric("sentinel_evicted_total{what=\"rank\"}"), 1);
 }
 
-// Defect 7: flags that cannot work are refused with a message and exit 2.
+// Flags that cannot work are refused with a message and exit 2.
 TEST_F(HardeningTest, UnworkableFlagsExitTwo) {
   const std::string base = BaseArgs(dir_ + "/s.sock", "127.0.0.1:0");
   struct Case {
@@ -383,7 +383,7 @@ TEST_F(HardeningTest, UnworkableFlagsExitTwo) {
   }
 }
 
-// Defect 8: sentinelctl with an address it cannot parse is a usage error (2), not unreachable.
+// sentinelctl with an address it cannot parse is a usage error (2), not unreachable.
 TEST_F(HardeningTest, SentinelctlBadAddrIsUsage) {
   std::string out;
   EXPECT_EQ(RunCommand(std::string(SENTINELCTL_PATH) + " --addr nonsense status", &out), 2) << out;

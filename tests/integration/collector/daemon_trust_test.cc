@@ -214,9 +214,9 @@ class DaemonTrustTest : public ::testing::Test {
   std::string default_dir_;
 };
 
-// The attack: another user creates /tmp/sentinel-<victim uid> first, mode 0777, and plants
-// a link at the expectation file's old temporary name. The victim's sentineld must refuse the
-// directory in one line, not listen there, and leave the victim's file alone.
+// The socket-directory takeover: another user creates /tmp/sentinel-<victim uid> first, mode 0777,
+// and plants a link at the expectation file's old temporary name. The victim's sentineld must
+// refuse the directory in one line, not listen there, and leave the victim's file alone.
 TEST_F(DaemonTrustTest, AttackerPrecreatedDefaultDirectoryIsRefused) {
   const std::string dir = DefaultDir();
   ASSERT_EQ(ShellAs(kAttacker, kAttacker, "mkdir " + dir + " && chmod 0777 " + dir), 0);

@@ -90,10 +90,10 @@ class ExclusionEvidenceTest : public DaemonFixture {
   std::vector<std::unique_ptr<WireClient>> clients_;
 };
 
-// The remaining path: one allowed user makes their own rank a straggler and sends a
-// link_degraded guard verdict about their own communicator. Both alerts fire and are shown (naming
-// this node); the node stays off the exclusion list. Before, /v1/exclude, sentinel_exclude_host
-// and `sentinelctl exclude` all listed this node for them.
+// The remaining path to a forged exclusion: one allowed user makes their own rank a straggler and
+// sends a link_degraded guard verdict about their own communicator. Both alerts fire and are shown
+// (naming this node); the node stays off the exclusion list. Before, /v1/exclude,
+// sentinel_exclude_host and `sentinelctl exclude` all listed this node for them.
 TEST_F(ExclusionEvidenceTest, OneUsersStragglerOrLinkVerdictNeverExcludesThisNode) {
   StartDaemon();
   StragglerJob(kUserA, 0xA11CE00000000001ULL);

@@ -1,7 +1,8 @@
-// Detection on real processes (issue 31's real-process targets): sentinel-sim runs the ranks as
-// processes through the fake NCCL with the REAL plugin in every rank (NCCL_PROFILER_PLUGIN), a
-// real cross-process barrier per collective and 5 % per-step jitter; the ranks stand for 2 nodes
-// of 4 ranks, each node's ranks streaming to their own real sentineld (own socket, HTTP port and
+// Detection on real processes (the real-process targets in collector/README.md): sentinel-sim runs
+// the ranks as processes through the fake NCCL with the REAL plugin in every rank
+// (NCCL_PROFILER_PLUGIN), a real cross-process barrier per collective and 5 % per-step jitter; the
+// ranks stand for 2 nodes of 4 ranks, each node's ranks streaming to their own real sentineld (own
+// socket, HTTP port and
 // --node name); a real Prometheus (when installed) scrapes both every 15 s with the shipped rules
 // exactly as shipped (examples/prometheus/sentinel_rules.yml). Judged by wall time: label serial.
 //  - a node 10 % slower is named job-wide (SentinelJobSlowNode) within 60 s, nobody else is;
@@ -38,7 +39,7 @@ namespace {
 
 constexpr int kNodes = 2;
 constexpr int kRanksPerNode = 4;
-constexpr double kNodeTierLimitS = 15;  // the issue's target for the node naming itself
+constexpr double kNodeTierLimitS = 15;  // the target for the node naming itself
 constexpr double kJobTierLimitS = 60;   // ... and for the job-wide rules at a 15 s scrape
 constexpr int kScrapeS = 15;
 
@@ -272,8 +273,8 @@ class RealProcessTest : public ::testing::Test {
   std::vector<pid_t> hogs_;
 };
 
-// Issue 31, "What fails today" 1: with the slow node holding half the ranks, the median the rules
-// compare with moved halfway and +10 % showed as about 4.8 % against the 5 % bar.
+// When the rules compared with the median over all ranks, a slow node holding half the ranks
+// moved it halfway and +10 % showed as about 4.8 % against the 5 % bar.
 TEST_F(RealProcessTest, TwoNodeJobTenPercentSlowNodeIsNamedJobWideWithin60s) {
   if (!StartProm()) GTEST_SKIP() << "prometheus is not installed";
   ASSERT_NO_FATAL_FAILURE(
@@ -293,7 +294,7 @@ TEST_F(RealProcessTest, TwoNodeJobTenPercentSlowNodeIsNamedJobWideWithin60s) {
   EXPECT_TRUE(innocents.empty()) << Dump(innocents);
 }
 
-// Issue 31, "What fails today" 2: node B's usual segment followed its slowed one while the wait
+// Before the held usual, node B's usual segment followed its slowed one while the wait
 // test failed, and the slowdown became usual.
 TEST_F(RealProcessTest, TwentyPercentSlowNodeNamesItselfWithin15s) {
   ASSERT_NO_FATAL_FAILURE(
@@ -312,7 +313,7 @@ TEST_F(RealProcessTest, TwentyPercentSlowNodeNamesItselfWithin15s) {
   EXPECT_TRUE(innocents.empty()) << Dump(innocents);
 }
 
-// Issue 31, "What fails today" 3: on a busy host the overhead budget degraded every rank and the
+// Before the CPU-time meter, on a busy host the overhead budget degraded every rank and the
 // exported segment p50 became 8-10x the real step; a +20 % slow node was then named by nobody.
 TEST_F(RealProcessTest, BusyHostTwoMsStepsSegmentIsTrueAndSlowNodeIsNamedJobWide) {
   const bool prom = StartProm();

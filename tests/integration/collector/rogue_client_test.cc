@@ -94,7 +94,7 @@ class RogueClientTest : public DaemonFixture {
   std::atomic<bool> stop_{false};
 };
 
-// The issue's fake rank 7 in a healthy 4-rank communicator: it claims to be stuck in #101 for a
+// A forged rank 7 in a healthy 4-rank communicator: it claims to be stuck in #101 for a
 // minute, and a second fake rank 6 claims never to have launched it. Before, sentineld confirmed
 // the hang within --hang-timeout and told the 4 real ranks (waiting in #101) to abort.
 TEST_F(RogueClientTest, FakeStuckRankInAHealthyCommAbortsNobody) {
@@ -200,7 +200,7 @@ TEST_F(RogueClientTest, GuardVerdictCannotPutAClaimedHostOnTheExclusionList) {
 // 40,000 verdicts over 4 connections, half for the 16 communicators each announced (3 kinds each:
 // 48 alert ids per connection), half for communicators it never announced: the firing alerts stay
 // within the per-client bound and /v1/alerts answers.
-// Before, every verdict became a firing alert (1.2 GB RSS in the issue).
+// Before, every verdict became a firing alert (1.2 GB RSS measured then).
 TEST_F(RogueClientTest, FortyThousandVerdictsStayBounded) {
   StartDaemon();
   constexpr int kConnections = 4;

@@ -285,7 +285,7 @@ const std::vector<Case>& WrongCases() {
 
 const std::vector<Case>& CorrectCases() {
   static const auto* cases = new std::vector<Case>{
-      // The issue's own example, exactly as written: 16 ranks, 8 per node, 8 NDR NICs, GDR, P2P.
+      // The documented example, exactly as written: 16 ranks, 8 per node, 8 NDR NICs, GDR, P2P.
       {"FullExpectationAsWritten",
        "net=ib gdr=on intra=p2p ranks_per_node>=8 link_gbps>=400 nics>=8",
        HostIb8Peermem,
