@@ -34,7 +34,7 @@ const char* StragglerPatternName(StragglerPattern pattern) {
 }
 
 double StragglerDetector::noise_var() const {
-  double v = std::max(var_, score_var_);
+  double v = std::max({var_, score_var_, host_block_var_});
   for (double b : block_var_) v = std::max(v, b);
   return v;
 }
@@ -150,6 +150,8 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
   // one) are late for a run of their own at the same time, the lateness is the host's (ranks
   // taking turns on too few CPUs, all of them flagged in turn), not one slow rank.
   const double shared_limit = std::max(1.0, static_cast<double>(n - 1) / 4);
+  // Two ranks never measure the host-scale variance (their excesses mirror each other): no hold.
+  const bool host_scale_ready = HostBlockNs(params_) <= 0 || n < 3 || HostScaleMeasured();
   double score_dev2 = 0;
   size_t score_n = 0;
   for (size_t j = 0; j < n; ++j) {
@@ -174,6 +176,13 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       }
       st.block_sum_ns[b] += std::clamp(excess_[j], -block_clip, block_clip);
     }
+    if (st.host_block_epoch != host_block_epoch_) {
+      st.has_prev_host_block = st.host_block_epoch + 1 == host_block_epoch_;
+      st.prev_host_block_sum_ns = st.host_block_sum_ns;
+      st.host_block_sum_ns = 0;
+      st.host_block_epoch = host_block_epoch_;
+    }
+    st.host_block_sum_ns += std::clamp(excess_[j], -block_clip, block_clip);
     st.mean_excess_ns += ar * (raw_excess_[j] - st.mean_excess_ns);
     st.mean_segment_ns += ar * (s - st.mean_segment_ns);
     if (learning) continue;
@@ -201,10 +210,11 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
       // slower (a loaded machine's scheduling) would otherwise cross any threshold eventually.
       const double others_late =
           static_cast<double>(with_evidence) - (st.g_ns - std::max(0.0, x - k * s) > h / 2 ? 1 : 0);
+      const bool beyond_host_turns = st.onset_late_ns >= kBeyondHostTurns * st.onset_segment_ns;
       if (st.g_ns > h && st.onset_excess_ns >= 1.5 * k * st.onset_segment_ns &&
-          others_late < shared_limit &&
+          others_late < shared_limit && (host_scale_ready || beyond_host_turns) &&
           (st.onset_compute_ns >= static_cast<double>(params_.min_evidence_ns) ||
-           st.onset_late_ns >= kBeyondHostTurns * st.onset_segment_ns)) {
+           beyond_host_turns)) {
         st.firing = true;
         st.d_ns = 0;
         st.pattern = st.ever_clean ? StragglerPattern::kDegraded : StragglerPattern::kStructural;
@@ -243,6 +253,34 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
     // median over the ranks already ignores one straggler's onset).
     block_var_[b] +=
         std::max(1.0 / static_cast<double>(block_samples_[b]), 1.0 / 4) * (v - block_var_[b]);
+  }
+  // The host-scale block ends once it holds HostBlockNs of compute (usual segments, a pause capped
+  // as for the evidence): the same wall of compute at 1 ms steps as at 200 ms ones.
+  if (HostBlockNs(params_) > 0) {
+    host_block_compute_ns_ += s_upd;
+    ++host_block_len_;
+    if (host_block_compute_ns_ >= static_cast<double>(HostBlockNs(params_))) {
+      block_dev_.clear();
+      const double len = static_cast<double>(host_block_len_ + prev_host_block_len_);
+      for (const Observation& o : obs) {
+        const StragglerRankState& st = ranks_[static_cast<size_t>(o.member)];
+        if (!st.has_prev_host_block || st.host_block_epoch != host_block_epoch_) continue;
+        const double d = st.host_block_sum_ns - st.prev_host_block_sum_ns;
+        block_dev_.push_back(d * d / len);
+      }
+      if (block_dev_.size() >= 3) {
+        auto mid = block_dev_.begin() + static_cast<std::ptrdiff_t>(block_dev_.size() / 2);
+        std::nth_element(block_dev_.begin(), mid, block_dev_.end());
+        const double v = *mid / kChi2Median;
+        ++host_block_samples_;
+        host_block_var_ += std::max(1.0 / static_cast<double>(host_block_samples_), 1.0 / 4) *
+                           (v - host_block_var_);
+      }
+      prev_host_block_len_ = host_block_len_;
+      host_block_len_ = 0;
+      host_block_compute_ns_ = 0;
+      ++host_block_epoch_;
+    }
   }
   // The variance of what the CUSUM actually sums (clipped, centred scores, around each rank's own
   // mean so a steady straggler does not raise the bar that is to catch it): with heavy tails it

@@ -31,6 +31,10 @@
 // The median over the ranks (a straggler is one rank) enters an EWMA per scale, and the threshold
 // uses the largest of the per-collective and per-scale estimates: for independent noise they
 // agree, for correlated noise the CUSUM's random walk is as wide as its long-run variance.
+// The scales above count collectives, so the one spanning a host's time scale (a second) is
+// measured after anything from 2 to 16 s; a fifth scale counts compute instead (blocks of
+// min_evidence_ns / 2), and until it has been measured twice (3 s of compute) a rank late by less
+// than half its compute does not fire: the turns a loaded host takes in a job's first seconds.
 // That estimate follows a load that starts beside the job only after a few blocks, so two more
 // rules hold a rank back. It does not fire while a quarter or more of the other ranks (at least
 // one) have half the threshold of evidence of their own: lateness spread over the ranks is the
@@ -66,6 +70,11 @@ struct StragglerParams {
   int64_t min_evidence_ns = 2'000'000'000;
 };
 
+// The long-run noise is also measured over blocks of the host's time scale: half of
+// min_evidence_ns of compute per block, whatever the step (see "A loaded host" in
+// collector/README.md). 0 when min_evidence_ns is 0 (no persistence asked for: no such scale).
+inline int64_t HostBlockNs(const StragglerParams& p) { return p.min_evidence_ns / 2; }
+
 enum class StragglerPattern : uint8_t {
   kStructural,  // slow since the communicator started (last pipeline stage, placement)
   kDegraded,    // on time first, then slow (throttling, noisy neighbour, degraded link)
@@ -95,6 +104,11 @@ struct StragglerRankState {
   double prev_block_sum_ns[kStragglerBlockScales] = {};
   bool has_prev_block[kStragglerBlockScales] = {};
   uint64_t block_epoch[kStragglerBlockScales] = {};  // the block its sum belongs to
+  // The same over blocks of HostBlockNs of compute (the host's time scale).
+  double host_block_sum_ns = 0;
+  double prev_host_block_sum_ns = 0;
+  bool has_prev_host_block = false;
+  uint64_t host_block_epoch = 0;
 };
 
 enum class StragglerChange : uint8_t { kFired, kResolved };
@@ -133,6 +147,12 @@ class StragglerDetector {
   double block_var(int scale) const {
     return scale >= 0 && scale < kStragglerBlockScales ? block_var_[scale] : 0;
   }
+  // The long-run variance per collective over blocks of HostBlockNs of compute; 0 until measured.
+  double host_block_var() const { return host_block_var_; }
+  // Until the host-scale variance is measured (two blocks of HostBlockNs, three or more ranks), a
+  // rank late by less than half its compute does not fire: a loaded host's turns in a job's first
+  // seconds are not yet in the threshold.
+  bool HostScaleMeasured() const { return host_block_samples_ >= 2; }
   double mean_segment_ns() const { return seg_; }
   uint64_t observed() const { return observed_; }
   // The rank's excess as a fraction of its compute since the evidence began.
@@ -155,6 +175,14 @@ class StragglerDetector {
   double block_var_[kStragglerBlockScales] = {};
   uint64_t block_samples_[kStragglerBlockScales] = {};
   std::vector<double> block_dev_;
+  // Blocks of HostBlockNs of compute: the current block's compute and collectives, the previous
+  // block's collectives, its number, and the variance measured over them.
+  double host_block_compute_ns_ = 0;
+  uint64_t host_block_len_ = 0;
+  uint64_t prev_host_block_len_ = 0;
+  uint64_t host_block_epoch_ = 0;
+  double host_block_var_ = 0;
+  uint64_t host_block_samples_ = 0;
 };
 
 }  // namespace sentinel::collector

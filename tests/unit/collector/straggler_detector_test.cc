@@ -283,6 +283,60 @@ TEST(StragglerDetectorTest, AfterTheContentionEndsARealStragglerIsStillCaught) {
   EXPECT_LE(run.event_seq[0], 100000u + 2000u) << "within a couple of thousand collectives";
 }
 
+// In a job's first seconds the long-run noise at the collective scales is not measured yet (blocks
+// of 4,096 collectives at 1 ms steps need 8 s), so a host whose ranks take turns for longer than
+// the 2 s of evidence used to raise alerts there. Blocks of 1 s of compute measure the host's
+// time scale after 3 s at any step, and nobody fires before.
+TEST(StragglerDetectorTest, LongTurnsInAJobsFirstSecondsAreNotStragglers) {
+  int fired = 0;
+  std::string log;
+  for (uint32_t seed = 51; seed < 91; ++seed) {
+    StragglerDetector d{StragglerParams{}};
+    std::mt19937 rng(seed);
+    Model m;
+    m.segment_ns = 1'000'000;
+    m.jitter = 0.03;
+    m.contention = 0.3;
+    m.hold = 400;  // turns of 0.4 s on average, a few of them longer than the evidence's 2 s
+    const Transitions run = Feed(&d, m, 1, 6000, &rng);  // the first 6 s
+    for (size_t i = 0; i < run.events.size(); ++i) {
+      if (run.events[i].change != StragglerChange::kFired) continue;
+      ++fired;
+      log += " seed " + std::to_string(seed) + ": " + std::to_string(run.events[i].member) + "@" +
+             std::to_string(run.event_seq[i]);
+    }
+    EXPECT_TRUE(d.HostScaleMeasured()) << seed;
+    EXPECT_GT(d.host_block_var(), 0.0) << seed;
+  }
+  EXPECT_EQ(fired, 0) << log;
+}
+
+// The hold ends once the host scale is measured: a rank 20 % slower from a job's first collectives
+// is named a few seconds in, at 1 ms as at 200 ms steps; without persistence (min_evidence_ns 0)
+// there is no host scale and no hold.
+TEST(StragglerDetectorTest, AStragglerFromTheJobsStartIsNamedOnceTheHostScaleIsMeasured) {
+  for (int64_t segment : {1'000'000LL, 200'000'000LL}) {
+    Model m;
+    m.segment_ns = segment;
+    m.slow = {3};
+    m.slowdown = 0.2;
+    m.from = 40;
+    const FiredAt at = FireWithAndWithoutPersistence(m, 59, 8000);
+    ASSERT_GT(at.with_persistence, 0u) << segment;
+    ASSERT_GT(at.collectives_only, 0u) << segment;
+    // Three blocks of 1 s of compute, and at most a second more of evidence, or the CUSUM's own
+    // crossing when that is later.
+    const uint64_t limit =
+        std::max(at.collectives_only, static_cast<uint64_t>(4'000'000'000LL / segment)) + 8;
+    EXPECT_LE(at.with_persistence, limit) << segment << " " << at.collectives_only;
+  }
+  StragglerDetector d{CollectivesOnly()};
+  std::mt19937 rng(5);
+  Feed(&d, Model{}, 1, 1000, &rng);
+  EXPECT_FALSE(d.HostScaleMeasured());
+  EXPECT_EQ(d.host_block_var(), 0.0);
+}
+
 TEST(StragglerDetectorTest, ResetResolvesEveryFiringRank) {
   StragglerDetector d{StragglerParams{}};
   std::mt19937 rng(17);
