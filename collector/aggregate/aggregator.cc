@@ -49,6 +49,7 @@ WaitParams WaitParamsFrom(const Config& config) {
   WaitParams p;
   p.rel = config.straggler_rel;
   p.floor_ns = config.straggler_min_ns;
+  p.min_spell_ns = config.straggler_evidence_ns;
   return p;
 }
 

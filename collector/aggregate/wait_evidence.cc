@@ -113,7 +113,10 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
     if (st.held) {
       st.spell_wait_sum_ns += std::min(static_cast<double>(e.remote_wait_ns), 4 * st.usual_wait_ns);
       ++st.spell_n;
+      st.spell_compute_ns +=
+          std::min(static_cast<double>(e.segment_ns), 8 * std::max(st.usual_segment_ns, 1.0));
     }
+    if (!st.has_usual) st.learned_compute_ns += static_cast<double>(e.segment_ns);
     if (st.observed == 0) st.first_seq = seq;
     ++st.observed;
     if (st.observed % static_cast<uint64_t>(std::max(params_.refresh_every, 1)) != 0 &&
@@ -178,7 +181,10 @@ void WaitEvidence::Relearn(WaitRankState* st) const {
 void WaitEvidence::Judge(WaitRankState* st) {
   if (st->recent_n < params_.min_recent) return;
   if (!st->has_usual) {
-    if (st->observed < static_cast<uint64_t>(params_.learn)) return;
+    if (st->observed < static_cast<uint64_t>(params_.learn) ||
+        st->learned_compute_ns < static_cast<double>(params_.min_spell_ns)) {
+      return;
+    }
     st->has_usual = true;
     Relearn(st);
     return;
@@ -192,6 +198,7 @@ void WaitEvidence::Judge(WaitRankState* st) {
       st->held_from = st->observed;
       st->spell_n = 0;
       st->spell_wait_sum_ns = 0;
+      st->spell_compute_ns = 0;
     }
     const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
     const bool peers_wait = st->usual_wait_ns >= rel / 16 * st->usual_segment_ns;
@@ -215,7 +222,10 @@ void WaitEvidence::Judge(WaitRankState* st) {
                                 fell_window >= params_.fall_z * st->usual_wait_sd_ns /
                                                    std::sqrt(static_cast<double>(st->recent_n)) &&
                                 collapsed;
-    if (slower && peers_wait && (fell_in_spell || fell_in_window)) {
+    // A spell shorter than the host's time scale is not judged, unless the segment grew by half.
+    const bool persisted = st->spell_compute_ns >= static_cast<double>(params_.min_spell_ns) ||
+                           grown >= 0.5 * st->usual_segment_ns;
+    if (slower && peers_wait && persisted && (fell_in_spell || fell_in_window)) {
       st->flagged = true;
       st->changed = true;
       st->held = false;
@@ -229,8 +239,10 @@ void WaitEvidence::Judge(WaitRankState* st) {
       // `relearn` collectives without a verdict: the recent figures are the usual.
       const bool together =
           st->spell_n >= params_.window && fell <= -st->usual_wait_sd_ns / std::sqrt(spell_n);
-      if (together ||
-          st->observed - st->held_from >= static_cast<uint64_t>(std::max(params_.relearn, 1))) {
+      const bool spent =
+          st->observed - st->held_from >= static_cast<uint64_t>(std::max(params_.relearn, 1)) &&
+          st->spell_compute_ns >= static_cast<double>(params_.min_spell_ns);
+      if (together || spent) {
         ++st->relearned;
         Relearn(st);
       }

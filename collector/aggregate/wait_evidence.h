@@ -97,6 +97,11 @@ struct WaitParams {
   int relearn = 512;  // a usual held (undecided) this many collectives re-learns from the p50s
   double fall_share = 0.25;  // the wait fell by at least this share of what the growth takes off
   double fall_z = 3;         // ... and by this many standard errors of its spell's mean
+  // The host's time scale (sentineld's straggler-evidence): the usual is learned over at least
+  // this much compute, and a spell is judged (flagged, or re-learned) only once it spans this
+  // much, unless the segment grew by half or more: a loaded host's turns at short steps last
+  // seconds. 0: counted in collectives only.
+  int64_t min_spell_ns = 0;
 };
 
 // One rank in one joined collective.
@@ -149,6 +154,8 @@ struct WaitRankState {
   // held: the evidence of the spell, whose standard error shrinks as it lasts.
   uint64_t spell_n = 0;
   double spell_wait_sum_ns = 0;
+  double spell_compute_ns = 0;    // the segments of the spell, each at most 8 usual ones
+  double learned_compute_ns = 0;  // the segments seen before the usual was learned
   // The judgement.
   bool flagged = false;
   uint64_t since_seq = 0;     // first collective of the slow run (when flagged)

@@ -360,6 +360,37 @@ TEST(WaitEvidenceTest, TwoNodesASlowNodeThatUsedToWaitNamesItself) {
   EXPECT_GT(not_collapsed, 0) << "the wait never had to collapse to a quarter";
 }
 
+// At 2 ms steps a loaded host's turns last seconds: a node whose ranks all computed 25 % longer
+// for 1 s (and so waited less) was flagged within it. With the host's time scale (min_spell_ns,
+// sentineld's straggler-evidence) a spell must span 2 s of compute before it is judged; a
+// slowdown that lasts is still named, once 2 s of it have passed.
+TEST(WaitEvidenceTest, ASpellShorterThanTheHostsTimeScaleIsNotJudged) {
+  WaitParams host;
+  host.min_spell_ns = 2'000 * kMs;
+  int flagged_without = 0;
+  for (uint32_t seed : {1u, 2u, 3u, 4u}) {
+    JobModel m = TwoNodeLive(0.25, seed);
+    m.compute_ns = 2 * kMs;
+    m.transfer_ns = kMs / 5;
+    m.from = 3000;
+    m.until = 3500;  // 1 s of the turn
+    Job counted(m, WaitParams{});
+    flagged_without += counted.Run(6000).empty() ? 0 : 1;
+    Job judged(m, host);
+    const std::vector<Flag> flags = judged.Run(6000);
+    EXPECT_TRUE(flags.empty()) << "seed " << seed << ": node " << flags.front().node << " at step "
+                               << flags.front().step;
+    m.until = UINT64_MAX;
+    Job lasting(m, host);
+    const std::vector<Flag> named = lasting.Run(6000);
+    ASSERT_FALSE(named.empty()) << "seed " << seed;
+    EXPECT_EQ(named.front().node, 1);
+    EXPECT_GE(named.front().step, m.from + 800) << "seed " << seed;   // 2 s of 2.5 ms segments
+    EXPECT_LE(named.front().step, m.from + 1600) << "seed " << seed;  // ... and a second more
+  }
+  EXPECT_GT(flagged_without, 0) << "the 1 s turn is flagged when counted in collectives";
+}
+
 // The same 2-node job without a slow node: every rank computing 10 % or 20 % longer (a new
 // phase), node 0 slowing by 20 % for 30 s (node 1 waits more: node 1 flags nothing; node 0 is the
 // slow one), and 5 minutes of hiccups (0.1 per rank and second, 20-100 ms) and whole-job pauses
