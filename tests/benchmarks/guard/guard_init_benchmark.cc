@@ -55,7 +55,7 @@ std::string InitLog() {
 
 void BM_ParseAndEvaluateInitLog(benchmark::State& state) {
   Expectation x;
-  if (!sentinel::guard::ParseExpectation(kExpect, &x, nullptr)) state.SkipWithError("parse");
+  if (!sentinel::guard::ParseExpectation(kExpect, &x).ok()) state.SkipWithError("parse");
   sentinel::guard::ProbeOptions o;
   o.sysfs_root = Tree().sys();
   o.dev_root = Tree().dev();

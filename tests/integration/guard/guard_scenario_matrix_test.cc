@@ -665,7 +665,7 @@ TEST(GuardNormalizeTest, MasksOnlyRunDependentFields) {
             "NCCL version 2.28.9+cuda13.0\nh:PID:TID [0] NCCL INFO commId 0x1234\n");
 }
 
-bool HasSentinelOutput(const std::string& s) { return s.find("[sentinel]") != std::string::npos; }
+bool HasSentinelOutput(const std::string& s) { return s.find("[sentinel ") != std::string::npos; }
 
 // ---- Wrong scenarios ---------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -237,9 +238,9 @@ TEST(SentinelProcessEnvTest, EachProblemLineIsToldOnce) {
   TellEnvProblemsOnce(kLines, sizeof(kLines) - 1);
   TellEnvProblemsOnce("SENTINEL_X_TEST='1' line", 24);  // a prefix of a told line is new
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err,
-            "[sentinel] SENTINEL_X_TEST='1' line one\n[sentinel] SENTINEL_X_TEST='2' line two\n"
-            "[sentinel] SENTINEL_X_TEST='1' line\n");
+  const std::string p = "[sentinel " + std::to_string(getpid()) + "] ";
+  EXPECT_EQ(err, p + "SENTINEL_X_TEST='1' line one\n" + p + "SENTINEL_X_TEST='2' line two\n" + p +
+                     "SENTINEL_X_TEST='1' line\n");
 }
 
 }  // namespace
