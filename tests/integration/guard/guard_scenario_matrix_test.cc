@@ -465,7 +465,7 @@ class Job {
                           "verify_asan_link_order=0";
     env["SENTINEL_VERBS"] = "0";  // this machine's libibverbs must not decide the verdicts
     env["SENTINEL_SYSFS_ROOT"] = fs_.sys();
-    env["SENTINEL_DEV_ROOT"] = fs_.dev();
+    env["SENTINEL_DEVFS_ROOT"] = fs_.dev();
     env["SENTINEL_SOCKET"] = o.socket.empty() ? out + "/no-sentineld.sock" : o.socket;
     env["FAKE_NCCL_BARRIER_TIMEOUT_S"] = "20";
     for (const auto& kv : c_.env) env[kv.first] = kv.second;

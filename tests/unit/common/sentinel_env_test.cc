@@ -110,6 +110,22 @@ TEST_F(SentinelEnvTest, UnknownNameIsReportedWithTheNearestKnownOne) {
   EXPECT_EQ(p.find("OTHER_VAR"), std::string::npos) << p;
 }
 
+// No product variable lives under the developers' prefix, whose names are never checked: a typo
+// of the host probe's /dev root is told like any other.
+TEST_F(SentinelEnvTest, NoProductVariableUnderTheDevelopersPrefix) {
+  for (size_t i = 0; i < kVarCount; ++i) {
+    EXPECT_NE(std::string(EnvRegistry()[i].name).rfind("SENTINEL_DEV_", 0), 0u)
+        << EnvRegistry()[i].name;
+  }
+  const SentinelEnv& env = Env({"SENTINEL_DEVFS_ROOT=/tmp/dev", "SENTINEL_DEVFS_RT=/tmp/x"});
+  EXPECT_STREQ(env.Text(Var::kDevRoot), "/tmp/dev");
+  const std::string p = Problems();
+  EXPECT_NE(p.find("SENTINEL_DEVFS_RT is not a variable sentinel knows (did you mean "
+                   "SENTINEL_DEVFS_ROOT?); ignored\n"),
+            std::string::npos)
+      << p;
+}
+
 // Every boolean variable (and SENTINEL_CUPTI's boolean spellings) follows env_bool's one rule.
 TEST_F(SentinelEnvTest, OneBooleanRuleForEveryBooleanVariable) {
   for (const char* text : {"1", "true", "YES", "On", "0", "false", "no", "OFF", "maybe", "2"}) {
