@@ -31,6 +31,15 @@ bool IsPluginNameChar(char c) {
          c == ' ' || c == '+';
 }
 
+// Where the parse stopped and why, until ParseExpectation formats it into its Status.
+struct ParseError {
+  int line = 0;    // 1-based line in the source text
+  int column = 0;  // 1-based column of the bad token
+  int length = 1;  // caret length
+  std::string message;
+  std::string source_line;  // the line that holds the error, for the caret display
+};
+
 struct Token {
   std::string_view text;
   int column = 0;  // 1-based
@@ -251,30 +260,10 @@ class Parser {
   unsigned seen_ = 0;
 };
 
-}  // namespace
-
-bool ParseExpectation(std::string_view text, Expectation* out, ParseError* error) {
-  *out = Expectation();
-  ParseError scratch;
-  if (error == nullptr) error = &scratch;
-  Parser parser(out, error);
-  int line_no = 1;
-  size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t nl = text.find('\n', begin);
-    size_t end = nl == std::string_view::npos ? text.size() : nl;
-    if (!parser.ParseLine(text.substr(begin, end - begin), line_no)) return false;
-    if (nl == std::string_view::npos) break;
-    begin = nl + 1;
-    ++line_no;
-  }
-  return true;
-}
-
-std::string FormatParseError(std::string_view source_name, const ParseError& error) {
-  std::string msg(source_name);
-  msg += ':' + std::to_string(error.line) + ':' + std::to_string(error.column) + ": " +
-         error.message + "\n  ";
+// "<line>:<column>: <message>", the source line and the caret line under the bad token.
+std::string Describe(const ParseError& error) {
+  std::string msg = std::to_string(error.line) + ':' + std::to_string(error.column) + ": " +
+                    error.message + "\n  ";
   std::string shown = error.source_line;
   for (char& c : shown) {
     if (c == '\t') c = ' ';  // keep the caret aligned
@@ -282,6 +271,34 @@ std::string FormatParseError(std::string_view source_name, const ParseError& err
   msg += shown + "\n  ";
   msg.append(static_cast<size_t>(error.column > 0 ? error.column - 1 : 0), ' ');
   msg.append(static_cast<size_t>(error.length > 0 ? error.length : 1), '^');
+  return msg;
+}
+
+}  // namespace
+
+Status ParseExpectation(std::string_view text, Expectation* out) {
+  *out = Expectation();
+  ParseError error;
+  Parser parser(out, &error);
+  int line_no = 1;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t nl = text.find('\n', begin);
+    size_t end = nl == std::string_view::npos ? text.size() : nl;
+    if (!parser.ParseLine(text.substr(begin, end - begin), line_no)) {
+      return Status::Copy(StatusCode::kInvalidArgument, Describe(error).c_str());
+    }
+    if (nl == std::string_view::npos) break;
+    begin = nl + 1;
+    ++line_no;
+  }
+  return Status::Ok();
+}
+
+std::string FormatParseError(std::string_view source_name, const Status& error) {
+  std::string msg(source_name);
+  msg += ':';
+  msg += error.message();
   return msg;
 }
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "common/status.h"
+
 namespace sentinel::rules {
 
 enum class NetKind { kAny, kIb, kRoce, kSocket, kPlugin };
@@ -43,20 +45,16 @@ struct Expectation {
   }
 };
 
-struct ParseError {
-  int line = 0;    // 1-based line in the source text
-  int column = 0;  // 1-based column of the bad token
-  int length = 1;  // caret length
-  std::string message;
-  std::string source_line;  // the line that holds the error, for the caret display
-};
+// Parses `text` into *out. Ok, or kInvalidArgument whose message points at the bad token:
+// "<line>:<column>: <what is wrong>", then the source line and a caret line under the token, each
+// indented two spaces (a text past Status::kDetailCap is cut, marked "..."). *out is then
+// unspecified.
+[[nodiscard]] Status ParseExpectation(std::string_view text, Expectation* out);
 
-// Parses `text`. On failure fills `error` and returns false; `out` is then unspecified.
-[[nodiscard]] bool ParseExpectation(std::string_view text, Expectation* out, ParseError* error);
-
+// The error of ParseExpectation with the source's name in front:
 // "SENTINEL_EXPECT:1:9: unknown value 'ibx' for net (expected ib, roce, socket or a plugin name)"
 // followed by the source line and a caret line under the bad token.
-std::string FormatParseError(std::string_view source_name, const ParseError& error);
+std::string FormatParseError(std::string_view source_name, const Status& error);
 
 const char* NetKindName(NetKind kind);
 const char* IntraPathName(IntraPath path);

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/errno_text.h"
 #include "common/sentinel_env.h"
 
 namespace sentinel::rules {
@@ -151,10 +152,10 @@ TrustFinding CheckTrustedParent(const char* path, const TrustedUids& trusted) no
   return CheckTrustedDir(dir, trusted);
 }
 
-int OpenTrustedFileForRead(const char* path, const TrustedUids& trusted,
-                           TrustFinding* finding) noexcept {
-  TrustFinding local;
-  TrustFinding* f = finding != nullptr ? finding : &local;
+namespace {
+
+// Opens `path` when the file itself is trusted: the descriptor, or -1 with *f saying why.
+int OpenTrusted(const char* path, const TrustedUids& trusted, TrustFinding* f) noexcept {
   *f = TrustFinding{};
   if (path == nullptr || path[0] == '\0') {
     Note(f, TrustVerdict::kMissing, "", nullptr, ENOENT);
@@ -194,6 +195,29 @@ int OpenTrustedFileForRead(const char* path, const TrustedUids& trusted,
   return fd;
 }
 
+}  // namespace
+
+Status OpenTrustedFileForRead(const char* path, const TrustedUids& trusted, int* fd) noexcept {
+  TrustFinding f;
+  *fd = OpenTrusted(path, trusted, &f);
+  if (*fd >= 0) return Status::Ok();
+  switch (f.verdict) {
+    case TrustVerdict::kMissing:
+      return Status(StatusCode::kNotFound, ErrnoText(ENOENT)).WithErrno(ENOENT);
+    case TrustVerdict::kUnreadable:
+      return Status(f.err == ENOTDIR ? StatusCode::kNotFound : StatusCode::kUnavailable,
+                    ErrnoText(f.err))
+          .WithErrno(f.err);
+    case TrustVerdict::kNotARegularFile:
+      return Status(StatusCode::kUnavailable, "not a regular file");
+    default:
+      break;
+  }
+  char text[Status::kDetailCap];
+  DescribeTrustFinding(f, trusted, text, sizeof(text));
+  return Status::Copy(StatusCode::kPermissionDenied, text);
+}
+
 void DescribeTrustFinding(const TrustFinding& f, const TrustedUids& trusted, char* out,
                           size_t cap) noexcept {
   if (out == nullptr || cap == 0) return;
@@ -224,7 +248,7 @@ void DescribeTrustFinding(const TrustFinding& f, const TrustedUids& trusted, cha
       std::snprintf(out, cap, "%s: mode %04o lets other users write to it", f.path, mode);
       break;
     case TrustVerdict::kUnreadable:
-      std::snprintf(out, cap, "%s: %s", f.path, strerrordesc_np(f.err));
+      std::snprintf(out, cap, "%s: %s", f.path, ErrnoText(f.err));
       break;
     case TrustVerdict::kTooLong:
       std::snprintf(out, cap, "path too long");

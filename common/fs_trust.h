@@ -19,6 +19,8 @@
 
 #include <cstddef>
 
+#include "common/status.h"
+
 namespace sentinel::rules {
 
 inline constexpr uid_t kNoUid = static_cast<uid_t>(-1);
@@ -66,11 +68,15 @@ TrustFinding CheckTrustedDir(const char* dir, const TrustedUids& trusted) noexce
 // above. For the socket path itself and for files next to it.
 TrustFinding CheckTrustedParent(const char* path, const TrustedUids& trusted) noexcept;
 
-// Opens `path` read-only (O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC) when the file itself is trusted.
-// Its directory is not checked here: call CheckTrustedParent first where that matters. Returns the
-// descriptor, or -1 with `*finding` saying why (kMissing when it does not exist).
-int OpenTrustedFileForRead(const char* path, const TrustedUids& trusted,
-                           TrustFinding* finding) noexcept;
+// Opens `path` read-only (O_NOFOLLOW, O_NONBLOCK, O_CLOEXEC) when the file itself is trusted, and
+// sets *fd to the descriptor. Its directory is not checked here: call CheckTrustedParent first
+// where that matters. Otherwise *fd is -1 and the status says why: kNotFound, it does not exist (or
+// a component is not a directory; the message is the errno text); kPermissionDenied, it is not
+// trusted (the message says which path and why: owner, mode, a symlink; DescribeTrustFinding);
+// kUnavailable, it cannot be read (not a regular file: a directory, a FIFO; or the errno text).
+// The errno of a failed system call rides along (Status::error_number).
+[[nodiscard]] Status OpenTrustedFileForRead(const char* path, const TrustedUids& trusted,
+                                            int* fd) noexcept;
 
 // One line for a person: "<path>: owned by uid 1234, not by you (uid 1000), root or the sentinel
 // daemon's user". Always NUL-terminated.

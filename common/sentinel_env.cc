@@ -49,7 +49,7 @@ constexpr EnvVarSpec kRegistry[] = {
      "what a confirmed hang does"},
     {Var::kSysfsRoot, "SENTINEL_SYSFS_ROOT", F, "/sys", 0, 0, nullptr, false, R,
      "root of the host probe's sysfs"},
-    {Var::kDevRoot, "SENTINEL_DEV_ROOT", F, "/dev", 0, 0, nullptr, false, R,
+    {Var::kDevRoot, "SENTINEL_DEVFS_ROOT", F, "/dev", 0, 0, nullptr, false, R,
      "root of the host probe's /dev"},
     {Var::kVerbs, "SENTINEL_VERBS", B, "1", 0, 0, nullptr, false, R, "dlopen libibverbs"},
     {Var::kPoolSize, "SENTINEL_POOL_SIZE", I, "1024", 16, kMiB / 16, nullptr, false, R,

@@ -28,7 +28,7 @@ enum class Var : uint8_t {
   kOnMismatch,
   kOnHang,
   kSysfsRoot,
-  kDevRoot,
+  kDevRoot,  // SENTINEL_DEVFS_ROOT (not under SENTINEL_DEV_, whose names the registry ignores)
   kVerbs,
   kPoolSize,
   kRings,

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "common/raw_log.h"
 #include "common/sentinel_env.h"
 #include "common/sentinel_env_internal.h"
 
@@ -159,13 +160,7 @@ void TellEnvProblemsHere(const char* lines, size_t len) noexcept {
       told[told_len + n] = '\n';
       told_len += n + 1;
     }
-    char out[kEnvProblemsMax + 16];
-    const int m = std::snprintf(out, sizeof(out), "[sentinel] %.*s\n", static_cast<int>(n), line);
-    if (m > 0) {
-      const size_t w =
-          static_cast<size_t>(m) < sizeof(out) ? static_cast<size_t>(m) : sizeof(out) - 1;
-      (void)!write(STDERR_FILENO, out, w);
-    }
+    RawLogText(line, n);
   }
 }
 

@@ -26,6 +26,7 @@
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/choice_words.h"
+#include "common/errno_text.h"
 #include "common/expectation.h"
 #include "common/fs_trust.h"
 #include "common/sentinel_env.h"
@@ -75,8 +76,9 @@ absl::Status ParseDurationField(absl::string_view key, absl::string_view value, 
 // The same grammar and parser as the plugin's guard, so a bad node default fails at startup.
 absl::Status SetExpect(absl::string_view value, std::string* out) {
   rules::Expectation parsed;
-  rules::ParseError error;
-  if (!rules::ParseExpectation(std::string_view(value.data(), value.size()), &parsed, &error)) {
+  const rules::Status error =
+      rules::ParseExpectation(std::string_view(value.data(), value.size()), &parsed);
+  if (!error.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("invalid expectation: ", rules::FormatParseError("--expect", error)));
   }
@@ -87,10 +89,7 @@ absl::Status SetExpect(absl::string_view value, std::string* out) {
 
 }  // namespace
 
-std::string ErrnoText(int err) {
-  char buf[256];
-  return strerror_r(err, buf, sizeof(buf));  // GNU strerror_r: returns the message
-}
+std::string ErrnoText(int err) { return rules::ErrnoText(err); }
 
 std::string NodeExpectPath(const std::string& socket_path) {
   char path[rules::kSocketPathMax + 16];

@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "common/choice_words.h"
+#include "common/errno_text.h"
 #include "common/host_name.h"
 #include "common/sentinel_env.h"
 #include "plugin/base/event_mask.h"
-#include "plugin/base/status.h"
 
 namespace sentinel::plugin {
 namespace {
@@ -21,9 +21,8 @@ Status CheckDump(const std::string& path) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash + 1);
   if (access(dir.c_str(), W_OK) != 0) {
-    char buf[128];
     return Status::Format(StatusCode::kUnavailable, "directory %s is not writable (%s)",
-                          dir.c_str(), strerror_r(errno, buf, sizeof(buf)));
+                          dir.c_str(), rules::ErrnoText(errno));
   }
   return Status::Ok();
 }
@@ -81,12 +80,13 @@ std::string ExpandDumpPath(const std::string& pattern, int pid, const char* shor
   return out;
 }
 
-EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
+Status ParseEnvConfig(const rules::SentinelEnv& env, EnvConfig* out) {
   using rules::Var;
-  EnvConfig c;
+  EnvConfig& c = *out;
+  c = EnvConfig();
   // Every value below was checked (type, range) by the registry; a bad one holds the default
   // and its problem line is in env.problems.
-  errors->append(env.problems, env.problems_len);
+  std::string problems(env.problems, env.problems_len);
   c.disable = env.Flag(Var::kDisable);
   if (env.Set(Var::kEvents)) c.events = env.Text(Var::kEvents);
   c.log_level = PluginLogLevel(rules::LogLevelFromEnv(env, rules::LogLevelWord::kWarn));
@@ -96,7 +96,7 @@ EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
     c.dump_path = ExpandDumpPath(env.Text(Var::kDump), static_cast<int>(getpid()), host);
     const Status dump = CheckDump(c.dump_path);
     if (!dump.ok())
-      *errors += "SENTINEL_DUMP='" + c.dump_path + "': " + dump.message() + "; no dump\n";
+      problems += "SENTINEL_DUMP='" + c.dump_path + "': " + dump.message() + "; no dump\n";
   }
   c.pool_size = static_cast<uint32_t>(env.Number(Var::kPoolSize));
   // Fewer rings than the threads NCCL records from (the application's, the proxy's) sends every
@@ -116,15 +116,14 @@ EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors) {
   uint32_t events_mask = 0;
   const Status events = ParseEventMask(c.events.c_str(), &events_mask);
   if (!events.ok()) {
-    *errors += "SENTINEL_EVENTS='" + c.events + "' " + events.message() + "; using 'default'\n";
+    problems += "SENTINEL_EVENTS='" + c.events + "' " + events.message() + "; using 'default'\n";
     c.events = "default";
   }
-  ReportEnvProblems(*errors);
-  return c;
+  ReportEnvProblems(problems);
+  if (problems.empty()) return Status::Ok();
+  return Status::Copy(StatusCode::kInvalidArgument, problems.c_str());
 }
 
-EnvConfig ParseEnvConfig(std::string* errors) {
-  return ParseEnvConfig(rules::ProcessSentinelEnv(), errors);
-}
+Status ParseEnvConfig(EnvConfig* out) { return ParseEnvConfig(rules::ProcessSentinelEnv(), out); }
 
 }  // namespace sentinel::plugin

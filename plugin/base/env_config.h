@@ -7,6 +7,7 @@
 
 #include "common/sentinel_env.h"
 #include "plugin/base/log.h"
+#include "plugin/base/status.h"
 
 namespace sentinel::plugin {
 
@@ -26,13 +27,14 @@ struct EnvConfig {
 };
 
 // The config from one reading of the environment (common/sentinel_env.h; tests pass their own).
-// Problems are appended to *errors (one line each) and told on stderr (ReportEnvProblems): a bad
-// setting must not depend on NCCL_DEBUG to be seen.
-EnvConfig ParseEnvConfig(const rules::SentinelEnv& env, std::string* errors);
+// Every field of *out is set: a bad value holds its default. Ok, or kInvalidArgument whose message
+// is the problem lines (one per bad setting; cut at Status::kDetailCap), each also told on stderr
+// (ReportEnvProblems): a bad setting must not depend on NCCL_DEBUG to be seen.
+[[nodiscard]] Status ParseEnvConfig(const rules::SentinelEnv& env, EnvConfig* out);
 // The same from the process's one reading (ProcessSentinelEnv).
-EnvConfig ParseEnvConfig(std::string* errors);
+[[nodiscard]] Status ParseEnvConfig(EnvConfig* out);
 
-// Writes each problem line to stderr as "[sentinel] ..." unless this process already told it
+// Writes each problem line to stderr as "[sentinel <pid>] ..." unless this process already told it
 // (rules::TellEnvProblemsOnce): once per process, whatever NCCL's log level.
 void ReportEnvProblems(const std::string& errors);
 

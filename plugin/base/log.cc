@@ -41,13 +41,13 @@ class NcclForwardSink final : public spdlog::sinks::base_sink<std::mutex> {
       return;
     }
     line.push_back('\n');
-    ssize_t ignored = write(2, line.data(), line.size());
-    (void)ignored;
+    RawWriteStderr(line.data(), line.size());  // prefixed above, by the pattern
   }
   void flush_() override {}
 };
 
 struct LoggerState {
+  // The prefix is common/raw_log.h's "[sentinel <pid>] " (the rank after the pid once known).
   LoggerState() : logger("sentinel", std::make_shared<NcclForwardSink>()) {
     logger.set_pattern("[sentinel %P] %v");
     logger.set_level(spdlog::level::warn);

@@ -193,10 +193,14 @@ void StopDrainer(DrainerState& st) {
 // process exits races with whatever stops the world at exit (LeakSanitizer's leak check crashes
 // on it). Bounded like the rest of the exit path: a thread that has not left its loop, or a
 // lifecycle lock another thread holds, leaves the thread to the process's end.
-void JoinAtExit(DrainerState& st, std::chrono::steady_clock::time_point deadline) {
+void JoinAtExit(DrainerState& st, int64_t deadline_ns) {
   {
     std::unique_lock<std::mutex> wl(st.wake_mu);
-    if (!st.wake_cv.wait_until(wl, deadline, [&] { return st.exited; })) return;
+    int64_t left_ns = deadline_ns - MonoNs();
+    if (left_ns < 0) left_ns = 0;
+    if (!st.wake_cv.wait_for(wl, std::chrono::nanoseconds(left_ns), [&] { return st.exited; })) {
+      return;
+    }
   }
   std::unique_lock<std::mutex> ll(st.lifecycle_mu, std::try_to_lock);
   if (ll.owns_lock()) JoinDrainer(st);
@@ -306,7 +310,7 @@ void DrainerAtExit() noexcept {
     st.wake_cv.notify_all();
     // Bounded: if a drain is stuck (a sink blocked), give up rather than hang the exit.
     // Polls try_lock (TSan does not model timed_mutex::try_lock_for).
-    const auto deadline = std::chrono::steady_clock::now() + kExitWait;
+    const int64_t deadline_ns = MonoNs() + std::chrono::nanoseconds(kExitWait).count();
     bool locked = false;
     for (auto waited = std::chrono::milliseconds(0); waited < kExitWait && !locked;
          waited += std::chrono::milliseconds(1)) {
@@ -317,7 +321,7 @@ void DrainerAtExit() noexcept {
       DrainOnce(st, true);
       ForEachSink(st, [](RecordSink* s) { s->Flush(); });
       st.drain_mu.unlock();
-      JoinAtExit(st, deadline);  // within the same 1 s; never after a stuck drain
+      JoinAtExit(st, deadline_ns);  // within the same 1 s; never after a stuck drain
     }
   } catch (...) {
   }

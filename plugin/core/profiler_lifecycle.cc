@@ -16,6 +16,7 @@
 
 #include "absl/base/attributes.h"
 
+#include "common/errno_text.h"
 #include "plugin/abi/nccl_profiler_abi.h"
 #include "plugin/base/clock.h"
 #include "plugin/base/env_config.h"
@@ -66,11 +67,10 @@ void ChildAfterFork() {
 void GlobalInit() {
   auto* gl = new (std::nothrow) Globals();
   if (gl == nullptr) return;
-  std::string errors;
-  gl->config = ParseEnvConfig(&errors);
+  const Status settings = ParseEnvConfig(&gl->config);
   gl->pid = getpid();
   ConfigureLog(gl->config.log_level);
-  if (!errors.empty()) Log(LogLevel::kWarn, "bad settings ignored:\n%s", errors.c_str());
+  if (!settings.ok()) Log(LogLevel::kWarn, "bad settings ignored:\n%s", settings.message());
   uint32_t mask = kMaskDefault;
   if (!ParseEventMask(gl->config.events.c_str(), &mask).ok()) {
     Log(LogLevel::kWarn,
@@ -92,9 +92,8 @@ void GlobalInit() {
   if (mapped.ok()) mapped = gl->contexts.Map(gl->config.max_comms);
   if (mapped.ok()) mapped = ThreadStates::Get().Init(gl->config.rings, gl->config.ring_records);
   if (!mapped.ok()) {
-    // strerrordesc_np: a static description, thread-safe (strerror is not).
     Log(LogLevel::kWarn, "cannot map the plugin's pools (%s: %s); the plugin stays off",
-        mapped.message(), strerrordesc_np(mapped.error_number()));
+        mapped.message(), rules::ErrnoText(mapped.error_number()));
     g = gl;
     g_gate.store(kGateOff, std::memory_order_relaxed);
     return;

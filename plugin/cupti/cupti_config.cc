@@ -6,17 +6,19 @@
 
 namespace sentinel::plugin::cupti {
 
-CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors) {
+Status ParseCuptiConfig(const rules::SentinelEnv& env, CuptiConfig* out) {
   using rules::Var;
-  CuptiConfig c;
+  CuptiConfig& c = *out;
+  c = CuptiConfig();
+  std::string errors;
   // Values were checked by the registry (a bad one holds the default); pass on its problems with
   // the CUPTI variables.
   for (const Var v :
        {Var::kCupti, Var::kCuptiWindowMs, Var::kCuptiFlushMs, Var::kCuptiStarveMs,
         Var::kCuptiRearmS, Var::kCuptiBufferKib, Var::kCuptiBuffers, Var::kCuptiAttributions}) {
     if (env[v].bad) {
-      *errors += std::string(rules::Spec(v).name) + "='" + env.Text(v) + "' is invalid; using " +
-                 rules::Spec(v).default_text + "\n";
+      errors += std::string(rules::Spec(v).name) + "='" + env.Text(v) + "' is invalid; using " +
+                rules::Spec(v).default_text + "\n";
     }
   }
   static constexpr rules::ChoiceName<CuptiMode> kModes[] = {
@@ -34,11 +36,12 @@ CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors)
   c.buffer_kib = static_cast<uint32_t>(env.Number(Var::kCuptiBufferKib));
   c.buffers = static_cast<uint32_t>(env.Number(Var::kCuptiBuffers));
   c.attributions_per_window = static_cast<uint32_t>(env.Number(Var::kCuptiAttributions));
-  return c;
+  if (errors.empty()) return Status::Ok();
+  return Status::Copy(StatusCode::kInvalidArgument, errors.c_str());
 }
 
-CuptiConfig ParseCuptiConfig(std::string* errors) {
-  return ParseCuptiConfig(rules::ProcessSentinelEnv(), errors);
+Status ParseCuptiConfig(CuptiConfig* out) {
+  return ParseCuptiConfig(rules::ProcessSentinelEnv(), out);
 }
 
 }  // namespace sentinel::plugin::cupti

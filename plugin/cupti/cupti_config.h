@@ -7,6 +7,7 @@
 #include <string>
 
 #include "common/sentinel_env.h"
+#include "plugin/base/status.h"
 
 namespace sentinel::plugin::cupti {
 
@@ -32,9 +33,10 @@ struct CuptiConfig {
 };
 
 // The SENTINEL_CUPTI* settings from one reading of the environment (common/sentinel_env.h;
-// tests pass their own); problems are appended to *errors (one line each).
-CuptiConfig ParseCuptiConfig(const rules::SentinelEnv& env, std::string* errors);
+// tests pass their own). Every field of *out is set: a bad value holds its default. Ok, or
+// kInvalidArgument whose message is the problem lines (one per bad setting).
+[[nodiscard]] Status ParseCuptiConfig(const rules::SentinelEnv& env, CuptiConfig* out);
 // The same from the process's one reading.
-CuptiConfig ParseCuptiConfig(std::string* errors);
+[[nodiscard]] Status ParseCuptiConfig(CuptiConfig* out);
 
 }  // namespace sentinel::plugin::cupti

@@ -139,9 +139,8 @@ void CuptiOnCommInit() noexcept {
     std::lock_guard<std::mutex> lk(rt.mu);
     if (rt.started) return;
     rt.started = true;
-    std::string errors;
-    rt.config = ParseCuptiConfig(&errors);
-    if (!errors.empty()) Log(LogLevel::kWarn, "%s", errors.c_str());
+    const Status settings = ParseCuptiConfig(&rt.config);
+    if (!settings.ok()) Log(LogLevel::kWarn, "%s", settings.message());
     if (rt.config.mode == CuptiMode::kOff) return;
     rt.owner_pid = getpid();
     rt.thread = StartThread("sentinel-cupti", [] { ThreadMain(); });

@@ -34,8 +34,6 @@ T Read(const uint8_t* rec, size_t off) {
   return v;
 }
 
-int64_t RealtimeNs() { return rules::RealNowNs(); }
-
 }  // namespace
 
 CuptiTracer::CuptiTracer(const CuptiApi* api, const CuptiConfig& config, Env env)
@@ -46,7 +44,7 @@ CuptiTracer::CuptiTracer(const CuptiApi* api, const CuptiConfig& config, Env env
       accounting_(static_cast<int64_t>(config.window_ms) * 1000000) {
   accounting_.set_attributions_per_window(config.attributions_per_window);
   if (!env_.mono_now) env_.mono_now = [] { return MonoNs(); };
-  if (!env_.realtime_now) env_.realtime_now = [] { return RealtimeNs(); };
+  if (!env_.realtime_now) env_.realtime_now = [] { return rules::RealNowNs(); };
   if (!env_.nccl_progress) env_.nccl_progress = [] { return uint64_t{0}; };
 }
 

@@ -15,6 +15,7 @@
 #include "common/sentinel_env.h"
 #include "plugin/base/log.h"
 #include "plugin/base/plugin_dlopen.h"
+#include "plugin/base/status.h"
 #include "plugin/entry/common_shims.h"
 
 extern "C" {
@@ -157,15 +158,16 @@ void PublishHandle(void** handle, void* own_h, void* their_h) {
   *handle = own_h;
 }
 
-bool LoadTarget(const char* value, int version) {
+// Loads the plugin SENTINEL_CHAIN_PROFILER names (`value`) and takes its table for host ABI
+// `version`. kUnavailable: it does not load (the message says what was tried and dlerror's
+// word); kNotFound: it has no usable table (or it is sentinel itself).
+Status LoadTarget(const char* value, int version) {
   char tried[1100];
   void* dl = DlopenLikeNccl(value, "nccl-profiler", tried, sizeof(tried));
   if (dl == nullptr) {
     const char* err = dlerror();
-    Log(LogLevel::kWarn,
-        "SENTINEL_CHAIN_PROFILER=%s: cannot load (tried %s): %s; no chained plugin", value, tried,
-        err != nullptr ? err : "unknown error");
-    return false;
+    return Status::Format(StatusCode::kUnavailable, "cannot load (tried %s): %s", tried,
+                          err != nullptr ? err : "unknown error");
   }
   Target t;
   if (version == 4) {
@@ -201,16 +203,14 @@ bool LoadTarget(const char* value, int version) {
   if (t.version == 0 || t.stop == nullptr || t.record == nullptr || t.finalize == nullptr ||
       (t.version == 4 ? (t.v4.init == nullptr || t.v4.start_event == nullptr)
                       : (t.v6.init == nullptr || t.v6.start_event == nullptr))) {
-    Log(LogLevel::kWarn,
-        "SENTINEL_CHAIN_PROFILER=%s: no usable ncclProfiler_v%d table (or it is sentinel itself); "
-        "no chained plugin",
-        value, version);
-    return false;  // the library stays loaded: dlclose of an unknown plugin is not worth the risk
+    // The library stays loaded: dlclose of an unknown plugin is not worth the risk.
+    return Status::Format(StatusCode::kNotFound,
+                          "no usable ncclProfiler_v%d table (or it is sentinel itself)", version);
   }
   g_target = t;
   Log(LogLevel::kInfo, "chained profiler plugin %s (%s) as v%d", t.name != nullptr ? t.name : "?",
       value, t.version);
-  return true;
+  return Status::Ok();
 }
 
 }  // namespace
@@ -263,7 +263,12 @@ bool ChainRequested(int version) noexcept {
     g_load_decided = true;
     const char* value = rules::ProcessSentinelEnv().Text(rules::Var::kChainProfiler);
     if (value == nullptr || value[0] == '\0') return false;
-    if (!LoadTarget(value, version)) return false;
+    const Status loaded = LoadTarget(value, version);
+    if (!loaded.ok()) {
+      Log(LogLevel::kWarn, "SENTINEL_CHAIN_PROFILER=%s: %s; no chained plugin", value,
+          loaded.message());
+      return false;
+    }
     g_host_version = version;
     g_pid = getpid();
     g_chain_on.store(true, std::memory_order_relaxed);

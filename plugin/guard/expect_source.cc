@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/errno_text.h"
 #include "common/sentinel_env.h"
 #include "common/socket_path.h"
 #include "plugin/base/status.h"
@@ -20,40 +21,18 @@ namespace {
 using plugin::Status;
 using plugin::StatusCode;
 
-// strerror_r (GNU: returns the message), as strerror is not thread-safe.
-std::string ErrnoText(int err) {
-  char buf[128];
-  return strerror_r(err, buf, sizeof(buf));
-}
-
 constexpr size_t kMaxExpectBytes = 1u << 16;
 
 bool Set(const char* s) { return s != nullptr && *s != '\0'; }
 
-// Reads up to kMaxExpectBytes of a trusted file into *out. Codes: kNotFound, it does not exist
-// (the message is the errno text); kPermissionDenied, not trusted (the message says which path and
-// why: owner, mode, a symlink); kUnavailable, it cannot be read (not a regular file: a directory,
-// a FIFO; or the errno text).
+// Reads up to kMaxExpectBytes of a trusted file into *out. The codes and messages of
+// rules::OpenTrustedFileForRead (kNotFound, kPermissionDenied, kUnavailable), or kUnavailable with
+// the errno text when a read fails.
 Status ReadTrustedSmallFile(const std::string& path, const rules::TrustedUids& trusted,
                             std::string* out) {
-  rules::TrustFinding f;
-  int fd = rules::OpenTrustedFileForRead(path.c_str(), trusted, &f);
-  if (fd < 0) {
-    switch (f.verdict) {
-      case rules::TrustVerdict::kMissing:
-        return Status::Copy(StatusCode::kNotFound, ErrnoText(ENOENT).c_str());
-      case rules::TrustVerdict::kUnreadable:
-        return Status::Copy(f.err == ENOTDIR ? StatusCode::kNotFound : StatusCode::kUnavailable,
-                            ErrnoText(f.err).c_str());
-      case rules::TrustVerdict::kNotARegularFile:
-        return Status(StatusCode::kUnavailable, "not a regular file");
-      default:
-        break;
-    }
-    char text[400];
-    rules::DescribeTrustFinding(f, trusted, text, sizeof text);
-    return Status::Copy(StatusCode::kPermissionDenied, text);
-  }
+  int fd = -1;
+  const Status opened = rules::OpenTrustedFileForRead(path.c_str(), trusted, &fd);
+  if (!opened.ok()) return opened;
   char buf[4096];
   bool ok = true;
   for (;;) {
@@ -67,8 +46,8 @@ Status ReadTrustedSmallFile(const std::string& path, const rules::TrustedUids& t
     out->append(buf, static_cast<size_t>(n));
     if (out->size() > kMaxExpectBytes) break;
   }
-  Status result =
-      ok ? Status::Ok() : Status::Copy(StatusCode::kUnavailable, ErrnoText(errno).c_str());
+  Status result = ok ? Status::Ok()
+                     : Status(StatusCode::kUnavailable, rules::ErrnoText(errno)).WithErrno(errno);
   close(fd);
   return result;
 }
@@ -80,7 +59,7 @@ rules::TrustedUids TrustedFor(const ExpectSourceInputs& in) {
 }
 
 std::string IgnoredLine(const char* what, const std::string& why) {
-  return std::string("[sentinel] ignoring ") + what + ": " + why +
+  return std::string("ignoring ") + what + ": " + why +
          " (read only when owned by you, root or the sentinel daemon's user and not writable by "
          "others; README.md \"Trust\"): no expectation is enforced from it";
 }

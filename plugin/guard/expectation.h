@@ -15,7 +15,6 @@ using rules::IntraPath;
 using rules::IntraPathName;
 using rules::NetKind;
 using rules::NetKindName;
-using rules::ParseError;
 using rules::ParseExpectation;
 using rules::Toggle;
 

@@ -15,8 +15,9 @@
 
 #include "common/choice_words.h"
 #include "common/env_bool.h"
-#include "common/mono_clock.h"
+#include "common/raw_log.h"
 #include "common/sentinel_env.h"
+#include "plugin/base/clock.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/guard/host_probe.h"
 #include "plugin/guard/log_capture.h"
@@ -68,16 +69,12 @@ Runtime& R() {
 
 thread_local uint64_t tls_last_profiler_hash = 0;
 
-int64_t NowNs() { return rules::MonoNowNs(); }
-
+// One message (any number of lines) behind the one stderr prefix (common/raw_log.h). A text that
+// starts with the bare tag "[sentinel] " (FormatVerdict's) gets the prefix instead, not both.
 void WriteStderr(const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = write(2, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    off += static_cast<size_t>(n);
-  }
+  static constexpr char kBareTag[] = "[sentinel] ";
+  const size_t skip = s.compare(0, sizeof(kBareTag) - 1, kBareTag) == 0 ? sizeof(kBareTag) - 1 : 0;
+  rules::RawLogText(s.data() + skip, s.size() - skip);
 }
 
 // Caller holds R().mu.
@@ -89,7 +86,7 @@ void LoadConfigLocked(Runtime& r) {
   if (c.disabled) return;
   ExpectSource src = ResolveExpectSource(ExpectSourceInputsFromEnv());
   // An untrusted expectation file: said once (this runs once per process), never enforced.
-  if (!src.ignored.empty()) WriteStderr(src.ignored + "\n");
+  if (!src.ignored.empty()) WriteStderr(src.ignored);
   if (src.kind == ExpectSourceKind::kNone)
     return;  // no expectation: the guard stays out of the way
   c.source_kind = src.kind;
@@ -101,18 +98,18 @@ void LoadConfigLocked(Runtime& r) {
     c.mode = rules::OnMismatchFromEnv(env, Mode::kFail);
   } else if (!src.on_mismatch.empty() &&
              !rules::ParseOnMismatch(src.on_mismatch.c_str(), &c.mode)) {
-    WriteStderr("[sentinel] unknown on_mismatch='" + src.on_mismatch + "' in " + src.name + " (" +
-                rules::kOnMismatchWords + "): using " + rules::OnMismatchWord(Mode::kFail) + "\n");
+    WriteStderr("unknown on_mismatch='" + src.on_mismatch + "' in " + src.name + " (" +
+                rules::kOnMismatchWords + "): using " + rules::OnMismatchWord(Mode::kFail));
   }
   c.active = true;
   if (!src.read_error.empty()) {
-    c.parse_error = "[sentinel] " + src.read_error;
+    c.parse_error = src.read_error;
     c.error_is_warning = src.kind == ExpectSourceKind::kNodeDefault;
     return;
   }
-  ParseError err;
-  if (!ParseExpectation(src.text, &c.expect, &err)) {
-    c.parse_error = "[sentinel] invalid expectation: " + FormatParseError(c.source, err);
+  const plugin::Status parsed = ParseExpectation(src.text, &c.expect);
+  if (!parsed.ok()) {
+    c.parse_error = "invalid expectation: " + FormatParseError(c.source, parsed);
     c.error_is_warning = src.kind == ExpectSourceKind::kNodeDefault;
     if (c.error_is_warning) c.parse_error += "\n  (node default from sentineld: not enforced)";
   } else if (c.expect.Empty()) {
@@ -200,7 +197,7 @@ bool ReportLocked(Runtime& r, const Verdict& v, const Evidence& ev, const std::s
               v.mismatches.front().term.c_str(), v.mismatches.front().found.c_str());
     }
   }
-  SendRecords(r, ToWireVerdicts(v, r.config.expect, ev, rules::OutcomeOf(mode), NowNs()));
+  SendRecords(r, ToWireVerdicts(v, r.config.expect, ev, rules::OutcomeOf(mode), plugin::MonoNs()));
   if (mode == Mode::kAbort) std::abort();  // the user asked for it (SENTINEL_ON_MISMATCH=abort)
   return mode == Mode::kFail;
 }
@@ -211,7 +208,7 @@ bool ReportParseErrorLocked(Runtime& r) {
   for (const std::string& p : r.printed) seen = seen || p == r.config.parse_error;
   if (!seen) {
     r.printed.push_back(r.config.parse_error);
-    WriteStderr(r.config.parse_error + "\n");
+    WriteStderr(r.config.parse_error);
   }
   if (r.config.error_is_warning) return false;
   if (r.config.mode == Mode::kAbort) std::abort();

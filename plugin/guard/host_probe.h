@@ -60,7 +60,7 @@ struct ProbeOptions {
   const plugin::VerbsApi* verbs = nullptr;
 };
 
-// SENTINEL_SYSFS_ROOT (default /sys), SENTINEL_DEV_ROOT (default /dev), and libibverbs unless
+// SENTINEL_SYSFS_ROOT (default /sys), SENTINEL_DEVFS_ROOT (default /dev), and libibverbs unless
 // SENTINEL_VERBS=0 (loaded only when `want_verbs`).
 ProbeOptions ProbeOptionsFromEnv(bool want_verbs);
 

@@ -19,10 +19,13 @@
 #include "absl/base/attributes.h"
 
 #include "common/choice_words.h"
+#include "common/errno_text.h"
 #include "common/fs_trust.h"
 #include "common/host_name.h"
 #include "common/mono_clock.h"
+#include "common/raw_log.h"
 #include "common/sentinel_env.h"
+#include "plugin/base/clock.h"
 #include "plugin/base/status.h"
 
 namespace sentinel::plugin {
@@ -32,9 +35,6 @@ constexpr size_t kHeaderBytes = FrameBuffer::kHeaderBytes;
 constexpr size_t kCollFrameBytes = FrameBuffer::kCollFrameBytes;
 
 constexpr size_t FrameBytes(size_t payload) { return FrameBuffer::FrameBytes(payload); }
-
-int64_t MonotonicNs() { return rules::MonoNowNs(); }
-int64_t RealtimeNs() { return rules::RealNowNs(); }
 
 bool VerboseFromEnv() {
   const rules::LogLevelWord level =
@@ -65,8 +65,8 @@ void SetHangVerdictHandler(HangVerdictHandler handler) noexcept {
 
 CollectorSink::CollectorSink(const CollectorSinkOptions& options) noexcept : options_(options) {
   pid_ = static_cast<uint32_t>(getpid());
-  rng_ = (static_cast<uint64_t>(pid_) << 32) ^ static_cast<uint64_t>(MonotonicNs()) ^
-         0x9E3779B97F4A7C15ull;
+  rng_ =
+      (static_cast<uint64_t>(pid_) << 32) ^ static_cast<uint64_t>(MonoNs()) ^ 0x9E3779B97F4A7C15ull;
   if (options_.backoff_min_ns <= 0) options_.backoff_min_ns = 1;
   if (options_.backoff_max_ns < options_.backoff_min_ns) {
     options_.backoff_max_ns = options_.backoff_min_ns;
@@ -128,7 +128,7 @@ CollectorSink::~CollectorSink() {
 }
 
 int64_t CollectorSink::Now() const {
-  return options_.now_ns != nullptr ? options_.now_ns() : MonotonicNs();
+  return options_.now_ns != nullptr ? options_.now_ns() : MonoNs();
 }
 
 void CollectorSink::Log(const char* fmt, ...) const {
@@ -142,12 +142,7 @@ void CollectorSink::Log(const char* fmt, ...) const {
     options_.log_info(line);
     return;
   }
-  char out[340];
-  int n = std::snprintf(out, sizeof(out), "[sentinel %u] %s\n", pid_, line);
-  if (n > 0) {
-    ssize_t ignored = write(2, out, static_cast<size_t>(n) < sizeof(out) ? n : sizeof(out) - 1);
-    (void)ignored;
-  }
+  rules::RawLog("%s", line);
 }
 
 void CollectorSink::Notice(const char* fmt, ...) const {
@@ -160,12 +155,7 @@ void CollectorSink::Notice(const char* fmt, ...) const {
     options_.log_notice(line);
     return;
   }
-  char out[512];
-  int n = std::snprintf(out, sizeof(out), "[sentinel %u] %s\n", pid_, line);
-  if (n > 0) {
-    ssize_t ignored = write(2, out, static_cast<size_t>(n) < sizeof(out) ? n : sizeof(out) - 1);
-    (void)ignored;
-  }
+  rules::RawLog("%s", line);
 }
 
 void CollectorSink::RefuseUntrusted(const char* why) {
@@ -245,7 +235,7 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
         Notice(
             "sentineld is not reachable at %s (SENTINEL_SOCKET): %s; records are dropped and "
             "counted, and the plugin retries with backoff",
-            path_, strerrordesc_np(err));
+            path_, rules::ErrnoText(err));
       } else {
         Log("sentinel: sentineld not reachable at %s (errno %d); records are dropped and "
             "counted until it is",
@@ -257,7 +247,7 @@ void CollectorSink::MaybeConnect(int64_t now, int64_t wait_budget_ns) {
   }
   fd_ = fd;
   // Real time bounds the wait, whatever clock the backoff runs on.
-  Status handshake = Handshake(MonotonicNs() + wait_budget_ns);
+  Status handshake = Handshake(MonoNs() + wait_budget_ns);
   if (!handshake.ok()) {
     if (handshake.code() == StatusCode::kFailedPrecondition) return;  // refused: streaming off
     close(fd_);
@@ -319,8 +309,8 @@ Status CollectorSink::Handshake(int64_t deadline_ns) {
   frame.hello.minor = SENTINEL_WIRE_MINOR;
   frame.hello.features = kSentinelFeatureNone;
   frame.hello.pid = pid_;
-  frame.hello.mono_ns = MonotonicNs();
-  frame.hello.realtime_ns = RealtimeNs();
+  frame.hello.mono_ns = MonoNs();
+  frame.hello.realtime_ns = rules::RealNowNs();
   CopyString(frame.hello.host, sizeof(frame.hello.host), host_);
   CopyString(frame.hello.job_id, sizeof(frame.hello.job_id), job_id_);
   ssize_t n = send(fd_, &frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -335,7 +325,7 @@ Status CollectorSink::Handshake(int64_t deadline_ns) {
   while (true) {
     if (have < need) {
       pollfd pfd{fd_, POLLIN, 0};
-      int64_t remaining = deadline_ns - MonotonicNs();
+      int64_t remaining = deadline_ns - MonoNs();
       if (remaining <= 0) return Status(StatusCode::kUnavailable, "no HelloAck in time");
       int pr = poll(&pfd, 1, PollMs(remaining));
       if (pr < 0 && errno != EINTR) return Status(StatusCode::kUnavailable, "poll failed");
@@ -662,7 +652,7 @@ void CollectorSink::OnInFlight(const SentinelWireInFlight& state) {
 void CollectorSink::Flush() {
   if (state_.load(std::memory_order_relaxed) == State::kOff) return;
   if (static_cast<uint32_t>(getpid()) != pid_) return;  // forked child: not our stream
-  int64_t deadline = MonotonicNs() + options_.flush_timeout_ns;
+  int64_t deadline = MonoNs() + options_.flush_timeout_ns;
   // A last connection attempt if one is due, within the flush budget.
   MaybeConnect(Now(), options_.hello_timeout_ns < options_.flush_timeout_ns
                           ? options_.hello_timeout_ns
@@ -670,7 +660,7 @@ void CollectorSink::Flush() {
   while (fd_ >= 0) {
     SendSome();
     if (fd_ < 0 || buffer_.empty()) break;
-    int64_t remaining = deadline - MonotonicNs();
+    int64_t remaining = deadline - MonoNs();
     if (remaining <= 0) break;
     pollfd pfd{fd_, POLLOUT, 0};
     if (poll(&pfd, 1, PollMs(remaining)) < 0 && errno != EINTR) break;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <utility>
 
+#include "common/errno_text.h"
 #include "plugin/base/log.h"
 #include "plugin/core/names.h"
 
@@ -322,7 +323,7 @@ Status JsonlSink::WriteOut() {
   if (!result.ok() && !told_write_failure_) {
     told_write_failure_ = true;
     Log(LogLevel::kWarn, "%s (%s); later dump lines may be lost too", result.message(),
-        result.error_number() != 0 ? strerrordesc_np(result.error_number()) : "nothing written");
+        result.error_number() != 0 ? rules::ErrnoText(result.error_number()) : "nothing written");
   }
   return result;
 }

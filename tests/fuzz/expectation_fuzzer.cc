@@ -10,8 +10,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   sentinel::rules::Expectation e;
-  sentinel::rules::ParseError error;
-  if (!sentinel::rules::ParseExpectation(text, &e, &error)) {
+  const sentinel::rules::Status error = sentinel::rules::ParseExpectation(text, &e);
+  if (!error.ok()) {
     const std::string msg = sentinel::rules::FormatParseError("fuzz", error);
     if (msg.empty()) __builtin_trap();  // an error always says something
   }

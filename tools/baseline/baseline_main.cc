@@ -18,6 +18,7 @@
 #include "absl/status/statusor.h"
 
 #include "common/baseline_report.h"
+#include "common/errno_text.h"
 #include "common/mono_clock.h"
 #include "common/sentinel_env.h"
 #include "plugin/guard/guard_runtime.h"
@@ -224,8 +225,8 @@ absl::StatusOr<std::string> HttpGet(const std::string& addr, const std::string& 
   }
   freeaddrinfo(res);
   if (fd < 0) {
-    return absl::UnavailableError(std::string("no sentineld at ") + addr + " (" + ErrnoText(errno) +
-                                  ")");
+    return absl::UnavailableError(std::string("no sentineld at ") + addr + " (" +
+                                  rules::ErrnoText(errno) + ")");
   }
   timeval tv{5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -257,8 +258,6 @@ double ProbeLinkGbps() {
   return best;
 }
 
-int64_t MonoNs() { return rules::MonoNowNs(); }
-
 int Fail(int rank, const std::string& what) {
   std::fprintf(stderr, "sentinel-baseline[rank %d]: %s\n", rank, what.c_str());
   return kFailure;
@@ -270,12 +269,13 @@ void SendResults(const std::vector<SizeResult>& results, int nranks, int iters, 
   so.hello_timeout_ns = 2'000'000'000;
   so.flush_timeout_ns = 2'000'000'000;
   plugin::CollectorSink sink(so);
-  const uint64_t run_id = (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(MonoNs());
+  const uint64_t run_id =
+      (static_cast<uint64_t>(getpid()) << 32) ^ static_cast<uint64_t>(rules::MonoNowNs());
   for (size_t i = 0; i < results.size(); ++i) {
     const SizeResult& r = results[i];
     SentinelWireBaseline rec{};
     rec.run_id = run_id;
-    rec.now_ns = MonoNs();
+    rec.now_ns = rules::MonoNowNs();
     rec.bytes = r.bytes;
     rec.time_ns = static_cast<int64_t>(r.time_ns);
     rec.algbw_bps = static_cast<uint64_t>(r.algbw_gbs * 1e9);

@@ -27,6 +27,7 @@
 #include <cstring>
 #include <deque>
 
+#include "common/errno_text.h"
 #include "common/mono_clock.h"
 #include "tools/baseline/hmac_sha256.h"
 
@@ -49,12 +50,13 @@ bool ParseInt(const char* text, int* out) {
   return true;
 }
 
-double NowS() { return static_cast<double>(rules::MonoNowNs()) * 1e-9; }
+// Deadlines here are in seconds of CLOCK_MONOTONIC (common/mono_clock.h).
+double Seconds(int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
 // Waits for `fd` to be readable (events POLLIN) or writable until `deadline`.
 bool WaitFd(int fd, short events, double deadline) {
   for (;;) {
-    double left = deadline - NowS();
+    double left = deadline - Seconds(rules::MonoNowNs());
     if (left <= 0) return false;
     pollfd p{fd, events, 0};
     int rc = poll(&p, 1, static_cast<int>(left * 1000) + 1);
@@ -133,11 +135,6 @@ struct Peer {
 };
 
 }  // namespace
-
-std::string ErrnoText(int err) {
-  char buf[128];
-  return strerror_r(err, buf, sizeof(buf));  // GNU: returns the text, in buf or static
-}
 
 std::string FirstSlurmHost(const std::string& nodelist) {
   size_t end = nodelist.find_first_of(",[");
@@ -229,7 +226,7 @@ absl::StatusOr<int> ListenForRendezvous(int port, int* bound_port) {
   bool v6 = fd >= 0;
   if (!v6) fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    return absl::UnavailableError(std::string("socket: ") + ErrnoText(errno));
+    return absl::UnavailableError(std::string("socket: ") + rules::ErrnoText(errno));
   }
   int one = 1;
   int zero = 0;
@@ -251,7 +248,7 @@ absl::StatusOr<int> ListenForRendezvous(int port, int* bound_port) {
   }
   if (rc != 0 || listen(fd, 1024) != 0) {
     const std::string why = "rank 0 cannot listen on port " + std::to_string(port) + ": " +
-                            ErrnoText(errno) +
+                            rules::ErrnoText(errno) +
                             " (choose another with --port or SENTINEL_BASELINE_PORT)";
     close(fd);
     return absl::UnavailableError(why);
@@ -288,7 +285,7 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
     return absl::InvalidArgumentError(*error);
   }
   const std::string payload = Payload(rv);
-  const double deadline = NowS() + timeout_s;
+  const double deadline = Seconds(rules::MonoNowNs()) + timeout_s;
   int served = 0;
   int strangers = 0;
   std::vector<bool> seen(static_cast<size_t>(world), false);
@@ -303,7 +300,7 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
   };
   bool ok = true;
   while (served < world - 1) {
-    const double now = NowS();
+    const double now = Seconds(rules::MonoNowNs());
     if (now >= deadline) {
       *error = "rank 0 waited " + std::to_string(static_cast<int>(timeout_s)) + " s for ranks:";
       for (int r = 1; r < world; ++r) {
@@ -326,7 +323,7 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
     const int wait_ms = static_cast<int>(std::max(0.0, wake - now) * 1000) + 1;
     const int rc = poll(pfds.data(), pfds.size(), std::min(wait_ms, 1000));
     if (rc < 0 && errno != EINTR) {
-      *error = std::string("rank 0: poll: ") + ErrnoText(errno);
+      *error = std::string("rank 0: poll: ") + rules::ErrnoText(errno);
       ok = false;
       break;
     }
@@ -389,10 +386,11 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
       if (peers.size() >= kMaxPeers) drop(0, true);  // the oldest gives way
       Peer p;
       p.fd = c;
-      p.deadline = NowS() + kPeerTimeoutS;
+      p.deadline = Seconds(rules::MonoNowNs()) + kPeerTimeoutS;
       if (!RandomBytes(p.server_nonce, kNonceBytes)) {
         close(c);
-        *error = std::string("rank 0: no random bytes for the rendezvous: ") + ErrnoText(errno);
+        *error =
+            std::string("rank 0: no random bytes for the rendezvous: ") + rules::ErrnoText(errno);
         ok = false;
         break;
       }
@@ -420,7 +418,7 @@ absl::Status ServeRendezvous(int listen_fd, int world, const Rendezvous& rv,
 
 absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const std::string& token,
                              double timeout_s, Rendezvous* rv) {
-  const double deadline = NowS() + timeout_s;
+  const double deadline = Seconds(rules::MonoNowNs()) + timeout_s;
   // Why the last attempt failed, kept by strength: what a peer that proved the token sent, over
   // what an unproven peer did, over a connection or read failure (an attempt the deadline cut
   // short must not hide an earlier, clearer refusal).
@@ -435,7 +433,7 @@ absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const 
   constexpr int kClosedAfterProof = 2;  // rank 0 with another token, or a read the deadline cut
   constexpr int kUnproven = 3;
   constexpr int kProven = 4;
-  while (NowS() < deadline) {
+  while (Seconds(rules::MonoNowNs()) < deadline) {
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
     hints.ai_socktype = SOCK_STREAM;
@@ -448,11 +446,11 @@ absl::Status FetchRendezvous(const std::string& addr, int port, int rank, const 
         int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
         if (fd < 0) continue;
         if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
-          note(kGeneric, std::string("connect: ") + ErrnoText(errno));
+          note(kGeneric, std::string("connect: ") + rules::ErrnoText(errno));
           close(fd);
           continue;
         }
-        const double until = std::min(deadline, NowS() + kPeerTimeoutS);
+        const double until = std::min(deadline, Seconds(rules::MonoNowNs()) + kPeerTimeoutS);
         const auto r = static_cast<uint32_t>(rank);
         uint8_t server_hello[kServerHelloBytes];
         uint8_t client_nonce[kNonceBytes];

@@ -48,9 +48,6 @@ absl::Status ReadLaunchInfo(const GetEnvFn& getenv_fn, LaunchInfo* out);
 // "node[01-04,07],gpu5" -> "node01"; "a,b" -> "a"; "" -> "".
 std::string FirstSlurmHost(const std::string& nodelist);
 
-// The text of an errno value, safe from any thread (strerror's buffer is shared).
-std::string ErrnoText(int err);
-
 // What rank 0 sends every other rank.
 struct Rendezvous {
   NcclUniqueId id{};

@@ -55,7 +55,7 @@ std::string InitLog() {
 
 void BM_ParseAndEvaluateInitLog(benchmark::State& state) {
   Expectation x;
-  if (!sentinel::guard::ParseExpectation(kExpect, &x, nullptr)) state.SkipWithError("parse");
+  if (!sentinel::guard::ParseExpectation(kExpect, &x).ok()) state.SkipWithError("parse");
   sentinel::guard::ProbeOptions o;
   o.sysfs_root = Tree().sys();
   o.dev_root = Tree().dev();
@@ -78,7 +78,7 @@ BENCHMARK(BM_ParseAndEvaluateInitLog)->Unit(benchmark::kMicrosecond);
 void BM_OnCreateEndWarmProbe(benchmark::State& state) {
   setenv("SENTINEL_EXPECT", kExpect, 1);
   setenv("SENTINEL_SYSFS_ROOT", Tree().sys().c_str(), 1);
-  setenv("SENTINEL_DEV_ROOT", Tree().dev().c_str(), 1);
+  setenv("SENTINEL_DEVFS_ROOT", Tree().dev().c_str(), 1);
   setenv("SENTINEL_ON_MISMATCH", "warn", 1);
   setenv("SENTINEL_VERBS", "0", 1);
   sentinel::guard::ResetForTest();

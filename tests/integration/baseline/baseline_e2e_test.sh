@@ -30,7 +30,7 @@ mkdir -p "$TMP/sys/class/infiniband/mlx5_0/ports/1" "$TMP/dev"
 P="$TMP/sys/class/infiniband/mlx5_0/ports/1"
 echo "4: ACTIVE" > "$P/state"; echo "5: LinkUp" > "$P/phys_state"
 echo "10 Gb/sec (4X SDR)" > "$P/rate"; echo "InfiniBand" > "$P/link_layer"
-export SENTINEL_SYSFS_ROOT="$TMP/sys" SENTINEL_DEV_ROOT="$TMP/dev" SENTINEL_VERBS=0
+export SENTINEL_SYSFS_ROOT="$TMP/sys" SENTINEL_DEVFS_ROOT="$TMP/dev" SENTINEL_VERBS=0
 export SENTINEL_SOCKET="$TMP/s.sock" FAKE_NCCL_NODES=2 FAKE_NCCL_LINK_GBPS=10 FAKE_NCCL_LATENCY_US=5
 unset SENTINEL_EXPECT SENTINEL_EXPECT_FILE NCCL_PROFILER_PLUGIN SENTINEL_BASELINE_TOKEN
 # The job's shared secret for the rendezvous, given to the baseline's ranks only (run_baseline).

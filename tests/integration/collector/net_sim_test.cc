@@ -203,7 +203,7 @@ TEST_F(NetSimTest, AMisspeltVariableIsToldOncePerRankWithBothLibrariesLoaded) {
       "NCCL_NET_PLUGIN=sentinel SENTINEL_NET_WRAP=fake ";
   auto told = [](const std::string& out) {
     const std::string line =
-        "[sentinel] SENTINEL_NET_WARP is not a variable sentinel knows (did you mean "
+        "] SENTINEL_NET_WARP is not a variable sentinel knows (did you mean "
         "SENTINEL_NET_WRAP?); ignored\n";
     int n = 0;
     for (size_t at = out.find(line); at != std::string::npos; at = out.find(line, at + 1)) ++n;

@@ -220,11 +220,18 @@ TEST_F(ChainTest, FailingChainedPluginHarmsNeitherHostNorOurData) {
 TEST_F(ChainTest, MissingChainedPluginIsOneLogLine) {
   Run r = Drive("kinds", true, kV5, "/nonexistent/libnccl-profiler-nothing.so");
   EXPECT_EQ(r.colls, SentinelAlone("kinds", kV5));
-  EXPECT_NE(r.result.output.find("SENTINEL_CHAIN_PROFILER=/nonexistent"), std::string::npos)
+  EXPECT_NE(r.result.output.find(
+                "SENTINEL_CHAIN_PROFILER=/nonexistent/libnccl-profiler-nothing.so: cannot load "
+                "(tried /nonexistent/libnccl-profiler-nothing.so"),
+            std::string::npos)
       << r.result.output;
+  EXPECT_NE(r.result.output.find("; no chained plugin"), std::string::npos) << r.result.output;
   // Chaining sentinel to itself is refused the same way.
   Run self = Drive("allreduce", true, kV5, SENTINEL_PLUGIN_PATH);
-  EXPECT_NE(self.result.output.find("no usable ncclProfiler_v5"), std::string::npos)
+  EXPECT_NE(self.result.output.find(std::string("SENTINEL_CHAIN_PROFILER=") + SENTINEL_PLUGIN_PATH +
+                                    ": no usable ncclProfiler_v5 table (or it is sentinel itself); "
+                                    "no chained plugin"),
+            std::string::npos)
       << self.result.output;
   EXPECT_TRUE(self.rec.empty());
 }

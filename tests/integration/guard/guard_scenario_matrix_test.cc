@@ -465,7 +465,7 @@ class Job {
                           "verify_asan_link_order=0";
     env["SENTINEL_VERBS"] = "0";  // this machine's libibverbs must not decide the verdicts
     env["SENTINEL_SYSFS_ROOT"] = fs_.sys();
-    env["SENTINEL_DEV_ROOT"] = fs_.dev();
+    env["SENTINEL_DEVFS_ROOT"] = fs_.dev();
     env["SENTINEL_SOCKET"] = o.socket.empty() ? out + "/no-sentineld.sock" : o.socket;
     env["FAKE_NCCL_BARRIER_TIMEOUT_S"] = "20";
     for (const auto& kv : c_.env) env[kv.first] = kv.second;
@@ -665,7 +665,22 @@ TEST(GuardNormalizeTest, MasksOnlyRunDependentFields) {
             "NCCL version 2.28.9+cuda13.0\nh:PID:TID [0] NCCL INFO commId 0x1234\n");
 }
 
-bool HasSentinelOutput(const std::string& s) { return s.find("[sentinel]") != std::string::npos; }
+// A line of the guard's: "[sentinel <pid>] " and one of the guard's openings (the transport's
+// notices carry the same prefix and say nothing about the expectation).
+bool HasSentinelOutput(const std::string& s) {
+  static const char* const kGuardOpenings[] = {"NCCL transport/placement expectation",
+                                               "invalid expectation", "ignoring ",
+                                               "unknown on_mismatch", "cannot read "};
+  for (size_t at = s.find("[sentinel "); at != std::string::npos;
+       at = s.find("[sentinel ", at + 1)) {
+    const size_t text = s.find("] ", at);
+    if (text == std::string::npos) break;
+    for (const char* opening : kGuardOpenings) {
+      if (s.compare(text + 2, std::strlen(opening), opening) == 0) return true;
+    }
+  }
+  return false;
+}
 
 // ---- Wrong scenarios ---------------------------------------------------------------------------
 
@@ -688,7 +703,8 @@ TEST_P(WrongScenarioTest, FailsWithTheCauseNamed) {
       EXPECT_EQ(r.coll, kInvalidUsage);
       EXPECT_EQ(r.destroy, 0);
     }
-    EXPECT_NE(r.err.find("NCCL transport/placement expectation NOT MET"), std::string::npos);
+    EXPECT_NE(r.err.find("] NCCL transport/placement expectation NOT MET"), std::string::npos);
+    EXPECT_TRUE(HasSentinelOutput(r.err)) << "the silence checks below would see this report";
     EXPECT_NE(r.err.find("outcome: the call returns ncclInvalidUsage"), std::string::npos);
     for (const std::string& s : c.message_has) {
       EXPECT_NE(r.err.find(s), std::string::npos) << "missing: " << s;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -121,28 +122,45 @@ TEST_F(FsTrustTest, ForeignOwnerIsRefusedAndNamed) {
 }
 
 TEST_F(FsTrustTest, FilesAreReadOnlyWhenTrusted) {
-  TrustFinding f;
   const std::string good = File("expect", 0644);
-  const int fd = OpenTrustedFileForRead(good.c_str(), trusted_, &f);
-  EXPECT_GE(fd, 0) << f.path;
+  int fd = -1;
+  Status s = OpenTrustedFileForRead(good.c_str(), trusted_, &fd);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_GE(fd, 0);
   if (fd >= 0) close(fd);
-  EXPECT_LT(OpenTrustedFileForRead(File("w", 0666).c_str(), trusted_, &f), 0);
-  EXPECT_EQ(f.verdict, TrustVerdict::kWritableByOthers);
+  const std::string writable = File("w", 0666);
+  s = OpenTrustedFileForRead(writable.c_str(), trusted_, &fd);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(std::string(s.message()), writable + ": mode 0666 lets other users write to it");
   const std::string link = root_ + "/expect-link";
   ASSERT_EQ(symlink(good.c_str(), link.c_str()), 0);
-  EXPECT_LT(OpenTrustedFileForRead(link.c_str(), trusted_, &f), 0);
-  EXPECT_EQ(f.verdict, TrustVerdict::kSymlink);
+  s = OpenTrustedFileForRead(link.c_str(), trusted_, &fd);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(std::string(s.message()), link + ": a symbolic link (not followed)");
   const std::string fifo = root_ + "/fifo";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
-  EXPECT_LT(OpenTrustedFileForRead(fifo.c_str(), trusted_, &f), 0);  // and does not block
-  EXPECT_EQ(f.verdict, TrustVerdict::kNotARegularFile);
-  EXPECT_LT(OpenTrustedFileForRead((root_ + "/none").c_str(), trusted_, &f), 0);
-  EXPECT_EQ(f.verdict, TrustVerdict::kMissing);
+  s = OpenTrustedFileForRead(fifo.c_str(), trusted_, &fd);  // and does not block
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_STREQ(s.message(), "not a regular file");
+  s = OpenTrustedFileForRead((root_ + "/none").c_str(), trusted_, &fd);
+  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_STREQ(s.message(), "No such file or directory");
+  EXPECT_EQ(s.error_number(), ENOENT);
+  s = OpenTrustedFileForRead((good + "/below-a-file").c_str(), trusted_, &fd);
+  EXPECT_EQ(s.code(), StatusCode::kNotFound) << "ENOTDIR reads as absent";
+  EXPECT_STREQ(s.message(), "Not a directory");
   if (geteuid() == 0) {
     const std::string theirs = File("theirs", 0644);
     ASSERT_EQ(chown(theirs.c_str(), kStranger, kStranger), 0);
-    EXPECT_LT(OpenTrustedFileForRead(theirs.c_str(), trusted_, &f), 0);
-    EXPECT_EQ(f.verdict, TrustVerdict::kForeignOwner);
+    s = OpenTrustedFileForRead(theirs.c_str(), trusted_, &fd);
+    EXPECT_EQ(fd, -1);
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(std::string(s.message()).find(theirs + ": owned by uid"), std::string::npos)
+        << s.message();
   }
 }
 

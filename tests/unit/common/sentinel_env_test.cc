@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <fstream>
@@ -107,6 +108,22 @@ TEST_F(SentinelEnvTest, UnknownNameIsReportedWithTheNearestKnownOne) {
   EXPECT_EQ(p.find("SENTINEL_ORIG_"), std::string::npos) << "the plugin's own stash: " << p;
   EXPECT_EQ(p.find("SENTINEL_DEV_"), std::string::npos) << "a developers' knob: " << p;
   EXPECT_EQ(p.find("OTHER_VAR"), std::string::npos) << p;
+}
+
+// No product variable lives under the developers' prefix, whose names are never checked: a typo
+// of the host probe's /dev root is told like any other.
+TEST_F(SentinelEnvTest, NoProductVariableUnderTheDevelopersPrefix) {
+  for (size_t i = 0; i < kVarCount; ++i) {
+    EXPECT_NE(std::string(EnvRegistry()[i].name).rfind("SENTINEL_DEV_", 0), 0u)
+        << EnvRegistry()[i].name;
+  }
+  const SentinelEnv& env = Env({"SENTINEL_DEVFS_ROOT=/tmp/dev", "SENTINEL_DEVFS_RT=/tmp/x"});
+  EXPECT_STREQ(env.Text(Var::kDevRoot), "/tmp/dev");
+  const std::string p = Problems();
+  EXPECT_NE(p.find("SENTINEL_DEVFS_RT is not a variable sentinel knows (did you mean "
+                   "SENTINEL_DEVFS_ROOT?); ignored\n"),
+            std::string::npos)
+      << p;
 }
 
 // Every boolean variable (and SENTINEL_CUPTI's boolean spellings) follows env_bool's one rule.
@@ -237,9 +254,9 @@ TEST(SentinelProcessEnvTest, EachProblemLineIsToldOnce) {
   TellEnvProblemsOnce(kLines, sizeof(kLines) - 1);
   TellEnvProblemsOnce("SENTINEL_X_TEST='1' line", 24);  // a prefix of a told line is new
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err,
-            "[sentinel] SENTINEL_X_TEST='1' line one\n[sentinel] SENTINEL_X_TEST='2' line two\n"
-            "[sentinel] SENTINEL_X_TEST='1' line\n");
+  const std::string p = "[sentinel " + std::to_string(getpid()) + "] ";
+  EXPECT_EQ(err, p + "SENTINEL_X_TEST='1' line one\n" + p + "SENTINEL_X_TEST='2' line two\n" + p +
+                     "SENTINEL_X_TEST='1' line\n");
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ std::unique_ptr<SentinelNetSnapshot> Snapshot(bool gdr0, int speed1_mbps,
 
 Verdict Check(const std::string& text, const SentinelNetSnapshot& snap) {
   Expectation x;
-  EXPECT_TRUE(ParseExpectation(text, &x, nullptr)) << text;
+  EXPECT_TRUE(ParseExpectation(text, &x).ok()) << text;
   Evidence e;  // no NCCL log, no host probe: only the plugin's view
   e.net_plugin = FromSnapshot(snap);
   return Evaluate(x, e, Stage::kFirstCollective);

@@ -22,8 +22,8 @@ struct Case {
 
   void Run(const char* expect, const std::string& log_text, const FakeSysfs* fs,
            Stage stage = Stage::kInit) {
-    ParseError err;
-    ASSERT_TRUE(ParseExpectation(expect, &x, &err)) << err.message;
+    const plugin::Status parsed = ParseExpectation(expect, &x);
+    ASSERT_TRUE(parsed.ok()) << parsed.message();
     ParseNcclLog(log_text, &log);
     ev.log = &log;
     if (fs != nullptr) {

@@ -3,79 +3,77 @@
 #include "plugin/base/env_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
-#include <initializer_list>
-#include <memory>
 #include <string>
-#include <vector>
 
 #include "common/sentinel_env.h"
+#include "tests/unit/plugin/registry_env.h"
 
 namespace sentinel::plugin {
 namespace {
 
-// The registry's pure parse over a given "NAME=value" list (the process's own reading is once).
-class EnvConfigTest : public ::testing::Test {
- protected:
-  const rules::SentinelEnv& Env(std::initializer_list<const char*> entries) {
-    envp_.assign(entries);
-    envp_.push_back(nullptr);
-    rules::ParseSentinelEnv(envp_.data(), env_.get());
-    return *env_;
-  }
+using EnvConfigTest = RegistryEnvTest;
 
- private:
-  std::vector<const char*> envp_;
-  std::unique_ptr<rules::SentinelEnv> env_ = std::make_unique<rules::SentinelEnv>();
-};
+// The problem lines of a parse: the status's message ("" when the settings are good).
+std::string Problems(const Status& s) {
+  EXPECT_EQ(s.ok(), s.message()[0] == '\0') << s.message();
+  if (!s.ok()) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  }
+  return s.message();
+}
 
 TEST_F(EnvConfigTest, EventsOutOfRangeSaysSoNotNotANumber) {
-  std::string errors;
-  const EnvConfig c = ParseEnvConfig(Env({"SENTINEL_EVENTS=0xffffffff"}), &errors);
+  EnvConfig c;
+  std::string errors = Problems(ParseEnvConfig(Env({"SENTINEL_EVENTS=0xffffffff"}), &c));
   EXPECT_EQ(errors.find("not a number"), std::string::npos) << errors;
   EXPECT_NE(errors.find("SENTINEL_EVENTS='0xffffffff'"), std::string::npos) << errors;
   EXPECT_NE(errors.find("0x7fff"), std::string::npos) << errors;
   EXPECT_EQ(c.events, "default");
-  errors.clear();
-  ParseEnvConfig(Env({"SENTINEL_EVENTS=Coll,Bogus"}), &errors);
+  errors = Problems(ParseEnvConfig(Env({"SENTINEL_EVENTS=Coll,Bogus"}), &c));
   EXPECT_NE(errors.find("unknown event 'Bogus'"), std::string::npos) << errors;
 }
 
 TEST_F(EnvConfigTest, TooFewRingsIsRefused) {
-  std::string errors;
-  const EnvConfig c = ParseEnvConfig(Env({"SENTINEL_RINGS=1"}), &errors);
+  EnvConfig c;
+  const std::string errors = Problems(ParseEnvConfig(Env({"SENTINEL_RINGS=1"}), &c));
   EXPECT_NE(errors.find("SENTINEL_RINGS='1'"), std::string::npos) << errors;
   EXPECT_GE(c.rings, 8u) << "one ring drops the records of every other thread";
 }
 
 TEST_F(EnvConfigTest, UnwritableDumpIsReported) {
-  std::string errors;
-  ParseEnvConfig(Env({"SENTINEL_DUMP=/nonexistent-dir/sentinel-%p.jsonl"}), &errors);
+  EnvConfig c;
+  const std::string errors =
+      Problems(ParseEnvConfig(Env({"SENTINEL_DUMP=/nonexistent-dir/sentinel-%p.jsonl"}), &c));
   EXPECT_NE(errors.find("SENTINEL_DUMP"), std::string::npos) << errors;
   EXPECT_NE(errors.find("/nonexistent-dir"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("No such file or directory"), std::string::npos) << errors;
 }
 
 // The problems reach stderr directly (not NCCL's logger, which NCCL_DEBUG may silence), once.
 TEST_F(EnvConfigTest, ProblemsAreToldOnceOnStderr) {
   const rules::SentinelEnv& env = Env({"SENTINEL_RINGS=2", "SENTINEL_DISABLE=maybe"});
-  std::string errors;
+  EnvConfig c;
   ::testing::internal::CaptureStderr();
-  ParseEnvConfig(env, &errors);
-  ParseEnvConfig(env, &errors);  // a second init (another communicator) does not repeat it
+  const Status first = ParseEnvConfig(env, &c);
+  const Status second = ParseEnvConfig(env, &c);  // another communicator: not told again
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("[sentinel] SENTINEL_RINGS='2'"), std::string::npos) << err;
-  EXPECT_NE(err.find("[sentinel] SENTINEL_DISABLE='maybe'"), std::string::npos) << err;
+  const std::string prefix = "[sentinel " + std::to_string(getpid()) + "] ";
+  EXPECT_NE(err.find(prefix + "SENTINEL_RINGS='2'"), std::string::npos) << err;
+  EXPECT_NE(err.find(prefix + "SENTINEL_DISABLE='maybe'"), std::string::npos) << err;
+  EXPECT_STREQ(first.message(), second.message()) << "the caller is told every time";
   EXPECT_EQ(err.find("SENTINEL_RINGS"), err.rfind("SENTINEL_RINGS")) << "told twice:\n" << err;
 }
 
 // Every field comes from the registry's reading: values in range are taken, the ring size is
 // rounded up to a power of two, the budget accepts a '%'.
 TEST_F(EnvConfigTest, ValuesComeFromTheRegistry) {
-  std::string errors;
-  const EnvConfig c = ParseEnvConfig(
+  EnvConfig c;
+  const std::string errors = Problems(ParseEnvConfig(
       Env({"SENTINEL_RINGS=16", "SENTINEL_RING_RECORDS=100", "SENTINEL_BUDGET=2%",
            "SENTINEL_LOG_LEVEL=ERROR", "SENTINEL_DISABLE=on", "SENTINEL_PROXY_GRACE_MS=70000"}),
-      &errors);
+      &c));
   EXPECT_EQ(c.rings, 16u);
   EXPECT_EQ(c.ring_records, 128u);
   EXPECT_DOUBLE_EQ(c.budget_percent, 2.0);
@@ -86,6 +84,16 @@ TEST_F(EnvConfigTest, ValuesComeFromTheRegistry) {
       errors.find("SENTINEL_PROXY_GRACE_MS='70000' is not an integer in [1, 60000]; using 200"),
       std::string::npos)
       << errors;
+}
+
+TEST_F(EnvConfigTest, GoodSettingsAreOk) {
+  EnvConfig c;
+  c.rings = 3;  // whatever *out held is replaced
+  const Status s = ParseEnvConfig(Env({"SENTINEL_RINGS=16", "SENTINEL_EVENTS=Coll"}), &c);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_STREQ(s.message(), "");
+  EXPECT_EQ(c.rings, 16u);
+  EXPECT_EQ(c.events, "Coll");
 }
 
 }  // namespace
