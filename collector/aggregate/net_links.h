@@ -81,10 +81,9 @@ class NetLinks {
   // median of all links' means in that class (one entry per link, its worst class).
   std::vector<DegradedLink> DetectDegraded(const NetLinkPolicy& policy) const;
 
-  // GET /v1/telemetry "net" section: {"devices":[...], "links":[...]}.
+  // GET /v1/telemetry "net" section: {"devices":[...], "links":[...]}. The /metrics families
+  // are rendered by export/net_links_export.h.
   nlohmann::json ToJson() const;
-  // Prometheus lines (families sentinel_net_*), labels bounded by host pairs and device names.
-  std::string PrometheusText() const;
 
  private:
   std::map<uint64_t, NetLink> links_;
