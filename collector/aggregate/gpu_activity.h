@@ -156,10 +156,4 @@ GpuTelemetryInput GpuTelemetryInputOf(const GpuActivity& g, int64_t since_ns);
 // the window's start.
 nlohmann::json GpuTelemetryJson(const std::vector<GpuTelemetryInput>& processes);
 
-// Perfetto/Chrome trace events for one rank process: a "GPU compute" counter track (compute %
-// per window), a "GPU overlap" counter track, and an "NCCL kernels (CUPTI)" slice track with
-// every attributed kernel since `since_ns`.
-void AppendGpuTraceEvents(const GpuActivity& g, int64_t pid, int32_t rank, int64_t since_ns,
-                          nlohmann::json* events);
-
 }  // namespace sentinel::collector
