@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/alert_key.h"
 
 namespace sentinel::collector {
 namespace {
@@ -169,7 +170,7 @@ std::vector<Alert> LinkDegradedAlerts(const std::vector<DegradedLink>& degraded,
   std::vector<Alert> out;
   for (const DegradedLink& d : degraded) {
     Alert a;
-    a.id = absl::StrFormat("%s%016x", kNetLinkAlertPrefix, d.link_id);
+    a.id = AlertKey::NetLink(d.link_id).Id();
     a.kind = AlertKind::kLinkDegraded;
     a.severity = AlertSeverity::kWarning;
     a.host = d.send_host;

@@ -91,10 +91,9 @@ class NetLinks {
   uint64_t evicted_ = 0;
 };
 
-// The alerts to raise for `degraded` (kind link_degraded, id "link_degraded-net-<link_id hex>",
-// naming both ends). The caller fires them and resolves earlier ids of that prefix not returned.
+// The alerts to raise for `degraded` (kind link_degraded, key AlertKey::NetLink, naming both
+// ends). The caller fires them and resolves the earlier net-link alerts not returned.
 std::vector<Alert> LinkDegradedAlerts(const std::vector<DegradedLink>& degraded,
                                       const std::string& runbook_base);
-inline constexpr const char* kNetLinkAlertPrefix = "link_degraded-net-";
 
 }  // namespace sentinel::collector
