@@ -7,8 +7,6 @@
 #include <set>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 
 #include "collector/aggregate/aggregator.h"
@@ -163,21 +161,6 @@ nlohmann::json ExcludeJson(const std::vector<ExcludedHost>& hosts, const Exclude
   if (policy.kinds == 0) kinds.clear();
   return {{"hosts", list},
           {"policy", {{"kinds", kinds}, {"hold_s", static_cast<double>(policy.hold_ns) / 1e9}}}};
-}
-
-std::string ExcludePrometheus(const std::vector<ExcludedHost>& hosts) {
-  std::string out =
-      "# HELP sentinel_exclude_host Hosts a restart should avoid (GET /v1/exclude), by reason.\n"
-      "# TYPE sentinel_exclude_host gauge\n";
-  for (const ExcludedHost& h : hosts) {
-    const std::string host =
-        absl::StrReplaceAll(h.host, {{"\\", "\\\\"}, {"\"", "\\\""}, {"\n", "\\n"}});
-    for (const std::string& reason : h.reasons) {
-      absl::StrAppend(&out, "sentinel_exclude_host{host=\"", host, "\",reason=\"", reason,
-                      "\"} 1\n");
-    }
-  }
-  return out;
 }
 
 }  // namespace sentinel::collector

@@ -77,9 +77,8 @@ std::vector<ExcludedHost> DeriveExclusions(const AlertBook& book, const ExcludeP
 std::vector<ExcludedHost> DeriveExclusions(const State& state, const ExcludePolicy& policy,
                                            int64_t now_real_ns);
 
-// The GET /v1/exclude body (schemas/api/exclude.schema.json).
+// The GET /v1/exclude body (schemas/api/exclude.schema.json). The /metrics family is
+// ExcludePrometheus (export/prometheus_text.h).
 nlohmann::json ExcludeJson(const std::vector<ExcludedHost>& hosts, const ExcludePolicy& policy);
-// sentinel_exclude_host{host,reason} 1 per listed host and reason, with HELP/TYPE.
-std::string ExcludePrometheus(const std::vector<ExcludedHost>& hosts);
 
 }  // namespace sentinel::collector

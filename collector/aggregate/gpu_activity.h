@@ -132,19 +132,6 @@ std::vector<std::pair<uint32_t, double>> ExposedCommRatios(const State& state, i
 // ExposedCommEvidenceJson(pid, ExposedCommRatios(state, since_ns)).
 nlohmann::json ExposedCommEvidence(const State& state, uint32_t pid, int64_t since_ns);
 
-// One Prometheus family with its samples, for the exporter's writer.
-struct GpuMetricSample {
-  std::string labels_rank;  // the rank label value
-  std::string extra_key;    // optional second label ("" = none)
-  std::string extra_value;
-  double value = 0;
-};
-struct GpuMetricFamily {
-  const char* name;
-  const char* type;
-  const char* help;
-  std::vector<GpuMetricSample> samples;
-};
 // What the Prometheus families read of one process's GpuActivity: a few figures, copied under the
 // aggregator's lock (metrics_snapshot.h) instead of the ~80 KiB of rings.
 struct GpuPrometheusInput {
@@ -158,12 +145,6 @@ struct GpuPrometheusInput {
   int64_t clock_disagreement_ns = 0;
 };
 GpuPrometheusInput GpuPrometheusInputOf(const GpuActivity& g);
-struct GpuRankView {
-  std::string rank;
-  const GpuPrometheusInput* gpu;
-};
-std::vector<GpuMetricFamily> GpuPrometheusFamilies(const std::vector<GpuRankView>& ranks);
-
 // What the /v1/telemetry "gpu" object reads of one process: its figures since the window start
 // (GpuFiguresSince), computed under the aggregator's lock (api_snapshot.h), and its drop count.
 struct GpuTelemetryInput {
@@ -174,11 +155,5 @@ GpuTelemetryInput GpuTelemetryInputOf(const GpuActivity& g, int64_t since_ns);
 // That object: time-weighted over the measured windows of every process that ended at or after
 // the window's start.
 nlohmann::json GpuTelemetryJson(const std::vector<GpuTelemetryInput>& processes);
-
-// Perfetto/Chrome trace events for one rank process: a "GPU compute" counter track (compute %
-// per window), a "GPU overlap" counter track, and an "NCCL kernels (CUPTI)" slice track with
-// every attributed kernel since `since_ns`.
-void AppendGpuTraceEvents(const GpuActivity& g, int64_t pid, int32_t rank, int64_t since_ns,
-                          nlohmann::json* events);
 
 }  // namespace sentinel::collector

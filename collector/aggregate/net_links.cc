@@ -1,3 +1,4 @@
+// Net plugin links and their degraded-link detection: see net_links.h.
 #include "collector/aggregate/net_links.h"
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/alert_key.h"
 
 namespace sentinel::collector {
 namespace {
@@ -20,24 +22,6 @@ double ClassMean(const SentinelWireNetConnStats& s, int c) {
   return s.class_requests[c] == 0 ? 0.0
                                   : static_cast<double>(s.class_latency_ns_sum[c]) /
                                         static_cast<double>(s.class_requests[c]);
-}
-
-std::string PromEscape(const std::string& v) {
-  std::string out;
-  for (char ch : v) {
-    if (ch == '\\' || ch == '"') out.push_back('\\');
-    if (ch == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out.push_back(ch);
-  }
-  return out;
-}
-
-std::string LinkLabels(const NetLink& l) {
-  return absl::StrFormat("src_host=\"%s\",dst_host=\"%s\",dev=\"%s\"", PromEscape(l.send.host),
-                         PromEscape(l.recv.host), PromEscape(l.send.dev_name));
 }
 
 }  // namespace
@@ -181,67 +165,12 @@ nlohmann::json NetLinks::ToJson() const {
   return {{"devices", devices}, {"links", links}, {"evicted", evicted_}};
 }
 
-std::string NetLinks::PrometheusText() const {
-  // Aggregated per (src_host, dst_host, dev): bounded by the hosts of the job and NIC names,
-  // never by link ids, pids or sizes.
-  struct Sum {
-    double bytes = 0, requests = 0, errors = 0, latency_ns = 0;
-  };
-  std::map<std::string, Sum> by_pair;
-  for (const auto& [id, l] : links_) {
-    if (!l.send.present) continue;
-    Sum& s = by_pair[LinkLabels(l)];
-    s.bytes += static_cast<double>(l.send.stats.bytes);
-    s.requests += static_cast<double>(l.send.stats.requests);
-    s.errors += static_cast<double>(l.send.stats.errors);
-    s.latency_ns += static_cast<double>(l.send.stats.latency_ns_sum);
-  }
-  std::string out;
-  absl::StrAppend(
-      &out, "# HELP sentinel_net_send_bytes_total Bytes sent through the wrapped net plugin.\n",
-      "# TYPE sentinel_net_send_bytes_total counter\n");
-  for (const auto& [labels, s] : by_pair) {
-    absl::StrAppend(&out, "sentinel_net_send_bytes_total{", labels, "} ", s.bytes, "\n");
-  }
-  absl::StrAppend(&out, "# HELP sentinel_net_send_requests_total Completed send requests.\n",
-                  "# TYPE sentinel_net_send_requests_total counter\n");
-  for (const auto& [labels, s] : by_pair) {
-    absl::StrAppend(&out, "sentinel_net_send_requests_total{", labels, "} ", s.requests, "\n");
-  }
-  absl::StrAppend(&out,
-                  "# HELP sentinel_net_send_latency_seconds_total Sum of isend-to-completion "
-                  "latencies.\n",
-                  "# TYPE sentinel_net_send_latency_seconds_total counter\n");
-  for (const auto& [labels, s] : by_pair) {
-    absl::StrAppend(&out, "sentinel_net_send_latency_seconds_total{", labels, "} ",
-                    s.latency_ns / 1e9, "\n");
-  }
-  absl::StrAppend(&out, "# HELP sentinel_net_errors_total Errors the real net plugin returned.\n",
-                  "# TYPE sentinel_net_errors_total counter\n");
-  for (const auto& [labels, s] : by_pair) {
-    absl::StrAppend(&out, "sentinel_net_errors_total{", labels, "} ", s.errors, "\n");
-  }
-  absl::StrAppend(&out,
-                  "# HELP sentinel_net_device_info Devices the net plugin offers (value 1).\n",
-                  "# TYPE sentinel_net_device_info gauge\n");
-  std::map<std::string, int> seen;
-  for (const NetDeviceInfo& info : devices_) {
-    const SentinelWireNetDevice& d = info.device;
-    std::string labels =
-        absl::StrFormat("host=\"%s\",dev=\"%s\",gdr=\"%d\",speed_mbps=\"%d\"",
-                        PromEscape(info.host), PromEscape(Bounded(d.name, sizeof(d.name))),
-                        (d.ptr_support & 0x2) != 0 ? 1 : 0, d.speed_mbps);
-    if (seen[labels]++ == 0) absl::StrAppend(&out, "sentinel_net_device_info{", labels, "} 1\n");
-  }
-  return out;
-}
-
 std::vector<Alert> LinkDegradedAlerts(const std::vector<DegradedLink>& degraded,
                                       const std::string& runbook_base) {
   std::vector<Alert> out;
   for (const DegradedLink& d : degraded) {
     Alert a;
-    a.id = absl::StrFormat("%s%016x", kNetLinkAlertPrefix, d.link_id);
+    a.id = AlertKey::NetLink(d.link_id).Id();
     a.kind = AlertKind::kLinkDegraded;
     a.severity = AlertSeverity::kWarning;
     a.host = d.send_host;

@@ -81,10 +81,9 @@ class NetLinks {
   // median of all links' means in that class (one entry per link, its worst class).
   std::vector<DegradedLink> DetectDegraded(const NetLinkPolicy& policy) const;
 
-  // GET /v1/telemetry "net" section: {"devices":[...], "links":[...]}.
+  // GET /v1/telemetry "net" section: {"devices":[...], "links":[...]}. The /metrics families
+  // are rendered by export/net_links_export.h.
   nlohmann::json ToJson() const;
-  // Prometheus lines (families sentinel_net_*), labels bounded by host pairs and device names.
-  std::string PrometheusText() const;
 
  private:
   std::map<uint64_t, NetLink> links_;
@@ -92,10 +91,9 @@ class NetLinks {
   uint64_t evicted_ = 0;
 };
 
-// The alerts to raise for `degraded` (kind link_degraded, id "link_degraded-net-<link_id hex>",
-// naming both ends). The caller fires them and resolves earlier ids of that prefix not returned.
+// The alerts to raise for `degraded` (kind link_degraded, key AlertKey::NetLink, naming both
+// ends). The caller fires them and resolves the earlier net-link alerts not returned.
 std::vector<Alert> LinkDegradedAlerts(const std::vector<DegradedLink>& degraded,
                                       const std::string& runbook_base);
-inline constexpr const char* kNetLinkAlertPrefix = "link_degraded-net-";
 
 }  // namespace sentinel::collector

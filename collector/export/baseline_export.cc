@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/base/real_time.h"
+#include "collector/export/prometheus_family.h"
 #include "common/collective_bandwidth.h"
 
 namespace sentinel::collector {
@@ -45,12 +46,9 @@ uint64_t BucketMax(int bucket) {
 }
 uint64_t BucketMin(int bucket) { return bucket <= 0 ? 0 : uint64_t{1024} << (2 * (bucket - 1)); }
 
-void Family(std::string* out, const char* name, const char* help) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " gauge\n");
-}
-
-void Sample(std::string* out, const char* name, const std::string& labels, double v) {
-  absl::StrAppend(out, name, "{", labels, "} ", absl::StrFormat("%.17g", v), "\n");
+// The labels of a baseline record's series.
+std::string RecordLabels(const SentinelWireBaseline& r) {
+  return PromLabels({{"func", FuncName(r.func)}, {"bytes", absl::StrCat(r.bytes)}});
 }
 
 }  // namespace
@@ -108,42 +106,39 @@ nlohmann::json BaselineJson(const BaselineSnapshot& snap) {
 
 void AppendBaselinePrometheus(const BaselineSnapshot& snap, std::string* out) {
   auto buckets = JobBuckets(snap);
-  Family(out, "sentinel_job_busbw_gbytes_per_second",
-         "The job's p50 bus bandwidth (GB/s) over the window, by function and size bucket.");
+  PromFamily job(
+      out, "sentinel_job_busbw_gbytes_per_second", PromType::kGauge,
+      "The job's p50 bus bandwidth (GB/s) over the window, by function and size bucket.");
   for (auto& [key, b] : buckets) {
-    Sample(out, "sentinel_job_busbw_gbytes_per_second",
-           absl::StrCat("func=\"", FuncName(static_cast<uint8_t>(key.first)), "\",size_bucket=\"",
-                        SizeBucketLabel(key.second), "\""),
-           static_cast<double>(Percentile(&b.busbw_mbytes, 50)) / 1000);
+    job.Add(PromLabels({{"func", FuncName(static_cast<uint8_t>(key.first))},
+                        {"size_bucket", SizeBucketLabel(key.second)}}),
+            static_cast<double>(Percentile(&b.busbw_mbytes, 50)) / 1000);
   }
   if (!snap.latest) return;
   const BaselineStore::Run* run = &*snap.latest;
-  Family(
-      out, "sentinel_baseline_busbw_gbytes_per_second",
+  PromFamily busbw(
+      out, "sentinel_baseline_busbw_gbytes_per_second", PromType::kGauge,
       "Bus bandwidth (GB/s) sentinel-baseline measured on this allocation, by function and size.");
   for (const SentinelWireBaseline& r : run->records) {
-    Sample(out, "sentinel_baseline_busbw_gbytes_per_second",
-           absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
-           static_cast<double>(r.busbw_bps) / 1e9);
+    busbw.Add(RecordLabels(r), static_cast<double>(r.busbw_bps) / 1e9);
   }
-  Family(out, "sentinel_baseline_link_ratio",
-         "Baseline bus bandwidth / the host probe's link rate, by function and size.");
+  PromFamily link(out, "sentinel_baseline_link_ratio", PromType::kGauge,
+                  "Baseline bus bandwidth / the host probe's link rate, by function and size.");
   for (const SentinelWireBaseline& r : run->records) {
     if (r.link_mbps == 0) continue;
-    Sample(out, "sentinel_baseline_link_ratio",
-           absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
-           rules::BandwidthRatio(static_cast<double>(r.busbw_bps) / 1e9,
-                                 rules::LinkGBs(static_cast<double>(r.link_mbps) / 1000)));
+    link.Add(RecordLabels(r),
+             rules::BandwidthRatio(static_cast<double>(r.busbw_bps) / 1e9,
+                                   rules::LinkGBs(static_cast<double>(r.link_mbps) / 1000)));
   }
-  Family(out, "sentinel_baseline_job_ratio",
-         "The job's p50 bus bandwidth in the size's bucket / the baseline's (AllReduce).");
+  PromFamily job_ratio(
+      out, "sentinel_baseline_job_ratio", PromType::kGauge,
+      "The job's p50 bus bandwidth in the size's bucket / the baseline's (AllReduce).");
   for (const SentinelWireBaseline& r : run->records) {
     if (r.func != kSentinelFuncAllReduce || r.busbw_bps == 0) continue;
-    const double job = JobBusbwAt(&buckets, r.func, r.bytes);
-    if (job < 0) continue;
-    Sample(out, "sentinel_baseline_job_ratio",
-           absl::StrCat("func=\"", FuncName(r.func), "\",bytes=\"", r.bytes, "\""),
-           rules::BandwidthRatio(job, static_cast<double>(r.busbw_bps) / 1e9));
+    const double job_busbw = JobBusbwAt(&buckets, r.func, r.bytes);
+    if (job_busbw < 0) continue;
+    job_ratio.Add(RecordLabels(r),
+                  rules::BandwidthRatio(job_busbw, static_cast<double>(r.busbw_bps) / 1e9));
   }
 }
 

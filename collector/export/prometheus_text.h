@@ -1,11 +1,15 @@
 // Prometheus text exposition (0.0.4) of the collector state, for /metrics. A pure function of a
-// State snapshot, called under the aggregator's reader lock.
+// MetricsSnapshot, rendered after the aggregator's lock is released; every family is written
+// through PromFamily (prometheus_family.h).
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "collector/aggregate/exclusion.h"
 #include "collector/aggregate/metrics_snapshot.h"
 #include "collector/export/metrics_select.h"
+#include "collector/export/prometheus_family.h"
 
 namespace sentinel::collector {
 
@@ -13,7 +17,7 @@ namespace sentinel::collector {
 std::string RenderPrometheus(const MetricsSnapshot& snap);
 std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& options);
 
-// A label value as the exposition format wants it: backslash, double quote and newline escaped.
-std::string PrometheusLabelEscape(const std::string& v);
+// sentinel_exclude_host{host,reason} 1 per listed host and reason (exclusion.h), with HELP/TYPE.
+std::string ExcludePrometheus(const std::vector<ExcludedHost>& hosts);
 
 }  // namespace sentinel::collector

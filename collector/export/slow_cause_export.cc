@@ -2,16 +2,15 @@
 #include "collector/export/slow_cause_export.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 
 #include "collector/aggregate/snapshot.h"
-#include "collector/export/prometheus_text.h"
+#include "collector/export/prometheus_family.h"
 
 namespace sentinel::collector {
 namespace {
 
-void Family(std::string* out, const char* name, const char* type, const char* help) {
-  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+std::string CauseLabels(uint64_t comm_hash, SlowCauseKind cause) {
+  return PromLabels({{"comm", CommLabel(comm_hash)}, {"cause", SlowCauseName(cause)}});
 }
 
 // The bounded `nic` label of a span: its first NIC port, else its first link's device.
@@ -26,29 +25,29 @@ std::string NicLabel(const SlowSpan& s) {
 std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
                                     const absl::flat_hash_set<uint64_t>& exported) {
   std::string out;
-  Family(&out, "sentinel_comm_slow_seconds_total", "counter",
-         "Excess of slow collectives over the communicator's usual duration, by cause "
-         "(late_rank, network, transfer).");
+  PromFamily seconds(&out, "sentinel_comm_slow_seconds_total", PromType::kCounter,
+                     "Excess of slow collectives over the communicator's usual duration, by cause "
+                     "(late_rank, network, transfer).");
   for (const SlowCauseSnapshot::Comm& c : snap.comms) {
     if (!exported.contains(c.hash)) continue;
     for (int k = 0; k < kSlowCauseKinds; ++k) {
-      absl::StrAppend(&out, "sentinel_comm_slow_seconds_total{comm=\"", CommLabel(c.hash),
-                      "\",cause=\"", SlowCauseName(static_cast<SlowCauseKind>(k)), "\"} ",
-                      absl::StrFormat("%.17g", c.excess_s[static_cast<size_t>(k)]), "\n");
+      seconds.Add(CauseLabels(c.hash, static_cast<SlowCauseKind>(k)),
+                  c.excess_s[static_cast<size_t>(k)]);
     }
   }
-  Family(&out, "sentinel_comm_slow_windows_total", "counter",
-         "Collectives judged slow against the communicator's usual duration, by cause.");
+  PromFamily windows(
+      &out, "sentinel_comm_slow_windows_total", PromType::kCounter,
+      "Collectives judged slow against the communicator's usual duration, by cause.");
   for (const SlowCauseSnapshot::Comm& c : snap.comms) {
     if (!exported.contains(c.hash)) continue;
     for (int k = 0; k < kSlowCauseKinds; ++k) {
-      absl::StrAppend(&out, "sentinel_comm_slow_windows_total{comm=\"", CommLabel(c.hash),
-                      "\",cause=\"", SlowCauseName(static_cast<SlowCauseKind>(k)), "\"} ",
-                      c.windows[static_cast<size_t>(k)], "\n");
+      windows.AddCount(CauseLabels(c.hash, static_cast<SlowCauseKind>(k)),
+                       c.windows[static_cast<size_t>(k)]);
     }
   }
-  Family(&out, "sentinel_comm_slow_last_info", "gauge",
-         "1 for the communicator's latest settled slow span: its cause, late rank and NIC named.");
+  PromFamily last(
+      &out, "sentinel_comm_slow_last_info", PromType::kGauge,
+      "1 for the communicator's latest settled slow span: its cause, late rank and NIC named.");
   for (const SlowCauseSnapshot::Comm& c : snap.comms) {
     if (!exported.contains(c.hash) || !c.has_last) continue;
     const SlowSpan& s = c.last;
@@ -56,9 +55,11 @@ std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
                                  ? absl::StrCat(s.late_ranks[0].rank)
                                  : "";
     const std::string nic = s.cause == SlowCauseKind::kNetwork ? NicLabel(s) : "";
-    absl::StrAppend(&out, "sentinel_comm_slow_last_info{comm=\"", CommLabel(c.hash), "\",cause=\"",
-                    SlowCauseName(s.cause), "\",late_rank=\"", rank, "\",nic=\"",
-                    PrometheusLabelEscape(nic), "\"} 1\n");
+    last.Add(PromLabels({{"comm", CommLabel(c.hash)},
+                         {"cause", SlowCauseName(s.cause)},
+                         {"late_rank", rank},
+                         {"nic", nic}}),
+             1);
   }
   return out;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
+#include "collector/export/gpu_trace.h"
 #include "common/wire_names.h"
 
 namespace sentinel::collector {

@@ -10,6 +10,7 @@
 
 #include "collector/aggregate/alert_book.h"
 #include "collector/config/config.h"
+#include "collector/export/prometheus_text.h"
 
 namespace sentinel::collector {
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/export/net_links_export.h"
 
 namespace sentinel::collector {
 namespace {
@@ -91,7 +92,8 @@ TEST(NetLinks, ExportsAreBounded) {
   snprintf(d.name, sizeof(d.name), "mlx5_0");
   n.OnDevice("host-a", d);
   n.OnDevice("host-a", d);  // the same device again: one entry
-  std::string prom = n.PrometheusText();
+  std::string prom;
+  AppendNetLinksPrometheus(n, &prom);
   EXPECT_NE(prom.find("sentinel_net_send_requests_total{src_host=\"host-a\",dst_host=\"host-e\""),
             std::string::npos)
       << prom;
