@@ -15,12 +15,10 @@
 #include "absl/strings/str_format.h"
 #include "spdlog/spdlog.h"
 
+#include "common/errno_text.h"
+
 namespace sentinel::collector {
 namespace {
-
-std::string ErrText(int err) {
-  return strerrordesc_np(err) != nullptr ? strerrordesc_np(err) : "?";
-}
 
 std::string BaseName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -79,7 +77,7 @@ absl::Status PrepareSocketDir(const std::string& dir, mode_t mode, gid_t group,
   if (lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) {
       return absl::FailedPreconditionError(
-          absl::StrCat("socket directory ", dir, ": ", ErrText(errno)));
+          absl::StrCat("socket directory ", dir, ": ", rules::ErrnoText(errno)));
     }
     // Only the last component: a whole missing path is a typo or someone else's tree.
     const std::string parent = DirName(dir);
@@ -91,7 +89,7 @@ absl::Status PrepareSocketDir(const std::string& dir, mode_t mode, gid_t group,
     }
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
       return absl::FailedPreconditionError(
-          absl::StrCat("cannot create socket directory ", dir, ": ", ErrText(errno)));
+          absl::StrCat("cannot create socket directory ", dir, ": ", rules::ErrnoText(errno)));
     }
     // EEXIST: created by someone else meanwhile; judged below like any existing directory.
   }
@@ -104,22 +102,23 @@ absl::Status PrepareSocketDir(const std::string& dir, mode_t mode, gid_t group,
                                            "; not listening there");
     }
     return absl::FailedPreconditionError(
-        absl::StrCat("socket directory ", dir, ": ", ErrText(err)));
+        absl::StrCat("socket directory ", dir, ": ", rules::ErrnoText(err)));
   }
   absl::Status status = absl::OkStatus();
   if (fstat(fd, &st) != 0) {
-    status =
-        absl::FailedPreconditionError(absl::StrCat("socket directory ", dir, ": ", ErrText(errno)));
+    status = absl::FailedPreconditionError(
+        absl::StrCat("socket directory ", dir, ": ", rules::ErrnoText(errno)));
   } else if (st.st_uid == geteuid() && !SharedByDesign(dir, st)) {
     // Ours: the documented mode and group, whatever it had (systemd does the same for
     // RuntimeDirectory=). Through the descriptor, so a swapped path cannot redirect it.
     const mode_t was = st.st_mode & 07777;
     if (group != kNoGroup && st.st_gid != group && fchown(fd, static_cast<uid_t>(-1), group) != 0) {
-      status = absl::FailedPreconditionError(absl::StrCat(
-          "socket directory ", dir, ": cannot give it to group ", group, ": ", ErrText(errno)));
+      status = absl::FailedPreconditionError(absl::StrCat("socket directory ", dir,
+                                                          ": cannot give it to group ", group, ": ",
+                                                          rules::ErrnoText(errno)));
     } else if (was != mode && fchmod(fd, mode) != 0) {
       status = absl::FailedPreconditionError(absl::StrFormat(
-          "socket directory %s: cannot set mode %04o: %s", dir, mode, ErrText(errno)));
+          "socket directory %s: cannot set mode %04o: %s", dir, mode, rules::ErrnoText(errno)));
     } else if (was != mode) {
       spdlog::info("socket directory {}: mode set to {:04o} (was {:04o})", dir, mode, was);
     }
@@ -141,7 +140,7 @@ absl::StatusOr<int> CreateUniqueTemp(const std::string& target, std::string* tmp
     char suffix[12];
     if (!RandomSuffix(suffix, sizeof(suffix))) {
       return absl::InternalError(
-          absl::StrCat("no random bytes for a temporary name: ", ErrText(errno)));
+          absl::StrCat("no random bytes for a temporary name: ", rules::ErrnoText(errno)));
     }
     std::string path = prefix + std::string(suffix, sizeof(suffix));
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -150,7 +149,7 @@ absl::StatusOr<int> CreateUniqueTemp(const std::string& target, std::string* tmp
       return fd;
     }
     if (errno != EEXIST) {
-      return absl::InternalError(absl::StrCat("create ", path, ": ", ErrText(errno)));
+      return absl::InternalError(absl::StrCat("create ", path, ": ", rules::ErrnoText(errno)));
     }
   }
   return absl::InternalError(
@@ -177,7 +176,7 @@ absl::Status WriteFileSafely(const std::string& path, const std::string& content
       const int err = n < 0 ? errno : EIO;
       close(fd);
       unlink(tmp.c_str());
-      return absl::InternalError(absl::StrCat("write ", tmp, ": ", ErrText(err)));
+      return absl::InternalError(absl::StrCat("write ", tmp, ": ", rules::ErrnoText(err)));
     }
     off += static_cast<size_t>(n);
   }
@@ -185,17 +184,17 @@ absl::Status WriteFileSafely(const std::string& path, const std::string& content
     const int err = errno;
     close(fd);
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("chmod ", tmp, ": ", ErrText(err)));
+    return absl::InternalError(absl::StrCat("chmod ", tmp, ": ", rules::ErrnoText(err)));
   }
   if (close(fd) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("close ", tmp, ": ", ErrText(err)));
+    return absl::InternalError(absl::StrCat("close ", tmp, ": ", rules::ErrnoText(err)));
   }
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     unlink(tmp.c_str());
-    return absl::InternalError(absl::StrCat("rename to ", path, ": ", ErrText(err)));
+    return absl::InternalError(absl::StrCat("rename to ", path, ": ", rules::ErrnoText(err)));
   }
   return absl::OkStatus();
 }
@@ -218,7 +217,7 @@ absl::StatusOr<std::FILE*> OpenForAppend(const std::string& path, mode_t mode,
     if (err == ENXIO) {  // a FIFO without a reader (O_NONBLOCK) or a socket
       return absl::InternalError(absl::StrCat(path, ": not a regular file"));
     }
-    return absl::InternalError(absl::StrCat(path, ": ", ErrText(err)));
+    return absl::InternalError(absl::StrCat(path, ": ", rules::ErrnoText(err)));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -237,7 +236,7 @@ absl::StatusOr<std::FILE*> OpenForAppend(const std::string& path, mode_t mode,
   if (file == nullptr) {
     const int err = errno;
     close(fd);
-    return absl::InternalError(absl::StrCat(path, ": ", ErrText(err)));
+    return absl::InternalError(absl::StrCat(path, ": ", rules::ErrnoText(err)));
   }
   return file;
 }

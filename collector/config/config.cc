@@ -89,8 +89,6 @@ absl::Status SetExpect(absl::string_view value, std::string* out) {
 
 }  // namespace
 
-std::string ErrnoText(int err) { return rules::ErrnoText(err); }
-
 std::string NodeExpectPath(const std::string& socket_path) {
   char path[rules::kSocketPathMax + 16];
   if (!rules::NodeExpectPath(socket_path.c_str(), path, sizeof(path))) return "";

@@ -14,6 +14,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
+#include "common/errno_text.h"
+
 namespace sentinel::collector {
 
 // Lower bounds Validate() enforces (below them a value parses but cannot work).
@@ -119,8 +121,8 @@ absl::Status ParseCommandLine(int argc, char** argv, Config* config, bool* help)
 
 std::string UsageText();
 
-// strerror(err) without strerror's shared buffer (clang-tidy concurrency-mt-unsafe).
-std::string ErrnoText(int err);
+// The one errno text (common/errno_text.h), for the collector's callers.
+using rules::ErrnoText;
 
 // The node default expectation file: `expect` in the socket's directory (where the plugin looks).
 std::string NodeExpectPath(const std::string& socket_path);
