@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/dcheck.h"
 #include "plugin/core/event_model.h"
 #include "plugin/core/overhead_budget.h"
 #include "plugin/core/profiler_hot.h"
@@ -40,6 +41,9 @@ void FoldKernelChTimes(Slot* s) {
 
 // Once per collective: builds the record directly in the thread's ring slot.
 void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) noexcept {
+  // Only the record kinds reach here: OnLastRef's emit and finalize's truncation choose them.
+  SENTINEL_DCHECK(KindOf(s) == Kind::kColl || KindOf(s) == Kind::kP2p ||
+                  KindOf(s) == Kind::kCeColl);
   if (truncated) ts->Add(kCtrRecordsTruncated);
   if (ts->shared) {
     ts->Add(kCtrEventsDroppedThreads);
@@ -66,6 +70,9 @@ void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) noexcept {
 // `emit`: kDoneBit was clear before our CAS set it, so the record is ours to emit (exactly one of
 // the last reference and finalize's truncation sets it).
 void OnLastRef(Slot* s, ThreadState* ts, bool emit) noexcept {
+  // Exactly one caller frees a slot: the one whose drop took its count to 0, while it was live.
+  SENTINEL_DCHECK((s->refs.load(std::memory_order_relaxed) & kRefCountMask) == 0);
+  SENTINEL_DCHECK(s->state.load(std::memory_order_relaxed) == SlotState::kLive);
   Kind k = KindOf(s);
   if (emit && (k == Kind::kColl || k == Kind::kP2p || k == Kind::kCeColl)) {
     BuildAndPush(s, false, ts);
@@ -82,7 +89,10 @@ void OnLastRef(Slot* s, ThreadState* ts, bool emit) noexcept {
       AfterDrop(DropRefOneThread(parent), parent, ts);  // a ProxyOp: one thread (slot_refs.h)
     } else if (k == Kind::kProxyOp) {
       // The last open ProxyOp of its collective drops their shared reference (StartProxyOp).
-      const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed) - 1;
+      // This ProxyOp was counted open at its start (StartProxyOp), on this same thread.
+      const uint32_t was_open = parent->proxy_open.load(std::memory_order_relaxed);
+      SENTINEL_DCHECK(was_open != 0);
+      const uint32_t open = was_open - 1;
       parent->proxy_open.store(open, std::memory_order_relaxed);
       if (open == 0) Unref(parent, ts);
     } else {

@@ -46,6 +46,7 @@
 
 #include "absl/base/attributes.h"
 
+#include "common/dcheck.h"
 #include "plugin/base/clock.h"
 #include "plugin/core/ancestor_skip.h"
 #include "plugin/core/callback_meter.h"
@@ -126,6 +127,7 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
     // Channels from kMaxKchHandles up get KernelCh slots, each with its own reference.
     kch = s->nchannels < kMaxKchHandles ? s->nchannels : kMaxKchHandles;
   }
+  SENTINEL_DCHECK(kch <= kMaxKchHandles);  // KernelChTimes has kMaxKchHandles per collective
   s->kch_expected = kch;
   s->kch_weight = MeterCollective(ts, kch);
   uint32_t grace = 0;
@@ -227,6 +229,8 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
 // Not timed (kTimedStarts): its start_ns is 0.
 Slot* StartProxyOp(Slot* parent, ThreadState* ts) {
   const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed);
+  // Open ProxyOps hold their shared reference, so the collective cannot have finished.
+  SENTINEL_DCHECK(open == 0 || (parent->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0);
   if (open == 0 && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
     return nullptr;
@@ -324,6 +328,8 @@ void StopProxyStep(Slot* s, int64_t now) {
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline Slot* OpenKernelCh(void* handle, uint32_t* channel,
                                                        ThreadState* ts, KernelChMeter& meter) {
   Slot* parent = g->slots.AsKernelChParent(handle, channel);
+  // The handle's decoding bounds the channel: it indexes KernelChTimes and shifts a 64-bit mask.
+  SENTINEL_DCHECK(parent == nullptr || *channel < kMaxKchHandles);
   // The parent stays live while an open KernelCh holds its reference.
   if (parent == nullptr || parent->state.load(std::memory_order_acquire) != SlotState::kLive ||
       (parent->kch_seen.load(std::memory_order_relaxed) & (uint64_t{1} << *channel)) == 0 ||

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "common/dcheck.h"
 #include "plugin/base/clock.h"
 #include "plugin/core/callback_meter.h"
 #include "plugin/core/context_table.h"
@@ -107,6 +108,7 @@ void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_
   }
   const int64_t gpu_start = p_timer != 0 ? static_cast<int64_t>(p_timer) : kNoGpuStart;
   if (own_bit) {
+    SENTINEL_DCHECK(channel_id < kMaxKchHandles);  // own_bit is set only below it
     // relaxed: read after the refcount's acq_rel drop (FoldKernelChTimes).
     KernelChTimes& t = g->slots.KernelChTimesOf(parent)[channel_id];
     t.start.store(gpu_start, std::memory_order_relaxed);
