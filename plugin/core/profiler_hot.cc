@@ -1,8 +1,8 @@
-// The hot path of the plugin core: its entry points, the Coll/P2p and proxy starts, the stops and
-// state records. The API starts (profiler_api_starts.cc), the KernelCh start
-// (profiler_kernel_ch.cc) and the emission of a record when its event's last reference goes
-// (profiler_emit.cc) are its other parts, and this SYNCHRONIZATION block is theirs too. See
-// event_model.h for the lifetime rules and plugin/README.md for the completion rule.
+// The hot path of the plugin core: its entry points, the per-kind starts, the stops and the
+// state records. The groups (GroupApi slots and marks, the skipped ancestors: profiler_groups.cc),
+// the KernelCh start (profiler_kernel_ch.cc) and the emission of a record when its event's last
+// reference goes (profiler_emit.cc) are its other parts, and this SYNCHRONIZATION block is theirs
+// too. See event_model.h for the lifetime rules and plugin/README.md for the completion rule.
 //
 // SYNCHRONIZATION
 // - Callers: NCCL's application, launcher, CUDA host-function and proxy progress threads call the
@@ -49,6 +49,7 @@
 #include "common/dcheck.h"
 #include "plugin/base/clock.h"
 #include "plugin/core/ancestor_skip.h"
+#include "plugin/core/api_context.h"
 #include "plugin/core/callback_meter.h"
 #include "plugin/core/context_table.h"
 #include "plugin/core/event_model.h"
@@ -68,6 +69,7 @@ const EventDesc kBlankEventDesc{};
 using profiler_internal::AfterDrop;
 using profiler_internal::AtomicMax;
 using profiler_internal::g;
+using profiler_internal::g_skipped_group;
 using profiler_internal::IsOpenGroupHandle;
 using profiler_internal::kProxyFamily;
 using profiler_internal::NoteCollApiInGroup;
@@ -78,7 +80,6 @@ using profiler_internal::ReleaseGrace;
 using profiler_internal::ResetCompletionState;
 using profiler_internal::ResetRecordFields;
 using profiler_internal::ResetSlot;
-using profiler_internal::StartApiChild;
 using profiler_internal::StartContext;
 using profiler_internal::StartGroupApiSlot;
 using profiler_internal::Unref;
@@ -101,6 +102,12 @@ constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
 inline int64_t ProxyTick() { return static_cast<int64_t>(g->ticks.Now()); }
 
 // ---- per-kind starts ------------------------------------------------------------------------
+// The API kinds (GroupApi, CollApi, P2pApi) write only what is read of them: the slot header,
+// func/datatype/graph_captured/api_override and GroupApi's recovery fields (func_recovery.h). Their
+// record fields (ResetRecordFields) are never read: pools are per kind, and only Coll/P2p/CeColl
+// slots are built into records, truncated by finalize or swept. Not writing them keeps a start on
+// the slot's first line (GroupApi: and its recovery line) instead of four lines that a FIFO reuse
+// of a large pool finds cold.
 
 // A GroupApi start: the thread's open group; a slot on the overflow state, which several threads
 // share.
@@ -110,6 +117,52 @@ void* StartGroupApi(Context* ctx, bool graph_captured, ThreadState* ts) {
   // live as a slot NCCL never stops would.
   ts->group = OpenGroup{ctx, nullptr, true, graph_captured, false};
   return OpenGroupHandle(ts);
+}
+
+// What an API child's start reads of its descriptor (CoreStartCollApi passes NCCL's fields
+// straight; CoreStartKeptEvent takes them from the EventDesc).
+struct ApiDesc {
+  void* parent;
+  const char* func;
+  const char* datatype;
+  uint64_t count;
+  bool graph_captured;
+};
+
+// The group's slot, made at its first P2pApi piece from what the open group noted so far.
+Slot* OpenGroupSlot(OpenGroup* og, ThreadState* ts) {
+  if (og->slot == nullptr) {
+    og->slot = StartGroupApiSlot(og->ctx, og->graph_captured, ts);
+    if (og->slot != nullptr && og->has_coll) NoteCollApiPiece(og->slot);
+  }
+  return og->slot;
+}
+
+Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
+  Slot* grp = nullptr;
+  // A P2pApi: this thread's next GroupApis are kept (CoreSkipAncestorStart).
+  if (k == Kind::kP2pApi && !ts->shared) ts->p2p_thread = true;
+  if (k == Kind::kCollApi) {
+    NoteCollApiInGroup(d.parent, ts);
+  } else if (IsOpenGroupHandle(d.parent)) {
+    OpenGroup* og = OpenGroupOf(d.parent, ts);
+    if (og != nullptr) grp = OpenGroupSlot(og, ts);
+  } else {
+    grp = g->slots.AsSlotOfKind(d.parent, Kind::kGroupApi);
+  }
+  if (grp != nullptr && !TryRef(grp)) grp = nullptr;
+  Slot* s = g->slots.Claim(k, ts);
+  if (s == nullptr) {
+    if (grp != nullptr) Unref(grp, ts);
+    return nullptr;
+  }
+  ResetSlot(s, ctx, grp, 1, now);
+  s->func.store(FuncFromString(d.func), std::memory_order_relaxed);
+  s->datatype.store(DatatypeFromString(d.datatype), std::memory_order_relaxed);
+  s->graph_captured.store(d.graph_captured ? 1 : 0, std::memory_order_relaxed);
+  s->api_override.store(kSentinelFuncUnknown, std::memory_order_relaxed);
+  if (grp != nullptr) NoteP2pApiPiece(grp, s, ctx, d.count, CurrentApiForThread());
+  return s;
 }
 
 // The reference count a new Coll/P2p starts with, from the mask NCCL snapshots for it; also
@@ -378,50 +431,10 @@ void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
 // ---- entry points ---------------------------------------------------------------------------
 
 namespace {
-// The handle of every Group start we do not keep (ancestor_skip.h): never written, never a slot
-// (outside the slot arena, so AsSlot rejects it wherever it comes back as a parent), even (not a
-// KernelCh handle).
-alignas(64) const char g_skipped_group[64] = {};
-
+// The handle of every Group start we do not keep (g_skipped_group, profiler_groups.cc).
 inline bool IsSkippedGroup(const void* handle) { return handle == g_skipped_group; }
 
 }  // namespace
-
-bool CoreSkipAncestorStart(uint32_t type, void* parent, void** handle) noexcept {
-  if (type == kSentinelProfileGroup) {
-    *handle = const_cast<char*>(g_skipped_group);
-    return true;
-  }
-  if (type == kSentinelProfileKernelLaunch) {
-    *handle = nullptr;
-    return true;
-  }
-  // relaxed: NCCL snapshots the mask per operation anyway; an event that sees the old value is
-  // handled under the old one, as everywhere on this path.
-  const uint32_t mask = g->mask.load(std::memory_order_relaxed);
-  if (type == kSentinelProfileGroupApi) {
-    if ((mask & kSentinelProfileGroupApi) != 0) return false;
-    // With P2pApi but not GroupApi in the mask (the default), kept on the threads that have
-    // started a P2pApi (ThreadState::p2p_thread), whose groups the AlltoAll recovery reads, and on
-    // the shared overflow state (it cannot tell its threads apart). A thread's first P2P group is
-    // so not grouped: its pieces stay plain Send/Recv, never a wrong AlltoAll.
-    const ThreadState* ts = t_thread_state;
-    if ((mask & kSentinelProfileP2pApi) != 0 && ts != nullptr && (ts->shared || ts->p2p_thread)) {
-      return false;
-    }
-    *handle = nullptr;
-    return true;
-  }
-  if (type != kSentinelProfileCollApi && type != kSentinelProfileP2pApi) return false;
-  if ((mask & type) != 0) return false;  // CollApi, P2pApi: kept with their own bit
-  *handle = nullptr;
-  // A CollApi we do not keep under a group we keep: the group's function recovery must still know
-  // that it holds a collective (func_recovery.h). Its parent is null when the group is not kept.
-  if (type == kSentinelProfileCollApi && parent != nullptr) {
-    NoteCollApiInGroup(parent, ThreadStates::Current());
-  }
-  return true;
-}
 
 void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexcept {
   ThreadState* ts = ThreadStates::Current();

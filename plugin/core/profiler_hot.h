@@ -1,7 +1,7 @@
-// Private to the plugin core's hot-path files (profiler_hot.cc: entry points, Coll/P2p and proxy
-// starts, stops and states; profiler_api_starts.cc: GroupApi/CollApi/P2pApi starts and the open
-// group; profiler_kernel_ch.cc: the KernelCh start; profiler_emit.cc: a record at the last
-// reference): what they share. Their ordering arguments are profiler_hot.cc's SYNCHRONIZATION.
+// Private to the plugin core's hot-path files (profiler_hot.cc: entry points, per-kind starts,
+// stops and states; profiler_groups.cc: GroupApi slots and a group's CollApi mark;
+// profiler_kernel_ch.cc: the KernelCh start; profiler_emit.cc: a record at the last reference):
+// what they share. Their ordering arguments are profiler_hot.cc's SYNCHRONIZATION.
 #pragma once
 
 #include <cstdint>
@@ -46,20 +46,10 @@ inline uint32_t Popcount64(uint64_t x) {
   return static_cast<uint32_t>((x * 0x0101010101010101ull) >> 56);
 }
 
-// ---- API starts (profiler_api_starts.cc) --------------------------------------------------------
+// ---- groups (profiler_groups.cc) ---------------------------------------------------------------
 
 // A GroupApi's slot (not timed: kTimedStarts).
 Slot* StartGroupApiSlot(Context* ctx, bool graph_captured, ThreadState* ts) noexcept;
-
-// What an API child's start reads of its descriptor (CoreStartCollApi passes NCCL's fields
-// straight; CoreStartKeptEvent takes them from the EventDesc).
-struct ApiDesc {
-  void* parent;
-  const char* func;
-  const char* datatype;
-  uint64_t count;
-  bool graph_captured;
-};
 
 // CollApi, P2pApi: children of GroupApi. A P2pApi holds its GroupApi until it stops: its P2p
 // reads the group's recovered function through it (RecoveredFunc). A CollApi only marks the group
@@ -69,7 +59,9 @@ struct ApiDesc {
 // would have refused it.
 void NoteCollApiInGroup(void* group_handle, ThreadState* ts) noexcept;
 
-// A CollApi or P2pApi start under its GroupApi `d.parent` (a slot or the open group).
-Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) noexcept;
+// The handle of every Group start we do not keep (ancestor_skip.h): never written, never a slot
+// (outside the slot arena, so AsSlot rejects it wherever it comes back as a parent), even (not a
+// KernelCh handle).
+extern const char g_skipped_group[64] __attribute__((visibility("hidden")));
 
 }  // namespace sentinel::plugin::profiler_internal
