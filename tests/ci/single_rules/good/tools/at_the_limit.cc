@@ -1,900 +1,900 @@
-// A product .cc exactly at the limit (MAX_CC_LINES in check_single_rules.py): allowed.
-int value_1 = 1;
-int value_2 = 2;
-int value_3 = 3;
-int value_4 = 4;
-int value_5 = 5;
-int value_6 = 6;
-int value_7 = 7;
-int value_8 = 8;
-int value_9 = 9;
-int value_10 = 10;
-int value_11 = 11;
-int value_12 = 12;
-int value_13 = 13;
-int value_14 = 14;
-int value_15 = 15;
-int value_16 = 16;
-int value_17 = 17;
-int value_18 = 18;
-int value_19 = 19;
-int value_20 = 20;
-int value_21 = 21;
-int value_22 = 22;
-int value_23 = 23;
-int value_24 = 24;
-int value_25 = 25;
-int value_26 = 26;
-int value_27 = 27;
-int value_28 = 28;
-int value_29 = 29;
-int value_30 = 30;
-int value_31 = 31;
-int value_32 = 32;
-int value_33 = 33;
-int value_34 = 34;
-int value_35 = 35;
-int value_36 = 36;
-int value_37 = 37;
-int value_38 = 38;
-int value_39 = 39;
-int value_40 = 40;
-int value_41 = 41;
-int value_42 = 42;
-int value_43 = 43;
-int value_44 = 44;
-int value_45 = 45;
-int value_46 = 46;
-int value_47 = 47;
-int value_48 = 48;
-int value_49 = 49;
-int value_50 = 50;
-int value_51 = 51;
-int value_52 = 52;
-int value_53 = 53;
-int value_54 = 54;
-int value_55 = 55;
-int value_56 = 56;
-int value_57 = 57;
-int value_58 = 58;
-int value_59 = 59;
-int value_60 = 60;
-int value_61 = 61;
-int value_62 = 62;
-int value_63 = 63;
-int value_64 = 64;
-int value_65 = 65;
-int value_66 = 66;
-int value_67 = 67;
-int value_68 = 68;
-int value_69 = 69;
-int value_70 = 70;
-int value_71 = 71;
-int value_72 = 72;
-int value_73 = 73;
-int value_74 = 74;
-int value_75 = 75;
-int value_76 = 76;
-int value_77 = 77;
-int value_78 = 78;
-int value_79 = 79;
-int value_80 = 80;
-int value_81 = 81;
-int value_82 = 82;
-int value_83 = 83;
-int value_84 = 84;
-int value_85 = 85;
-int value_86 = 86;
-int value_87 = 87;
-int value_88 = 88;
-int value_89 = 89;
-int value_90 = 90;
-int value_91 = 91;
-int value_92 = 92;
-int value_93 = 93;
-int value_94 = 94;
-int value_95 = 95;
-int value_96 = 96;
-int value_97 = 97;
-int value_98 = 98;
-int value_99 = 99;
-int value_100 = 100;
-int value_101 = 101;
-int value_102 = 102;
-int value_103 = 103;
-int value_104 = 104;
-int value_105 = 105;
-int value_106 = 106;
-int value_107 = 107;
-int value_108 = 108;
-int value_109 = 109;
-int value_110 = 110;
-int value_111 = 111;
-int value_112 = 112;
-int value_113 = 113;
-int value_114 = 114;
-int value_115 = 115;
-int value_116 = 116;
-int value_117 = 117;
-int value_118 = 118;
-int value_119 = 119;
-int value_120 = 120;
-int value_121 = 121;
-int value_122 = 122;
-int value_123 = 123;
-int value_124 = 124;
-int value_125 = 125;
-int value_126 = 126;
-int value_127 = 127;
-int value_128 = 128;
-int value_129 = 129;
-int value_130 = 130;
-int value_131 = 131;
-int value_132 = 132;
-int value_133 = 133;
-int value_134 = 134;
-int value_135 = 135;
-int value_136 = 136;
-int value_137 = 137;
-int value_138 = 138;
-int value_139 = 139;
-int value_140 = 140;
-int value_141 = 141;
-int value_142 = 142;
-int value_143 = 143;
-int value_144 = 144;
-int value_145 = 145;
-int value_146 = 146;
-int value_147 = 147;
-int value_148 = 148;
-int value_149 = 149;
-int value_150 = 150;
-int value_151 = 151;
-int value_152 = 152;
-int value_153 = 153;
-int value_154 = 154;
-int value_155 = 155;
-int value_156 = 156;
-int value_157 = 157;
-int value_158 = 158;
-int value_159 = 159;
-int value_160 = 160;
-int value_161 = 161;
-int value_162 = 162;
-int value_163 = 163;
-int value_164 = 164;
-int value_165 = 165;
-int value_166 = 166;
-int value_167 = 167;
-int value_168 = 168;
-int value_169 = 169;
-int value_170 = 170;
-int value_171 = 171;
-int value_172 = 172;
-int value_173 = 173;
-int value_174 = 174;
-int value_175 = 175;
-int value_176 = 176;
-int value_177 = 177;
-int value_178 = 178;
-int value_179 = 179;
-int value_180 = 180;
-int value_181 = 181;
-int value_182 = 182;
-int value_183 = 183;
-int value_184 = 184;
-int value_185 = 185;
-int value_186 = 186;
-int value_187 = 187;
-int value_188 = 188;
-int value_189 = 189;
-int value_190 = 190;
-int value_191 = 191;
-int value_192 = 192;
-int value_193 = 193;
-int value_194 = 194;
-int value_195 = 195;
-int value_196 = 196;
-int value_197 = 197;
-int value_198 = 198;
-int value_199 = 199;
-int value_200 = 200;
-int value_201 = 201;
-int value_202 = 202;
-int value_203 = 203;
-int value_204 = 204;
-int value_205 = 205;
-int value_206 = 206;
-int value_207 = 207;
-int value_208 = 208;
-int value_209 = 209;
-int value_210 = 210;
-int value_211 = 211;
-int value_212 = 212;
-int value_213 = 213;
-int value_214 = 214;
-int value_215 = 215;
-int value_216 = 216;
-int value_217 = 217;
-int value_218 = 218;
-int value_219 = 219;
-int value_220 = 220;
-int value_221 = 221;
-int value_222 = 222;
-int value_223 = 223;
-int value_224 = 224;
-int value_225 = 225;
-int value_226 = 226;
-int value_227 = 227;
-int value_228 = 228;
-int value_229 = 229;
-int value_230 = 230;
-int value_231 = 231;
-int value_232 = 232;
-int value_233 = 233;
-int value_234 = 234;
-int value_235 = 235;
-int value_236 = 236;
-int value_237 = 237;
-int value_238 = 238;
-int value_239 = 239;
-int value_240 = 240;
-int value_241 = 241;
-int value_242 = 242;
-int value_243 = 243;
-int value_244 = 244;
-int value_245 = 245;
-int value_246 = 246;
-int value_247 = 247;
-int value_248 = 248;
-int value_249 = 249;
-int value_250 = 250;
-int value_251 = 251;
-int value_252 = 252;
-int value_253 = 253;
-int value_254 = 254;
-int value_255 = 255;
-int value_256 = 256;
-int value_257 = 257;
-int value_258 = 258;
-int value_259 = 259;
-int value_260 = 260;
-int value_261 = 261;
-int value_262 = 262;
-int value_263 = 263;
-int value_264 = 264;
-int value_265 = 265;
-int value_266 = 266;
-int value_267 = 267;
-int value_268 = 268;
-int value_269 = 269;
-int value_270 = 270;
-int value_271 = 271;
-int value_272 = 272;
-int value_273 = 273;
-int value_274 = 274;
-int value_275 = 275;
-int value_276 = 276;
-int value_277 = 277;
-int value_278 = 278;
-int value_279 = 279;
-int value_280 = 280;
-int value_281 = 281;
-int value_282 = 282;
-int value_283 = 283;
-int value_284 = 284;
-int value_285 = 285;
-int value_286 = 286;
-int value_287 = 287;
-int value_288 = 288;
-int value_289 = 289;
-int value_290 = 290;
-int value_291 = 291;
-int value_292 = 292;
-int value_293 = 293;
-int value_294 = 294;
-int value_295 = 295;
-int value_296 = 296;
-int value_297 = 297;
-int value_298 = 298;
-int value_299 = 299;
-int value_300 = 300;
-int value_301 = 301;
-int value_302 = 302;
-int value_303 = 303;
-int value_304 = 304;
-int value_305 = 305;
-int value_306 = 306;
-int value_307 = 307;
-int value_308 = 308;
-int value_309 = 309;
-int value_310 = 310;
-int value_311 = 311;
-int value_312 = 312;
-int value_313 = 313;
-int value_314 = 314;
-int value_315 = 315;
-int value_316 = 316;
-int value_317 = 317;
-int value_318 = 318;
-int value_319 = 319;
-int value_320 = 320;
-int value_321 = 321;
-int value_322 = 322;
-int value_323 = 323;
-int value_324 = 324;
-int value_325 = 325;
-int value_326 = 326;
-int value_327 = 327;
-int value_328 = 328;
-int value_329 = 329;
-int value_330 = 330;
-int value_331 = 331;
-int value_332 = 332;
-int value_333 = 333;
-int value_334 = 334;
-int value_335 = 335;
-int value_336 = 336;
-int value_337 = 337;
-int value_338 = 338;
-int value_339 = 339;
-int value_340 = 340;
-int value_341 = 341;
-int value_342 = 342;
-int value_343 = 343;
-int value_344 = 344;
-int value_345 = 345;
-int value_346 = 346;
-int value_347 = 347;
-int value_348 = 348;
-int value_349 = 349;
-int value_350 = 350;
-int value_351 = 351;
-int value_352 = 352;
-int value_353 = 353;
-int value_354 = 354;
-int value_355 = 355;
-int value_356 = 356;
-int value_357 = 357;
-int value_358 = 358;
-int value_359 = 359;
-int value_360 = 360;
-int value_361 = 361;
-int value_362 = 362;
-int value_363 = 363;
-int value_364 = 364;
-int value_365 = 365;
-int value_366 = 366;
-int value_367 = 367;
-int value_368 = 368;
-int value_369 = 369;
-int value_370 = 370;
-int value_371 = 371;
-int value_372 = 372;
-int value_373 = 373;
-int value_374 = 374;
-int value_375 = 375;
-int value_376 = 376;
-int value_377 = 377;
-int value_378 = 378;
-int value_379 = 379;
-int value_380 = 380;
-int value_381 = 381;
-int value_382 = 382;
-int value_383 = 383;
-int value_384 = 384;
-int value_385 = 385;
-int value_386 = 386;
-int value_387 = 387;
-int value_388 = 388;
-int value_389 = 389;
-int value_390 = 390;
-int value_391 = 391;
-int value_392 = 392;
-int value_393 = 393;
-int value_394 = 394;
-int value_395 = 395;
-int value_396 = 396;
-int value_397 = 397;
-int value_398 = 398;
-int value_399 = 399;
-int value_400 = 400;
-int value_401 = 401;
-int value_402 = 402;
-int value_403 = 403;
-int value_404 = 404;
-int value_405 = 405;
-int value_406 = 406;
-int value_407 = 407;
-int value_408 = 408;
-int value_409 = 409;
-int value_410 = 410;
-int value_411 = 411;
-int value_412 = 412;
-int value_413 = 413;
-int value_414 = 414;
-int value_415 = 415;
-int value_416 = 416;
-int value_417 = 417;
-int value_418 = 418;
-int value_419 = 419;
-int value_420 = 420;
-int value_421 = 421;
-int value_422 = 422;
-int value_423 = 423;
-int value_424 = 424;
-int value_425 = 425;
-int value_426 = 426;
-int value_427 = 427;
-int value_428 = 428;
-int value_429 = 429;
-int value_430 = 430;
-int value_431 = 431;
-int value_432 = 432;
-int value_433 = 433;
-int value_434 = 434;
-int value_435 = 435;
-int value_436 = 436;
-int value_437 = 437;
-int value_438 = 438;
-int value_439 = 439;
-int value_440 = 440;
-int value_441 = 441;
-int value_442 = 442;
-int value_443 = 443;
-int value_444 = 444;
-int value_445 = 445;
-int value_446 = 446;
-int value_447 = 447;
-int value_448 = 448;
-int value_449 = 449;
-int value_450 = 450;
-int value_451 = 451;
-int value_452 = 452;
-int value_453 = 453;
-int value_454 = 454;
-int value_455 = 455;
-int value_456 = 456;
-int value_457 = 457;
-int value_458 = 458;
-int value_459 = 459;
-int value_460 = 460;
-int value_461 = 461;
-int value_462 = 462;
-int value_463 = 463;
-int value_464 = 464;
-int value_465 = 465;
-int value_466 = 466;
-int value_467 = 467;
-int value_468 = 468;
-int value_469 = 469;
-int value_470 = 470;
-int value_471 = 471;
-int value_472 = 472;
-int value_473 = 473;
-int value_474 = 474;
-int value_475 = 475;
-int value_476 = 476;
-int value_477 = 477;
-int value_478 = 478;
-int value_479 = 479;
-int value_480 = 480;
-int value_481 = 481;
-int value_482 = 482;
-int value_483 = 483;
-int value_484 = 484;
-int value_485 = 485;
-int value_486 = 486;
-int value_487 = 487;
-int value_488 = 488;
-int value_489 = 489;
-int value_490 = 490;
-int value_491 = 491;
-int value_492 = 492;
-int value_493 = 493;
-int value_494 = 494;
-int value_495 = 495;
-int value_496 = 496;
-int value_497 = 497;
-int value_498 = 498;
-int value_499 = 499;
-int value_500 = 500;
-int value_501 = 501;
-int value_502 = 502;
-int value_503 = 503;
-int value_504 = 504;
-int value_505 = 505;
-int value_506 = 506;
-int value_507 = 507;
-int value_508 = 508;
-int value_509 = 509;
-int value_510 = 510;
-int value_511 = 511;
-int value_512 = 512;
-int value_513 = 513;
-int value_514 = 514;
-int value_515 = 515;
-int value_516 = 516;
-int value_517 = 517;
-int value_518 = 518;
-int value_519 = 519;
-int value_520 = 520;
-int value_521 = 521;
-int value_522 = 522;
-int value_523 = 523;
-int value_524 = 524;
-int value_525 = 525;
-int value_526 = 526;
-int value_527 = 527;
-int value_528 = 528;
-int value_529 = 529;
-int value_530 = 530;
-int value_531 = 531;
-int value_532 = 532;
-int value_533 = 533;
-int value_534 = 534;
-int value_535 = 535;
-int value_536 = 536;
-int value_537 = 537;
-int value_538 = 538;
-int value_539 = 539;
-int value_540 = 540;
-int value_541 = 541;
-int value_542 = 542;
-int value_543 = 543;
-int value_544 = 544;
-int value_545 = 545;
-int value_546 = 546;
-int value_547 = 547;
-int value_548 = 548;
-int value_549 = 549;
-int value_550 = 550;
-int value_551 = 551;
-int value_552 = 552;
-int value_553 = 553;
-int value_554 = 554;
-int value_555 = 555;
-int value_556 = 556;
-int value_557 = 557;
-int value_558 = 558;
-int value_559 = 559;
-int value_560 = 560;
-int value_561 = 561;
-int value_562 = 562;
-int value_563 = 563;
-int value_564 = 564;
-int value_565 = 565;
-int value_566 = 566;
-int value_567 = 567;
-int value_568 = 568;
-int value_569 = 569;
-int value_570 = 570;
-int value_571 = 571;
-int value_572 = 572;
-int value_573 = 573;
-int value_574 = 574;
-int value_575 = 575;
-int value_576 = 576;
-int value_577 = 577;
-int value_578 = 578;
-int value_579 = 579;
-int value_580 = 580;
-int value_581 = 581;
-int value_582 = 582;
-int value_583 = 583;
-int value_584 = 584;
-int value_585 = 585;
-int value_586 = 586;
-int value_587 = 587;
-int value_588 = 588;
-int value_589 = 589;
-int value_590 = 590;
-int value_591 = 591;
-int value_592 = 592;
-int value_593 = 593;
-int value_594 = 594;
-int value_595 = 595;
-int value_596 = 596;
-int value_597 = 597;
-int value_598 = 598;
-int value_599 = 599;
-int value_600 = 600;
-int value_601 = 601;
-int value_602 = 602;
-int value_603 = 603;
-int value_604 = 604;
-int value_605 = 605;
-int value_606 = 606;
-int value_607 = 607;
-int value_608 = 608;
-int value_609 = 609;
-int value_610 = 610;
-int value_611 = 611;
-int value_612 = 612;
-int value_613 = 613;
-int value_614 = 614;
-int value_615 = 615;
-int value_616 = 616;
-int value_617 = 617;
-int value_618 = 618;
-int value_619 = 619;
-int value_620 = 620;
-int value_621 = 621;
-int value_622 = 622;
-int value_623 = 623;
-int value_624 = 624;
-int value_625 = 625;
-int value_626 = 626;
-int value_627 = 627;
-int value_628 = 628;
-int value_629 = 629;
-int value_630 = 630;
-int value_631 = 631;
-int value_632 = 632;
-int value_633 = 633;
-int value_634 = 634;
-int value_635 = 635;
-int value_636 = 636;
-int value_637 = 637;
-int value_638 = 638;
-int value_639 = 639;
-int value_640 = 640;
-int value_641 = 641;
-int value_642 = 642;
-int value_643 = 643;
-int value_644 = 644;
-int value_645 = 645;
-int value_646 = 646;
-int value_647 = 647;
-int value_648 = 648;
-int value_649 = 649;
-int value_650 = 650;
-int value_651 = 651;
-int value_652 = 652;
-int value_653 = 653;
-int value_654 = 654;
-int value_655 = 655;
-int value_656 = 656;
-int value_657 = 657;
-int value_658 = 658;
-int value_659 = 659;
-int value_660 = 660;
-int value_661 = 661;
-int value_662 = 662;
-int value_663 = 663;
-int value_664 = 664;
-int value_665 = 665;
-int value_666 = 666;
-int value_667 = 667;
-int value_668 = 668;
-int value_669 = 669;
-int value_670 = 670;
-int value_671 = 671;
-int value_672 = 672;
-int value_673 = 673;
-int value_674 = 674;
-int value_675 = 675;
-int value_676 = 676;
-int value_677 = 677;
-int value_678 = 678;
-int value_679 = 679;
-int value_680 = 680;
-int value_681 = 681;
-int value_682 = 682;
-int value_683 = 683;
-int value_684 = 684;
-int value_685 = 685;
-int value_686 = 686;
-int value_687 = 687;
-int value_688 = 688;
-int value_689 = 689;
-int value_690 = 690;
-int value_691 = 691;
-int value_692 = 692;
-int value_693 = 693;
-int value_694 = 694;
-int value_695 = 695;
-int value_696 = 696;
-int value_697 = 697;
-int value_698 = 698;
-int value_699 = 699;
-int value_700 = 700;
-int value_701 = 701;
-int value_702 = 702;
-int value_703 = 703;
-int value_704 = 704;
-int value_705 = 705;
-int value_706 = 706;
-int value_707 = 707;
-int value_708 = 708;
-int value_709 = 709;
-int value_710 = 710;
-int value_711 = 711;
-int value_712 = 712;
-int value_713 = 713;
-int value_714 = 714;
-int value_715 = 715;
-int value_716 = 716;
-int value_717 = 717;
-int value_718 = 718;
-int value_719 = 719;
-int value_720 = 720;
-int value_721 = 721;
-int value_722 = 722;
-int value_723 = 723;
-int value_724 = 724;
-int value_725 = 725;
-int value_726 = 726;
-int value_727 = 727;
-int value_728 = 728;
-int value_729 = 729;
-int value_730 = 730;
-int value_731 = 731;
-int value_732 = 732;
-int value_733 = 733;
-int value_734 = 734;
-int value_735 = 735;
-int value_736 = 736;
-int value_737 = 737;
-int value_738 = 738;
-int value_739 = 739;
-int value_740 = 740;
-int value_741 = 741;
-int value_742 = 742;
-int value_743 = 743;
-int value_744 = 744;
-int value_745 = 745;
-int value_746 = 746;
-int value_747 = 747;
-int value_748 = 748;
-int value_749 = 749;
-int value_750 = 750;
-int value_751 = 751;
-int value_752 = 752;
-int value_753 = 753;
-int value_754 = 754;
-int value_755 = 755;
-int value_756 = 756;
-int value_757 = 757;
-int value_758 = 758;
-int value_759 = 759;
-int value_760 = 760;
-int value_761 = 761;
-int value_762 = 762;
-int value_763 = 763;
-int value_764 = 764;
-int value_765 = 765;
-int value_766 = 766;
-int value_767 = 767;
-int value_768 = 768;
-int value_769 = 769;
-int value_770 = 770;
-int value_771 = 771;
-int value_772 = 772;
-int value_773 = 773;
-int value_774 = 774;
-int value_775 = 775;
-int value_776 = 776;
-int value_777 = 777;
-int value_778 = 778;
-int value_779 = 779;
-int value_780 = 780;
-int value_781 = 781;
-int value_782 = 782;
-int value_783 = 783;
-int value_784 = 784;
-int value_785 = 785;
-int value_786 = 786;
-int value_787 = 787;
-int value_788 = 788;
-int value_789 = 789;
-int value_790 = 790;
-int value_791 = 791;
-int value_792 = 792;
-int value_793 = 793;
-int value_794 = 794;
-int value_795 = 795;
-int value_796 = 796;
-int value_797 = 797;
-int value_798 = 798;
-int value_799 = 799;
-int value_800 = 800;
-int value_801 = 801;
-int value_802 = 802;
-int value_803 = 803;
-int value_804 = 804;
-int value_805 = 805;
-int value_806 = 806;
-int value_807 = 807;
-int value_808 = 808;
-int value_809 = 809;
-int value_810 = 810;
-int value_811 = 811;
-int value_812 = 812;
-int value_813 = 813;
-int value_814 = 814;
-int value_815 = 815;
-int value_816 = 816;
-int value_817 = 817;
-int value_818 = 818;
-int value_819 = 819;
-int value_820 = 820;
-int value_821 = 821;
-int value_822 = 822;
-int value_823 = 823;
-int value_824 = 824;
-int value_825 = 825;
-int value_826 = 826;
-int value_827 = 827;
-int value_828 = 828;
-int value_829 = 829;
-int value_830 = 830;
-int value_831 = 831;
-int value_832 = 832;
-int value_833 = 833;
-int value_834 = 834;
-int value_835 = 835;
-int value_836 = 836;
-int value_837 = 837;
-int value_838 = 838;
-int value_839 = 839;
-int value_840 = 840;
-int value_841 = 841;
-int value_842 = 842;
-int value_843 = 843;
-int value_844 = 844;
-int value_845 = 845;
-int value_846 = 846;
-int value_847 = 847;
-int value_848 = 848;
-int value_849 = 849;
-int value_850 = 850;
-int value_851 = 851;
-int value_852 = 852;
-int value_853 = 853;
-int value_854 = 854;
-int value_855 = 855;
-int value_856 = 856;
-int value_857 = 857;
-int value_858 = 858;
-int value_859 = 859;
-int value_860 = 860;
-int value_861 = 861;
-int value_862 = 862;
-int value_863 = 863;
-int value_864 = 864;
-int value_865 = 865;
-int value_866 = 866;
-int value_867 = 867;
-int value_868 = 868;
-int value_869 = 869;
-int value_870 = 870;
-int value_871 = 871;
-int value_872 = 872;
-int value_873 = 873;
-int value_874 = 874;
-int value_875 = 875;
-int value_876 = 876;
-int value_877 = 877;
-int value_878 = 878;
-int value_879 = 879;
-int value_880 = 880;
-int value_881 = 881;
-int value_882 = 882;
-int value_883 = 883;
-int value_884 = 884;
-int value_885 = 885;
-int value_886 = 886;
-int value_887 = 887;
-int value_888 = 888;
-int value_889 = 889;
-int value_890 = 890;
-int value_891 = 891;
-int value_892 = 892;
-int value_893 = 893;
-int value_894 = 894;
-int value_895 = 895;
-int value_896 = 896;
-int value_897 = 897;
-int value_898 = 898;
-int Last() { return value_1; }
+// A product .cc exactly at the limit (MAX_CC_LINES in check_single_rules.py): allowed. Its
+// lines are comments; the limit counts every line of the file.
+// 3
+// 4
+// 5
+// 6
+// 7
+// 8
+// 9
+// 10
+// 11
+// 12
+// 13
+// 14
+// 15
+// 16
+// 17
+// 18
+// 19
+// 20
+// 21
+// 22
+// 23
+// 24
+// 25
+// 26
+// 27
+// 28
+// 29
+// 30
+// 31
+// 32
+// 33
+// 34
+// 35
+// 36
+// 37
+// 38
+// 39
+// 40
+// 41
+// 42
+// 43
+// 44
+// 45
+// 46
+// 47
+// 48
+// 49
+// 50
+// 51
+// 52
+// 53
+// 54
+// 55
+// 56
+// 57
+// 58
+// 59
+// 60
+// 61
+// 62
+// 63
+// 64
+// 65
+// 66
+// 67
+// 68
+// 69
+// 70
+// 71
+// 72
+// 73
+// 74
+// 75
+// 76
+// 77
+// 78
+// 79
+// 80
+// 81
+// 82
+// 83
+// 84
+// 85
+// 86
+// 87
+// 88
+// 89
+// 90
+// 91
+// 92
+// 93
+// 94
+// 95
+// 96
+// 97
+// 98
+// 99
+// 100
+// 101
+// 102
+// 103
+// 104
+// 105
+// 106
+// 107
+// 108
+// 109
+// 110
+// 111
+// 112
+// 113
+// 114
+// 115
+// 116
+// 117
+// 118
+// 119
+// 120
+// 121
+// 122
+// 123
+// 124
+// 125
+// 126
+// 127
+// 128
+// 129
+// 130
+// 131
+// 132
+// 133
+// 134
+// 135
+// 136
+// 137
+// 138
+// 139
+// 140
+// 141
+// 142
+// 143
+// 144
+// 145
+// 146
+// 147
+// 148
+// 149
+// 150
+// 151
+// 152
+// 153
+// 154
+// 155
+// 156
+// 157
+// 158
+// 159
+// 160
+// 161
+// 162
+// 163
+// 164
+// 165
+// 166
+// 167
+// 168
+// 169
+// 170
+// 171
+// 172
+// 173
+// 174
+// 175
+// 176
+// 177
+// 178
+// 179
+// 180
+// 181
+// 182
+// 183
+// 184
+// 185
+// 186
+// 187
+// 188
+// 189
+// 190
+// 191
+// 192
+// 193
+// 194
+// 195
+// 196
+// 197
+// 198
+// 199
+// 200
+// 201
+// 202
+// 203
+// 204
+// 205
+// 206
+// 207
+// 208
+// 209
+// 210
+// 211
+// 212
+// 213
+// 214
+// 215
+// 216
+// 217
+// 218
+// 219
+// 220
+// 221
+// 222
+// 223
+// 224
+// 225
+// 226
+// 227
+// 228
+// 229
+// 230
+// 231
+// 232
+// 233
+// 234
+// 235
+// 236
+// 237
+// 238
+// 239
+// 240
+// 241
+// 242
+// 243
+// 244
+// 245
+// 246
+// 247
+// 248
+// 249
+// 250
+// 251
+// 252
+// 253
+// 254
+// 255
+// 256
+// 257
+// 258
+// 259
+// 260
+// 261
+// 262
+// 263
+// 264
+// 265
+// 266
+// 267
+// 268
+// 269
+// 270
+// 271
+// 272
+// 273
+// 274
+// 275
+// 276
+// 277
+// 278
+// 279
+// 280
+// 281
+// 282
+// 283
+// 284
+// 285
+// 286
+// 287
+// 288
+// 289
+// 290
+// 291
+// 292
+// 293
+// 294
+// 295
+// 296
+// 297
+// 298
+// 299
+// 300
+// 301
+// 302
+// 303
+// 304
+// 305
+// 306
+// 307
+// 308
+// 309
+// 310
+// 311
+// 312
+// 313
+// 314
+// 315
+// 316
+// 317
+// 318
+// 319
+// 320
+// 321
+// 322
+// 323
+// 324
+// 325
+// 326
+// 327
+// 328
+// 329
+// 330
+// 331
+// 332
+// 333
+// 334
+// 335
+// 336
+// 337
+// 338
+// 339
+// 340
+// 341
+// 342
+// 343
+// 344
+// 345
+// 346
+// 347
+// 348
+// 349
+// 350
+// 351
+// 352
+// 353
+// 354
+// 355
+// 356
+// 357
+// 358
+// 359
+// 360
+// 361
+// 362
+// 363
+// 364
+// 365
+// 366
+// 367
+// 368
+// 369
+// 370
+// 371
+// 372
+// 373
+// 374
+// 375
+// 376
+// 377
+// 378
+// 379
+// 380
+// 381
+// 382
+// 383
+// 384
+// 385
+// 386
+// 387
+// 388
+// 389
+// 390
+// 391
+// 392
+// 393
+// 394
+// 395
+// 396
+// 397
+// 398
+// 399
+// 400
+// 401
+// 402
+// 403
+// 404
+// 405
+// 406
+// 407
+// 408
+// 409
+// 410
+// 411
+// 412
+// 413
+// 414
+// 415
+// 416
+// 417
+// 418
+// 419
+// 420
+// 421
+// 422
+// 423
+// 424
+// 425
+// 426
+// 427
+// 428
+// 429
+// 430
+// 431
+// 432
+// 433
+// 434
+// 435
+// 436
+// 437
+// 438
+// 439
+// 440
+// 441
+// 442
+// 443
+// 444
+// 445
+// 446
+// 447
+// 448
+// 449
+// 450
+// 451
+// 452
+// 453
+// 454
+// 455
+// 456
+// 457
+// 458
+// 459
+// 460
+// 461
+// 462
+// 463
+// 464
+// 465
+// 466
+// 467
+// 468
+// 469
+// 470
+// 471
+// 472
+// 473
+// 474
+// 475
+// 476
+// 477
+// 478
+// 479
+// 480
+// 481
+// 482
+// 483
+// 484
+// 485
+// 486
+// 487
+// 488
+// 489
+// 490
+// 491
+// 492
+// 493
+// 494
+// 495
+// 496
+// 497
+// 498
+// 499
+// 500
+// 501
+// 502
+// 503
+// 504
+// 505
+// 506
+// 507
+// 508
+// 509
+// 510
+// 511
+// 512
+// 513
+// 514
+// 515
+// 516
+// 517
+// 518
+// 519
+// 520
+// 521
+// 522
+// 523
+// 524
+// 525
+// 526
+// 527
+// 528
+// 529
+// 530
+// 531
+// 532
+// 533
+// 534
+// 535
+// 536
+// 537
+// 538
+// 539
+// 540
+// 541
+// 542
+// 543
+// 544
+// 545
+// 546
+// 547
+// 548
+// 549
+// 550
+// 551
+// 552
+// 553
+// 554
+// 555
+// 556
+// 557
+// 558
+// 559
+// 560
+// 561
+// 562
+// 563
+// 564
+// 565
+// 566
+// 567
+// 568
+// 569
+// 570
+// 571
+// 572
+// 573
+// 574
+// 575
+// 576
+// 577
+// 578
+// 579
+// 580
+// 581
+// 582
+// 583
+// 584
+// 585
+// 586
+// 587
+// 588
+// 589
+// 590
+// 591
+// 592
+// 593
+// 594
+// 595
+// 596
+// 597
+// 598
+// 599
+// 600
+// 601
+// 602
+// 603
+// 604
+// 605
+// 606
+// 607
+// 608
+// 609
+// 610
+// 611
+// 612
+// 613
+// 614
+// 615
+// 616
+// 617
+// 618
+// 619
+// 620
+// 621
+// 622
+// 623
+// 624
+// 625
+// 626
+// 627
+// 628
+// 629
+// 630
+// 631
+// 632
+// 633
+// 634
+// 635
+// 636
+// 637
+// 638
+// 639
+// 640
+// 641
+// 642
+// 643
+// 644
+// 645
+// 646
+// 647
+// 648
+// 649
+// 650
+// 651
+// 652
+// 653
+// 654
+// 655
+// 656
+// 657
+// 658
+// 659
+// 660
+// 661
+// 662
+// 663
+// 664
+// 665
+// 666
+// 667
+// 668
+// 669
+// 670
+// 671
+// 672
+// 673
+// 674
+// 675
+// 676
+// 677
+// 678
+// 679
+// 680
+// 681
+// 682
+// 683
+// 684
+// 685
+// 686
+// 687
+// 688
+// 689
+// 690
+// 691
+// 692
+// 693
+// 694
+// 695
+// 696
+// 697
+// 698
+// 699
+// 700
+// 701
+// 702
+// 703
+// 704
+// 705
+// 706
+// 707
+// 708
+// 709
+// 710
+// 711
+// 712
+// 713
+// 714
+// 715
+// 716
+// 717
+// 718
+// 719
+// 720
+// 721
+// 722
+// 723
+// 724
+// 725
+// 726
+// 727
+// 728
+// 729
+// 730
+// 731
+// 732
+// 733
+// 734
+// 735
+// 736
+// 737
+// 738
+// 739
+// 740
+// 741
+// 742
+// 743
+// 744
+// 745
+// 746
+// 747
+// 748
+// 749
+// 750
+// 751
+// 752
+// 753
+// 754
+// 755
+// 756
+// 757
+// 758
+// 759
+// 760
+// 761
+// 762
+// 763
+// 764
+// 765
+// 766
+// 767
+// 768
+// 769
+// 770
+// 771
+// 772
+// 773
+// 774
+// 775
+// 776
+// 777
+// 778
+// 779
+// 780
+// 781
+// 782
+// 783
+// 784
+// 785
+// 786
+// 787
+// 788
+// 789
+// 790
+// 791
+// 792
+// 793
+// 794
+// 795
+// 796
+// 797
+// 798
+// 799
+// 800
+// 801
+// 802
+// 803
+// 804
+// 805
+// 806
+// 807
+// 808
+// 809
+// 810
+// 811
+// 812
+// 813
+// 814
+// 815
+// 816
+// 817
+// 818
+// 819
+// 820
+// 821
+// 822
+// 823
+// 824
+// 825
+// 826
+// 827
+// 828
+// 829
+// 830
+// 831
+// 832
+// 833
+// 834
+// 835
+// 836
+// 837
+// 838
+// 839
+// 840
+// 841
+// 842
+// 843
+// 844
+// 845
+// 846
+// 847
+// 848
+// 849
+// 850
+// 851
+// 852
+// 853
+// 854
+// 855
+// 856
+// 857
+// 858
+// 859
+// 860
+// 861
+// 862
+// 863
+// 864
+// 865
+// 866
+// 867
+// 868
+// 869
+// 870
+// 871
+// 872
+// 873
+// 874
+// 875
+// 876
+// 877
+// 878
+// 879
+// 880
+// 881
+// 882
+// 883
+// 884
+// 885
+// 886
+// 887
+// 888
+// 889
+// 890
+// 891
+// 892
+// 893
+// 894
+// 895
+// 896
+// 897
+// 898
+// 899
+int AtTheLimit() { return 900; }
