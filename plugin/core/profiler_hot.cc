@@ -138,6 +138,8 @@ Slot* OpenGroupSlot(OpenGroup* og, ThreadState* ts) {
   return og->slot;
 }
 
+// CollApi, P2pApi. File-local with its callers: as a function of another file it took 7 more
+// instructions per CollApi start (callgrind).
 Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = nullptr;
   // A P2pApi: this thread's next GroupApis are kept (CoreSkipAncestorStart).
