@@ -20,9 +20,9 @@ if(SENTINEL_BUILD_FUZZERS AND CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   add_compile_options(-fsanitize=fuzzer-no-link)
 endif()
 
-# SENTINEL_DCHECK (plugin/base/dcheck.h, collector/base/dcheck.h) aborts in Debug and sanitizer
-# builds, where a test should stop at the broken invariant; release builds count it and turn the
-# plugin off (collector: log it) instead, because the host always wins.
+# SENTINEL_DCHECK (common/dcheck.h) aborts in Debug and sanitizer builds, where a test should stop
+# at the broken invariant; in release builds it is compiled out (its condition not evaluated), so it
+# may guard the hot path. Invariants a release build must act on are checked in every build.
 if(SENTINEL_SANITIZE)
   add_compile_definitions(SENTINEL_DCHECK_FATAL=1)
 else()

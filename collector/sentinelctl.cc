@@ -23,6 +23,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
+#include "collector/base/clock.h"
 #include "collector/ctl_net.h"
 #include "collector/ctl_slow.h"
 #include "collector/ctl_text.h"
@@ -268,7 +269,7 @@ int Alerts(const Options& o) {
     bool recent = false;
     if (!is_firing && o.since_s >= 0 && Field(alert, "resolved_at").is_string()) {
       const int64_t at = ParseUtc(Field(alert, "resolved_at").get<std::string>());
-      recent = at >= 0 && std::time(nullptr) - at <= o.since_s;
+      recent = at >= 0 && sentinel::collector::RealClock()->RealNs() / 1000000000 - at <= o.since_s;
     }
     if (is_firing || o.all || recent) shown.push_back(alert);
   }

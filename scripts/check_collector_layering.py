@@ -17,14 +17,13 @@ from source_includes import quoted_includes, source_files
 
 # Lowest first. An include must point strictly lower, or into the same directory.
 LAYERS = {
-    "base": 0,      # clock, ring buffer, epoll wakeup, time formatting
+    "base": 0,      # clock, thread start, ring buffer, epoll wakeup, time formatting
     "log": 1,       # daemon log
     "config": 2,    # flags and config file
     "ingest": 3,    # wire frames -> IngestConsumer (ingest_consumer.h)
     "nic": 3,       # sysfs poller -> NicPollConsumer (nic_counters.h)
     "aggregate": 4,  # implements both consumers; RecordSink for the record log
     "export": 5,    # renders the aggregator's state
-    "eval": 6,      # the detection-evaluation harness (an executable)
     "": 6,          # main.cc, sentinelctl.cc, ctl_net.*: wiring
 }
 # Executables that live beside a layer's sources but wire the whole daemon together (a benchmark,

@@ -38,6 +38,7 @@ void StartJoin(JoinSlot* slot, JoinCell* cells, size_t width, uint64_t seq, int6
 }
 
 JoinExtent MeasureJoin(const JoinCell* cells, size_t members, std::vector<int>* reported) {
+  SENTINEL_DCHECK(members == 0 || cells != nullptr);
   JoinExtent e;
   for (size_t li = 0; li < members; ++li) {
     const JoinCell& c = cells[li];

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/dcheck.h"
+
 namespace sentinel::collector {
 
 inline constexpr int64_t kUnset = INT64_MIN;
@@ -47,9 +49,21 @@ struct FuncRing {
   int width = 0;                // per-slot capacity for local ranks
   std::vector<JoinCell> cells;  // slots x width, slot-major
 
-  size_t SlotOf(uint64_t seq) const { return seq % slots.size(); }
-  JoinCell* CellsOf(size_t slot) { return &cells[slot * static_cast<size_t>(width)]; }
-  const JoinCell* CellsOf(size_t slot) const { return &cells[slot * static_cast<size_t>(width)]; }
+  size_t SlotOf(uint64_t seq) const {
+    SENTINEL_DCHECK(!slots.empty());  // a ring is made with --pending-slots (>= 1) slots
+    return seq % slots.size();
+  }
+  // A slot's `width` cells: inside `cells`, which EnsureRingWidth keeps at slots x width.
+  JoinCell* CellsOf(size_t slot) {
+    SENTINEL_DCHECK(slot < slots.size() &&
+                    cells.size() == slots.size() * static_cast<size_t>(width));
+    return &cells[slot * static_cast<size_t>(width)];
+  }
+  const JoinCell* CellsOf(size_t slot) const {
+    SENTINEL_DCHECK(slot < slots.size() &&
+                    cells.size() == slots.size() * static_cast<size_t>(width));
+    return &cells[slot * static_cast<size_t>(width)];
+  }
 };
 
 // Widens every slot to hold at least `need` local ranks (doubling, at least 4), keeping the cells.

@@ -226,6 +226,8 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
   } else if (slot.ordinal != rec.ordinal_lo) {
     slot.ordinal = 0;  // the ranks disagree (or an older plugin among them): unknown
   }
+  // EnsureWidth widened the ring to every member, and a rank's local index is its place among them.
+  SENTINEL_DCHECK(rs->local_index >= 0 && rs->local_index < ring->width);
   JoinCell& cell = cells[static_cast<size_t>(rs->local_index)];
   if (cell.arrival != kUnset) {
     ++rs->duplicates;
@@ -235,6 +237,8 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
   cell.arrival = arrival;
   cell.duration = duration;
   ++slot.reported;
+  // A rank reports a join once (a second record is a duplicate, above): never more than its cells.
+  SENTINEL_DCHECK(slot.reported <= ring->width);
   if (slot.state == JoinState::kJoined) {
     // Arrived after the join completed without it (its process connected late, or it had been
     // marked inactive): lateness against the joined collective's earliest arrival.
@@ -258,6 +262,7 @@ void Aggregator::Complete(CommState* comm, int func, FuncRing* ring, size_t s, b
   // The first collectives of a communicator measure how far apart the processes started, not
   // stragglers: neither judged nor counted in the lateness percentiles.
   const bool warm = comm->joined >= static_cast<uint64_t>(config_.straggler_warmup);
+  SENTINEL_DCHECK(comm->members.size() <= static_cast<size_t>(ring->width));  // EnsureWidth
   const JoinExtent extent = MeasureJoin(cells, comm->members.size(), &scratch_idx_);
   const int64_t min_arrival = extent.min_arrival;
   const int64_t max_duration = extent.max_duration;

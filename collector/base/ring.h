@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "collector/base/dcheck.h"
+#include "common/dcheck.h"
 
 namespace sentinel::collector {
 

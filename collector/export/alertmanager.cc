@@ -10,8 +10,16 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/base/real_time.h"
+#include "collector/base/thread.h"
 
 namespace sentinel::collector {
+namespace {
+
+// Firing alerts are sent again this often: Alertmanager resolves an alert it has not heard of
+// for its resolve_timeout (5 minutes by default).
+constexpr int64_t kResendEveryNs = 60'000'000'000;
+
+}  // namespace
 
 nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
   nlohmann::json out = nlohmann::json::array();
@@ -39,13 +47,13 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
   return out;
 }
 
-AlertPusher::AlertPusher(std::string url, SnapshotSource* source)
-    : url_(std::move(url)), source_(source) {}
+AlertPusher::AlertPusher(std::string url, SnapshotSource* source, Clock* clock)
+    : url_(std::move(url)), source_(source), clock_(clock) {}
 
 AlertPusher::~AlertPusher() { Stop(); }
 
 void AlertPusher::Start() {
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = StartThread("sentineld-alert", [this] { Loop(); });
 }
 
 void AlertPusher::Stop() {
@@ -71,7 +79,7 @@ absl::Status AlertPusher::Post(const std::vector<Alert>& alerts) {
 }
 
 void AlertPusher::Loop() {
-  auto last_resend = std::chrono::steady_clock::now();
+  int64_t last_resend_ns = clock_->MonoNs();
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -79,8 +87,8 @@ void AlertPusher::Loop() {
       if (stop_) return;
     }
     std::vector<Alert> changes = source_->TakeAlertChanges();
-    if (std::chrono::steady_clock::now() - last_resend > std::chrono::seconds(60)) {
-      last_resend = std::chrono::steady_clock::now();
+    if (const int64_t now = clock_->MonoNs(); now - last_resend_ns > kResendEveryNs) {
+      last_resend_ns = now;
       for (Alert& a : source_->FiringAlerts()) changes.push_back(std::move(a));
     }
     // Not retried here: the firing ones are sent again within a minute.

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 
 #include "collector/aggregate/snapshot_source.h"
+#include "collector/base/clock.h"
 
 namespace sentinel::collector {
 
@@ -22,7 +23,8 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts);
 
 class AlertPusher {
  public:
-  AlertPusher(std::string url, SnapshotSource* source);
+  // `clock` times the minute between re-sends (tests may inject a fake).
+  AlertPusher(std::string url, SnapshotSource* source, Clock* clock = RealClock());
   ~AlertPusher();
   AlertPusher(const AlertPusher&) = delete;
   AlertPusher& operator=(const AlertPusher&) = delete;
@@ -36,6 +38,7 @@ class AlertPusher {
 
   const std::string url_;
   SnapshotSource* const source_;
+  Clock* const clock_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

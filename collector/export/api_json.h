@@ -1,6 +1,6 @@
-// The JSON payloads of design.md's HTTP API (schemas in schemas/api/), rendered from snapshots
-// after the aggregator's lock is released: /v1/healthz and /v1/alerts from snapshot.h's,
-// /v1/ranks and /v1/telemetry from api_snapshot.h's.
+// The JSON payloads of sentineld's HTTP API (schemas/api/api.md and its JSON schemas), rendered
+// from snapshots after the aggregator's lock is released: /v1/healthz and /v1/alerts from
+// snapshot.h's, /v1/ranks and /v1/telemetry from api_snapshot.h's.
 #pragma once
 
 #include <cstdint>

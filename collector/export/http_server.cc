@@ -24,11 +24,11 @@
 #include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
+#include "collector/base/thread.h"
 #include "collector/config/config.h"
 #include "collector/export/api_json.h"
 #include "collector/export/prometheus_text.h"
 #include "collector/export/trace_json.h"
-#include "common/mono_clock.h"
 #include "common/wire_text.h"
 
 namespace sentinel::collector {
@@ -59,8 +59,6 @@ unsigned ConnectionLimitForFds() {
   return static_cast<unsigned>(
       std::clamp<rlim_t>(spare, rlim_t{kMinConnections}, rlim_t{kMaxConnections}));
 }
-
-int64_t MonoNs() { return rules::MonoNowNs(); }
 
 void SendJson(HttpResponse& res, int status, const nlohmann::json& body) {
   res.status = status;
@@ -100,8 +98,7 @@ absl::Status SplitHostPort(const std::string& listen, std::string* host, int* po
 // libmicrohttpd's callbacks, all on its polling thread except Notify/Reap's shared map.
 struct HttpServer::Glue {
   // printf-style (libmicrohttpd's logger type): the attribute lets the compiler check the call.
-  __attribute__((format(printf, 2, 0))) static void Log(void* /*cls*/, const char* format,
-                                                        va_list ap) {
+  __attribute__((format(printf, 2, 0))) static void Log(void* cls, const char* format, va_list ap) {
     // libmicrohttpd's messages can quote what a client sent, and a client can make many: each
     // is escaped (common/wire_text.h), and at most kLogBurst are written per second, the rest
     // counted and reported with the next one written.
@@ -120,7 +117,7 @@ struct HttpServer::Glue {
     uint64_t suppressed = 0;
     {
       std::lock_guard<std::mutex> lock(window.mu);
-      const int64_t now = MonoNs();
+      const int64_t now = static_cast<HttpServer*>(cls)->clock_->MonoNs();
       if (now - window.start_ns >= 1000000000) {
         window.start_ns = now;
         window.written = 0;
@@ -164,7 +161,7 @@ struct HttpServer::Glue {
     absl::MutexLock lock(&self->mu_);
     self->Forget(fd);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-      const int64_t now = MonoNs();
+      const int64_t now = self->clock_->MonoNs();
       const int64_t deadline = now + self->source_->config().http_timeout_ns;
       self->deadlines_[fd] = deadline;
       self->by_deadline_.emplace(deadline, fd);
@@ -238,7 +235,7 @@ struct HttpServer::Glue {
   }
 };
 
-HttpServer::HttpServer(SnapshotSource* source) : source_(source) {}
+HttpServer::HttpServer(SnapshotSource* source, Clock* clock) : source_(source), clock_(clock) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -366,7 +363,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     return absl::InternalError(
         absl::StrCat("cannot serve HTTP on ", listen, ": libmicrohttpd failed to start"));
   }
-  reaper_ = std::thread([this] { Reap(); });
+  reaper_ = StartThread("sentineld-http", [this] { Reap(); });
   return bound_port;
 }
 
@@ -399,7 +396,7 @@ void HttpServer::Reap() {
   absl::MutexLock lock(&mu_);
   while (!stop_) {
     mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Nanoseconds(kReapPeriodNs));
-    const int64_t now = MonoNs();
+    const int64_t now = clock_->MonoNs();
     // Oldest first; every connection gets the same timeout, so stop at the first one still due.
     while (!by_deadline_.empty() && by_deadline_.begin()->first <= now) {
       const int fd = by_deadline_.begin()->second;

@@ -1,4 +1,4 @@
-// sentineld's HTTP API (design.md "Collector API"): /metrics, /healthz, /v1/ranks, /v1/telemetry,
+// sentineld's HTTP API (schemas/api/api.md): /metrics, /healthz, /v1/ranks, /v1/telemetry,
 // /v1/alerts, /v1/trace, /v1/expect, /v1/exclude, served by libmicrohttpd with one internal epoll
 // thread: a slow client costs a bounded connection buffer and an fd, never a worker.
 // libmicrohttpd's own timeout is an idle timeout (a client sending a byte a second would never hit
@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 
 #include "collector/aggregate/snapshot_source.h"
+#include "collector/base/clock.h"
 #include "collector/export/http_request.h"
 
 struct MHD_Daemon;
@@ -33,7 +34,8 @@ class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
 
-  explicit HttpServer(SnapshotSource* source);
+  // `clock` times the connections' deadlines and the log's rate limit (tests may inject a fake).
+  explicit HttpServer(SnapshotSource* source, Clock* clock = RealClock());
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -61,6 +63,7 @@ class HttpServer {
   void MakeRoom(int64_t now_ns) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   SnapshotSource* const source_;
+  Clock* const clock_;
   std::map<std::string, Handler> routes_;  // written before the daemon starts, then read-only
   MHD_Daemon* daemon_ = nullptr;
   std::thread reaper_;

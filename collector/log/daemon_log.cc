@@ -14,12 +14,10 @@
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 
-#include "common/mono_clock.h"
+#include "collector/base/clock.h"
 
 namespace sentinel::collector {
 namespace {
-
-int64_t MonotonicNs() { return rules::MonoNowNs(); }
 
 // JSON string body: quotes, backslashes and control characters escaped.
 void AppendEscaped(std::string* out, absl::string_view s, bool json) {
@@ -47,7 +45,7 @@ class DaemonLogSink final : public spdlog::sinks::base_sink<std::mutex> {
       : format_(format),
         fd_(fd),
         limit_(limit),
-        now_ns_(now_ns != nullptr ? now_ns : MonotonicNs),
+        now_ns_(now_ns != nullptr ? now_ns : [] { return RealClock()->MonoNs(); }),
         tokens_(limit.burst),
         last_ns_(now_ns_()) {}
 

@@ -13,6 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 
+#include "collector/base/thread.h"
+
 namespace sentinel::collector {
 namespace {
 
@@ -223,7 +225,7 @@ NicPoller::~NicPoller() { Stop(); }
 
 void NicPoller::Start() {
   if (period_ns_ <= 0 || thread_.joinable()) return;
-  thread_ = std::thread([this] { Loop(); });
+  thread_ = StartThread("sentineld-nic", [this] { Loop(); });
 }
 
 void NicPoller::Stop() {

@@ -2,7 +2,9 @@
 // named, born with every signal blocked so that the host's handlers stay the host's (the caller's
 // mask is restored on every path), and never throwing. The caller owns the returned thread and
 // joins it at exit: a plugin thread still running while the process tears down races with
-// whatever stops the world then (LeakSanitizer, the host's own exit handlers).
+// whatever stops the world then (LeakSanitizer, the host's own exit handlers). The one exception,
+// listed by scripts/check_single_rules.py, is SENTINEL_ON_HANG's abort thread
+// (entry/hang_abort.cc).
 #pragma once
 
 #include <pthread.h>

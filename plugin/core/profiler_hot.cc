@@ -1,6 +1,8 @@
-// The hot path of the plugin core: the per-kind starts, the KernelCh fast path, the stops and state
-// records, and the emission of a record when its event's last reference goes. See event_model.h
-// for the lifetime rules and plugin/README.md for the completion rule.
+// The hot path of the plugin core: its entry points, the per-kind starts, the stops and the
+// state records. The groups (GroupApi slots and marks, the skipped ancestors: profiler_groups.cc),
+// the KernelCh start (profiler_kernel_ch.cc) and the emission of a record when its event's last
+// reference goes (profiler_emit.cc) are its other parts, and this SYNCHRONIZATION block is theirs
+// too. See event_model.h for the lifetime rules and plugin/README.md for the completion rule.
 //
 // SYNCHRONIZATION
 // - Callers: NCCL's application, launcher, CUDA host-function and proxy progress threads call the
@@ -37,11 +39,14 @@
 //   anything is read through a handle.
 // - Contexts: published by a release store, checked by acquire loads (context_table.h); their
 //   in-flight counters and GPU clock offset have their own orders (in_flight.h, calibration.h).
+#include "plugin/core/profiler_hot.h"
+
 #include <atomic>
 #include <cstdint>
 
 #include "absl/base/attributes.h"
 
+#include "common/dcheck.h"
 #include "plugin/base/clock.h"
 #include "plugin/core/ancestor_skip.h"
 #include "plugin/core/api_context.h"
@@ -53,7 +58,6 @@
 #include "plugin/core/overhead_budget.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/profiler_state.h"
-#include "plugin/core/record_builder.h"
 #include "plugin/core/slot_pool.h"
 #include "plugin/core/slot_refs.h"
 #include "plugin/core/thread_state.h"
@@ -64,14 +68,20 @@ const EventDesc kBlankEventDesc{};
 
 using profiler_internal::AfterDrop;
 using profiler_internal::AtomicMax;
-using profiler_internal::AtomicMin;
 using profiler_internal::g;
-using profiler_internal::g_dummy_context;
+using profiler_internal::g_skipped_group;
+using profiler_internal::IsOpenGroupHandle;
 using profiler_internal::kProxyFamily;
+using profiler_internal::NoteCollApiInGroup;
+using profiler_internal::OpenGroupHandle;
+using profiler_internal::OpenGroupOf;
+using profiler_internal::Popcount64;
 using profiler_internal::ReleaseGrace;
 using profiler_internal::ResetCompletionState;
 using profiler_internal::ResetRecordFields;
 using profiler_internal::ResetSlot;
+using profiler_internal::StartContext;
+using profiler_internal::StartGroupApiSlot;
 using profiler_internal::Unref;
 
 namespace {
@@ -84,105 +94,12 @@ namespace {
 constexpr uint32_t kTimedStarts = kSentinelProfileColl | kSentinelProfileP2p |
                                   kSentinelProfileCeColl | kSentinelProfileCollApi |
                                   kSentinelProfileP2pApi;
-// GPU clock calibration samples (a host clock read at a KernelCh start): every collective's first
-// channel for the first kCalibWarmup collectives of a communicator, then one collective in
-// kCalibEvery. The offset is a running minimum, which later samples rarely lower, and a clock read
-// is the costliest step of a KernelCh start (~25 ns on a VM; A/B with
-// sentinel_collective_benchmark).
-constexpr uint64_t kCalibWarmup = 256;
-constexpr uint64_t kCalibEvery = 8;  // a power of two
 
 // A ProxyStep's state or stop time: a tick of the interval clock (tick_clock.h; the TSC where it
 // serves), not MonoNs. Only differences within one step are read, and a ProxyStep makes up
 // to three clock reads per network step, the most of any event: 6 of the 8 a 1-channel
 // all-reduce reads at the `all` mask.
 inline int64_t ProxyTick() { return static_cast<int64_t>(g->ticks.Now()); }
-
-}  // namespace
-
-// ---- record emission ---------------------------------------------------------------------------
-
-namespace profiler_internal {
-namespace {
-
-// Folds the per-channel GPU timers (KernelChTimes) of Coll/P2p `s` into its gpu_start_raw /
-// gpu_end_raw. Atomic min/max: a truncating finalize may run while a duplicate channel's
-// KernelCh slot still updates them.
-void FoldKernelChTimes(Slot* s) {
-  uint64_t channels = s->kch_seen.load(std::memory_order_relaxed);
-  if (channels == 0) return;
-  const KernelChTimes* times = g->slots.KernelChTimesOf(s);
-  int64_t start = kNoGpuStart;
-  int64_t end = 0;
-  for (; channels != 0; channels &= channels - 1) {
-    const KernelChTimes& t = times[__builtin_ctzll(channels)];
-    const int64_t channel_start = t.start.load(std::memory_order_relaxed);
-    const int64_t channel_end = t.end.load(std::memory_order_relaxed);
-    start = channel_start < start ? channel_start : start;
-    end = channel_end > end ? channel_end : end;
-  }
-  if (start != kNoGpuStart) AtomicMin(s->gpu_start_raw, start);
-  if (end != 0) AtomicMax(s->gpu_end_raw, end);
-}
-
-}  // namespace
-
-// Once per collective: builds the record directly in the thread's ring slot.
-void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) {
-  if (truncated) ts->Add(kCtrRecordsTruncated);
-  if (ts->shared) {
-    ts->Add(kCtrEventsDroppedThreads);
-    return;
-  }
-  SentinelWireCollRecord* slot = ts->ring.TryClaim();
-  if (slot == nullptr) {
-    ts->Add(kCtrRecordsDroppedRing);
-    return;
-  }
-  if (KindOf(s) != Kind::kCeColl) FoldKernelChTimes(s);
-  BuildCollRecord(*s, truncated, static_cast<uint32_t>(g->pid), g->ticks, slot);
-  if (s->ordinal != 0 && g->budget_level.load(std::memory_order_relaxed) >=
-                             static_cast<uint8_t>(BudgetLevel::kRecordsSampled)) {
-    // Over budget: 1 Coll record in kBudgetSampleEvery is queued (in bursts), marked as standing
-    // for the others (the slot was filled; not committing it discards it).
-    if (!InBudgetBurst(s->ordinal)) return;
-    slot->flags |= kSentinelCollSampled;
-  }
-  ts->ring.Commit();
-  ts->Add(kCtrRecordsCompleted);
-}
-
-// `emit`: kDoneBit was clear before our CAS set it, so the record is ours to emit (exactly one of
-// the last reference and finalize's truncation sets it).
-void OnLastRef(Slot* s, ThreadState* ts, bool emit) {
-  Kind k = KindOf(s);
-  if (emit && (k == Kind::kColl || k == Kind::kP2p || k == Kind::kCeColl)) {
-    BuildAndPush(s, false, ts);
-    // Counted complete even if the ring dropped the record: the collective did finish.
-    Context* ctx = s->ctx.load(std::memory_order_relaxed);
-    if (s->ordinal != 0 && ctx != nullptr) ctx->inflight.OnComplete(s->ordinal);
-  }
-  Slot* parent = s->parent.load(std::memory_order_relaxed);
-  // release: everything we read or wrote in this slot happens before its next claimer.
-  s->state.store(SlotState::kFree, std::memory_order_release);
-  // Only Ref-holding kinds keep a parent reference (see CoreStartEvent).
-  if (parent != nullptr && k != Kind::kColl && k != Kind::kP2p) {
-    if (k == Kind::kProxyStep) {
-      AfterDrop(DropRefOneThread(parent), parent, ts);  // a ProxyOp: one thread (slot_refs.h)
-    } else if (k == Kind::kProxyOp) {
-      // The last open ProxyOp of its collective drops their shared reference (StartProxyOp).
-      const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed) - 1;
-      parent->proxy_open.store(open, std::memory_order_relaxed);
-      if (open == 0) Unref(parent, ts);
-    } else {
-      Unref(parent, ts);
-    }
-  }
-}
-
-}  // namespace profiler_internal
-
-namespace {
 
 // ---- per-kind starts ------------------------------------------------------------------------
 // The API kinds (GroupApi, CollApi, P2pApi) write only what is read of them: the slot header,
@@ -192,31 +109,6 @@ namespace {
 // the slot's first line (GroupApi: and its recovery line) instead of four lines that a FIFO reuse
 // of a large pool finds cold.
 
-Slot* StartGroupApiSlot(Context* ctx, bool graph_captured, ThreadState* ts) {
-  Slot* s = g->slots.Claim(Kind::kGroupApi, ts);
-  if (s == nullptr) return nullptr;
-  ResetSlot(s, ctx, nullptr, 1, 0);  // not timed (kTimedStarts)
-  s->graph_captured.store(graph_captured ? 1 : 0, std::memory_order_relaxed);
-  ResetGroupRecovery(s);
-  return s;
-}
-
-// ---- the open group (thread_state.h, OpenGroup) -------------------------------------------------
-// Its handle is the address of the thread's OpenGroup plus 2: slots are 64-byte aligned and
-// KernelCh handles odd, so bit 1 alone marks it, and AsSlot rejects it wherever else it goes.
-inline bool IsOpenGroupHandle(const void* handle) {
-  return (reinterpret_cast<uintptr_t>(handle) & 3) == 2;
-}
-inline void* OpenGroupHandle(ThreadState* ts) { return reinterpret_cast<char*>(&ts->group) + 2; }
-
-// The calling thread's open group that `handle` names, or null (counted as stale): another
-// thread's, or one already stopped.
-OpenGroup* OpenGroupOf(const void* handle, ThreadState* ts) {
-  if (handle == OpenGroupHandle(ts) && ts->group.open) return &ts->group;
-  ts->Add(kCtrStaleHandles);
-  return nullptr;
-}
-
 // A GroupApi start: the thread's open group; a slot on the overflow state, which several threads
 // share.
 void* StartGroupApi(Context* ctx, bool graph_captured, ThreadState* ts) {
@@ -225,15 +117,6 @@ void* StartGroupApi(Context* ctx, bool graph_captured, ThreadState* ts) {
   // live as a slot NCCL never stops would.
   ts->group = OpenGroup{ctx, nullptr, true, graph_captured, false};
   return OpenGroupHandle(ts);
-}
-
-// The group's slot, made at its first P2pApi piece from what the open group noted so far.
-Slot* OpenGroupSlot(OpenGroup* og, ThreadState* ts) {
-  if (og->slot == nullptr) {
-    og->slot = StartGroupApiSlot(og->ctx, og->graph_captured, ts);
-    if (og->slot != nullptr && og->has_coll) NoteCollApiPiece(og->slot);
-  }
-  return og->slot;
 }
 
 // What an API child's start reads of its descriptor (CoreStartCollApi passes NCCL's fields
@@ -246,30 +129,17 @@ struct ApiDesc {
   bool graph_captured;
 };
 
-// CollApi, P2pApi: children of GroupApi. A P2pApi holds its GroupApi until it stops: its P2p
-// reads the group's recovered function through it (RecoveredFunc). A CollApi only marks the group
-// at its start (NoteCollApiInGroup), kept or not (CoreSkipAncestorStart), and nothing reads its
-// group later, so it holds no reference: a TryRef at its start and an Unref at its stop were two
-// locked instructions per collective. A group already finished (count 0) is not marked, as TryRef
-// would have refused it.
-void NoteCollApiInGroup(void* group_handle, ThreadState* ts) {
-  Slot* grp = nullptr;
-  if (IsOpenGroupHandle(group_handle)) {
-    OpenGroup* og = OpenGroupOf(group_handle, ts);
-    if (og == nullptr) return;
-    if (og->slot == nullptr) {
-      og->has_coll = true;  // the usual case: a collective's group, with no slot
-      return;
-    }
-    grp = og->slot;
-  } else {
-    grp = g->slots.AsSlotOfKind(group_handle, Kind::kGroupApi);
+// The group's slot, made at its first P2pApi piece from what the open group noted so far.
+Slot* OpenGroupSlot(OpenGroup* og, ThreadState* ts) {
+  if (og->slot == nullptr) {
+    og->slot = StartGroupApiSlot(og->ctx, og->graph_captured, ts);
+    if (og->slot != nullptr && og->has_coll) NoteCollApiPiece(og->slot);
   }
-  if (grp != nullptr && (grp->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0) {
-    NoteCollApiPiece(grp);
-  }
+  return og->slot;
 }
 
+// CollApi, P2pApi. File-local with its callers: as a function of another file it took 7 more
+// instructions per CollApi start (callgrind).
 Slot* StartApiChild(Kind k, Context* ctx, const ApiDesc& d, ThreadState* ts, int64_t now) {
   Slot* grp = nullptr;
   // A P2pApi: this thread's next GroupApis are kept (CoreSkipAncestorStart).
@@ -312,6 +182,7 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
     // Channels from kMaxKchHandles up get KernelCh slots, each with its own reference.
     kch = s->nchannels < kMaxKchHandles ? s->nchannels : kMaxKchHandles;
   }
+  SENTINEL_DCHECK(kch <= kMaxKchHandles);  // KernelChTimes has kMaxKchHandles per collective
   s->kch_expected = kch;
   s->kch_weight = MeterCollective(ts, kch);
   uint32_t grace = 0;
@@ -413,6 +284,8 @@ Slot* StartP2p(Context* ctx, const EventDesc& d, ThreadState* ts, int64_t now) {
 // Not timed (kTimedStarts): its start_ns is 0.
 Slot* StartProxyOp(Slot* parent, ThreadState* ts) {
   const uint32_t open = parent->proxy_open.load(std::memory_order_relaxed);
+  // Open ProxyOps hold their shared reference, so the collective cannot have finished.
+  SENTINEL_DCHECK(open == 0 || (parent->refs.load(std::memory_order_relaxed) & kRefCountMask) != 0);
   if (open == 0 && !TryRef(parent)) {
     ts->Add(kCtrOrphanChildren);
     return nullptr;
@@ -502,96 +375,7 @@ void StopProxyStep(Slot* s, int64_t now) {
   }
   if (t9 != 0 || t11 != 0) ProxySumAdd(coll->proxy_steps, 1u);
 }
-
-// ---- KernelCh: the per-channel hot path (3 callbacks per channel at Inspector's mask) ----------
-// KernelChBits: a collective's kch_seen and kch_done have one writer, its communicator's proxy
-// progress thread, which makes every KernelCh start and stop (docs/nccl-facts.md, Threads and
-// concurrency): each is set with a relaxed load and store, not a fetch_or, which was a locked
-// instruction per channel at each start and stop. Other threads only read them (the record's
-// builder after the refcount's acq_rel drop, finalize's truncation). A host that started or
-// stopped one collective's channels on two threads at once could lose a bit: the collective's
-// KernelCh reference is then dropped never (the record is truncated at finalize) or by the wrong
-// stop, and a channel's timers may be missed; nothing worse.
-// Metered per collective (KernelChMeter), and usually without a slot of its own (KernelChHandle):
-// one bit set in the parent at the start and one at the stop. The collective's expected channels
-// share ONE reference on it (SetCompletionRefs), dropped by the stop that completes their set: a
-// reference drop per channel was a CAS loop, the costliest step of the KernelCh stop (perf).
-
-// Inline: without -mpopcnt, __builtin_popcountll is a libgcc call.
-inline uint32_t Popcount64(uint64_t x) {
-  x = x - ((x >> 1) & 0x5555555555555555ull);
-  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
-  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
-  return static_cast<uint32_t>((x * 0x0101010101010101ull) >> 56);
-}
-
-// The handle for a KernelCh of `parent` (a live Coll/P2p of `ctx`), or null.
-void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_timer,
-                    ThreadState* ts, KernelChMeter& meter) {
-  // Skipped under the overhead budget: no handle, so NCCL's stop and states cost nothing.
-  if ((parent->flags & kSentinelCollGpuSkipped) != 0) {
-    meter.Count(1);
-    return nullptr;
-  }
-  if (parent->kch_weight != 0) meter.Time(parent->kch_weight);
-  // The first kch_expected distinct channels (below kMaxKchHandles) of a Coll/P2p that expects
-  // KernelCh children (KernelCh in the mask) get slot-less handles under the collective's one
-  // KernelCh reference; any other channel, or a channel started twice, gets a KernelCh slot that
-  // holds a reference of its own.
-  bool own_bit = false;  // this start set the channel's bit: it owns the channel's timers
-  bool expected = false;
-  bool first_channel = true;
-  if (channel_id < kMaxKchHandles) {
-    uint64_t bit = uint64_t{1} << channel_id;
-    // One writer (KernelChBits): a load and a store. relaxed: only decides who owns the bit; the
-    // refcount orders the rest.
-    const uint64_t seen = parent->kch_seen.load(std::memory_order_relaxed);
-    if ((seen & bit) == 0) parent->kch_seen.store(seen | bit, std::memory_order_relaxed);
-    own_bit = (seen & bit) == 0;
-    if (own_bit) {
-      expected = seen == 0 ? parent->kch_expected != 0 : Popcount64(seen) < parent->kch_expected;
-      first_channel = seen == 0;
-    }
-  }
-  if (!expected && !TryRef(parent)) {
-    meter.Count(1);
-    ts->Add(kCtrOrphanChildren);
-    return nullptr;
-  }
-  // Not counted at the collective's start: a KernelCh slot's state and stop count themselves.
-  if (!expected) meter.Count(1);
-  ReleaseGrace(parent, ts);  // a reference is held for us, so this cannot finish the parent
-  void* handle = nullptr;
-  if (expected) {
-    handle = KernelChHandle(parent, channel_id);
-  } else {
-    Slot* s = g->slots.Claim(Kind::kKernelCh, ts);
-    if (s == nullptr) {
-      Unref(parent, ts);
-      return nullptr;
-    }
-    ResetSlot(s, ctx, parent, 1, 0);
-    handle = s;
-  }
-  // The collective's kernel runs (P2p ordinals are 0: not counted). The parent's fields are
-  // stable while this child holds a reference.
-  uint64_t ordinal = parent->ordinal;
-  if (ordinal != 0) ctx->inflight.OnGpuStart(ordinal);
-  if (p_timer != 0 && first_channel &&
-      (ordinal <= kCalibWarmup || (ordinal & (kCalibEvery - 1)) == 0)) {
-    ctx->calib.Observe(MonoNs(), p_timer);
-  }
-  const int64_t gpu_start = p_timer != 0 ? static_cast<int64_t>(p_timer) : kNoGpuStart;
-  if (own_bit) {
-    // relaxed: read after the refcount's acq_rel drop (FoldKernelChTimes).
-    KernelChTimes& t = g->slots.KernelChTimesOf(parent)[channel_id];
-    t.start.store(gpu_start, std::memory_order_relaxed);
-    t.end.store(0, std::memory_order_relaxed);
-  } else if (p_timer != 0) {
-    AtomicMin(parent->gpu_start_raw, gpu_start);  // a channel started twice: shared
-  }
-  return handle;
-}
+// ---- KernelCh stops and states (its start and KernelChBits: profiler_kernel_ch.cc) ------------
 
 // A slot-less KernelCh handle's parent, if the handle is one and still open (started, not
 // stopped); otherwise counts a stale handle and returns null.
@@ -599,6 +383,8 @@ void* StartKernelCh(Context* ctx, Slot* parent, uint32_t channel_id, uint64_t p_
 ABSL_ATTRIBUTE_ALWAYS_INLINE inline Slot* OpenKernelCh(void* handle, uint32_t* channel,
                                                        ThreadState* ts, KernelChMeter& meter) {
   Slot* parent = g->slots.AsKernelChParent(handle, channel);
+  // The handle's decoding bounds the channel: it indexes KernelChTimes and shifts a 64-bit mask.
+  SENTINEL_DCHECK(parent == nullptr || *channel < kMaxKchHandles);
   // The parent stays live while an open KernelCh holds its reference.
   if (parent == nullptr || parent->state.load(std::memory_order_acquire) != SlotState::kLive ||
       (parent->kch_seen.load(std::memory_order_relaxed) & (uint64_t{1} << *channel)) == 0 ||
@@ -647,87 +433,10 @@ void RecordKernelCh(void* handle, int state, const SentinelEventStateArgs* args,
 // ---- entry points ---------------------------------------------------------------------------
 
 namespace {
-// The handle of every Group start we do not keep (ancestor_skip.h): never written, never a slot
-// (outside the slot arena, so AsSlot rejects it wherever it comes back as a parent), even (not a
-// KernelCh handle).
-alignas(64) const char g_skipped_group[64] = {};
-
+// The handle of every Group start we do not keep (g_skipped_group, profiler_groups.cc).
 inline bool IsSkippedGroup(const void* handle) { return handle == g_skipped_group; }
 
-// The context NCCL passed to a start, or null: a handle of ours that is gone is counted (our own
-// dummy context, of a communicator the plugin is off for, is not).
-inline Context* StartContext(void* context, ThreadState* ts) noexcept {
-  Context* ctx = g->contexts.AsContext(context);
-  if (ctx == nullptr && context != g_dummy_context) ts->Add(kCtrStaleHandles);
-  return ctx;
-}
 }  // namespace
-
-bool CoreSkipAncestorStart(uint32_t type, void* parent, void** handle) noexcept {
-  if (type == kSentinelProfileGroup) {
-    *handle = const_cast<char*>(g_skipped_group);
-    return true;
-  }
-  if (type == kSentinelProfileKernelLaunch) {
-    *handle = nullptr;
-    return true;
-  }
-  // relaxed: NCCL snapshots the mask per operation anyway; an event that sees the old value is
-  // handled under the old one, as everywhere on this path.
-  const uint32_t mask = g->mask.load(std::memory_order_relaxed);
-  if (type == kSentinelProfileGroupApi) {
-    if ((mask & kSentinelProfileGroupApi) != 0) return false;
-    // With P2pApi but not GroupApi in the mask (the default), kept on the threads that have
-    // started a P2pApi (ThreadState::p2p_thread), whose groups the AlltoAll recovery reads, and on
-    // the shared overflow state (it cannot tell its threads apart). A thread's first P2P group is
-    // so not grouped: its pieces stay plain Send/Recv, never a wrong AlltoAll.
-    const ThreadState* ts = t_thread_state;
-    if ((mask & kSentinelProfileP2pApi) != 0 && ts != nullptr && (ts->shared || ts->p2p_thread)) {
-      return false;
-    }
-    *handle = nullptr;
-    return true;
-  }
-  if (type != kSentinelProfileCollApi && type != kSentinelProfileP2pApi) return false;
-  if ((mask & type) != 0) return false;  // CollApi, P2pApi: kept with their own bit
-  *handle = nullptr;
-  // A CollApi we do not keep under a group we keep: the group's function recovery must still know
-  // that it holds a collective (func_recovery.h). Its parent is null when the group is not kept.
-  if (type == kSentinelProfileCollApi && parent != nullptr) {
-    NoteCollApiInGroup(parent, ThreadStates::Current());
-  }
-  return true;
-}
-
-void CoreStartKernelCh(void* context, void** handle, void* parent_handle, uint8_t channel_id,
-                       uint64_t p_timer) noexcept {
-  ThreadState* ts = ThreadStates::Current();
-  *handle = nullptr;
-  KernelChMeter meter(ts);
-  // The usual case, checked from the parent: a live Coll/P2p of this (live) context. Cheaper than
-  // validating the context pointer on its own, which the other cases below still do.
-  Slot* parent = g->slots.AsSlot(parent_handle);
-  if (parent != nullptr && (KindOf(parent) == Kind::kColl || KindOf(parent) == Kind::kP2p) &&
-      parent->state.load(std::memory_order_acquire) == SlotState::kLive) {
-    Context* ctx = parent->ctx.load(std::memory_order_relaxed);
-    if (ctx == context && ContextTable::IsLive(ctx)) {
-      *handle = StartKernelCh(ctx, parent, channel_id, p_timer, ts, meter);
-      return;
-    }
-  }
-  Context* ctx = StartContext(context, ts);
-  if (ctx == nullptr) {
-    meter.Count(1);
-    return;
-  }
-  if (parent == nullptr || (KindOf(parent) != Kind::kColl && KindOf(parent) != Kind::kP2p) ||
-      parent->state.load(std::memory_order_acquire) != SlotState::kLive) {
-    meter.Count(1);
-    ts->Add(kCtrOrphanChildren);
-    return;
-  }
-  *handle = StartKernelCh(ctx, parent, channel_id, p_timer, ts, meter);
-}
 
 void CoreStartGroupApi(void* context, void** handle, bool graph_captured) noexcept {
   ThreadState* ts = ThreadStates::Current();

@@ -1,5 +1,6 @@
-// Private to the profiler files that implement profiler_core.h (profiler_hot.cc: event callbacks
-// and emission; profiler_lifecycle.cc: init/teardown; profiler_heartbeat.cc: the drainer's calls):
+// Private to the profiler files that implement profiler_core.h (profiler_hot.cc and its parts,
+// profiler_hot.h: event callbacks and emission; profiler_lifecycle.cc: init/teardown;
+// profiler_heartbeat.cc: the drainer's calls):
 // the process-wide state they share, the emission functions and the hot path's inline helpers.
 #pragma once
 
@@ -57,14 +58,16 @@ extern Globals* g __attribute__((visibility("hidden")));
 // The context init hands out when the plugin is off or out of contexts; its events are ignored.
 extern char g_dummy_context[64] __attribute__((visibility("hidden")));
 
-// ---- record emission (profiler_hot.cc) ---------------------------------------------------------
+// ---- record emission (profiler_emit.cc) --------------------------------------------------------
+// noexcept: the hot path calls them from another file, and a callee that might throw made its
+// callers keep their meters in memory for the unwinder.
 
 // Once per collective: builds the record directly in the thread's ring slot (also finalize's
 // truncation, profiler_lifecycle.cc).
-void BuildAndPush(Slot* s, bool truncated, ThreadState* ts);
+void BuildAndPush(Slot* s, bool truncated, ThreadState* ts) noexcept;
 // The last reference of `s` went: emits its record when `emit`, frees the slot, and drops the
 // reference it held on its parent.
-void OnLastRef(Slot* s, ThreadState* ts, bool emit);
+void OnLastRef(Slot* s, ThreadState* ts, bool emit) noexcept;
 
 // ---- inline slot helpers of the hot path (the grace sweep shares the reference drops) ----------
 // Header inline functions; every call was inlined when they were file-local, and the hot path's

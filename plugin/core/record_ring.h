@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/dcheck.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::plugin {
@@ -18,6 +19,7 @@ class RecordRing {
  public:
   // `storage` holds `capacity` records (a power of two) and outlives the ring.
   void Init(SentinelWireCollRecord* storage, uint32_t capacity) noexcept {
+    SENTINEL_DCHECK(capacity != 0 && (capacity & (capacity - 1)) == 0);  // `& mask_` indexes
     buf_ = storage;
     mask_ = capacity - 1;
   }
@@ -50,6 +52,8 @@ class RecordRing {
   // Producer only: publishes the slot returned by the last TryClaim().
   void Commit() noexcept {
     uint64_t head = head_.load(std::memory_order_relaxed);
+    // After a TryClaim that found room: the ring never holds more than its capacity.
+    SENTINEL_DCHECK(head - cached_tail_ <= mask_);
     // release: publishes the record bytes before the consumer sees the new head.
     head_.store(head + 1, std::memory_order_release);
     // The next record's lines (a record spans up to three): fetch them before they are needed.
@@ -72,6 +76,7 @@ class RecordRing {
   size_t PopBatch(SentinelWireCollRecord* out, size_t max) noexcept {
     uint64_t tail = tail_.load(std::memory_order_relaxed);  // relaxed: only the consumer writes it
     uint64_t head = head_.load(std::memory_order_acquire);  // acquire: pairs with TryPush
+    SENTINEL_DCHECK(head - tail <= uint64_t{mask_} + 1);    // the producer never laps the consumer
     size_t n = 0;
     while (tail != head && n < max) {
       out[n++] = buf_[tail & mask_];

@@ -321,8 +321,10 @@ void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
   // Our own thread: ncclCommAbort may take a while, and it finalizes the profiler context, which
   // may stop the drainer thread this verdict arrived on.
   r.in_progress.fetch_add(1, std::memory_order_acq_rel);
-  // Detached on purpose: it ends the communicator, not the process, and HangAbortWaitIdle (tests)
-  // and `in_progress` say when it is done; exit does not wait for an abort in progress.
+  // Detached on purpose, the one detached thread of the tree (DETACH_OK in
+  // scripts/check_single_rules.py): it ends a hung communicator, not the process, and joining it at
+  // exit would make the process wait on a hung NCCL. HangAbortWaitIdle (tests) and `in_progress`
+  // say when it is done.
   std::thread* abort_thread =
       StartThread("sentinel-abort", [comm, verdict] { AbortThread(comm, verdict); });
   if (abort_thread != nullptr) {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/sentinel_env.h"
-#include "plugin/base/dcheck.h"
+#include "plugin/base/invariant.h"
 #include "plugin/base/log.h"
 #include "plugin/core/drainer.h"
 #include "plugin/core/profiler_core.h"
@@ -44,8 +44,9 @@ void WirePlugin() noexcept {
   wiring.on_last_comm_end = &cupti::CuptiOnLastCommEnd;
   SetDrainerWiring(wiring);
   guard::SetControlRecordFn(&EnqueueControlRecord);  // same signature: the core's queue
-  // A broken invariant in a release build turns the plugin off, never the host (dcheck.h).
-  SetDcheckOffHandler(&TurnOff);
+  // A broken invariant that must act in every build turns the plugin off, never the host
+  // (invariant.h).
+  SetInvariantOffHandler(&TurnOff);
 }
 
 namespace {

@@ -5,7 +5,8 @@
 #include <cstring>
 #include <new>
 
-#include "plugin/base/dcheck.h"
+#include "common/dcheck.h"
+#include "plugin/base/invariant.h"
 
 namespace sentinel::plugin {
 
@@ -22,7 +23,14 @@ Status FrameBuffer::Allocate(size_t capacity) noexcept {
 }
 
 bool FrameBuffer::MakeRoom(size_t bytes) {
-  SENTINEL_DCHECK(walk_ <= head_ && head_ <= tail_ && tail_ <= cap_);
+  // Checked in every build: out of order, the sizes below wrap and the append writes past the
+  // buffer, in the host's process. The step is refused and the plugin turned off.
+  const bool ordered = walk_ <= head_ && head_ <= tail_ && tail_ <= cap_;
+  SENTINEL_DCHECK(ordered);
+  if (!ordered) {
+    InvariantBroken("walk_ <= head_ <= tail_ <= cap_", __FILE__, __LINE__);
+    return false;
+  }
   if (cap_ - tail_ >= bytes) return true;
   if (cap_ - (tail_ - walk_) < bytes) return false;
   // Slide the unsent bytes (and the partly sent frame) to the front.
@@ -66,7 +74,8 @@ uint64_t FrameBuffer::CollectSent() {
   while (walk_ + kHeaderBytes <= head_) {
     SentinelWireFrameHeader h;
     std::memcpy(&h, buf_.get() + walk_, sizeof(h));
-    // Only Append wrote these headers: a size under a header would never advance.
+    // Only Append wrote these headers: a size under a header would never advance (release
+    // builds stop at it below, leaving the rest unsent).
     SENTINEL_DCHECK(h.size >= kHeaderBytes);
     if (h.size < kHeaderBytes || walk_ + h.size > head_) break;
     if (h.type == kSentinelWireColl) ++sent;

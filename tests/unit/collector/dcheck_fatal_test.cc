@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "collector/base/dcheck.h"
 #include "collector/base/ring.h"
+#include "common/dcheck.h"
 
 namespace sentinel::collector {
 namespace {

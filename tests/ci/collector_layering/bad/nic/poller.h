@@ -1,0 +1,3 @@
+// Fixture: nic/ reaching up into the aggregator is refused.
+#pragma once
+#include "collector/aggregate/aggregator.h"

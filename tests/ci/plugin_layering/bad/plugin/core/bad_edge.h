@@ -1,0 +1,3 @@
+// Fixture: the core reaching up into the transport is refused.
+#pragma once
+#include "plugin/transport/collector_sink.h"
