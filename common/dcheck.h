@@ -12,8 +12,9 @@
 // DCHECK: it is an `if` with its handling (plugin/base/invariant.h for the plugin).
 #pragma once
 
-#include <cstdio>
 #include <cstdlib>
+
+#include "common/raw_log.h"
 
 #ifndef SENTINEL_DCHECK_FATAL
 #define SENTINEL_DCHECK_FATAL 0
@@ -24,7 +25,7 @@ namespace sentinel::rules {
 // The fatal form's report: what broke and where, then abort. Never returns.
 [[noreturn, gnu::cold, gnu::noinline]] inline void DcheckFailed(const char* cond, const char* file,
                                                                 int line) noexcept {
-  std::fprintf(stderr, "SENTINEL_DCHECK failed: %s (%s:%d)\n", cond, file, line);
+  RawLog("SENTINEL_DCHECK failed: %s (%s:%d)", cond, file, line);
   std::abort();
 }
 

@@ -39,7 +39,7 @@ EXPORT_MAY_INCLUDE = {
     "collector/aggregate/metrics_snapshot.h",  # /metrics (TakeMetricsSnapshot)
     "collector/aggregate/api_snapshot.h",  # /v1/ranks, /v1/telemetry (TakeRanksSnapshot, ...)
     "collector/aggregate/snapshot_source.h",  # the interface the aggregator serves them through
-    "collector/aggregate/exclusion.h",    # /v1/exclude: ExcludedHost and its renderers
+    "collector/aggregate/exclusion.h",    # /v1/exclude: ExcludedHost and ExcludeJson
     "collector/aggregate/stats.h",        # value types snapshots are made of (Histogram, buckets)
     "collector/aggregate/record_sink.h",  # the interface the record log implements
 }
