@@ -1,17 +1,12 @@
-// Why a collective is slow: for each communicator's joined collective (a window: from the
-// earliest local arrival to the latest local end), the excess over the communicator's own usual
-// duration for that function and size bucket, split into waiting for late ranks and slower
-// transfer (slow_window.h); consecutive slow windows form a span, settled once a NIC poll and a
-// net-plugin link report later than its end came in (or after settle_max_ns), with the NIC ports
-// (nic_moves.h) and links (link_history.h) its communicator uses that moved over it, and its
-// cause: late_rank, network or transfer. The rules and their formulas: collector/README.md,
-// "Late rank or network".
+// Why a collective is slow. Each joined collective of a communicator (a window) is judged
+// against the communicator's usual for it (slow_window.h); consecutive slow windows form a span,
+// settled once the NIC polls and link reports covering it are in, with the ports (nic_moves.h)
+// and links (link_history.h) that moved over it and its cause: late_rank, network or transfer.
+// The rules as formulas: collector/README.md, "Late rank or network".
 //
-// Memory is bounded: per communicator kMaxKeys (function, size bucket) histories of
-// SlowCauseParams::history windows and kMaxSpans spans; at most kMaxComms communicators and
-// LinkLatencyHistory::kMaxLinks links (the least recently active go, counted in evicted()).
-//
-// Not thread-safe: the Aggregator owns one in its State and calls it under its lock.
+// Memory is bounded (the kMax* below, SlowCauseParams::history; the least recently active
+// communicators and links go, counted in evicted()). Not thread-safe: the Aggregator owns one in
+// its State and calls it under its lock.
 #pragma once
 
 #include <array>
