@@ -165,9 +165,8 @@ AlertKey AlertKey::SlowNode(const std::string& host) {
 }
 
 AlertKey AlertKey::SlowNetwork(uint64_t comm_hash) {
-  AlertKey k;
+  AlertKey k = Hang(comm_hash);
   k.kind = AlertKeyKind::kSlowNetwork;
-  k.comm_hash = comm_hash;
   return k;
 }
 
