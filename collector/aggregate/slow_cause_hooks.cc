@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_set.h"
-#include "absl/strings/match.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/slow_network_alert.h"
 
 namespace sentinel::collector {
 namespace {
@@ -72,9 +72,7 @@ void SlowCauseSettle(State* state, int64_t now_mono_ns, int64_t now_real_ns,
     state->alerts.Fire(std::move(a), now_real_ns);
   }
   state->alerts.ResolveIf(
-      [&](const Alert& a) {
-        return absl::StartsWith(a.id, kSlowNetworkAlertPrefix) && !firing.contains(a.id);
-      },
+      [&](const Alert& a) { return IsSlowNetworkAlert(a) && !firing.contains(a.id); },
       ResolveReason::kCleared, now_real_ns);
 }
 

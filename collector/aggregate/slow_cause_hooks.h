@@ -24,7 +24,7 @@ void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const J
 // A NetConnStats report already taken by State::net (its send end: latency over time).
 void SlowCauseNoteLink(State* state, const SentinelWireNetConnStats& stats);
 // Settles what can be settled at `now_mono_ns` and fires / resolves the network findings
-// (kSlowNetworkAlertPrefix) in state->alerts.
+// (alerts/slow_network_alert.h) in state->alerts.
 void SlowCauseSettle(State* state, int64_t now_mono_ns, int64_t now_real_ns,
                      const std::string& runbook_base);
 

@@ -3,13 +3,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/alert_key.h"
 #include "collector/aggregate/straggler_text.h"
 #include "collector/aggregate/wait_evidence.h"
 
@@ -32,8 +33,9 @@ nlohmann::json Figures(const WaitRankState& st, size_t window) {
 }  // namespace
 
 bool IsWaitAlert(const Alert& alert) {
-  return alert.kind == AlertKind::kStraggler && (absl::StartsWith(alert.id, kWaitRankAlertPrefix) ||
-                                                 absl::StartsWith(alert.id, kSlowNodeAlertPrefix));
+  if (alert.kind != AlertKind::kStraggler) return false;
+  const std::optional<AlertKey> key = ParseAlertKey(alert.id);
+  return key && key->is_wait();
 }
 
 std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_base) {
@@ -61,7 +63,7 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
   if (v.flagged.empty()) return out;
   if (v.slow_node) {
     Alert a;
-    a.id = absl::StrCat(kSlowNodeAlertPrefix, state.host);
+    a.id = AlertKey::SlowNode(state.host).Id();
     a.kind = AlertKind::kStraggler;
     a.severity = AlertSeverity::kCritical;
     a.host = state.host;
@@ -116,7 +118,7 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
     }
     if (r.comm->active_count > 1 && !all_local_flagged) continue;
     Alert a;
-    a.id = absl::StrCat(kWaitRankAlertPrefix, CommLabel(r.comm->hash), "-r", r.rank->rank);
+    a.id = AlertKey::WaitRank(r.comm->hash, r.rank->rank).Id();
     a.kind = AlertKind::kStraggler;
     a.severity = AlertSeverity::kCritical;
     a.comm = CommLabel(r.comm->hash);

@@ -15,13 +15,10 @@ namespace sentinel::collector {
 
 struct State;
 
-inline constexpr const char kWaitRankAlertPrefix[] = "straggler-wait-";
-inline constexpr const char kSlowNodeAlertPrefix[] = "straggler-node-";
-
-// The alerts to fire now (ids with the prefixes above). Call with the aggregator's lock held.
+// The alerts to fire now (keys AlertKey::SlowNode and AlertKey::WaitRank, alerts/alert_key.h).
+// Call with the aggregator's lock held.
 std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_base);
-// True for an alert WaitAlerts builds (its id has one of the prefixes above: these two forms are
-// not among alert_key.h's keys yet).
+// True for an alert WaitAlerts builds (AlertKey::is_wait).
 bool IsWaitAlert(const Alert& alert);
 
 }  // namespace sentinel::collector

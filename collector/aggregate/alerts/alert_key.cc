@@ -12,10 +12,13 @@ namespace sentinel::collector {
 namespace {
 
 constexpr absl::string_view kStragglerPrefix = "straggler-";
+constexpr absl::string_view kWaitRankPrefix = "straggler-wait-";
+constexpr absl::string_view kSlowNodePrefix = "straggler-node-";
 constexpr absl::string_view kHangPrefix = "hang-";
 constexpr absl::string_view kNicErrorsPrefix = "nic_errors-";
 constexpr absl::string_view kNicLinkPrefix = "link_degraded-nic-";
 constexpr absl::string_view kNetLinkPrefix = "link_degraded-net-";
+constexpr absl::string_view kSlowNetworkPrefix = "link_degraded-slow-";
 
 // "0x" and 16 hex digits (CommLabel), or 16 hex digits alone (`with_0x` false).
 bool ParseHex64(absl::string_view text, bool with_0x, uint64_t* out) {
@@ -36,7 +39,7 @@ bool ParseDevicePort(absl::string_view text, std::string* device, int* port) {
   return true;
 }
 
-// The rest of "straggler-<comm>-r<rank>".
+// The rest of "straggler-<comm>-r<rank>" (and of "straggler-wait-<comm>-r<rank>").
 bool ParseStragglerRest(absl::string_view rest, AlertKey* key) {
   const size_t r = rest.rfind("-r");
   return r != absl::string_view::npos && ParseHex64(rest.substr(0, r), true, &key->comm_hash) &&
@@ -55,20 +58,28 @@ bool ParseLinkIdRest(absl::string_view rest, AlertKey* key) {
   return ParseHex64(rest, false, &key->link_id);
 }
 
-// The key kinds whose ids start with a fixed prefix, and how the rest of such an id reads. No
-// prefix here starts another, so the order does not matter; an id with one of these prefixes is
-// of that kind or of none.
+bool ParseHostRest(absl::string_view rest, AlertKey* key) {
+  key->host = std::string(rest);
+  return true;
+}
+
+// The key kinds whose ids start with a fixed prefix, and how the rest of such an id reads. The
+// first prefix an id starts with decides: an id with it is of that kind or of none. A prefix that
+// extends another ("straggler-wait-" of "straggler-") comes before it.
 struct PrefixedForm {
   absl::string_view prefix;
   AlertKeyKind kind;
   bool (*parse_rest)(absl::string_view rest, AlertKey* key);
 };
 constexpr PrefixedForm kPrefixedForms[] = {
+    {kWaitRankPrefix, AlertKeyKind::kWaitRank, ParseStragglerRest},
+    {kSlowNodePrefix, AlertKeyKind::kSlowNode, ParseHostRest},
     {kStragglerPrefix, AlertKeyKind::kStraggler, ParseStragglerRest},
     {kHangPrefix, AlertKeyKind::kHang, ParseCommRest},
     {kNicErrorsPrefix, AlertKeyKind::kNicErrors, ParseDevicePortRest},
     {kNicLinkPrefix, AlertKeyKind::kNicLink, ParseDevicePortRest},
     {kNetLinkPrefix, AlertKeyKind::kNetLink, ParseLinkIdRest},
+    {kSlowNetworkPrefix, AlertKeyKind::kSlowNetwork, ParseCommRest},
 };
 
 std::optional<AlertKey> ParseLoose(absl::string_view id) {
@@ -80,8 +91,8 @@ std::optional<AlertKey> ParseLoose(absl::string_view id) {
     key.kind = form.kind;
     return key;
   }
-  // A guard verdict: "<guard kind>-<comm>" (link_degraded- alone: the NIC and net forms above
-  // took theirs).
+  // A guard verdict: "<guard kind>-<comm>" (link_degraded- alone: the NIC, net and slow forms
+  // above took theirs).
   for (AlertKind guard : {AlertKind::kTransport, AlertKind::kPlacement, AlertKind::kLinkDegraded}) {
     absl::string_view rest = id;
     if (absl::ConsumePrefix(&rest, AlertKindName(guard)) && absl::ConsumePrefix(&rest, "-") &&
@@ -140,6 +151,25 @@ AlertKey AlertKey::NetLink(uint64_t link_id) {
   return k;
 }
 
+AlertKey AlertKey::WaitRank(uint64_t comm_hash, int32_t rank) {
+  AlertKey k = Straggler(comm_hash, rank);
+  k.kind = AlertKeyKind::kWaitRank;
+  return k;
+}
+
+AlertKey AlertKey::SlowNode(const std::string& host) {
+  AlertKey k;
+  k.kind = AlertKeyKind::kSlowNode;
+  k.host = host;
+  return k;
+}
+
+AlertKey AlertKey::SlowNetwork(uint64_t comm_hash) {
+  AlertKey k = Hang(comm_hash);
+  k.kind = AlertKeyKind::kSlowNetwork;
+  return k;
+}
+
 std::string AlertKey::Id() const {
   switch (kind) {
     case AlertKeyKind::kStraggler:
@@ -154,6 +184,12 @@ std::string AlertKey::Id() const {
       return absl::StrCat(kNicLinkPrefix, device, "-", port);
     case AlertKeyKind::kNetLink:
       return absl::StrFormat("%s%016x", kNetLinkPrefix, link_id);
+    case AlertKeyKind::kWaitRank:
+      return absl::StrCat(kWaitRankPrefix, CommLabel(comm_hash), "-r", rank);
+    case AlertKeyKind::kSlowNode:
+      return absl::StrCat(kSlowNodePrefix, host);
+    case AlertKeyKind::kSlowNetwork:
+      return absl::StrCat(kSlowNetworkPrefix, CommLabel(comm_hash));
   }
   return "";
 }
@@ -161,6 +197,8 @@ std::string AlertKey::Id() const {
 AlertKind AlertKey::alert_kind() const {
   switch (kind) {
     case AlertKeyKind::kStraggler:
+    case AlertKeyKind::kWaitRank:
+    case AlertKeyKind::kSlowNode:
       return AlertKind::kStraggler;
     case AlertKeyKind::kHang:
       return AlertKind::kHang;
@@ -170,6 +208,7 @@ AlertKind AlertKey::alert_kind() const {
       return AlertKind::kNicErrors;
     case AlertKeyKind::kNicLink:
     case AlertKeyKind::kNetLink:
+    case AlertKeyKind::kSlowNetwork:
       return AlertKind::kLinkDegraded;
   }
   return AlertKind::kHang;
@@ -177,7 +216,7 @@ AlertKind AlertKey::alert_kind() const {
 
 bool AlertKey::operator==(const AlertKey& o) const {
   return kind == o.kind && guard == o.guard && comm_hash == o.comm_hash && rank == o.rank &&
-         device == o.device && port == o.port && link_id == o.link_id;
+         device == o.device && port == o.port && link_id == o.link_id && host == o.host;
 }
 
 std::optional<AlertKey> ParseAlertKey(absl::string_view id) {

@@ -21,6 +21,9 @@ TEST(AlertKey, RendersTheIdsOfEachKind) {
   EXPECT_EQ(AlertKey::NicErrors("mlx5_0", 1).Id(), "nic_errors-mlx5_0-1");
   EXPECT_EQ(AlertKey::NicLink("mlx5_1", 2).Id(), "link_degraded-nic-mlx5_1-2");
   EXPECT_EQ(AlertKey::NetLink(0xfeedULL).Id(), "link_degraded-net-000000000000feed");
+  EXPECT_EQ(AlertKey::WaitRank(0xab, 3).Id(), "straggler-wait-0x00000000000000ab-r3");
+  EXPECT_EQ(AlertKey::SlowNode("node-b").Id(), "straggler-node-node-b");
+  EXPECT_EQ(AlertKey::SlowNetwork(0xabcdef).Id(), "link_degraded-slow-0x0000000000abcdef");
 }
 
 TEST(AlertKey, KindOfAlertEachKeyRaises) {
@@ -34,6 +37,14 @@ TEST(AlertKey, KindOfAlertEachKeyRaises) {
   EXPECT_TRUE(AlertKey::NicLink("d", 1).is_nic());
   EXPECT_FALSE(AlertKey::NetLink(1).is_nic());
   EXPECT_FALSE(AlertKey::GuardVerdict(AlertKind::kLinkDegraded, 1).is_nic());
+  EXPECT_EQ(AlertKey::WaitRank(1, 0).alert_kind(), AlertKind::kStraggler);
+  EXPECT_EQ(AlertKey::SlowNode("h").alert_kind(), AlertKind::kStraggler);
+  EXPECT_EQ(AlertKey::SlowNetwork(1).alert_kind(), AlertKind::kLinkDegraded);
+  EXPECT_TRUE(AlertKey::WaitRank(1, 0).is_wait());
+  EXPECT_TRUE(AlertKey::SlowNode("h").is_wait());
+  EXPECT_FALSE(AlertKey::Straggler(1, 0).is_wait());
+  EXPECT_FALSE(AlertKey::SlowNetwork(1).is_wait());
+  EXPECT_FALSE(AlertKey::SlowNetwork(1).is_nic());
 }
 
 TEST(AlertKey, EveryRenderedIdParsesBackToItsKey) {
@@ -49,6 +60,13 @@ TEST(AlertKey, EveryRenderedIdParsesBackToItsKey) {
       AlertKey::NicLink("", 3),
       AlertKey::NetLink(0),
       AlertKey::NetLink(UINT64_MAX),
+      AlertKey::WaitRank(0, 0),
+      AlertKey::WaitRank(UINT64_MAX, 16777215),
+      AlertKey::SlowNode("node-a"),
+      AlertKey::SlowNode("0x0000000000000001-r2"),  // any host name is the rest of the id
+      AlertKey::SlowNode(""),
+      AlertKey::SlowNetwork(0),
+      AlertKey::SlowNetwork(UINT64_MAX),
   };
   for (const AlertKey& key : keys) {
     const std::string id = key.Id();
@@ -75,14 +93,21 @@ AlertKey SampleKeyOf(AlertKeyKind kind) {
       return AlertKey::NicLink("mlx5_3", 2);
     case AlertKeyKind::kNetLink:
       return AlertKey::NetLink(0x8);
+    case AlertKeyKind::kWaitRank:
+      return AlertKey::WaitRank(0x9, 4);
+    case AlertKeyKind::kSlowNode:
+      return AlertKey::SlowNode("node-c");
+    case AlertKeyKind::kSlowNetwork:
+      return AlertKey::SlowNetwork(0xa);
   }
   return AlertKey();
 }
 
 TEST(AlertKey, EveryKindRoundTripsAndIsNoOtherKind) {
-  const AlertKeyKind kinds[] = {AlertKeyKind::kStraggler,    AlertKeyKind::kHang,
-                                AlertKeyKind::kGuardVerdict, AlertKeyKind::kNicErrors,
-                                AlertKeyKind::kNicLink,      AlertKeyKind::kNetLink};
+  const AlertKeyKind kinds[] = {
+      AlertKeyKind::kStraggler, AlertKeyKind::kHang,     AlertKeyKind::kGuardVerdict,
+      AlertKeyKind::kNicErrors, AlertKeyKind::kNicLink,  AlertKeyKind::kNetLink,
+      AlertKeyKind::kWaitRank,  AlertKeyKind::kSlowNode, AlertKeyKind::kSlowNetwork};
   for (AlertKeyKind kind : kinds) {
     const AlertKey key = SampleKeyOf(kind);
     ASSERT_EQ(key.kind, kind);
@@ -103,6 +128,25 @@ TEST(AlertKey, GuardLinkDegradedIsNotTakenForANicOrNetLink) {
   EXPECT_EQ(ParseAlertKey("link_degraded-net-000000000000feed")->kind, AlertKeyKind::kNetLink);
   EXPECT_FALSE(AlertIdIs("link_degraded-nic-mlx5_0-1", AlertKeyKind::kNicErrors));
   EXPECT_FALSE(AlertIdIs("nic_errors-mlx5_0-1", AlertKeyKind::kNicLink));
+  EXPECT_EQ(ParseAlertKey("link_degraded-slow-0x0000000000000003")->kind,
+            AlertKeyKind::kSlowNetwork);
+}
+
+// The wait evidence's ids extend the straggler prefix: each is read as its own kind, with its
+// fields, never as a straggler key (nor a straggler id as theirs).
+TEST(AlertKey, WaitAndNodeIdsAreNotTakenForAStraggler) {
+  const std::optional<AlertKey> wait = ParseAlertKey("straggler-wait-0x00000000000000ab-r3");
+  ASSERT_TRUE(wait.has_value());
+  EXPECT_EQ(wait->kind, AlertKeyKind::kWaitRank);
+  EXPECT_EQ(wait->comm_hash, 0xabu);
+  EXPECT_EQ(wait->rank, 3);
+  const std::optional<AlertKey> node = ParseAlertKey("straggler-node-node-b");
+  ASSERT_TRUE(node.has_value());
+  EXPECT_EQ(node->kind, AlertKeyKind::kSlowNode);
+  EXPECT_EQ(node->host, "node-b");
+  EXPECT_EQ(ParseAlertKey("straggler-0x00000000000000ab-r3")->kind, AlertKeyKind::kStraggler);
+  EXPECT_FALSE(AlertIdIs("straggler-wait-0x00000000000000ab-r3", AlertKeyKind::kStraggler));
+  EXPECT_FALSE(AlertIdIs("straggler-0x00000000000000ab-r3", AlertKeyKind::kWaitRank));
 }
 
 TEST(AlertKey, OnlyRenderedIdsParse) {
@@ -124,6 +168,12 @@ TEST(AlertKey, OnlyRenderedIdsParse) {
            "link_degraded-nic-mlx5_0",
            "link_degraded-net-feed",
            "link_degraded-net-000000000000FEED",
+           "straggler-wait-0x00000000000000ab",
+           "straggler-wait-0xab-r3",
+           "straggler-wait-0x00000000000000ab-r03",
+           "link_degraded-slow-",
+           "link_degraded-slow-0x0000000000ABCDEF",
+           "link_degraded-slow-0000000000abcdef",
            "something-else",
        }) {
     EXPECT_FALSE(ParseAlertKey(id).has_value()) << id;

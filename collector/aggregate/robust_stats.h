@@ -1,0 +1,58 @@
+// Robust statistics of the slow-cause judgement (slow_cause.h): one median and one median
+// absolute deviation for every figure it takes, integer nanoseconds or rates.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+namespace sentinel::collector {
+
+// The median absolute deviation times this is the standard deviation of normal noise.
+inline constexpr double kMadToSigma = 1.4826;
+// The mean absolute deviation from the median times this (sqrt(pi / 2)) is too.
+inline constexpr double kMeanAbsDevToSigma = 1.2533;
+
+// The median: the value with size/2 values before it once sorted, so of an even count the upper
+// of the middle two (the nearest-rank rule of Percentile(values, 50), stats.h). A value of the
+// data, never a mean of two. T{} when empty. Reorders `values`.
+template <typename T>
+T MedianInPlace(std::vector<T>* values) {
+  if (values->empty()) return T{};
+  const auto mid = values->begin() + static_cast<std::ptrdiff_t>(values->size() / 2);
+  std::nth_element(values->begin(), mid, values->end());
+  return *mid;
+}
+
+template <typename T>
+T Median(std::vector<T> values) {
+  return MedianInPlace(&values);
+}
+
+// The median of |x - median| over `values`; `scratch` receives the deviations in their order.
+template <typename T>
+T MedianAbsDeviation(const std::vector<T>& values, T median, std::vector<T>* scratch) {
+  scratch->clear();
+  for (const T& x : values) scratch->push_back(std::abs(x - median));
+  return MedianInPlace(scratch);
+}
+
+// A standard deviation of `values` around their `median` that few values and outliers do not
+// fool: the larger of kMadToSigma x their median absolute deviation and kMeanAbsDevToSigma x their
+// mean absolute deviation (the MAD alone is far too small when a dozen values fall in two
+// clusters). 0 when every value is the median.
+inline double RobustSpread(const std::vector<double>& values, double median) {
+  if (values.empty()) return 0;
+  std::vector<double> dev;
+  dev.reserve(values.size());
+  double sum = 0;  // in the values' order, before the median reorders them
+  for (double x : values) {
+    dev.push_back(std::abs(x - median));
+    sum += dev.back();
+  }
+  const double mad = MedianInPlace(&dev);
+  return std::max(kMadToSigma * mad, kMeanAbsDevToSigma * sum / static_cast<double>(values.size()));
+}
+
+}  // namespace sentinel::collector
