@@ -101,8 +101,4 @@ class SlowCause {
   NicPollCache nic_cache_;
 };
 
-// The id prefix of the network findings, for the evaluation harness (tests/eval) that still
-// matches it; sentineld reads their AlertKey (IsSlowNetworkAlert).
-inline constexpr const char* kSlowNetworkAlertPrefix = "link_degraded-slow-";
-
 }  // namespace sentinel::collector

@@ -23,6 +23,8 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/alert_key.h"
+#include "collector/aggregate/alerts/slow_network_alert.h"
 #include "collector/aggregate/exclusion.h"
 #include "collector/aggregate/slow_cause.h"
 #include "collector/aggregate/snapshot.h"
@@ -44,9 +46,6 @@ constexpr int64_t kDeliveryNs =
     2 * kMs;  // plugin flush + socket: records reach sentineld this late
 constexpr int64_t kScrapeNs = 15 * kSec;  // Prometheus scrape interval
 constexpr double kWindowS = 120;  // a culprit counts as named within this long after its onset
-// Alert ids of the node's own slow-node verdict (collector/aggregate/wait_alerts.h, once wired):
-// an alert whose id starts so names the node, not a rank.
-constexpr const char kSlowNodeIdPrefix[] = "straggler-node-";
 // Each node's RDMA ports, one per local rank (local rank t sends through port 1 of mlx5_<t>), as
 // sentineld's NIC poller reads them every --nic-poll (its default: Config::nic_poll_ns). Only
 // port_xmit_wait moves: it counts while a port holds sends back. A port counts this many ticks
@@ -484,7 +483,7 @@ class ClusterJob {
     Node& node = nodes_[static_cast<size_t>(n)];
     for (const Alert& a : node.agg->TakeAlertChanges()) {
       if (!a.firing()) continue;
-      if (a.kind == AlertKind::kLinkDegraded && a.id.rfind(kSlowNetworkAlertPrefix, 0) == 0) {
+      if (IsSlowNetworkAlert(a)) {
         if (!seen_.insert({n, a.id, a.started_real_ns}).second) continue;
         std::string nic = "-";
         if (a.evidence.contains("device") && a.evidence["device"].is_string()) {
@@ -499,7 +498,7 @@ class ClusterJob {
       Named base;
       base.at_ns = a.started_real_ns - node.offset_ns;
       base.source = a.id;
-      if (a.kind == AlertKind::kStraggler && a.id.rfind(kSlowNodeIdPrefix, 0) == 0) {
+      if (a.kind == AlertKind::kStraggler && AlertIdIs(a.id, AlertKeyKind::kSlowNode)) {
         base.kind = Named::kNode;
         base.who = n;
         res_.node_tier.push_back(base);
