@@ -14,15 +14,18 @@ inline constexpr double kMadToSigma = 1.4826;
 // The mean absolute deviation from the median times this (sqrt(pi / 2)) is too.
 inline constexpr double kMeanAbsDevToSigma = 1.2533;
 
-// The median: the value with size/2 values before it once sorted, so of an even count the upper
-// of the middle two (the nearest-rank rule of Percentile(values, 50), stats.h). A value of the
-// data, never a mean of two. T{} when empty. Reorders `values`.
+// The median: the middle value once sorted, of an even count the midpoint of the middle two (with
+// two NIC ports, "above the other port" must not read as "above the upper of both"). T{} when
+// empty. Reorders `values`.
 template <typename T>
 T MedianInPlace(std::vector<T>* values) {
   if (values->empty()) return T{};
-  const auto mid = values->begin() + static_cast<std::ptrdiff_t>(values->size() / 2);
+  const size_t n = values->size();
+  const auto mid = values->begin() + static_cast<std::ptrdiff_t>(n / 2);
   std::nth_element(values->begin(), mid, values->end());
-  return *mid;
+  if (n % 2 == 1) return *mid;
+  const T below = *std::max_element(values->begin(), mid);
+  return below + (*mid - below) / 2;
 }
 
 template <typename T>

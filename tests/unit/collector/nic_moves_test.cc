@@ -106,21 +106,21 @@ TEST(NicMoves, AFlatCounterThatRisesIsNamed) {
   EXPECT_DOUBLE_EQ(moves[0].rate_per_s, 1);
 }
 
-// One port: usual 1200 a second, spread 296.5, so (20 polls) a rise must be above 3 x 308 to
-// count and above 6 x 308 to count on one poll.
+// One port alternating 1000 and 1200 a second: usual 1100, spread 148.3 (1.4826 x a MAD of 100);
+// a rise of 1500 on one poll is not named, one of 3100 is.
 TEST(NicMoves, ARiseOnOnePollCountsOnlyFarAbove) {
   Ports modest(1);
   modest.Ordinary();
-  modest.Poll({2600});  // 1400 above: 4.7 spreads
+  modest.Poll({2600});  // 1500 above
   EXPECT_TRUE(modest.MovesIn(modest.InPoll()).empty());
 
   Ports far(1);
   far.Ordinary();
-  far.Poll({4200});  // 3000 above: 10 spreads
+  far.Poll({4200});  // 3100 above
   const std::vector<NicMove> moves = far.MovesIn(far.InPoll());
   ASSERT_EQ(Named(moves), Names{"mlx5_0:port_xmit_wait"});
-  EXPECT_DOUBLE_EQ(moves[0].usual_per_s, 1200);
-  EXPECT_DOUBLE_EQ(moves[0].spread_per_s, 1.4826 * 200);
+  EXPECT_DOUBLE_EQ(moves[0].usual_per_s, 1100);
+  EXPECT_DOUBLE_EQ(moves[0].spread_per_s, 1.4826 * 100);
   EXPECT_DOUBLE_EQ(moves[0].rate_per_s, 4200);
 }
 

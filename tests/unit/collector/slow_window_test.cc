@@ -54,12 +54,12 @@ TEST(SlowWindow, NothingIsSlowBeforeMinHistoryWindows) {
   EXPECT_TRUE(u.Judge(Window(kS, 0, 100 * kMs), p).slow);
 }
 
-TEST(SlowWindow, AnEvenHistorysUsualIsTheUpperOfItsMiddleTwo) {
-  // 8 windows of 9 ms and 8 of 11 ms: the usual is 11 ms (their mean would be 10 ms).
+TEST(SlowWindow, AnEvenHistorysUsualIsTheMidpointOfItsMiddleTwo) {
+  // 8 windows of 9 ms and 8 of 11 ms: the usual is 10 ms.
   WindowUsual u = Learned(0, {9 * kMs, 11 * kMs});
   const WindowVerdict v = u.Judge(Window(kS, 0, 11 * kMs), SlowCauseParams{});
-  EXPECT_EQ(v.usual_ns, 11 * kMs);
-  EXPECT_EQ(v.excess_ns, 0);
+  EXPECT_EQ(v.usual_ns, 10 * kMs);
+  EXPECT_EQ(v.excess_ns, kMs);
 }
 
 TEST(SlowWindow, SlowNeedsAShareOfTheUsual) {
@@ -74,12 +74,12 @@ TEST(SlowWindow, SlowNeedsAShareOfTheUsual) {
 }
 
 TEST(SlowWindow, SlowNeedsFourSpreadsOfItsOwnWindows) {
-  // 9, 10, 10, 11 ms in turn: the usual 10 ms, the MAD 1 ms, so the bar is 4 x 1.4826 ms
-  // (5.93 ms), above 20 % of the usual.
+  // 9, 10, 10, 11 ms in turn: the usual 10 ms; half the deviations are 0 and half 1 ms, so the MAD
+  // is 0.5 ms and the bar 4 x 1.4826 x 0.5 ms (2.97 ms), above 20 % of the usual (2 ms).
   const SlowCauseParams p;
   WindowUsual u = Learned(0, {9 * kMs, 10 * kMs, 10 * kMs, 11 * kMs});
-  EXPECT_FALSE(u.Judge(Window(kS, 0, 15900 * 1000), p).slow);
-  EXPECT_TRUE(u.Judge(Window(2 * kS, 0, 16 * kMs), p).slow);
+  EXPECT_FALSE(u.Judge(Window(kS, 0, 12960 * 1000), p).slow);
+  EXPECT_TRUE(u.Judge(Window(2 * kS, 0, 13 * kMs), p).slow);
 }
 
 TEST(SlowWindow, TheExcessSplitsIntoWaitingBeyondTheUsualSkewAndTransfer) {
