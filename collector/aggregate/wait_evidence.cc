@@ -199,6 +199,9 @@ void WaitEvidence::Judge(WaitRankState* st) {
       st->spell_n = 0;
       st->spell_wait_sum_ns = 0;
       st->spell_compute_ns = 0;
+      // The slowdown's first collective, while the ring still holds it (a spell judged only after
+      // the host's time scale is flagged long after its onset left the ring).
+      st->spell_onset_seq = Onset(*st);
     }
     const bool slower = st->segment_p50_ns >= (1 + rel) * st->usual_segment_ns;
     const bool peers_wait = st->usual_wait_ns >= rel / 16 * st->usual_segment_ns;
@@ -228,8 +231,12 @@ void WaitEvidence::Judge(WaitRankState* st) {
     if (slower && peers_wait && persisted && (fell_in_spell || fell_in_window)) {
       st->flagged = true;
       st->changed = true;
+      const uint64_t recent = Onset(*st);
+      st->since_seq =
+          st->held && st->spell_onset_seq > 0 && (recent == 0 || st->spell_onset_seq < recent)
+              ? st->spell_onset_seq
+              : recent;
       st->held = false;
-      st->since_seq = Onset(*st);
       return;
     }
     if (above) {

@@ -155,6 +155,7 @@ struct WaitRankState {
   uint64_t spell_n = 0;
   double spell_wait_sum_ns = 0;
   double spell_compute_ns = 0;    // the segments of the spell, each at most 8 usual ones
+  uint64_t spell_onset_seq = 0;   // the slowdown's first collective, found as the spell began
   double learned_compute_ns = 0;  // the segments seen before the usual was learned
   // The judgement.
   bool flagged = false;
