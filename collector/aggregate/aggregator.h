@@ -242,10 +242,11 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   MetricsSnapshot SnapshotMetrics(const ExcludePolicy& exclude, int64_t now_real_ns,
                                   std::vector<ExcludedHost>* excluded) const override;
   HealthSnapshot SnapshotHealth() const override;
-  RanksSnapshot SnapshotRanks() const override;
-  TelemetrySnapshot SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns) const override;
-  TraceSnapshot SnapshotTrace(int64_t since_ns) const override;
-  std::vector<Alert> SnapshotAlerts() const override;
+  RanksSnapshot SnapshotRanks(const ApiViewer& viewer) const override;
+  TelemetrySnapshot SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns,
+                                      const ApiViewer& viewer) const override;
+  TraceSnapshot SnapshotTrace(int64_t since_ns, const ApiViewer& viewer) const override;
+  std::vector<Alert> SnapshotAlerts(const ApiViewer& viewer) const override;
   std::vector<ExcludedHost> SnapshotExclusions(const ExcludePolicy& exclude,
                                                int64_t now_real_ns) const override;
   std::vector<Alert> FiringAlerts() const override;

@@ -22,25 +22,26 @@ HealthSnapshot Aggregator::SnapshotHealth() const {
   return snap;
 }
 
-RanksSnapshot Aggregator::SnapshotRanks() const {
+RanksSnapshot Aggregator::SnapshotRanks(const ApiViewer& /*viewer*/) const {
   RanksSnapshot snap;
   Read([&](const State& state) { snap = TakeRanksSnapshot(state); });
   return snap;
 }
 
-TelemetrySnapshot Aggregator::SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns) const {
+TelemetrySnapshot Aggregator::SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns,
+                                                const ApiViewer& /*viewer*/) const {
   TelemetrySnapshot snap;
   Read([&](const State& state) { snap = TakeTelemetrySnapshot(state, window_ns, now_mono_ns); });
   return snap;
 }
 
-TraceSnapshot Aggregator::SnapshotTrace(int64_t since_ns) const {
+TraceSnapshot Aggregator::SnapshotTrace(int64_t since_ns, const ApiViewer& /*viewer*/) const {
   TraceSnapshot snap;
   Read([&](const State& state) { snap = TakeTraceSnapshot(state, since_ns); });
   return snap;
 }
 
-std::vector<Alert> Aggregator::SnapshotAlerts() const {
+std::vector<Alert> Aggregator::SnapshotAlerts(const ApiViewer& /*viewer*/) const {
   std::vector<Alert> alerts;
   Read([&](const State& state) { alerts = TakeAlerts(state); });
   return alerts;

@@ -9,6 +9,7 @@
 
 #include "collector/aggregate/alert_book.h"
 #include "collector/aggregate/api_snapshot.h"
+#include "collector/aggregate/api_viewer.h"
 #include "collector/aggregate/exclusion.h"
 #include "collector/aggregate/metrics_snapshot.h"
 #include "collector/aggregate/snapshot.h"
@@ -27,12 +28,16 @@ class SnapshotSource {
   // /metrics: what it renders, and the hosts `exclude` lists at `now_real_ns` (same lock hold).
   virtual MetricsSnapshot SnapshotMetrics(const ExcludePolicy& exclude, int64_t now_real_ns,
                                           std::vector<ExcludedHost>* excluded) const = 0;
-  virtual HealthSnapshot SnapshotHealth() const = 0;              // /healthz
-  virtual RanksSnapshot SnapshotRanks() const = 0;                // /v1/ranks
-  virtual TelemetrySnapshot SnapshotTelemetry(int64_t window_ns,  // /v1/telemetry
-                                              int64_t now_mono_ns) const = 0;
-  virtual TraceSnapshot SnapshotTrace(int64_t since_ns) const = 0;  // /v1/trace
-  virtual std::vector<Alert> SnapshotAlerts() const = 0;  // /v1/alerts: all, in the book's order
+  virtual HealthSnapshot SnapshotHealth() const = 0;  // /healthz
+  // The job details below hold only what `viewer` may see (api_viewer.h).
+  virtual RanksSnapshot SnapshotRanks(const ApiViewer& viewer) const = 0;  // /v1/ranks
+  virtual TelemetrySnapshot SnapshotTelemetry(int64_t window_ns,           // /v1/telemetry
+                                              int64_t now_mono_ns,
+                                              const ApiViewer& viewer) const = 0;
+  virtual TraceSnapshot SnapshotTrace(int64_t since_ns,  // /v1/trace
+                                      const ApiViewer& viewer) const = 0;
+  // /v1/alerts: all the viewer may see, in the book's order.
+  virtual std::vector<Alert> SnapshotAlerts(const ApiViewer& viewer) const = 0;
   // /v1/exclude: the hosts `exclude` lists at `now_real_ns`.
   virtual std::vector<ExcludedHost> SnapshotExclusions(const ExcludePolicy& exclude,
                                                        int64_t now_real_ns) const = 0;

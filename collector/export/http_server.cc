@@ -265,16 +265,17 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   });
   Get("/v1/ranks", [agg](const HttpRequest&, HttpResponse& res) {
     // Copied under the lock, sorted and rendered after (api_snapshot.h).
-    SendJson(res, 200, RanksJson(agg->SnapshotRanks()));
+    SendJson(res, 200, RanksJson(agg->SnapshotRanks(ApiViewer::Everything())));
   });
   Get("/v1/telemetry", [agg](const HttpRequest& req, HttpResponse& res) {
     int64_t window = 0;
     if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
     const int64_t mono = agg->clock()->MonoNs();
-    SendJson(res, 200, TelemetryJson(agg->SnapshotTelemetry(window, mono)));
+    SendJson(res, 200,
+             TelemetryJson(agg->SnapshotTelemetry(window, mono, ApiViewer::Everything())));
   });
   Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
-    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts()));
+    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts(ApiViewer::Everything())));
   });
   Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {
     const int64_t real = agg->clock()->RealNs();
@@ -285,7 +286,8 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
     const int64_t mono = agg->clock()->MonoNs();
     // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy only.
-    SendJson(res, 200, TraceJson(agg->SnapshotTrace(mono - window), window, mono));
+    SendJson(res, 200,
+             TraceJson(agg->SnapshotTrace(mono - window, ApiViewer::Everything()), window, mono));
   });
   Get("/v1/expect", [agg](const HttpRequest&, HttpResponse& res) {
     const Config& config = agg->config();

@@ -209,7 +209,7 @@ TEST(ConfigTest, NodeNameIsTheNodesNameInItsState) {
   Aggregator agg(config, &clock);
   std::vector<ExcludedHost> excluded;
   EXPECT_EQ(agg.SnapshotMetrics(ExcludePolicy{}, clock.RealNs(), &excluded).host, "node-b");
-  EXPECT_EQ(agg.SnapshotRanks().host, "node-b");
+  EXPECT_EQ(agg.SnapshotRanks(ApiViewer::Everything()).host, "node-b");
 }
 
 // The shipped example configuration stays valid.

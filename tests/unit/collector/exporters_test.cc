@@ -202,7 +202,7 @@ TEST_F(ExportersTest, TraceHasOneSpanPerOperationAndNamedTracks) {
   nlohmann::json trace;
   const int64_t window = 3600LL * 1000 * kMs;
   const int64_t now = clock_.MonoNs() + 10 * kMs;
-  trace = TraceJson(agg_->SnapshotTrace(now - window), window, now);
+  trace = TraceJson(agg_->SnapshotTrace(now - window, ApiViewer::Everything()), window, now);
   int spans = 0;
   int names = 0;
   int flow_steps = 0;

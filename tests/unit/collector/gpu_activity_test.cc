@@ -237,7 +237,8 @@ TEST_F(GpuActivityTest, AttributionMatchesTheCollectiveAndMeasuresClockDisagreem
   EXPECT_EQ(g["kernels_matched"], 1);
   EXPECT_EQ(g["kernelch_minus_cupti_ns"], 30000);
   nlohmann::json trace;
-  trace = TraceJson(agg_->SnapshotTrace(clock_.MonoNs() - 10 * kSec), 10 * kSec, clock_.MonoNs());
+  trace = TraceJson(agg_->SnapshotTrace(clock_.MonoNs() - 10 * kSec, ApiViewer::Everything()),
+                    10 * kSec, clock_.MonoNs());
   bool found = false;
   for (const auto& e : trace["traceEvents"]) {
     if (e["name"] != "NCCL kernel") continue;
@@ -258,7 +259,8 @@ TEST_F(GpuActivityTest, TraceHasAComputeTrackAndGapsForNotMeasured) {
   nm.status = kSentinelGpuWindowForeignClock;
   Control(Client(1), kSentinelWireGpuWindow, nm);
   nlohmann::json trace;
-  trace = TraceJson(agg_->SnapshotTrace(clock_.MonoNs() - 10 * kSec), 10 * kSec, clock_.MonoNs());
+  trace = TraceJson(agg_->SnapshotTrace(clock_.MonoNs() - 10 * kSec, ApiViewer::Everything()),
+                    10 * kSec, clock_.MonoNs());
   int counters = 0, gaps = 0, names = 0;
   for (const auto& e : trace["traceEvents"]) {
     if (e["name"] == "GPU compute %") {

@@ -38,7 +38,7 @@ class FakeSource : public SnapshotSource {
     ++calls;
     return {"fakehost", 0, clock_.MonoNs() - 5 * kSec, 3, 42};
   }
-  RanksSnapshot SnapshotRanks() const override {
+  RanksSnapshot SnapshotRanks(const ApiViewer& /*viewer*/) const override {
     ++calls;
     RanksSnapshot snap;
     snap.host = "fakehost";
@@ -54,7 +54,8 @@ class FakeSource : public SnapshotSource {
     }
     return snap;
   }
-  TelemetrySnapshot SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns) const override {
+  TelemetrySnapshot SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns,
+                                      const ApiViewer& /*viewer*/) const override {
     ++calls;
     last_window_ns = window_ns;
     last_mono_ns = now_mono_ns;
@@ -65,14 +66,14 @@ class FakeSource : public SnapshotSource {
     snap.collectives.push_back({0xA0, 4000000, 1000000, 2000000, 10});
     return snap;
   }
-  TraceSnapshot SnapshotTrace(int64_t since_ns) const override {
+  TraceSnapshot SnapshotTrace(int64_t since_ns, const ApiViewer& /*viewer*/) const override {
     ++calls;
     last_since_ns = since_ns;
     TraceSnapshot snap;
     snap.host = "fakehost";
     return snap;
   }
-  std::vector<Alert> SnapshotAlerts() const override {
+  std::vector<Alert> SnapshotAlerts(const ApiViewer& /*viewer*/) const override {
     ++calls;
     Alert resolved;
     resolved.id = "old";
