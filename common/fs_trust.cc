@@ -57,6 +57,121 @@ bool CheckAncestor(const char* path, const TrustedUids& trusted, TrustFinding* f
   return true;
 }
 
+// Appends component `name` (length `len`) to the physical directory `dir` (capacity PATH_MAX).
+bool AppendComponent(char* dir, const char* name, size_t len) {
+  const size_t have = std::strlen(dir);
+  const bool root = have == 1 && dir[0] == '/';
+  if (have + (root ? 0 : 1) + len + 1 > PATH_MAX) return false;
+  char* at = dir + have;
+  if (!root) *at++ = '/';
+  std::memcpy(at, name, len);
+  at[len] = '\0';
+  return true;
+}
+
+// The physical directory `dir` and every directory above it, each by the ancestor rule.
+bool CheckPhysicalChain(const char* dir, const TrustedUids& trusted, TrustFinding* f) {
+  char chain[PATH_MAX];
+  std::snprintf(chain, sizeof(chain), "%s", dir);
+  for (;;) {
+    if (!CheckAncestor(chain, trusted, f)) return false;
+    char* slash = std::strrchr(chain, '/');
+    if (slash == nullptr || (slash == chain && chain[1] == '\0')) return true;
+    if (slash == chain) {
+      chain[1] = '\0';  // "/<name>" -> "/"
+    } else {
+      *slash = '\0';
+    }
+  }
+}
+
+// Walks `path` (all of it: callers pass the part above the socket directory) one component at a
+// time, as the kernel resolves it, checking every directory it goes through by the ancestor rule
+// and every symbolic link on the way: a link must be owned by a trusted uid (its directory was
+// checked just before; a sticky one keeps others from replacing it), and its target is walked the
+// same way. Checking the resolved path instead would accept a link that another user owns, and
+// may point elsewhere at any time.
+bool CheckPathAsGiven(const char* path, const TrustedUids& trusted, TrustFinding* f) {
+  char done[PATH_MAX];  // the physical directory reached so far
+  char rest[PATH_MAX];  // what is left to walk
+  if (std::snprintf(rest, sizeof(rest), "%s", path) >= static_cast<int>(sizeof(rest))) {
+    Note(f, TrustVerdict::kTooLong, "", nullptr, ENAMETOOLONG);
+    return false;
+  }
+  if (path[0] == '/') {
+    std::snprintf(done, sizeof(done), "/");
+    if (!CheckAncestor("/", trusted, f)) return false;
+  } else {
+    if (getcwd(done, sizeof(done)) == nullptr) {
+      Note(f, TrustVerdict::kUnreadable, ".", nullptr, errno);
+      return false;
+    }
+    if (!CheckPhysicalChain(done, trusted, f)) return false;
+  }
+  int links = 0;
+  size_t pos = 0;
+  for (;;) {
+    while (rest[pos] == '/') ++pos;
+    if (rest[pos] == '\0') return true;
+    const char* name = rest + pos;
+    size_t len = 0;
+    while (name[len] != '\0' && name[len] != '/') ++len;
+    pos += len;
+    if (len == 1 && name[0] == '.') continue;
+    if (len == 2 && name[0] == '.' && name[1] == '.') {
+      char* slash = std::strrchr(done, '/');  // `done` is physical: its parent was checked
+      if (slash == done) {
+        done[1] = '\0';
+      } else if (slash != nullptr) {
+        *slash = '\0';
+      }
+      continue;
+    }
+    char next[PATH_MAX];
+    std::snprintf(next, sizeof(next), "%s", done);
+    if (!AppendComponent(next, name, len)) {
+      Note(f, TrustVerdict::kTooLong, "", nullptr, ENAMETOOLONG);
+      return false;
+    }
+    struct stat st {};
+    if (lstat(next, &st) != 0) {
+      Note(f, errno == ENOENT ? TrustVerdict::kMissing : TrustVerdict::kUnreadable, next, nullptr,
+           errno);
+      return false;
+    }
+    if (!S_ISLNK(st.st_mode)) {
+      if (!CheckAncestor(next, trusted, f)) return false;
+      std::snprintf(done, sizeof(done), "%s", next);
+      continue;
+    }
+    if (!trusted.Contains(st.st_uid)) {
+      Note(f, TrustVerdict::kForeignOwner, next, &st, 0);
+      return false;
+    }
+    char target[PATH_MAX];
+    const ssize_t n = readlink(next, target, sizeof(target) - 1);
+    if (++links > 40 || n <= 0) {  // 40: the kernel's own bound on links in one lookup
+      Note(f, TrustVerdict::kUnreadable, next, &st, n <= 0 ? errno : ELOOP);
+      return false;
+    }
+    if (static_cast<size_t>(n) >= sizeof(target) - 1) {  // maybe cut short: never walk a guess
+      Note(f, TrustVerdict::kTooLong, next, &st, ENAMETOOLONG);
+      return false;
+    }
+    target[n] = '\0';
+    // What is left becomes the target followed by the rest of the path.
+    char joined[PATH_MAX];
+    if (std::snprintf(joined, sizeof(joined), "%s%s", target, rest + pos) >=
+        static_cast<int>(sizeof(joined))) {
+      Note(f, TrustVerdict::kTooLong, "", nullptr, ENAMETOOLONG);
+      return false;
+    }
+    std::memcpy(rest, joined, sizeof(rest));
+    pos = 0;
+    if (target[0] == '/') std::snprintf(done, sizeof(done), "/");
+  }
+}
+
 }  // namespace
 
 TrustedUids TrustedUidsFor(const char* daemon_user) noexcept {
@@ -113,22 +228,24 @@ TrustFinding CheckTrustedDir(const char* dir, const TrustedUids& trusted) noexce
     Note(&f, TrustVerdict::kWritableByOthers, dir, &st, 0);
     return f;
   }
-  // The directories above, resolved (a root-owned link such as /var/run -> /run is fine; what
-  // matters is who can change the directories the path really goes through).
-  char resolved[PATH_MAX];
-  if (realpath(dir, resolved) == nullptr) {
-    Note(&f, TrustVerdict::kUnreadable, dir, nullptr, errno);
+  // The directories above, as the path gives them: every directory it goes through and every
+  // link on the way (a root-owned link such as /var/run -> /run is fine; one another user owns is
+  // not, whatever it points to now).
+  char above[PATH_MAX];
+  const size_t len = std::strlen(dir);
+  if (len >= sizeof(above)) {
+    Note(&f, TrustVerdict::kTooLong, "", nullptr, ENAMETOOLONG);
     return f;
   }
-  for (char* slash = std::strrchr(resolved, '/'); slash != nullptr;
-       slash = std::strrchr(resolved, '/')) {
-    if (slash == resolved) {
-      if (!CheckAncestor("/", trusted, &f)) return f;
-      break;
-    }
-    *slash = '\0';
-    if (!CheckAncestor(resolved, trusted, &f)) return f;
+  std::memcpy(above, dir, len + 1);
+  size_t end = len;
+  while (end > 1 && above[end - 1] == '/') --end;  // "a/b/" names "a/b"
+  while (end > 0 && above[end - 1] != '/') --end;  // drop the last component
+  above[end] = '\0';
+  if (end == 0) {
+    std::snprintf(above, sizeof(above), ".");  // a bare name: its directory is the current one
   }
+  (void)CheckPathAsGiven(above, trusted, &f);
   return f;
 }
 

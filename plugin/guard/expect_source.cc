@@ -135,7 +135,19 @@ ExpectSource ResolveExpectSource(const ExpectSourceInputs& in) {
     s.kind = ExpectSourceKind::kFile;
     s.name = in.expect_file;
     s.description = std::string("SENTINEL_EXPECT_FILE=") + in.expect_file;
-    const Status read = ReadTrustedSmallFile(s.name, TrustedFor(in), &s.text);
+    const rules::TrustedUids trusted = TrustedFor(in);
+    // Its directory as the socket's: whoever can write there can swap the file for the next run
+    // (a missing directory is left to the read, which says so).
+    const rules::TrustFinding dir = rules::CheckTrustedParent(in.expect_file, trusted);
+    if (!dir.ok() && dir.verdict != rules::TrustVerdict::kMissing) {
+      char why[400];
+      rules::DescribeTrustFinding(dir, trusted, why, sizeof why);
+      ExpectSource none;
+      none.ignored =
+          IgnoredLine("SENTINEL_EXPECT_FILE", std::string(in.expect_file) + " is in " + why);
+      return none;
+    }
+    const Status read = ReadTrustedSmallFile(s.name, trusted, &s.text);
     if (read.code() == StatusCode::kPermissionDenied) {
       ExpectSource none;
       none.ignored = IgnoredLine("SENTINEL_EXPECT_FILE", read.message());

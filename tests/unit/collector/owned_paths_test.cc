@@ -132,6 +132,28 @@ TEST_F(OwnedPathsTest, StickySharedDirectoryIsRefusedNotChanged) {
   EXPECT_EQ(st.st_mode & 07777, 01777u);
 }
 
+// sentineld's socket directory reached through a link that another user owns (in a sticky
+// directory, where only its owner may replace it): refused, though the link points to a
+// directory of ours now. Before, the directories above were checked as resolved and it listened.
+TEST_F(OwnedPathsTest, SocketDirThroughAnotherUsersLinkIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a link to another uid (lchown)";
+  const std::string sticky = dir_ + "/sticky";
+  ASSERT_EQ(mkdir(sticky.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(sticky.c_str(), 01777), 0);
+  const std::string real = dir_ + "/real";
+  ASSERT_EQ(mkdir(real.c_str(), 0700), 0);
+  const std::string link = sticky + "/theirs";
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  ASSERT_EQ(lchown(link.c_str(), 4243, 4243), 0);
+  const absl::Status s = PrepareSocketDir(link + "/run", 0700, kNoGroup, trusted_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(std::string(s.message()).find(link + ": owned by uid 4243"), std::string::npos)
+      << s.message();
+  // The same link, ours: fine.
+  ASSERT_EQ(lchown(link.c_str(), getuid(), getgid()), 0);
+  EXPECT_TRUE(PrepareSocketDir(link + "/run", 0700, kNoGroup, trusted_).ok());
+}
+
 // Temporary names are unpredictable and exclusive: two in a row differ, and neither is a link.
 TEST_F(OwnedPathsTest, TemporaryNamesDifferAndAreNewFiles) {
   std::string a;

@@ -121,6 +121,68 @@ TEST_F(FsTrustTest, ForeignOwnerIsRefusedAndNamed) {
   EXPECT_TRUE(CheckTrustedDir(d.c_str(), TrustedUidsFor("4242")).ok());
 }
 
+// The directories above the socket's are checked as the path gives them, not as it resolves:
+// a link another user owns (here in a sticky directory, like /tmp, where its owner alone may
+// replace it) is refused though what it points to now is ours; the same link owned by us, or
+// one whose target is refused, is judged by the same rule. Before, only the resolved path was
+// checked and the foreign link passed.
+TEST_F(FsTrustTest, ALinkAboveTheSocketDirectoryIsCheckedAsGiven) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a link to another uid (lchown)";
+  const std::string sticky = Dir("sticky", 01777);
+  const std::string real = Dir("real", 0700);
+  ASSERT_EQ(mkdir((real + "/sock").c_str(), 0700), 0);
+  const std::string theirs = sticky + "/theirs";
+  ASSERT_EQ(symlink(real.c_str(), theirs.c_str()), 0);
+  ASSERT_EQ(lchown(theirs.c_str(), kStranger, kStranger), 0);
+  TrustFinding f = CheckTrustedDir((theirs + "/sock").c_str(), trusted_);
+  EXPECT_EQ(f.verdict, TrustVerdict::kForeignOwner);
+  EXPECT_EQ(std::string(f.path), theirs);
+  EXPECT_EQ(f.owner, kStranger);
+  f = CheckTrustedParent((theirs + "/sock/sentineld.sock").c_str(), trusted_);
+  EXPECT_EQ(f.verdict, TrustVerdict::kForeignOwner);
+  // Ours, relative target, through "..": followed, and every directory on the way checked.
+  const std::string ours = sticky + "/ours";
+  ASSERT_EQ(symlink("../real", ours.c_str()), 0);
+  EXPECT_TRUE(CheckTrustedDir((ours + "/sock").c_str(), trusted_).ok());
+  EXPECT_TRUE(CheckTrustedDir((ours + "/./../real/sock").c_str(), trusted_).ok());
+  // Ours, but into a directory anybody may write to: the target's directories are checked.
+  const std::string open_dir = Dir("open", 0777);
+  ASSERT_EQ(mkdir((open_dir + "/sock").c_str(), 0700), 0);
+  const std::string to_open = sticky + "/to-open";
+  ASSERT_EQ(symlink(open_dir.c_str(), to_open.c_str()), 0);
+  f = CheckTrustedDir((to_open + "/sock").c_str(), trusted_);
+  EXPECT_EQ(f.verdict, TrustVerdict::kWritableByOthers);
+  EXPECT_EQ(std::string(f.path), open_dir);
+  // A link to a link another user owns, and a loop.
+  const std::string chain = sticky + "/chain";
+  ASSERT_EQ(symlink(theirs.c_str(), chain.c_str()), 0);
+  EXPECT_EQ(CheckTrustedDir((chain + "/sock").c_str(), trusted_).verdict,
+            TrustVerdict::kForeignOwner);
+  const std::string loop = sticky + "/loop";
+  ASSERT_EQ(symlink(loop.c_str(), loop.c_str()), 0);
+  EXPECT_FALSE(CheckTrustedDir((loop + "/sock").c_str(), trusted_).ok());
+}
+
+// A relative socket directory: the current directory and those above it are checked too.
+TEST_F(FsTrustTest, RelativeSocketDirectoryChecksTheCurrentDirectory) {
+  const std::string open_dir = Dir("open", 0777);
+  ASSERT_EQ(mkdir((open_dir + "/sock").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((Dir("mine", 0700) + "/sock").c_str(), 0700), 0);
+  char cwd[4096];
+  ASSERT_NE(getcwd(cwd, sizeof(cwd)), nullptr);
+  ASSERT_EQ(chdir(open_dir.c_str()), 0);
+  const TrustFinding f = CheckTrustedDir("sock", trusted_);
+  const TrustFinding bare = CheckTrustedParent("sentineld.sock", trusted_);
+  ASSERT_EQ(chdir(root_.c_str()), 0);
+  const TrustFinding open_sock = CheckTrustedDir("open/../open/sock", trusted_);
+  const TrustFinding mine = CheckTrustedDir("./mine/sock", trusted_);
+  ASSERT_EQ(chdir(cwd), 0);
+  EXPECT_EQ(f.verdict, TrustVerdict::kWritableByOthers);
+  EXPECT_EQ(bare.verdict, TrustVerdict::kWritableByOthers);
+  EXPECT_EQ(open_sock.verdict, TrustVerdict::kWritableByOthers);
+  EXPECT_TRUE(mine.ok()) << mine.path;
+}
+
 TEST_F(FsTrustTest, FilesAreReadOnlyWhenTrusted) {
   const std::string good = File("expect", 0644);
   int fd = -1;

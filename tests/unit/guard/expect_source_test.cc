@@ -243,6 +243,44 @@ TEST_F(ExpectSourceTest, UntrustedExpectFileIsIgnoredWithALine) {
   EXPECT_NE(s.ignored.find("symbolic link"), std::string::npos) << s.ignored;
 }
 
+// SENTINEL_EXPECT_FILE's directory is checked as the socket's: a trusted file in a directory
+// anybody may write to (or one that another user owns) is ignored with one line, since whoever
+// can write there can swap it for the next run. Before, only the file itself was checked.
+TEST_F(ExpectSourceTest, ExpectFileInAnUntrustedDirectoryIsIgnoredWithALine) {
+  const std::string open_dir = dir_ + "/open";
+  ASSERT_EQ(mkdir(open_dir.c_str(), 0700), 0);
+  const std::string file = open_dir + "/job.expect";
+  Write(file, "net=ib\n");
+  ExpectSourceInputs in = Inputs();
+  in.expect_file = file.c_str();
+  ExpectSource s = ResolveExpectSource(in);  // the control: a private directory, read
+  EXPECT_EQ(s.kind, ExpectSourceKind::kFile);
+  EXPECT_EQ(s.text, "net=ib\n");
+
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  s = ResolveExpectSource(in);
+  EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+  EXPECT_TRUE(s.text.empty());
+  EXPECT_EQ(s.ignored, "ignoring SENTINEL_EXPECT_FILE: " + file + " is in " + open_dir +
+                           ": mode 0777 lets other users write to it (read only when owned by "
+                           "you, root or the sentinel daemon's user and not writable by others; "
+                           "README.md \"Trust\"): no expectation is enforced from it");
+  if (geteuid() == 0) {
+    ASSERT_EQ(chmod(open_dir.c_str(), 0755), 0);
+    ASSERT_EQ(chown(open_dir.c_str(), 4243, 4243), 0);
+    s = ResolveExpectSource(in);
+    EXPECT_EQ(s.kind, ExpectSourceKind::kNone);
+    EXPECT_NE(s.ignored.find(open_dir + ": owned by uid 4243"), std::string::npos) << s.ignored;
+  }
+  // A missing file in a missing directory is the read's to tell (the job asked for it).
+  const std::string missing = dir_ + "/nowhere/job.expect";
+  in.expect_file = missing.c_str();
+  s = ResolveExpectSource(in);
+  EXPECT_TRUE(s.ignored.empty()) << s.ignored;
+  EXPECT_NE(s.read_error.find("cannot read SENTINEL_EXPECT_FILE=" + missing), std::string::npos)
+      << s.read_error;
+}
+
 // The node default next to the socket: the file and its directory must be trusted.
 TEST_F(ExpectSourceTest, UntrustedNodeDefaultIsIgnoredWithALine) {
   ExpectSourceInputs in = Inputs();
