@@ -15,6 +15,7 @@
 
 #include "common/errno_text.h"
 #include "common/sentinel_env.h"
+#include "common/wire_text.h"
 
 namespace sentinel::rules {
 namespace {
@@ -195,8 +196,29 @@ TrustedUids TrustedUidsFor(const char* daemon_user) noexcept {
   return t;
 }
 
+bool DaemonUserProblem(const char* daemon_user, const TrustedUids& trusted, char* out,
+                       size_t cap) noexcept {
+  if (out == nullptr || cap == 0) return false;
+  out[0] = '\0';
+  // Unset or empty means the default, whose absence is normal (no system daemon installed).
+  if (daemon_user == nullptr || daemon_user[0] == '\0' || trusted.daemon != kNoUid) return false;
+  char shown[160];
+  EscapeWireText(daemon_user, std::strlen(daemon_user), shown, sizeof(shown));
+  std::snprintf(out, cap,
+                "SENTINEL_DAEMON_USER='%s' is not a user on this host; trusting only your own uid "
+                "(%u) and root for sentineld's socket, its directory and files\n",
+                shown, static_cast<unsigned>(trusted.self));
+  return true;
+}
+
 TrustedUids TrustedUidsFromEnv() noexcept {
-  return TrustedUidsFor(ProcessSentinelEnv().Text(Var::kDaemonUser));
+  const char* daemon_user = ProcessSentinelEnv().Text(Var::kDaemonUser);
+  const TrustedUids trusted = TrustedUidsFor(daemon_user);
+  char line[320];
+  if (DaemonUserProblem(daemon_user, trusted, line, sizeof(line))) {
+    TellEnvProblemsOnce(line, std::strlen(line));  // once per process, whatever the callers
+  }
+  return trusted;
 }
 
 TrustFinding CheckTrustedDir(const char* dir, const TrustedUids& trusted) noexcept {

@@ -37,8 +37,15 @@ struct TrustedUids {
 // that does not resolve leaves `daemon` as kNoUid. Looks the name up through NSS (getpwnam_r):
 // call it once, at start-up, never on a hot path.
 TrustedUids TrustedUidsFor(const char* daemon_user) noexcept;
-// The same for this process: its real uid and SENTINEL_DAEMON_USER.
+// The same for this process: its real uid and SENTINEL_DAEMON_USER. A value that names no user
+// is told once (the registry's problem lines, common/sentinel_env.h): only this uid and root are
+// trusted then, never the default `sentinel` user in its place.
 TrustedUids TrustedUidsFromEnv() noexcept;
+// The line telling that `daemon_user` (SENTINEL_DAEMON_USER, as set) named no user, given what
+// TrustedUidsFor made of it: true, with the '\n'-terminated line in `out`, when there is one to
+// tell (set, not empty, not resolved). Pure (tests).
+bool DaemonUserProblem(const char* daemon_user, const TrustedUids& trusted, char* out,
+                       size_t cap) noexcept;
 
 enum class TrustVerdict : unsigned char {
   kTrusted,

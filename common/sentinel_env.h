@@ -164,6 +164,13 @@ void TellEnvProblemsOnce(const char* lines, size_t len) noexcept;
 // This copy's own teller (no delegation): what each library exports as kEnvTellerSymbol.
 void TellEnvProblemsHere(const char* lines, size_t len) noexcept;
 
+// Where this copy's teller writes each problem line (`len` bytes, no newline). Null (the default):
+// stderr with the one prefix (common/raw_log.h). sentineld sets its own log here, so that every
+// line it writes has its --log-format; set it before the first ProcessSentinelEnv() to catch the
+// lines told then. Thread-safe.
+using EnvProblemWriter = void (*)(const char* line, size_t len);
+void SetEnvProblemWriter(EnvProblemWriter writer) noexcept;
+
 // The C symbol each sentinel library exports for TellEnvProblemsOnce, and the libraries (by
 // soname) that carry one.
 inline constexpr const char* kEnvTellerSymbol = "sentinelTellEnvProblems";

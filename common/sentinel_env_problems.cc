@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -106,6 +107,8 @@ void ReportUnknown(const char* name, size_t len, Problems* p) {
 namespace {
 using EnvTeller = void (*)(const char*, size_t);
 
+std::atomic<EnvProblemWriter> g_writer{nullptr};
+
 // The teller of another sentinel library loaded in this process (never loads one), or null.
 EnvTeller OtherLibraryTeller() {
   Dl_info self{};
@@ -160,8 +163,17 @@ void TellEnvProblemsHere(const char* lines, size_t len) noexcept {
       told[told_len + n] = '\n';
       told_len += n + 1;
     }
-    RawLogText(line, n);
+    const EnvProblemWriter writer = g_writer.load(std::memory_order_acquire);
+    if (writer != nullptr) {
+      writer(line, n);
+    } else {
+      RawLogText(line, n);
+    }
   }
+}
+
+void SetEnvProblemWriter(EnvProblemWriter writer) noexcept {
+  g_writer.store(writer, std::memory_order_release);
 }
 
 }  // namespace sentinel::rules

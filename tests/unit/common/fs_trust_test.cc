@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -59,6 +60,31 @@ TEST_F(FsTrustTest, TrustedUidsAreSelfRootAndTheDaemon) {
   EXPECT_EQ(by_number.daemon, 4243u);
   EXPECT_TRUE(by_number.Contains(4243));
   EXPECT_FALSE(by_number.Contains(kStranger));
+}
+
+// A SENTINEL_DAEMON_USER that names no user is a problem to tell (once, by the registry's
+// teller); unset, empty or resolved is not. Only this uid and root stay trusted.
+TEST_F(FsTrustTest, UnresolvableDaemonUserIsAProblemToTell) {
+  char line[320];
+  const TrustedUids none = TrustedUidsFor("no-such-sentinel-user");
+  EXPECT_EQ(none.daemon, kNoUid);
+  EXPECT_FALSE(none.Contains(kStranger));
+  ASSERT_TRUE(DaemonUserProblem("no-such-sentinel-user", none, line, sizeof(line)));
+  EXPECT_EQ(std::string(line),
+            "SENTINEL_DAEMON_USER='no-such-sentinel-user' is not a user on this "
+            "host; trusting only your own uid (" +
+                std::to_string(getuid()) +
+                ") and root for sentineld's socket, its directory and files\n");
+  // The value comes from the environment: escaped like any text shown to a person.
+  const TrustedUids odd = TrustedUidsFor("x\n[sentinel 1] y");
+  ASSERT_TRUE(DaemonUserProblem("x\n[sentinel 1] y", odd, line, sizeof(line)));
+  EXPECT_NE(std::string(line).find("'x\\x0a[sentinel 1] y'"), std::string::npos) << line;
+  EXPECT_EQ(std::string(line).find('\n'), std::strlen(line) - 1) << line;
+  EXPECT_FALSE(DaemonUserProblem(nullptr, TrustedUidsFor(nullptr), line, sizeof(line)));
+  EXPECT_EQ(line[0], '\0');
+  EXPECT_FALSE(DaemonUserProblem("", TrustedUidsFor(""), line, sizeof(line)));
+  EXPECT_FALSE(DaemonUserProblem("4243", TrustedUidsFor("4243"), line, sizeof(line)));
+  EXPECT_FALSE(DaemonUserProblem("root", TrustedUidsFor("root"), line, sizeof(line)));
 }
 
 TEST_F(FsTrustTest, OwnPrivateDirectoryIsTrusted) {
