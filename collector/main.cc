@@ -30,6 +30,9 @@ extern "C" void OnSignal(int) {
 
 int main(int argc, char** argv) {
   using namespace sentinel::collector;  // NOLINT(google-build-using-namespace): main only
+  // Reading the command line reads the environment, whose problems are lines of our log: held
+  // until the log has its format.
+  HoldStartupLines();
   Config config;
   bool help = false;
   absl::Status s = ParseCommandLine(argc, argv, &config, &help);
@@ -38,8 +41,17 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (!s.ok()) {
-    std::fprintf(stderr, "sentineld: %s\n(see sentineld --help)\n",
-                 std::string(s.message()).c_str());
+    // A refused command line still gets the format it asked for, when that much was readable.
+    std::string format = LogFormatFromArgs(argc, argv, config.log_format);
+    LogFormat parsed = LogFormat::kText;
+    if (!ParseLogFormat(format, &parsed).ok()) format = "text";
+    (void)ConfigureDaemonLog(format, "info");
+    if (parsed == LogFormat::kJson) {
+      spdlog::critical("{} (see sentineld --help)", std::string(s.message()));
+    } else {
+      std::fprintf(stderr, "sentineld: %s\n(see sentineld --help)\n",
+                   std::string(s.message()).c_str());
+    }
     return 2;
   }
   // Large buffers (join windows, rendered /metrics and API bodies) always come from mmap and go

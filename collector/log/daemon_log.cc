@@ -8,13 +8,16 @@
 #include <chrono>
 #include <mutex>
 #include <utility>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "spdlog/sinks/base_sink.h"
 #include "spdlog/spdlog.h"
 
 #include "collector/base/clock.h"
+#include "common/sentinel_env.h"
 
 namespace sentinel::collector {
 namespace {
@@ -96,6 +99,26 @@ class DaemonLogSink final : public spdlog::sinks::base_sink<std::mutex> {
   uint64_t suppressed_ = 0;
 };
 
+// The SENTINEL_* problem lines told before the log exists, in order (HoldStartupLines).
+struct HeldLines {
+  std::mutex mu;
+  std::vector<std::string> lines;
+};
+HeldLines& Held() {
+  static auto* held = new HeldLines;  // never destroyed: a late line must not meet a dead vector
+  return *held;
+}
+
+void HoldLine(const char* line, size_t len) {
+  HeldLines& h = Held();
+  std::lock_guard<std::mutex> lock(h.mu);
+  h.lines.emplace_back(line, len);
+}
+
+void LogEnvProblem(const char* line, size_t len) {
+  spdlog::warn("{}", std::string(line, len));
+}
+
 }  // namespace
 
 absl::Status ParseLogFormat(absl::string_view text, LogFormat* out) {
@@ -146,7 +169,33 @@ absl::Status ConfigureDaemonLog(absl::string_view format, absl::string_view leve
       "sentineld", MakeDaemonLogSink(f, STDERR_FILENO, LogRateLimit{}));
   logger->set_level(spdlog::level::from_str(std::string(level)));
   spdlog::set_default_logger(std::move(logger));
+  std::vector<std::string> held;
+  {
+    HeldLines& h = Held();
+    std::lock_guard<std::mutex> lock(h.mu);
+    held.swap(h.lines);
+  }
+  for (const std::string& line : held) LogEnvProblem(line.data(), line.size());
+  rules::SetEnvProblemWriter(&LogEnvProblem);
   return absl::OkStatus();
+}
+
+void HoldStartupLines() { rules::SetEnvProblemWriter(&HoldLine); }
+
+std::string LogFormatFromArgs(int argc, const char* const* argv, absl::string_view fallback) {
+  std::string format(fallback);
+  for (int i = 1; i < argc; ++i) {
+    const absl::string_view arg = argv[i];
+    if (arg == "--log-format" && i + 1 < argc) {
+      format = argv[++i];
+    } else if (absl::StartsWith(arg, "--log-format=")) {
+      format = std::string(arg.substr(sizeof("--log-format=") - 1));
+    } else if (arg.size() > 2 && arg[0] == '-' && arg[1] == '-' &&
+               arg.find('=') == absl::string_view::npos && i + 1 < argc) {
+      ++i;  // another option's value, which may itself read "--log-format"
+    }
+  }
+  return format;
 }
 
 }  // namespace sentinel::collector

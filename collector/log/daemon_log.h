@@ -36,8 +36,19 @@ std::string FormatLogLine(LogFormat format, int64_t unix_ns, absl::string_view l
 std::shared_ptr<spdlog::sinks::sink> MakeDaemonLogSink(LogFormat format, int fd, LogRateLimit limit,
                                                        int64_t (*now_ns)() = nullptr);
 
-// Makes a logger named "sentineld" on stderr with this format and level the default logger.
+// Makes a logger named "sentineld" on stderr with this format and level the default logger, and
+// sends the SENTINEL_* problem lines (common/sentinel_env.h) to it from then on, as warnings.
+// Lines held by HoldStartupLines are written first, in this format.
 absl::Status ConfigureDaemonLog(absl::string_view format, absl::string_view level);
+
+// Holds the SENTINEL_* problem lines told before the log exists (while the command line is read:
+// the socket default and the trusted uids read the environment), so that even sentineld's first
+// line has the format --log-format asks for. Call first thing in main.
+void HoldStartupLines();
+
+// The value of the last --log-format on the command line ("--log-format X" or "--log-format=X"),
+// or `fallback` when there is none: the format of the one line a refused command line gets.
+std::string LogFormatFromArgs(int argc, const char* const* argv, absl::string_view fallback);
 
 }  // namespace sentinel::collector
 

@@ -44,6 +44,23 @@ TEST(DaemonLogTest, ParseLogFormat) {
   EXPECT_FALSE(ParseLogFormat("xml", &f).ok());
 }
 
+// The format of the one line a refused command line gets: the last --log-format given, in either
+// spelling, not a value of another option.
+TEST(DaemonLogTest, LogFormatFromArgs) {
+  const char* const plain[] = {"sentineld", "--tick", "0"};
+  EXPECT_EQ(LogFormatFromArgs(3, plain, "text"), "text");
+  const char* const spaced[] = {"sentineld", "--log-format", "json", "--tick", "0"};
+  EXPECT_EQ(LogFormatFromArgs(5, spaced, "text"), "json");
+  const char* const joined[] = {"sentineld", "--tick=0", "--log-format=json"};
+  EXPECT_EQ(LogFormatFromArgs(3, joined, "text"), "json");
+  const char* const last[] = {"sentineld", "--log-format=json", "--log-format", "text"};
+  EXPECT_EQ(LogFormatFromArgs(4, last, "json"), "text");
+  const char* const value[] = {"sentineld", "--socket", "--log-format", "--tick", "0"};
+  EXPECT_EQ(LogFormatFromArgs(5, value, "text"), "text");
+  const char* const dangling[] = {"sentineld", "--log-format"};
+  EXPECT_EQ(LogFormatFromArgs(2, dangling, "json"), "json");
+}
+
 TEST(DaemonLogTest, RateLimitDropsCountsAndReports) {
   int fds[2];
   ASSERT_EQ(pipe2(fds, O_NONBLOCK), 0);
