@@ -86,6 +86,7 @@ ABSL_CONST_INIT std::atomic<InFlightLookupFn> g_lookup{&CoreInFlightLookup};
 // rank acts on are bounded by themselves (one abort per communicator).
 ABSL_CONST_INIT LogRateLimiter g_ignored_lines(5, 60'000'000'000);
 ABSL_CONST_INIT LogRateLimiter g_reported_lines(5, 60'000'000'000);
+ABSL_CONST_INIT std::atomic<uint64_t> g_ignored{0};
 
 const char* CheckText(VerdictCheck c) {
   switch (c) {
@@ -101,16 +102,25 @@ const char* CheckText(VerdictCheck c) {
       return "it is not this rank's oldest incomplete collective";
     case VerdictCheck::kTooYoung:
       return "this rank has not been inside it that long by its own clock";
+    case VerdictCheck::kBelowTimeout:
+      return "the claimed time is under half the --hang-timeout it carries";
+    case VerdictCheck::kTimeoutTooShort:
+      return "the --hang-timeout it carries is below the 1 s a rank accepts";
   }
   return "unknown";
 }
 
 void LogIgnored(const SentinelWireHangVerdict& v, VerdictCheck c, const InFlightSnapshot& snap,
                 int64_t own_ns) {
+  g_ignored.fetch_add(1, std::memory_order_relaxed);
   uint64_t suppressed = 0;
   if (!g_ignored_lines.Allow(MonoNs(), &suppressed)) return;
   char own[160] = "";
-  if (c == VerdictCheck::kOtherCollective || c == VerdictCheck::kTooYoung) {
+  if (c == VerdictCheck::kBelowTimeout || c == VerdictCheck::kTimeoutTooShort) {
+    std::snprintf(own, sizeof(own), " (claimed %.3f s, --hang-timeout %.3f s)",
+                  static_cast<double>(v.waiting_ns) / 1e9,
+                  static_cast<double>(v.hang_timeout_ns) / 1e9);
+  } else if (c == VerdictCheck::kOtherCollective || c == VerdictCheck::kTooYoung) {
     const uint64_t oldest = snap.completed + 1;
     std::snprintf(
         own, sizeof(own), " (its oldest incomplete: collective #%llu, NCCL seq %llu, for %.1f s)",
@@ -183,6 +193,12 @@ VerdictCheck CheckHangVerdict(const SentinelWireHangVerdict& v, bool found,
     return VerdictCheck::kOtherCollective;
   }
   if (v.waiting_ns <= 0) return VerdictCheck::kTooYoung;  // nothing to confirm
+  // The daemon's own bar: a bar under the floor makes any claim a few ticks of this rank's
+  // clock, and a claim far under the bar is no hang by the daemon's rules.
+  if (v.hang_timeout_ns < kMinVerdictHangTimeoutNs) return VerdictCheck::kTimeoutTooShort;
+  if (v.waiting_ns < v.hang_timeout_ns / kVerdictTimeoutShareDivisor) {
+    return VerdictCheck::kBelowTimeout;
+  }
   // The claim is this rank's own time (sentineld sends each waiting rank its own): only the
   // fixed tolerance, no share of the claim.
   if (*own_ns < v.waiting_ns - kVerdictClockToleranceNs) return VerdictCheck::kTooYoung;
@@ -340,6 +356,8 @@ void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept {
     RawLog("SENTINEL_ON_HANG=abort: cannot start the abort thread; not aborting");
   }
 }
+
+uint64_t HangVerdictsIgnored() noexcept { return g_ignored.load(std::memory_order_relaxed); }
 
 bool HangAbortWaitIdle(int64_t timeout_ms) noexcept {
   for (int64_t waited = 0; waited <= timeout_ms; ++waited) {

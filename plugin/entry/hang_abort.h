@@ -16,8 +16,12 @@
 // seqNumber both) and the rank's own CLOCK_MONOTONIC says it has been inside it at least as long as
 // the verdict claims (sentineld tells each waiting rank its own time, measured from the entry time
 // that rank reported), less a small fixed tolerance for clock reading and transfer delay
-// (kVerdictClockToleranceNs). Otherwise it writes that it ignored the verdict (rate limited) and
-// goes on. Every wire string is escaped (common/wire_text.h) before it reaches stderr or the log.
+// (kVerdictClockToleranceNs). The claim must also reach half the daemon's own --hang-timeout,
+// carried in the verdict (kVerdictTimeoutShareDivisor), and that timeout must be at least
+// kMinVerdictHangTimeoutNs: without both, a claim of a few nanoseconds would pass the clock check
+// for any collective in flight. Otherwise
+// it counts the verdict (HangVerdictsIgnored), writes that it ignored it (rate limited) and goes
+// on. Every wire string is escaped (common/wire_text.h) before it reaches stderr or the log.
 //
 // Nothing here runs on NCCL's hot path except HangAbortIsAborted (one relaxed load while nothing
 // was aborted). Never throws.
@@ -48,11 +52,24 @@ enum class VerdictCheck : uint8_t {
   kUnverifiable,     // its oldest one's ring entry was overwritten (over 256 queued behind it)
   kOtherCollective,  // another ordinal or another NCCL seqNumber than its oldest incomplete one
   kTooYoung,         // inside it for less than claimed, by the rank's own clock
+  kBelowTimeout,     // the claim is under half the daemon's --hang-timeout it carries
+  kTimeoutTooShort,  // that --hang-timeout is below kMinVerdictHangTimeoutNs
 };
 // How much longer than the rank's own time inside the collective a verdict may claim: sentineld
 // measures from the very entry time the rank reported, before the rank reads its clock, so the
 // claim is normally shorter; this covers clock reading and a cached entry time (50 ms).
 inline constexpr int64_t kVerdictClockToleranceNs = 50'000'000;
+// The shortest --hang-timeout a verdict may carry (1 s): the plugin sends its in-flight state
+// at least once a second (InFlight, schemas/wire/wire_format.md), so sentineld cannot
+// have told a stuck collective from a slow one in less; below it the clock check above would be
+// all tolerance.
+inline constexpr int64_t kMinVerdictHangTimeoutNs = 1'000'000'000;
+// The claim must be at least the carried --hang-timeout divided by this. sentineld confirms a
+// hang when its first waiting rank passes the timeout and tells every waiting rank its own time,
+// so a rank that entered later is told less: half the timeout leaves room for ranks that arrived
+// up to half the timeout after the first, and a forged claim still needs this rank inside the
+// collective for half the daemon's timeout (0.5 s at the floor) by its own clock.
+inline constexpr int64_t kVerdictTimeoutShareDivisor = 2;
 // Pure (tests): `found`/`snap` = the rank's own state, `now_ns` its CLOCK_MONOTONIC. *own_ns: how
 // long it has been in its oldest incomplete collective (0 when nothing is in flight).
 VerdictCheck CheckHangVerdict(const SentinelWireHangVerdict& v, bool found,
@@ -81,6 +98,8 @@ inline bool HangAbortIsAborted(void* comm) noexcept {
 
 // A verdict from sentineld (drainer thread). Decides, logs, and starts the abort thread.
 void OnHangVerdict(const SentinelWireHangVerdict& verdict) noexcept;
+// Verdicts this process refused (any VerdictCheck but kConfirmed), since it started.
+uint64_t HangVerdictsIgnored() noexcept;
 // Waits (bounded) for aborts in progress; for tests.
 bool HangAbortWaitIdle(int64_t timeout_ms) noexcept;
 

@@ -15,8 +15,12 @@
 //     wrong-seq   when rank 0 reports a collective in flight, send N verdicts naming it with
 //                 another NCCL seq, claimed stuck 31 s;
 //     young       the same with the right ordinal and seq, claimed stuck 31 s;
-//     escape      one verdict naming it rightly (claimed 1 ns) whose culprit and exclusion
-//                 strings hold a newline, a forged "[sentinel]" line and terminal escapes;
+//     tiny        the same, claimed stuck 1 ns (the daemon's --hang-timeout said to be 30 s);
+//     short-timeout  the same, claimed stuck for the rank's own time so far, with a daemon
+//                 --hang-timeout of 1 ms;
+//     escape      once rank 0 has been inside it for 1.5 s, one verdict naming it rightly (its
+//                 own time, --hang-timeout 1 s) whose culprit and exclusion strings hold a
+//                 newline, a forged "[sentinel]" line and terminal escapes;
 //     flood       after the ack, write verdict frames (for a communicator nobody has) as fast
 //                 as the plugin takes them, for --flood-s seconds (default 30).
 //
@@ -32,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -44,6 +49,12 @@ namespace {
 
 volatile sig_atomic_t g_stop = 0;
 void OnTerm(int) { g_stop = 1; }
+
+int64_t NowNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 double NowS() {
   timespec ts{};
@@ -241,11 +252,15 @@ int main(int argc, char** argv) {
           }
         } else if (h.type == kSentinelWireInFlight && !c.told &&
                    h.size >= sizeof(h) + sizeof(SentinelWireInFlight) &&
-                   (mode == "wrong-seq" || mode == "young" || mode == "escape")) {
+                   (mode == "wrong-seq" || mode == "young" || mode == "escape" || mode == "tiny" ||
+                    mode == "short-timeout")) {
           SentinelWireInFlight in;
           std::memcpy(&in, p, sizeof(in));
+          // The rank's own time inside it (the plugin's clock is CLOCK_MONOTONIC too).
+          const int64_t own_ns = NowNs() - in.oldest_since_ns;
           if (in.rank == 0 && in.enqueued > in.completed && in.oldest_since_ns > 0 &&
-              in.completed >= static_cast<uint64_t>(min_completed)) {
+              in.completed >= static_cast<uint64_t>(min_completed) &&
+              (mode != "escape" || own_ns >= 1'500'000'000)) {
             c.told = true;
             SentinelWireHangVerdict v{};
             v.comm_hash = in.comm_hash;
@@ -253,8 +268,14 @@ int main(int argc, char** argv) {
             v.ordinal = in.completed + 1;
             v.seq = mode == "wrong-seq" ? in.oldest_seq + 1000 : in.oldest_seq;
             v.func = in.oldest_func;
-            v.waiting_ns = mode == "escape" ? 1 : 31'000'000'000LL;
+            v.waiting_ns = 31'000'000'000LL;
             v.hang_timeout_ns = 30'000'000'000LL;
+            if (mode == "tiny") v.waiting_ns = 1;
+            if (mode == "short-timeout" || mode == "escape") {
+              v.waiting_ns = std::max<int64_t>(own_ns, 1);
+            }
+            if (mode == "short-timeout") v.hang_timeout_ns = 1'000'000;
+            if (mode == "escape") v.hang_timeout_ns = 1'000'000'000;
             v.n_culprits = 1;
             v.culprit_ranks[0] = 1;
             v.culprit_roles[0] = kSentinelHangRoleNeverLaunched;

@@ -5,10 +5,11 @@
 //     uid: the job never streams there, says so in one [sentinel] line, and completes;
 //   - a planted node expectation (foreign owner, world-writable file or directory) or an
 //     untrusted SENTINEL_EXPECT_FILE: never fails an init nor aborts;
-//   - forged hang verdicts (another seq; a young collective claimed stuck 31 s): no abort, a few
-//     "ignored" lines however many arrive;
+//   - forged hang verdicts (another seq; a young collective claimed stuck 31 s; a claim of 1 ns;
+//     a daemon --hang-timeout of 1 ms): no abort, a few "ignored" lines however many arrive;
 //   - a verdict whose strings hold control bytes: escaped on stderr;
-//   - a peer that keeps writing: ncclCommDestroy still returns within 2 s.
+//   - a peer that keeps writing: ncclCommDestroy still returns within 2 s;
+//   - SENTINEL_DAEMON_USER naming no user: told once, and only the job's uid and root trusted.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,6 +168,18 @@ TEST_F(PluginTrustTest, UntrustedSocketDirectoryOrPeerNeverGetsTheStream) {
                    {"--listen-uid", "4243"},
                    false,
                    "runs as uid 4243"});
+  // A path through a link uid 4243 owns, in the sticky base (where only its owner may replace
+  // it): the link points to a directory of ours now, and the listener is ours, but uid 4243 can
+  // point it elsewhere at any time. Before, the resolved path was checked and the job streamed.
+  ASSERT_EQ(mkdir((Dir("linked", 0700) + "/run").c_str(), 0700), 0);
+  const std::string link = base_ + "/via-4243";
+  ASSERT_EQ(symlink("linked", link.c_str()), 0);
+  ASSERT_EQ(lchown(link.c_str(), 4243, 4243), 0);
+  cases.push_back({"a trusted directory reached through a link uid 4243 owns",
+                   link + "/run/s.sock",
+                   {},
+                   false,
+                   "via-4243: owned by uid 4243"});
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string stats = StartCollector(c.socket, c.args, c.as_4243);
@@ -183,6 +196,33 @@ TEST_F(PluginTrustTest, UntrustedSocketDirectoryOrPeerNeverGetsTheStream) {
   const std::string good = Dir("good", 0700) + "/s.sock";
   const std::string stats = StartCollector(good, {}, false);
   RunResult r = Job(good, {}, {"--steps", "10"});
+  StopCollector();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Stat(ReadFile(stats), "hellos"), 1) << ReadFile(stats) << "\n" << r.output;
+  EXPECT_EQ(SentinelLines(r.output), 0) << r.output;
+}
+
+// SENTINEL_DAEMON_USER naming no user on this host: told once, whatever the log level, and only
+// the job's own uid and root are trusted (never the default `sentinel` user in its place): a
+// sentineld of uid 4243 in its own directory gets nothing. The control: the same variable naming
+// uid 4243 streams there. Before, the unknown name was accepted silently.
+TEST_F(PluginTrustTest, UnresolvableDaemonUserIsToldAndTrustsOnlyYouAndRoot) {
+  const std::string socket = base_ + "/daemon/s.sock";
+  std::string stats = StartCollector(socket, {"--make-dir", "0700"}, true);
+  RunResult r = Job(socket, {{"SENTINEL_DAEMON_USER", "no-such-sentinel-user"}}, {"--steps", "4"});
+  StopCollector();
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Count(r.output,
+                  "SENTINEL_DAEMON_USER='no-such-sentinel-user' is not a user on this "
+                  "host; trusting only your own uid (0) and root"),
+            1)
+      << r.output;
+  EXPECT_EQ(Stat(ReadFile(stats), "hellos"), 0) << ReadFile(stats) << "\n" << r.output;
+  EXPECT_NE(r.output.find("daemon: owned by uid 4243"), std::string::npos) << r.output;
+  EXPECT_EQ(SentinelLines(r.output), 2) << r.output;
+
+  stats = StartCollector(socket, {}, true);
+  r = Job(socket, {{"SENTINEL_DAEMON_USER", "4243"}}, {"--steps", "4"});
   StopCollector();
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(Stat(ReadFile(stats), "hellos"), 1) << ReadFile(stats) << "\n" << r.output;
@@ -229,7 +269,7 @@ TEST_F(PluginTrustTest, PlantedExpectationNeverFailsTheInit) {
         {"writable by anybody", d + "/s.sock", mismatch, "mode 0666 lets other users write to it"});
   }
   {
-    const std::string f = base_ + "/job.expect";
+    const std::string f = Dir("job", 0700) + "/job.expect";
     WriteFile(f, "net=ib\n", 0644);
     EXPECT_EQ(chown(f.c_str(), 4243, 4243), 0);
     Env env = mismatch;
@@ -237,6 +277,17 @@ TEST_F(PluginTrustTest, PlantedExpectationNeverFailsTheInit) {
     env.push_back({"SENTINEL_ON_MISMATCH", "abort"});
     cases.push_back({"SENTINEL_EXPECT_FILE owned by uid 4243, on_mismatch=abort",
                      base_ + "/none/s.sock", env, "owned by uid 4243"});
+  }
+  {
+    // A trusted file, but in a directory anybody may write to: swappable before the next run.
+    const std::string f = Dir("job-open", 0777) + "/job.expect";
+    WriteFile(f, "net=ib\n", 0644);
+    Env env = mismatch;
+    env.push_back({"SENTINEL_EXPECT_FILE", f});
+    env.push_back({"SENTINEL_ON_MISMATCH", "fail"});
+    cases.push_back({"SENTINEL_EXPECT_FILE in a directory anybody may write to",
+                     base_ + "/none/s.sock", env,
+                     "/job-open: mode 0777 lets other users write to it"});
   }
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -251,8 +302,10 @@ TEST_F(PluginTrustTest, PlantedExpectationNeverFailsTheInit) {
 }
 
 // Forged verdicts for the communicator rank 0 waits in (rank 1 is 5 s late): 200 naming another
-// seq, then one claiming the young collective has been stuck 31 s. Under SENTINEL_ON_HANG=abort
-// nothing is aborted, the job completes, and the "ignored" lines stay few.
+// seq, one claiming the young collective has been stuck 31 s, one claiming 1 ns (before, any
+// claim under the 50 ms clock tolerance was acted on) and one true to the rank's clock but
+// carrying a --hang-timeout of 1 ms. Under SENTINEL_ON_HANG=abort nothing is aborted, the job
+// completes, and the "ignored" lines stay few.
 TEST_F(PluginTrustTest, ForgedVerdictsAreIgnoredAndTheJobCompletes) {
   const std::string d = Dir("v", 0700);
   struct Case {
@@ -261,7 +314,12 @@ TEST_F(PluginTrustTest, ForgedVerdictsAreIgnoredAndTheJobCompletes) {
     const char* why;
   };
   for (const Case& c : {Case{"wrong-seq", "200", "it is not this rank's oldest incomplete"},
-                        Case{"young", "1", "has not been inside it that long by its own clock"}}) {
+                        Case{"young", "1", "has not been inside it that long by its own clock"},
+                        Case{"tiny", "1",
+                             "the claimed time is under half the --hang-timeout it carries "
+                             "(claimed 0.000 s, --hang-timeout 30.000 s)"},
+                        Case{"short-timeout", "1",
+                             "the --hang-timeout it carries is below the 1 s a rank accepts"}}) {
     SCOPED_TRACE(c.mode);
     const std::string socket = d + "/" + c.mode + ".sock";
     const std::string stats = StartCollector(

@@ -179,6 +179,45 @@ TEST(HangAbort, VerdictClaimingMoreThanItsOwnTimeBeyondTheToleranceIsIgnored) {
   EXPECT_LE(kVerdictClockToleranceNs, 100000000) << "the tolerance is for clock reading only";
 }
 
+// A claim is held against the daemon's own --hang-timeout carried in the verdict: under half of
+// it, or with a timeout under the 1 s floor, nothing is confirmed, however true the claim is to
+// the rank's clock. Before, a claim of 1 ns passed the clock check for any collective in flight.
+TEST(HangAbort, VerdictClaimIsCheckedAgainstTheDaemonsTimeout) {
+  const int64_t now = 1000 * kSecond;
+  int64_t own = -1;
+  SentinelWireHangVerdict v = Verdict(0xabc, 3);  // --hang-timeout 2 s
+  for (const int64_t claim : {int64_t{1}, int64_t{1000}, kSecond - 1}) {
+    v.waiting_ns = claim;
+    EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 10 * kSecond), now, &own),
+              VerdictCheck::kBelowTimeout)
+        << claim;
+  }
+  // Half the timeout: a rank that entered later than the first waiting rank is told less.
+  v.waiting_ns = kSecond;
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - kSecond), now, &own),
+            VerdictCheck::kConfirmed);
+  // A timeout under the floor, with a claim true to the rank's own clock.
+  for (const int64_t timeout :
+       {int64_t{-1}, int64_t{0}, int64_t{1}, kMinVerdictHangTimeoutNs - 1}) {
+    v.hang_timeout_ns = timeout;
+    v.waiting_ns = 1;
+    EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 10 * kSecond), now, &own),
+              VerdictCheck::kTimeoutTooShort)
+        << timeout;
+    v.waiting_ns = 10 * kSecond;
+    EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 10 * kSecond), now, &own),
+              VerdictCheck::kTimeoutTooShort)
+        << timeout;
+  }
+  v.hang_timeout_ns = kMinVerdictHangTimeoutNs;
+  v.waiting_ns = kMinVerdictHangTimeoutNs;
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - 10 * kSecond), now, &own),
+            VerdictCheck::kConfirmed);
+  // The own-clock check still holds at the bar.
+  EXPECT_EQ(CheckHangVerdict(v, true, Inside(4, 3, now - kSecond / 2), now, &own),
+            VerdictCheck::kTooYoung);
+}
+
 // Only this test sets SENTINEL_ON_HANG (the mode is read once per process).
 TEST(HangAbort, AbortsThePairedCommunicatorOnceFromItsOwnThread) {
   ASSERT_EQ(setenv("SENTINEL_ON_HANG", "abort", 1), 0);
@@ -217,9 +256,18 @@ TEST(HangAbort, AbortsThePairedCommunicatorOnceFromItsOwnThread) {
   forged = Verdict(0xabc, 3);
   forged.waiting_ns = 31 * kSecond;
   OnHangVerdict(forged);
+  // Claims of 1 ns, and a daemon timeout of 1 ns: each counted, none acted on.
+  const uint64_t ignored_before = HangVerdictsIgnored();
+  forged = Verdict(0xabc, 3);
+  forged.waiting_ns = 1;
+  OnHangVerdict(forged);
+  forged.hang_timeout_ns = 1;
+  OnHangVerdict(forged);
+  EXPECT_EQ(HangVerdictsIgnored() - ignored_before, 2u);
   ASSERT_TRUE(HangAbortWaitIdle(5000));
   std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(g_aborts.load(), 0) << err;
+  EXPECT_GE(HangVerdictsIgnored(), 203u);
   EXPECT_FALSE(HangAbortIsAborted(&comm_a));
   // A few lines, not 201: the first one says why.
   size_t lines = 0;
