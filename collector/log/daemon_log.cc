@@ -115,9 +115,7 @@ void HoldLine(const char* line, size_t len) {
   h.lines.emplace_back(line, len);
 }
 
-void LogEnvProblem(const char* line, size_t len) {
-  spdlog::warn("{}", std::string(line, len));
-}
+void LogEnvProblem(const char* line, size_t len) { spdlog::warn("{}", std::string(line, len)); }
 
 }  // namespace
 
