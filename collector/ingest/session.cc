@@ -24,17 +24,27 @@ const char* CloseReasonName(CloseReason reason) {
   return "unknown";
 }
 
+namespace {
+
+// Appends one whole collector -> plugin frame: header, then the payload struct.
+template <typename T>
+void AppendFrame(std::string* out, uint16_t type, const T& payload) {
+  const SentinelWireFrameHeader header{sizeof(SentinelWireFrameHeader) + sizeof(T), type, 0};
+  out->append(reinterpret_cast<const char*>(&header), sizeof(header));
+  out->append(reinterpret_cast<const char*>(&payload), sizeof(payload));
+}
+
+}  // namespace
+
 std::string RefusedFrame(uint16_t reason, uint32_t limit, uint32_t held) {
-  const SentinelWireFrameHeader header{
-      sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireRefused), kSentinelWireRefused, 0};
   SentinelWireRefused refused{};
   refused.magic = SENTINEL_WIRE_MAGIC;
   refused.reason = reason;
   refused.status = kSentinelHelloRefusedOther;
   refused.limit = limit;
   refused.held = held;
-  std::string out(reinterpret_cast<const char*>(&header), sizeof(header));
-  out.append(reinterpret_cast<const char*>(&refused), sizeof(refused));
+  std::string out;
+  AppendFrame(&out, kSentinelWireRefused, refused);
   return out;
 }
 
@@ -68,15 +78,12 @@ Session::Session(int client, IngestSink* sink)
 }
 
 void Session::QueueAck(uint32_t status) {
-  const SentinelWireFrameHeader header{
-      sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHelloAck), kSentinelWireHelloAck, 0};
   SentinelWireHelloAck ack{};
   ack.magic = SENTINEL_WIRE_MAGIC;
   ack.major = SENTINEL_WIRE_MAJOR;
   ack.minor = SENTINEL_WIRE_MINOR;
   ack.status = status;
-  output_.append(reinterpret_cast<const char*>(&header), sizeof(header));
-  output_.append(reinterpret_cast<const char*>(&ack), sizeof(ack));
+  AppendFrame(&output_, kSentinelWireHelloAck, ack);
 }
 
 void Session::FlushBatch() {
