@@ -309,6 +309,19 @@ TEST_F(TenantConnectionsTest, AnotherUsersIdleConnectionsLeaveTheJobStreaming) {
   EXPECT_EQ(RecordsReaching(kJobRecords), kJobRecords);
 }
 
+// A full table shared by two uids at their share (half each): a third uid below its fair share
+// takes the idlest slot of a uid holding the most, and its job streams.
+TEST_F(TenantConnectionsTest, FullTableGivesAUidBelowItsFairShareASlot) {
+  StartLogged({"--max-clients", "8"});
+  HelloHolder root_jobs(socket_, 0, static_cast<gid_t>(gid_), 4);
+  HelloHolder other(socket_, kAttacker, static_cast<gid_t>(gid_), 4);
+  ASSERT_EQ(root_jobs.accepted(), 4);
+  ASSERT_EQ(other.accepted(), 4);
+  ASSERT_TRUE(StreamVictimJob()) << "refused behind a full table:\n" << ReadAll(log_);
+  EXPECT_EQ(RecordsReaching(kJobRecords), kJobRecords);
+  EXPECT_NE(ReadAll(log_).find("(fair share 2)"), std::string::npos) << ReadAll(log_);
+}
+
 // A 1,024 open-file limit: before, a peer's connections took every descriptor and /healthz timed
 // out. Now --max-clients is clamped to what the HTTP server's share and our own files leave
 // (logged), and /healthz answers while two users hold every connection they may.
