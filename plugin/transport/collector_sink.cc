@@ -315,11 +315,11 @@ Status CollectorSink::Handshake(int64_t deadline_ns) {
   CopyString(frame.hello.host, sizeof(frame.hello.host), host_);
   CopyString(frame.hello.job_id, sizeof(frame.hello.job_id), job_id_);
   ssize_t n = send(fd_, &frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT);
+  // A peer that already closed may have said why first (a Refused frame): read what it left.
   if (n != static_cast<ssize_t>(sizeof(frame)) &&
       !(n < 0 && (errno == EPIPE || errno == ECONNRESET))) {
     return Status(StatusCode::kUnavailable, "could not send the hello");
   }
-  // A peer that already closed may have said why first: read what it left before giving up.
 
   // Read frames until the HelloAck; skip any other type (compatibility rule), bounded in time.
   alignas(8) uint8_t in[SENTINEL_WIRE_FRAME_MAX];
