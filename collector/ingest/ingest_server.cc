@@ -117,19 +117,20 @@ void IngestServer::ClampClientsToFds() {
   const rlim_t left = lim.rlim_cur > http + kOwnFds ? lim.rlim_cur - http - kOwnFds : 1;
   const size_t configured = max_clients_;
   max_clients_ = std::min<size_t>(configured, static_cast<size_t>(left));
-  if (max_clients_ < configured) {
+  fd_note_ = absl::StrCat("open-file limit ", static_cast<uint64_t>(lim.rlim_cur), ": ",
+                          static_cast<uint64_t>(http), " for HTTP connections, ",
+                          static_cast<uint64_t>(kOwnFds), " for sentineld's own files");
+}
+
+void IngestServer::LogClientLimit() const {
+  if (max_clients_ < static_cast<size_t>(std::max(1, config_.max_clients))) {
     spdlog::warn(
-        "plugin connections: at most {}, not --max-clients {}: the open-file limit is {}, of which "
-        "{} go to HTTP connections and {} to sentineld's own files (raise LimitNOFILE / ulimit -n "
-        "for more)",
-        max_clients_, configured, static_cast<uint64_t>(lim.rlim_cur), static_cast<uint64_t>(http),
-        static_cast<uint64_t>(kOwnFds));
+        "plugin connections: at most {}, not --max-clients {}, {} per uid ({}; raise LimitNOFILE "
+        "/ ulimit -n for more)",
+        max_clients_, config_.max_clients, ShareCapPerUid(), fd_note_);
   } else {
-    spdlog::info(
-        "plugin connections: at most {} (--max-clients), {} per uid; open-file limit {}: {} for "
-        "HTTP connections, {} for sentineld's own files",
-        max_clients_, ShareCapPerUid(), static_cast<uint64_t>(lim.rlim_cur),
-        static_cast<uint64_t>(http), static_cast<uint64_t>(kOwnFds));
+    spdlog::info("plugin connections: at most {} (--max-clients), {} per uid{}{}", max_clients_,
+                 ShareCapPerUid(), fd_note_.empty() ? "" : "; ", fd_note_);
   }
 }
 
@@ -562,6 +563,7 @@ void IngestServer::SendOutbound() {
 }
 
 void IngestServer::Run() {
+  LogClientLimit();  // after the daemon's start line, so that it stays the first
   std::vector<epoll_event> events(256);
   int64_t next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
   while (!stop_.load(std::memory_order_relaxed)) {

@@ -78,6 +78,8 @@ class IngestServer {
   size_t HeldBy(uid_t uid) const;
   // --max-clients clamped to the descriptors left after the HTTP server's share and our own.
   void ClampClientsToFds();
+  // Once, as Run() starts: the effective limit and, when the descriptors lowered it, why.
+  void LogClientLimit() const;
   absl::Status ClaimSocketPath(const sockaddr_un& addr);
   void Accept();
   bool PeerAllowed(uid_t uid, gid_t gid) const;
@@ -110,6 +112,7 @@ class IngestServer {
   // Every connection (handshaking or not) per kernel uid, and the effective client limit.
   absl::flat_hash_map<uid_t, size_t> clients_by_uid_;
   size_t max_clients_ = 1;
+  std::string fd_note_;      // the open-file figures behind max_clients_, for the start log
   int64_t loop_now_ns_ = 0;  // the clock at the latest wake-up (idleness of connections)
   int64_t log_window_start_ns_ = 0;
   int log_in_window_ = 0;

@@ -338,8 +338,9 @@ TEST_F(TenantConnectionsTest, HealthzAnswersUnderTheOpenFileLimit) {
   EXPECT_GT(victim.accepted(), 0) << "one user took every connection";
   EXPECT_LE(other.accepted() + victim.accepted(), 1024 - 512 - 64)
       << "more plugin connections than the descriptors leave";
-  EXPECT_NE(ReadAll(log_).find("plugin connections: at most 448, not --max-clients 1024: the "
-                               "open-file limit is 1024, of which 512 go to HTTP connections"),
+  EXPECT_NE(ReadAll(log_).find("plugin connections: at most 448, not --max-clients 1024, 224 per "
+                               "uid (open-file limit 1024: 512 for HTTP connections, 64 for "
+                               "sentineld's own files"),
             std::string::npos)
       << ReadAll(log_);
 }
