@@ -8,6 +8,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -29,6 +30,19 @@ namespace {
 
 constexpr int kMaxLogsPerMinute = 20;
 constexpr int kMaxReadsPerWakeup = 16;  // fairness between clients
+// Descriptors kept for sentineld's own files besides both servers' connections: the listen,
+// epoll and wake-up descriptors, the lock and port files, the record log, sysfs and /proc reads,
+// the push gateway's socket, libmicrohttpd's own.
+constexpr rlim_t kOwnFds = 64;
+
+// The HTTP server's connection limit for `nofile` open files: the formula of
+// ConnectionLimitForFds in collector/export/http_server.cc (64 to 4096 connections, leaving 512
+// files, or half of them under 1,024, to everything else), which that file keeps private.
+rlim_t HttpShareOfFds(rlim_t nofile) {
+  constexpr rlim_t kHttpOtherFds = 512;
+  const rlim_t spare = nofile > 2 * kHttpOtherFds ? nofile - kHttpOtherFds : nofile / 2;
+  return std::clamp<rlim_t>(spare, 64, 4096);
+}
 
 }  // namespace
 
@@ -85,6 +99,39 @@ absl::Status IngestServer::ClaimSocketPath(const sockaddr_un& addr) {
 IngestServer::IngestServer(const Config& config, IngestConsumer* aggregator)
     : config_(config), aggregator_(aggregator) {
   socket_path_ = config_.socket_path.empty() ? DefaultSocketPath() : config_.socket_path;
+  max_clients_ = static_cast<size_t>(std::max(1, config_.max_clients));
+}
+
+void IngestServer::ClampClientsToFds() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  // The HTTP server raises the soft limit to the hard one when it starts; so do we, first, so that
+  // both count on the same figure.
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  if (lim.rlim_cur == RLIM_INFINITY) return;
+  const rlim_t http = HttpShareOfFds(lim.rlim_cur);
+  const rlim_t left = lim.rlim_cur > http + kOwnFds ? lim.rlim_cur - http - kOwnFds : 1;
+  const size_t configured = max_clients_;
+  max_clients_ = std::min<size_t>(configured, static_cast<size_t>(left));
+  fd_note_ = absl::StrCat("open-file limit ", static_cast<uint64_t>(lim.rlim_cur), ": ",
+                          static_cast<uint64_t>(http), " for HTTP connections, ",
+                          static_cast<uint64_t>(kOwnFds), " for sentineld's own files");
+}
+
+void IngestServer::LogClientLimit() const {
+  if (max_clients_ < static_cast<size_t>(std::max(1, config_.max_clients))) {
+    spdlog::warn(
+        "plugin connections: at most {}, not --max-clients {}, {} per uid ({}; raise LimitNOFILE "
+        "/ ulimit -n for more)",
+        max_clients_, config_.max_clients, ShareCapPerUid(), fd_note_);
+  } else {
+    spdlog::info("plugin connections: at most {} (--max-clients), {} per uid{}{}", max_clients_,
+                 ShareCapPerUid(), fd_note_.empty() ? "" : "; ", fd_note_);
+  }
 }
 
 IngestServer::~IngestServer() {
@@ -154,6 +201,7 @@ absl::Status IngestServer::Listen() {
   if (chmod(socket_path_.c_str(), use_group ? 0660 : 0600) != 0) {
     return absl::InternalError(absl::StrCat("chmod ", socket_path_, ": ", ErrnoText(errno)));
   }
+  ClampClientsToFds();
   if (listen(listen_fd_, 512) != 0)
     return absl::InternalError(absl::StrCat("listen: ", ErrnoText(errno)));
   return OpenEpollWithWakeup(listen_fd_, &epoll_fd_, &wake_fd_, "ingest");
@@ -205,11 +253,62 @@ bool IngestServer::PeerAllowed(uid_t uid, gid_t gid) const {
 }
 
 size_t IngestServer::HandshakeCap() const {
-  return static_cast<size_t>(
-      std::max(1, std::min(config_.max_handshaking, config_.max_clients / 4)));
+  return std::max<size_t>(
+      1, std::min(static_cast<size_t>(std::max(1, config_.max_handshaking)), max_clients_ / 4));
 }
 
 size_t IngestServer::HandshakeCapPerUid() const { return std::max<size_t>(1, HandshakeCap() / 2); }
+
+// Half: one user at their share leaves the other half free for everyone else's jobs without
+// evicting anything, and a single user's node still has hundreds of processes' worth.
+size_t IngestServer::ShareCapPerUid() const { return std::max<size_t>(1, max_clients_ / 2); }
+
+size_t IngestServer::HeldBy(uid_t uid) const {
+  auto it = clients_by_uid_.find(uid);
+  return it == clients_by_uid_.end() ? 0 : it->second;
+}
+
+void IngestServer::SendRefused(int fd, uint16_t reason, size_t limit, size_t held) {
+  const std::string frame =
+      RefusedFrame(reason, static_cast<uint32_t>(std::min<size_t>(limit, UINT32_MAX)),
+                   static_cast<uint32_t>(std::min<size_t>(held, UINT32_MAX)));
+  // A fresh socket's buffer takes these 32 bytes; a peer that filled it loses the reason, not us
+  // time.
+  (void)!send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool IngestServer::Admit(int fd, const ucred& cred) {
+  const uid_t uid = cred.uid;
+  // Connections still in their hello hold a bounded share of the slots, and give theirs up
+  // first: a job that said hello is never refused behind idle connections. Each uid holds at
+  // most half of that share, and room is taken from the uid holding the most: a flood of
+  // hello-less connections evicts only its own, never another user's job in its handshake.
+  auto mine = handshakes_by_uid_.find(uid);
+  const bool uid_at_cap = mine != handshakes_by_uid_.end() && mine->second >= HandshakeCapPerUid();
+  if (uid_at_cap || handshaking_ >= HandshakeCap()) (void)EvictHandshakeFor(uid, uid_at_cap);
+  // Every connection of a uid, hello or not, counts against its share of --max-clients: another
+  // user's idle connections never take the slots of everyone else's jobs.
+  if (HeldBy(uid) >= ShareCapPerUid() && !EvictHandshakeFor(uid, true)) {
+    if (ShouldLog()) {
+      spdlog::warn(
+          "refused pid {} uid {}: the uid holds its share of plugin connections ({} of {})",
+          cred.pid, uid, HeldBy(uid), max_clients_);
+    }
+    SendRefused(fd, kSentinelRefusedUidShare, ShareCapPerUid(), HeldBy(uid));
+    aggregator_->NoteRefused("uid_share");
+    return false;
+  }
+  if (clients_.size() >= max_clients_ && !EvictHandshakeFor(uid, false) &&
+      !EvictForFairShare(uid)) {
+    if (ShouldLog()) {
+      spdlog::warn("refused pid {} uid {}: --max-clients {} reached", cred.pid, uid, max_clients_);
+    }
+    SendRefused(fd, kSentinelRefusedTooMany, max_clients_, HeldBy(uid));
+    aggregator_->NoteRefused("too_many");
+    return false;
+  }
+  return true;
+}
 
 void IngestServer::Accept() {
   // A bounded batch per wake-up, no larger than a uid's share of handshakes: a connection accepted
@@ -222,7 +321,10 @@ void IngestServer::Accept() {
       // leave it queued, which would make epoll report the listen socket again at once.
       close(spare_fd_);
       const int refused = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (refused >= 0) close(refused);
+      if (refused >= 0) {
+        SendRefused(refused, kSentinelRefusedFdLimit, max_clients_, 0);
+        close(refused);
+      }
       spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
       if (ShouldLog()) spdlog::warn("refused a plugin connection: out of file descriptors");
       aggregator_->NoteRefused("fd_limit");
@@ -238,24 +340,12 @@ void IngestServer::Accept() {
         spdlog::warn("refused plugin connection from pid {} uid {}: not our uid{}", cred.pid,
                      cred.uid, config_.allow_group.empty() ? "" : " nor in --allow-group");
       }
+      SendRefused(fd, kSentinelRefusedNotAllowed, 0, 0);
       aggregator_->NoteRefused("uid");
       close(fd);
       continue;
     }
-    // Connections still in their hello hold a bounded share of the slots, and give theirs up
-    // first: a job that said hello is never refused behind idle connections. Each uid holds at
-    // most half of that share, and room is taken from the uid holding the most: a flood of
-    // hello-less connections evicts only its own, never another user's job in its handshake.
-    auto mine = handshakes_by_uid_.find(cred.uid);
-    const bool uid_at_cap =
-        mine != handshakes_by_uid_.end() && mine->second >= HandshakeCapPerUid();
-    const bool full = clients_.size() >= static_cast<size_t>(config_.max_clients);
-    if ((uid_at_cap || handshaking_ >= HandshakeCap() || full) &&
-        !EvictHandshakeFor(cred.uid, uid_at_cap) &&
-        clients_.size() >= static_cast<size_t>(config_.max_clients)) {
-      if (ShouldLog())
-        spdlog::warn("refused pid {}: --max-clients {} reached", cred.pid, config_.max_clients);
-      aggregator_->NoteRefused("too_many");
+    if (!Admit(fd, cred)) {
       close(fd);
       continue;
     }
@@ -265,6 +355,7 @@ void IngestServer::Accept() {
     client->pid = cred.pid;
     client->uid = cred.uid;
     client->accepted_ns = aggregator_->clock()->MonoNs();
+    client->last_read_ns = client->accepted_ns;
     client->session = std::make_unique<Session>(client->id, aggregator_);
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLRDHUP;
@@ -276,7 +367,12 @@ void IngestServer::Accept() {
     aggregator_->NoteAccepted(client->id, static_cast<uint32_t>(cred.pid), cred.uid);
     ++handshaking_;
     ++handshakes_by_uid_[cred.uid];
+    ++clients_by_uid_[cred.uid];
+    Client* added = client.get();
     clients_.emplace(fd, std::move(client));
+    // A plugin writes its hello right after connecting: read it now, so that the connection
+    // leaves the hello-less pool before later connections of its uid can push it out.
+    ReadClient(added);
   }
 }
 
@@ -292,20 +388,80 @@ bool IngestServer::EvictHandshakeFor(uid_t uid, bool uid_at_cap) {
     }
     if (most == 0) return false;
   }
-  Client* oldest = nullptr;
+  // Candidates: that uid's hello-less connections that sent nothing yet, per process.
+  absl::flat_hash_map<pid_t, size_t> per_pid;
   for (const auto& [fd, c] : clients_) {
-    if (!c->handshaking || c->uid != victim_uid) continue;
-    if (oldest == nullptr || c->accepted_ns < oldest->accepted_ns ||
-        (c->accepted_ns == oldest->accepted_ns && c->id < oldest->id)) {
-      oldest = c.get();
+    if (c->handshaking && c->uid == victim_uid && !c->sent_bytes) ++per_pid[c->pid];
+  }
+  // A few tries: a candidate whose hello is waiting in its socket says it when read, and stays.
+  for (int attempt = 0; attempt < 4 && !per_pid.empty(); ++attempt) {
+    pid_t top = 0;
+    size_t top_n = 0;
+    for (const auto& [pid, n] : per_pid) {
+      if (n > top_n || (n == top_n && pid < top)) {
+        top = pid;
+        top_n = n;
+      }
+    }
+    Client* oldest = nullptr;
+    for (const auto& [fd, c] : clients_) {
+      if (!c->handshaking || c->uid != victim_uid || c->sent_bytes || c->pid != top) continue;
+      if (oldest == nullptr || c->accepted_ns < oldest->accepted_ns ||
+          (c->accepted_ns == oldest->accepted_ns && c->id < oldest->id)) {
+        oldest = c.get();
+      }
+    }
+    if (oldest == nullptr) return false;
+    const int fd = oldest->fd;
+    ReadClient(oldest);  // may say hello, send a part of it, or close
+    auto still = clients_.find(fd);
+    if (still == clients_.end()) return true;  // it closed: its slot is free
+    Client* c = still->second.get();
+    if (c->handshaking && !c->sent_bytes) {
+      if (ShouldLog()) {
+        spdlog::warn("closed pid {} uid {}: slot needed, no hello yet", c->pid, c->uid);
+      }
+      aggregator_->NoteRefused("hello_timeout");
+      CloseClient(c, CloseReason::kNone);
+      return true;
+    }
+    if (--per_pid[top] == 0) per_pid.erase(top);
+  }
+  return false;
+}
+
+bool IngestServer::EvictForFairShare(uid_t uid) {
+  const size_t mine = HeldBy(uid);
+  const size_t users = clients_by_uid_.size() + (mine == 0 ? 1 : 0);
+  const size_t fair = max_clients_ / std::max<size_t>(1, users);
+  if (mine >= fair) return false;
+  uid_t top = uid;
+  size_t most = 0;
+  for (const auto& [u, n] : clients_by_uid_) {
+    if (u != uid && (n > most || (n == most && u < top))) {
+      most = n;
+      top = u;
     }
   }
-  if (oldest == nullptr) return false;
-  if (ShouldLog()) {
-    spdlog::warn("closed pid {} uid {}: slot needed, no hello yet", oldest->pid, oldest->uid);
+  // Only from a uid above the newcomer by two or more: two uids never trade a slot back and forth.
+  if (most < mine + 2) return false;
+  Client* idlest = nullptr;
+  for (const auto& [fd, c] : clients_) {
+    if (c->uid != top) continue;
+    if (idlest == nullptr || c->last_read_ns < idlest->last_read_ns ||
+        (c->last_read_ns == idlest->last_read_ns && c->id < idlest->id)) {
+      idlest = c.get();
+    }
   }
-  aggregator_->NoteRefused("hello_timeout");
-  CloseClient(oldest, CloseReason::kNone);
+  if (idlest == nullptr) return false;
+  if (ShouldLog()) {
+    spdlog::warn(
+        "closed pid {} uid {}: its uid holds {} plugin connections, uid {} {} (fair share {})",
+        idlest->pid, idlest->uid, most, uid, mine, fair);
+  }
+  SendRefused(idlest->fd, kSentinelRefusedEvicted, fair, most);
+  aggregator_->NoteRefused("evicted");
+  CloseClient(idlest, CloseReason::kNone);
   return true;
 }
 
@@ -342,12 +498,12 @@ void IngestServer::CloseClient(Client* client, CloseReason reason) {
           client->pid, s->refused_major(), SENTINEL_WIRE_MAJOR);
     } else {
       spdlog::warn("closed plugin connection pid {}: {} ({})", client->pid, CloseReasonName(reason),
-                   s->has_partial() && s->frame_error() == FrameError::kNone
-                       ? "truncated"
-                       : FrameErrorName(s->frame_error()));
+                   s->CloseDetail());
     }
   }
   EndHandshake(client);
+  auto held = clients_by_uid_.find(client->uid);
+  if (held != clients_by_uid_.end() && --held->second == 0) clients_by_uid_.erase(held);
   aggregator_->NoteClosed(client->id, reason, s->frames(), s->skipped_unknown());
   aggregator_->OnDisconnect(client->id);
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, client->fd, nullptr);
@@ -361,6 +517,7 @@ void IngestServer::ReadClient(Client* client) {
   for (int i = 0; i < kMaxReadsPerWakeup; ++i) {
     const ssize_t n = read(client->fd, s->WritableTail(), s->WritableSize());
     if (n == 0) {
+      s->NoteEof();
       // A hello cut short is a refused hello, not a malformed frame of a known client.
       CloseClient(client, !s->has_partial() ? CloseReason::kNone
                           : s->hello_done() ? CloseReason::kMalformed
@@ -373,6 +530,8 @@ void IngestServer::ReadClient(Client* client) {
       CloseClient(client, CloseReason::kNone);
       return;
     }
+    client->sent_bytes = true;
+    client->last_read_ns = loop_now_ns_;
     const absl::Status committed = s->Commit(static_cast<size_t>(n));
     if (client->handshaking && s->hello_done()) EndHandshake(client);
     std::string& out = s->PendingOutput();
@@ -404,12 +563,14 @@ void IngestServer::SendOutbound() {
 }
 
 void IngestServer::Run() {
+  LogClientLimit();  // after the daemon's start line, so that it stays the first
   std::vector<epoll_event> events(256);
   int64_t next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
   while (!stop_.load(std::memory_order_relaxed)) {
     const int64_t now = aggregator_->clock()->MonoNs();
     const int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next_tick - now) / 1000000));
     const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
+    if (n > 0) loop_now_ns_ = aggregator_->clock()->MonoNs();
     for (int i = 0; i < n; ++i) {
       const int fd = events[static_cast<size_t>(i)].data.fd;
       if (fd == listen_fd_) {

@@ -24,21 +24,66 @@ const char* CloseReasonName(CloseReason reason) {
   return "unknown";
 }
 
+namespace {
+
+// Appends one whole collector -> plugin frame: header, then the payload struct.
+template <typename T>
+void AppendFrame(std::string* out, uint16_t type, const T& payload) {
+  const SentinelWireFrameHeader header{sizeof(SentinelWireFrameHeader) + sizeof(T), type, 0};
+  out->append(reinterpret_cast<const char*>(&header), sizeof(header));
+  out->append(reinterpret_cast<const char*>(&payload), sizeof(payload));
+}
+
+}  // namespace
+
+std::string RefusedFrame(uint16_t reason, uint32_t limit, uint32_t held) {
+  SentinelWireRefused refused{};
+  refused.magic = SENTINEL_WIRE_MAGIC;
+  refused.reason = reason;
+  refused.status = kSentinelHelloRefusedOther;
+  refused.limit = limit;
+  refused.held = held;
+  std::string out;
+  AppendFrame(&out, kSentinelWireRefused, refused);
+  return out;
+}
+
+std::string Session::CloseDetail() const {
+  if (frame_error_ != FrameError::kNone) return FrameErrorName(frame_error_);
+  switch (hello_problem_) {
+    case HelloProblem::kNotHello:
+      return absl::StrCat("the first frame is of type ", first_type_, ", not a hello");
+    case HelloProblem::kBadMagic:
+      return absl::StrCat("the hello's magic is 0x", absl::Hex(bad_magic_), ", not 0x",
+                          absl::Hex(SENTINEL_WIRE_MAGIC));
+    case HelloProblem::kSecondHello:
+      return "a second hello";
+    case HelloProblem::kCutShort:
+      return "the peer closed in the middle of its hello";
+    case HelloProblem::kNone:
+      break;
+  }
+  return has_partial() ? "truncated" : "none";
+}
+
+void Session::NoteEof() {
+  if (has_partial() && !hello_done_ && hello_problem_ == HelloProblem::kNone) {
+    hello_problem_ = HelloProblem::kCutShort;
+  }
+}
+
 Session::Session(int client, IngestSink* sink)
     : client_(client), sink_(sink), buffer_(kBufferSize) {
   batch_.reserve(kBufferSize / sizeof(SentinelWireCollRecord) + 1);
 }
 
 void Session::QueueAck(uint32_t status) {
-  const SentinelWireFrameHeader header{
-      sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHelloAck), kSentinelWireHelloAck, 0};
   SentinelWireHelloAck ack{};
   ack.magic = SENTINEL_WIRE_MAGIC;
   ack.major = SENTINEL_WIRE_MAJOR;
   ack.minor = SENTINEL_WIRE_MINOR;
   ack.status = status;
-  output_.append(reinterpret_cast<const char*>(&header), sizeof(header));
-  output_.append(reinterpret_cast<const char*>(&ack), sizeof(ack));
+  AppendFrame(&output_, kSentinelWireHelloAck, ack);
 }
 
 void Session::FlushBatch() {
@@ -51,6 +96,8 @@ absl::Status Session::HandleFrame(const Frame& frame) {
   ++frames_;
   if (!hello_done_) {
     if (frame.type != kSentinelWireHello) {
+      hello_problem_ = HelloProblem::kNotHello;
+      first_type_ = frame.type;
       return Close(CloseReason::kBadHello);
     }
     hello_ = ReadPayload<SentinelWireHello>(frame);
@@ -58,6 +105,8 @@ absl::Status Session::HandleFrame(const Frame& frame) {
     hello_.job_id[sizeof(hello_.job_id) - 1] = '\0';
     switch (CheckHello(hello_)) {
       case HelloVerdict::kBadMagic:
+        hello_problem_ = HelloProblem::kBadMagic;
+        bad_magic_ = hello_.magic;
         return Close(CloseReason::kBadHello);
       case HelloVerdict::kMajorMismatch:
         refused_major_ = hello_.major;
@@ -77,6 +126,7 @@ absl::Status Session::HandleFrame(const Frame& frame) {
       ++records_;
       return absl::OkStatus();
     case kSentinelWireHello:
+      hello_problem_ = HelloProblem::kSecondHello;
       return Close(CloseReason::kBadHello);  // a second hello is a protocol error
     case kSentinelWireHelloAck:
       return Close(CloseReason::kUnexpectedAck);

@@ -31,6 +31,12 @@ enum class CloseReason { kNone, kMalformed, kBadHello, kMajorMismatch, kUnexpect
 
 const char* CloseReasonName(CloseReason reason);
 
+// What a bad hello was, for the log (the reason alone says only "bad_hello").
+enum class HelloProblem { kNone, kNotHello, kBadMagic, kSecondHello, kCutShort };
+
+// A whole SentinelWireRefused frame (header included): sentineld will not serve the connection.
+std::string RefusedFrame(uint16_t reason, uint32_t limit, uint32_t held);
+
 class Session {
  public:
   static constexpr size_t kBufferSize = size_t{64} * 1024;
@@ -50,6 +56,11 @@ class Session {
   absl::Status Feed(const uint8_t* data, size_t n);
 
   CloseReason reason() const { return reason_; }
+  // Why the connection was closed, in words for the log: the frame error of a malformed frame,
+  // "truncated", or what was wrong with the hello (the first frame's type, the magic it carried).
+  std::string CloseDetail() const;
+  // The peer closed: a partial frame then is a truncated one (a hello cut short before hello).
+  void NoteEof();
   FrameError frame_error() const { return frame_error_; }
   bool hello_done() const { return hello_done_; }
   // Bytes of an incomplete frame are buffered (at EOF this is a truncated frame).
@@ -82,6 +93,9 @@ class Session {
   CloseReason reason_ = CloseReason::kNone;
   FrameError frame_error_ = FrameError::kNone;
   uint16_t refused_major_ = 0;
+  HelloProblem hello_problem_ = HelloProblem::kNone;
+  uint16_t first_type_ = 0;  // the first frame's type, when it was not a hello
+  uint32_t bad_magic_ = 0;
   uint64_t frames_ = 0;
   uint64_t records_ = 0;
   uint64_t skipped_unknown_ = 0;

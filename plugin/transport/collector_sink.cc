@@ -188,6 +188,7 @@ CollectorSinkStats CollectorSink::Stats() const {
   s.hang_verdicts = get(hang_verdicts_);
   s.untrusted = get(untrusted_);
   s.incoming_budget_spent = get(incoming_budget_spent_);
+  s.refusals = get(refusals_);
   return s;
 }
 
@@ -314,7 +315,9 @@ Status CollectorSink::Handshake(int64_t deadline_ns) {
   CopyString(frame.hello.host, sizeof(frame.hello.host), host_);
   CopyString(frame.hello.job_id, sizeof(frame.hello.job_id), job_id_);
   ssize_t n = send(fd_, &frame, sizeof(frame), MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n != static_cast<ssize_t>(sizeof(frame))) {
+  // A peer that already closed may have said why first (a Refused frame): read what it left.
+  if (n != static_cast<ssize_t>(sizeof(frame)) &&
+      !(n < 0 && (errno == EPIPE || errno == ECONNRESET))) {
     return Status(StatusCode::kUnavailable, "could not send the hello");
   }
 
@@ -347,6 +350,16 @@ Status CollectorSink::Handshake(int64_t deadline_ns) {
     if (need < h.size) {
       need = h.size;
       continue;
+    }
+    if (h.type == kSentinelWireRefused) {
+      SentinelWireRefused refused;
+      if (DecodeRefused(in + kHeaderBytes, h.size - kHeaderBytes, &refused) && OnRefused(refused)) {
+        state_.store(State::kOff, std::memory_order_relaxed);
+        close(fd_);
+        fd_ = -1;
+        return Status(StatusCode::kFailedPrecondition, "sentineld does not allow our uid");
+      }
+      return Status(StatusCode::kUnavailable, "sentineld refused the connection");
     }
     if (h.type != kSentinelWireHelloAck) {  // not for us: skip it
       have = 0;
@@ -493,8 +506,57 @@ void CollectorSink::ReadIncoming() {
   }
 }
 
+bool CollectorSink::OnRefused(const SentinelWireRefused& refused) {
+  Bump(refusals_);
+  const bool for_good = refused.reason == kSentinelRefusedNotAllowed;
+  if (told_refusal_) return for_good;
+  told_refusal_ = true;
+  // Our own words for the code, with the figures as numbers: nothing of the peer's is printed
+  // as text.
+  char why[200];
+  const unsigned limit = refused.limit;
+  const unsigned held = refused.held;
+  switch (refused.reason) {
+    case kSentinelRefusedTooMany:
+      std::snprintf(why, sizeof(why), "every plugin connection slot is taken (--max-clients %u)",
+                    limit);
+      break;
+    case kSentinelRefusedUidShare:
+      std::snprintf(why, sizeof(why),
+                    "your uid holds its share of the plugin connections (%u of %u)", held, limit);
+      break;
+    case kSentinelRefusedNotAllowed:
+      std::snprintf(why, sizeof(why),
+                    "your uid is neither sentineld's user nor in its --allow-group");
+      break;
+    case kSentinelRefusedFdLimit:
+      std::snprintf(why, sizeof(why), "sentineld is out of file descriptors");
+      break;
+    case kSentinelRefusedEvicted:
+      std::snprintf(why, sizeof(why),
+                    "its slot went to another user below their fair share (your uid held %u, "
+                    "fair share %u)",
+                    held, limit);
+      break;
+    default:
+      std::snprintf(why, sizeof(why), "reason %u", static_cast<unsigned>(refused.reason));
+      break;
+  }
+  Notice(
+      "sentineld at %s refused this process's connection: %s. Until it accepts one, this "
+      "process's records, hang detection and SENTINEL_ON_HANG are off; %s (said once)",
+      path_, why,
+      for_good ? "streaming is off for this process" : "the plugin retries with backoff");
+  return for_good;
+}
+
 void CollectorSink::OnIncomingFrame(void* self, uint16_t type, const uint8_t* payload, size_t len) {
   auto* sink = static_cast<CollectorSink*>(self);
+  if (type == kSentinelWireRefused) {
+    SentinelWireRefused refused;
+    if (DecodeRefused(payload, len, &refused)) (void)sink->OnRefused(refused);
+    return;  // the close that follows ends the stream (Disconnect, then the backoff)
+  }
   SentinelWireHangVerdict v;
   // Another type, or a short payload: skipped by the wire contract (a newer collector's frame).
   if (type != kSentinelWireHangVerdict || !DecodeHangVerdict(payload, len, &v)) return;

@@ -95,6 +95,7 @@ struct CollectorSinkStats {
   uint64_t hang_verdicts = 0;          // hang verdicts received from sentineld
   uint64_t untrusted = 0;              // streaming refused: socket directory or peer not trusted
   uint64_t incoming_budget_spent = 0;  // reads that stopped at the per-call bound
+  uint64_t refusals = 0;               // connections sentineld refused or closed, saying why
 };
 
 // OnRecords() always returns n: every record is sent, buffered, or dropped and counted here
@@ -164,6 +165,10 @@ class CollectorSink final : public RecordSink {
   // whole frames.
   void ReadIncoming();
   static void OnIncomingFrame(void* self, uint16_t type, const uint8_t* payload, size_t len);
+  // sentineld said why it will not serve this connection: counted, and told once per process
+  // (one sink per process) on stderr. True when the reason ends streaming for good (our uid is
+  // not allowed); the others are retried with the backoff.
+  bool OnRefused(const SentinelWireRefused& refused);
 
   static void Bump(std::atomic<uint64_t>& counter, uint64_t by = 1) {
     // Only the drainer writes; readers want a recent value, not an ordering: relaxed is enough.
@@ -195,6 +200,8 @@ class CollectorSink final : public RecordSink {
   bool logged_connect_failure_ = false;
   // SENTINEL_SOCKET (or options.socket_path) named the path: an unreachable one is told once.
   bool explicit_path_ = false;
+  // A refusal by sentineld was told (once per process, not per retry).
+  bool told_refusal_ = false;
   rules::TrustedUids trusted_;
   // Incoming bytes of a partial frame (sentineld -> plugin), allocated with the send buffer.
   IncomingFrames incoming_;
@@ -203,7 +210,7 @@ class CollectorSink final : public RecordSink {
       handshake_failures_{0}, refused_{0}, disconnects_{0}, records_sent_{0}, records_dropped_{0},
       control_dropped_{0}, send_eagain_{0}, bytes_sent_{0}, send_calls_{0}, comm_replays_{0},
       comm_table_overflow_{0}, in_flight_sent_{0}, hang_verdicts_{0}, untrusted_{0},
-      incoming_budget_spent_{0};
+      incoming_budget_spent_{0}, refusals_{0};
 };
 
 }  // namespace sentinel::plugin

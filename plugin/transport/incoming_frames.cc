@@ -73,4 +73,10 @@ bool DecodeHangVerdict(const uint8_t* payload, size_t len, SentinelWireHangVerdi
   return true;
 }
 
+bool DecodeRefused(const uint8_t* payload, size_t len, SentinelWireRefused* out) noexcept {
+  if (payload == nullptr || out == nullptr || len < sizeof(SentinelWireRefused)) return false;
+  std::memcpy(out, payload, sizeof(*out));
+  return out->magic == SENTINEL_WIRE_MAGIC;
+}
+
 }  // namespace sentinel::plugin

@@ -60,4 +60,8 @@ class IncomingFrames {
 // the peer sent, so that later code may treat them as C strings (they still need escaping).
 bool DecodeHangVerdict(const uint8_t* payload, size_t len, SentinelWireHangVerdict* out) noexcept;
 
+// A refusal out of a type-16 payload: false when it is shorter than the struct or its magic is
+// wrong. Its reason is a code; the caller words it (an unknown code as its number).
+bool DecodeRefused(const uint8_t* payload, size_t len, SentinelWireRefused* out) noexcept;
+
 }  // namespace sentinel::plugin

@@ -44,7 +44,8 @@ enum {
   kSentinelWireHelloAck = 8, /* collector -> plugin */
   kSentinelWireInFlight = 9, /* per-communicator in-flight state (hang detection) */
   /* 13 is reserved for the collector -> plugin hang verdict; 14 stays unused (the budget state is
-   * in the heartbeat). 10, 11 (net plugin) and 15 (CUPTI) are defined next to their structs. */
+   * in the heartbeat). 10, 11 (net plugin), 15 (CUPTI) and 16 (refused) are defined next to their
+   * structs. */
   kSentinelWireBaselineResult = 12, /* sentinel-baseline: one swept size (SentinelWireBaseline) */
 };
 
@@ -421,6 +422,32 @@ typedef struct {
   char alert_id[64];  /* the hang alert's id on sentineld */
 } SentinelWireHangVerdict;
 SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireHangVerdict) == 1216, "hang verdict size");
+
+/* ---- Refused, collector -> plugin: type 16 ---- */
+enum { kSentinelWireRefused = 16 };
+/* Why sentineld will not take (or keep) this connection. A code, never text: the plugin words it.
+ */
+enum {
+  kSentinelRefusedTooMany = 1,    /* every --max-clients slot is taken */
+  kSentinelRefusedUidShare = 2,   /* this uid holds its share of the slots */
+  kSentinelRefusedNotAllowed = 3, /* the uid is neither sentineld's nor in its --allow-group */
+  kSentinelRefusedFdLimit = 4,    /* sentineld is out of file descriptors */
+  kSentinelRefusedEvicted = 5,    /* closed to give the slot to a user below their fair share */
+};
+/* Sent by sentineld once on a connection it is about to close without serving, before or after
+ * the hello (wire_format.md). Best effort: a plugin may see the close alone. */
+typedef struct {
+  uint32_t magic;  /* SENTINEL_WIRE_MAGIC */
+  uint16_t reason; /* kSentinelRefused* */
+  uint16_t flags;  /* reserved, 0 */
+  /* kSentinelHelloRefusedOther, at the HelloAck's status offset: a reader that takes this frame
+   * for the ack without checking its type still reads a refusal. */
+  uint32_t status;
+  uint32_t limit; /* the bound that was reached (connections), 0 when none applies */
+  uint32_t held;  /* connections this uid held then, 0 when not counted */
+  uint32_t reserved;
+} SentinelWireRefused;
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireRefused) == 24, "refused size");
 
 #ifdef __cplusplus
 } /* extern "C" */

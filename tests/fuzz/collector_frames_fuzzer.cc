@@ -54,6 +54,11 @@ struct Seen {
 void OnFrame(void* ctx, uint16_t type, const uint8_t* payload, size_t len) {
   static_cast<Seen*>(ctx)->frames++;
   if (len + sizeof(SentinelWireFrameHeader) > SENTINEL_WIRE_FRAME_MAX) __builtin_trap();
+  SentinelWireRefused refused;
+  if (type == kSentinelWireRefused && sentinel::plugin::DecodeRefused(payload, len, &refused) &&
+      refused.magic != SENTINEL_WIRE_MAGIC) {
+    __builtin_trap();  // only a refusal with our magic is taken
+  }
   SentinelWireHangVerdict v;
   if (type != kSentinelWireHangVerdict || !sentinel::plugin::DecodeHangVerdict(payload, len, &v)) {
     return;
