@@ -2,6 +2,7 @@
 #include "collector/config/config.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -215,6 +217,18 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     allow_group = std::string(value);
     return absl::OkStatus();
   }
+  if (key == "api-read-group") {
+    api_read_group = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "api-remote-details") {
+    if (value == "on" || value == "off") {
+      api_remote_details = value == "on";
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("--api-remote-details: expected on|off, got '", value, "'"));
+  }
   if (key == "record-log") {
     record_log = std::string(value);
     return absl::OkStatus();
@@ -409,17 +423,32 @@ absl::Status Config::Validate() const {
   }
   // Each bound below is a value that parses but cannot work: a detector dividing by zero, a rank
   // called gone between two of its own reports, a sysfs poll that keeps a core busy.
-  if (!std::isfinite(straggler_rel) || straggler_rel <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--straggler-rel: must be a finite fraction > 0 (e.g. 0.05), got ", straggler_rel));
-  }
-  if (!std::isfinite(straggler_noise_h) || straggler_noise_h <= 0) {
+  if (!std::isfinite(straggler_rel) || straggler_rel <= 0 || straggler_rel > kMaxStragglerRel) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--straggler-noise-h: must be a finite number > 0, got ", straggler_noise_h));
+        absl::StrCat("--straggler-rel: must be a finite fraction > 0 and at most ",
+                     kMaxStragglerRel, " (e.g. 0.05), got ", straggler_rel));
   }
-  if (!std::isfinite(straggler_floor_h) || straggler_floor_h < 0) {
+  if (!std::isfinite(straggler_noise_h) || straggler_noise_h <= 0 ||
+      straggler_noise_h > kMaxStragglerNoiseH) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--straggler-floor-h: must be a finite number >= 0, got ", straggler_floor_h));
+        absl::StrCat("--straggler-noise-h: must be a number in (0, ", kMaxStragglerNoiseH,
+                     "] (larger never fires), got ", straggler_noise_h));
+  }
+  if (!std::isfinite(straggler_floor_h) || straggler_floor_h < 0 ||
+      straggler_floor_h > kMaxStragglerFloorH) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-floor-h: must be a number in [0, ", kMaxStragglerFloorH,
+                     "] (larger never fires), got ", straggler_floor_h));
+  }
+  if (!api_read_group.empty()) {
+    group grp{};
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    if (getgrnam_r(api_read_group.c_str(), &grp, buf.data(), buf.size(), &found) != 0 ||
+        found == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--api-read-group: unknown group '", api_read_group, "'"));
+    }
   }
   if (straggler_min_ns < kMinStragglerMinNs) {
     // The detector divides by the compute segment, floored at this: 0 divides by zero.
@@ -489,6 +518,12 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            30m; capped by --alert-retention: older resolved alerts are gone)
   --allow-group GROUP      also accept peers in this group; the socket becomes 0660 (default: own uid
                            only, socket 0600)
+  --api-read-group GROUP   members of GROUP read every job's details on the HTTP API (/v1/ranks,
+                           /v1/telemetry, /v1/alerts, /v1/trace); others see only their own uid's
+                           jobs, root and the daemon's user see all (default: no such group)
+  --api-remote-details on|off  peers on other hosts (no local uid) read every job's details
+                           (default off: they see none; /metrics, /healthz, /v1/exclude and
+                           /v1/expect are node-level and open to all)
   --record-log PATH        append every joined record as JSON lines (default off)
   --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
   --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
@@ -514,9 +549,10 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            evidence (default on; off keeps them to the job-wide rules; the
                            evidence is exported either way)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
-                           between collectives (default 0.05)
-  --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)
-  --straggler-floor-h X    ... plus this many compute segments of excess (default 2)
+                           between collectives (default 0.05; at most 10)
+  --straggler-noise-h X    evidence threshold in units of the measured noise (default 12; > 0, at
+                           most 1000)
+  --straggler-floor-h X    ... plus this many compute segments of excess (default 2; at most 1000)
   --straggler-min DUR      clock-noise floor of a compute segment (default 50us; at least 1us)
   --straggler-evidence DUR a straggler's late run must span this much compute (default 2s:
                            longer than a loaded host keeps one rank off its CPU; 0 = no floor)
