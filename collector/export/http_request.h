@@ -12,17 +12,28 @@
 
 #include "absl/status/statusor.h"
 
+#include "collector/aggregate/api_viewer.h"
+
 namespace sentinel::collector {
 
 // Limits of one request head; past them the request is refused (414 / 431). libmicrohttpd's
 // connection memory (kMaxRequestHead plus slack) refuses far larger heads before we see them.
 inline constexpr size_t kMaxRequestLine = 8192;
 inline constexpr size_t kMaxRequestHead = 16384;
+// Query parameters one request may carry (an endpoint reads one): more is a 400. Each parameter
+// costs libmicrohttpd a record in the connection's memory pool, and a request whose parameters
+// overflow it was left unanswered.
+inline constexpr size_t kMaxQueryParams = 64;
+
+// The parameters in a raw request target ("/path?a=1&b=2": 2), as libmicrohttpd splits them.
+size_t CountQueryParams(std::string_view target);
 
 struct HttpRequest {
   std::string method;
   std::string path;                                         // without the query string
   std::vector<std::pair<std::string, std::string>> params;  // decoded by libmicrohttpd
+  // Who asks, as the kernel says (http_peer.h); set for the routes that show job details.
+  ApiViewer viewer;
 
   bool has_param(std::string_view name) const;
   // The first value of `name`, or "" when absent.
