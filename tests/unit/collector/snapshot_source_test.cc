@@ -276,9 +276,10 @@ TEST_F(SnapshotSourceTest, HealthzIsAnsweredWhileATraceIsMade) {
         std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - h0)
             .count();
     EXPECT_TRUE(res && res->status == 200);
-    const bool ended_first = trace_done.load();
+    // Answered while the trace was still under way (before, it waited for the whole trace).
+    EXPECT_FALSE(trace_done.load()) << "/healthz answered only after the trace";
     trace.join();
-    return ended_first ? -1 : healthz_ms;
+    return healthz_ms;
   };
   source_.trace_delay_ms = 3000;
   int64_t trace_ms = 0;
@@ -286,7 +287,6 @@ TEST_F(SnapshotSourceTest, HealthzIsAnsweredWhileATraceIsMade) {
   const int64_t slow_copy = healthz_during_trace(&trace_ms, &bytes);
   std::printf("/healthz while a trace is taken for %lld ms: answered in %lld ms\n",
               static_cast<long long>(trace_ms), static_cast<long long>(slow_copy));
-  EXPECT_GE(slow_copy, 0) << "the trace ended before /healthz was answered";
   EXPECT_LT(slow_copy, 1500);
   // A real render of a large trace: measured, not asserted (how long it takes is the host's).
   source_.trace_delay_ms = 0;
@@ -294,8 +294,7 @@ TEST_F(SnapshotSourceTest, HealthzIsAnsweredWhileATraceIsMade) {
   source_.trace_ranks = 2040;
   const int64_t large = healthz_during_trace(&trace_ms, &bytes);
   std::printf(
-      "/healthz while a trace of 2040 ranks (%zu bytes) renders in %lld ms: answered in %lld ms "
-      "(-1: the trace ended first)\n",
+      "/healthz while a trace of 2040 ranks (%zu bytes) renders in %lld ms: answered in %lld ms\n",
       bytes, static_cast<long long>(trace_ms), static_cast<long long>(large));
 }
 
