@@ -56,6 +56,15 @@ absl::Status ParseIntField(absl::string_view key, absl::string_view value, int l
   return s;
 }
 
+absl::Status ParseOnOff(absl::string_view key, absl::string_view value, bool* out) {
+  if (value != "on" && value != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", key, ": expected on|off, got '", value, "'"));
+  }
+  *out = value == "on";
+  return absl::OkStatus();
+}
+
 absl::Status ParseDouble(absl::string_view key, absl::string_view value, double* out) {
   double v = 0;
   if (!absl::SimpleAtod(value, &v) || !std::isfinite(v) || !(v >= 0)) {
@@ -221,14 +230,7 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     api_read_group = std::string(value);
     return absl::OkStatus();
   }
-  if (key == "api-remote-details") {
-    if (value == "on" || value == "off") {
-      api_remote_details = value == "on";
-      return absl::OkStatus();
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--api-remote-details: expected on|off, got '", value, "'"));
-  }
+  if (key == "api-remote-details") return ParseOnOff(key, value, &api_remote_details);
   if (key == "record-log") {
     record_log = std::string(value);
     return absl::OkStatus();
@@ -290,14 +292,7 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "max-comms") return ParseIntField(key, value, 1, 1 << 20, &max_comms);
   if (key == "max-ranks") return ParseIntField(key, value, 1, 1 << 20, &max_ranks);
   if (key == "max-clients") return ParseIntField(key, value, 1, 1 << 20, &max_clients);
-  if (key == "node-wait-alerts") {
-    if (value == "on" || value == "off") {
-      node_wait_alerts = value == "on";
-      return absl::OkStatus();
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--node-wait-alerts: expected on|off, got '", value, "'"));
-  }
+  if (key == "node-wait-alerts") return ParseOnOff(key, value, &node_wait_alerts);
   if (key == "straggler-rel") return ParseDouble(key, value, &straggler_rel);
   if (key == "straggler-noise-h") return ParseDouble(key, value, &straggler_noise_h);
   if (key == "straggler-floor-h") return ParseDouble(key, value, &straggler_floor_h);

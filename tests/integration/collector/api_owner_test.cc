@@ -16,6 +16,7 @@
 
 #include "gtest/gtest.h"
 
+#include "collector/aggregate/snapshot.h"
 #include "tests/integration/collector/cross_uid_util.h"
 #include "tests/integration/collector/daemon_fixture.h"
 #include "tests/unit/collector/wire_test_util.h"
@@ -59,7 +60,7 @@ TEST_F(ApiOwnerTest, AnotherUserGetsNoneOfTheVictimsJobDetails) {
   StartAllowingGroup();
   std::vector<std::unique_ptr<WireClient>> victim;
   StreamStragglerJob(&victim, kVictimComm, static_cast<int>(kVictim));
-  const std::string label = CommLabel(kVictimComm);
+  const std::string label = collector::CommLabel(kVictimComm);
   // Root sees the job once its records were taken in.
   std::string body;
   for (int i = 0; i < 200 && body.find(label) == std::string::npos; ++i) {
