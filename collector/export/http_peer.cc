@@ -19,6 +19,8 @@ namespace sentinel::collector {
 namespace {
 
 constexpr char kTcpEstablished[] = "01";  // /proc/net/tcp's st column; other states do not count
+// ::ffff:0:0/96, IPv6's form of an IPv4 address.
+constexpr uint8_t kMappedV4Prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 // One end of a connection as /proc/net/tcp{,6} prints it: the address's bytes and the port.
 struct End {
@@ -28,8 +30,7 @@ struct End {
 };
 
 bool IsMappedV4(const in6_addr& a) {
-  static const uint8_t kPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return memcmp(a.s6_addr, kPrefix, sizeof(kPrefix)) == 0;
+  return memcmp(a.s6_addr, kMappedV4Prefix, sizeof(kMappedV4Prefix)) == 0;
 }
 
 // `sa` as an IPv4 end (AF_INET, or IPv6 mapping an IPv4 address) and as an IPv6 end (the
