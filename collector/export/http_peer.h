@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 
-#include "collector/aggregate/api_viewer.h"
+#include "collector/aggregate/snapshot_source.h"  // ApiViewer, as export may include it
 
 namespace sentinel::collector {
 

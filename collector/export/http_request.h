@@ -12,8 +12,6 @@
 
 #include "absl/status/statusor.h"
 
-#include "collector/aggregate/api_viewer.h"
-
 namespace sentinel::collector {
 
 // Limits of one request head; past them the request is refused (414 / 431). libmicrohttpd's
@@ -32,8 +30,6 @@ struct HttpRequest {
   std::string method;
   std::string path;                                         // without the query string
   std::vector<std::pair<std::string, std::string>> params;  // decoded by libmicrohttpd
-  // Who asks, as the kernel says (http_peer.h); set for the routes that show job details.
-  ApiViewer viewer;
 
   bool has_param(std::string_view name) const;
   // The first value of `name`, or "" when absent.

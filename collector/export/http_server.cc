@@ -293,7 +293,7 @@ struct HttpServer::Glue {
       return Send(conn, res, true);
     }
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, &AddParam, &req);
-    if (route->second.job_details) {
+    if (route->second.details) {
       if (Defer(self, conn, &route->second, std::move(req))) return MHD_YES;
       SendJson(res, 503, ErrorJson(503, "busy: too many job-detail requests waiting"));
       return Send(conn, res, false);
@@ -340,30 +340,33 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     SendJson(res, 200, HealthzJson(agg->SnapshotHealth(), real, mono));
   });
   // The job-detail routes run on the worker, each for the viewer the kernel names.
-  GetDetails("/v1/ranks", [agg](const HttpRequest& req, HttpResponse& res) {
+  GetDetails("/v1/ranks", [agg](const HttpRequest&, const ApiViewer& viewer, HttpResponse& res) {
     // Copied under the lock, sorted and rendered after (api_snapshot.h).
-    SendJson(res, 200, RanksJson(agg->SnapshotRanks(req.viewer)));
+    SendJson(res, 200, RanksJson(agg->SnapshotRanks(viewer)));
   });
-  GetDetails("/v1/telemetry", [agg](const HttpRequest& req, HttpResponse& res) {
-    int64_t window = 0;
-    if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
-    const int64_t mono = agg->clock()->MonoNs();
-    SendJson(res, 200, TelemetryJson(agg->SnapshotTelemetry(window, mono, req.viewer)));
-  });
-  GetDetails("/v1/alerts", [agg](const HttpRequest& req, HttpResponse& res) {
-    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts(req.viewer)));
+  GetDetails("/v1/telemetry",
+             [agg](const HttpRequest& req, const ApiViewer& viewer, HttpResponse& res) {
+               int64_t window = 0;
+               if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
+               const int64_t mono = agg->clock()->MonoNs();
+               SendJson(res, 200, TelemetryJson(agg->SnapshotTelemetry(window, mono, viewer)));
+             });
+  GetDetails("/v1/alerts", [agg](const HttpRequest&, const ApiViewer& viewer, HttpResponse& res) {
+    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts(viewer)));
   });
   Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {
     const int64_t real = agg->clock()->RealNs();
     SendJson(res, 200, ExcludeJson(agg->SnapshotExclusions(exclude, real), exclude));
   });
-  GetDetails("/v1/trace", [agg](const HttpRequest& req, HttpResponse& res) {
-    int64_t window = 0;
-    if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
-    const int64_t mono = agg->clock()->MonoNs();
-    // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy only.
-    SendJson(res, 200, TraceJson(agg->SnapshotTrace(mono - window, req.viewer), window, mono));
-  });
+  GetDetails(
+      "/v1/trace", [agg](const HttpRequest& req, const ApiViewer& viewer, HttpResponse& res) {
+        int64_t window = 0;
+        if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
+        const int64_t mono = agg->clock()->MonoNs();
+        // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy
+        // only.
+        SendJson(res, 200, TraceJson(agg->SnapshotTrace(mono - window, viewer), window, mono));
+      });
   Get("/v1/expect", [agg](const HttpRequest&, HttpResponse& res) {
     const Config& config = agg->config();
     if (config.expect.empty()) {
@@ -501,8 +504,7 @@ void HttpServer::Work() {
     if (stopping) {
       SendJson(res, 503, ErrorJson(503, "sentineld is stopping"));
     } else {
-      job.req.viewer = ViewerFor(policy_, IdentifyPeer(job.peer, job.local));
-      job.route->handler(job.req, res);
+      job.route->details(job.req, ViewerFor(policy_, IdentifyPeer(job.peer, job.local)), res);
     }
     {
       absl::MutexLock lock(&work_mu_);

@@ -43,6 +43,8 @@ namespace sentinel::collector {
 class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
+  // A job-detail route: answers for the viewer the kernel names (http_peer.h).
+  using DetailHandler = std::function<void(const HttpRequest&, const ApiViewer&, HttpResponse&)>;
 
   // `clock` times the connections' deadlines and the log's rate limit (tests may inject a fake).
   explicit HttpServer(SnapshotSource* source, Clock* clock = RealClock());
@@ -66,8 +68,8 @@ class HttpServer {
  private:
   struct Glue;  // libmicrohttpd's C callbacks
   struct Route {
-    Handler handler;
-    bool job_details = false;  // rendered on the worker for the viewer the kernel names
+    Handler handler;        // answered on libmicrohttpd's thread
+    DetailHandler details;  // or, when set, on the worker for the viewer the kernel names
   };
   // A job-detail request waiting for the worker: the connection stays suspended meanwhile.
   struct Job {
@@ -77,11 +79,9 @@ class HttpServer {
     sockaddr_storage peer{};
     sockaddr_storage local{};
   };
-  void Get(const std::string& path, Handler handler) {
-    routes_[path] = {std::move(handler), false};
-  }
-  void GetDetails(const std::string& path, Handler handler) {
-    routes_[path] = {std::move(handler), true};
+  void Get(const std::string& path, Handler handler) { routes_[path] = {std::move(handler), {}}; }
+  void GetDetails(const std::string& path, DetailHandler handler) {
+    routes_[path] = {{}, std::move(handler)};
   }
   void Reap();
   // The worker: takes each job-detail request, answers it, resumes its connection.
