@@ -34,6 +34,7 @@ namespace {
 
 using sentinel::ctl::Escaped;
 using sentinel::ctl::Field;
+using sentinel::ctl::JsonText;
 using sentinel::ctl::Shown;
 
 constexpr int kOk = 0;
@@ -223,7 +224,7 @@ int Ranks(const Options& o) {
   nlohmann::json r;
   if (!Get(o, "/v1/ranks", &r)) return kUnreachable;
   if (o.json) {
-    std::cout << r.dump(2) << "\n";
+    std::cout << JsonText(r, 2) << "\n";
   } else {
     std::cout << RanksTable(r);
   }
@@ -235,7 +236,7 @@ int Net(const Options& o) {
   nlohmann::json a;
   if (!Get(o, "/v1/telemetry", &t) || !Get(o, "/v1/alerts", &a)) return kUnreachable;
   if (o.json) {
-    std::cout << sentinel::ctl::NetJson(t, a).dump(2) << "\n";
+    std::cout << JsonText(sentinel::ctl::NetJson(t, a), 2) << "\n";
   } else {
     std::cout << sentinel::ctl::NetTables(t, a);
   }
@@ -251,7 +252,7 @@ int Slow(const Options& o) {
   }
   if (!Get(o, path, &t)) return kUnreachable;
   if (o.json) {
-    std::cout << Field(t, "slow_windows").dump(2) << "\n";
+    std::cout << JsonText(Field(t, "slow_windows"), 2) << "\n";
   } else {
     std::cout << sentinel::ctl::SlowTable(t);
   }
@@ -274,7 +275,7 @@ int Alerts(const Options& o) {
     if (is_firing || o.all || recent) shown.push_back(alert);
   }
   if (o.json) {
-    std::cout << nlohmann::json({{"alerts", shown}}).dump(2) << "\n";
+    std::cout << JsonText(nlohmann::json({{"alerts", shown}}), 2) << "\n";
   } else if (shown.empty()) {
     std::cout << (o.all || o.since_s >= 0 ? "no alerts\n" : "no firing alerts\n");
   } else {
@@ -341,11 +342,11 @@ int Top(const Options& o) {
 }
 
 int Trace(const Options& o) {
-  // Parsed and written again (compact, every control byte in a string as \u00NN): the body is
-  // the daemon's, and this goes to a terminal as often as to a file.
+  // Parsed and written again (compact, every control and non-ASCII character in a string as
+  // \uXXXX): the body is the daemon's, and this goes to a terminal as often as to a file.
   nlohmann::json trace;
   if (!Get(o, absl::StrCat("/v1/trace?last=", o.last), &trace)) return kUnreachable;
-  const std::string body = trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string body = JsonText(trace, -1);
   std::fwrite(body.data(), 1, body.size(), stdout);
   std::fputc('\n', stdout);
   return kOk;
@@ -356,7 +357,7 @@ int Baseline(const Options& o) {
   nlohmann::json t;
   if (!Get(o, "/v1/telemetry", &t)) return kUnreachable;
   const nlohmann::json& b = Field(t, "baseline");
-  if (o.json) std::cout << b.dump(2) << "\n";
+  if (o.json) std::cout << JsonText(b, 2) << "\n";
   if (!b.is_object()) {
     if (!o.json) std::cout << "no baseline yet: run sentinel-baseline on the job's allocation\n";
     return kNoBaseline;
@@ -393,7 +394,7 @@ int Exclude(const Options& o) {
   nlohmann::json e;
   if (!Get(o, "/v1/exclude", &e)) return kUnreachable;
   if (o.format == "json") {
-    std::cout << e.dump(2) << "\n";
+    std::cout << JsonText(e, 2) << "\n";
     return kOk;
   }
   std::vector<std::string> hosts;

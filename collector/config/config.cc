@@ -2,6 +2,7 @@
 #include "collector/config/config.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -52,6 +54,15 @@ absl::Status ParseIntField(absl::string_view key, absl::string_view value, int l
   absl::Status s = ParseInt(key, value, lo, hi, &v);
   if (s.ok()) *out = static_cast<int>(v);
   return s;
+}
+
+absl::Status ParseOnOff(absl::string_view key, absl::string_view value, bool* out) {
+  if (value != "on" && value != "off") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", key, ": expected on|off, got '", value, "'"));
+  }
+  *out = value == "on";
+  return absl::OkStatus();
 }
 
 absl::Status ParseDouble(absl::string_view key, absl::string_view value, double* out) {
@@ -215,6 +226,11 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     allow_group = std::string(value);
     return absl::OkStatus();
   }
+  if (key == "api-read-group") {
+    api_read_group = std::string(value);
+    return absl::OkStatus();
+  }
+  if (key == "api-remote-details") return ParseOnOff(key, value, &api_remote_details);
   if (key == "record-log") {
     record_log = std::string(value);
     return absl::OkStatus();
@@ -276,14 +292,7 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "max-comms") return ParseIntField(key, value, 1, 1 << 20, &max_comms);
   if (key == "max-ranks") return ParseIntField(key, value, 1, 1 << 20, &max_ranks);
   if (key == "max-clients") return ParseIntField(key, value, 1, 1 << 20, &max_clients);
-  if (key == "node-wait-alerts") {
-    if (value == "on" || value == "off") {
-      node_wait_alerts = value == "on";
-      return absl::OkStatus();
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("--node-wait-alerts: expected on|off, got '", value, "'"));
-  }
+  if (key == "node-wait-alerts") return ParseOnOff(key, value, &node_wait_alerts);
   if (key == "straggler-rel") return ParseDouble(key, value, &straggler_rel);
   if (key == "straggler-noise-h") return ParseDouble(key, value, &straggler_noise_h);
   if (key == "straggler-floor-h") return ParseDouble(key, value, &straggler_floor_h);
@@ -409,17 +418,32 @@ absl::Status Config::Validate() const {
   }
   // Each bound below is a value that parses but cannot work: a detector dividing by zero, a rank
   // called gone between two of its own reports, a sysfs poll that keeps a core busy.
-  if (!std::isfinite(straggler_rel) || straggler_rel <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--straggler-rel: must be a finite fraction > 0 (e.g. 0.05), got ", straggler_rel));
-  }
-  if (!std::isfinite(straggler_noise_h) || straggler_noise_h <= 0) {
+  if (!std::isfinite(straggler_rel) || straggler_rel <= 0 || straggler_rel > kMaxStragglerRel) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--straggler-noise-h: must be a finite number > 0, got ", straggler_noise_h));
+        absl::StrCat("--straggler-rel: must be a finite fraction > 0 and at most ",
+                     kMaxStragglerRel, " (e.g. 0.05), got ", straggler_rel));
   }
-  if (!std::isfinite(straggler_floor_h) || straggler_floor_h < 0) {
+  if (!std::isfinite(straggler_noise_h) || straggler_noise_h <= 0 ||
+      straggler_noise_h > kMaxStragglerNoiseH) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--straggler-floor-h: must be a finite number >= 0, got ", straggler_floor_h));
+        absl::StrCat("--straggler-noise-h: must be a number in (0, ", kMaxStragglerNoiseH,
+                     "] (larger never fires), got ", straggler_noise_h));
+  }
+  if (!std::isfinite(straggler_floor_h) || straggler_floor_h < 0 ||
+      straggler_floor_h > kMaxStragglerFloorH) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--straggler-floor-h: must be a number in [0, ", kMaxStragglerFloorH,
+                     "] (larger never fires), got ", straggler_floor_h));
+  }
+  if (!api_read_group.empty()) {
+    group grp{};
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    if (getgrnam_r(api_read_group.c_str(), &grp, buf.data(), buf.size(), &found) != 0 ||
+        found == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--api-read-group: unknown group '", api_read_group, "'"));
+    }
   }
   if (straggler_min_ns < kMinStragglerMinNs) {
     // The detector divides by the compute segment, floored at this: 0 divides by zero.
@@ -489,6 +513,12 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            30m; capped by --alert-retention: older resolved alerts are gone)
   --allow-group GROUP      also accept peers in this group; the socket becomes 0660 (default: own uid
                            only, socket 0600)
+  --api-read-group GROUP   members of GROUP read every job's details on the HTTP API (/v1/ranks,
+                           /v1/telemetry, /v1/alerts, /v1/trace); others see only their own uid's
+                           jobs, root and the daemon's user see all (default: no such group)
+  --api-remote-details on|off  peers on other hosts (no local uid) read every job's details
+                           (default off: they see none; /metrics, /healthz, /v1/exclude and
+                           /v1/expect are node-level and open to all)
   --record-log PATH        append every joined record as JSON lines (default off)
   --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
   --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
@@ -514,9 +544,10 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            evidence (default on; off keeps them to the job-wide rules; the
                            evidence is exported either way)
   --straggler-rel X        smallest slowdown worth an alert, as a fraction of the rank's compute
-                           between collectives (default 0.05)
-  --straggler-noise-h X    evidence threshold in units of the measured noise (default 12)
-  --straggler-floor-h X    ... plus this many compute segments of excess (default 2)
+                           between collectives (default 0.05; at most 10)
+  --straggler-noise-h X    evidence threshold in units of the measured noise (default 12; > 0, at
+                           most 1000)
+  --straggler-floor-h X    ... plus this many compute segments of excess (default 2; at most 1000)
   --straggler-min DUR      clock-noise floor of a compute segment (default 50us; at least 1us)
   --straggler-evidence DUR a straggler's late run must span this much compute (default 2s:
                            longer than a loaded host keeps one rank off its CPU; 0 = no floor)

@@ -23,6 +23,11 @@ inline constexpr int64_t kMinStragglerMinNs = 1000;            // --straggler-mi
 inline constexpr int64_t kMinHangSilentNs = 2LL * 1000000000;  // --hang-silent: 2s
 inline constexpr size_t kMaxNodeNameLen = 63;                  // --node: a host name label's limit
 inline constexpr int64_t kMinNicPollNs = 100LL * 1000000;      // --nic-poll: 100ms (or 0 = off)
+// Upper bounds of the straggler detector's numbers: past them the detector never fires (its
+// threshold overflows to infinity, or a slowdown must be a multiple of the run time itself).
+inline constexpr double kMaxStragglerRel = 10.0;       // --straggler-rel: a 10x slowdown
+inline constexpr double kMaxStragglerNoiseH = 1000.0;  // --straggler-noise-h (default 12)
+inline constexpr double kMaxStragglerFloorH = 1000.0;  // --straggler-floor-h (default 2)
 
 struct Config {
   std::string socket_path;  // empty = DefaultSocketPath()
@@ -38,7 +43,12 @@ struct Config {
   // A hang whose only culprits are busy_outside_nccl (alive, progressing elsewhere) is acted on
   // (an abort verdict) only after this long; at least hang_timeout_ns.
   int64_t hang_timeout_busy_ns = 30LL * 60 * 1000000000;
-  std::string allow_group;          // extra group allowed to connect
+  std::string allow_group;  // extra group allowed to connect
+  // Who reads other users' job details on the HTTP API (collector/export/http_peer.h): members of
+  // this group (besides root and the daemon's user), and, with api_remote_details, peers on other
+  // hosts. Everyone else sees only the jobs their own uid runs.
+  std::string api_read_group;
+  bool api_remote_details = false;
   std::string record_log;           // JSONL record log path, empty = off
   int64_t record_log_max_mb = 256;  // disk cap over the log and its rotation
   std::string alertmanager;         // base URL, empty = no push

@@ -21,6 +21,14 @@ std::string HttpRequest::get_param_value(std::string_view name) const {
   return "";
 }
 
+size_t CountQueryParams(std::string_view target) {
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos || q + 1 == target.size()) return 0;
+  size_t n = 1;
+  for (size_t i = q + 1; i < target.size(); ++i) n += target[i] == '&' ? 1 : 0;
+  return n;
+}
+
 absl::StatusOr<int64_t> ParseDurationParam(std::string_view value) {
   absl::StatusOr<int64_t> d = ParseDurationNs(absl::string_view(value.data(), value.size()));
   if (!d.ok()) return absl::InvalidArgumentError(d.status().message());

@@ -18,6 +18,13 @@ namespace sentinel::collector {
 // connection memory (kMaxRequestHead plus slack) refuses far larger heads before we see them.
 inline constexpr size_t kMaxRequestLine = 8192;
 inline constexpr size_t kMaxRequestHead = 16384;
+// Query parameters one request may carry (an endpoint reads one): more is a 400. Each parameter
+// costs libmicrohttpd a record in the connection's memory pool, and a request whose parameters
+// overflow it was left unanswered.
+inline constexpr size_t kMaxQueryParams = 64;
+
+// The parameters in a raw request target ("/path?a=1&b=2": 2), as libmicrohttpd splits them.
+size_t CountQueryParams(std::string_view target);
 
 struct HttpRequest {
   std::string method;

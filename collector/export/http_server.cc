@@ -27,6 +27,7 @@
 #include "collector/base/thread.h"
 #include "collector/config/config.h"
 #include "collector/export/api_json.h"
+#include "collector/export/http_peer.h"
 #include "collector/export/prometheus_text.h"
 #include "collector/export/trace_json.h"
 #include "common/wire_text.h"
@@ -43,6 +44,9 @@ constexpr unsigned kMinConnections = 64;
 constexpr rlim_t kOtherFds = 512;
 constexpr int64_t kReapPeriodNs = 100000000;
 constexpr int64_t kEvictLogPeriodNs = 10LL * 1000000000;
+// Set in a request's context when its target carried more than kMaxQueryParams parameters; the
+// rest of the context is the target's length + 1.
+constexpr uintptr_t kTooManyParams = uintptr_t{1} << (sizeof(uintptr_t) * 8 - 1);
 
 // The connection limit the open-file limit allows, after raising its soft value to the hard one
 // (sentineld's own process: thousands of sockets are its job).
@@ -146,9 +150,19 @@ struct HttpServer::Glue {
   }
 
   // The raw request target's length rides in the request's context pointer (no allocation, so
-  // nothing to free when a client vanishes mid-request); +1 keeps it non-null.
+  // nothing to free when a client vanishes mid-request); +1 keeps it non-null. libmicrohttpd
+  // calls this before it splits the query, in its own (writable) read buffer: a query of too many
+  // parameters is cut to nothing here, so that it cannot overflow the connection's memory pool
+  // (which left the request unanswered), and the flag has it refused with a 400.
   static void* UriLog(void* /*cls*/, const char* uri, MHD_Connection* /*conn*/) {
-    return reinterpret_cast<void*>(static_cast<uintptr_t>(strlen(uri)) + 1);
+    const size_t len = strlen(uri);
+    uintptr_t context = static_cast<uintptr_t>(len) + 1;
+    if (CountQueryParams(std::string_view(uri, len)) > kMaxQueryParams) {
+      char* query = const_cast<char*>(strchr(uri, '?'));  // NOLINT: the buffer is libmicrohttpd's
+      query[1] = '\0';
+      context |= kTooManyParams;
+    }
+    return reinterpret_cast<void*>(context);
   }
 
   static void Notify(void* cls, MHD_Connection* conn, void** /*socket_context*/,
@@ -158,6 +172,10 @@ struct HttpServer::Glue {
         MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (info == nullptr) return;
     const int fd = info->connect_fd;
+    {
+      absl::MutexLock lock(&self->work_mu_);
+      self->answers_.erase(conn);
+    }
     absl::MutexLock lock(&self->mu_);
     self->Forget(fd);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
@@ -193,13 +211,53 @@ struct HttpServer::Glue {
     return MHD_YES;
   }
 
-  // Called once per request (a response is always queued on the first call, before any body).
+  // Hands a job-detail request to the worker and suspends its connection; false when the queue is
+  // full or the server stops (the caller answers 503).
+  static bool Defer(HttpServer* self, MHD_Connection* conn, const Route* route, HttpRequest req) {
+    Job job;
+    job.conn = conn;
+    job.route = route;
+    job.req = std::move(req);
+    const MHD_ConnectionInfo* addr =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const MHD_ConnectionInfo* fd = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (addr != nullptr && addr->client_addr != nullptr) {
+      const size_t len =
+          addr->client_addr->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+      memcpy(&job.peer, addr->client_addr, len);
+    }
+    socklen_t local_len = sizeof(job.local);
+    if (fd == nullptr ||
+        getsockname(fd->connect_fd, reinterpret_cast<sockaddr*>(&job.local), &local_len) != 0) {
+      job.local.ss_family = AF_UNSPEC;  // identifies no one: the viewer sees nothing
+    }
+    absl::MutexLock lock(&self->work_mu_);
+    if (self->work_stop_ || self->jobs_.size() >= kMaxQueuedJobs) return false;
+    MHD_suspend_connection(conn);
+    self->jobs_.push_back(std::move(job));
+    return true;
+  }
+
+  // Called once per request (a response is queued on the first call, before any body), and once
+  // more after the worker resumed a suspended one, to queue the worker's answer.
   static MHD_Result Access(void* cls, MHD_Connection* conn, const char* url, const char* method,
                            const char* /*version*/, const char* /*upload_data*/,
                            size_t* /*upload_data_size*/, void** con_cls) {
     auto* self = static_cast<HttpServer*>(cls);
     HttpResponse res;
-    const size_t target = reinterpret_cast<uintptr_t>(*con_cls) - 1;
+    bool answered = false;
+    {
+      absl::MutexLock lock(&self->work_mu_);
+      auto answer = self->answers_.find(conn);
+      if (answer != self->answers_.end()) {
+        res = std::move(answer->second);
+        self->answers_.erase(answer);
+        answered = true;
+      }
+    }
+    if (answered) return Send(conn, res, false);
+    const uintptr_t context = reinterpret_cast<uintptr_t>(*con_cls);
+    const size_t target = (context & ~kTooManyParams) - 1;
     const size_t line = strlen(method) + 1 + target + 9;  // METHOD SP TARGET SP HTTP/1.x
     if (line > kMaxRequestLine) {
       SendJson(
@@ -213,6 +271,11 @@ struct HttpServer::Glue {
       SendJson(
           res, 431,
           ErrorJson(431, absl::StrCat("request head larger than ", kMaxRequestHead, " bytes")));
+      return Send(conn, res, false);
+    }
+    if ((context & kTooManyParams) != 0) {
+      SendJson(res, 400,
+               ErrorJson(400, absl::StrCat("more than ", kMaxQueryParams, " query parameters")));
       return Send(conn, res, false);
     }
     HttpRequest req;
@@ -230,7 +293,12 @@ struct HttpServer::Glue {
       return Send(conn, res, true);
     }
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, &AddParam, &req);
-    route->second(req, res);
+    if (route->second.details) {
+      if (Defer(self, conn, &route->second, std::move(req))) return MHD_YES;
+      SendJson(res, 503, ErrorJson(503, "busy: too many job-detail requests waiting"));
+      return Send(conn, res, false);
+    }
+    route->second.handler(req, res);
     return Send(conn, res, false);
   }
 };
@@ -244,6 +312,14 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   int port = 0;
   absl::Status s = SplitHostPort(listen, &host, &port);
   if (!s.ok()) return s;
+  policy_.daemon_uid = geteuid();
+  policy_.remote_details = source_->config().api_remote_details;
+  if (!source_->config().api_read_group.empty()) {
+    absl::StatusOr<gid_t> gid = GroupId(source_->config().api_read_group);
+    if (!gid.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--api-read-group: ", gid.status().message()));
+    policy_.reader_gid = *gid;
+  }
   SnapshotSource* agg = source_;
   // The kinds were validated when the config was parsed.
   ExcludePolicy exclude{ParseExcludeKinds(source_->config().exclude_kinds).value_or(0),
@@ -263,32 +339,34 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
     const int64_t mono = agg->clock()->MonoNs();
     SendJson(res, 200, HealthzJson(agg->SnapshotHealth(), real, mono));
   });
-  Get("/v1/ranks", [agg](const HttpRequest&, HttpResponse& res) {
+  // The job-detail routes run on the worker, each for the viewer the kernel names.
+  GetDetails("/v1/ranks", [agg](const HttpRequest&, const ApiViewer& viewer, HttpResponse& res) {
     // Copied under the lock, sorted and rendered after (api_snapshot.h).
-    SendJson(res, 200, RanksJson(agg->SnapshotRanks(ApiViewer::Everything())));
+    SendJson(res, 200, RanksJson(agg->SnapshotRanks(viewer)));
   });
-  Get("/v1/telemetry", [agg](const HttpRequest& req, HttpResponse& res) {
-    int64_t window = 0;
-    if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
-    const int64_t mono = agg->clock()->MonoNs();
-    SendJson(res, 200,
-             TelemetryJson(agg->SnapshotTelemetry(window, mono, ApiViewer::Everything())));
-  });
-  Get("/v1/alerts", [agg](const HttpRequest&, HttpResponse& res) {
-    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts(ApiViewer::Everything())));
+  GetDetails("/v1/telemetry",
+             [agg](const HttpRequest& req, const ApiViewer& viewer, HttpResponse& res) {
+               int64_t window = 0;
+               if (!DurationParam(req, res, "window", agg->config().window_ns, &window)) return;
+               const int64_t mono = agg->clock()->MonoNs();
+               SendJson(res, 200, TelemetryJson(agg->SnapshotTelemetry(window, mono, viewer)));
+             });
+  GetDetails("/v1/alerts", [agg](const HttpRequest&, const ApiViewer& viewer, HttpResponse& res) {
+    SendJson(res, 200, AlertsJson(agg->SnapshotAlerts(viewer)));
   });
   Get("/v1/exclude", [agg, exclude](const HttpRequest&, HttpResponse& res) {
     const int64_t real = agg->clock()->RealNs();
     SendJson(res, 200, ExcludeJson(agg->SnapshotExclusions(exclude, real), exclude));
   });
-  Get("/v1/trace", [agg](const HttpRequest& req, HttpResponse& res) {
-    int64_t window = 0;
-    if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
-    const int64_t mono = agg->clock()->MonoNs();
-    // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy only.
-    SendJson(res, 200,
-             TraceJson(agg->SnapshotTrace(mono - window, ApiViewer::Everything()), window, mono));
-  });
+  GetDetails(
+      "/v1/trace", [agg](const HttpRequest& req, const ApiViewer& viewer, HttpResponse& res) {
+        int64_t window = 0;
+        if (!DurationParam(req, res, "last", 60LL * 1000000000, &window)) return;
+        const int64_t mono = agg->clock()->MonoNs();
+        // Copy under the lock, render after it (snapshot.h): the ingest thread waits for the copy
+        // only.
+        SendJson(res, 200, TraceJson(agg->SnapshotTrace(mono - window, viewer), window, mono));
+      });
   Get("/v1/expect", [agg](const HttpRequest&, HttpResponse& res) {
     const Config& config = agg->config();
     if (config.expect.empty()) {
@@ -354,8 +432,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   // ones MakeRoom shut down; it never reaches its own limit, where it stops accepting.
   keep_ = limit_ - limit_ / 8;
   daemon_ = MHD_start_daemon(
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, nullptr,
-      nullptr, &Glue::Access, this, MHD_OPTION_LISTEN_SOCKET, listen_fd,
+      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
+          MHD_USE_ERROR_LOG,
+      0, nullptr, nullptr, &Glue::Access, this, MHD_OPTION_LISTEN_SOCKET, listen_fd,
       MHD_OPTION_CONNECTION_LIMIT, limit_, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
       MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(kMaxRequestHead + 8192),
       MHD_OPTION_URI_LOG_CALLBACK, &Glue::UriLog, this, MHD_OPTION_NOTIFY_CONNECTION, &Glue::Notify,
@@ -366,6 +445,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
         absl::StrCat("cannot serve HTTP on ", listen, ": libmicrohttpd failed to start"));
   }
   reaper_ = StartThread("sentineld-http", [this] { Reap(); });
+  worker_ = StartThread("sentineld-api", [this] { Work(); });
   return bound_port;
 }
 
@@ -408,7 +488,38 @@ void HttpServer::Reap() {
   }
 }
 
+void HttpServer::Work() {
+  for (;;) {
+    Job job;
+    bool stopping = false;
+    {
+      absl::MutexLock lock(&work_mu_);
+      work_mu_.Await(absl::Condition(this, &HttpServer::WorkDue));
+      if (jobs_.empty()) return;  // stopping, and every suspended connection resumed
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      stopping = work_stop_;
+    }
+    HttpResponse res;
+    if (stopping) {
+      SendJson(res, 503, ErrorJson(503, "sentineld is stopping"));
+    } else {
+      job.route->details(job.req, ViewerFor(policy_, IdentifyPeer(job.peer, job.local)), res);
+    }
+    {
+      absl::MutexLock lock(&work_mu_);
+      answers_[job.conn] = std::move(res);
+    }
+    MHD_resume_connection(job.conn);
+  }
+}
+
 void HttpServer::Stop() {
+  {
+    absl::MutexLock lock(&work_mu_);
+    work_stop_ = true;  // no connection is suspended after the worker ends
+  }
+  if (worker_.joinable()) worker_.join();
   {
     absl::MutexLock lock(&mu_);
     stop_ = true;

@@ -9,9 +9,17 @@
 // answered in one pass of the polling thread, served. GET only; one request per connection. Reads
 // the aggregator only through SnapshotSource (snapshots copied under its lock, rendered here after
 // it).
+// The job-detail routes (/v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace) can grow to megabytes:
+// their connection is suspended and one worker thread finds who asks (http_peer.h), takes the
+// snapshot for that viewer and renders it, then resumes the connection, so the polling thread
+// keeps answering /healthz and /metrics meanwhile. At most kMaxQueuedJobs wait for the worker;
+// past that a request is answered 503 at once.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <set>
@@ -24,15 +32,19 @@
 
 #include "collector/aggregate/snapshot_source.h"
 #include "collector/base/clock.h"
+#include "collector/export/http_peer.h"
 #include "collector/export/http_request.h"
 
 struct MHD_Daemon;
+struct MHD_Connection;
 
 namespace sentinel::collector {
 
 class HttpServer {
  public:
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
+  // A job-detail route: answers for the viewer the kernel names (http_peer.h).
+  using DetailHandler = std::function<void(const HttpRequest&, const ApiViewer&, HttpResponse&)>;
 
   // `clock` times the connections' deadlines and the log's rate limit (tests may inject a fake).
   explicit HttpServer(SnapshotSource* source, Clock* clock = RealClock());
@@ -55,8 +67,28 @@ class HttpServer {
 
  private:
   struct Glue;  // libmicrohttpd's C callbacks
-  void Get(const std::string& path, Handler handler) { routes_[path] = std::move(handler); }
+  struct Route {
+    Handler handler;        // answered on libmicrohttpd's thread
+    DetailHandler details;  // or, when set, on the worker for the viewer the kernel names
+  };
+  // A job-detail request waiting for the worker: the connection stays suspended meanwhile.
+  struct Job {
+    MHD_Connection* conn = nullptr;
+    const Route* route = nullptr;
+    HttpRequest req;
+    sockaddr_storage peer{};
+    sockaddr_storage local{};
+  };
+  void Get(const std::string& path, Handler handler) { routes_[path] = {std::move(handler), {}}; }
+  void GetDetails(const std::string& path, DetailHandler handler) {
+    routes_[path] = {{}, std::move(handler)};
+  }
   void Reap();
+  // The worker: takes each job-detail request, answers it, resumes its connection.
+  void Work();
+  bool WorkDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_) {
+    return work_stop_ || !jobs_.empty();
+  }
   // Drops `fd` from both maps (a no-op when it is not listed).
   void Forget(int fd) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Closes the oldest connections while more than keep_ are open; logs at most once per 10 s.
@@ -64,9 +96,11 @@ class HttpServer {
 
   SnapshotSource* const source_;
   Clock* const clock_;
-  std::map<std::string, Handler> routes_;  // written before the daemon starts, then read-only
+  std::map<std::string, Route> routes_;  // written before the daemon starts, then read-only
+  ApiReadPolicy policy_;                 // likewise
   MHD_Daemon* daemon_ = nullptr;
   std::thread reaper_;
+  std::thread worker_;
   unsigned limit_ = 0;  // libmicrohttpd's connection limit
   unsigned keep_ = 0;   // open connections past which the oldest is closed (7/8 of limit_)
   mutable absl::Mutex mu_;
@@ -79,7 +113,16 @@ class HttpServer {
   uint64_t evicted_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t evict_logged_ns_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evict_logged_ ABSL_GUARDED_BY(mu_) = 0;  // evicted_ when last logged
+  // The worker's queue and its answers, by connection until the resumed connection takes its own
+  // (or closes: a closed connection's answer is dropped, so a reused pointer never finds it).
+  mutable absl::Mutex work_mu_;
+  bool work_stop_ ABSL_GUARDED_BY(work_mu_) = false;
+  std::deque<Job> jobs_ ABSL_GUARDED_BY(work_mu_);
+  std::map<MHD_Connection*, HttpResponse> answers_ ABSL_GUARDED_BY(work_mu_);
 };
+
+// Job-detail requests waiting for the worker at most; more are answered 503.
+inline constexpr size_t kMaxQueuedJobs = 64;
 
 // Splits "HOST:PORT" ("[::1]:9464" allowed).
 absl::Status SplitHostPort(const std::string& listen, std::string* host, int* port);

@@ -1,5 +1,6 @@
 // libFuzzer target: the part of sentineld's HTTP request handling that is still ours, the VALUES
-// of query parameters (collector/export/http_request.h). libmicrohttpd parses the request line,
+// of query parameters (collector/export/http_request.h), and the count of parameters in a raw
+// request target (taken before libmicrohttpd splits it). libmicrohttpd parses the request line,
 // headers and query string and hands us decoded values, which may hold any bytes.
 #include <cstddef>
 #include <cstdint>
@@ -19,5 +20,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sentinel::collector::HttpRequest req;
   req.params.emplace_back("window", std::string(value));
   if (!req.has_param("window") || req.get_param_value("window") != value) __builtin_trap();
+  // As many parameters as '&'-separated pieces after the first '?'; none without a query.
+  const size_t params = sentinel::collector::CountQueryParams(value);
+  const size_t q = value.find('?');
+  if (q == std::string_view::npos || q + 1 == value.size()) {
+    if (params != 0) __builtin_trap();
+  } else if (params < 1 || params > value.size() - q) {
+    __builtin_trap();
+  }
   return 0;
 }

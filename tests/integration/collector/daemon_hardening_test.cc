@@ -375,6 +375,13 @@ TEST_F(HardeningTest, UnworkableFlagsExitTwo) {
       {"--straggler-rel 0", "--straggler-rel"},
       {"--straggler-fire-k 9", "straggler-fire-k"},  // removed with the K-of-M detector: unknown
       {"--http-timeout 0", "--http-timeout"},
+      // Numbers that parse but switch detection off (the threshold overflows to infinity).
+      {"--straggler-noise-h 1e308", "--straggler-noise-h"},
+      {"--straggler-noise-h 1001", "--straggler-noise-h"},
+      {"--straggler-floor-h 1e308", "--straggler-floor-h"},
+      {"--straggler-rel 1e308", "--straggler-rel"},
+      {"--api-read-group no-such-group-here", "--api-read-group"},
+      {"--api-remote-details yes", "--api-remote-details"},
   };
   for (const Case& c : cases) {
     std::string out;

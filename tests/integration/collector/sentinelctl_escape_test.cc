@@ -18,8 +18,11 @@
 namespace sentinel::testing {
 namespace {
 
-// A hostile string: sets the terminal title (OSC), clears the screen, then forges a log line.
-const char kEvil[] = "h\x1b]0;pwned\x07\x1b[2J\n[sentinel] forged line\r";
+// A hostile string: sets the terminal title (OSC), clears the screen (with ESC [ and with the
+// 8-bit CSI, U+009B in UTF-8), then forges a log line.
+const char kEvil[] =
+    "h\x1b]0;pwned\x07\x1b[2J\xc2\x9b"
+    "2J\n[sentinel] forged line\r";
 
 class FakeDaemon {
  public:
@@ -121,6 +124,14 @@ void ExpectClean(const std::string& what, const std::string& out) {
       return;
     }
   }
+  // A C1 control (U+0080-U+009F) in UTF-8: a terminal obeys U+009B as it does ESC [.
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    const auto next = static_cast<unsigned char>(out[i + 1]);
+    if (static_cast<unsigned char>(out[i]) == 0xc2 && next >= 0x80 && next <= 0x9f) {
+      ADD_FAILURE() << what << ": C1 control U+00" << std::hex << int{next} << " in:\n" << out;
+      return;
+    }
+  }
   EXPECT_EQ(out.find("\n[sentinel] forged"), std::string::npos) << what << ":\n" << out;
   EXPECT_NE(out.find("forged"), std::string::npos) << what << " showed no hostile text:\n" << out;
 }
@@ -129,8 +140,9 @@ TEST(SentinelctlEscape, EveryCommandEscapesTheDaemonsStrings) {
   FakeDaemon fake;
   const std::string ctl =
       std::string(SENTINELCTL_PATH) + " --addr 127.0.0.1:" + std::to_string(fake.port()) + " ";
-  for (const char* cmd : {"status", "ranks", "alerts --all", "top --once", "baseline",
-                          "exclude --format hostfile", "exclude", "net", "trace"}) {
+  for (const char* cmd :
+       {"status", "ranks", "alerts --all", "top --once", "baseline", "exclude --format hostfile",
+        "exclude", "net", "trace", "ranks --json", "alerts --all --json", "net --json"}) {
     std::string out;
     RunCommand(ctl + cmd, &out);
     ExpectClean(cmd, out);
@@ -144,7 +156,10 @@ TEST(SentinelctlEscape, ErrorBodiesAndWrongTypes) {
   FakeDaemon fake([](httplib::Server& server) {
     server.Get("/v1/ranks", [](const httplib::Request&, httplib::Response& res) {
       res.status = 500;
-      res.set_content(std::string("oops ") + kEvil, "text/plain");
+      res.set_content(std::string("oops \x9b"
+                                  "2J ") +
+                          kEvil,
+                      "text/plain");
     });
     server.Get("/v1/alerts", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"alerts":[{"state":"firing","summary":42,"kind":["x"]}]})",
@@ -163,6 +178,8 @@ TEST(SentinelctlEscape, ErrorBodiesAndWrongTypes) {
   std::string out;
   EXPECT_EQ(RunCommand(ctl + "ranks", &out), 1) << out;
   ExpectClean("error body", out);
+  EXPECT_EQ(out.find('\x9b'), std::string::npos) << "a raw 8-bit CSI byte: " << out;
+  EXPECT_NE(out.find("\\x9b2J"), std::string::npos) << out;
   // A number where a string was expected is shown as a number; a list as nothing. No crash.
   EXPECT_EQ(RunCommand(ctl + "alerts", &out), 3) << out;
   EXPECT_NE(out.find("42"), std::string::npos) << out;

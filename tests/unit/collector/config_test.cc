@@ -154,6 +154,13 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
       {{"--straggler-rel", "0"}, "--straggler-rel: must be a finite fraction > 0"},
       {{"--straggler-noise-h", "inf"}, "--straggler-noise-h"},
       {{"--straggler-floor-h", "inf"}, "--straggler-floor-h"},
+      // Finite but past any use: the detector's threshold overflows, so it would never fire.
+      {{"--straggler-noise-h", "1e308"}, "--straggler-noise-h: must be a number in (0, 1000]"},
+      {{"--straggler-noise-h", "1000.5"}, "--straggler-noise-h: must be a number in (0, 1000]"},
+      {{"--straggler-floor-h", "1e308"}, "--straggler-floor-h: must be a number in [0, 1000]"},
+      {{"--straggler-rel", "1e308"}, "--straggler-rel: must be a finite fraction > 0 and at most"},
+      {{"--api-read-group", "no-such-group-here"}, "--api-read-group: unknown group"},
+      {{"--api-remote-details", "yes"}, "--api-remote-details: expected on|off"},
       {{"--straggler-min", "0"}, "--straggler-min: must be at least 1us"},
       {{"--hang-silent", "0"}, "--hang-silent: must be at least 2s"},
       {{"--hang-silent", "1s"}, "--hang-silent: must be at least 2s"},
@@ -191,6 +198,14 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
                          "--straggler-rel", "0.001"},
                         &ok)
                   .ok());
+  EXPECT_TRUE(
+      ParseArgs({"--straggler-noise-h", "1000", "--straggler-floor-h", "1000", "--straggler-rel",
+                 "10", "--api-read-group", "root", "--api-remote-details", "on"},
+                &ok)
+          .ok());
+  EXPECT_EQ(ok.api_read_group, "root");
+  EXPECT_TRUE(ok.api_remote_details);
+  EXPECT_FALSE(Config().api_remote_details) << "default: no job details for other hosts";
   // A host-name-like node name is kept as given; the longest one too.
   Config named;
   ASSERT_TRUE(ParseArgs({"--node", "gpu-node_07.rack3"}, &named).ok());

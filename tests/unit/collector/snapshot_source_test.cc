@@ -1,19 +1,27 @@
 // The HTTP server reads the aggregator only through SnapshotSource (snapshot_source.h): served over
 // a fake source on a real loopback socket, each endpoint asks for its snapshot with the request's
 // parameters (window, last) at the clock's time, renders what it got (the processes sorted after
-// the lock), and a bad parameter is refused before any snapshot is taken.
+// the lock), and a bad parameter is refused before any snapshot is taken. The job-detail snapshots
+// are taken for the viewer the kernel names (the uid owning the asking socket), on a worker: a
+// slow or large trace leaves /healthz answered at once.
 #include "collector/aggregate/snapshot_source.h"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 
 #include "collector/export/http_server.h"
+#include "tests/integration/collector/cross_uid_util.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
@@ -38,8 +46,9 @@ class FakeSource : public SnapshotSource {
     ++calls;
     return {"fakehost", 0, clock_.MonoNs() - 5 * kSec, 3, 42};
   }
-  RanksSnapshot SnapshotRanks(const ApiViewer& /*viewer*/) const override {
+  RanksSnapshot SnapshotRanks(const ApiViewer& viewer) const override {
     ++calls;
+    Saw(viewer);
     RanksSnapshot snap;
     snap.host = "fakehost";
     // Out of the listing order: rank 2, one without a rank, rank 0.
@@ -55,8 +64,9 @@ class FakeSource : public SnapshotSource {
     return snap;
   }
   TelemetrySnapshot SnapshotTelemetry(int64_t window_ns, int64_t now_mono_ns,
-                                      const ApiViewer& /*viewer*/) const override {
+                                      const ApiViewer& viewer) const override {
     ++calls;
+    Saw(viewer);
     last_window_ns = window_ns;
     last_mono_ns = now_mono_ns;
     TelemetrySnapshot snap;
@@ -66,15 +76,33 @@ class FakeSource : public SnapshotSource {
     snap.collectives.push_back({0xA0, 4000000, 1000000, 2000000, 10});
     return snap;
   }
-  TraceSnapshot SnapshotTrace(int64_t since_ns, const ApiViewer& /*viewer*/) const override {
+  TraceSnapshot SnapshotTrace(int64_t since_ns, const ApiViewer& viewer) const override {
     ++calls;
+    Saw(viewer);
     last_since_ns = since_ns;
+    std::this_thread::sleep_for(std::chrono::milliseconds(trace_delay_ms.load()));
     TraceSnapshot snap;
     snap.host = "fakehost";
+    // A large trace: trace_ranks ranks of 4 collectives each (2,040 ranks: 3 MB of JSON).
+    for (int r = 0; r < trace_ranks.load(); ++r) {
+      TraceSnapshot::Rank& rank = snap.ranks.emplace_back();
+      rank.comm_hash = 0xC0FFEE00ULL + static_cast<uint64_t>(r / 8);
+      rank.rank = r % 8;
+      rank.pid = static_cast<uint32_t>(1000 + r);
+      for (int i = 0; i < 4; ++i) {
+        RankSample& x = rank.samples.emplace_back();
+        x.seq = static_cast<uint64_t>(i);
+        x.bytes = 1 << 20;
+        x.arrival_ns = since_ns + i * 1000000LL;
+        x.duration_ns = 500000;
+        x.lateness_ns = 1000;
+      }
+    }
     return snap;
   }
-  std::vector<Alert> SnapshotAlerts(const ApiViewer& /*viewer*/) const override {
+  std::vector<Alert> SnapshotAlerts(const ApiViewer& viewer) const override {
     ++calls;
+    Saw(viewer);
     Alert resolved;
     resolved.id = "old";
     resolved.state = AlertState::kResolved;
@@ -92,8 +120,21 @@ class FakeSource : public SnapshotSource {
   std::vector<Alert> FiringAlerts() const override { return {}; }
   std::vector<Alert> TakeAlertChanges() override { return {}; }
 
+  void Saw(const ApiViewer& viewer) const {
+    viewer_uid = viewer.uid;
+    viewer_sees_all = viewer.sees_all;
+    ++viewers;
+  }
+
   Config config_;
   mutable testing::FakeClock clock_;
+  // How SnapshotTrace is slow: it waits this long (a long copy), or renders trace_ranks ranks.
+  std::atomic<int> trace_delay_ms{0};
+  std::atomic<int> trace_ranks{0};
+  // The viewer the last job-detail snapshot was taken for, and how many were.
+  mutable std::atomic<uint32_t> viewer_uid{0};
+  mutable std::atomic<bool> viewer_sees_all{false};
+  mutable std::atomic<int> viewers{0};
   // What the server asked for, written on its thread, read by the test after each response.
   mutable std::atomic<int> calls{0};
   mutable std::atomic<int64_t> last_window_ns{0};
@@ -171,6 +212,111 @@ TEST_F(SnapshotSourceTest, TraceAlertsHealthExcludeAndMetricsComeFromTheSource) 
             std::string::npos)
       << metrics;
   EXPECT_EQ(source_.calls.load(), 5);
+}
+
+// The viewer comes from the kernel: this process's own requests are its uid's (the daemon's: it
+// sees everything), another uid's requests (curl run as uid 4243) that uid's, seeing only its own
+// jobs. /healthz and /metrics take no viewer and answer everyone.
+TEST_F(SnapshotSourceTest, JobDetailsAreTakenForTheUidOwningTheAskingSocket) {
+  for (const char* path : {"/v1/ranks", "/v1/telemetry", "/v1/alerts", "/v1/trace"}) {
+    source_.viewer_uid = 12345;
+    Get(path);
+    EXPECT_EQ(source_.viewer_uid.load(), geteuid()) << path;
+    EXPECT_TRUE(source_.viewer_sees_all.load()) << path << ": the daemon's own uid sees all";
+  }
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to ask as uid " << testing::kAttacker;
+  if (testing::Shell("command -v curl >/dev/null") != 0) GTEST_SKIP() << "no curl";
+  for (const char* path : {"/v1/ranks", "/v1/telemetry", "/v1/alerts", "/v1/trace"}) {
+    const int viewers = source_.viewers.load();
+    const std::string url = "http://127.0.0.1:" + std::to_string(port_) + path;
+    ASSERT_EQ(testing::ShellAs(testing::kAttacker, testing::kAttacker,
+                               "curl -sf -o /dev/null --max-time 10 " + url),
+              0)
+        << path;
+    EXPECT_EQ(source_.viewers.load(), viewers + 1) << path;
+    EXPECT_EQ(source_.viewer_uid.load(), testing::kAttacker) << path;
+    EXPECT_FALSE(source_.viewer_sees_all.load()) << path;
+  }
+  const int viewers = source_.viewers.load();
+  for (const char* path : {"/healthz", "/metrics"}) {
+    const std::string url = "http://127.0.0.1:" + std::to_string(port_) + path;
+    EXPECT_EQ(testing::ShellAs(testing::kAttacker, testing::kAttacker,
+                               "curl -sf -o /dev/null --max-time 10 " + url),
+              0)
+        << path;
+  }
+  EXPECT_EQ(source_.viewers.load(), viewers);
+}
+
+// A /healthz issued while /v1/trace is being taken (slowly) or rendered (a large one) is answered
+// at once: the trace is made on the worker, not on the thread that answers /healthz. Before, the
+// /healthz waited for the whole trace (3 s here).
+TEST_F(SnapshotSourceTest, HealthzIsAnsweredWhileATraceIsMade) {
+  const auto healthz_during_trace = [this](int64_t* trace_ms, size_t* trace_bytes) {
+    std::atomic<bool> trace_done{false};
+    const auto t0 = std::chrono::steady_clock::now();
+    std::thread trace([&] {
+      httplib::Client c("127.0.0.1", port_);
+      c.set_read_timeout(60, 0);
+      auto res = c.Get("/v1/trace?last=1h");
+      ASSERT_TRUE(res) << httplib::to_string(res.error());
+      EXPECT_EQ(res->status, 200) << res->body.substr(0, 300);
+      *trace_bytes = res->body.size();
+      *trace_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+      trace_done = true;
+    });
+    // The trace is under way once its snapshot was asked for.
+    while (source_.calls.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto h0 = std::chrono::steady_clock::now();
+    httplib::Client c("127.0.0.1", port_);
+    auto res = c.Get("/healthz");
+    const int64_t healthz_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - h0)
+            .count();
+    EXPECT_TRUE(res && res->status == 200);
+    // Answered while the trace was still under way (before, it waited for the whole trace).
+    EXPECT_FALSE(trace_done.load()) << "/healthz answered only after the trace";
+    trace.join();
+    return healthz_ms;
+  };
+  source_.trace_delay_ms = 3000;
+  int64_t trace_ms = 0;
+  size_t bytes = 0;
+  const int64_t slow_copy = healthz_during_trace(&trace_ms, &bytes);
+  std::printf("/healthz while a trace is taken for %lld ms: answered in %lld ms\n",
+              static_cast<long long>(trace_ms), static_cast<long long>(slow_copy));
+  EXPECT_LT(slow_copy, 1500);
+  // A real render of a large trace: measured, not asserted (how long it takes is the host's).
+  source_.trace_delay_ms = 0;
+  source_.calls = 0;
+  source_.trace_ranks = 2040;
+  const int64_t large = healthz_during_trace(&trace_ms, &bytes);
+  std::printf(
+      "/healthz while a trace of 2040 ranks (%zu bytes) renders in %lld ms: answered in %lld ms\n",
+      bytes, static_cast<long long>(trace_ms), static_cast<long long>(large));
+}
+
+// 400 query parameters (more than the connection's memory pool holds) were left unanswered until
+// the connection's deadline; now a JSON 400 at once. 64 are still served.
+TEST_F(SnapshotSourceTest, ManyQueryParametersGetA400) {
+  httplib::Client c("127.0.0.1", port_);
+  c.set_read_timeout(5, 0);
+  for (const size_t n : {kMaxQueryParams + 1, size_t{400}, size_t{2000}}) {
+    std::string path = "/healthz?";
+    for (size_t i = 0; i < n; ++i) path += i ? "&a=1" : "a=1";  // 2,000 of them: 8 KB
+    auto res = c.Get(path);
+    ASSERT_TRUE(res) << n << " parameters: no answer";
+    EXPECT_EQ(res->status, 400) << n;
+    EXPECT_EQ(nlohmann::json::parse(res->body)["error"]["code"], 400) << res->body;
+  }
+  std::string path = "/v1/telemetry?window=5s";
+  for (size_t i = 1; i < kMaxQueryParams; ++i) path += "&p" + std::to_string(i) + "=1";
+  auto res = c.Get(path);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(source_.last_window_ns.load(), 5 * kSec);
 }
 
 }  // namespace
