@@ -166,10 +166,13 @@ TEST_F(GoneClientMemoryTest, AnnouncedOnlyCommunicatorsGoWhenTheyEndAndTheirAler
   clock_.Advance(6 * kSec);
   agg_->Tick();
   agg_->Read([&](const State& s) {
-    EXPECT_TRUE(s.comms.contains(kRan)) << "a communicator that ran a collective was dropped";
+    EXPECT_TRUE(s.comms.contains(CommKey{1000, kRan}))
+        << "a communicator that ran a collective was dropped";
     EXPECT_TRUE(s.processes.contains(500));
-    EXPECT_FALSE(s.comms.contains(0xA000000000000000ULL + 64)) << "announced-only comm kept";
-    EXPECT_FALSE(s.comms.contains(0xA000000000000000ULL + 65)) << "announced-only comm kept";
+    EXPECT_FALSE(s.comms.contains(CommKey{4242, 0xA000000000000000ULL + 64}))
+        << "announced-only comm kept";
+    EXPECT_FALSE(s.comms.contains(CommKey{4242, 0xA000000000000000ULL + 65}))
+        << "announced-only comm kept";
     EXPECT_FALSE(s.processes.contains(1)) << "a gone process with nothing to show was kept";
     size_t from_client_1 = 0;
     for (const auto& [id, a] : s.alerts.all()) from_client_1 += a.source == 1 ? 1 : 0;
