@@ -1,6 +1,7 @@
 // /metrics from a MetricsSnapshot (metrics_snapshot.h): taken under the aggregator's lock, rendered
 // after it, byte-identical to what the State renderer gave (testdata/metrics_*.prom were written
-// by it, at the commit that had both and asserted them equal under 8 series budgets). The node
+// by it, at the commit that had both and asserted them equal under 8 series budgets; since then
+// only the owner's `uid` label was added to each communicator, rank and process series). The node
 // below feeds every family /metrics carries (joins in several size buckets, three communicators of
 // which one ended, in-flight state, heartbeats, CUPTI windows, a verdict alert, NIC counters, a
 // baseline run, net-plugin links, a gone process).
@@ -344,7 +345,8 @@ std::string Normalized(std::string text, const std::string& host) {
 // /v1/ranks and /v1/telemetry from their snapshots (api_snapshot.h), taken under the lock and
 // rendered after it: the same bytes as the State renderers gave (testdata/ranks.json and
 // telemetry_*.json were written by them, at commit ac8621e, which had both paths and asserted
-// their output equal for /v1/ranks and for /v1/telemetry under each window). The straggler and
+// their output equal for /v1/ranks and for /v1/telemetry under each window; ranks.json has since
+// gained only the processes' and communicators' "uid"). The straggler and
 // the hang suspect set up below were in that commit's test when the files were written, so the
 // comparison covers the "straggler" flag and "collective_hang_suspects" too.
 TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {
