@@ -128,7 +128,9 @@ TEST_F(RogueClientTest, FakeStuckRankInAHealthyCommAbortsNobody) {
   int rogue_ranks = 0;
   for (const auto& p : ranks["ranks"]) {
     for (const auto& c : p["comms"]) {
-      if (c["uid"] == 0) EXPECT_LT(c["rank"].get<int>(), 4) << p.dump();
+      if (c["uid"] == 0) {
+        EXPECT_LT(c["rank"].get<int>(), 4) << p.dump();
+      }
       rogue_ranks += c["uid"] == kRogueUid ? 1 : 0;
     }
   }

@@ -105,15 +105,16 @@ TEST_F(TenantOwnerTest, PreannouncedSplitChildIsStillTheVictimsAndJudged) {
   }
 }
 
-// The other user raises failing guard verdicts on 1,280 of its own communicators from 40
-// connections (32 each, the per-connection bound). Then the victim's job hangs: rank 2 of 3 never
+// The other user raises failing guard verdicts of the 3 kinds on 512 of its own communicators
+// (its share of --max-comms) from 32 connections: 1,536 alerts, 32 firing per connection (the
+// per-connection bound). Then the victim's job hangs: rank 2 of 3 never
 // reaches collective 5. The victim's hang alert fires (in /v1/alerts and /metrics), and the other
 // user's verdicts hold at most half of the table. Before, the verdicts filled all 1,024 rows and
 // the hang alert was refused (frames_refused{reason="alert_bound"}).
 TEST_F(TenantOwnerTest, AnotherUsersVerdictsNeverKeepTheVictimsHangAlertOut) {
   StartAllowingGroup({"--hang-timeout", "500ms"});
-  constexpr int kConnections = 40;
-  constexpr int kPerConnection = 32;
+  constexpr int kConnections = 32;
+  constexpr int kPerConnection = 16;
   for (int c = 0; c < kConnections; ++c) {
     clients_.push_back(ClientAsUser(static_cast<int>(kAttacker), static_cast<uint32_t>(6000 + c)));
     Bytes b;
@@ -121,17 +122,22 @@ TEST_F(TenantOwnerTest, AnotherUsersVerdictsNeverKeepTheVictimsHangAlertOut) {
       const uint64_t comm = 0xBAD0000000000000ULL + static_cast<uint64_t>(c * kPerConnection + k);
       const auto init = MakeCommInit(comm, 0, 2);
       AppendFrame(&b, kSentinelWireCommInit, &init, sizeof(init));
-      SentinelWireVerdict v =
-          MakeVerdict(comm, 0, 2, kSentinelVerdictPlacement, kSentinelOutcomeFail);
-      std::snprintf(v.found, sizeof(v.found), "%s", "wrong NUMA node");
-      AppendFrame(&b, kSentinelWireVerdict, &v, sizeof(v));
+      for (uint16_t kind :
+           {kSentinelVerdictPlacement, kSentinelVerdictTransport, kSentinelVerdictLinkDegraded}) {
+        SentinelWireVerdict v = MakeVerdict(comm, 0, 2, kind, kSentinelOutcomeFail);
+        std::snprintf(v.found, sizeof(v.found), "%s", "wrong");
+        AppendFrame(&b, kSentinelWireVerdict, &v, sizeof(v));
+      }
     }
     ASSERT_TRUE(clients_.back()->Send(b));
   }
   // Every verdict was taken or refused: the table is as full as the other user can make it.
-  const nlohmann::json filled =
-      WaitFor("/v1/alerts", [&](const nlohmann::json& j) { return Firing(j, "placement") >= 512; });
-  const int others = Firing(filled, "placement");
+  auto verdicts = [](const nlohmann::json& j) {
+    return Firing(j, "placement") + Firing(j, "transport") + Firing(j, "link_degraded");
+  };
+  WaitFor("/v1/alerts", [&](const nlohmann::json& j) { return verdicts(j) >= 512; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the last connections' frames
+  const int others = verdicts(GetJson("/v1/alerts"));
   EXPECT_LE(others, 512) << "client verdicts hold at most half of the firing table";
   // The victim's job: 3 ranks, 0 and 1 reach collective 5, rank 2 never does.
   constexpr uint64_t kJob = 0x5EED000000000033ULL;
@@ -150,7 +156,9 @@ TEST_F(TenantOwnerTest, AnotherUsersVerdictsNeverKeepTheVictimsHangAlertOut) {
       WaitFor("/v1/alerts", [&](const nlohmann::json& j) { return Firing(j, "hang", job) == 1; });
   ASSERT_EQ(Firing(alerts, "hang", job), 1) << "the victim's hang is unseen";
   for (const auto& a : alerts["alerts"]) {
-    if (a["kind"] == "hang") EXPECT_EQ(a["uid"], kVictim) << a.dump();
+    if (a["kind"] == "hang") {
+      EXPECT_EQ(a["uid"], kVictim) << a.dump();
+    }
   }
   EXPECT_GE(Metric("sentinel_alerts_firing{kind=\"hang\"}"), 1);
 }

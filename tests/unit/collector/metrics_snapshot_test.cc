@@ -236,21 +236,24 @@ TEST_F(MetricsSnapshotTest, SameTextAsFromStateByDefault) {
   for (const char* line : {
            "sentinel_alerts_firing{kind=\"transport\"} 1\n",
            "sentinel_nic_counter_total{device=\"mlx5_0\",port=\"1\",counter=",
-           "sentinel_comm_nranks{comm=\"0x00000000000000a0\",scope=\"local\"} 4\n",
-           "sentinel_collectives_joined_total{comm=\"0x00000000000000a0\",func=\"AllGather\"} 6\n",
-           "sentinel_skew_seconds_count{comm=\"0x00000000000000a0\"} 24\n",
-           "sentinel_rank_last_seq{comm=\"0x00000000000000a0\",rank=\"3\"}",
-           "sentinel_inflight_oldest_age_seconds{comm=\"0x00000000000000a0\",rank=\"1\"} "
+           "sentinel_comm_nranks{comm=\"0x00000000000000a0\",uid=\"0\",scope=\"local\"} 4\n",
+           "sentinel_collectives_joined_total{comm=\"0x00000000000000a0\",uid=\"0\",func="
+           "\"AllGather\"} 6\n",
+           "sentinel_skew_seconds_count{comm=\"0x00000000000000a0\",uid=\"0\"} 24\n",
+           "sentinel_rank_last_seq{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"3\"}",
+           "sentinel_inflight_oldest_age_seconds{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"1\"} "
            "10.039999999999999\n",
-           "sentinel_rank_lateness_seconds_count{comm=\"0x00000000000000a0\",rank=\"2\"} 22\n",
+           "sentinel_rank_lateness_seconds_count{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"2\"} "
+           "22\n",
            "sentinel_rank_clock_free_lateness_seconds_sum{",
-           "sentinel_rank_duration_seconds_count{comm=\"0x00000000000000a0\",rank=\"0\"} 24\n",
-           "sentinel_plugin_dropped_total{rank=\"2\",reason=\"ring\"} 3\n",
-           "sentinel_plugin_overhead_ratio{rank=\"0\"}",
-           "sentinel_gpu_overlap_ratio{rank=\"0\"}",
-           "sentinel_gpu_compute_ratio{rank=\"0\"} 0.59999999999999998\n",
-           "sentinel_gpu_step_seconds{rank=\"1\",part=\"exposed_comm\"}",
-           "sentinel_gpu_windows_not_measured_total{rank=\"2\"} 1\n",
+           "sentinel_rank_duration_seconds_count{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"0\"} "
+           "24\n",
+           "sentinel_plugin_dropped_total{rank=\"2\",uid=\"0\",reason=\"ring\"} 3\n",
+           "sentinel_plugin_overhead_ratio{rank=\"0\",uid=\"0\"}",
+           "sentinel_gpu_overlap_ratio{rank=\"0\",uid=\"0\"}",
+           "sentinel_gpu_compute_ratio{rank=\"0\",uid=\"0\"} 0.59999999999999998\n",
+           "sentinel_gpu_step_seconds{rank=\"1\",uid=\"0\",part=\"exposed_comm\"}",
+           "sentinel_gpu_windows_not_measured_total{rank=\"2\",uid=\"0\"} 1\n",
            "sentinel_job_busbw_gbytes_per_second{func=\"AllReduce\",size_bucket=",
            "sentinel_baseline_job_ratio{func=\"AllReduce\",bytes=\"1048576\"}",
            "sentinel_baseline_link_ratio{",
