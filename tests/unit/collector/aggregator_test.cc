@@ -57,7 +57,7 @@ class AggregatorTest : public ::testing::Test {
   }
   const RankState& Rank(int r) {
     const RankState* out = nullptr;
-    agg_->Read([&](const State& s) { out = s.ranks.at({kComm, r}).get(); });
+    agg_->Read([&](const State& s) { out = s.ranks.at(RankKey{CommKey{0, kComm}, r}).get(); });
     return *out;
   }
   std::vector<Alert> Alerts() {

@@ -67,9 +67,9 @@ TEST_F(GoneClientMemoryTest, ResolvedAlertsOfClientsThatLeftAreCompactAndBounded
   agg_->Read([&](const State& s) {
     for (const auto& [id, a] : s.alerts.all()) {
       ++kept;
-      EXPECT_FALSE(a.firing()) << id;
+      EXPECT_FALSE(a.firing()) << a.id;
       if (a.source == 64) ++from_last_client;
-      EXPECT_FALSE(a.summary.empty()) << id;
+      EXPECT_FALSE(a.summary.empty()) << a.id;
       bool compact = a.evidence.value("compacted", false) && a.evidence.contains("outcome");
       for (auto it = a.evidence.begin(); it != a.evidence.end(); ++it) {
         if (it->is_string() && it->get<std::string>().size() > 64) compact = false;
