@@ -157,8 +157,8 @@ TEST(PrimaryRankBeforeTest, SpanningThenLargestThenLowestHash) {
 }
 
 TEST(PrimaryRankBeforeTest, OnTheSnapshotsRankRef) {
-  MetricsSnapshot::RankRef local{0x1, 8, true, 1};
-  MetricsSnapshot::RankRef cross{0x2, 2, true, 2};
+  MetricsSnapshot::RankRef local{0x1, 0, 8, true, 1};
+  MetricsSnapshot::RankRef cross{0x2, 0, 2, true, 2};
   EXPECT_TRUE(PrimaryRankBefore(cross, local));
   EXPECT_FALSE(PrimaryRankBefore(local, cross));
 }
@@ -178,7 +178,8 @@ TEST(ExportedCommsTest, ACommunicatorThatTiesThePrimaryButForTheHashIsExportedTo
   }
   MetricsSnapshot::Process process;
   process.client = 1;
-  process.ranks = {{0x20, 2, true, 2}, {0x10, 2, true, 2}, {0x30, 8, true, 1}, {0x40, 1, true, 2}};
+  process.ranks = {
+      {0x20, 0, 2, true, 2}, {0x10, 0, 2, true, 2}, {0x30, 0, 8, true, 1}, {0x40, 0, 1, true, 2}};
   snap.processes.push_back(process);
   const auto exported = ExportedComms(snap, MetricsOptions{});
   EXPECT_TRUE(exported.contains(0x10));   // the primary: spanning, 2 ranks, the lower hash
