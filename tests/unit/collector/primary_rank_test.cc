@@ -111,8 +111,9 @@ TEST_F(PrimaryRankTest, CrossNodeCommunicatorBeforeLargerNodeLocalOne) {
   // And /metrics shows the pipeline ranks' series (what the job-wide rules read), none of TP's.
   const std::string text = RenderPrometheus(snap, MetricsOptions{});
   EXPECT_EQ(text.find("comm=\"" + Hex(kTp) + "\""), std::string::npos) << text;
-  EXPECT_NE(text.find("sentinel_rank_last_seq{comm=\"" + Hex(kPpBase) + "\",rank=\"1\"} 2\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("sentinel_rank_last_seq{comm=\"" + Hex(kPpBase) + "\",uid=\"0\",rank=\"1\"} 2\n"),
+      std::string::npos)
       << text;
 }
 
