@@ -217,16 +217,17 @@ void Aggregator::Fire(Alert alert) {
   state_.alerts.Fire(std::move(alert), clock_->RealNs());
 }
 
-void Aggregator::Resolve(const std::string& id, ResolveReason reason) {
-  state_.alerts.Resolve(id, reason, clock_->RealNs());
+void Aggregator::Resolve(uint32_t owner_uid, const std::string& id, ResolveReason reason) {
+  state_.alerts.Resolve(owner_uid, id, reason, clock_->RealNs());
 }
 
 void Aggregator::MaybeEndComm(CommState* comm) {
   if (comm->active_count > 0 || comm->ended_resolved) return;
   comm->ended_resolved = true;
   const std::string label = CommLabel(comm->hash);
-  state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
-                          clock_->RealNs());
+  state_.alerts.ResolveIf(
+      [&](const Alert& a) { return a.owner_uid == comm->uid && a.comm == label; },
+      ResolveReason::kEnded, clock_->RealNs());
   if (comm->straggler) comm->straggler->Reset();
   if (comm->wait) comm->wait->Reset();
   for (RankState* m : comm->members) m->straggler_firing = false;
@@ -266,14 +267,18 @@ void Aggregator::HandleVerdict(int client, const SentinelWireVerdict& v) {
     ++state_.counters.records_invalid;
     return;
   }
+  const uint32_t uid = ClientUid(client);
   const std::string id = AlertKey::GuardVerdict(kind_id, v.comm_hash).Id();
   if (v.outcome == kSentinelOutcomePass) {
-    Resolve(id);
+    Resolve(uid, id);
     return;
   }
-  Fire(GuardVerdictAlert(v, kind_id, state_.alerts.Find(id),
-                         ClientOwnsRank(client, v.comm_hash, v.rank), state_.host, client,
-                         config_.runbook_base, clock_->RealNs()));
+  Alert a = GuardVerdictAlert(v, kind_id, state_.alerts.Find(uid, id),
+                              ClientOwnsRank(client, v.comm_hash, v.rank), state_.host, client,
+                              config_.runbook_base, clock_->RealNs());
+  a.owner_uid = uid;  // a client speaks only for its own uid's communicator
+  a.client_verdict = true;
+  Fire(std::move(a));
 }
 
 void Aggregator::OnControlFrame(int client, const Frame& frame) {
@@ -291,7 +296,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
       if (comm == nullptr) return;
       const bool fresh = comm->members.empty();
       if (FindOrCreateRank(comm, init.rank, client) == nullptr) {
-        if (fresh) EraseComm(init.comm_hash);  // nothing of it was accepted
+        if (fresh) EraseComm(comm->key());  // nothing of it was accepted
         return;
       }
       comm->nnodes = init.nnodes;
@@ -300,7 +305,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
     }
     case kSentinelWireCommEnd: {
       const auto end = ReadPayload<SentinelWireCommEnd>(frame);
-      auto it = state_.ranks.find(std::make_pair(end.comm_hash, end.rank));
+      auto it = state_.ranks.find(RankKey{CommKey{ClientUid(client), end.comm_hash}, end.rank});
       if (it != state_.ranks.end() && it->second->client != client) {
         ++state_.counters.refused_not_owner;  // only its own client ends a rank
         it = state_.ranks.end();
@@ -309,7 +314,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
         it->second->ended = true;
         it->second->inflight.ended = true;
         Deactivate(it->second.get());
-        auto c = state_.comms.find(end.comm_hash);
+        auto c = state_.comms.find(it->second->comm_key());
         if (c != state_.comms.end()) MaybeEndComm(c->second.get());
       }
       last_rank_ = nullptr;
@@ -413,8 +418,8 @@ void Aggregator::Tick() {
   const int64_t now = clock_->MonoNs();
   state_.now_mono_ns = now;
   state_.hang_suspects.clear();
-  absl::flat_hash_map<uint64_t, size_t> worst;  // comm -> index of its longest-waiting suspect
-  for (auto& [hash, comm] : state_.comms) {
+  absl::flat_hash_map<CommKey, size_t> worst;  // comm -> index of its longest-waiting suspect
+  for (auto& [key, comm] : state_.comms) {
     for (int f = 0; f < kFuncSlots; ++f) {
       FuncRing* ring = comm->rings[static_cast<size_t>(f)].get();
       if (ring == nullptr) continue;
@@ -424,7 +429,8 @@ void Aggregator::Tick() {
             now - slot.first_seen_mono_ns < config_.hang_timeout_ns)
           continue;
         HangSuspect suspect;
-        suspect.comm_hash = hash;
+        suspect.comm_hash = key.hash;
+        suspect.uid = key.uid;
         suspect.func = static_cast<uint8_t>(f);
         suspect.seq = slot.seq;
         suspect.waiting_ns = now - slot.first_seen_mono_ns;
@@ -443,9 +449,9 @@ void Aggregator::Tick() {
           Complete(comm.get(), f, ring, s, /*partial=*/true);
           continue;
         }
-        auto w = worst.find(hash);
+        auto w = worst.find(key);
         if (w == worst.end() || state_.hang_suspects[w->second].waiting_ns < suspect.waiting_ns) {
-          worst[hash] = state_.hang_suspects.size();
+          worst[key] = state_.hang_suspects.size();
         }
         state_.hang_suspects.push_back(std::move(suspect));
       }
@@ -453,19 +459,21 @@ void Aggregator::Tick() {
   }
   // Communicators with in-flight state are judged from it (it sees collectives that never
   // complete); the pending joins are the fallback for plugins that do not send it.
-  for (const auto& [hash, i] : worst) {
+  for (const auto& [key, i] : worst) {
     const HangSuspect& h = state_.hang_suspects[i];
-    auto c = state_.comms.find(hash);
+    auto c = state_.comms.find(key);
     if (c != state_.comms.end() && c->second->has_inflight) continue;
     const CommState* comm = c != state_.comms.end() ? c->second.get() : nullptr;
     Fire(JoinHangAlert(h, comm, state_.host, config_, clock_->RealNs()));
   }
   EvaluateHangs(now);
-  std::set<std::string> hung;
-  for (const auto& [hash, i] : worst) hung.insert(CommLabel(hash));
-  for (const auto& [hash, v] : state_.hangs) hung.insert(CommLabel(hash));
+  std::set<std::pair<uint32_t, std::string>> hung;
+  for (const auto& [key, i] : worst) hung.emplace(key.uid, CommLabel(key.hash));
+  for (const auto& [key, v] : state_.hangs) hung.emplace(key.uid, CommLabel(key.hash));
   state_.alerts.ResolveIf(
-      [&](const Alert& a) { return a.kind == AlertKind::kHang && hung.count(a.comm) == 0; },
+      [&](const Alert& a) {
+        return a.kind == AlertKind::kHang && hung.count({a.owner_uid, a.comm}) == 0;
+      },
       ResolveReason::kCleared, clock_->RealNs());
   EvaluateNetLinkAlerts();
   SlowCauseSettle(&state_, now, clock_->RealNs(), config_.runbook_base);
@@ -494,14 +502,15 @@ void Aggregator::EvaluateNetLinkAlerts() {
 // the ones no longer judged.
 void Aggregator::EvaluateWaitAlerts() {
   std::vector<Alert> alerts = WaitAlerts(state_, config_.runbook_base);
-  absl::flat_hash_set<std::string> firing;
+  absl::flat_hash_set<AlertRef> firing;
   for (Alert& a : alerts) {
-    firing.insert(a.id);
+    firing.insert(RefOf(a));
     a.started_real_ns = clock_->RealNs();
     Fire(std::move(a));
   }
-  state_.alerts.ResolveIf([&](const Alert& a) { return IsWaitAlert(a) && !firing.contains(a.id); },
-                          ResolveReason::kCleared, clock_->RealNs());
+  state_.alerts.ResolveIf(
+      [&](const Alert& a) { return IsWaitAlert(a) && !firing.contains(RefOf(a)); },
+      ResolveReason::kCleared, clock_->RealNs());
 }
 
 void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
@@ -556,7 +565,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
   params.silent_ns = config_.hang_silent_ns;
   params.busy_window_ns = config_.hang_silent_ns;
   std::vector<InFlightView> views;
-  for (auto& [hash, comm] : state_.comms) {
+  for (auto& [key, comm] : state_.comms) {
     if (!comm->has_inflight || comm->ended_resolved) {
       for (RankState* m : comm->members) KeepInsideElsewhere(InFlightView(), &m->inflight);
       continue;
@@ -583,11 +592,11 @@ void Aggregator::EvaluateHangs(int64_t now) {
     FireHang(*comm, v);
     if (action == HangAction::kAct && !HangEvidenceOwned(*comm, v)) {
       spdlog::warn("hang on comm {}: not acted on, its culprits' evidence is not their own",
-                   CommLabel(hash));
+                   CommLabel(key.hash));
       action = HangAction::kNoCulprit;
     }
     if (action == HangAction::kAct) SendHangVerdict(*comm, v);
-    state_.hangs.emplace_back(hash, std::move(v));
+    state_.hangs.emplace_back(key, std::move(v));
   }
 }
 
@@ -612,7 +621,7 @@ void Aggregator::EvaluateNicAlerts() {
     if (u.fire) {
       Fire(std::move(u.alert));
     } else {
-      Resolve(u.resolve_id);
+      Resolve(kNoUid, u.resolve_id);
     }
   }
   // Ports that vanished resolve their alerts.

@@ -7,13 +7,14 @@
 // whatever is dropped to stay within them is counted in State::counters.
 //
 // Ownership: a client is a connection, identified by the kernel (SO_PEERCRED pid and uid, given
-// to NoteAccepted); nothing a peer says about itself is identity. A communicator belongs to the
-// uid of the client that announced it first, and each of its ranks to the client that announced
-// that rank: records, in-flight state, CommEnd and guard verdicts for a rank are taken only from
-// its client (a rank whose client is gone may be taken over by a client of the same uid: a
-// reconnect). Rank indices are checked against the communicator's size. Each uid's state is
-// charged against a budget (ranks, communicators, estimated bytes), so one user cannot crowd out
-// another; ended state is shrunk and its memory handed back.
+// to NoteAccepted); nothing a peer says about itself is identity. A communicator is keyed by
+// (owner uid, hash) (CommKey): each uid that announces a hash gets its own communicator, so
+// another user announcing the same hash first takes nothing of it. Each of its ranks belongs to
+// the client that announced that rank: records, in-flight state, CommEnd and guard verdicts for a
+// rank are taken only from its client (a rank whose client is gone may be taken over by a client of
+// the same uid: a reconnect). Rank indices are checked against the communicator's size. Each uid's
+// state is charged against a budget (ranks, communicators, estimated bytes), so one user cannot
+// crowd out another; ended state is shrunk and its memory handed back.
 //
 // Where each job lives (all Aggregator members run under mu_):
 //   aggregator.cc        locking and dispatch: the public entries, Tick, firing and resolving
@@ -61,9 +62,6 @@
 
 namespace sentinel::collector {
 
-// A uid no client has (no such client, or none behind an alert): SO_PEERCRED never reports it.
-inline constexpr uint32_t kNoUid = UINT32_MAX;
-
 // One rank of one communicator.
 struct RankState {
   uint64_t comm_hash = 0;
@@ -100,6 +98,10 @@ struct RankState {
   uint16_t inflight_flags = 0;
   // Last time its own process showed progress on it: a record, or in-flight counters that moved.
   int64_t progress_mono_ns = 0;
+
+  // Its communicator: only clients of the communicator's owner uid ever hold its ranks.
+  CommKey comm_key() const { return {uid, comm_hash}; }
+  RankKey key() const { return {comm_key(), rank}; }
 };
 
 struct CommState {
@@ -124,6 +126,8 @@ struct CommState {
   std::array<std::array<uint64_t, kSizeBuckets>, kFuncSlots> joined_by_func_bucket{};
   std::array<Histogram, kSizeBuckets> skew;
   int64_t charged_ring_bytes = 0;  // its join windows, as charged to its uid's budget
+
+  CommKey key() const { return {uid, hash}; }
 };
 
 struct ProcessState {
@@ -141,8 +145,8 @@ struct ProcessState {
   double overhead_ratio = -1;  // callback ns per wall ns between the last two heartbeats
   SentinelWireGpuWindow gpu_window{};
   bool has_gpu_window = false;
-  GpuActivity gpu;  // CUPTI windows and kernel attributions (gpu_activity.h)
-  std::vector<std::pair<uint64_t, int32_t>> ranks;  // (comm, rank) it fed
+  GpuActivity gpu;             // CUPTI windows and kernel attributions (gpu_activity.h)
+  std::vector<RankKey> ranks;  // the ranks it fed
   // Last GPU window showing work outside NCCL (CUPTI): its host thread is launching kernels.
   int64_t compute_progress_mono_ns = 0;
   // Guard verdicts for a communicator it had not announced yet (the verdict may overtake the
@@ -161,6 +165,7 @@ struct UidUsage {
 struct CollSummary {
   int64_t end_mono_ns = 0;
   uint64_t comm_hash = 0;
+  uint32_t uid = 0;  // the communicator's owner
   uint64_t bytes = 0;
   int64_t skew_ns = 0;
   int64_t duration_ns = -1;  // longest local GPU duration
@@ -176,14 +181,14 @@ struct State {
   int64_t start_mono_ns = 0;
   int64_t now_mono_ns = 0;  // as of the last tick (in-flight ages)
   Counters counters;
-  absl::flat_hash_map<uint64_t, std::unique_ptr<CommState>> comms;
-  absl::flat_hash_map<std::pair<uint64_t, int32_t>, std::unique_ptr<RankState>> ranks;
+  absl::flat_hash_map<CommKey, std::unique_ptr<CommState>> comms;
+  absl::flat_hash_map<RankKey, std::unique_ptr<RankState>> ranks;
   absl::flat_hash_map<int, std::unique_ptr<ProcessState>> processes;
   absl::flat_hash_map<uint32_t, UidUsage> uid_usage;
   std::deque<int> gone_processes;  // disconnected, oldest first (bounded)
   Ring<CollSummary> collectives;
   std::vector<HangSuspect> hang_suspects;
-  std::vector<std::pair<uint64_t, HangVerdict>> hangs;  // in-flight verdicts of the last tick
+  std::vector<std::pair<CommKey, HangVerdict>> hangs;  // in-flight verdicts of the last tick
   AlertBook alerts{3600LL * 1000000000, 1024};
   NicState nic;  // sysfs NIC counters (collector/nic/), empty when --nic-poll 0
   // The latest sentinel-baseline run (wire type 12).
@@ -252,8 +257,9 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<Alert> FiringAlerts() const override;
 
  private:
-  // The communicator `hash` as `client` may use it: an existing one of the client's uid with the
-  // same size, or a new one charged to that uid. nullptr when refused (counted).
+  // The communicator `hash` as `client` may use it: the client's uid's own one of that hash
+  // (another user's of the same hash is a different communicator) with the same size, or a new one
+  // charged to that uid. nullptr when refused (counted).
   CommState* FindOrCreateComm(uint64_t hash, int32_t nranks, int client)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool ClientMayAddRank(int client) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -273,7 +279,7 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   void RechargeRings(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t RankBytes() const;
   // Drops a communicator and its ranks, crediting its uid.
-  void EraseComm(uint64_t hash) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EraseComm(const CommKey& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A communicator with no active local rank left: its join windows go, its ranks' histories
   // shrink to what they hold (the API still shows them).
   void ReleaseEnded(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -310,8 +316,8 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   void FireStraggler(CommState* comm, RankState* rs, int func, int bucket)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fire(Alert alert) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Resolve(const std::string& id, ResolveReason reason = ResolveReason::kCleared)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Resolve(uint32_t owner_uid, const std::string& id,
+               ResolveReason reason = ResolveReason::kCleared) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnInFlight(int client, const SentinelWireInFlight& in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateHangs(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FireHang(const CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

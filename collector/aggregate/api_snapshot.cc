@@ -15,6 +15,7 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
     RanksSnapshot::Process& out = snap.processes.emplace_back();
     out.client = p->client;
     out.pid = p->pid;
+    out.uid = p->uid;
     out.claimed_pid = p->claimed_pid;
     out.host = p->host;
     out.job_id = p->job_id;
@@ -26,6 +27,7 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
       if (r->client != p->client && r->client >= 0) continue;  // moved to a newer connection
       RanksSnapshot::Comm& c = out.comms.emplace_back();
       c.comm_hash = r->comm_hash;
+      c.uid = r->uid;
       c.rank = r->rank;
       c.nranks = r->nranks;
       c.has_seq = r->has_seq;
@@ -34,7 +36,7 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
       c.p2p = r->p2p;
       c.active = r->active;
       c.inflight = r->inflight;
-      auto comm = state.comms.find(r->comm_hash);
+      auto comm = state.comms.find(r->comm_key());
       if (comm != state.comms.end() && comm->second->wait) {
         const WaitEvidence& wait = *comm->second->wait;
         const WaitRankState* w = wait.rank(r->local_index);
@@ -86,7 +88,8 @@ TelemetrySnapshot TakeTelemetrySnapshot(const State& state, int64_t window_ns,
   for (size_t i = 0; i < state.collectives.size(); ++i) {
     const CollSummary& s = state.collectives[i];
     if (s.end_mono_ns < since) continue;
-    snap.collectives.push_back({s.comm_hash, s.skew_ns, s.duration_ns, s.latency_ns, s.busbw_gbps});
+    snap.collectives.push_back(
+        {s.comm_hash, s.uid, s.skew_ns, s.duration_ns, s.latency_ns, s.busbw_gbps});
   }
   snap.gpu.reserve(state.processes.size());
   for (const auto& [client, p] : state.processes) {

@@ -25,6 +25,7 @@ struct State;
 struct RanksSnapshot {
   struct Comm {  // a rank the process feeds (not one a newer connection took over)
     uint64_t comm_hash = 0;
+    uint32_t uid = 0;  // the communicator's owner (its process's uid)
     int32_t rank = 0;
     int32_t nranks = 0;
     bool has_seq = false;
@@ -51,6 +52,7 @@ struct RanksSnapshot {
   struct Process {
     int client = -1;
     uint32_t pid = 0;          // the kernel's (SO_PEERCRED)
+    uint32_t uid = 0;          // the kernel's (SO_PEERCRED): whose job it is
     uint32_t claimed_pid = 0;  // what its hello said
     std::string host;
     std::string job_id;
@@ -84,6 +86,7 @@ struct RanksSnapshot {
 struct TelemetrySnapshot {
   struct Coll {  // a joined collective that ended in the window (CollSummary)
     uint64_t comm_hash = 0;
+    uint32_t uid = 0;  // the communicator's owner
     int64_t skew_ns = 0;
     int64_t duration_ns = -1;
     int64_t latency_ns = -1;

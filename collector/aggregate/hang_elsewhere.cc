@@ -9,7 +9,7 @@ void NoteInsideElsewhere(const State& state, const CommState& comm, const RankSt
   auto p = state.processes.find(m.client);
   if (p == state.processes.end()) return;
   for (const auto& key : p->second->ranks) {
-    if (key.first == comm.hash) continue;
+    if (key.first == comm.key()) continue;
     auto r = state.ranks.find(key);
     if (r == state.ranks.end() || r->second->client != m.client) continue;
     const InFlightView& o = r->second->inflight;

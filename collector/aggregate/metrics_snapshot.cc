@@ -31,7 +31,7 @@ int64_t InsideLocalSince(const State& state, const RankState& m) {
   const int64_t silent_ns = HangParams().silent_ns;
   int64_t since = 0;
   for (const auto& key : p->second->ranks) {
-    if (key.first == m.comm_hash) continue;
+    if (key.first == m.comm_key()) continue;
     auto r = state.ranks.find(key);
     auto c = state.comms.find(key.first);
     if (r == state.ranks.end() || c == state.comms.end() || r->second->client != m.client) {
@@ -65,9 +65,10 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
         {key.first, key.second, p.last.present, p.total, p.last.rate_gbps, p.last.active});
   }
   snap.comms.reserve(state.comms.size());
-  for (const auto& [hash, c] : state.comms) {
+  for (const auto& [key, c] : state.comms) {
     MetricsSnapshot::Comm& out = snap.comms.emplace_back();
     out.hash = c->hash;
+    out.uid = c->uid;
     out.nranks = c->nranks;
     out.name = c->name;
     out.local_ranks = c->members.size();
@@ -81,6 +82,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
   for (const auto& [key, r] : state.ranks) {
     MetricsSnapshot::Rank& out = snap.ranks.emplace_back();
     out.comm_hash = r->comm_hash;
+    out.uid = r->uid;
     out.rank = r->rank;
     out.nranks = r->nranks;
     out.active = r->active;
@@ -94,7 +96,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     for (size_t b = 0; b < r->duration.size(); ++b) {
       if (r->duration[b]) out.duration[b] = *r->duration[b];
     }
-    auto c = state.comms.find(r->comm_hash);
+    auto c = state.comms.find(r->comm_key());
     if (c != state.comms.end() && c->second->wait) {
       const WaitRankState* w = c->second->wait->rank(r->local_index);
       if (w != nullptr && w->recent_n >= c->second->wait->params().min_recent) {
@@ -107,6 +109,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
   for (const auto& [client, p] : state.processes) {
     MetricsSnapshot::Process& out = snap.processes.emplace_back();
     out.client = p->client;
+    out.uid = p->uid;
     out.connected = p->connected;
     if (const RankState* primary = PrimaryRank(state, *p)) {
       out.has_rank = true;
@@ -116,7 +119,8 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
       auto r = state.ranks.find(key);
       auto c = state.comms.find(key.first);
       if (r == state.ranks.end() || c == state.comms.end()) continue;
-      out.ranks.push_back({key.first, r->second->nranks, r->second->active, c->second->nnodes});
+      out.ranks.push_back(
+          {key.first.hash, key.first.uid, r->second->nranks, r->second->active, c->second->nnodes});
     }
     out.has_heartbeat = p->has_heartbeat;
     out.heartbeat = p->heartbeat;

@@ -44,6 +44,7 @@ BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns)
 struct MetricsSnapshot {
   struct Comm {
     uint64_t hash = 0;
+    uint32_t uid = 0;  // its owner's kernel uid: (uid, hash) names it (CommKey)
     int32_t nranks = 0;
     std::string name;
     size_t local_ranks = 0;  // CommState::members
@@ -55,6 +56,7 @@ struct MetricsSnapshot {
   };
   struct Rank {
     uint64_t comm_hash = 0;
+    uint32_t uid = 0;  // its communicator's owner
     int32_t rank = 0;
     int32_t nranks = 0;
     bool active = true;
@@ -76,12 +78,14 @@ struct MetricsSnapshot {
   // A rank a process fed, as the series budget weighs it (metrics_select.h).
   struct RankRef {
     uint64_t comm_hash = 0;
+    uint32_t uid = 0;
     int32_t nranks = 0;
     bool active = false;
     int32_t nnodes = 0;  // its communicator's nodes (CommState::nnodes, from the init record)
   };
   struct Process {
     int client = -1;
+    uint32_t uid = 0;  // its kernel uid (SO_PEERCRED)
     bool connected = false;
     bool has_rank = false;       // PrimaryRank (state_order.h) found one
     int32_t rank = 0;            // its primary rank when has_rank
@@ -143,10 +147,12 @@ struct PrimaryRankKey {
   int32_t nranks = 0;
   uint64_t comm_hash = 0;
 };
-// The listing order of ranks (SortedRanks; /metrics): by communicator hash, then rank.
+// The listing order of ranks (SortedRanks; /metrics): by communicator hash, its owner's uid, then
+// rank.
 template <typename R>
 bool RankListedBefore(const R* a, const R* b) {
-  return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->rank < b->rank;
+  if (a->comm_hash != b->comm_hash) return a->comm_hash < b->comm_hash;
+  return a->uid != b->uid ? a->uid < b->uid : a->rank < b->rank;
 }
 
 // The listing order of processes (SortedProcesses; /metrics, /v1/ranks), over any type with

@@ -86,9 +86,9 @@ int64_t OwnSegment(const State& state, const RankState& rank, int64_t segment, i
   const auto p = state.processes.find(rank.client);
   if (p == state.processes.end()) return segment;
   int64_t inside = 0;
-  for (const auto& [hash, r] : p->second->ranks) {
-    if (hash == rank.comm_hash) continue;
-    const auto other = state.ranks.find(std::make_pair(hash, r));
+  for (const RankKey& key : p->second->ranks) {
+    if (key.first == rank.comm_key()) continue;
+    const auto other = state.ranks.find(key);
     if (other == state.ranks.end() || other->second->client != rank.client) continue;
     inside += InsideOtherCollectives(other->second->history, arrival - segment, arrival);
   }
@@ -335,6 +335,7 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
   CollSummary summary;
   summary.end_mono_ns = batch_now_ns_;
   summary.comm_hash = comm->hash;
+  summary.uid = comm->uid;
   summary.bytes = slot.bytes;
   summary.skew_ns = max_arrival - min_arrival;
   summary.duration_ns = max_duration;
@@ -388,7 +389,7 @@ void Aggregator::EvaluateStragglers(CommState* comm, int func, int bucket,
       FireStraggler(comm, rs, func, bucket);
     } else {
       rs->straggler_firing = false;
-      Resolve(AlertKey::Straggler(comm->hash, rs->rank).Id());
+      Resolve(comm->uid, AlertKey::Straggler(comm->hash, rs->rank).Id());
     }
   }
 }

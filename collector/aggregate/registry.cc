@@ -40,7 +40,7 @@ uint32_t Aggregator::ClientUid(int client) const {
 }
 
 bool Aggregator::ClientOwnsRank(int client, uint64_t hash, int32_t rank) const {
-  auto it = state_.ranks.find(std::make_pair(hash, rank));
+  auto it = state_.ranks.find(RankKey{CommKey{ClientUid(client), hash}, rank});
   return it != state_.ranks.end() && it->second->client == client && client >= 0;
 }
 
@@ -48,7 +48,7 @@ bool Aggregator::ClientOwnsComm(int client, uint64_t hash) const {
   auto p = state_.processes.find(client);
   if (p == state_.processes.end()) return false;
   for (const auto& key : p->second->ranks) {
-    if (key.first == hash && ClientOwnsRank(client, key.first, key.second)) return true;
+    if (key.first.hash == hash && ClientOwnsRank(client, hash, key.second)) return true;
   }
   return false;
 }
@@ -93,21 +93,21 @@ void Aggregator::RechargeRings(CommState* comm) {
   comm->charged_ring_bytes = now;
 }
 
-void Aggregator::EraseComm(uint64_t hash) {
-  auto it = state_.comms.find(hash);
+void Aggregator::EraseComm(const CommKey& key) {
+  auto it = state_.comms.find(key);
   if (it == state_.comms.end()) return;
-  state_.slow.Forget(hash);
+  state_.slow.Forget(key);
   CommState* comm = it->second.get();
   // Its alerts end with it: an alert for a communicator nobody holds could never resolve, and
   // would keep its source's (and the book's) firing budget for good.
-  const std::string label = CommLabel(hash);
-  state_.alerts.ResolveIf([&](const Alert& a) { return a.comm == label; }, ResolveReason::kEnded,
-                          clock_->RealNs());
+  const std::string label = CommLabel(key.hash);
+  state_.alerts.ResolveIf([&](const Alert& a) { return a.owner_uid == key.uid && a.comm == label; },
+                          ResolveReason::kEnded, clock_->RealNs());
   int64_t bytes = comm->charged_ring_bytes;
   for (RankState* m : comm->members) {
     bytes += static_cast<int64_t>(sizeof(RankState)) +
              static_cast<int64_t>(m->history.capacity() * sizeof(RankSample));
-    state_.ranks.erase(std::make_pair(m->comm_hash, m->rank));
+    state_.ranks.erase(m->key());
     ++state_.counters.evicted_ranks;
   }
   Charge(comm->uid, -static_cast<int64_t>(comm->members.size()), -1, -bytes);
@@ -145,13 +145,10 @@ bool Aggregator::ClientMayAddRank(int client) const {
 
 CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks, int client) {
   const uint32_t uid = ClientUid(client);
-  auto it = state_.comms.find(hash);
+  const CommKey key{uid, hash};
+  auto it = state_.comms.find(key);
   if (it != state_.comms.end()) {
     CommState* comm = it->second.get();
-    if (comm->uid != uid) {
-      ++state_.counters.refused_not_owner;  // another user's communicator
-      return nullptr;
-    }
     if (comm->nranks != nranks) {
       ++state_.counters.refused_rank_index;  // its size is fixed by its first announcement
       return nullptr;
@@ -174,7 +171,7 @@ CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks, int clien
   comm->nranks = nranks;
   comm->last_activity_mono_ns = clock_->MonoNs();
   CommState* raw = comm.get();
-  state_.comms.emplace(hash, std::move(comm));
+  state_.comms.emplace(key, std::move(comm));
   Charge(uid, 0, 1, 0);
   return raw;
 }
@@ -189,7 +186,7 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
     ++state_.counters.refused_not_owner;
     return nullptr;
   }
-  const auto key = std::make_pair(comm->hash, rank);
+  const RankKey key{comm->key(), rank};
   auto it = state_.ranks.find(key);
   RankState* rs = nullptr;
   if (it == state_.ranks.end()) {
@@ -210,9 +207,9 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
       return nullptr;
     }
     if (state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
-      const uint64_t hash = comm->hash;
+      const CommKey ck = comm->key();
       // The victim may be this very communicator (then the record is dropped).
-      if (!EvictIdleComm(uid) || state_.comms.find(hash) == state_.comms.end() ||
+      if (!EvictIdleComm(uid) || state_.comms.find(ck) == state_.comms.end() ||
           state_.ranks.size() >= static_cast<size_t>(config_.max_ranks)) {
         return nullptr;
       }
@@ -278,7 +275,7 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
 void Aggregator::Deactivate(RankState* rank) {
   if (!rank->active) return;
   rank->active = false;
-  auto it = state_.comms.find(rank->comm_hash);
+  auto it = state_.comms.find(rank->comm_key());
   if (it == state_.comms.end()) return;
   if (--it->second->active_count == 0) it->second->ended_mono_ns = clock_->MonoNs();
   RecheckPending(it->second.get());
@@ -311,11 +308,11 @@ void Aggregator::TrimEnded() {
   // An ended communicator that never completed a collective has nothing to show after its ranks
   // left (its alerts stay in the alert list): it goes at once. Kept, a flood of announced-only
   // communicators would pin heap pages scattered over the burst's whole span.
-  std::vector<uint64_t> empty;
-  for (const auto& [hash, comm] : state_.comms) {
-    if (comm->active_count == 0 && !HasHistory(*comm)) empty.push_back(hash);
+  std::vector<CommKey> empty;
+  for (const auto& [key, comm] : state_.comms) {
+    if (comm->active_count == 0 && !HasHistory(*comm)) empty.push_back(key);
   }
-  for (uint64_t hash : empty) EraseComm(hash);
+  for (const CommKey& key : empty) EraseComm(key);
   // Likewise a gone process with no rank left to show and no GPU windows.
   for (size_t i = state_.gone_processes.size(); i-- > 0;) {
     auto g = state_.processes.find(state_.gone_processes[i]);
@@ -330,9 +327,9 @@ void Aggregator::TrimEnded() {
     state_.gone_processes.erase(state_.gone_processes.begin() + static_cast<std::ptrdiff_t>(i));
   }
   // Per uid: its ended communicators, newest first; beyond the bounds they go.
-  absl::flat_hash_map<uint32_t, std::vector<std::pair<int64_t, uint64_t>>> ended;
-  for (const auto& [hash, comm] : state_.comms) {
-    if (comm->active_count == 0) ended[comm->uid].emplace_back(comm->ended_mono_ns, hash);
+  absl::flat_hash_map<uint32_t, std::vector<std::pair<int64_t, CommKey>>> ended;
+  for (const auto& [key, comm] : state_.comms) {
+    if (comm->active_count == 0) ended[comm->uid].emplace_back(comm->ended_mono_ns, key);
   }
   for (auto& [uid, list] : ended) {
     if (list.size() <= static_cast<size_t>(kEndedCommsPerUid)) {
@@ -341,7 +338,9 @@ void Aggregator::TrimEnded() {
         ranks += static_cast<int64_t>(state_.comms[e.second]->members.size());
       if (ranks <= kEndedRanksPerUid) continue;
     }
-    std::sort(list.begin(), list.end(), std::greater<>());
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : b.second < a.second;
+    });
     int64_t ranks = 0;
     for (size_t i = 0; i < list.size(); ++i) {
       const CommState& c = *state_.comms[list[i].second];
@@ -368,7 +367,7 @@ int64_t Aggregator::ProgressElsewhere(const CommState& comm, const RankState& m)
   if (p == state_.processes.end()) return 0;
   int64_t latest = p->second->compute_progress_mono_ns;
   for (const auto& key : p->second->ranks) {
-    if (key.first == comm.hash) continue;
+    if (key.first == comm.key()) continue;
     auto r = state_.ranks.find(key);
     if (r == state_.ranks.end() || r->second->client != m.client) continue;
     latest = std::max(latest, r->second->progress_mono_ns);

@@ -18,7 +18,8 @@ int64_t SlowCause::BytesPerComm(const SlowCauseParams& p) {
 }
 
 SlowCause::Comm* SlowCause::CommFor(const WindowObservation& w) {
-  auto it = comms_.find(w.comm_hash);
+  const CommKey key{w.uid, w.comm_hash};
+  auto it = comms_.find(key);
   if (it == comms_.end()) {
     if (comms_.size() >= kMaxComms) {
       auto oldest = comms_.begin();
@@ -29,7 +30,7 @@ SlowCause::Comm* SlowCause::CommFor(const WindowObservation& w) {
       comms_.erase(oldest);
       ++evicted_;
     }
-    it = comms_.emplace(w.comm_hash, Comm{}).first;
+    it = comms_.emplace(key, Comm{}).first;
   }
   Comm* c = &it->second;
   c->last_window_ns = w.max_end_ns;
@@ -128,8 +129,8 @@ void SlowCause::Settle(const NicState& nic, int64_t now_ns) {
   }
 }
 
-const SlowSpan* SlowCause::LastSettled(uint64_t comm_hash) const {
-  auto it = comms_.find(comm_hash);
+const SlowSpan* SlowCause::LastSettled(const CommKey& comm) const {
+  auto it = comms_.find(comm);
   if (it == comms_.end()) return nullptr;
   for (auto s = it->second.spans.rbegin(); s != it->second.spans.rend(); ++s) {
     if (s->settled) return &*s;
@@ -141,12 +142,13 @@ SlowCauseSnapshot SlowCause::Snapshot() const {
   SlowCauseSnapshot snap;
   snap.evicted = evicted_ + links_.evicted();
   std::vector<const SlowSpan*> recent;
-  for (const auto& [hash, c] : comms_) {
+  for (const auto& [key, c] : comms_) {
     SlowCauseSnapshot::Comm& out = snap.comms.emplace_back();
-    out.hash = hash;
+    out.hash = key.hash;
+    out.uid = key.uid;
     out.excess_s = c.excess_s;
     out.windows = c.windows;
-    if (const SlowSpan* last = LastSettled(hash)) {
+    if (const SlowSpan* last = LastSettled(key)) {
       out.has_last = true;
       out.last = *last;
     }
@@ -154,25 +156,27 @@ SlowCauseSnapshot SlowCause::Snapshot() const {
       if (s.settled) recent.push_back(&s);
     }
   }
-  std::sort(snap.comms.begin(), snap.comms.end(),
-            [](const auto& a, const auto& b) { return a.hash < b.hash; });
+  std::sort(snap.comms.begin(), snap.comms.end(), [](const auto& a, const auto& b) {
+    return a.hash != b.hash ? a.hash < b.hash : a.uid < b.uid;
+  });
   std::sort(recent.begin(), recent.end(), [](const SlowSpan* a, const SlowSpan* b) {
-    return a->end_ns != b->end_ns ? a->end_ns > b->end_ns : a->comm_hash < b->comm_hash;
+    if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns;
+    return a->comm_hash != b->comm_hash ? a->comm_hash < b->comm_hash : a->uid < b->uid;
   });
   if (recent.size() > kMaxRecent) recent.resize(kMaxRecent);
   for (const SlowSpan* s : recent) snap.recent.push_back(*s);
   return snap;
 }
 
-nlohmann::json SlowCause::EvidenceFor(uint64_t comm_hash) const {
-  auto it = comms_.find(comm_hash);
+nlohmann::json SlowCause::EvidenceFor(const CommKey& comm) const {
+  auto it = comms_.find(comm);
   if (it == comms_.end()) return nullptr;
   const Comm& c = it->second;
   nlohmann::json seconds = nlohmann::json::object();
   for (int k = 0; k < kSlowCauseKinds; ++k) {
     seconds[SlowCauseName(static_cast<SlowCauseKind>(k))] = c.excess_s[static_cast<size_t>(k)];
   }
-  const SlowSpan* last = LastSettled(comm_hash);
+  const SlowSpan* last = LastSettled(comm);
   return {{"excess_s_by_cause", seconds},
           {"last", last != nullptr ? SlowSpanJson(*last) : nlohmann::json()}};
 }
@@ -181,14 +185,16 @@ std::vector<Alert> SlowCause::NetworkAlerts(int64_t now_ns, int64_t recent_ns,
                                             const std::string& host,
                                             const std::string& runbook_base) const {
   std::vector<Alert> out;
-  for (const auto& [hash, c] : comms_) {
-    const SlowSpan* s = LastSettled(hash);
+  for (const auto& [key, c] : comms_) {
+    const SlowSpan* s = LastSettled(key);
     if (s == nullptr || s->cause != SlowCauseKind::kNetwork || now_ns - s->end_ns > recent_ns) {
       continue;
     }
     out.push_back(SlowNetworkAlert(*s, host, runbook_base));
   }
-  std::sort(out.begin(), out.end(), [](const Alert& x, const Alert& y) { return x.id < y.id; });
+  std::sort(out.begin(), out.end(), [](const Alert& x, const Alert& y) {
+    return x.id != y.id ? x.id < y.id : x.owner_uid < y.owner_uid;
+  });
   return out;
 }
 

@@ -23,6 +23,7 @@
 #include "collector/aggregate/slow_cause_types.h"
 #include "collector/aggregate/slow_span_text.h"
 #include "collector/aggregate/slow_window.h"
+#include "collector/aggregate/snapshot.h"
 #include "collector/nic/nic_counters.h"
 
 namespace sentinel::collector {
@@ -54,14 +55,14 @@ class SlowCause {
   // NIC poll and on the aggregator's tick.
   void Settle(const NicState& nic, int64_t now_ns);
   // The communicator is gone.
-  void Forget(uint64_t comm_hash) { comms_.erase(comm_hash); }
+  void Forget(const CommKey& comm) { comms_.erase(comm); }
 
   SlowCauseSnapshot Snapshot() const;
   // For an alert's evidence: the communicator's seconds by cause and its latest settled span
   // (null when it has none).
-  nlohmann::json EvidenceFor(uint64_t comm_hash) const;
+  nlohmann::json EvidenceFor(const CommKey& comm) const;
   // The communicator's latest settled span, nullptr when none.
-  const SlowSpan* LastSettled(uint64_t comm_hash) const;
+  const SlowSpan* LastSettled(const CommKey& comm) const;
   // The network findings at `now_ns`: one alert (SlowNetworkAlert, alerts/slow_network_alert.h)
   // per communicator whose latest settled span was slowed by the network (cause kNetwork) and
   // ended within `recent_ns`, in the order of their ids. The caller fires them and resolves the
@@ -93,7 +94,7 @@ class SlowCause {
   void AddSpan(Comm* c, SlowSpan span, const NicState* nic);
 
   SlowCauseParams params_;
-  absl::flat_hash_map<uint64_t, Comm> comms_;
+  absl::flat_hash_map<CommKey, Comm> comms_;
   LinkLatencyHistory links_;
   size_t unsettled_ = 0;
   uint64_t evicted_ = 0;

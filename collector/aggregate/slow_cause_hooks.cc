@@ -35,6 +35,7 @@ void SlowCauseObserveJoin(State* state, const CommState& comm, int func, const J
   }
   if (ranks.empty()) return;
   w.comm_hash = comm.hash;
+  w.uid = comm.uid;
   w.nranks = comm.nranks;
   w.local_ranks = static_cast<int32_t>(comm.members.size());
   w.func = static_cast<uint8_t>(func);
@@ -64,15 +65,15 @@ void SlowCauseNoteLink(State* state, const SentinelWireNetConnStats& stats) {
 void SlowCauseSettle(State* state, int64_t now_mono_ns, int64_t now_real_ns,
                      const std::string& runbook_base) {
   state->slow.Settle(state->nic, now_mono_ns);
-  absl::flat_hash_set<std::string> firing;
+  absl::flat_hash_set<AlertRef> firing;
   for (Alert& a :
        state->slow.NetworkAlerts(now_mono_ns, kNetworkFindingRecentNs, state->host, runbook_base)) {
-    firing.insert(a.id);
+    firing.insert(RefOf(a));
     a.started_real_ns = now_real_ns;
     state->alerts.Fire(std::move(a), now_real_ns);
   }
   state->alerts.ResolveIf(
-      [&](const Alert& a) { return IsSlowNetworkAlert(a) && !firing.contains(a.id); },
+      [&](const Alert& a) { return IsSlowNetworkAlert(a) && !firing.contains(RefOf(a)); },
       ResolveReason::kCleared, now_real_ns);
 }
 

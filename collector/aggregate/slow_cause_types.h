@@ -54,6 +54,7 @@ struct WindowRank {
 // arrived and has a GPU duration (max_end_ns is the latest arrival + duration).
 struct WindowObservation {
   uint64_t comm_hash = 0;
+  uint32_t uid = 0;         // the communicator's owner (CommKey)
   int32_t nranks = 0;       // job-wide
   int32_t local_ranks = 0;  // ranks on this node (nranks > local_ranks: some are elsewhere)
   uint8_t func = 0;
@@ -98,6 +99,7 @@ struct LateRank {
 struct SlowSpan {
   static constexpr size_t kMaxLateRanks = 8;
   uint64_t comm_hash = 0;
+  uint32_t uid = 0;  // the communicator's owner
   uint8_t func = 0;
   int bucket = 0;
   uint64_t first_seq = 0;
@@ -122,12 +124,13 @@ struct SlowSpan {
 struct SlowCauseSnapshot {
   struct Comm {
     uint64_t hash = 0;
+    uint32_t uid = 0;                                 // its owner
     std::array<double, kSlowCauseKinds> excess_s{};   // settled spans' seconds by cause
     std::array<uint64_t, kSlowCauseKinds> windows{};  // slow windows by their span's cause
     bool has_last = false;
     SlowSpan last;  // the latest settled span
   };
-  std::vector<Comm> comms;       // by hash
+  std::vector<Comm> comms;       // by (uid, hash)
   std::vector<SlowSpan> recent;  // settled spans, newest first (bounded)
   uint64_t evicted = 0;
 };

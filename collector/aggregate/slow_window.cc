@@ -140,6 +140,7 @@ bool JoinsSpan(const SlowSpan& last, const WindowObservation& w, const WindowVer
 SlowSpan OpenSpan(const WindowObservation& w, const WindowVerdict& v) {
   SlowSpan s;
   s.comm_hash = w.comm_hash;
+  s.uid = w.uid;
   s.func = w.func;
   s.bucket = w.bucket;
   s.first_seq = w.seq;

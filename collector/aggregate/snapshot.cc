@@ -36,6 +36,7 @@ TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns) {
     out.comm_hash = r->comm_hash;
     out.rank = r->rank;
     out.pid = r->pid;
+    out.uid = r->uid;
     for (size_t i = 0; i < r->history.size(); ++i) {
       if (r->history[i].arrival_ns >= since_ns) out.samples.push_back(r->history[i]);
     }
@@ -48,6 +49,7 @@ TraceSnapshot TakeTraceSnapshot(const State& state, int64_t since_ns) {
     TraceSnapshot::Process& out = snap.processes.emplace_back();
     const RankState* r = PrimaryRank(state, *p);
     out.pid = p->pid;
+    out.uid = p->uid;
     out.has_rank = r != nullptr;
     out.rank = r != nullptr ? r->rank : -1;
     if (GpuInWindow(p->gpu, since_ns)) out.gpu = std::make_unique<GpuActivity>(p->gpu);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collector/aggregate/alert_book.h"
@@ -20,6 +21,23 @@
 namespace sentinel::collector {
 
 struct State;
+
+// A communicator's identity: its owner's kernel uid and its hash. Hashes are public and a split
+// child's is computable, so two users' communicators never share state, whatever hashes they
+// claim: each user's announcement makes that user's own communicator.
+struct CommKey {
+  uint32_t uid = 0;
+  uint64_t hash = 0;
+  bool operator==(const CommKey& o) const { return uid == o.uid && hash == o.hash; }
+  bool operator!=(const CommKey& o) const { return !(*this == o); }
+  bool operator<(const CommKey& o) const { return uid != o.uid ? uid < o.uid : hash < o.hash; }
+  template <typename H>
+  friend H AbslHashValue(H h, const CommKey& k) {
+    return H::combine(std::move(h), k.uid, k.hash);
+  }
+};
+// One rank of one communicator.
+using RankKey = std::pair<CommKey, int32_t>;
 
 // One rank's completed operation, kept for percentiles and traces.
 struct RankSample {
@@ -38,6 +56,7 @@ struct RankSample {
 // A collective some local ranks reached and others did not, past the hang timeout.
 struct HangSuspect {
   uint64_t comm_hash = 0;
+  uint32_t uid = 0;  // the communicator's owner
   uint8_t func = 0;
   uint64_t seq = 0;
   std::vector<int> arrived;
@@ -53,10 +72,12 @@ struct TraceSnapshot {
     uint64_t comm_hash = 0;
     int32_t rank = 0;
     uint32_t pid = 0;
+    uint32_t uid = 0;                 // its process's (and communicator's owner's) kernel uid
     std::vector<RankSample> samples;  // oldest first, only those that started in the window
   };
   struct Process {
     uint32_t pid = 0;
+    uint32_t uid = 0;
     bool has_rank = false;  // it fed a rank still known
     int32_t rank = -1;      // its primary rank (state_order.h's PrimaryRank) when has_rank
     // Its CUPTI activity, copied only when a window or kernel ends inside the trace window:

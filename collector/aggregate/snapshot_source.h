@@ -18,6 +18,18 @@
 
 namespace sentinel::collector {
 
+// What a viewer of the HTTP API may see of a snapshot (api_viewer.h): the processes, ranks,
+// communicators, collectives, trace events, hang suspects, slow-cause entries and alerts of the
+// viewer's uid; node-level figures (counters, NIC ports, net links, GPU sums) stay. A viewer that
+// sees all keeps everything.
+void FilterForViewer(const ApiViewer& viewer, RanksSnapshot* snap);
+void FilterForViewer(const ApiViewer& viewer, TelemetrySnapshot* snap);
+void FilterForViewer(const ApiViewer& viewer, TraceSnapshot* snap);
+void FilterForViewer(const ApiViewer& viewer, std::vector<Alert>* alerts);
+// An alert of a communicator is its owner's; a node-level one is everyone's when sentineld raised
+// it from its own measurements, else its source client's uid's.
+bool ViewerSeesAlert(const ApiViewer& viewer, const Alert& alert);
+
 class SnapshotSource {
  public:
   virtual ~SnapshotSource() = default;

@@ -44,7 +44,7 @@ const RankState* PrimaryRank(const State& state, const ProcessState& process) {
     auto it = state.ranks.find(key);
     if (it == state.ranks.end()) continue;
     const RankState* r = it->second.get();
-    auto comm = state.comms.find(r->comm_hash);
+    auto comm = state.comms.find(r->comm_key());
     const PrimaryRankKey k{comm != state.comms.end() ? comm->second->nnodes : 0, r->nranks,
                            r->comm_hash};
     if (best == nullptr || PrimaryRankBefore(k, best_key)) {

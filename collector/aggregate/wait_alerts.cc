@@ -46,13 +46,13 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
   };
   std::vector<WaitRankRef> refs;
   std::vector<Ref> where;
-  for (const auto& [hash, comm] : state.comms) {
+  for (const auto& [key, comm] : state.comms) {
     if (!comm->wait || comm->active_count == 0 || comm->ended_resolved) continue;
     const bool spans = comm->nranks > static_cast<int32_t>(comm->members.size());
     for (const RankState* m : comm->members) {
       if (!m->active || m->client < 0) continue;
       const WaitRankState* st = comm->wait->rank(m->local_index);
-      refs.push_back({hash, m->rank, m->client, spans, comm->wait->Judged(m->local_index),
+      refs.push_back({comm->hash, m->rank, m->client, spans, comm->wait->Judged(m->local_index),
                       st != nullptr && st->flagged,
                       st != nullptr && Leaning(*st, comm->wait->params().rel)});
       where.push_back({comm.get(), m, st});
@@ -122,6 +122,7 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
     a.kind = AlertKind::kStraggler;
     a.severity = AlertSeverity::kCritical;
     a.comm = CommLabel(r.comm->hash);
+    a.owner_uid = r.comm->uid;
     a.ranks = {r.rank->rank};
     a.host = state.host;
     a.source = r.rank->client;

@@ -33,6 +33,9 @@ nlohmann::json AlertmanagerPayload(const std::vector<Alert>& alerts) {
           {"kind", AlertKindName(a.kind)},
           {"severity", AlertSeverityName(a.severity)},
           {"comm", a.comm},
+          // Two users' communicators of one hash raise alerts of one id: the owner tells them
+          // apart (empty for a node-level alert).
+          {"uid", a.owner_uid == kNoUid ? std::string() : absl::StrCat(a.owner_uid)},
           {"host", a.host},
           {"ranks", absl::StrJoin(a.ranks, ",")},
           {"sentinel_id", a.id}}},

@@ -89,6 +89,7 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
     nlohmann::json comms = nlohmann::json::array();
     for (const RanksSnapshot::Comm& r : p->comms) {
       comms.push_back({{"comm", CommLabel(r.comm_hash)},
+                       {"uid", r.uid},
                        {"rank", r.rank},
                        {"nranks", r.nranks},
                        {"last_seq", r.has_seq ? nlohmann::json(r.last_seq) : nlohmann::json()},
@@ -110,6 +111,7 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
     const bool overlap_valid = p->has_gpu_window && p->gpu_window_nccl_ns > 0;
     ranks.push_back(
         {{"pid", p->pid},
+         {"uid", p->uid},
          {"claimed_pid", p->claimed_pid},
          {"host", p->host},
          {"job_id", p->job_id},
@@ -230,6 +232,8 @@ nlohmann::json AlertJson(const Alert& a) {
                                  ? nlohmann::json()
                                  : nlohmann::json(ResolveReasonName(a.resolve_reason))},
           {"comm", a.comm.empty() ? nlohmann::json() : nlohmann::json(a.comm)},  // node-level
+          // Its communicator's owner: (uid, id) names the alert; null for a node-level one.
+          {"uid", a.owner_uid == kNoUid ? nlohmann::json() : nlohmann::json(a.owner_uid)},
           {"ranks", a.ranks},
           {"host", a.host},
           {"summary", a.summary},
@@ -248,7 +252,7 @@ nlohmann::json AlertsJson(const std::vector<Alert>& book) {
   std::sort(alerts.begin(), alerts.end(), [](const Alert* a, const Alert* b) {
     if (a->state != b->state) return a->firing();
     return a->started_real_ns != b->started_real_ns ? a->started_real_ns > b->started_real_ns
-                                                    : a->id < b->id;
+                                                    : RefOf(*a) < RefOf(*b);
   });
   nlohmann::json out = nlohmann::json::array();
   for (const Alert* a : alerts) out.push_back(AlertJson(*a));

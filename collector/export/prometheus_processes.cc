@@ -11,7 +11,7 @@ namespace sentinel::collector {
 namespace {
 
 std::string ProcessRankLabel(const MetricsSnapshot::Process& p) {
-  return PromLabels({{"rank", absl::StrCat(p.rank)}});
+  return PromLabels({{"rank", absl::StrCat(p.rank)}, {"uid", absl::StrCat(p.uid)}});
 }
 
 void AppendPluginDropped(const MetricsRows& rows, std::string* out) {
@@ -26,7 +26,8 @@ void AppendPluginDropped(const MetricsRows& rows, std::string* out) {
         {"threads", p->heartbeat.events_dropped_threads},
         {"sink", p->heartbeat.records_dropped_sink}};
     for (const auto& [reason, n] : reasons) {
-      f.Add(PromLabels({{"rank", rank}, {"reason", reason}}), static_cast<double>(n));
+      f.Add(PromLabels({{"rank", rank}, {"uid", absl::StrCat(p->uid)}, {"reason", reason}}),
+            static_cast<double>(n));
     }
   }
 }
@@ -76,7 +77,8 @@ void AppendGpuStep(const MetricsRows& rows, std::string* out) {
                                                      {"idle", s.step_idle_ns},
                                                      {"total", s.step_end_ns - s.step_start_ns}};
     for (const auto& [part, ns] : parts) {
-      f.Add(PromLabels({{"rank", rank}, {"part", part}}), static_cast<double>(ns) / 1e9);
+      f.Add(PromLabels({{"rank", rank}, {"uid", absl::StrCat(p->uid)}, {"part", part}}),
+            static_cast<double>(ns) / 1e9);
     }
   }
 }

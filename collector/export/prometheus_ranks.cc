@@ -11,7 +11,9 @@ namespace sentinel::collector {
 namespace {
 
 std::string RankLabels(const MetricsSnapshot::Rank& r) {
-  return PromLabels({{"comm", CommLabel(r.comm_hash)}, {"rank", absl::StrCat(r.rank)}});
+  return PromLabels({{"comm", CommLabel(r.comm_hash)},
+                     {"uid", absl::StrCat(r.uid)},
+                     {"rank", absl::StrCat(r.rank)}});
 }
 
 void MergeHistogram(const Histogram& from, Histogram* into) {
@@ -33,13 +35,15 @@ void AppendJoined(const MetricsRows& rows, std::string* out) {
         total += n;
         if (n == 0 || !rows.by_size) continue;
         f.Add(PromLabels({{"comm", CommLabel(comm->hash)},
+                          {"uid", absl::StrCat(comm->uid)},
                           {"func", FuncName(static_cast<uint8_t>(func))},
                           {"size_bucket", SizeBucketLabel(b)}}),
               static_cast<double>(n));
       }
       if (total == 0 || rows.by_size) continue;
-      f.Add(PromLabels(
-                {{"comm", CommLabel(comm->hash)}, {"func", FuncName(static_cast<uint8_t>(func))}}),
+      f.Add(PromLabels({{"comm", CommLabel(comm->hash)},
+                        {"uid", absl::StrCat(comm->uid)},
+                        {"func", FuncName(static_cast<uint8_t>(func))}}),
             static_cast<double>(total));
     }
   }
@@ -58,10 +62,14 @@ void AppendSkew(const MetricsRows& rows, std::string* out) {
         MergeHistogram(h, &merged);
         continue;
       }
-      f.AddHistogram(
-          PromLabels({{"comm", CommLabel(comm->hash)}, {"size_bucket", SizeBucketLabel(b)}}), h);
+      f.AddHistogram(PromLabels({{"comm", CommLabel(comm->hash)},
+                                 {"uid", absl::StrCat(comm->uid)},
+                                 {"size_bucket", SizeBucketLabel(b)}}),
+                     h);
     }
-    if (merged.count > 0) f.AddHistogram(PromLabels({{"comm", CommLabel(comm->hash)}}), merged);
+    if (merged.count > 0)
+      f.AddHistogram(
+          PromLabels({{"comm", CommLabel(comm->hash)}, {"uid", absl::StrCat(comm->uid)}}), merged);
   }
 }
 
@@ -149,8 +157,13 @@ void AppendCommFamilies(const MetricsRows& rows, std::string* out) {
   PromFamily nranks(out, "sentinel_comm_nranks", PromType::kGauge,
                     "Ranks of the communicator (job-wide) and local ranks seen.");
   for (const MetricsSnapshot::Comm* comm : rows.comms) {
-    nranks.Add(PromLabels({{"comm", CommLabel(comm->hash)}, {"scope", "job"}}), comm->nranks);
-    nranks.Add(PromLabels({{"comm", CommLabel(comm->hash)}, {"scope", "local"}}),
+    nranks.Add(
+        PromLabels(
+            {{"comm", CommLabel(comm->hash)}, {"uid", absl::StrCat(comm->uid)}, {"scope", "job"}}),
+        comm->nranks);
+    nranks.Add(PromLabels({{"comm", CommLabel(comm->hash)},
+                           {"uid", absl::StrCat(comm->uid)},
+                           {"scope", "local"}}),
                static_cast<double>(comm->local_ranks));
   }
   AppendJoined(rows, out);
@@ -174,6 +187,7 @@ void AppendRankProgressFamilies(const MetricsRows& rows, std::string* out) {
       const uint64_t n = r->count_by_func[static_cast<size_t>(func)];
       if (n == 0) continue;
       by_func.Add(PromLabels({{"comm", CommLabel(r->comm_hash)},
+                              {"uid", absl::StrCat(r->uid)},
                               {"rank", absl::StrCat(r->rank)},
                               {"func", FuncName(static_cast<uint8_t>(func))}}),
                   static_cast<double>(n));

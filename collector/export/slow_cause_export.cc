@@ -9,8 +9,9 @@
 namespace sentinel::collector {
 namespace {
 
-std::string CauseLabels(uint64_t comm_hash, SlowCauseKind cause) {
-  return PromLabels({{"comm", CommLabel(comm_hash)}, {"cause", SlowCauseName(cause)}});
+std::string CauseLabels(const SlowCauseSnapshot::Comm& c, SlowCauseKind cause) {
+  return PromLabels(
+      {{"comm", CommLabel(c.hash)}, {"uid", absl::StrCat(c.uid)}, {"cause", SlowCauseName(cause)}});
 }
 
 // The bounded `nic` label of a span: its first NIC port, else its first link's device.
@@ -31,7 +32,7 @@ std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
   for (const SlowCauseSnapshot::Comm& c : snap.comms) {
     if (!exported.contains(c.hash)) continue;
     for (int k = 0; k < kSlowCauseKinds; ++k) {
-      seconds.Add(CauseLabels(c.hash, static_cast<SlowCauseKind>(k)),
+      seconds.Add(CauseLabels(c, static_cast<SlowCauseKind>(k)),
                   c.excess_s[static_cast<size_t>(k)]);
     }
   }
@@ -41,7 +42,7 @@ std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
   for (const SlowCauseSnapshot::Comm& c : snap.comms) {
     if (!exported.contains(c.hash)) continue;
     for (int k = 0; k < kSlowCauseKinds; ++k) {
-      windows.AddCount(CauseLabels(c.hash, static_cast<SlowCauseKind>(k)),
+      windows.AddCount(CauseLabels(c, static_cast<SlowCauseKind>(k)),
                        c.windows[static_cast<size_t>(k)]);
     }
   }
@@ -56,6 +57,7 @@ std::string SlowCausePrometheusText(const SlowCauseSnapshot& snap,
                                  : "";
     const std::string nic = s.cause == SlowCauseKind::kNetwork ? NicLabel(s) : "";
     last.Add(PromLabels({{"comm", CommLabel(c.hash)},
+                         {"uid", absl::StrCat(c.uid)},
                          {"cause", SlowCauseName(s.cause)},
                          {"late_rank", rank},
                          {"nic", nic}}),

@@ -11,10 +11,10 @@ namespace {
 
 constexpr int64_t kSec = 1000000000;
 
-const std::vector<std::string> kJobComm = {"job", "comm"};
+const std::vector<std::string> kJobComm = {"job", "comm", "uid"};
 const std::vector<std::string> kJobInstance = {"job", "instance"};
-const std::vector<std::string> kJobCommInstance = {"job", "comm", "instance"};
-const std::vector<std::string> kJobCommInstanceRank = {"job", "comm", "instance", "rank"};
+const std::vector<std::string> kJobCommInstance = {"job", "comm", "uid", "instance"};
+const std::vector<std::string> kJobCommInstanceRank = {"job", "comm", "uid", "instance", "rank"};
 
 std::string FullKey(const Labels& l) {
   std::string k;
@@ -288,51 +288,52 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
 
   // ---- group sentinel-jobwide (interval: 15s) ----
   // record: sentinel:comm_duration_p50_seconds:max
-  //   max by (job, comm) (sentinel_rank_duration_p50_seconds)
+  //   max by (job, comm, uid) (sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:max"] = MaxBy(duration_p50, kJobComm);
   // record: sentinel:comm_node_segment_p50_seconds:median
-  //   quantile by (job, comm, instance) (0.5, sentinel_rank_segment_p50_seconds)
+  //   quantile by (job, comm, uid, instance) (0.5, sentinel_rank_segment_p50_seconds)
   rec["sentinel:comm_node_segment_p50_seconds:median"] =
       QuantileBy(Get(in, "sentinel_rank_segment_p50_seconds"), kJobCommInstance, 0.5);
   // record: sentinel:comm_segment_p50_seconds:fastest_node
-  //   min by (job, comm) (sentinel:comm_node_segment_p50_seconds:median)
+  //   min by (job, comm, uid) (sentinel:comm_node_segment_p50_seconds:median)
   rec["sentinel:comm_segment_p50_seconds:fastest_node"] =
       MinBy(rec["sentinel:comm_node_segment_p50_seconds:median"], kJobComm);
   const Vector segment_base =
       Filter(rec["sentinel:comm_segment_p50_seconds:fastest_node"], Cmp::kGt, 0);
   // record: sentinel:rank_lateness_seconds
-  //   sentinel:comm_duration_p50_seconds:max - on (job, comm) group_right
+  //   sentinel:comm_duration_p50_seconds:max - on (job, comm, uid) group_right
   //   sentinel_rank_duration_p50_seconds
   rec["sentinel:rank_lateness_seconds"] = GroupArith(rec["sentinel:comm_duration_p50_seconds:max"],
                                                      Arith::kSub, duration_p50, kJobComm, true);
   // record: sentinel:rank_lateness_share
-  //   sentinel:rank_lateness_seconds / on (job, comm) group_left ()
+  //   sentinel:rank_lateness_seconds / on (job, comm, uid) group_left ()
   //   (sentinel:comm_segment_p50_seconds:fastest_node > 0)
   rec["sentinel:rank_lateness_share"] =
       GroupArith(segment_base, Arith::kDiv, rec["sentinel:rank_lateness_seconds"], kJobComm, false);
   // record: sentinel:comm_duration_p50_seconds:median
-  //   quantile by (job, comm) (0.5, sentinel_rank_duration_p50_seconds)
+  //   quantile by (job, comm, uid) (0.5, sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:median"] = QuantileBy(duration_p50, kJobComm, 0.5);
   // record: sentinel:comm_duration_p50_seconds:iqr
-  //   quantile by (job, comm) (0.75, sentinel_rank_duration_p50_seconds)
-  //     - quantile by (job, comm) (0.25, sentinel_rank_duration_p50_seconds)
+  //   quantile by (job, comm, uid) (0.75, sentinel_rank_duration_p50_seconds)
+  //     - quantile by (job, comm, uid) (0.25, sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:iqr"] =
       GroupArith(QuantileBy(duration_p50, kJobComm, 0.25), Arith::kSub,
                  QuantileBy(duration_p50, kJobComm, 0.75), kJobComm, false);
   // record: sentinel:rank_lateness_spreads
-  //   (sentinel:comm_duration_p50_seconds:median - on (job, comm) group_right
+  //   (sentinel:comm_duration_p50_seconds:median - on (job, comm, uid) group_right
   //    sentinel_rank_duration_p50_seconds)
-  //   / on (job, comm) group_left () sentinel:comm_duration_p50_seconds:iqr
+  //   / on (job, comm, uid) group_left () sentinel:comm_duration_p50_seconds:iqr
   rec["sentinel:rank_lateness_spreads"] =
       GroupArith(rec["sentinel:comm_duration_p50_seconds:iqr"], Arith::kDiv,
                  GroupArith(rec["sentinel:comm_duration_p50_seconds:median"], Arith::kSub,
                             duration_p50, kJobComm, true),
                  kJobComm, false);
   // record: sentinel:comm_nodes:count
-  //   count by (job, comm) (count by (job, comm, instance) (sentinel_rank_duration_p50_seconds))
+  //   count by (job, comm, uid) (count by (job, comm, uid, instance)
+  //   (sentinel_rank_duration_p50_seconds))
   rec["sentinel:comm_nodes:count"] = CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm);
   // record: sentinel:rank_segment_growth
-  //   sentinel_rank_segment_p50_seconds / on (job, comm) group_left ()
+  //   sentinel_rank_segment_p50_seconds / on (job, comm, uid) group_left ()
   //   (sentinel:comm_segment_p50_seconds:fastest_node > 0) - 1
   {
     Vector growth = GroupArith(segment_base, Arith::kDiv,
@@ -345,10 +346,10 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   //     (sentinel:rank_lateness_share >= 0.05 and sentinel:rank_lateness_spreads >= 5)
   //       or
   //     (sentinel:rank_lateness_share >= 0.05
-  //        and on (job, comm) sentinel:comm_nodes:count <= 4)
+  //        and on (job, comm, uid) sentinel:comm_nodes:count <= 4)
   //   )
-  //   and on (job, comm, instance, rank) sentinel:rank_segment_growth >= 0.05
-  //   and on (job, comm) sentinel:comm_nodes:count > 1
+  //   and on (job, comm, uid, instance, rank) sentinel:rank_segment_growth >= 0.05
+  //   and on (job, comm, uid) sentinel:comm_nodes:count > 1
   {
     const Vector share_over =
         Filter(rec["sentinel:rank_lateness_share"], Cmp::kGe, JobwideRules::kShareBar);
@@ -363,7 +364,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
               Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
   }
   // record: sentinel:rank_late:recent
-  //   sentinel:rank_lateness_share and on (job, comm, instance, rank)
+  //   sentinel:rank_lateness_share and on (job, comm, uid, instance, rank)
   //   count_over_time(sentinel:rank_late[50s]) >= 2
   rank_late_history_.Add(ts_ns, rec["sentinel:rank_late"]);
   rank_late_history_.Trim(ts_ns - JobwideRules::kRecentNs);
@@ -372,7 +373,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
       AndOn(rec["sentinel:rank_lateness_share"],
             Filter(late_counts, Cmp::kGe, JobwideRules::kRecentLate), kJobCommInstanceRank);
   // record: sentinel:node_ranks:count
-  //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm)
+  //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm, uid)
   //   sentinel:comm_nodes:count > 1)
   rec["sentinel:node_ranks:count"] =
       CountBy(AndOn(duration_p50, Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm),
@@ -403,20 +404,20 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
                                                     Cmp::kGt, half_ranks, kJobInstance),
                                           kJobInstance)));
   // record: sentinel:comm_inflight_gpu_started:max
-  //   max by (job, comm) (sentinel_inflight_gpu_started)
+  //   max by (job, comm, uid) (sentinel_inflight_gpu_started)
   const Vector& gpu_started = Get(in, "sentinel_inflight_gpu_started");
   rec["sentinel:comm_inflight_gpu_started:max"] = MaxBy(gpu_started, kJobComm);
   // record: sentinel:comm_inflight_oldest_age_seconds:max
-  //   max by (job, comm) (sentinel_inflight_oldest_age_seconds)
+  //   max by (job, comm, uid) (sentinel_inflight_oldest_age_seconds)
   rec["sentinel:comm_inflight_oldest_age_seconds:max"] =
       MaxBy(Get(in, "sentinel_inflight_oldest_age_seconds"), kJobComm);
   const Vector stuck_30s =
       Filter(rec["sentinel:comm_inflight_oldest_age_seconds:max"], Cmp::kGt, 30);
   // alert: SentinelJobInFlightHangCulprit (no for)
-  //   (sentinel:comm_inflight_gpu_started:max - on (job, comm) group_right
+  //   (sentinel:comm_inflight_gpu_started:max - on (job, comm, uid) group_right
   //    sentinel_inflight_gpu_started) > 0
   //   unless on (job, instance, comm, rank) sentinel_inflight_waiting_elsewhere == 1
-  //   and on (job, comm) sentinel:comm_inflight_oldest_age_seconds:max > 30
+  //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max > 30
   // (`unless` and `and` bind alike, left to right.)
   const Vector behind = Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"],
                                           Arith::kSub, gpu_started, kJobComm, true),
@@ -425,7 +426,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   add(inflight_culprit_.Evaluate(
       ts_ns, AndOn(UnlessOn(behind, elsewhere, kJobCommInstanceRank), stuck_30s, kJobComm)));
   // alert: SentinelJobInFlightHangGone (no for)
-  //   sentinel_inflight_connected == 0 and on (job, comm)
+  //   sentinel_inflight_connected == 0 and on (job, comm, uid)
   //   sentinel:comm_inflight_oldest_age_seconds:max > 30
   add(inflight_gone_.Evaluate(
       ts_ns,
@@ -436,17 +437,17 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   last_seq_history_.Add(ts_ns, last_seq);
   last_seq_history_.Trim(ts_ns - 5 * 60 * kSec);
   // record: sentinel:comm_last_seq:max
-  //   max by (job, comm) (sentinel_rank_last_seq)
+  //   max by (job, comm, uid) (sentinel_rank_last_seq)
   rec["sentinel:comm_last_seq:max"] = MaxBy(last_seq, kJobComm);
   // record: sentinel:rank_seq_behind
-  //   sentinel:comm_last_seq:max - on (job, comm) group_right sentinel_rank_last_seq
+  //   sentinel:comm_last_seq:max - on (job, comm, uid) group_right sentinel_rank_last_seq
   rec["sentinel:rank_seq_behind"] =
       GroupArith(rec["sentinel:comm_last_seq:max"], Arith::kSub, last_seq, kJobComm, true);
 
   // ---- group sentinel-alerts (the global evaluation interval, taken as 15 s) ----
   // alert: SentinelJobHangCulprit (for: 2m)
-  //   sentinel:rank_seq_behind > 0 unless on (job, comm)
-  //   (max by (job, comm) (changes(sentinel_rank_last_seq[2m])) > 0)
+  //   sentinel:rank_seq_behind > 0 unless on (job, comm, uid)
+  //   (max by (job, comm, uid) (changes(sentinel_rank_last_seq[2m])) > 0)
   // The history holds the scrapes as seen at each evaluation (one sample per evaluation); at a
   // 15 s scrape and a 15 s evaluation that is the same sample set.
   add(hang_culprit_.Evaluate(

@@ -25,6 +25,7 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
   a.kind = AlertKind::kHang;
   a.severity = AlertSeverity::kCritical;
   a.comm = CommLabel(comm.hash);
+  a.owner_uid = comm.uid;
   a.ranks = v.culprits;
   a.host = host;
   nlohmann::json ranks = nlohmann::json::array();

@@ -17,6 +17,7 @@ Alert JoinHangAlert(const HangSuspect& h, const CommState* comm, const std::stri
   a.kind = AlertKind::kHang;
   a.severity = AlertSeverity::kCritical;
   a.comm = CommLabel(hash);
+  a.owner_uid = h.uid;
   a.ranks = h.missing;
   a.host = host;
   if (comm != nullptr && !comm->members.empty()) {

@@ -23,6 +23,7 @@ Alert SlowNetworkAlert(const SlowSpan& s, const std::string& host,
   a.kind = AlertKind::kLinkDegraded;
   a.severity = AlertSeverity::kWarning;
   a.comm = CommLabel(s.comm_hash);
+  a.owner_uid = s.uid;
   a.host = host;
   a.summary = absl::StrFormat(
       "comm %s: %d %s collectives (seq %d-%d) took %.0f%% longer than its usual %.3f ms "

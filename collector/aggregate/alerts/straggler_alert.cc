@@ -65,6 +65,7 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   a.kind = AlertKind::kStraggler;
   a.severity = structural ? AlertSeverity::kWarning : AlertSeverity::kCritical;
   a.comm = CommLabel(comm.hash);
+  a.owner_uid = comm.uid;
   a.ranks = {rs.rank};
   a.host = state.host;
   a.source = rs.client;
@@ -96,7 +97,7 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   a.evidence["exposed_comm"] = ExposedCommEvidence(state, rs.pid, now_mono_ns - config.window_ns);
   // The communicator's slow collectives split into waiting for late ranks vs slower transfer
   // (network when a NIC or link moved): seconds by cause and the latest span (slow_cause.h).
-  a.evidence["slow_cause"] = state.slow.EvidenceFor(comm.hash);
+  a.evidence["slow_cause"] = state.slow.EvidenceFor(comm.key());
   a.runbook = absl::StrCat(config.runbook_base, "alert-straggler");
   a.started_real_ns = now_real_ns;
   return a;

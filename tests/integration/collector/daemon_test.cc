@@ -332,13 +332,13 @@ TEST_F(DaemonTest, InFlightHangNamesTheCulpritAndEndsWithTheJob) {
     if (kind == 0) {
       // The in-flight series and /v1/ranks.
       EXPECT_EQ(Metric("sentinel_inflight_enqueued{comm=\"" + collector::CommLabel(kComm) +
-                       "\",rank=\"1\"}"),
+                       "\",uid=\"0\",rank=\"1\"}"),
                 6);
       EXPECT_EQ(Metric("sentinel_inflight_gpu_started{comm=\"" + collector::CommLabel(kComm) +
-                       "\",rank=\"0\"}"),
+                       "\",uid=\"0\",rank=\"0\"}"),
                 7);
       EXPECT_GE(Metric("sentinel_inflight_oldest_age_seconds{comm=\"" +
-                       collector::CommLabel(kComm) + "\",rank=\"0\"}"),
+                       collector::CommLabel(kComm) + "\",uid=\"0\",rank=\"0\"}"),
                 2.0);
       const nlohmann::json ranks = GetJson("/v1/ranks");
       std::string body;
@@ -390,8 +390,9 @@ TEST_F(DaemonTest, PromtoolAcceptsMetrics) {
   std::string body;
   ASSERT_EQ(Get("/metrics", &body), 200);
   EXPECT_EQ(body.find("seq="), std::string::npos) << "no per-sequence labels";
-  EXPECT_NE(body.find("sentinel_rank_last_seq{comm=\"0x1234567890abcdef\",rank=\"1\"} 11"),
-            std::string::npos);
+  EXPECT_NE(
+      body.find("sentinel_rank_last_seq{comm=\"0x1234567890abcdef\",uid=\"0\",rank=\"1\"} 11"),
+      std::string::npos);
   const std::string file = Save("metrics.txt", body);
   std::string out;
   EXPECT_EQ(RunCommand("promtool check metrics < " + file, &out), 0) << out;

@@ -189,7 +189,7 @@ TEST_F(SeriesBudgetTest, DefaultStaysWithinBudgetAcrossJobsAndEndedSeriesLeave) 
     // Within the retention the ended job's series stay (its ranks are down)...
     double down = -1;
     for (int i = 0; i < 100 && down != 0; ++i) {
-      down = Metric("sentinel_rank_up{comm=\"" + Hex(job.Comm(0)) + "\",rank=\"0\"}");
+      down = Metric("sentinel_rank_up{comm=\"" + Hex(job.Comm(0)) + "\",uid=\"0\",rank=\"0\"}");
       if (down != 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     EXPECT_EQ(down, 0) << "rank 0 of the ended job should read down within the retention";

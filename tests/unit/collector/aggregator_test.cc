@@ -57,7 +57,7 @@ class AggregatorTest : public ::testing::Test {
   }
   const RankState& Rank(int r) {
     const RankState* out = nullptr;
-    agg_->Read([&](const State& s) { out = s.ranks.at({kComm, r}).get(); });
+    agg_->Read([&](const State& s) { out = s.ranks.at(RankKey{CommKey{0, kComm}, r}).get(); });
     return *out;
   }
   std::vector<Alert> Alerts() {
@@ -248,7 +248,7 @@ RecentFigures RunAtBudgetLevel(int level) {
   }
   RecentFigures out;
   agg.Read([&](const State& s) {
-    const CommState& comm = *s.comms.at(kComm);
+    const CommState& comm = *s.comms.at(CommKey{0, kComm});
     if (!comm.wait) return;
     for (int r = 0; r < kRanks; ++r) {
       const WaitRankState* w = comm.wait->rank(comm.index.at(r));

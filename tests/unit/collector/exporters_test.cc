@@ -72,15 +72,19 @@ class ExportersTest : public ::testing::Test {
 TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   Feed(5, 2 * kMs);
   const std::string text = Metrics();
-  EXPECT_NE(text.find("sentinel_rank_last_seq{comm=\"0x0000000000000042\",rank=\"1\"} 4\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("sentinel_rank_collectives_total{comm=\"0x0000000000000042\",rank=\"0\",func="
-                      "\"AllReduce\"} 5\n"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("sentinel_rank_last_seq{comm=\"0x0000000000000042\",uid=\"0\",rank=\"1\"} 4\n"),
+      std::string::npos);
+  EXPECT_NE(
+      text.find(
+          "sentinel_rank_collectives_total{comm=\"0x0000000000000042\",uid=\"0\",rank=\"0\",func="
+          "\"AllReduce\"} 5\n"),
+      std::string::npos);
   // The default series budget has no size buckets; --metrics-detail size adds them.
-  EXPECT_NE(text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
-                      "\"AllReduce\"} 5\n"),
-            std::string::npos);
+  EXPECT_NE(
+      text.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",uid=\"0\",func="
+                "\"AllReduce\"} 5\n"),
+      std::string::npos);
   {  // ... only the node's job bus bandwidth is by size bucket (one series per func and bucket).
     std::istringstream lines(text);
     std::string l;
@@ -93,20 +97,23 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   detail.detail.size = true;
   std::string by_size;
   agg_->Read([&](const State& s) { by_size = RenderPrometheus(TakeMetricsSnapshot(s), detail); });
-  EXPECT_NE(by_size.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",func="
-                         "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
-            std::string::npos);
-  EXPECT_NE(by_size.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\","
-                         "rank=\"1\",size_bucket=\"<=1MiB\"} 5\n"),
-            std::string::npos);
-  EXPECT_NE(text.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\","
+  EXPECT_NE(
+      by_size.find("sentinel_collectives_joined_total{comm=\"0x0000000000000042\",uid=\"0\",func="
+                   "\"AllReduce\",size_bucket=\"<=1MiB\"} 5\n"),
+      std::string::npos);
+  EXPECT_NE(
+      by_size.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\",uid=\"0\","
+                   "rank=\"1\",size_bucket=\"<=1MiB\"} 5\n"),
+      std::string::npos);
+  EXPECT_NE(text.find("sentinel_rank_duration_seconds_count{comm=\"0x0000000000000042\",uid=\"0\","
                       "rank=\"1\"} 5\n"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE sentinel_rank_lateness_seconds histogram"), std::string::npos);
   EXPECT_EQ(text.find("seq="), std::string::npos);
   // Rank 1's lateness histogram: 5 samples of 2 ms, cumulative, +Inf == count, sum exact.
   const std::string prefix =
-      "sentinel_rank_lateness_seconds_bucket{comm=\"0x0000000000000042\",rank=\"1\",le=\"";
+      "sentinel_rank_lateness_seconds_bucket{comm=\"0x0000000000000042\",uid=\"0\",rank=\"1\",le="
+      "\"";
   std::istringstream in(text);
   std::string line;
   double previous = 0;
@@ -126,9 +133,9 @@ TEST_F(ExportersTest, PrometheusSeriesAndHistograms) {
   }
   EXPECT_EQ(buckets, 15);
   EXPECT_EQ(previous, 5);
-  EXPECT_NE(
-      text.find("sentinel_rank_lateness_seconds_sum{comm=\"0x0000000000000042\",rank=\"1\"} 0.01"),
-      std::string::npos);
+  EXPECT_NE(text.find("sentinel_rank_lateness_seconds_sum{comm=\"0x0000000000000042\",uid=\"0\","
+                      "rank=\"1\"} 0.01"),
+            std::string::npos);
   EXPECT_NE(text.find("sentinel_evicted_total{what=\"pending_join\"} 0"), std::string::npos);
 }
 
@@ -160,8 +167,10 @@ TEST_F(ExportersTest, EndedCommunicatorLeavesAfterRetentionNewOneExportedAtOnce)
     agg_->Read([&](const State& s) { out = RenderPrometheus(TakeMetricsSnapshot(s), options); });
     return out;
   };
-  const std::string old_up = "sentinel_rank_up{comm=\"0x0000000000000042\",rank=\"0\"} 0\n";
-  const std::string new_up = "sentinel_rank_up{comm=\"0x0000000000000043\",rank=\"0\"} 1\n";
+  const std::string old_up =
+      "sentinel_rank_up{comm=\"0x0000000000000042\",uid=\"0\",rank=\"0\"} 0\n";
+  const std::string new_up =
+      "sentinel_rank_up{comm=\"0x0000000000000043\",uid=\"0\",rank=\"0\"} 1\n";
   std::string text = render();
   EXPECT_NE(text.find(old_up), std::string::npos) << "within the retention";
   EXPECT_NE(text.find(new_up), std::string::npos);

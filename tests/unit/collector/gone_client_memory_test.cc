@@ -67,9 +67,9 @@ TEST_F(GoneClientMemoryTest, ResolvedAlertsOfClientsThatLeftAreCompactAndBounded
   agg_->Read([&](const State& s) {
     for (const auto& [id, a] : s.alerts.all()) {
       ++kept;
-      EXPECT_FALSE(a.firing()) << id;
+      EXPECT_FALSE(a.firing()) << a.id;
       if (a.source == 64) ++from_last_client;
-      EXPECT_FALSE(a.summary.empty()) << id;
+      EXPECT_FALSE(a.summary.empty()) << a.id;
       bool compact = a.evidence.value("compacted", false) && a.evidence.contains("outcome");
       for (auto it = a.evidence.begin(); it != a.evidence.end(); ++it) {
         if (it->is_string() && it->get<std::string>().size() > 64) compact = false;
@@ -166,10 +166,13 @@ TEST_F(GoneClientMemoryTest, AnnouncedOnlyCommunicatorsGoWhenTheyEndAndTheirAler
   clock_.Advance(6 * kSec);
   agg_->Tick();
   agg_->Read([&](const State& s) {
-    EXPECT_TRUE(s.comms.contains(kRan)) << "a communicator that ran a collective was dropped";
+    EXPECT_TRUE(s.comms.contains(CommKey{1000, kRan}))
+        << "a communicator that ran a collective was dropped";
     EXPECT_TRUE(s.processes.contains(500));
-    EXPECT_FALSE(s.comms.contains(0xA000000000000000ULL + 64)) << "announced-only comm kept";
-    EXPECT_FALSE(s.comms.contains(0xA000000000000000ULL + 65)) << "announced-only comm kept";
+    EXPECT_FALSE(s.comms.contains(CommKey{4242, 0xA000000000000000ULL + 64}))
+        << "announced-only comm kept";
+    EXPECT_FALSE(s.comms.contains(CommKey{4242, 0xA000000000000000ULL + 65}))
+        << "announced-only comm kept";
     EXPECT_FALSE(s.processes.contains(1)) << "a gone process with nothing to show was kept";
     size_t from_client_1 = 0;
     for (const auto& [id, a] : s.alerts.all()) from_client_1 += a.source == 1 ? 1 : 0;

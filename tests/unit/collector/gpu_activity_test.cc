@@ -99,14 +99,16 @@ TEST_F(GpuActivityTest, WindowFiguresAreExactInRanksAndPrometheus) {
   EXPECT_DOUBLE_EQ(r["overlap"].get<double>(), 0.625);  // the long-standing field, now filled
   EXPECT_TRUE(g["step"].is_null());
   const std::string prom = Prom();
-  EXPECT_NE(prom.find("sentinel_gpu_overlap_ratio{rank=\"0\"} 0.625\n"), std::string::npos);
-  EXPECT_NE(prom.find("sentinel_gpu_compute_ratio{rank=\"0\"} 0.45000000000000001\n"),
+  EXPECT_NE(prom.find("sentinel_gpu_overlap_ratio{rank=\"0\",uid=\"0\"} 0.625\n"),
+            std::string::npos);
+  EXPECT_NE(prom.find("sentinel_gpu_compute_ratio{rank=\"0\",uid=\"0\"} 0.45000000000000001\n"),
             std::string::npos)
       << prom;
-  EXPECT_NE(prom.find("sentinel_gpu_exposed_comm_ratio{rank=\"0\"} 0.14999999999999999\n"),
-            std::string::npos);
+  EXPECT_NE(
+      prom.find("sentinel_gpu_exposed_comm_ratio{rank=\"0\",uid=\"0\"} 0.14999999999999999\n"),
+      std::string::npos);
   // Ranks without windows have no GPU samples and null figures.
-  EXPECT_EQ(prom.find("sentinel_gpu_compute_ratio{rank=\"1\"}"), std::string::npos);
+  EXPECT_EQ(prom.find("sentinel_gpu_compute_ratio{rank=\"1\",uid=\"0\"}"), std::string::npos);
   EXPECT_TRUE(RankJson(1)["gpu"]["compute_ratio"].is_null());
   EXPECT_TRUE(RankJson(1)["overlap"].is_null());
 }
@@ -128,8 +130,8 @@ TEST_F(GpuActivityTest, NotMeasuredWindowGivesNullsNeverZeros) {
   EXPECT_EQ(g["windows"], 2);
   EXPECT_EQ(g["windows_not_measured"], 1);
   const std::string prom = Prom();
-  EXPECT_EQ(prom.find("sentinel_gpu_compute_ratio{rank=\"0\"}"), std::string::npos);
-  EXPECT_NE(prom.find("sentinel_gpu_windows_not_measured_total{rank=\"0\"} 1\n"),
+  EXPECT_EQ(prom.find("sentinel_gpu_compute_ratio{rank=\"0\",uid=\"0\"}"), std::string::npos);
+  EXPECT_NE(prom.find("sentinel_gpu_windows_not_measured_total{rank=\"0\",uid=\"0\"} 1\n"),
             std::string::npos);
   // Telemetry: the measured window still counts, the not-measured one is reported as such.
   nlohmann::json t;
@@ -213,10 +215,9 @@ TEST_F(GpuActivityTest, StepSplitIsExported) {
   EXPECT_DOUBLE_EQ(s["compute_ms"].get<double>(), 200);
   EXPECT_DOUBLE_EQ(s["exposed_comm_ms"].get<double>(), 150);
   EXPECT_DOUBLE_EQ(s["idle_ms"].get<double>(), 150);
-  EXPECT_NE(
-      Prom().find(
-          "sentinel_gpu_step_seconds{rank=\"2\",part=\"exposed_comm\"} 0.14999999999999999\n"),
-      std::string::npos);
+  EXPECT_NE(Prom().find("sentinel_gpu_step_seconds{rank=\"2\",uid=\"0\",part=\"exposed_comm\"} "
+                        "0.14999999999999999\n"),
+            std::string::npos);
 }
 
 TEST_F(GpuActivityTest, AttributionMatchesTheCollectiveAndMeasuresClockDisagreement) {

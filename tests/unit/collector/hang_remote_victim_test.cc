@@ -82,8 +82,8 @@ class HangRemoteVictimTest : public ::testing::Test {
     MetricsOptions options;
     options.comms = {CommLabel(kTp), CommLabel(kDp)};
     agg_->Read([&](const State& s) { text = RenderPrometheus(TakeMetricsSnapshot(s), options); });
-    const std::string head =
-        family + "{comm=\"" + CommLabel(comm) + "\",rank=\"" + std::to_string(rank) + "\"} ";
+    const std::string head = family + "{comm=\"" + CommLabel(comm) + "\",uid=\"0\",rank=\"" +
+                             std::to_string(rank) + "\"} ";
     const size_t at = text.find(head);
     if (at == std::string::npos) return "";
     const size_t eol = text.find('\n', at);

@@ -219,7 +219,7 @@ TEST(LocalStragglerTextTest, DemoSlowdownFromStep40SaysSinceCollective40) {
   std::vector<int64_t> late;
   agg.Read([&](const State& s) {
     a = s.alerts.Find("straggler-" + CommLabel(kComm) + "-r5");
-    const RankState& rs = *s.ranks.at({kComm, 5});
+    const RankState& rs = *s.ranks.at(RankKey{CommKey{0, kComm}, 5});
     for (size_t k = rs.history.size(); k > 0 && late.size() < 64; --k) {
       if (rs.history[k - 1].lateness_ns >= 0) late.push_back(rs.history[k - 1].lateness_ns);
     }

@@ -1,6 +1,7 @@
 // /metrics from a MetricsSnapshot (metrics_snapshot.h): taken under the aggregator's lock, rendered
 // after it, byte-identical to what the State renderer gave (testdata/metrics_*.prom were written
-// by it, at the commit that had both and asserted them equal under 8 series budgets). The node
+// by it, at the commit that had both and asserted them equal under 8 series budgets; since then
+// only the owner's `uid` label was added to each communicator, rank and process series). The node
 // below feeds every family /metrics carries (joins in several size buckets, three communicators of
 // which one ended, in-flight state, heartbeats, CUPTI windows, a verdict alert, NIC counters, a
 // baseline run, net-plugin links, a gone process).
@@ -235,21 +236,24 @@ TEST_F(MetricsSnapshotTest, SameTextAsFromStateByDefault) {
   for (const char* line : {
            "sentinel_alerts_firing{kind=\"transport\"} 1\n",
            "sentinel_nic_counter_total{device=\"mlx5_0\",port=\"1\",counter=",
-           "sentinel_comm_nranks{comm=\"0x00000000000000a0\",scope=\"local\"} 4\n",
-           "sentinel_collectives_joined_total{comm=\"0x00000000000000a0\",func=\"AllGather\"} 6\n",
-           "sentinel_skew_seconds_count{comm=\"0x00000000000000a0\"} 24\n",
-           "sentinel_rank_last_seq{comm=\"0x00000000000000a0\",rank=\"3\"}",
-           "sentinel_inflight_oldest_age_seconds{comm=\"0x00000000000000a0\",rank=\"1\"} "
+           "sentinel_comm_nranks{comm=\"0x00000000000000a0\",uid=\"0\",scope=\"local\"} 4\n",
+           "sentinel_collectives_joined_total{comm=\"0x00000000000000a0\",uid=\"0\",func="
+           "\"AllGather\"} 6\n",
+           "sentinel_skew_seconds_count{comm=\"0x00000000000000a0\",uid=\"0\"} 24\n",
+           "sentinel_rank_last_seq{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"3\"}",
+           "sentinel_inflight_oldest_age_seconds{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"1\"} "
            "10.039999999999999\n",
-           "sentinel_rank_lateness_seconds_count{comm=\"0x00000000000000a0\",rank=\"2\"} 22\n",
+           "sentinel_rank_lateness_seconds_count{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"2\"} "
+           "22\n",
            "sentinel_rank_clock_free_lateness_seconds_sum{",
-           "sentinel_rank_duration_seconds_count{comm=\"0x00000000000000a0\",rank=\"0\"} 24\n",
-           "sentinel_plugin_dropped_total{rank=\"2\",reason=\"ring\"} 3\n",
-           "sentinel_plugin_overhead_ratio{rank=\"0\"}",
-           "sentinel_gpu_overlap_ratio{rank=\"0\"}",
-           "sentinel_gpu_compute_ratio{rank=\"0\"} 0.59999999999999998\n",
-           "sentinel_gpu_step_seconds{rank=\"1\",part=\"exposed_comm\"}",
-           "sentinel_gpu_windows_not_measured_total{rank=\"2\"} 1\n",
+           "sentinel_rank_duration_seconds_count{comm=\"0x00000000000000a0\",uid=\"0\",rank=\"0\"} "
+           "24\n",
+           "sentinel_plugin_dropped_total{rank=\"2\",uid=\"0\",reason=\"ring\"} 3\n",
+           "sentinel_plugin_overhead_ratio{rank=\"0\",uid=\"0\"}",
+           "sentinel_gpu_overlap_ratio{rank=\"0\",uid=\"0\"}",
+           "sentinel_gpu_compute_ratio{rank=\"0\",uid=\"0\"} 0.59999999999999998\n",
+           "sentinel_gpu_step_seconds{rank=\"1\",uid=\"0\",part=\"exposed_comm\"}",
+           "sentinel_gpu_windows_not_measured_total{rank=\"2\",uid=\"0\"} 1\n",
            "sentinel_job_busbw_gbytes_per_second{func=\"AllReduce\",size_bucket=",
            "sentinel_baseline_job_ratio{func=\"AllReduce\",bytes=\"1048576\"}",
            "sentinel_baseline_link_ratio{",
@@ -344,7 +348,8 @@ std::string Normalized(std::string text, const std::string& host) {
 // /v1/ranks and /v1/telemetry from their snapshots (api_snapshot.h), taken under the lock and
 // rendered after it: the same bytes as the State renderers gave (testdata/ranks.json and
 // telemetry_*.json were written by them, at commit ac8621e, which had both paths and asserted
-// their output equal for /v1/ranks and for /v1/telemetry under each window). The straggler and
+// their output equal for /v1/ranks and for /v1/telemetry under each window; ranks.json has since
+// gained only the processes' and communicators' "uid"). The straggler and
 // the hang suspect set up below were in that commit's test when the files were written, so the
 // comparison covers the "straggler" flag and "collective_hang_suspects" too.
 TEST_F(MetricsSnapshotTest, RanksAndTelemetryFromSnapshots) {

@@ -52,10 +52,11 @@ class OwnershipTest : public ::testing::Test {
     Control(client, kSentinelWireInFlight,
             testing::MakeInFlight(comm, rank, nranks, enq, gpu, done, since, clock_.MonoNs()));
   }
-  const RankState* Rank(uint64_t comm, int rank) {
+  // Rank `rank` of `uid`'s communicator `comm` (the job's uid 0 by default).
+  const RankState* Rank(uint64_t comm, int rank, uint32_t uid = 0) {
     const RankState* out = nullptr;
     agg_->Read([&](const State& s) {
-      auto it = s.ranks.find({comm, rank});
+      auto it = s.ranks.find(RankKey{CommKey{uid, comm}, rank});
       out = it == s.ranks.end() ? nullptr : it->second.get();
     });
     return out;
@@ -120,7 +121,7 @@ TEST_F(OwnershipTest, RankIndexIsCheckedAgainstTheCommunicatorsSize) {
   EXPECT_EQ(Rank(kComm, 7), nullptr);
   EXPECT_EQ(Count().refused_rank_index, 3u);  // the fourth fails its own check (7 >= 4)
   EXPECT_EQ(Count().records_invalid, 1u);
-  agg_->Read([&](const State& s) { EXPECT_EQ(s.comms.at(kComm)->nranks, 4); });
+  agg_->Read([&](const State& s) { EXPECT_EQ(s.comms.at(CommKey{0, kComm})->nranks, 4); });
 }
 
 // CommEnd, records and InFlight for a rank come only from its client, even of the same uid; a
@@ -138,18 +139,23 @@ TEST_F(OwnershipTest, OnlyItsClientWritesARank) {
   EXPECT_FALSE(Rank(kComm, 0)->ended);
   InFlight(9, kComm, 0, 2, 5, 5, 4, clock_.MonoNs());
   EXPECT_FALSE(Rank(kComm, 0)->inflight.has_state);
-  EXPECT_EQ(Count().refused_not_owner, 3u);
+  // The other user's CommEnd names rank 0 of its own uid's communicator of that hash: none.
+  EXPECT_EQ(Count().refused_not_owner, 2u);
   Control(1, kSentinelWireCommEnd, end);  // its own client
   EXPECT_TRUE(Rank(kComm, 0)->ended);
-  // Rank 1's process goes; another user cannot take the rank, the same user can.
+  // Rank 1's process goes; another user cannot take the rank (its announcement makes a
+  // communicator of its own), the same user can.
   agg_->OnDisconnect(2);
   Control(10, kSentinelWireCommInit, MakeCommInit(kComm, 1, 2));
   EXPECT_EQ(Rank(kComm, 1)->client, -1);
+  EXPECT_EQ(Rank(kComm, 1, kRogueUid)->client, 10);
   Control(9, kSentinelWireCommInit, MakeCommInit(kComm, 1, 2));
   EXPECT_EQ(Rank(kComm, 1)->client, 9);
   // Another user's communicator of its own is fine, and is its own.
   Control(10, kSentinelWireCommInit, MakeCommInit(kOther, 0, 2));
-  agg_->Read([&](const State& s) { EXPECT_EQ(s.comms.at(kOther)->uid, kRogueUid); });
+  agg_->Read([&](const State& s) {
+    EXPECT_EQ(s.comms.at(CommKey{kRogueUid, kOther})->uid, kRogueUid);
+  });
 }
 
 // A guard verdict needs a communicator the client announced: one that overtook its CommInit

@@ -111,8 +111,9 @@ TEST_F(PrimaryRankTest, CrossNodeCommunicatorBeforeLargerNodeLocalOne) {
   // And /metrics shows the pipeline ranks' series (what the job-wide rules read), none of TP's.
   const std::string text = RenderPrometheus(snap, MetricsOptions{});
   EXPECT_EQ(text.find("comm=\"" + Hex(kTp) + "\""), std::string::npos) << text;
-  EXPECT_NE(text.find("sentinel_rank_last_seq{comm=\"" + Hex(kPpBase) + "\",rank=\"1\"} 2\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("sentinel_rank_last_seq{comm=\"" + Hex(kPpBase) + "\",uid=\"0\",rank=\"1\"} 2\n"),
+      std::string::npos)
       << text;
 }
 
@@ -157,8 +158,8 @@ TEST(PrimaryRankBeforeTest, SpanningThenLargestThenLowestHash) {
 }
 
 TEST(PrimaryRankBeforeTest, OnTheSnapshotsRankRef) {
-  MetricsSnapshot::RankRef local{0x1, 8, true, 1};
-  MetricsSnapshot::RankRef cross{0x2, 2, true, 2};
+  MetricsSnapshot::RankRef local{0x1, 0, 8, true, 1};
+  MetricsSnapshot::RankRef cross{0x2, 0, 2, true, 2};
   EXPECT_TRUE(PrimaryRankBefore(cross, local));
   EXPECT_FALSE(PrimaryRankBefore(local, cross));
 }
@@ -178,7 +179,8 @@ TEST(ExportedCommsTest, ACommunicatorThatTiesThePrimaryButForTheHashIsExportedTo
   }
   MetricsSnapshot::Process process;
   process.client = 1;
-  process.ranks = {{0x20, 2, true, 2}, {0x10, 2, true, 2}, {0x30, 8, true, 1}, {0x40, 1, true, 2}};
+  process.ranks = {
+      {0x20, 0, 2, true, 2}, {0x10, 0, 2, true, 2}, {0x30, 0, 8, true, 1}, {0x40, 0, 1, true, 2}};
   snap.processes.push_back(process);
   const auto exported = ExportedComms(snap, MetricsOptions{});
   EXPECT_TRUE(exported.contains(0x10));   // the primary: spanning, 2 ranks, the lower hash

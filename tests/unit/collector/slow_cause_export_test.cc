@@ -86,20 +86,22 @@ TEST(SlowCauseExportTest, MetricsArePerCommunicatorAndNameTheLastCause) {
   const SlowCauseSnapshot snap = sc.Snapshot();
   const std::string text = SlowCausePrometheusText(snap, {0x11});  // 0x22 over the series budget
   EXPECT_NE(text.find("# TYPE sentinel_comm_slow_seconds_total counter"), std::string::npos);
-  EXPECT_NE(text.find("sentinel_comm_slow_seconds_total{comm=\"0x0000000000000011\","
+  EXPECT_NE(text.find("sentinel_comm_slow_seconds_total{comm=\"0x0000000000000011\",uid=\"0\","
                       "cause=\"late_rank\"} 0.0299"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("sentinel_comm_slow_windows_total{comm=\"0x0000000000000011\","
+  EXPECT_NE(text.find("sentinel_comm_slow_windows_total{comm=\"0x0000000000000011\",uid=\"0\","
                       "cause=\"network\"} 5\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("sentinel_comm_slow_windows_total{comm=\"0x0000000000000011\","
+  EXPECT_NE(text.find("sentinel_comm_slow_windows_total{comm=\"0x0000000000000011\",uid=\"0\","
                       "cause=\"late_rank\"} 5\n"),
             std::string::npos);
-  EXPECT_NE(text.find("sentinel_comm_slow_last_info{comm=\"0x0000000000000011\",cause=\"network\","
-                      "late_rank=\"\",nic=\"mlx5_0:1\"} 1\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "sentinel_comm_slow_last_info{comm=\"0x0000000000000011\",uid=\"0\",cause=\"network\","
+          "late_rank=\"\",nic=\"mlx5_0:1\"} 1\n"),
+      std::string::npos)
       << text;
   EXPECT_EQ(text.find("0x0000000000000022"), std::string::npos);
   // Bounded: 3 causes x 2 counters + 1 info line per communicator, whatever the collectives.

@@ -21,6 +21,7 @@ namespace {
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kS = 1000000000;
 constexpr uint64_t kComm = 0xabcdef;
+constexpr CommKey kCommKey{0, kComm};  // uid 0: the windows below name no owner
 
 // A node of `ranks` local ranks running one all-reduce after another.
 class Node {
@@ -107,7 +108,7 @@ const SlowSpan* SlowerTenAfterWarm(SlowCause* sc, Node* node, Nic* nic, uint64_t
   (*nic)[kNicPortXmitWait] += xmit;
   nic->Poll(t);
   sc->Settle(nic->state, t + 2 * kS);
-  return sc->LastSettled(kComm);
+  return sc->LastSettled(kCommKey);
 }
 
 // A node's ports (mlx5_0 .. mlx5_<n-1>, port 1) whose port_xmit_wait grows as busy real ports
@@ -161,7 +162,7 @@ TEST(SlowCauseTest, OrdinaryWindowsAreNeverSlow) {
   const int64_t t = Warm(&sc, &node, &nic);
   sc.Settle(nic.state, t + 60 * kS);
   EXPECT_EQ(sc.unsettled(), 0u);
-  EXPECT_EQ(sc.LastSettled(kComm), nullptr);
+  EXPECT_EQ(sc.LastSettled(kCommKey), nullptr);
   const SlowCauseSnapshot snap = sc.Snapshot();
   EXPECT_TRUE(snap.recent.empty());
 }
@@ -179,7 +180,7 @@ TEST(SlowCauseTest, LateRankIsNamedAndTheExcessIsItsWaiting) {
   nic[kNicPortXmitWait] += 500;
   nic.Poll(t);
   sc.Settle(nic.state, t + 2 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kLateRank);
   EXPECT_EQ(s->windows, 5u);
@@ -214,11 +215,11 @@ TEST(SlowCauseTest, SlowerTransferWithXmitWaitClimbingIsTheNetworkNamingTheNic) 
   // Not settled before a poll later than its end came in.
   sc.Settle(nic.state, t + 2 * kS);
   EXPECT_EQ(sc.unsettled(), 1u);
-  EXPECT_EQ(sc.LastSettled(kComm), nullptr);
+  EXPECT_EQ(sc.LastSettled(kCommKey), nullptr);
   nic.Poll(t);
   sc.Settle(nic.state, t + 2 * kS);
   EXPECT_EQ(sc.unsettled(), 0u);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork);
   EXPECT_EQ(s->start_ns, start);
@@ -250,7 +251,7 @@ TEST(SlowCauseTest, SlowerTransferWithXmitWaitClimbingIsTheNetworkNamingTheNic) 
   EXPECT_EQ(alerts[0].host, "node-a");
   // Once the span is older than the recent window, no finding (the caller resolves it).
   EXPECT_TRUE(sc.NetworkAlerts(t + 90 * kS, 60 * kS, "node-a", "rb/").empty());
-  const nlohmann::json ev = sc.EvidenceFor(kComm);
+  const nlohmann::json ev = sc.EvidenceFor(kCommKey);
   EXPECT_NEAR(ev["excess_s_by_cause"]["network"].get<double>(), 0.010, 0.0005);
   EXPECT_EQ(ev["excess_s_by_cause"]["late_rank"].get<double>(), 0);
 }
@@ -279,7 +280,7 @@ TEST(SlowCauseTest, ErrorCountersAndLinkDownNameThePortOnAnyGrowth) {
   nic.reading.active = false;
   nic.Poll(t);
   sc.Settle(nic.state, t + 2 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork);
   std::vector<std::string> counters;
@@ -303,8 +304,8 @@ TEST(SlowCauseTest, WithoutSamplesASpanSettlesAfterItsWait) {
   EXPECT_EQ(sc.unsettled(), 1u);
   sc.Settle(nic.state, end + 6 * kS);
   EXPECT_EQ(sc.unsettled(), 0u);
-  ASSERT_NE(sc.LastSettled(kComm), nullptr);
-  EXPECT_EQ(sc.LastSettled(kComm)->cause, SlowCauseKind::kTransfer);
+  ASSERT_NE(sc.LastSettled(kCommKey), nullptr);
+  EXPECT_EQ(sc.LastSettled(kCommKey)->cause, SlowCauseKind::kTransfer);
 }
 
 TEST(SlowCauseTest, ALinkWhoseLatencyRoseIsNamed) {
@@ -331,7 +332,7 @@ TEST(SlowCauseTest, ALinkWhoseLatencyRoseIsNamed) {
   EXPECT_EQ(sc.unsettled(), 1u);  // no link report after its end yet
   report(t + 10 * kMs, 3, 200);
   sc.Settle(nic_off, t + 2 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork);
   ASSERT_EQ(s->links.size(), 1u);
@@ -466,7 +467,7 @@ TEST(SlowCauseTest, ARemoteLateRankWithNoisyCountersIsNotTheNetwork) {
   EXPECT_GE(by_cause[static_cast<size_t>(SlowCauseKind::kTransfer)], 400u);  // 85 spans of 5
   EXPECT_EQ(by_cause[static_cast<size_t>(SlowCauseKind::kNetwork)], 0u);
   EXPECT_EQ(by_cause[static_cast<size_t>(SlowCauseKind::kLateRank)], 0u);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(SlowSpanVerdict(*s), "transfer (no counter moved; or a rank on another node)");
   EXPECT_TRUE(sc.NetworkAlerts(t + 60 * kS, 120 * kS, "node-a", "rb/").empty());
@@ -502,7 +503,7 @@ const SlowSpan* HighAfterAFewLowPolls(SlowCause* sc, double high) {
     nics.Poll(at, rates);
   }
   sc->Settle(nics.state, 61 * kS);
-  return sc->LastSettled(kComm);
+  return sc->LastSettled(kCommKey);
 }
 
 // There mlx5_3 at 1.45x, 3.5 of the others' spread over its low usual, is within the band every
@@ -538,7 +539,7 @@ TEST(SlowCauseTest, ASlowPortOnNoisyCountersIsNamedAndNoOtherPort) {
   for (; t < 65 * kS; t += 100 * kMs) node.Window(&sc, t, 3 * kMs);
   nics.Poll(65 * kS, {{3, 25000}});
   sc.Settle(nics.state, 67 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
   ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
@@ -572,7 +573,7 @@ TEST(SlowCauseTest, AModestRiseOnOnePollIsNotNamedUntilItLasts) {
   for (; t < 65 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
   nics.Poll(65 * kS, {{3, 10000}});
   sc.Settle(nics.state, 65 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kTransfer) << SlowSpanVerdict(*s);
   EXPECT_TRUE(s->nics.empty()) << SlowSpanVerdict(*s);
@@ -584,7 +585,7 @@ TEST(SlowCauseTest, AModestRiseOnOnePollIsNotNamedUntilItLasts) {
   for (; t < 70 * kS; t += 100 * kMs) node.Window(&sc, t, 2 * kMs + (t / kMs % 3) * 10000);
   nics.Poll(70 * kS, {{3, 10000}});
   sc.Settle(nics.state, 70 * kS);
-  s = sc.LastSettled(kComm);
+  s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
   ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);
@@ -613,7 +614,7 @@ const SlowSpan* SlowPortAfterPolls(SlowCause* sc, int polls, int slow_from) {
   for (; t < end; t += 100 * kMs) node.Window(sc, t, 2 * kMs + (t / kMs % 3) * 10000);
   nics.Poll(end, {{3, 25000}});
   sc->Settle(nics.state, end);
-  return sc->LastSettled(kComm);
+  return sc->LastSettled(kCommKey);
 }
 
 // A port that slowed soon after sentineld began polling it: its slow polls must not become its
@@ -690,7 +691,7 @@ TEST(SlowCauseTest, EveryPortRisingAlikeNamesNone) {
   for (int i = 0; i < 8; ++i) all.push_back({i, 30000});
   nics.Poll(65 * kS, all);
   sc.Settle(nics.state, 67 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kTransfer) << SlowSpanVerdict(*s);
   EXPECT_TRUE(s->nics.empty());
@@ -742,7 +743,7 @@ TEST(SlowCauseTest, OnlyThePortsOfTheCommunicatorsOwnConnectionsCount) {
   nics.Poll(65 * kS, {{5, 200000}});
   report(65 * kS);
   sc.Settle(nics.state, 67 * kS);
-  const SlowSpan* s = sc.LastSettled(kComm);
+  const SlowSpan* s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kTransfer) << SlowSpanVerdict(*s);
   EXPECT_TRUE(s->nics.empty()) << SlowSpanVerdict(*s);
@@ -756,7 +757,7 @@ TEST(SlowCauseTest, OnlyThePortsOfTheCommunicatorsOwnConnectionsCount) {
   nics.Poll(75 * kS, all);
   report(75 * kS);
   sc.Settle(nics.state, 77 * kS);
-  s = sc.LastSettled(kComm);
+  s = sc.LastSettled(kCommKey);
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(s->cause, SlowCauseKind::kNetwork) << SlowSpanVerdict(*s);
   ASSERT_EQ(s->nics.size(), 1u) << SlowSpanVerdict(*s);

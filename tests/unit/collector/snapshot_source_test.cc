@@ -73,7 +73,7 @@ class FakeSource : public SnapshotSource {
     snap.host = "fakehost";
     snap.window_ns = window_ns;
     snap.since_mono_ns = now_mono_ns - window_ns;
-    snap.collectives.push_back({0xA0, 4000000, 1000000, 2000000, 10});
+    snap.collectives.push_back({0xA0, 0, 4000000, 1000000, 2000000, 10});
     return snap;
   }
   TraceSnapshot SnapshotTrace(int64_t since_ns, const ApiViewer& viewer) const override {
