@@ -104,6 +104,10 @@ void Aggregator::NoteRefused(const char* reason) {
     ++state_.counters.refused_uid;
   } else if (std::strcmp(reason, "hello_timeout") == 0) {
     ++state_.counters.refused_hello_timeout;
+  } else if (std::strcmp(reason, "uid_share") == 0) {
+    ++state_.counters.refused_uid_share;
+  } else if (std::strcmp(reason, "evicted") == 0) {
+    ++state_.counters.refused_evicted;
   } else {
     ++state_.counters.refused_too_many;
   }

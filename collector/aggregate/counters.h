@@ -14,6 +14,8 @@ struct Counters {
   uint64_t refused_bad_hello = 0;
   uint64_t refused_too_many = 0;
   uint64_t refused_hello_timeout = 0;  // no hello in time, or evicted for a client that said it
+  uint64_t refused_uid_share = 0;      // the uid held its share of --max-clients
+  uint64_t refused_evicted = 0;        // closed for a uid below its fair share of a full table
   uint64_t malformed = 0;
   uint64_t frames = 0;
   uint64_t records = 0;

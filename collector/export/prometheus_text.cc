@@ -49,7 +49,9 @@ void AppendClientFamilies(const MetricsSnapshot& snap, std::string* out) {
                           {"major", c.refused_major},
                           {"bad_hello", c.refused_bad_hello},
                           {"too_many", c.refused_too_many},
-                          {"hello_timeout", c.refused_hello_timeout}});
+                          {"hello_timeout", c.refused_hello_timeout},
+                          {"uid_share", c.refused_uid_share},
+                          {"evicted", c.refused_evicted}});
 }
 
 void AppendRecordFamilies(const Counters& c, std::string* out) {
