@@ -247,6 +247,21 @@ Vector History::CountOverTime(int64_t ts_ns, int64_t range_ns) const {
   return out;
 }
 
+Vector History::MaxOverTime(int64_t ts_ns, int64_t range_ns) const {
+  Vector out;
+  for (const auto& [k, e] : series_) {
+    bool any = false;
+    double most = 0;
+    for (const auto& [t, v] : e.second) {
+      if (t <= ts_ns - range_ns || t > ts_ns) continue;
+      most = any ? std::max(most, v) : v;
+      any = true;
+    }
+    if (any) out.push_back({e.first, most});
+  }
+  return out;
+}
+
 std::vector<AlertEvent> AlertRule::Evaluate(int64_t ts_ns, const Vector& result) {
   std::vector<AlertEvent> fired;
   std::map<std::string, Active> next;
@@ -364,14 +379,13 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
               Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
   }
   // record: sentinel:rank_late:recent
-  //   sentinel:rank_lateness_share and on (job, comm, uid, instance, rank)
-  //   count_over_time(sentinel:rank_late[50s]) >= 2
+  //   max_over_time(sentinel:rank_late[50s]) and count_over_time(sentinel:rank_late[50s]) >= 2
   rank_late_history_.Add(ts_ns, rec["sentinel:rank_late"]);
   rank_late_history_.Trim(ts_ns - JobwideRules::kRecentNs);
   const Vector late_counts = rank_late_history_.CountOverTime(ts_ns, JobwideRules::kRecentNs);
   rec["sentinel:rank_late:recent"] =
-      AndOn(rec["sentinel:rank_lateness_share"],
-            Filter(late_counts, Cmp::kGe, JobwideRules::kRecentLate), kJobCommInstanceRank);
+      And(rank_late_history_.MaxOverTime(ts_ns, JobwideRules::kRecentNs),
+          Filter(late_counts, Cmp::kGe, JobwideRules::kRecentLate));
   // record: sentinel:node_ranks:count
   //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm, uid)
   //   sentinel:comm_nodes:count > 1)

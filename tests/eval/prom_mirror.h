@@ -84,6 +84,9 @@ class History {
   Vector Changes(int64_t ts_ns, int64_t range_ns) const;
   // `count_over_time(m[range])` at `ts_ns`: per series, its samples in (ts - range, ts].
   Vector CountOverTime(int64_t ts_ns, int64_t range_ns) const;
+  // `max_over_time(m[range])` at `ts_ns`: per series, the largest of its samples in (ts - range,
+  // ts].
+  Vector MaxOverTime(int64_t ts_ns, int64_t range_ns) const;
 
  private:
   std::map<std::string, std::pair<Labels, std::vector<std::pair<int64_t, double>>>> series_;
