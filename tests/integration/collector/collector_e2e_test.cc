@@ -378,13 +378,13 @@ TEST_F(CollectorE2eTest, SimFakeCuptiLowOverlapRankIsVisible) {
         metrics = collector.Get("/metrics").second;
         // Every rank's first window (they arrive rank by rank), not only the two compared first.
         for (const char* r : {"0", "1", "2", "3"}) {
-          if (metrics.find(std::string("sentinel_gpu_compute_ratio{rank=\"") + r + "\"}") ==
+          if (metrics.find(std::string("sentinel_gpu_compute_ratio{rank=\"") + r + "\",uid=") ==
               std::string::npos) {
             return false;
           }
         }
-        return metrics.find("sentinel_gpu_overlap_ratio{rank=\"2\"}") != std::string::npos &&
-               metrics.find("sentinel_gpu_overlap_ratio{rank=\"0\"}") != std::string::npos;
+        return metrics.find("sentinel_gpu_overlap_ratio{rank=\"2\",uid=") != std::string::npos &&
+               metrics.find("sentinel_gpu_overlap_ratio{rank=\"0\",uid=") != std::string::npos;
       },
       30000))
       << metrics << ReadFile(sim_log);
