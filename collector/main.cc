@@ -99,11 +99,20 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", std::string(port.status().message()));
     return 1;
   }
+  // Signals are handled from before the port file says the daemon is up: a SIGTERM right after
+  // it stops the daemon cleanly (Run() returns at once), never kills it mid-start.
+  g_server = &ingest;
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
   if (!config.port_file.empty()) {
     // Atomic (readers never see a partial file); a failure is fatal, not a silent no-file.
     absl::Status ps = WriteFileAtomically(config.port_file, std::to_string(*port) + "\n", 0644);
     if (!ps.ok()) {
       spdlog::critical("--port-file: {}", std::string(ps.message()));
+      g_server = nullptr;
       return 1;
     }
   }
@@ -117,12 +126,6 @@ int main(int argc, char** argv) {
   nic_poller.Start();
   spdlog::info("sentineld {} listening: socket {} http {} (port {})", kSentinelVersion,
                ingest.socket_path(), config.listen, *port);
-  g_server = &ingest;
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
   ingest.Run();
   g_server = nullptr;
   spdlog::info("sentineld stopping");
