@@ -5,7 +5,6 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +23,7 @@
 #include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
+#include "collector/base/fd_budget.h"
 #include "collector/base/thread.h"
 #include "collector/config/config.h"
 #include "collector/export/api_json.h"
@@ -36,33 +36,11 @@ namespace sentinel::collector {
 namespace {
 
 constexpr const char* kJson = "application/json";
-// Connections served at once. Each costs an fd and libmicrohttpd's connection buffer (malloc'ed,
-// kMaxRequestHead + 8 KiB, touched only as far as the request goes).
-constexpr unsigned kMaxConnections = 4096;
-constexpr unsigned kMinConnections = 64;
-// Open files kept for everything else: the plugin connections, sysfs, logs.
-constexpr rlim_t kOtherFds = 512;
 constexpr int64_t kReapPeriodNs = 100000000;
 constexpr int64_t kEvictLogPeriodNs = 10LL * 1000000000;
 // Set in a request's context when its target carried more than kMaxQueryParams parameters; the
 // rest of the context is the target's length + 1.
 constexpr uintptr_t kTooManyParams = uintptr_t{1} << (sizeof(uintptr_t) * 8 - 1);
-
-// The connection limit the open-file limit allows, after raising its soft value to the hard one
-// (sentineld's own process: thousands of sockets are its job).
-unsigned ConnectionLimitForFds() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return kMinConnections;
-  if (lim.rlim_cur < lim.rlim_max) {
-    rlimit raised = lim;
-    raised.rlim_cur = lim.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-  }
-  if (lim.rlim_cur == RLIM_INFINITY) return kMaxConnections;
-  const rlim_t spare = lim.rlim_cur > 2 * kOtherFds ? lim.rlim_cur - kOtherFds : lim.rlim_cur / 2;
-  return static_cast<unsigned>(
-      std::clamp<rlim_t>(spare, rlim_t{kMinConnections}, rlim_t{kMaxConnections}));
-}
 
 void SendJson(HttpResponse& res, int status, const nlohmann::json& body) {
   res.status = status;
@@ -427,7 +405,9 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   const int64_t timeout_ns = source_->config().http_timeout_ns;
   const auto idle_s =
       static_cast<unsigned>(std::max<int64_t>(1, (timeout_ns + 999999999) / 1000000000));
-  limit_ = ConnectionLimitForFds();
+  // Connections served at once, each an fd and libmicrohttpd's connection buffer (malloc'ed,
+  // kMaxRequestHead + 8 KiB, touched only as far as the request goes), as the open files allow.
+  limit_ = static_cast<unsigned>(HttpConnectionsForFds(RaisedFileLimit()));
   // The headroom above keep_ absorbs connections accepted before libmicrohttpd has closed the
   // ones MakeRoom shut down; it never reaches its own limit, where it stops accepting.
   keep_ = limit_ - limit_ / 8;

@@ -22,6 +22,7 @@
 #include "spdlog/spdlog.h"
 
 #include "collector/base/epoll_wakeup.h"
+#include "collector/base/fd_budget.h"
 #include "collector/base/owned_paths.h"
 #include "common/fs_trust.h"
 
@@ -34,15 +35,6 @@ constexpr int kMaxReadsPerWakeup = 16;  // fairness between clients
 // epoll and wake-up descriptors, the lock and port files, the record log, sysfs and /proc reads,
 // the push gateway's socket, libmicrohttpd's own.
 constexpr rlim_t kOwnFds = 64;
-
-// The HTTP server's connection limit for `nofile` open files: the formula of
-// ConnectionLimitForFds in collector/export/http_server.cc (64 to 4096 connections, leaving 512
-// files, or half of them under 1,024, to everything else), which that file keeps private.
-rlim_t HttpShareOfFds(rlim_t nofile) {
-  constexpr rlim_t kHttpOtherFds = 512;
-  const rlim_t spare = nofile > 2 * kHttpOtherFds ? nofile - kHttpOtherFds : nofile / 2;
-  return std::clamp<rlim_t>(spare, 64, 4096);
-}
 
 }  // namespace
 
@@ -103,21 +95,15 @@ IngestServer::IngestServer(const Config& config, IngestConsumer* aggregator)
 }
 
 void IngestServer::ClampClientsToFds() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
   // The HTTP server raises the soft limit to the hard one when it starts; so do we, first, so that
   // both count on the same figure.
-  if (lim.rlim_cur < lim.rlim_max) {
-    rlimit raised = lim;
-    raised.rlim_cur = lim.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-  }
-  if (lim.rlim_cur == RLIM_INFINITY) return;
-  const rlim_t http = HttpShareOfFds(lim.rlim_cur);
-  const rlim_t left = lim.rlim_cur > http + kOwnFds ? lim.rlim_cur - http - kOwnFds : 1;
+  const rlim_t nofile = RaisedFileLimit();
+  if (nofile == 0 || nofile == RLIM_INFINITY) return;
+  const rlim_t http = HttpConnectionsForFds(nofile);
+  const rlim_t left = nofile > http + kOwnFds ? nofile - http - kOwnFds : 1;
   const size_t configured = max_clients_;
   max_clients_ = std::min<size_t>(configured, static_cast<size_t>(left));
-  fd_note_ = absl::StrCat("open-file limit ", static_cast<uint64_t>(lim.rlim_cur), ": ",
+  fd_note_ = absl::StrCat("open-file limit ", static_cast<uint64_t>(nofile), ": ",
                           static_cast<uint64_t>(http), " for HTTP connections, ",
                           static_cast<uint64_t>(kOwnFds), " for sentineld's own files");
 }
