@@ -2,7 +2,6 @@
 #include "collector/config/config.h"
 
 #include <fcntl.h>
-#include <grp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 
 #include "collector/base/alert_kind.h"
 #include "collector/base/owned_paths.h"
+#include "collector/base/user_groups.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
 #include "common/choice_words.h"
@@ -436,11 +436,7 @@ absl::Status Config::Validate() const {
                      "] (larger never fires), got ", straggler_floor_h));
   }
   if (!api_read_group.empty()) {
-    group grp{};
-    group* found = nullptr;
-    std::vector<char> buf(16384);
-    if (getgrnam_r(api_read_group.c_str(), &grp, buf.data(), buf.size(), &found) != 0 ||
-        found == nullptr) {
+    if (!GroupId(api_read_group).ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--api-read-group: unknown group '", api_read_group, "'"));
     }

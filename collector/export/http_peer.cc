@@ -1,9 +1,7 @@
 // The peer's uid from /proc/net/tcp{,6} and the API's read policy: see http_peer.h.
 #include "collector/export/http_peer.h"
 
-#include <grp.h>
 #include <netinet/in.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <array>
@@ -156,26 +154,6 @@ PeerIdentity IdentifyPeer(const sockaddr_storage& peer, const sockaddr_storage& 
   return who;
 }
 
-bool UidInGroup(uint32_t uid, gid_t gid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) != 0 || found == nullptr) return false;
-  if (pw.pw_gid == gid) return true;
-  int count = 64;
-  std::vector<gid_t> groups(static_cast<size_t>(count));
-  if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &count) < 0) {
-    if (count <= 0 || count > 65536) return false;
-    groups.resize(static_cast<size_t>(count));
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &count) < 0) return false;
-  }
-  groups.resize(static_cast<size_t>(count));
-  for (gid_t g : groups) {
-    if (g == gid) return true;
-  }
-  return false;
-}
-
 ApiViewer ViewerFor(const ApiReadPolicy& policy, const PeerIdentity& peer,
                     const std::function<bool(uint32_t, gid_t)>& in_group) {
   if (!peer.local) {
@@ -187,16 +165,6 @@ ApiViewer ViewerFor(const ApiReadPolicy& policy, const PeerIdentity& peer,
   viewer.sees_all = peer.uid == 0 || peer.uid == policy.daemon_uid ||
                     (policy.reader_gid && in_group(peer.uid, *policy.reader_gid));
   return viewer;
-}
-
-absl::StatusOr<gid_t> GroupId(const std::string& name) {
-  group grp{};
-  group* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getgrnam_r(name.c_str(), &grp, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
-    return absl::NotFoundError("unknown group " + name);
-  }
-  return grp.gr_gid;
 }
 
 }  // namespace sentinel::collector

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 
 #include "collector/aggregate/snapshot_source.h"  // ApiViewer, as export may include it
+#include "collector/base/user_groups.h"
 
 namespace sentinel::collector {
 
@@ -41,17 +42,11 @@ struct ApiReadPolicy {
   bool remote_details = false;
 };
 
-// Whether `uid` belongs to `gid` (its primary group or a listed member), from the user database.
-bool UidInGroup(uint32_t uid, gid_t gid);
-
 // The policy: root, the daemon's own uid and members of the reader group see everything; another
 // local uid sees its own jobs; a local peer whose socket is not found sees nothing; a peer on
 // another host sees everything only with remote_details, else nothing. `in_group` answers group
 // membership (UidInGroup; a test seam).
 ApiViewer ViewerFor(const ApiReadPolicy& policy, const PeerIdentity& peer,
                     const std::function<bool(uint32_t, gid_t)>& in_group = UidInGroup);
-
-// The gid of group `name`, or NotFound.
-absl::StatusOr<gid_t> GroupId(const std::string& name);
 
 }  // namespace sentinel::collector

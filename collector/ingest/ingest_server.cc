@@ -145,15 +145,12 @@ absl::Status IngestServer::Listen() {
   }
   const bool use_group = !config_.allow_group.empty();
   if (use_group) {
-    struct group grp {};
-    struct group* result = nullptr;
-    std::vector<char> buf(16384);
-    if (getgrnam_r(config_.allow_group.c_str(), &grp, buf.data(), buf.size(), &result) != 0 ||
-        result == nullptr) {
+    absl::StatusOr<gid_t> gid = GroupId(config_.allow_group);
+    if (!gid.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--allow-group: unknown group ", config_.allow_group));
     }
-    allow_gid_ = grp.gr_gid;
+    allow_gid_ = *gid;
   }
   // The socket's directory: created (last component only) or brought to its documented mode,
   // and refused when another user could replace what is in it (owned_paths.h).
@@ -222,20 +219,7 @@ bool IngestServer::PeerAllowed(uid_t uid, gid_t gid) const {
   if (uid == geteuid()) return true;
   if (allow_gid_ == static_cast<gid_t>(-1)) return false;
   if (gid == allow_gid_) return true;
-  passwd pw{};
-  passwd* result = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(uid, &pw, buf.data(), buf.size(), &result) != 0 || result == nullptr) return false;
-  int n = 64;
-  std::vector<gid_t> groups(static_cast<size_t>(n));
-  if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) {
-    groups.resize(static_cast<size_t>(n));
-    if (getgrouplist(pw.pw_name, pw.pw_gid, groups.data(), &n) < 0) return false;
-  }
-  for (int i = 0; i < n; ++i) {
-    if (groups[static_cast<size_t>(i)] == allow_gid_) return true;
-  }
-  return false;
+  return UidInGroup(uid, allow_gid_);
 }
 
 size_t IngestServer::HandshakeCap() const {
