@@ -25,6 +25,7 @@
 
 #include "collector/base/fd_budget.h"
 #include "collector/base/thread.h"
+#include "collector/base/user_groups.h"
 #include "collector/config/config.h"
 #include "collector/export/api_json.h"
 #include "collector/export/http_peer.h"

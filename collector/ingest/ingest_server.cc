@@ -24,6 +24,7 @@
 #include "collector/base/epoll_wakeup.h"
 #include "collector/base/fd_budget.h"
 #include "collector/base/owned_paths.h"
+#include "collector/base/user_groups.h"
 #include "common/fs_trust.h"
 
 namespace sentinel::collector {
