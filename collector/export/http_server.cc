@@ -159,7 +159,12 @@ struct HttpServer::Glue {
     self->Forget(fd);
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
       const int64_t now = self->clock_->MonoNs();
-      const int64_t deadline = now + self->source_->config().http_timeout_ns;
+      // The deadline counts from the front end's accept (http_front.h).
+      auto handed = self->handed_.find(fd);
+      const int64_t deadline = handed != self->handed_.end()
+                                   ? handed->second
+                                   : now + self->source_->config().http_timeout_ns;
+      if (handed != self->handed_.end()) self->handed_.erase(handed);
       self->deadlines_[fd] = deadline;
       self->by_deadline_.emplace(deadline, fd);
       self->MakeRoom(now);
@@ -406,24 +411,48 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   const int64_t timeout_ns = source_->config().http_timeout_ns;
   const auto idle_s =
       static_cast<unsigned>(std::max<int64_t>(1, (timeout_ns + 999999999) / 1000000000));
-  // Connections served at once, each an fd and libmicrohttpd's connection buffer (malloc'ed,
-  // kMaxRequestHead + 8 KiB, touched only as far as the request goes), as the open files allow.
   limit_ = static_cast<unsigned>(HttpConnectionsForFds(RaisedFileLimit()));
-  // The headroom above keep_ absorbs connections accepted before libmicrohttpd has closed the
-  // ones MakeRoom shut down; it never reaches its own limit, where it stops accepting.
-  keep_ = limit_ - limit_ / 8;
+  // Most connections wait in the front end (a slow client costs an fd there); libmicrohttpd gets
+  // a quarter (at least 16), enough for the complete requests it answers at once or hands to the
+  // worker.
+  const unsigned mhd_limit = std::max(limit_ / 4, 16U);
+  // The headroom above keep_ absorbs connections handed over before libmicrohttpd has closed the
+  // ones MakeRoom shut down; it never reaches its own limit, where it refuses new ones.
+  keep_ = mhd_limit - mhd_limit / 8;
+  const size_t memory = kMaxRequestHead + 8192;
   daemon_ = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
-          MHD_USE_ERROR_LOG,
-      0, nullptr, nullptr, &Glue::Access, this, MHD_OPTION_LISTEN_SOCKET, listen_fd,
-      MHD_OPTION_CONNECTION_LIMIT, limit_, MHD_OPTION_CONNECTION_TIMEOUT, idle_s,
-      MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<size_t>(kMaxRequestHead + 8192),
+          MHD_USE_ERROR_LOG | MHD_USE_NO_LISTEN_SOCKET,
+      0, nullptr, nullptr, &Glue::Access, this, MHD_OPTION_CONNECTION_LIMIT, mhd_limit,
+      MHD_OPTION_CONNECTION_TIMEOUT, idle_s, MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory,
       MHD_OPTION_URI_LOG_CALLBACK, &Glue::UriLog, this, MHD_OPTION_NOTIFY_CONNECTION, &Glue::Notify,
       this, MHD_OPTION_EXTERNAL_LOGGER, &Glue::Log, this, MHD_OPTION_END);
   if (daemon_ == nullptr) {
     close(listen_fd);
     return absl::InternalError(
         absl::StrCat("cannot serve HTTP on ", listen, ": libmicrohttpd failed to start"));
+  }
+  // libmicrohttpd 0.9.75 writes the head twice when it refuses a Content-Length: the front end
+  // accepts, refuses those itself and hands every other connection over (http_front.h).
+  front_ = std::make_unique<HttpFront>(
+      clock_, limit_ - mhd_limit, timeout_ns, memory,
+      [this](int fd, const sockaddr* addr, socklen_t addr_len, int64_t deadline_ns) {
+        {
+          absl::MutexLock lock(&mu_);
+          handed_[fd] = deadline_ns;
+        }
+        if (MHD_add_connection(daemon_, fd, addr, addr_len) == MHD_YES) return true;
+        absl::MutexLock lock(&mu_);
+        handed_.erase(fd);  // libmicrohttpd closed it
+        return false;
+      });
+  if (!front_->Start(listen_fd)) {
+    const int err_front = errno;
+    front_.reset();  // closes the listening socket
+    MHD_stop_daemon(daemon_);
+    daemon_ = nullptr;
+    return absl::InternalError(
+        absl::StrCat("cannot serve HTTP on ", listen, ": ", ErrnoText(err_front)));
   }
   reaper_ = StartThread("sentineld-http", [this] { Reap(); });
   worker_ = StartThread("sentineld-api", [this] { Work(); });
@@ -496,6 +525,8 @@ void HttpServer::Work() {
 }
 
 void HttpServer::Stop() {
+  // No new connection reaches libmicrohttpd after this.
+  if (front_ != nullptr) front_->Stop();
   {
     absl::MutexLock lock(&work_mu_);
     work_stop_ = true;  // no connection is suspended after the worker ends
@@ -506,7 +537,7 @@ void HttpServer::Stop() {
     stop_ = true;
   }
   if (reaper_.joinable()) reaper_.join();
-  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);  // closes the listening socket too
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
   daemon_ = nullptr;
 }
 

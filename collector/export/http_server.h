@@ -22,6 +22,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -32,6 +33,7 @@
 
 #include "collector/aggregate/snapshot_source.h"
 #include "collector/base/clock.h"
+#include "collector/export/http_front.h"
 #include "collector/export/http_peer.h"
 #include "collector/export/http_request.h"
 
@@ -61,8 +63,9 @@ class HttpServer {
   // its hard limit first, is low). Connections closed to make room so far.
   unsigned ConnectionLimit() const { return limit_; }
   uint64_t Evicted() const {
+    const uint64_t front = front_ != nullptr ? front_->Evicted() : 0;
     absl::MutexLock lock(&mu_);
-    return evicted_;
+    return evicted_ + front;
   }
 
  private:
@@ -99,6 +102,7 @@ class HttpServer {
   std::map<std::string, Route> routes_;  // written before the daemon starts, then read-only
   ApiReadPolicy policy_;                 // likewise
   MHD_Daemon* daemon_ = nullptr;
+  std::unique_ptr<HttpFront> front_;  // owns the listening socket
   std::thread reaper_;
   std::thread worker_;
   unsigned limit_ = 0;  // libmicrohttpd's connection limit
@@ -110,6 +114,8 @@ class HttpServer {
   // it closes the fd, so a listed fd is never a reused one.
   std::map<int, int64_t> deadlines_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<int64_t, int>> by_deadline_ ABSL_GUARDED_BY(mu_);
+  // Connections being handed to libmicrohttpd: fd -> deadline, until it reports them started.
+  std::map<int, int64_t> handed_ ABSL_GUARDED_BY(mu_);
   uint64_t evicted_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t evict_logged_ns_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t evict_logged_ ABSL_GUARDED_BY(mu_) = 0;  // evicted_ when last logged
