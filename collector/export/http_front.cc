@@ -231,30 +231,38 @@ void HttpFront::OnReadable(int fd, uint32_t events) {
   const HeadVerdict verdict = JudgeHead(std::string_view(peek_.data(), static_cast<size_t>(got)));
   const bool full = static_cast<size_t>(got) == peek_.size();
   const bool ended = (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0;
-  if (verdict == HeadVerdict::kIncomplete && !full && !ended) return;  // more to come
-  if (verdict == HeadVerdict::kBadLength || verdict == HeadVerdict::kLengthTooBig) {
-    Refuse(fd, verdict);
+  if (verdict == HeadVerdict::kIncomplete && !full) {
+    // More to come, or never: a client that stops before its head ends is owed no answer.
+    if (ended) Drop(fd);
+    return;
+  }
+  if (verdict == HeadVerdict::kBadLength) {
+    Refuse(fd, 400, "Bad Request", "malformed Content-Length");
+    return;
+  }
+  if (verdict == HeadVerdict::kLengthTooBig) {
+    Refuse(fd, 413, "Content Too Large", "Content-Length larger than 64 bits");
     return;
   }
   // A good head, or one libmicrohttpd refuses itself (too large, cut short): its connection now.
   const Waiting w = it->second;
+  const Handed handed =
+      hand_over_(fd, reinterpret_cast<const sockaddr*>(&w.addr), w.addr_len, w.deadline_ns);
+  if (handed == Handed::kBusy) {
+    Refuse(fd, 503, "Service Unavailable", "busy: too many requests being answered");
+    return;
+  }
+  // Taken, or closed by libmicrohttpd when it failed: no longer ours either way.
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   by_deadline_.erase({w.deadline_ns, fd});
   waiting_.erase(it);
-  // On failure libmicrohttpd has closed the fd itself.
-  if (!hand_over_(fd, reinterpret_cast<const sockaddr*>(&w.addr), w.addr_len, w.deadline_ns)) {
-    spdlog::debug("http: libmicrohttpd did not take a connection");
-  }
+  if (handed == Handed::kFailed) spdlog::debug("http: libmicrohttpd did not take a connection");
 }
 
-void HttpFront::Refuse(int fd, HeadVerdict verdict) {
-  const bool too_big = verdict == HeadVerdict::kLengthTooBig;
-  const int code = too_big ? 413 : 400;
-  const std::string body =
-      ErrorJson(code, too_big ? "Content-Length larger than 64 bits" : "malformed Content-Length")
-          .dump();
+void HttpFront::Refuse(int fd, int code, const char* reason, const char* message) {
+  const std::string body = ErrorJson(code, message).dump();
   const std::string out = absl::StrCat(
-      "HTTP/1.1 ", code, too_big ? " Content Too Large" : " Bad Request",
+      "HTTP/1.1 ", code, " ", reason,
       "\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ", body.size(),
       "\r\n\r\n", body);
   char sink[4096];

@@ -42,10 +42,13 @@ HeadVerdict JudgeHead(std::string_view bytes);
 
 class HttpFront {
  public:
-  // Takes a connection whose head is complete (or too large to judge): true when libmicrohttpd
-  // took it. `deadline_ns` is the connection's accept time + timeout (Clock::MonoNs).
+  // What became of a connection handed on: taken; failed (and closed by the callee); or refused
+  // for now because libmicrohttpd is full (the fd is still the front end's, which answers 503).
+  enum class Handed { kTaken, kFailed, kBusy };
+  // Takes a connection whose head is complete (or too large to judge). `deadline_ns` is the
+  // connection's accept time + timeout (Clock::MonoNs).
   using HandOver =
-      std::function<bool(int fd, const sockaddr* addr, socklen_t len, int64_t deadline_ns)>;
+      std::function<Handed(int fd, const sockaddr* addr, socklen_t len, int64_t deadline_ns)>;
 
   // `peek_bytes`: at least libmicrohttpd's connection memory, so that a head this cannot see
   // whole is one libmicrohttpd refuses itself.
@@ -76,8 +79,8 @@ class HttpFront {
   void Run();
   void AcceptAll();
   void OnReadable(int fd, uint32_t events);
-  // Answers 400/413 with one head and our JSON body, then drains the connection.
-  void Refuse(int fd, HeadVerdict verdict);
+  // Answers `code` with one head and our JSON error body, then drains the connection.
+  void Refuse(int fd, int code, const char* reason, const char* message);
   void Drop(int fd);  // closes and forgets a waiting connection
   bool Stopping() const {
     absl::MutexLock lock(&mu_);

@@ -419,6 +419,7 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   // The headroom above keep_ absorbs connections handed over before libmicrohttpd has closed the
   // ones MakeRoom shut down; it never reaches its own limit, where it refuses new ones.
   keep_ = mhd_limit - mhd_limit / 8;
+  handover_cap_ = mhd_limit - mhd_limit / 16;
   const size_t memory = kMaxRequestHead + 8192;
   daemon_ = MHD_start_daemon(
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME |
@@ -437,14 +438,22 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
   front_ = std::make_unique<HttpFront>(
       clock_, limit_ - mhd_limit, timeout_ns, memory,
       [this](int fd, const sockaddr* addr, socklen_t addr_len, int64_t deadline_ns) {
+        // libmicrohttpd must never reach its own limit: past it, 0.9.75 was seen to hang.
+        // Counted: its open connections and those handed to it but not yet started.
+        const MHD_DaemonInfo* open =
+            MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         {
           absl::MutexLock lock(&mu_);
+          const size_t held = (open != nullptr ? open->num_connections : 0) + handed_.size();
+          if (held >= handover_cap_) return HttpFront::Handed::kBusy;
           handed_[fd] = deadline_ns;
         }
-        if (MHD_add_connection(daemon_, fd, addr, addr_len) == MHD_YES) return true;
+        if (MHD_add_connection(daemon_, fd, addr, addr_len) == MHD_YES) {
+          return HttpFront::Handed::kTaken;
+        }
         absl::MutexLock lock(&mu_);
         handed_.erase(fd);  // libmicrohttpd closed it
-        return false;
+        return HttpFront::Handed::kFailed;
       });
   if (!front_->Start(listen_fd)) {
     const int err_front = errno;

@@ -3,10 +3,15 @@
 // thread: a slow client costs a bounded connection buffer and an fd, never a worker.
 // libmicrohttpd's own timeout is an idle timeout (a client sending a byte a second would never hit
 // it), so a small reaper thread enforces --http-timeout as a deadline for each connection's whole
-// life. Thousands of slow clients (slowloris) cannot lock the API out: the server keeps up to
-// ConnectionLimit() connections, and when the open ones reach 7/8 of it, each new connection
-// closes the oldest open one, so a fresh request (a liveness probe) is always accepted and, being
-// answered in one pass of the polling thread, served. GET only; one request per connection. Reads
+// life. An accept front end (http_front.h) owns the listening socket and holds each connection
+// until its request head is complete, then hands it to libmicrohttpd (it answers a Content-Length
+// libmicrohttpd would refuse itself: 0.9.75 writes that answer's head twice). Thousands of slow
+// clients (slowloris) cannot lock the API out: the front end keeps up to 3/4 of
+// ConnectionLimit() waiting and closes the oldest waiting one for each new one past that; in
+// libmicrohttpd (the other quarter) a new connection past 7/8 of its share closes the oldest
+// open one, and past 15/16 is answered 503. So a fresh request (a liveness probe) is always
+// accepted and, being answered in one pass of the polling thread, served. Every deadline counts
+// from the accept. GET only; one request per connection. Reads
 // the aggregator only through SnapshotSource (snapshots copied under its lock, rendered here after
 // it).
 // The job-detail routes (/v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace) can grow to megabytes:
@@ -105,8 +110,9 @@ class HttpServer {
   std::unique_ptr<HttpFront> front_;  // owns the listening socket
   std::thread reaper_;
   std::thread worker_;
-  unsigned limit_ = 0;  // libmicrohttpd's connection limit
-  unsigned keep_ = 0;   // open connections past which the oldest is closed (7/8 of limit_)
+  unsigned limit_ = 0;       // connections at once, in the front end and in libmicrohttpd
+  unsigned keep_ = 0;        // open connections past which the oldest is closed (7/8 of its limit)
+  size_t handover_cap_ = 0;  // libmicrohttpd's connections past which new ones get 503
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   // Open connections (fd -> deadline, CLOCK_MONOTONIC ns) and the same ordered by deadline, i.e.
