@@ -11,6 +11,7 @@
 
 #include "gtest/gtest.h"
 
+#include "collector/export/http_front.h"
 #include "tests/integration/collector/daemon_fixture.h"
 #include "tests/integration/collector/slow_clients.h"
 
@@ -66,6 +67,33 @@ std::string OneResponse(const std::string& reply, int status, const std::string&
     EXPECT_EQ(std::stoul(head.substr(cl + 18)), body.size()) << what << ": '" << reply << "'";
   }
   return body;
+}
+
+using collector::HeadVerdict;
+using collector::JudgeHead;
+
+// The front end's reading of a head, as libmicrohttpd reads the same bytes.
+TEST(JudgeHead, ReadsContentLengthAsLibmicrohttpdDoes) {
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nHost: x\r\n"), HeadVerdict::kIncomplete);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: x\r\n"), HeadVerdict::kIncomplete);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), HeadVerdict::kPass);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\ncontent-length: \t 12\r\n\r\n"), HeadVerdict::kPass);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: 12x\r\n\r\n"), HeadVerdict::kBadLength);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length:\r\n\r\n"), HeadVerdict::kBadLength);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\nContent-Length: 12 \n\n"), HeadVerdict::kBadLength);
+  EXPECT_EQ(JudgeHead("\r\nGET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n"), HeadVerdict::kBadLength);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: 18446744073709551615\r\n\r\n"),
+            HeadVerdict::kPass);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: 18446744073709551616\r\n\r\n"),
+            HeadVerdict::kLengthTooBig);
+  // A folded line continues the value; the first Content-Length is the one read.
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: 1\r\n 2\r\n\r\n"),
+            HeadVerdict::kBadLength);
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: x\r\n\r\n"),
+            HeadVerdict::kPass);
+  // Transfer-Encoding: Content-Length is not read at all.
+  EXPECT_EQ(JudgeHead("GET / HTTP/1.1\r\nContent-Length: x\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            HeadVerdict::kPass);
 }
 
 class HttpHeadTest : public DaemonFixture {};
