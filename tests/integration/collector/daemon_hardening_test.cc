@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 
 #include "tests/integration/collector/daemon_fixture.h"
+#include "tests/integration/collector/raw_http.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::testing {
@@ -44,24 +45,6 @@ int TcpConnect(int port) {
     return -1;
   }
   return fd;
-}
-
-// Sends `request` on a fresh connection and reads the whole reply (the server closes).
-std::string RawHttp(int port, const std::string& request) {
-  const int fd = TcpConnect(port);
-  if (fd < 0) return "";
-  timeval tv{5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  std::string reply;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return reply;
 }
 
 class HardeningTest : public DaemonFixture {

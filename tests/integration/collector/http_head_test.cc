@@ -3,45 +3,17 @@
 // head twice; sentineld's accept front end (collector/export/http_front.h) answers these itself.
 // The REAL sentineld, raw loopback sockets.
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "gtest/gtest.h"
 
 #include "collector/export/http_front.h"
 #include "tests/integration/collector/daemon_fixture.h"
-#include "tests/integration/collector/slow_clients.h"
+#include "tests/integration/collector/raw_http.h"
 
 namespace sentinel::testing {
 namespace {
-
-// Sends `request` (one byte every `gap_ms` when it is not 0) and reads until the server closes.
-std::string Exchange(int port, const std::string& request, int gap_ms = 0) {
-  const int fd = LoopbackConnect(port);
-  if (fd < 0) return "";
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  if (gap_ms == 0) {
-    (void)!send(fd, request.data(), request.size(), MSG_NOSIGNAL);
-  } else {
-    for (char c : request) {
-      (void)!send(fd, &c, 1, MSG_NOSIGNAL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(gap_ms));
-    }
-  }
-  std::string reply;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<size_t>(n));
-  }
-  close(fd);
-  return reply;
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -107,8 +79,8 @@ TEST_F(HttpHeadTest, BadContentLengthGetsOneHeadAndOneBody) {
   for (const auto& c : cases) {
     const std::string what = std::string("Content-Length '") + c.value + "'";
     const std::string reply =
-        Exchange(port_, std::string("POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length:") +
-                            c.value + "\r\n\r\n");
+        RawHttp(port_, std::string("POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length:") +
+                           c.value + "\r\n\r\n");
     const std::string body = OneResponse(reply, c.status, what);
     const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
     ASSERT_FALSE(j.is_discarded()) << what << ": body is not JSON: '" << body << "'";
@@ -118,9 +90,9 @@ TEST_F(HttpHeadTest, BadContentLengthGetsOneHeadAndOneBody) {
   // With Transfer-Encoding the Content-Length is not libmicrohttpd's to read: it answers (a GET
   // with a chunked body of nothing) as usual, once.
   const std::string chunked =
-      Exchange(port_,
-               "GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: "
-               "x\r\n\r\n0\r\n\r\n");
+      RawHttp(port_,
+              "GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: "
+              "x\r\n\r\n0\r\n\r\n");
   EXPECT_EQ(Count(chunked, "HTTP/1."), 1u) << chunked;
 }
 
@@ -128,12 +100,12 @@ TEST_F(HttpHeadTest, GoodRequestsStillAnsweredOnce) {
   Start();
   for (const char* path : {"/healthz", "/metrics"}) {
     const std::string reply =
-        Exchange(port_, std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
+        RawHttp(port_, std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n");
     OneResponse(reply, 200, path);
   }
   // A head arriving one byte every 20 ms waits in the front end and is answered once whole.
   const std::string slow =
-      Exchange(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 20);
+      RawHttp(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 20);
   const std::string body = OneResponse(slow, 200, "dribbled /healthz");
   EXPECT_NE(body.find("\"status\""), std::string::npos) << body;
 }
