@@ -197,7 +197,10 @@ void HttpFront::AcceptAll() {
       }
     }
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
+    // Edge-triggered: the head is only peeked, so a level-triggered waiting connection would be
+    // reported on every wait, and a few thousand of them would delay a fresh request by
+    // milliseconds. Each new arrival of bytes is a new edge.
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
     ev.data.fd = fd;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
       close(fd);
