@@ -22,6 +22,7 @@ LAYERS = {
     "config": 2,    # flags and config file
     "ingest": 3,    # wire frames -> IngestConsumer (ingest_consumer.h)
     "nic": 3,       # sysfs poller -> NicPollConsumer (nic_counters.h)
+    "evidence": 3,  # what the node says about a rank's process and GPU (/proc, cgroups, NVML)
     "aggregate": 4,  # implements both consumers; RecordSink for the record log
     "export": 5,    # renders the aggregator's state
     "": 6,          # main.cc, sentinelctl.cc, ctl_net.*: wiring
