@@ -69,7 +69,7 @@ LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t windo
 }
 
 std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f,
-                                  bool structural) {
+                                  bool structural, const JudgedExcess& judged) {
   const std::string since = f.since_start ? std::string("since the communicator started")
                                           : absl::StrCat("since collective #", f.since_seq);
   std::string figures = absl::StrFormat("%.2f ms late (p50 of its last %d collectives)",
@@ -84,6 +84,15 @@ std::string LocalStragglerSummary(int rank, const std::string& comm, const LateF
     absl::StrAppend(&figures,
                     absl::StrFormat(", %.0f%% of the %.2f ms compute segment between collectives",
                                     f.share * 100, f.segment_p50_ms));
+  }
+  const bool judged_differs = judged.share >= 0 && (f.share <= 0 || judged.share > 1.25 * f.share ||
+                                                    judged.share < 0.8 * f.share);
+  if (judged_differs) {
+    absl::StrAppend(
+        &figures, absl::StrFormat("; judged on its excess over the median local "
+                                  "arrival since collective #%d: %.0f%% of its "
+                                  "compute, about %.2f ms per collective on average",
+                                  judged.since_seq, judged.share * 100, judged.ms_per_collective));
   }
   const char* hint = structural
                          ? "structural: e.g. a last pipeline stage, or a placement that is always "

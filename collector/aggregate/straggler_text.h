@@ -58,11 +58,22 @@ LateFigures MeasureLateness(const std::vector<LateSample>& samples, size_t windo
                             bool history_complete, uint64_t from_seq = 0,
                             double compute_per_coll_ns = 0);
 
+// What the detector judged the rank on: its excess over the median local arrival since its
+// evidence began, as a share of its compute segment and per collective (the detector's
+// RelativeExcess). On a busy host a rank can be late by much more on average than its p50 shows
+// (a few long delays), so the alert quotes both.
+struct JudgedExcess {
+  double share = -1;  // < 0: not given
+  double ms_per_collective = 0;
+  uint64_t since_seq = 0;
+};
+
 // The summary of a straggler among the local ranks (the node path).
 // `structural`: the alert's pattern (late from the start as far as the node can tell); it picks the
-// hint, while "since ..." always says what the figures say.
+// hint, while "since ..." always says what the figures say. `judged`: quoted when given and when
+// its share differs from the p50's share by more than a quarter (else the p50 figures say it).
 std::string LocalStragglerSummary(int rank, const std::string& comm, const LateFigures& f,
-                                  bool structural);
+                                  bool structural, const JudgedExcess& judged = {});
 
 // The summary of a rank its peers on other nodes wait for (wait_evidence.h), `nnodes` the number
 // of nodes of the communicator when known (0: unknown).

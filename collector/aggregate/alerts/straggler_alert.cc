@@ -69,7 +69,11 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   a.ranks = {rs.rank};
   a.host = state.host;
   a.source = rs.client;
-  a.summary = LocalStragglerSummary(rs.rank, a.comm, f, structural);
+  JudgedExcess judged;
+  judged.share = rel;
+  judged.ms_per_collective = rel * st.mean_segment_ns / 1e6;
+  judged.since_seq = st.onset_seq;
+  a.summary = LocalStragglerSummary(rs.rank, a.comm, f, structural, judged);
   a.evidence = {{"pattern", structural ? "structural" : "degraded"},
                 {"lateness_p50_ms", f.lateness_p50_ms},
                 {"lateness_share", f.share},

@@ -132,5 +132,31 @@ TEST(StragglerTextTest, WaitAndSlowNodeTextsQuoteTheRanksFigures) {
             "fault on this node)");
 }
 
+// On a busy host a rank judged late by its mean excess (a few long delays) can show a p50 near 0:
+// the alert quotes what it was judged on as well ("0.01 ms late (p50), 1%" alone read as a false
+// alarm on a rank judged 2.5 % late on average).
+TEST(StragglerTextTest, QuotesTheJudgedExcessWhenTheP50SaysLess) {
+  std::vector<LateSample> s;
+  for (uint64_t seq = 2; seq < 66; ++seq) {
+    s.push_back({seq, seq % 8 == 0 ? 2 * kMs : 10000, 2 * kMs});
+  }
+  const LateFigures f = MeasureLateness(s, 64, false);
+  ASSERT_LT(f.share, 0.01);
+  JudgedExcess judged;
+  judged.share = 0.125;
+  judged.ms_per_collective = 0.25;
+  judged.since_seq = 10;
+  const std::string text = LocalStragglerSummary(2, "0x4", f, false, judged);
+  EXPECT_NE(text.find("judged on its excess over the median local arrival since collective #10: "
+                      "12% of its compute, about 0.25 ms per collective on average"),
+            std::string::npos)
+      << text;
+  // When the p50's share says the same (within a quarter), the judged figure is not repeated.
+  judged.share = f.share * 1.1;
+  EXPECT_EQ(LocalStragglerSummary(2, "0x4", f, false, judged).find("judged on"), std::string::npos);
+  // Not given: the text is the p50 figures alone.
+  EXPECT_EQ(LocalStragglerSummary(2, "0x4", f, false).find("judged on"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sentinel::collector
