@@ -272,6 +272,15 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
     sysfs_root = std::string(value);
     return absl::OkStatus();
   }
+  if (key == "evidence-poll") return ParseDurationField(key, value, &evidence_poll_ns);
+  if (key == "proc-root" || key == "cgroup-root" || key == "nvml-library") {
+    if (value.empty()) return absl::InvalidArgumentError(absl::StrCat("--", key, ": empty"));
+    std::string* field = key == "proc-root"     ? &proc_root
+                         : key == "cgroup-root" ? &cgroup_root
+                                                : &nvml_library;
+    *field = std::string(value);
+    return absl::OkStatus();
+  }
   if (key == "straggler-min") return ParseDurationField(key, value, &straggler_min_ns);
   if (key == "straggler-evidence") {
     return ParseDurationField(key, value, &straggler_evidence_ns);
@@ -459,6 +468,12 @@ absl::Status Config::Validate() const {
                      "counters from sysfs), got ",
                      nic_poll_ns / 1000, "us"));
   }
+  if (evidence_poll_ns != 0 && evidence_poll_ns < kMinNicPollNs) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--evidence-poll: must be 0 (off) or at least 100ms (each poll reads every "
+                     "rank process's /proc and cgroup files and every GPU), got ",
+                     evidence_poll_ns / 1000, "us"));
+  }
   // Files sentineld writes go only into directories other users cannot change (fs_trust.h).
   const rules::TrustedUids trusted = rules::TrustedUidsFromEnv();
   const struct {
@@ -493,6 +508,14 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --nic-poll DUR           period of the RDMA port counter poll from sysfs (default 5s; 0 = off;
                            else at least 100ms)
   --sysfs-root DIR         where sysfs is mounted, for the NIC counters (default /sys)
+  --evidence-poll DUR      period of the late-rank evidence poll: each rank process's /proc and
+                           cgroup files and the node's GPUs through NVML (default 1s; 0 = off,
+                           every late rank's cause is then "unknown"; else at least 100ms)
+  --proc-root DIR          where the host's /proc is mounted (default /proc; a container needs the
+                           host PID namespace, or the host's /proc mounted here)
+  --cgroup-root DIR        where the cgroup tree is mounted (default /sys/fs/cgroup)
+  --nvml-library PATH      NVML, loaded at run time (default libnvidia-ml.so.1; `off`: no GPU
+                           state in the causes)
   --hang-timeout DUR       a collective some local ranks reached and others did not, for this long,
                            raises a hang alert (default 30s). Make it longer than the longest
                            legitimate pause of any rank (checkpoint write, evaluation)

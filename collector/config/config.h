@@ -90,6 +90,13 @@ struct Config {
   // NIC counters (collector/nic/): sysfs mount point and poll period (0 = off).
   std::string sysfs_root = "/sys";
   int64_t nic_poll_ns = 5LL * 1000000000;
+  // Why a rank is late (collector/evidence/): its process's /proc and cgroup files and the node's
+  // GPUs through NVML, read by one thread every evidence_poll_ns (0 = off). nvml_library "off":
+  // no NVML.
+  int64_t evidence_poll_ns = 1000000000;
+  std::string proc_root = "/proc";
+  std::string cgroup_root = "/sys/fs/cgroup";
+  std::string nvml_library = "libnvidia-ml.so.1";
   // Hardening: a whole HTTP connection (request read + reply written) and a plugin
   // connection's hello each get this long; connections still in their handshake hold at most
   // max_handshaking of the max_clients slots, so clients that said hello are preferred.

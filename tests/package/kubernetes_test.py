@@ -107,6 +107,18 @@ def main():
     check(sock_dir in dmounts and dmounts[sock_dir][0], "socket dir %s is not a hostPath mount" % sock_dir)
     check(conf["sysfs-root"] in dmounts and dmounts[conf["sysfs-root"]][0] == "/sys"
           and dmounts[conf["sysfs-root"]][1], "sysfs-root is not a read-only hostPath /sys mount")
+    # The late-rank evidence: the host's pids and /proc (hostPID), the host's cgroup tree under the
+    # read-only /sys mount, NVML through the NVIDIA runtime's utility capability.
+    check(pod.get("hostPID") is True, "the DaemonSet lacks hostPID (the ranks' /proc)")
+    check(conf.get("proc-root", "/proc") == "/proc", "proc-root is not the host PID namespace's /proc")
+    cg = conf.get("cgroup-root", "")
+    check(cg.startswith(conf["sysfs-root"] + "/") and cg.endswith("/fs/cgroup"),
+          "cgroup-root %r is not the host's /sys/fs/cgroup under the sysfs mount" % cg)
+    denv = {e["name"]: e.get("value") for e in c.get("env", [])}
+    check(denv.get("NVIDIA_DRIVER_CAPABILITIES") == "utility",
+          "sentineld's container does not ask for NVML (NVIDIA_DRIVER_CAPABILITIES=utility)")
+    check(not c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu"),
+          "sentineld must not take a GPU from the jobs")
     jpod = job["spec"]
     jc = jpod["containers"][0]
     jmounts = host_mounts(jpod, jc)

@@ -148,6 +148,9 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
   } cases[] = {
       {{"--nic-poll", "1us"}, "--nic-poll: must be 0 (off) or at least 100ms"},
       {{"--nic-poll", "50ms"}, "--nic-poll: must be 0 (off) or at least 100ms"},
+      {{"--evidence-poll", "10ms"}, "--evidence-poll: must be 0 (off) or at least 100ms"},
+      {{"--proc-root", ""}, "--proc-root: empty"},
+      {{"--nvml-library="}, "--nvml-library: empty"},
       {{"--node-wait-alerts", "yes"}, "--node-wait-alerts: expected on|off"},
       {{"--straggler-rel", "inf"}, "--straggler-rel"},
       {{"--straggler-rel", "nan"}, "--straggler-rel"},
@@ -189,6 +192,16 @@ TEST(ConfigTest, UnworkableValuesAreRefusedNamingTheFlag) {
   // The smallest workable values stay accepted.
   Config ok;
   EXPECT_TRUE(ParseArgs({"--nic-poll", "0"}, &ok).ok());
+  // The evidence poll: 1 s by default, 0 off; its roots and NVML's path as given.
+  EXPECT_EQ(ok.evidence_poll_ns, 1'000'000'000);
+  ASSERT_TRUE(ParseArgs({"--evidence-poll", "0", "--proc-root", "/host/proc", "--cgroup-root",
+                         "/host/cgroup", "--nvml-library", "off"},
+                        &ok)
+                  .ok());
+  EXPECT_EQ(ok.evidence_poll_ns, 0);
+  EXPECT_EQ(ok.proc_root, "/host/proc");
+  EXPECT_EQ(ok.cgroup_root, "/host/cgroup");
+  EXPECT_EQ(ok.nvml_library, "off");
   // The straggler's persistence floor: 2 s by default, 0 turns it off (the host's time scale).
   EXPECT_EQ(ok.straggler_evidence_ns, 2'000'000'000);
   ASSERT_TRUE(ParseArgs({"--straggler-evidence", "0"}, &ok).ok());
