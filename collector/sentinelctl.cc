@@ -13,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "collector/ctl_net.h"
 #include "collector/ctl_slow.h"
 #include "collector/ctl_text.h"
+#include "collector/ctl_why.h"
 #include "common/baseline_report.h"
 #include "common/sentinel_env.h"
 
@@ -72,6 +74,11 @@ Commands:
                          duration and its cause: late rank N, network (naming the NIC port and
                          counter, e.g. mlx5_0 port 1: port_xmit_wait +X) or transfer; then the
                          seconds by cause
+  why [RANK] [--json]    why each late rank is late (or only RANK): the cause sentineld named
+                         from the node's evidence (GPU slower, host CPU contention, CPU quota,
+                         GPU waiting for the host, memory pressure, network) with the figure that
+                         explains the lateness against its usual, what backs it and what to do;
+                         "unknown" with the reason when no evidence clears its bar
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -90,6 +97,7 @@ struct Options {
   bool last_set = false;  // --last given (slow: the telemetry window)
   int64_t since_s = -1;   // alerts --since: resolved within this many seconds, -1 = not given
   std::string format = "slurm";  // exclude --format
+  int rank = -1;                 // why RANK
 };
 
 // "90s", "10m", "2h", "1d", or plain seconds; -1 when malformed.
@@ -255,6 +263,28 @@ int Slow(const Options& o) {
     std::cout << JsonText(Field(t, "slow_windows"), 2) << "\n";
   } else {
     std::cout << sentinel::ctl::SlowTable(t);
+  }
+  return kOk;
+}
+
+int Why(const Options& o) {
+  nlohmann::json a;
+  if (!Get(o, "/v1/alerts", &a)) return kUnreachable;
+  if (o.json) {
+    // The cause objects of the firing straggler alerts, as sentineld wrote them.
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& alert : Field(a, "alerts")) {
+      if (Shown(alert, "state") != "firing" || Shown(alert, "kind") != "straggler") continue;
+      const nlohmann::json& ranks = Field(alert, "ranks");
+      if (o.rank >= 0 && !(ranks.is_array() && ranks.size() == 1 && ranks[0] == o.rank)) continue;
+      out.push_back({{"id", Field(alert, "id")},
+                     {"ranks", ranks},
+                     {"cause", Field(Field(alert, "evidence"), "cause")},
+                     {"flagged", Field(Field(alert, "evidence"), "flagged")}});
+    }
+    std::cout << JsonText(out, 2) << "\n";
+  } else {
+    std::cout << sentinel::ctl::WhyText(a, o.rank);
   }
   return kOk;
 }
@@ -468,6 +498,12 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       return Usage(absl::StrCat("unknown option ", a).c_str());
     } else if (o.command.empty()) {
       o.command = a;
+    } else if (o.command == "why" && o.rank < 0) {
+      int64_t r = -1;
+      if (!absl::SimpleAtoi(a, &r) || r < 0 || r > std::numeric_limits<int32_t>::max()) {
+        return Usage(absl::StrCat("why: RANK must be a rank number, got '", a, "'").c_str());
+      }
+      o.rank = static_cast<int>(r);
     } else {
       return Usage(absl::StrCat("unexpected argument ", a).c_str());
     }
@@ -497,6 +533,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (o.command == "exclude") return Exclude(o);
     if (o.command == "net") return Net(o);
     if (o.command == "slow") return Slow(o);
+    if (o.command == "why") return Why(o);
   } catch (const nlohmann::json::exception& e) {
     std::fprintf(stderr, "sentinelctl: %s: sentineld's answer has an unexpected shape (%s)\n",
                  o.command.c_str(), Escaped(e.what()).c_str());
