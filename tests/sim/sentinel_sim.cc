@@ -2,8 +2,9 @@
 // against the fake NCCL (libnccl.so.2), with a real cross-process barrier per collective. Injects
 // compute jitter, stragglers and hangs; prints progress and a per-rank summary. With --nodes the
 // ranks stand for a job over several nodes on this one machine: each node's ranks in a block (as
-// the fake NCCL places them), streaming to their own node's sentineld (--node-sockets).
-// Usage: sentinel-sim --help.
+// the fake NCCL places them), streaming to their own node's sentineld (--node-sockets). The causes
+// of a late rank (a slower GPU, a host stall, CPU contention, a CPU quota) leave the evidence their
+// real counterparts leave (sim_causes.h); flags in sim_options.cc. Usage: sentinel-sim --help.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -181,7 +182,8 @@ int Worker(const Options& o) {
     // Host time before the collectives, with nothing on the GPU: stalls and pauses.
     double host_ms = 0;
     for (const HostStall& h : o.host_stalls) {
-      if (h.rank == rank && elapsed_s >= h.from_s) host_ms += o.compute_ms * h.share / (1 - h.share);
+      if (h.rank == rank && elapsed_s >= h.from_s)
+        host_ms += o.compute_ms * h.share / (1 - h.share);
     }
     if (o.hiccups.rate_per_s > 0) {
       // A Poisson process in wall time: the chance of a stall since the last step.
@@ -452,6 +454,10 @@ int Launcher(const Options& o, char** argv) {
     }
     if (!o.quiet && IsCauseRank(o, r)) printf("[sim] rank %d pid %d\n", r, static_cast<int>(pid));
   }
+  // The NVML scripts exist (and causes due at 0 s apply) before the first step ends.
+  for (const std::string& line : causes.Tick(NowS() - start)) {
+    if (!o.quiet) printf("[sim] %s\n", line.c_str());
+  }
   fflush(stdout);
   double last_progress = NowS();
   int last_printed = -1;
@@ -609,4 +615,3 @@ int main(int argc, char** argv) {
   if (o.worker_rank >= 0) return sentinel::sim::Worker(o);
   return sentinel::sim::Launcher(o, argv);
 }
-

@@ -311,7 +311,8 @@ bool CauseRunner::Setup(std::string* err) {
 
 bool CauseRunner::MakeCgroup(int rank, std::string* err) {
   struct statfs fs;
-  const bool v2 = statfs("/sys/fs/cgroup", &fs) == 0 && static_cast<long>(fs.f_type) == kCgroup2Magic;
+  const bool v2 =
+      statfs("/sys/fs/cgroup", &fs) == 0 && static_cast<long>(fs.f_type) == kCgroup2Magic;
   std::string parent;
   if (v2) {
     parent = "/sys/fs/cgroup" + OwnCgroupPath(true, "");
@@ -353,10 +354,10 @@ bool CauseRunner::MakeCgroup(int rank, std::string* err) {
   }
   cgroups_.push_back(cg);
   // No limit until from-s: the rank starts healthy in the cgroup it keeps.
-  const bool ok = v2 ? WriteControl(cg.dir + "/cpu.max", "max " + std::to_string(kQuotaPeriodUs), err)
-                     : WriteControl(cg.dir + "/cpu.cfs_period_us", std::to_string(kQuotaPeriodUs),
-                                    err) &&
-                           WriteControl(cg.dir + "/cpu.cfs_quota_us", "-1", err);
+  const bool ok =
+      v2 ? WriteControl(cg.dir + "/cpu.max", "max " + std::to_string(kQuotaPeriodUs), err)
+         : WriteControl(cg.dir + "/cpu.cfs_period_us", std::to_string(kQuotaPeriodUs), err) &&
+               WriteControl(cg.dir + "/cpu.cfs_quota_us", "-1", err);
   if (!ok) *err = "--cpu-quota: " + *err;
   return ok;
 }
@@ -441,8 +442,7 @@ void CauseRunner::Finish() {
   for (Cgroup& cg : cgroups_) {
     if (cg.dir.empty()) continue;
     // A rank that just exited may leave its cgroup populated for a moment.
-    for (int attempt = 0; attempt < 50 && rmdir(cg.dir.c_str()) != 0 && errno == EBUSY;
-         ++attempt) {
+    for (int attempt = 0; attempt < 50 && rmdir(cg.dir.c_str()) != 0 && errno == EBUSY; ++attempt) {
       usleep(20000);
     }
     cg.dir.clear();

@@ -1,7 +1,8 @@
 // The causes of a late rank that sentinel-sim injects, each leaving the evidence its real
-// counterpart leaves on a node: kernel records in the fake CUPTI the rank's plugin loaded (GpuTrace),
-// the fake NVML script of each node's sentineld (NvmlScriptText), a busy process sharing the rank's
-// CPU and a CPU quota on the rank's own cgroup (CauseRunner), CPU-bound compute (SpinCpuMs).
+// counterpart leaves on a node: kernel records in the fake CUPTI the rank's plugin loaded
+// (GpuTrace), the fake NVML script of each node's sentineld (NvmlScriptText), a busy process
+// sharing the rank's CPU and a CPU quota on the rank's own cgroup (CauseRunner), CPU-bound compute
+// (SpinCpuMs).
 #pragma once
 
 #include <stdint.h>
@@ -84,11 +85,11 @@ class CauseRunner {
 
   const Options& o_;
   std::vector<pid_t> pids_;
-  std::vector<int> hog_cpu_;       // per --cpu-hog
-  std::vector<pid_t> hogs_;        // per --cpu-hog, -1 until started
-  std::vector<bool> quota_set_;    // per --cpu-quota
-  std::vector<Cgroup> cgroups_;    // per --cpu-quota
-  std::vector<bool> slow_shown_;   // per --gpu-slow: its NVML reason written
+  std::vector<int> hog_cpu_;      // per --cpu-hog
+  std::vector<pid_t> hogs_;       // per --cpu-hog, -1 until started
+  std::vector<bool> quota_set_;   // per --cpu-quota
+  std::vector<Cgroup> cgroups_;   // per --cpu-quota
+  std::vector<bool> slow_shown_;  // per --gpu-slow: its NVML reason written
   bool nvml_written_ = false;
 };
 

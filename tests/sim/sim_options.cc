@@ -64,19 +64,24 @@ constexpr const char kUsage[] =
     "  --compute sleep|spin   how a rank spends its compute: sleep (default), or spin: burn that\n"
     "                         much of its own CPU time, so that CPU contention and quotas slow it\n"
     "  --cupti PATH           the fake libcupti (libsentinel_fake_cupti.so): every rank's plugin\n"
-    "                         loads it (SENTINEL_CUPTI_PATH) and the rank pushes the kernel records\n"
+    "                         loads it (SENTINEL_CUPTI_PATH) and the rank pushes the kernel "
+    "records\n"
     "                         of what it does: a compute kernel over its compute, an NCCL kernel\n"
     "                         per collective from its launch to its end (spinning while peers are\n"
     "                         late), nothing while its host stalls; each collective is then\n"
     "                         synchronized on its own. Not with FAKE_CUPTI_GEN=1\n"
-    "  --nvml-script LIST     comma list of K files, one per node: the sim writes each node's fake\n"
+    "  --nvml-script LIST     comma list of K files, one per node: the sim writes each node's "
+    "fake\n"
     "                         NVML script (FAKE_NVML_SCRIPT of its sentineld; rewritten by\n"
-    "                         rename): one healthy GPU per rank of the node, bus 0000:XX:00.0 with\n"
-    "                         XX = 18 + the rank's index on its node (the fake NCCL's busId), pids\n"
+    "                         rename): one healthy GPU per rank of the node, bus 0000:XX:00.0 "
+    "with\n"
+    "                         XX = 18 + the rank's index on its node (the fake NCCL's busId), "
+    "pids\n"
     "                         = the rank's pid; a --gpu-slow rank's GPU shows its reason from S s\n"
     "  --gpu-slow rank=R,pct=P[,reason=power_cap|thermal|hw_slowdown][,from-s=S]\n"
     "                         rank R's compute (and its compute kernels) take P % longer from S s\n"
-    "                         on (default 0); in --nvml-script its SM clock drops to 1/(1+P/100) of\n"
+    "                         on (default 0); in --nvml-script its SM clock drops to 1/(1+P/100) "
+    "of\n"
     "                         its maximum with reasons 0x4 and power at the limit (power_cap,\n"
     "                         the default), 0x60 and 92 C (thermal) or 0x8 (hw_slowdown)\n"
     "  --host-stall rank=R,share=X[,from-s=S]\n"
@@ -89,8 +94,10 @@ constexpr const char kUsage[] =
     "                         to the same CPU competes with it until the job ends\n"
     "  --cpu-quota rank=R,cpus=C[,from-s=S]\n"
     "                         rank R's process runs in a cgroup of its own, made by the sim and\n"
-    "                         removed at exit (cgroup v2 cpu.max, else v1 cpu.cfs_quota_us), limited\n"
-    "                         to C CPUs from S s on; its compute spins. Exits with status 4 and the\n"
+    "                         removed at exit (cgroup v2 cpu.max, else v1 cpu.cfs_quota_us), "
+    "limited\n"
+    "                         to C CPUs from S s on; its compute spins. Exits with status 4 and "
+    "the\n"
     "                         reason where no writable cgroup CPU controller is available\n"
     "  --plugin PATH          profiler plugin: sets NCCL_PROFILER_PLUGIN for every rank\n"
     "  --scenario FILE        fake NCCL scenario (tests/fakes/README.md): sets FAKE_NCCL_SCENARIO\n"
@@ -99,7 +106,6 @@ constexpr const char kUsage[] =
     "  --quiet                print only the summary\n"
     "Exit status: 0 all ranks finished; 1 a rank failed; 3 the job hung and was killed;\n"
     "2 bad flags; 4 a cause cannot be set up on this machine (the message says why).\n";
-
 
 [[noreturn]] void Usage(const std::string& error) {
   fprintf(stderr, "sentinel-sim: %s\n\n%s", error.c_str(), kUsage);
@@ -196,7 +202,6 @@ Straggler ParseStraggler(const std::string& flag, const std::string& value, cons
   if (!have_who) Usage(flag + ": " + who + "= is required");
   return s;
 }
-
 
 // The "from-s" key shared by every cause flag.
 double ParseFromS(const std::string& flag, const std::string& v) {
@@ -470,7 +475,6 @@ Options Parse(int argc, char** argv) {
   }
   return o;
 }
-
 
 bool ComputeSpins(const Options& o, int rank) {
   if (o.compute_spin) return true;

@@ -91,7 +91,6 @@ struct Options {
   std::vector<CpuQuota> cpu_quotas;
 };
 
-
 // Parses the command line (the launcher's, and each rank's: the same flags plus --worker-rank);
 // bad flags print the usage and exit with status 2.
 Options Parse(int argc, char** argv);
