@@ -362,7 +362,15 @@ int Launcher(const Options& o, char** argv) {
   for (auto& step : control->step) step.store(0);
   if (!o.plugin.empty()) setenv("NCCL_PROFILER_PLUGIN", o.plugin.c_str(), 1);
   if (!o.scenario.empty()) setenv("FAKE_NCCL_SCENARIO", o.scenario.c_str(), 1);
-  if (!o.cupti.empty()) setenv("SENTINEL_CUPTI_PATH", o.cupti.c_str(), 1);
+  if (!o.cupti.empty()) {
+    // Checked once here rather than failing every rank.
+    GpuTrace probe;
+    if (!probe.Open(o.cupti, &cause_err)) {
+      fprintf(stderr, "sentinel-sim: --cupti: %s\n", cause_err.c_str());
+      return 2;
+    }
+    setenv("SENTINEL_CUPTI_PATH", o.cupti.c_str(), 1);
+  }
 
   if (!o.quiet) {
     printf("[sim] %d ranks x %d steps, %d comm(s), %zu bytes, compute %.1f ms (+jitter %.1f ms)\n",

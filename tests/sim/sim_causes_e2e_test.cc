@@ -141,7 +141,7 @@ TEST_F(SimCausesTest, CuptiRefusesTheFakesOwnGenerator) {
 TEST_F(SimCausesTest, CuptiRefusesALibraryThatIsNotTheFake) {
   const RunResult r = RunProgram(
       {SENTINEL_SIM_PATH, "--ranks", "2", "--steps", "3", "--cupti", SENTINEL_PLUGIN_PATH}, {}, 30);
-  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("not the fake libcupti"), std::string::npos) << r.output;
 }
 
