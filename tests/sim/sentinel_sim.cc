@@ -2,8 +2,9 @@
 // against the fake NCCL (libnccl.so.2), with a real cross-process barrier per collective. Injects
 // compute jitter, stragglers and hangs; prints progress and a per-rank summary. With --nodes the
 // ranks stand for a job over several nodes on this one machine: each node's ranks in a block (as
-// the fake NCCL places them), streaming to their own node's sentineld (--node-sockets).
-// Usage: sentinel-sim --help.
+// the fake NCCL places them), streaming to their own node's sentineld (--node-sockets). The causes
+// of a late rank (a slower GPU, a host stall, CPU contention, a CPU quota) leave the evidence their
+// real counterparts leave (sim_causes.h); flags in sim_options.cc. Usage: sentinel-sim --help.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,346 +26,11 @@
 #include <vector>
 
 #include "fake_nccl.h"
+#include "tests/sim/sim_causes.h"
+#include "tests/sim/sim_options.h"
 
 namespace sentinel::sim {
 namespace {
-
-constexpr const char kUsage[] =
-    "usage: sentinel-sim [flags]\n"
-    "Runs an N-rank job as N processes through the fake NCCL, with a real barrier per collective.\n"
-    "  --ranks N              number of ranks (processes), 1..64 (default 8)\n"
-    "  --steps S              training steps per rank (default 20)\n"
-    "  --comms K              communicators per rank, 1..8 (default 1)\n"
-    "  --compute-ms MS        compute time per step (default 10)\n"
-    "  --jitter-ms MS         extra uniform random compute time in [0, MS) (default 0)\n"
-    "  --jitter-pct P         the same as a share of --compute-ms: [0, P %) (wins over "
-    "--jitter-ms)\n"
-    "  --duration-s D         stop after about D s instead of --steps: every rank finishes the "
-    "same\n"
-    "                         step, a few steps after D s (--steps stays the upper bound)\n"
-    "  --nodes K              the ranks stand for K nodes, in blocks of ceil(N/K) ranks (rank r "
-    "on\n"
-    "                         node r / ceil(N/K)), as the fake NCCL places them (FAKE_NCCL_NODES)\n"
-    "  --node-sockets LIST    comma list of K sentineld sockets: node i's ranks stream to the "
-    "i-th\n"
-    "                         (SENTINEL_SOCKET), as each node's ranks reach their own sentineld\n"
-    "  --slow-node node=I,pct=P,delay-ms=D,from=STEP,until=STEP,from-s=S\n"
-    "                         every rank of node I is a --straggler with these keys (repeatable)\n"
-    "  --hiccup rate=R,min-ms=A,max-ms=B\n"
-    "                         noise: every rank, on its own, stalls A..B ms (uniform) at random\n"
-    "                         moments, R times per second of its wall time on average (a page\n"
-    "                         fault storm, a descheduled thread; default off)\n"
-    "  --pause every-s=E,min-ms=A,max-ms=B\n"
-    "                         noise: the whole job stops A..B ms (uniform) before the same step\n"
-    "                         on every rank, once per E s of compute on average (a checkpoint, a\n"
-    "                         data-loader stall; default off)\n"
-    "  --bytes SIZE           message size per collective per rank: 4096, 64K, 1M, 1G (default "
-    "1M)\n"
-    "  --collectives LIST     comma list of allreduce,allgather,reducescatter,broadcast,reduce,\n"
-    "                         alltoall,sendrecv, issued in order every step (default allreduce)\n"
-    "  --straggler rank=R,delay-ms=D,pct=P,from=STEP,until=STEP\n"
-    "                         rank R computes D ms longer and P % slower (of --compute-ms) from\n"
-    "                         step `from` on, until step `until` (exclusive; default: the end);\n"
-    "                         from-s=S: from the first step after S s of the job's wall time\n"
-    "                         instead (repeatable)\n"
-    "  --hang rank=R,at=STEP[,kind=K]   rank R hangs at step STEP; K = never-launched\n"
-    "                         (default: its host thread stops before calling the collective) or\n"
-    "                         kernel-stuck (it enqueues the collective but its stream is stuck\n"
-    "                         behind earlier work: the kernel never starts) or killed (its "
-    "process\n"
-    "                         dies by SIGKILL before the collective). The other ranks stay\n"
-    "                         inside the collective, as with NCCL, until --timeout-s kills the "
-    "job\n"
-    "  --plugin PATH          profiler plugin: sets NCCL_PROFILER_PLUGIN for every rank\n"
-    "  --scenario FILE        fake NCCL scenario (tests/fakes/README.md): sets FAKE_NCCL_SCENARIO\n"
-    "  --timeout-s T          kill the job when no rank made progress for T s (default 30)\n"
-    "  --seed N               jitter seed (default 1)\n"
-    "  --quiet                print only the summary\n"
-    "Exit status: 0 all ranks finished; 1 a rank failed; 3 the job hung and was killed;\n"
-    "2 bad flags.\n";
-
-struct Straggler {
-  int rank = -1;
-  double delay_ms = 0;
-  double pct = 0;  // relative slowdown of the compute, percent
-  int from = 0;
-  int until = -1;      // first step no longer slowed; -1 = never
-  double from_s = -1;  // >= 0: slowed from this many seconds after the job's start on
-};
-
-// Noise that is not a straggler: short stalls of single ranks, pauses of the whole job.
-struct Hiccups {
-  double rate_per_s = 0;  // per rank, per second of its wall time
-  double min_ms = 20;
-  double max_ms = 100;
-};
-struct Pauses {
-  double every_s = 0;  // mean compute seconds between whole-job pauses; 0 = none
-  double min_ms = 1000;
-  double max_ms = 3000;
-};
-
-struct Options {
-  int ranks = 8;
-  int steps = 20;
-  int comms = 1;
-  double compute_ms = 10;
-  double jitter_ms = 0;
-  Hiccups hiccups;
-  Pauses pauses;
-  size_t bytes = 1 << 20;
-  std::vector<std::string> collectives = {"allreduce"};
-  std::vector<Straggler> stragglers;
-  double jitter_pct = -1;  // >= 0: --jitter-pct
-  double duration_s = 0;   // > 0: --duration-s
-  int nodes = 1;
-  std::vector<std::string> node_sockets;
-  int hang_rank = -1;
-  int hang_at = 0;
-  bool hang_kernel_stuck = false;  // --hang kind=kernel-stuck (else never-launched)
-  bool hang_killed = false;        // --hang kind=killed: the rank's process dies (SIGKILL)
-  std::string plugin;
-  std::string scenario;
-  double timeout_s = 30;
-  unsigned seed = 1;
-  bool quiet = false;
-  int worker_rank = -1;  // internal: this process is rank N of a job
-};
-
-[[noreturn]] void Usage(const std::string& error) {
-  fprintf(stderr, "sentinel-sim: %s\n\n%s", error.c_str(), kUsage);
-  exit(2);
-}
-
-bool ParseSize(const std::string& s, size_t* out) {
-  char* end = nullptr;
-  double v = strtod(s.c_str(), &end);
-  if (end == s.c_str() || v < 0) return false;
-  std::string suffix(end);
-  double mult = 1;
-  if (suffix == "K" || suffix == "k" || suffix == "KiB")
-    mult = 1024;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
-    mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
-    mult = 1024.0 * 1024 * 1024;
-  else if (!suffix.empty() && suffix != "B")
-    return false;
-  *out = static_cast<size_t>(v * mult);
-  return true;
-}
-
-bool ParseNumber(const std::string& s, double lo, double hi, double* out) {
-  char* end = nullptr;
-  double v = strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
-int ParseInt(const std::string& flag, const std::string& s, int lo, int hi) {
-  double v = 0;
-  if (!ParseNumber(s, lo, hi, &v) || v != static_cast<int>(v)) {
-    Usage(flag + ": expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-          "], got '" + s + "'");
-  }
-  return static_cast<int>(v);
-}
-
-// "k=v,k=v" -> pairs.
-std::vector<std::pair<std::string, std::string>> ParseKv(const std::string& flag,
-                                                         const std::string& s) {
-  std::vector<std::pair<std::string, std::string>> kv;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t comma = s.find(',', pos);
-    if (comma == std::string::npos) comma = s.size();
-    std::string item = s.substr(pos, comma - pos);
-    size_t eq = item.find('=');
-    if (eq == std::string::npos) Usage(flag + ": expected key=value items, got '" + item + "'");
-    kv.emplace_back(item.substr(0, eq), item.substr(eq + 1));
-    pos = comma + 1;
-  }
-  return kv;
-}
-
-// "a,b,c" -> {"a", "b", "c"} (empty items kept).
-std::vector<std::string> SplitList(const std::string& value) {
-  std::vector<std::string> items;
-  size_t pos = 0;
-  while (pos <= value.size()) {
-    size_t comma = value.find(',', pos);
-    if (comma == std::string::npos) comma = value.size();
-    items.push_back(value.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return items;
-}
-
-// --straggler (`who` = "rank") or --slow-node (`who` = "node": `rank` holds the node index).
-Straggler ParseStraggler(const std::string& flag, const std::string& value, const char* who) {
-  Straggler s;
-  bool have_who = false;
-  for (auto& [k, v] : ParseKv(flag, value)) {
-    if (k == who) {
-      s.rank = ParseInt(flag + " " + who, v, 0, FAKE_NCCL_MAX_RANKS - 1);
-      have_who = true;
-    } else if (k == "delay-ms") {
-      if (!ParseNumber(v, 0, 3.6e6, &s.delay_ms)) Usage(flag + " delay-ms: expected ms >= 0");
-    } else if (k == "from") {
-      s.from = ParseInt(flag + " from", v, 0, 10000000);
-    } else if (k == "until") {
-      s.until = ParseInt(flag + " until", v, 0, 10000000);
-    } else if (k == "from-s") {
-      if (!ParseNumber(v, 0, 86400 * 7, &s.from_s)) Usage(flag + " from-s: expected seconds >= 0");
-    } else if (k == "pct") {
-      if (!ParseNumber(v, 0, 10000, &s.pct)) Usage(flag + " pct: expected percent >= 0");
-    } else {
-      Usage(flag + ": unknown key '" + k + "' (" + who + ", delay-ms, pct, from, until, from-s)");
-    }
-  }
-  if (!have_who) Usage(flag + ": " + who + "= is required");
-  return s;
-}
-
-// Ranks per node: blocks of ceil(N/K), as the fake NCCL places them (its `nodes` key).
-int RanksPerNode(const Options& o) { return (o.ranks + o.nodes - 1) / o.nodes; }
-
-Options Parse(int argc, char** argv) {
-  Options o;
-  bool hang_set = false;
-  std::vector<Straggler> slow_nodes;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    } else if (arg != "--help" && arg != "-h" && arg != "--quiet") {
-      if (i + 1 >= argc) Usage(arg + ": missing value");
-      value = argv[++i];
-    }
-    if (arg == "--help" || arg == "-h") {
-      fputs(kUsage, stdout);
-      exit(0);
-    } else if (arg == "--quiet") {
-      o.quiet = true;
-    } else if (arg == "--ranks") {
-      o.ranks = ParseInt(arg, value, 1, FAKE_NCCL_MAX_RANKS);
-    } else if (arg == "--steps") {
-      o.steps = ParseInt(arg, value, 1, 10000000);
-    } else if (arg == "--comms") {
-      o.comms = ParseInt(arg, value, 1, 8);
-    } else if (arg == "--compute-ms") {
-      if (!ParseNumber(value, 0, 3.6e6, &o.compute_ms)) Usage("--compute-ms: expected ms >= 0");
-    } else if (arg == "--jitter-ms") {
-      if (!ParseNumber(value, 0, 3.6e6, &o.jitter_ms)) Usage("--jitter-ms: expected ms >= 0");
-    } else if (arg == "--hiccup") {
-      for (auto& [k, v] : ParseKv(arg, value)) {
-        double* field = k == "rate"     ? &o.hiccups.rate_per_s
-                        : k == "min-ms" ? &o.hiccups.min_ms
-                        : k == "max-ms" ? &o.hiccups.max_ms
-                                        : nullptr;
-        if (field == nullptr) Usage("--hiccup: unknown key '" + k + "' (rate, min-ms, max-ms)");
-        if (!ParseNumber(v, 0, 3.6e6, field)) Usage("--hiccup " + k + ": expected a number >= 0");
-      }
-      if (o.hiccups.max_ms < o.hiccups.min_ms) Usage("--hiccup: max-ms < min-ms");
-    } else if (arg == "--pause") {
-      for (auto& [k, v] : ParseKv(arg, value)) {
-        double* field = k == "every-s"  ? &o.pauses.every_s
-                        : k == "min-ms" ? &o.pauses.min_ms
-                        : k == "max-ms" ? &o.pauses.max_ms
-                                        : nullptr;
-        if (field == nullptr) Usage("--pause: unknown key '" + k + "' (every-s, min-ms, max-ms)");
-        if (!ParseNumber(v, 0, 3.6e6, field)) Usage("--pause " + k + ": expected a number >= 0");
-      }
-      if (o.pauses.max_ms < o.pauses.min_ms) Usage("--pause: max-ms < min-ms");
-    } else if (arg == "--bytes") {
-      if (!ParseSize(value, &o.bytes) || o.bytes > (size_t{1} << 34)) {
-        Usage("--bytes: expected a size like 4096, 64K, 1M");
-      }
-    } else if (arg == "--collectives") {
-      o.collectives = SplitList(value);
-      for (const std::string& c : o.collectives) {
-        if (c != "allreduce" && c != "allgather" && c != "reducescatter" && c != "broadcast" &&
-            c != "reduce" && c != "alltoall" && c != "sendrecv") {
-          Usage("--collectives: unknown collective '" + c + "'");
-        }
-      }
-    } else if (arg == "--straggler") {
-      o.stragglers.push_back(ParseStraggler(arg, value, "rank"));
-    } else if (arg == "--slow-node") {
-      slow_nodes.push_back(ParseStraggler(arg, value, "node"));
-    } else if (arg == "--jitter-pct") {
-      if (!ParseNumber(value, 0, 1000, &o.jitter_pct)) Usage("--jitter-pct: expected percent >= 0");
-    } else if (arg == "--duration-s") {
-      if (!ParseNumber(value, 0.1, 86400 * 7, &o.duration_s))
-        Usage("--duration-s: expected seconds > 0");
-    } else if (arg == "--nodes") {
-      o.nodes = ParseInt(arg, value, 1, FAKE_NCCL_MAX_RANKS);
-    } else if (arg == "--node-sockets") {
-      o.node_sockets = SplitList(value);
-      for (const std::string& path : o.node_sockets) {
-        if (path.empty()) Usage("--node-sockets: empty socket path");
-      }
-    } else if (arg == "--hang") {
-      hang_set = true;
-      for (auto& [k, v] : ParseKv(arg, value)) {
-        if (k == "rank")
-          o.hang_rank = ParseInt("--hang rank", v, 0, FAKE_NCCL_MAX_RANKS - 1);
-        else if (k == "at")
-          o.hang_at = ParseInt("--hang at", v, 0, 10000000);
-        else if (k == "kind" && (v == "never-launched" || v == "kernel-stuck" || v == "killed")) {
-          o.hang_kernel_stuck = v == "kernel-stuck";
-          o.hang_killed = v == "killed";
-        } else if (k == "kind")
-          Usage("--hang kind: expected never-launched, kernel-stuck or killed, got '" + v + "'");
-        else
-          Usage("--hang: unknown key '" + k + "' (rank, at, kind)");
-      }
-      if (o.hang_rank < 0) Usage("--hang: rank= is required");
-    } else if (arg == "--plugin") {
-      o.plugin = value;
-    } else if (arg == "--scenario") {
-      o.scenario = value;
-    } else if (arg == "--timeout-s") {
-      if (!ParseNumber(value, 0.1, 86400, &o.timeout_s)) Usage("--timeout-s: expected seconds > 0");
-    } else if (arg == "--seed") {
-      o.seed = static_cast<unsigned>(ParseInt(arg, value, 0, 2000000000));
-    } else if (arg == "--worker-rank") {
-      o.worker_rank = ParseInt(arg, value, 0, FAKE_NCCL_MAX_RANKS - 1);
-    } else {
-      Usage("unknown flag '" + arg + "'");
-    }
-  }
-  for (const Straggler& s : o.stragglers) {
-    if (s.rank >= o.ranks) Usage("--straggler: rank " + std::to_string(s.rank) + " >= --ranks");
-  }
-  if (o.nodes > o.ranks) Usage("--nodes: more nodes than ranks");
-  if (!o.node_sockets.empty() && static_cast<int>(o.node_sockets.size()) != o.nodes) {
-    Usage("--node-sockets: expected one socket per node (" + std::to_string(o.nodes) + ")");
-  }
-  const int rpn = RanksPerNode(o);
-  for (const Straggler& node : slow_nodes) {
-    if (node.rank >= o.nodes)
-      Usage("--slow-node: node " + std::to_string(node.rank) + " >= --nodes");
-    for (int r = node.rank * rpn; r < std::min(o.ranks, (node.rank + 1) * rpn); ++r) {
-      Straggler s = node;
-      s.rank = r;
-      o.stragglers.push_back(s);
-    }
-  }
-  if (o.jitter_pct >= 0) o.jitter_ms = o.compute_ms * o.jitter_pct / 100.0;
-  if (hang_set && o.hang_rank >= o.ranks) Usage("--hang: rank >= --ranks");
-  if (!o.scenario.empty()) {
-    char err[256] = {0};
-    if (fakeNcclCheckScenarioFile(o.scenario.c_str(), err, sizeof(err)) != 0) {
-      Usage(std::string("--scenario: ") + err);
-    }
-  }
-  return o;
-}
 
 double NowS() {
   struct timespec ts;
@@ -460,6 +126,15 @@ int Worker(const Options& o) {
     fprintf(stderr, "sentinel-sim: rank %d: no control block\n", rank);
     return 2;
   }
+  // Loaded before the plugin loads the same path, so both reach one fake CUPTI.
+  GpuTrace gpu;
+  std::string gpu_err;
+  if (!o.cupti.empty() && !gpu.Open(o.cupti, &gpu_err)) {
+    fprintf(stderr, "sentinel-sim: rank %d: --cupti: %s\n", rank, gpu_err.c_str());
+    Report(fd, "fail", 0);
+    return 2;
+  }
+  const bool spin = ComputeSpins(o, rank);
   std::vector<ncclComm_t> comms;
   std::string ids(ids_env);
   for (int k = 0; k < o.comms; ++k) {
@@ -482,7 +157,8 @@ int Worker(const Options& o) {
   static char buffer[64];  // the fake never touches buffers
   size_t count = std::max<size_t>(1, o.bytes / 4);
   int n = o.ranks;
-  // What this rank really did: its compute (the sleep, overshoot included) and its step period,
+  // What this rank really did: its compute and host time before its collectives (overshoot
+  // included) and its step period,
   // per step (at most 2^20 of each kept), for the summary's p50s.
   std::vector<float> compute_ms_seen;
   std::vector<float> period_ms_seen;
@@ -499,11 +175,21 @@ int Worker(const Options& o) {
     prev_step_start_s = step_start_s;
     ++steps_run;
     double ms = o.compute_ms + (o.jitter_ms > 0 ? jitter(rng) : 0.0);
+    const double elapsed_s = step_start_s - control->start_s;
+    for (const GpuSlow& g : o.gpu_slow) {
+      if (g.rank == rank && elapsed_s >= g.from_s) ms *= 1 + g.pct / 100;
+    }
+    // Host time before the collectives, with nothing on the GPU: stalls and pauses.
+    double host_ms = 0;
+    for (const HostStall& h : o.host_stalls) {
+      if (h.rank == rank && elapsed_s >= h.from_s)
+        host_ms += o.compute_ms * h.share / (1 - h.share);
+    }
     if (o.hiccups.rate_per_s > 0) {
       // A Poisson process in wall time: the chance of a stall since the last step.
       const double now = NowS();
       if (unit(rng) < o.hiccups.rate_per_s * (now - last_step_s)) {
-        ms += o.hiccups.min_ms + unit(rng) * (o.hiccups.max_ms - o.hiccups.min_ms);
+        host_ms += o.hiccups.min_ms + unit(rng) * (o.hiccups.max_ms - o.hiccups.min_ms);
       }
       last_step_s = now;
     }
@@ -512,7 +198,7 @@ int Worker(const Options& o) {
       std::mt19937 job_rng(o.seed * 2654435761u + static_cast<unsigned>(step));
       const double p = o.compute_ms / 1000.0 / o.pauses.every_s;
       if (unit(job_rng) < p)
-        ms += o.pauses.min_ms + unit(job_rng) * (o.pauses.max_ms - o.pauses.min_ms);
+        host_ms += o.pauses.min_ms + unit(job_rng) * (o.pauses.max_ms - o.pauses.min_ms);
     }
     for (const Straggler& s : o.stragglers) {
       const bool started =
@@ -528,7 +214,13 @@ int Worker(const Options& o) {
       for (;;) pause();  // never launches the collective; the launcher kills the job
     }
     const double compute_start_s = NowS();
-    SleepMs(ms);
+    const uint64_t kernel_start = gpu.Now();
+    if (spin)
+      SpinCpuMs(ms);
+    else
+      SleepMs(ms);
+    gpu.Compute(kernel_start, gpu.Now());
+    SleepMs(host_ms);
     if (compute_ms_seen.size() < (size_t{1} << 20)) {
       compute_ms_seen.push_back(static_cast<float>((NowS() - compute_start_s) * 1e3));
     }
@@ -539,8 +231,10 @@ int Worker(const Options& o) {
       for (ncclComm_t c : comms) fakeNcclStallStream(c);
     }
     Report(fd, "arrive", step);
-    for (ncclComm_t c : comms) {
+    for (size_t k = 0; k < comms.size(); ++k) {
+      ncclComm_t c = comms[k];
       for (const std::string& name : o.collectives) {
+        const uint64_t launch = gpu.Now();
         ncclResult_t rc = ncclSuccess;
         if (name == "allreduce")
           rc = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
@@ -566,6 +260,11 @@ int Worker(const Options& o) {
                   ncclGetErrorString(rc));
           Report(fd, "fail", rc);
           return 1;
+        }
+        // With --cupti each collective is waited for on its own: its kernel's end is known.
+        if (gpu.on()) {
+          rc = fakeNcclStreamSynchronize(c);
+          if (rc == ncclSuccess) gpu.Collective(name, static_cast<int>(k), launch, gpu.Now());
         }
       }
     }
@@ -630,6 +329,14 @@ int Launcher(const Options& o, char** argv) {
   stop_action.sa_handler = OnStopSignal;
   sigaction(SIGTERM, &stop_action, nullptr);
   sigaction(SIGINT, &stop_action, nullptr);
+  sigaction(SIGHUP, &stop_action, nullptr);
+  // Hogs are killed and cgroups removed when it goes out of scope, whichever way the job ends.
+  CauseRunner causes(o);
+  std::string cause_err;
+  if (!causes.Setup(&cause_err)) {
+    fprintf(stderr, "sentinel-sim: %s\n", cause_err.c_str());
+    return 4;
+  }
   std::vector<ncclUniqueId> ids(static_cast<size_t>(o.comms));
   std::string ids_hex;
   for (ncclUniqueId& id : ids) {
@@ -655,6 +362,15 @@ int Launcher(const Options& o, char** argv) {
   for (auto& step : control->step) step.store(0);
   if (!o.plugin.empty()) setenv("NCCL_PROFILER_PLUGIN", o.plugin.c_str(), 1);
   if (!o.scenario.empty()) setenv("FAKE_NCCL_SCENARIO", o.scenario.c_str(), 1);
+  if (!o.cupti.empty()) {
+    // Checked once here rather than failing every rank.
+    GpuTrace probe;
+    if (!probe.Open(o.cupti, &cause_err)) {
+      fprintf(stderr, "sentinel-sim: --cupti: %s\n", cause_err.c_str());
+      return 2;
+    }
+    setenv("SENTINEL_CUPTI_PATH", o.cupti.c_str(), 1);
+  }
 
   if (!o.quiet) {
     printf("[sim] %d ranks x %d steps, %d comm(s), %zu bytes, compute %.1f ms (+jitter %.1f ms)\n",
@@ -713,6 +429,7 @@ int Launcher(const Options& o, char** argv) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       signal(SIGTERM, SIG_IGN);
       signal(SIGINT, SIG_IGN);
+      causes.InChild(r);
       int wfd = fcntl(fds[1], F_DUPFD, 3);
       fcntl(wfd, F_SETFL, 0);  // the rank's writes block normally
       setenv("SENTINEL_DEV_SIM_STATUS_FD", std::to_string(wfd).c_str(), 1);
@@ -733,7 +450,23 @@ int Launcher(const Options& o, char** argv) {
     close(fds[1]);
     ranks[static_cast<size_t>(r)].pid = pid;
     ranks[static_cast<size_t>(r)].fd = fds[0];
+    if (pid > 0 && !causes.Started(r, pid, &cause_err)) {
+      fprintf(stderr, "sentinel-sim: %s\n", cause_err.c_str());
+      for (int k = 0; k <= r; ++k) {
+        const pid_t started = ranks[static_cast<size_t>(k)].pid;
+        if (started <= 0) continue;
+        kill(started, SIGKILL);
+        waitpid(started, nullptr, 0);
+      }
+      return 4;
+    }
+    if (!o.quiet && IsCauseRank(o, r)) printf("[sim] rank %d pid %d\n", r, static_cast<int>(pid));
   }
+  // The NVML scripts exist (and causes due at 0 s apply) before the first step ends.
+  for (const std::string& line : causes.Tick(NowS() - start)) {
+    if (!o.quiet) printf("[sim] %s\n", line.c_str());
+  }
+  fflush(stdout);
   double last_progress = NowS();
   int last_printed = -1;
   double last_print_s = 0;
@@ -787,6 +520,9 @@ int Launcher(const Options& o, char** argv) {
     int min_done = o.steps;
     for (const RankState& rs : ranks) min_done = std::min(min_done, rs.done);
     double now = NowS();
+    for (const std::string& line : causes.Tick(now - start)) {
+      if (!o.quiet) printf("[sim] %s\n", line.c_str());
+    }
     if (!stopping && (g_stop_requested || (o.duration_s > 0 && now - start >= o.duration_s))) {
       StopSoon(control, o.ranks);
       stopping = true;
@@ -816,6 +552,7 @@ int Launcher(const Options& o, char** argv) {
     }
   }
   double wall = NowS() - start;
+  causes.Finish();
   for (const ncclUniqueId& id : ids) fakeNcclReleaseUniqueId(&id);
 
   int max_arrived = -1;

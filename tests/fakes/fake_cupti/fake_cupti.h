@@ -9,7 +9,8 @@
 //
 // Built twice: as a static library whose control functions the unit tests call, and as
 // libsentinel_fake_cupti.so that the plugin loads through SENTINEL_CUPTI_PATH; the .so can also
-// generate a periodic compute + NCCL kernel pattern itself (FAKE_CUPTI_* variables, README).
+// generate a periodic compute + NCCL kernel pattern itself (FAKE_CUPTI_* variables, README), or
+// take the kernels a job simulator's rank pushes for its own phases (sentinel-sim --cupti).
 #pragma once
 
 #include <stddef.h>
@@ -34,7 +35,9 @@ int cuptiActivityGetNumDroppedRecords(void* context, uint32_t stream_id, size_t*
 int cuptiActivitySetAttribute(uint32_t attr, size_t* value_size, void* value);
 int cuptiGetResultString(int result, const char** str);
 
-// Test control.
+// Test control. Exported from the .so too: a process whose plugin loaded it (sentinel-sim --cupti)
+// reaches the same copy by dlopen of the same path and pushes the records of what it does.
+#pragma GCC visibility push(default)
 void fake_cupti_reset(void);
 // Queues one kernel record (kind CONCURRENT_KERNEL) for the next FlushAll, timestamps in the
 // CUPTI clock (ns). Queued only if the kind is enabled, as CUPTI records nothing otherwise.
@@ -63,6 +66,7 @@ void fake_cupti_set_clock_offset(int64_t offset_ns);
 void fake_cupti_set_fixed_time(int64_t cupti_ns);
 int fake_cupti_enabled(uint32_t kind);
 uint64_t fake_cupti_flushes(void);
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }
