@@ -136,7 +136,8 @@ using DeviceGetRemappedRowsFn = Return (*)(Device, unsigned int*, unsigned int*,
                                            unsigned int*);
 // nvmlDeviceGetComputeRunningProcesses_v3 / _v2 (ProcessInfo) and the unversioned one
 // (ProcessInfoV1): *count in = capacity; NVML_ERROR_INSUFFICIENT_SIZE sets the needed count.
-using DeviceGetProcessesFn = Return (*)(Device, unsigned int*, void*);
+using DeviceGetProcessesFn = Return (*)(Device, unsigned int*, ProcessInfo*);
+using DeviceGetProcessesV1Fn = Return (*)(Device, unsigned int*, ProcessInfoV1*);
 using EventSetCreateFn = Return (*)(EventSet*);  // nvmlEventSetCreate
 // nvmlDeviceRegisterEvents(device, event types, set).
 using DeviceRegisterEventsFn = Return (*)(Device, unsigned long long, EventSet);  // NOLINT

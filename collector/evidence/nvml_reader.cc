@@ -6,7 +6,6 @@
 
 #include <dlfcn.h>
 
-#include <cstring>
 #include <set>
 #include <utility>
 
@@ -151,9 +150,8 @@ void NvmlReader::ResolveSymbols() {
         Lookup<nvml::DeviceGetProcessesFn>(dl_, "nvmlDeviceGetComputeRunningProcesses_v2");
   }
   if (api_.get_processes == nullptr) {
-    api_.get_processes =
-        Lookup<nvml::DeviceGetProcessesFn>(dl_, "nvmlDeviceGetComputeRunningProcesses");
-    api_.processes_v1 = api_.get_processes != nullptr;
+    api_.get_processes_v1 =
+        Lookup<nvml::DeviceGetProcessesV1Fn>(dl_, "nvmlDeviceGetComputeRunningProcesses");
   }
   api_.event_set_create = Lookup<nvml::EventSetCreateFn>(dl_, "nvmlEventSetCreate");
   api_.register_events = Lookup<nvml::DeviceRegisterEventsFn>(dl_, "nvmlDeviceRegisterEvents");
@@ -177,7 +175,7 @@ void NvmlReader::ResolveSymbols() {
       {api_.get_pcie_width != nullptr, kPcieWidth},
       {api_.get_pcie_width_max != nullptr, kPcieWidthMax},
       {api_.get_pcie_replay != nullptr, kPcieReplay},
-      {api_.get_processes != nullptr, kProcesses},
+      {api_.get_processes != nullptr || api_.get_processes_v1 != nullptr, kProcesses},
       {api_.event_set_create != nullptr && api_.register_events != nullptr &&
            api_.event_set_wait != nullptr && api_.event_set_free != nullptr,
        kXids},
@@ -242,7 +240,11 @@ bool NvmlReader::Open() {
       events_missing_ = Why(kXids, e == nvml::kSuccess ? nvml::kErrorUnknown : e);
     }
   }
-  process_buffer_.assign(GpuSample::kMaxPids * sizeof(nvml::ProcessInfo), 0);
+  if (api_.get_processes != nullptr) {
+    process_buffer_.assign(GpuSample::kMaxPids, nvml::ProcessInfo{});
+  } else if (api_.get_processes_v1 != nullptr) {
+    process_buffer_v1_.assign(GpuSample::kMaxPids, nvml::ProcessInfoV1{});
+  }
   return true;
 }
 
@@ -353,14 +355,14 @@ void NvmlReader::ReadFigures(nvml::Device d, GpuSample* s) {
 }
 
 bool NvmlReader::ReadProcesses(nvml::Device d, GpuSample* s) {
-  if (api_.get_processes == nullptr) {
+  const bool v1 = api_.get_processes == nullptr;
+  if (v1 && api_.get_processes_v1 == nullptr) {
     Unknown(&s->pids, OldDriver(kProcesses));
     return true;
   }
-  const size_t element =
-      api_.processes_v1 ? sizeof(nvml::ProcessInfoV1) : sizeof(nvml::ProcessInfo);
-  unsigned int count = static_cast<unsigned int>(GpuSample::kMaxPids);
-  const nvml::Return rc = api_.get_processes(d, &count, process_buffer_.data());
+  auto count = static_cast<unsigned int>(GpuSample::kMaxPids);
+  const nvml::Return rc = v1 ? api_.get_processes_v1(d, &count, process_buffer_v1_.data())
+                             : api_.get_processes(d, &count, process_buffer_.data());
   if (rc == nvml::kErrorGpuIsLost) return false;
   if (rc == nvml::kErrorInsufficientSize) {
     Unknown(&s->pids, std::string(kProcesses) + ": " + std::to_string(count) +
@@ -382,9 +384,7 @@ bool NvmlReader::ReadProcesses(nvml::Device d, GpuSample* s) {
   s->pids.value.clear();
   s->pids.value.reserve(count);
   for (size_t i = 0; i < count; ++i) {
-    unsigned int pid = 0;  // the first field of either layout
-    std::memcpy(&pid, process_buffer_.data() + i * element, sizeof pid);
-    s->pids.value.push_back(pid);
+    s->pids.value.push_back(v1 ? process_buffer_v1_[i].pid : process_buffer_[i].pid);
   }
   return true;
 }

@@ -74,7 +74,7 @@ class NvmlReader {
     nvml::DeviceGetUintFn get_pcie_width_max = nullptr;
     nvml::DeviceGetUintFn get_pcie_replay = nullptr;
     nvml::DeviceGetProcessesFn get_processes = nullptr;
-    bool processes_v1 = false;  // get_processes fills ProcessInfoV1 (16-byte) elements
+    nvml::DeviceGetProcessesV1Fn get_processes_v1 = nullptr;  // only when get_processes is absent
     nvml::EventSetCreateFn event_set_create = nullptr;
     nvml::DeviceRegisterEventsFn register_events = nullptr;
     nvml::EventSetWaitFn event_set_wait = nullptr;
@@ -119,7 +119,8 @@ class NvmlReader {
   std::string events_missing_;  // why no XID events at all (no set, or the functions are absent)
   std::map<uint32_t, Known> known_;
   std::map<std::string, Seen> seen_;
-  std::vector<unsigned char> process_buffer_;  // kMaxPids elements of the larger layout
+  std::vector<nvml::ProcessInfo> process_buffer_;       // kMaxPids elements
+  std::vector<nvml::ProcessInfoV1> process_buffer_v1_;  // kMaxPids elements, for an old NVML
 };
 
 }  // namespace sentinel::collector

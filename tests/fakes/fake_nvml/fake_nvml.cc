@@ -74,9 +74,10 @@ struct State {
   EventSet sets[kMaxEventSets];
 };
 
+// Destroyed when the library is unloaded: a fresh load starts from no state, as a fresh NVML.
 State& S() {
-  static State* state = new State();  // never destroyed: no exit-time destructor order to mind
-  return *state;
+  static State state;
+  return state;
 }
 
 // Handles are addresses inside these arrays: stable for the life of the process, as NVML's.
@@ -318,7 +319,9 @@ nvml::Return Give(const Field<T>& f, Out* out) {
   Gpu* g = nullptr;                        \
   if (nvml::Return r_ = DeviceOf(st, d, &g); r_ != nvml::kSuccess) return r_
 
-nvml::Return Processes(nvml::Device d, unsigned* count, void* infos, size_t element) {
+// The list in NVML's element layout T (nvmlProcessInfo_t or its 16-byte v1).
+template <typename T>
+nvml::Return Processes(nvml::Device d, unsigned* count, T* infos) {
   FAKE_NVML_DEVICE(d);
   if (count == nullptr) return nvml::kErrorInvalidArgument;
   if (!g->pids.set) return nvml::kErrorNotSupported;
@@ -329,9 +332,8 @@ nvml::Return Processes(nvml::Device d, unsigned* count, void* infos, size_t elem
   }
   if (infos == nullptr && !pids.empty()) return nvml::kErrorInvalidArgument;
   for (size_t i = 0; i < pids.size(); ++i) {
-    unsigned char* e = static_cast<unsigned char*>(infos) + i * element;
-    std::memset(e, 0, element);
-    std::memcpy(e, &pids[i], sizeof pids[i]);
+    infos[i] = T{};
+    infos[i].pid = pids[i];
   }
   *count = static_cast<unsigned>(pids.size());
   return nvml::kSuccess;
@@ -538,20 +540,20 @@ FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetPcieReplayCounter(nvml::Device d, uns
 FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetComputeRunningProcesses_v3(nvml::Device d,
                                                                       unsigned* count,
                                                                       nvml::ProcessInfo* infos) {
-  return Processes(d, count, infos, sizeof(nvml::ProcessInfo));
+  return Processes(d, count, infos);
 }
 
 FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetComputeRunningProcesses_v2(nvml::Device d,
                                                                       unsigned* count,
                                                                       nvml::ProcessInfo* infos) {
-  return Processes(d, count, infos, sizeof(nvml::ProcessInfo));
+  return Processes(d, count, infos);
 }
 #endif
 
 // The unversioned (v1) call with its 16-byte elements: the only one in drivers before R460.
 FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetComputeRunningProcesses(nvml::Device d, unsigned* count,
                                                                    nvml::ProcessInfoV1* infos) {
-  return Processes(d, count, infos, sizeof(nvml::ProcessInfoV1));
+  return Processes(d, count, infos);
 }
 
 FAKE_NVML_EXPORT nvml::Return nvmlEventSetCreate(nvml::EventSet* set) {
