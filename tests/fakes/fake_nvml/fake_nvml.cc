@@ -40,6 +40,7 @@ struct Field {
 
 struct Gpu {
   bool gone = false;
+  bool handle_after_gone = false;  // gone_handle=1: the handle is still handed out
   bool has_bus = false;
   unsigned domain = 0, bus = 0, device = 0, function = 0;
   Field<std::string> uuid;
@@ -182,6 +183,13 @@ bool ParseGpuKey(const std::string& key, const std::string& v, Gpu* g, ULL* inde
     Field<bool> gone;
     if (!ParseField(v, 1, &gone)) return false;
     g->gone = gone.value;
+    return true;
+  }
+  if (key == "gone_handle") {  // beyond the shared format: lost after NVML enumerated it
+    Field<bool> gone;
+    if (!ParseField(v, 1, &gone)) return false;
+    g->gone = g->gone || gone.value;
+    g->handle_after_gone = gone.value;
     return true;
   }
   return true;  // unknown keys are ignored
@@ -405,7 +413,7 @@ FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetHandleByIndex_v2(unsigned index, nvml
   if (nvml::Return r = Enter(st); r != nvml::kSuccess) return r;
   if (d == nullptr || index >= st.gpus.size()) return nvml::kErrorInvalidArgument;
   // NVML may refuse a handle to a GPU that fell off the bus: the harsher reading.
-  if (st.gpus[index].gone) return nvml::kErrorGpuIsLost;
+  if (st.gpus[index].gone && !st.gpus[index].handle_after_gone) return nvml::kErrorGpuIsLost;
   *d = HandleOf(index);
   return nvml::kSuccess;
 }

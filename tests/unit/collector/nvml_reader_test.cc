@@ -217,6 +217,26 @@ TEST(NvmlReaderTest, ALostGpuIsGoneWithItsReasonAndKeepsItsIdentity) {
   EXPECT_EQ(collector::GpuOfPid(gpus, 4321), nullptr);
 }
 
+TEST(NvmlReaderTest, AGpuLostAfterItsHandleWasHandedOutIsGoneToo) {
+  Script script;
+  script.Write(std::string(kFullGpu0) + kFullGpu1 + "xid index=1 code=79 seq=1\n");
+  NvmlReader reader(FAKE_NVML_LIB);
+  ASSERT_EQ(OpenAndPoll(&reader).size(), 2u);
+
+  script.Write(std::string(kFullGpu0) + "gpu index=1 bus=0000:af:00.0 gone_handle=1 temp=1\n" +
+               "xid index=1 code=79 seq=1\nxid index=1 code=79 seq=2\n");
+  const std::vector<GpuSample> gpus = reader.Poll(2);
+  ASSERT_EQ(gpus.size(), 2u);
+  const GpuSample& g = gpus[1];
+  EXPECT_TRUE(g.gone);
+  EXPECT_EQ(g.gone_reason, "NVML: GPU is lost (fallen off the bus or otherwise inaccessible)");
+  EXPECT_EQ(g.bus_id, "0000:af:00.0");
+  EXPECT_FALSE(g.temperature_c.ok);
+  // The XID that took it off the bus is still reported, once.
+  ASSERT_TRUE(g.xids.ok) << g.xids.missing;
+  EXPECT_EQ(g.xids.value, (std::vector<uint64_t>{79}));
+}
+
 TEST(NvmlReaderTest, AGpuNoLongerListedIsReportedGoneUnderItsBusId) {
   Script script;
   script.Write(std::string(kFullGpu0) + kFullGpu1);
