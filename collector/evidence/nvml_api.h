@@ -46,8 +46,8 @@ constexpr int kEccVolatile = 0;
 // nvmlEnableState_t: 0 disabled, 1 enabled.
 constexpr int kFeatureEnabled = 1;
 
-// Clocks event reasons ("NvmlClocksEventReasons", R535 and later; the same bits were named
-// nvmlClocksThrottleReason* before, "NvmlClocksThrottleReasons" in R525's reference).
+// Clocks event reasons ("NvmlClocksEventReasons" in the R550 reference; the same bits are named
+// nvmlClocksThrottleReason* in older ones, "NvmlClocksThrottleReasons" in R525's).
 constexpr uint64_t kReasonGpuIdle = 0x1ULL;
 constexpr uint64_t kReasonApplicationsClocksSetting = 0x2ULL;
 constexpr uint64_t kReasonSwPowerCap = 0x4ULL;
@@ -120,7 +120,7 @@ using DeviceGetUuidFn = Return (*)(Device, char*, unsigned int);     // nvmlDevi
 // nvmlDeviceGetClockInfo and nvmlDeviceGetMaxClockInfo (clock type, MHz).
 using DeviceGetClockFn = Return (*)(Device, int, unsigned int*);
 // nvmlDeviceGetCurrentClocksEventReasons, or nvmlDeviceGetCurrentClocksThrottleReasons in
-// drivers before R535 (same bits).
+// older drivers (R525's reference has only that name; same bits).
 using DeviceGetReasonsFn = Return (*)(Device, unsigned long long*);  // NOLINT(google-runtime-int)
 using DeviceGetTemperatureFn = Return (*)(Device, int, unsigned int*);  // sensor, degrees C
 // nvmlDeviceGetPowerUsage, nvmlDeviceGetEnforcedPowerLimit (milliwatts); also the unsigned-int

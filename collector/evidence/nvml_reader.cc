@@ -122,7 +122,7 @@ void NvmlReader::ResolveSymbols() {
   api_.get_uuid = Lookup<nvml::DeviceGetUuidFn>(dl_, "nvmlDeviceGetUUID");
   api_.get_clock = Lookup<nvml::DeviceGetClockFn>(dl_, "nvmlDeviceGetClockInfo");
   api_.get_max_clock = Lookup<nvml::DeviceGetClockFn>(dl_, "nvmlDeviceGetMaxClockInfo");
-  // Renamed in R535; drivers before it export only the Throttle name, with the same bits.
+  // Renamed after R525; older drivers export only the Throttle name, with the same bits.
   api_.get_reasons =
       Lookup<nvml::DeviceGetReasonsFn>(dl_, "nvmlDeviceGetCurrentClocksEventReasons");
   if (api_.get_reasons == nullptr) {
@@ -141,7 +141,7 @@ void NvmlReader::ResolveSymbols() {
   api_.get_pcie_width = Lookup<nvml::DeviceGetUintFn>(dl_, "nvmlDeviceGetCurrPcieLinkWidth");
   api_.get_pcie_width_max = Lookup<nvml::DeviceGetUintFn>(dl_, "nvmlDeviceGetMaxPcieLinkWidth");
   api_.get_pcie_replay = Lookup<nvml::DeviceGetUintFn>(dl_, "nvmlDeviceGetPcieReplayCounter");
-  // _v3 (R510 and later) and _v2 fill the 24-byte nvmlProcessInfo_t; the unversioned function of
+  // _v3 (current drivers) and _v2 fill the 24-byte nvmlProcessInfo_t; the unversioned function of
   // older drivers fills the 16-byte nvmlProcessInfo_v1_t.
   api_.get_processes =
       Lookup<nvml::DeviceGetProcessesFn>(dl_, "nvmlDeviceGetComputeRunningProcesses_v3");
@@ -210,7 +210,7 @@ bool NvmlReader::Open() {
       api_.get_handle == nullptr) {
     unavailable_reason_ = "NVML: " + library_ +
                           " lacks nvmlInit_v2, nvmlShutdown, nvmlDeviceGetCount_v2 or "
-                          "nvmlDeviceGetHandleByIndex_v2 (not NVML, or a driver older than R319)";
+                          "nvmlDeviceGetHandleByIndex_v2 (not NVML, or a very old driver)";
     Close();
     return false;
   }

@@ -2,7 +2,7 @@
 // calls, answering from a script file (FAKE_NVML_SCRIPT) that a test rewrites to change the GPUs
 // mid-run. Never kinder than NVML: calls before nvmlInit_v2 fail, an omitted field is
 // NOT_SUPPORTED, a gone GPU is GPU_IS_LOST on every call, the process list keeps NVML's buffer
-// rules, an XID is delivered once. Built twice: FAKE_NVML_OLD leaves out what pre-R510 drivers
+// rules, an XID is delivered once. Built twice: FAKE_NVML_OLD leaves out what older drivers
 // lack.
 #include <sys/stat.h>
 #include <time.h>
@@ -558,7 +558,7 @@ FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetComputeRunningProcesses_v2(nvml::Devi
 }
 #endif
 
-// The unversioned (v1) call with its 16-byte elements: the only one in drivers before R460.
+// The unversioned (v1) call with its 16-byte elements: the only one in the oldest drivers.
 FAKE_NVML_EXPORT nvml::Return nvmlDeviceGetComputeRunningProcesses(nvml::Device d, unsigned* count,
                                                                    nvml::ProcessInfoV1* infos) {
   return Processes(d, count, infos);
