@@ -29,8 +29,9 @@ struct GpuSample {
   // The PCI address, normalised "0000:18:00.0" (lower case); empty when NVML did not give one.
   std::string bus_id;
   std::string uuid;  // "GPU-…", printable ASCII only; empty when unknown
-  // The GPU fell off the bus, or NVML stopped listing it: every figure below is unknown and
-  // `gone_reason` says why. bus_id and uuid keep what an earlier poll read.
+  // The GPU fell off the bus, or NVML stopped listing it: every figure below but `xids` is
+  // unknown and `gone_reason` says why (the XID that took it off the bus is still reported).
+  // bus_id and uuid keep what an earlier poll read.
   bool gone = false;
   std::string gone_reason;
 
