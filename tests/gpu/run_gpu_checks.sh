@@ -39,6 +39,11 @@ BUILD="$ROOT/build-gpu"
   else
     echo "sentinel-baseline could not be built here (needs nlohmann-json3-dev)"; status=1
   fi
+  # sentineld's NVML reader on the real driver: two files and libdl, built with g++ alone.
+  echo "=== nvml_real_check"
+  g++ -std=c++17 -O1 -I"$ROOT" -o "$OUT/nvml_real_check" "$ROOT/tests/gpu/nvml_real_check.cc" \
+      "$ROOT/collector/evidence/nvml_reader.cc" "$ROOT/collector/evidence/gpu_sample.cc" -ldl &&
+    timeout 60 "$OUT/nvml_real_check" || status=1
   echo "=== overall status $status"
   exit $status
 } 2>&1 | tee "$OUT/gpu_checks.log"
