@@ -263,7 +263,7 @@ std::string NvmlScriptText(const Options& o, int node, const std::vector<pid_t>&
              kPowerLimitMw);
     out += line;
     // A process the driver does not run yet is not listed (NVML lists running contexts only).
-    if (pid > 0) out += " pids=" + std::to_string(pid);
+    out += " pids=" + (pid > 0 ? std::to_string(pid) : std::string());
     out += "\n";
   }
   return out;
