@@ -219,7 +219,12 @@ int Worker(const Options& o) {
       SpinCpuMs(ms);
     else
       SleepMs(ms);
-    gpu.Compute(kernel_start, gpu.Now());
+    // The GPU needs `ms` for the step's kernels. A host that took longer (descheduled by other
+    // processes, a late wake-up) leaves the GPU idle before them: the kernels are the last `ms`
+    // of the phase, never stretched by the host's delay, as on a real GPU.
+    const uint64_t kernel_end = gpu.Now();
+    const auto need = static_cast<uint64_t>(ms * 1e6);
+    gpu.Compute(kernel_end - kernel_start > need ? kernel_end - need : kernel_start, kernel_end);
     SleepMs(host_ms);
     if (compute_ms_seen.size() < (size_t{1} << 20)) {
       compute_ms_seen.push_back(static_cast<float>((NowS() - compute_start_s) * 1e3));
