@@ -66,28 +66,38 @@ int ListTasks(const std::string& dir, std::vector<uint32_t>* tids) {
 // A thread or process that vanished between the listing and the read: not an error of ours.
 bool Vanished(int err) { return err == ENOENT || err == ESRCH; }
 
-}  // namespace
-
-int ReadBoundedFile(const std::string& path, size_t limit, std::string* text) {
+// ReadBoundedFile relative to an open directory (a process's task/: no path walk per thread).
+// O_NONBLOCK: a FIFO planted in a tree opens and reads empty instead of blocking the poller.
+int ReadBoundedFileAt(int dir_fd, const char* name, size_t limit, std::string* text) {
   text->clear();
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  const int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return errno;
   text->resize(limit);
   size_t got = 0;
   int err = 0;
   while (got < limit) {
-    const ssize_t n = read(fd, &(*text)[got], limit - got);
+    const size_t want = limit - got;
+    const ssize_t n = read(fd, &(*text)[got], want);
     if (n < 0) {
       if (errno == EINTR) continue;
       err = errno;
       break;
     }
-    if (n == 0) break;
     got += static_cast<size_t>(n);
+    // A short read is the end: the kernel's one-record files (all of /proc/<pid>'s and the cgroup
+    // files read here) hand over everything they have in one read, and a regular file does too.
+    // It saves the second read that would return 0 (a third of the poll's system calls).
+    if (static_cast<size_t>(n) < want) break;
   }
   close(fd);
   text->resize(got);
   return err;
+}
+
+}  // namespace
+
+int ReadBoundedFile(const std::string& path, size_t limit, std::string* text) {
+  return ReadBoundedFileAt(AT_FDCWD, path.c_str(), limit, text);
 }
 
 std::string ReadFailure(const std::string& what, int err) {
@@ -190,35 +200,46 @@ ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid) {
     tids.resize(kMaxTasksPerProcess);
   }
   s.tasks.reserve(tids.size());
+  const int task_fd = open((dir + "/task").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (task_fd < 0) {
+    s.tasks_why = ReadFailure(dir + "/task", errno);
+    s.ctxt_why = s.tasks_why;
+    return s;
+  }
   std::string first_sched_why;
   std::string first_ctxt_why;
   for (const uint32_t tid : tids) {
     TaskCounters t;
     t.tid = tid;
-    const std::string tdir = absl::StrCat(dir, "/task/", tid);
-    int err = ReadBoundedFile(tdir + "/schedstat", kProcFileLimit, &text);
+    const std::string tname = std::to_string(tid);
+    const auto exited = [&](int err) {
+      return Vanished(err) && faccessat(task_fd, tname.c_str(), F_OK, 0) != 0;
+    };
+    int err = ReadBoundedFileAt(task_fd, (tname + "/schedstat").c_str(), kProcFileLimit, &text);
     if (err == 0) {
       t.has_sched = ParseSchedstat(text, &t.cpu_ns, &t.wait_ns);
       if (!t.has_sched && first_sched_why.empty()) {
-        first_sched_why = absl::StrCat(tdir, "/schedstat: unparsable");
+        first_sched_why = absl::StrCat(dir, "/task/", tname, "/schedstat: unparsable");
       }
-    } else if (Vanished(err) && access(tdir.c_str(), F_OK) != 0) {
+    } else if (exited(err)) {
       continue;  // the thread exited after the listing
     } else if (first_sched_why.empty()) {
-      first_sched_why = ReadFailure(tdir + "/schedstat", err);
+      first_sched_why = ReadFailure(absl::StrCat(dir, "/task/", tname, "/schedstat"), err);
       if (err == ENOENT) absl::StrAppend(&first_sched_why, " (kernel without CONFIG_SCHED_INFO)");
     }
-    err = ReadBoundedFile(tdir + "/status", kStatusFileLimit, &text);
+    err = ReadBoundedFileAt(task_fd, (tname + "/status").c_str(), kStatusFileLimit, &text);
     if (err == 0) {
       t.has_ctxt = ParseStatusSwitches(text, &t.voluntary_switches, &t.involuntary_switches);
       if (!t.has_ctxt && first_ctxt_why.empty()) {
-        first_ctxt_why = absl::StrCat(tdir, "/status: no parsable ctxt_switches lines");
+        first_ctxt_why =
+            absl::StrCat(dir, "/task/", tname, "/status: no parsable ctxt_switches lines");
       }
-    } else if (first_ctxt_why.empty() && !(Vanished(err) && access(tdir.c_str(), F_OK) != 0)) {
-      first_ctxt_why = ReadFailure(tdir + "/status", err);
+    } else if (first_ctxt_why.empty() && !exited(err)) {
+      first_ctxt_why = ReadFailure(absl::StrCat(dir, "/task/", tname, "/status"), err);
     }
     s.tasks.push_back(t);
   }
+  close(task_fd);
   const bool any_sched = std::any_of(s.tasks.begin(), s.tasks.end(),
                                      [](const TaskCounters& t) { return t.has_sched; });
   const bool any_ctxt =

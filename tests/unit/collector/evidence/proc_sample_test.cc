@@ -141,6 +141,19 @@ TEST(ProcSampleTest, MissingFileAndDirectoryInPlaceOfFile) {
   EXPECT_EQ(ReadBoundedFile(tree.Proc("12/task/13/status"), 64, &text), EISDIR);
 }
 
+TEST(ProcSampleTest, FifoInPlaceOfAFileDoesNotBlockThePoll) {
+  FakeHostTree tree;
+  tree.WriteStat(16, "x", 'S', 0, 5);
+  FakeHostTree::MakeDirs(tree.Proc("16/task/16"));
+  ASSERT_EQ(mkfifo(tree.Proc("16/task/16/schedstat").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo(tree.Proc("16/task/16/status").c_str(), 0600), 0);
+  const ProcSample s = ReadProcSample(tree.roots(), 16);  // would hang in open() without a writer
+  ASSERT_EQ(s.tasks.size(), 1u);
+  EXPECT_FALSE(s.tasks[0].has_sched);
+  EXPECT_FALSE(s.tasks[0].has_ctxt);
+  EXPECT_NE(s.tasks_why.find("schedstat: unparsable"), std::string::npos) << s.tasks_why;
+}
+
 TEST(ProcSampleTest, StatThatIsADirectoryIsNotGone) {
   FakeHostTree tree;
   FakeHostTree::MakeDirs(tree.Proc("14/stat"));
