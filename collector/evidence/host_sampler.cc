@@ -187,8 +187,11 @@ HostSampler::HostSampler(HostSamplerOptions options) : options_(std::move(option
 
 void HostSampler::Poll(const std::vector<uint32_t>& pids, int64_t mono_ns) {
   absl::MutexLock poll_lock(&poll_mu_);
+  std::vector<uint32_t> unique = pids;  // a pid passed twice is read once
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
   const std::array<PsiTotals, kPsiResourceCount> node = ReadNodePsi(options_.roots);
-  for (const uint32_t pid : pids) {
+  for (const uint32_t pid : unique) {
     // The reads (the slow part) run outside mu_, so Window never waits on the file system.
     const ProcSample proc = ReadProcSample(options_.roots, pid);
     const CgroupSample cgroup = proc.gone ? CgroupSample{} : ReadCgroupSample(options_.roots, pid);
@@ -229,6 +232,8 @@ void HostSampler::Fold(const ProcSample& proc, const CgroupSample& cgroup,
     it->second.points.Reset(std::max<size_t>(options_.samples_per_pid, 2));
   }
   PidState* st = &it->second;
+  // Points stay in time order: a poll stamped no later than the newest kept one is dropped.
+  if (st->points.size() > 0 && mono_ns <= st->points.Newest().mono_ns) return;
   if (proc.has_stat && st->has_starttime && proc.starttime_ticks != st->starttime_ticks) {
     // Another process under the same pid: nothing of the old one may be diffed against it.
     *st = PidState();

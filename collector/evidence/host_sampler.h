@@ -113,7 +113,9 @@ struct HostWindow {
   double wall_s = 0;
   bool gone = false;  // the process had exited by to_ns: the figures end at its last live poll
   std::string gone_why;
-  char state = '?';  // at the end point; 'Z': a zombie, its counters frozen
+  // At the end point. 'Z': a zombie (exited, not reaped: counters frozen), or, with threads still
+  // listed, a process whose main thread exited while others run on.
+  char state = '?';
   uint32_t threads = 0;
   bool tasks_truncated = false;  // more threads than kMaxTasksPerProcess: sums cover part of it
   TimeFigure cpu;                // on a CPU, summed over threads: share = CPUs used on average
@@ -156,7 +158,8 @@ class HostSampler {
   HostSampler(const HostSampler&) = delete;
   HostSampler& operator=(const HostSampler&) = delete;
 
-  // Reads every pid (and the node's PSI once) and keeps one point per pid. A pid whose start time
+  // Reads every pid (and the node's PSI once) and keeps one point per pid; `mono_ns` must grow
+  // from Poll to Poll (a point no later than a pid's newest is dropped). A pid whose start time
   // changed is a new process: its history restarts.
   void Poll(const std::vector<uint32_t>& pids, int64_t mono_ns) ABSL_LOCKS_EXCLUDED(poll_mu_, mu_);
 

@@ -52,7 +52,7 @@ struct ProcSample {
   std::string gone_why;
 
   bool has_stat = false;  // state, majflt, starttime
-  char state = '?';       // R, S, D, Z, T, ...
+  char state = '?';       // R, S, D, Z, T, ... (the main thread's: 'Z' once it exited)
   uint64_t major_faults = 0;
   uint64_t starttime_ticks = 0;  // field 22: tells a reused pid from its predecessor
   std::string stat_why;          // why has_stat is false

@@ -20,8 +20,12 @@ namespace sentinel::collector::testing {
 class FakeHostTree {
  public:
   FakeHostTree() {
-    char tmpl[] = "/tmp/sentinel_host_tree_XXXXXX";
-    const char* dir = mkdtemp(tmpl);
+    // tmpfs where there is one: the thread-bound test makes and removes 4,099 directories, seconds
+    // on a loaded ext4.
+    char shm[] = "/dev/shm/sentinel_host_tree_XXXXXX";
+    char tmp[] = "/tmp/sentinel_host_tree_XXXXXX";
+    const char* dir = mkdtemp(shm);
+    if (dir == nullptr) dir = mkdtemp(tmp);
     EXPECT_NE(dir, nullptr);
     root_ = dir == nullptr ? "/nonexistent" : dir;
     roots_.proc = root_ + "/proc";

@@ -165,6 +165,8 @@ class QuotaCgroup {
   ~QuotaCgroup() {
     if (dir_.empty()) return;
     for (int i = 0; i < 50 && rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i) usleep(20'000);
+    std::string ignored;
+    if (!enabled_cpu_at_.empty()) WriteText(enabled_cpu_at_, "-cpu", &ignored);  // as we found it
   }
   // Empty on success, else why the machine does not allow it.
   std::string Create(const std::string& cgroup_root) {
@@ -177,9 +179,11 @@ class QuotaCgroup {
       if (!ReadText(cgroup_root + "/cgroup.subtree_control", &controllers)) {
         return cgroup_root + "/cgroup.subtree_control: unreadable";
       }
-      if (controllers.find("cpu") == std::string::npos &&
-          !WriteText(cgroup_root + "/cgroup.subtree_control", "+cpu", &why)) {
-        return "cgroup2 without the cpu controller, and enabling it failed: " + why;
+      if (controllers.find("cpu") == std::string::npos) {
+        if (!WriteText(cgroup_root + "/cgroup.subtree_control", "+cpu", &why)) {
+          return "cgroup2 without the cpu controller, and enabling it failed: " + why;
+        }
+        enabled_cpu_at_ = cgroup_root + "/cgroup.subtree_control";
       }
       if (!MakeDir(absl::StrCat(cgroup_root, "/", name), &why)) return why;
       if (!WriteText(dir_ + "/cpu.max", "20000 100000", &why)) return why;
@@ -213,6 +217,7 @@ class QuotaCgroup {
     return true;
   }
   std::string dir_;
+  std::string enabled_cpu_at_;  // the subtree_control we enabled cpu in, to disable it again
 };
 
 TEST(HostRealTest, CpuQuotaThrottlesAChildInACgroupOfOurOwn) {

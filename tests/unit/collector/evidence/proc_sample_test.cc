@@ -182,8 +182,9 @@ TEST(ProcSampleTest, GoneIsItsOwnStateNotAZombie) {
 TEST(ProcSampleTest, AtMostTheBoundOfTasksAreRead) {
   FakeHostTree tree;
   tree.WriteStat(15, "many", 'S', 0, 5);
+  FakeHostTree::MakeDirs(tree.Proc("15/task"));
   for (uint32_t tid = 1; tid <= kMaxTasksPerProcess + 3; ++tid) {
-    FakeHostTree::MakeDirs(tree.Proc(absl::StrCat("15/task/", tid)));
+    ASSERT_EQ(mkdir(tree.Proc(absl::StrCat("15/task/", tid)).c_str(), 0755), 0);
   }
   FakeHostTree::MakeDirs(tree.Proc("15/task/not-a-tid"));
   const ProcSample s = ReadProcSample(tree.roots(), 15);
