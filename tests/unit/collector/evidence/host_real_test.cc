@@ -223,8 +223,8 @@ class QuotaCgroup {
 TEST(HostRealTest, CpuQuotaThrottlesAChildInACgroupOfOurOwn) {
   if (geteuid() != 0) GTEST_SKIP() << "creating a cgroup needs root";
   const EvidenceRoots roots;
-  BusyChildren children;  // declared before the cgroup: reaped before it is removed
   QuotaCgroup cgroup;
+  BusyChildren children;  // declared after the cgroup: destroyed (reaped) before it is removed
   const std::string why = cgroup.Create(roots.cgroup);
   if (!why.empty()) GTEST_SKIP() << "no CPU quota cgroup on this machine: " << why;
   const pid_t child = children.Start(-1);
