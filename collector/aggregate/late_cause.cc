@@ -140,6 +140,41 @@ constexpr uint64_t kReasonOrder[] = {
     kNvmlReasonHwPowerBrake, kNvmlReasonHwThermal, kNvmlReasonHwSlowdown, kNvmlReasonSwThermal,
     kNvmlReasonSwPowerCap,   kNvmlReasonSyncBoost, kNvmlReasonAppClocks};
 
+// The share of `c`'s polls with reason bit `i` set; -1 when the counts are not figures.
+double BitShare(const ReasonCounts& c, size_t i) {
+  if (c.polls <= 0 || c.set[i] < 0 || c.set[i] > c.polls) return -1;
+  return static_cast<double>(c.set[i]) / static_cast<double>(c.polls);
+}
+
+// The reason bits set in at least half of the late run's polls (given enough of them) are quoted
+// into `support`; returns the one among them whose share rose most over its usual share (ties: the
+// most telling, kReasonOrder), 0 when none. `minority`: the bits set in fewer than half.
+uint64_t ReasonBits(const GpuState& g, const LateCauseParams& p, std::vector<std::string>* support,
+                    uint64_t* minority) {
+  *minority = 0;
+  if (!g.reasons_known || g.reasons_now.polls < p.min_reason_polls) return 0;
+  uint64_t best = 0;
+  double best_rise = 0;
+  std::vector<std::string> seen;
+  for (uint64_t b : kReasonOrder) {
+    size_t i = 0;
+    while (((b >> i) & 1) == 0) ++i;
+    const double now = BitShare(g.reasons_now, i);
+    if (now > 0 && now < 0.5) *minority |= b;
+    if (now < 0.5) continue;
+    const double usual = std::max(0.0, BitShare(g.reasons_usual, i));
+    seen.push_back(
+        absl::StrCat(ReasonName(b), " ", Pct(now), " of polls (usual ", Pct(usual), ")"));
+    if (best == 0 || now - usual > best_rise) {
+      best = b;
+      best_rise = now - usual;
+    }
+  }
+  if (!seen.empty())
+    support->push_back(absl::StrCat("clock event reasons: ", absl::StrJoin(seen, ", ")));
+  return best;
+}
+
 // Why the GPU is slower, from NVML only. `slowdown`: the kernels' excess over their reference, as
 // a share of the reference (0.15: 15 % longer).
 GpuReason JudgeGpuReason(const GpuState& g, double slowdown, const LateCauseParams& p) {
@@ -165,11 +200,8 @@ GpuReason JudgeGpuReason(const GpuState& g, double slowdown, const LateCausePara
     if (!ref.empty()) absl::StrAppend(&s, " (", absl::StrJoin(ref, ", "), ")");
     support.push_back(s);
   }
-  const uint64_t now_bits = g.reasons_known ? g.reasons_now & kSlowingReasons : 0;
-  const uint64_t new_bits = now_bits & ~g.reasons_usual;
-  const uint64_t bits = new_bits != 0 ? new_bits : now_bits;
-  if (now_bits != 0)
-    support.push_back(absl::StrCat("clock event reasons: ", NvmlReasonsText(now_bits)));
+  uint64_t minority = 0;
+  const uint64_t bits = ReasonBits(g, p, &support, &minority);
   const double temp = Clean(g.temperature_c);
   if (temp >= 0) support.push_back(absl::StrFormat("%.0f C", temp));
   const double power = Clean(g.power_w);
@@ -197,15 +229,7 @@ GpuReason JudgeGpuReason(const GpuState& g, double slowdown, const LateCausePara
 
   // A reason bit is the reason only when the clock fell with it (or the clock is not known): a bit
   // set while the clock holds its usual does not explain slower kernels.
-  uint64_t reason = 0;
-  if (bits != 0 && (!clock_known || clock_low)) {
-    for (uint64_t b : kReasonOrder) {
-      if ((bits & b) != 0) {
-        reason = b;
-        break;
-      }
-    }
-  }
+  const uint64_t reason = !clock_known || clock_low ? bits : 0;
   switch (reason) {
     case kNvmlReasonSwPowerCap:
     case kNvmlReasonHwPowerBrake:
@@ -238,6 +262,18 @@ GpuReason JudgeGpuReason(const GpuState& g, double slowdown, const LateCausePara
       return r;
     default:
       break;
+  }
+  if (g.reasons_known && g.reasons_now.polls < p.min_reason_polls) {
+    // The clock may fall for a reason its few samples did not show yet.
+    r.detail = absl::StrFormat("why unknown: %d NVML polls so far",
+                               std::max<int64_t>(g.reasons_now.polls, 0));
+    return r;
+  }
+  if (clock_low && minority != 0) {
+    // A reason seen now and then may be the one: the clock is not known to be held.
+    r.detail =
+        absl::StrCat("why unknown: ", NvmlReasonsText(minority), " in under half of the polls");
+    return r;
   }
   if (clock_low) {
     r.detail = "clock held low";

@@ -12,6 +12,8 @@
 // When no cause clears its bars the verdict is "unknown", with one line saying why.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -63,6 +65,17 @@ struct SpanFigure {
 // Any figure above this (ms, counts, MHz, W per step) is not a measurement but garbage.
 inline constexpr double kMaxCauseFigure = 1e9;
 
+// How many polls had each of the low 8 clocks-event reason bits set.
+struct ReasonCounts {
+  int64_t polls = 0;
+  std::array<int64_t, 8> set{};  // set[i]: polls with bit (1 << i)
+
+  void Add(uint64_t reasons) {
+    ++polls;
+    for (size_t i = 0; i < set.size(); ++i) set[i] += static_cast<int64_t>((reasons >> i) & 1);
+  }
+};
+
 // NVML over the span, for the GPU the rank runs on (mapped by PCI bus id or device UUID).
 struct GpuState {
   bool known = false;          // false: NVML could not be read for this GPU ...
@@ -70,12 +83,13 @@ struct GpuState {
   // nvmlDeviceGetClockInfo(NVML_CLOCK_SM), MHz: its mean over the span and the usual span.
   SpanFigure sm_clock_mhz;
   double sm_clock_max_mhz = -1;  // nvmlDeviceGetMaxClockInfo(NVML_CLOCK_SM)
-  // nvmlDeviceGetCurrentClocksEventReasons (ThrottleReasons on old drivers), sampled each poll:
-  // the bits set in at least half of the span's polls, and of the usual span's. A bit that flickers
-  // on every busy GPU (a power cap brushed now and then) is thus not read as the span's reason.
+  // nvmlDeviceGetCurrentClocksEventReasons (ThrottleReasons on old drivers), read once per poll:
+  // over the late run (since it began, not only the span: one or two samples are chance) and over
+  // the usual span. A bit that flickers on every busy GPU (a power cap brushed now and then) is
+  // thus not read as the reason, and one that rose with the slowdown is.
   bool reasons_known = false;
-  uint64_t reasons_now = 0;
-  uint64_t reasons_usual = 0;
+  ReasonCounts reasons_now;
+  ReasonCounts reasons_usual;
   double temperature_c = -1;  // nvmlDeviceGetTemperature(GPU), mean over the span
   double power_w = -1;        // nvmlDeviceGetPowerUsage / 1000, mean over the span
   double power_limit_w = -1;  // nvmlDeviceGetEnforcedPowerLimit / 1000
@@ -153,7 +167,7 @@ struct LateCauseParams {
   double noise_floor_share = 0.01;
   // ... and at least this many standard deviations of the figure's own usual (SpanFigure::spread,
   // of per-poll values: the span's mean over several polls is quieter still).
-  double spread_factor = 2.0;
+  double spread_factor = 3.0;
   // A lateness under this share of the step is within noise: nothing is judged. The integrator
   // passes straggler-rel / 2 (the detector's CUSUM reference); below it no alert fires.
   double min_late_share = 0.025;
@@ -161,6 +175,8 @@ struct LateCauseParams {
   // A clock counts as the GPU's reason when it fell by at least this share of the slowdown it
   // would explain (kernels 15 % longer, clock at least 7.5 % lower than its usual).
   double clock_explains_share = 0.5;
+  // A reason bit counts when it was set in at least half of at least this many polls.
+  int64_t min_reason_polls = 3;
 };
 
 // One candidate cause's figures (also the "also" cause).

@@ -23,6 +23,13 @@ SpanFigure Fig(double now, double usual, double spread = -1) {
   return SpanFigure{now, usual, spread};
 }
 
+// NVML's reason bits over `polls` polls, `bits` set in `times` of them.
+ReasonCounts Seen(int64_t polls, uint64_t bits = 0, int64_t times = 0) {
+  ReasonCounts c;
+  for (int64_t i = 0; i < polls; ++i) c.Add(i < times ? bits : 0);
+  return c;
+}
+
 // A rank 10 ms late per step at 100 ms steps whose every figure holds its usual: nothing explains
 // the lateness.
 CauseEvidence Quiet() {
@@ -49,6 +56,8 @@ CauseEvidence Quiet() {
   ev.gpu.sm_clock_mhz = Fig(1980, 1980);
   ev.gpu.sm_clock_max_mhz = 1980;
   ev.gpu.reasons_known = true;
+  ev.gpu.reasons_now = Seen(12);
+  ev.gpu.reasons_usual = Seen(60);
   ev.gpu.temperature_c = 65;
   ev.gpu.power_w = 500;
   ev.gpu.power_limit_w = 700;
@@ -61,7 +70,7 @@ CauseEvidence PowerCapped() {
   ev.late_ms = 11;
   ev.compute_ms.now = 92;
   ev.gpu.sm_clock_mhz.now = 1720;
-  ev.gpu.reasons_now = kNvmlReasonSwPowerCap;
+  ev.gpu.reasons_now = Seen(12, kNvmlReasonSwPowerCap, 11);
   ev.gpu.power_w = 698;
   return ev;
 }
@@ -104,7 +113,7 @@ TEST(LateCause, PowerCapNamesTheGpuWithItsClockFigures) {
   EXPECT_THAT(s, HasSubstr("cause: GPU slower (power cap): compute kernels 92.0 ms per step (usual "
                            "80.0 ms, peers 80.0 ms) explains 100 % of 11.0 ms late per step"));
   EXPECT_THAT(s, HasSubstr("SM clock 1720 MHz (usual 1980 MHz, max 1980 MHz)"));
-  EXPECT_THAT(s, HasSubstr("clock event reasons: SW power cap"));
+  EXPECT_THAT(s, HasSubstr("clock event reasons: SW power cap 91 % of polls (usual 0 %)"));
   EXPECT_THAT(s, HasSubstr("power 698 W of 700 W limit"));
   EXPECT_THAT(s, HasSubstr("what to do: check the GPU's power limit"));
   EXPECT_EQ(s.find('\n'), std::string::npos);
@@ -112,7 +121,7 @@ TEST(LateCause, PowerCapNamesTheGpuWithItsClockFigures) {
 
 TEST(LateCause, ThermalSlowdown) {
   CauseEvidence ev = PowerCapped();
-  ev.gpu.reasons_now = kNvmlReasonSwThermal | kNvmlReasonHwThermal;
+  ev.gpu.reasons_now = Seen(12, kNvmlReasonSwThermal | kNvmlReasonHwThermal, 10);
   ev.gpu.temperature_c = 91;
   const CauseVerdict v = JudgeLateCause(ev);
   ASSERT_EQ(v.cause(), LateCause::kGpuSlower);
@@ -121,15 +130,34 @@ TEST(LateCause, ThermalSlowdown) {
   EXPECT_THAT(v.what_to_do, HasSubstr("cooling"));
 }
 
-// A bit every busy GPU brushes now and then (set in the usual span too) is not the reason when a
-// new one appeared with the slowdown.
-TEST(LateCause, ANewReasonBitWinsOverOneThatWasAlreadyUsual) {
+// A bit every busy GPU brushes now and then (set in the usual span too) is not the reason when
+// another one rose with the slowdown.
+TEST(LateCause, TheReasonBitThatRoseWinsOverOneThatWasAlreadyUsual) {
   CauseEvidence ev = PowerCapped();
-  ev.gpu.reasons_usual = kNvmlReasonSwPowerCap;
-  ev.gpu.reasons_now = kNvmlReasonSwPowerCap | kNvmlReasonSwThermal;
-  EXPECT_EQ(JudgeLateCause(ev).named.detail, "thermal slowdown");
+  ev.gpu.reasons_usual = Seen(60, kNvmlReasonSwPowerCap, 40);
+  ev.gpu.reasons_now = Seen(12, kNvmlReasonSwPowerCap, 12);
+  ev.gpu.reasons_now.set[5] = 9;  // SW thermal (0x20) in 9 of the 12 polls
+  const CauseVerdict v = JudgeLateCause(ev);
+  EXPECT_EQ(v.named.detail, "thermal slowdown");
+  EXPECT_THAT(v.named.support, HasSubstr("clock event reasons: SW thermal slowdown 75 % of polls "
+                                         "(usual 0 %), SW power cap 100 % of polls (usual 66 %)"));
   // The usual bit alone is still the reason when the clock fell with it.
-  ev.gpu.reasons_now = kNvmlReasonSwPowerCap;
+  ev.gpu.reasons_now.set[5] = 0;
+  EXPECT_EQ(JudgeLateCause(ev).named.detail, "power cap");
+  // A bit in under half of the polls is not a reason, nor is the clock then known to be held low.
+  ev.gpu.reasons_now = Seen(12, kNvmlReasonSwPowerCap, 5);
+  EXPECT_EQ(JudgeLateCause(ev).named.detail,
+            "why unknown: SW power cap in under half of the polls");
+  ev.gpu.reasons_now = Seen(12, kNvmlReasonSwPowerCap, 6);
+  EXPECT_EQ(JudgeLateCause(ev).named.detail, "power cap");
+}
+
+// One or two samples are chance: the reason waits for min_reason_polls of them.
+TEST(LateCause, TooFewNvmlPollsGiveNoReason) {
+  CauseEvidence ev = PowerCapped();
+  ev.gpu.reasons_now = Seen(2, kNvmlReasonSwPowerCap, 2);
+  EXPECT_EQ(JudgeLateCause(ev).named.detail, "why unknown: 2 NVML polls so far");
+  ev.gpu.reasons_now = Seen(3, kNvmlReasonSwPowerCap, 2);
   EXPECT_EQ(JudgeLateCause(ev).named.detail, "power cap");
 }
 
@@ -143,7 +171,7 @@ TEST(LateCause, AReasonBitWithTheClockAtItsUsualIsNotTheReason) {
 
 TEST(LateCause, ClockHeldLowWithoutAReasonBit) {
   CauseEvidence ev = PowerCapped();
-  ev.gpu.reasons_now = 0;
+  ev.gpu.reasons_now = Seen(12);
   EXPECT_EQ(JudgeLateCause(ev).named.detail, "clock held low");
   // The clock's edge: 15 % slower kernels need the clock at least 7.5 % under its usual.
   ev.compute_ms.now = 92;  // 12 / 80 = 15 %
@@ -335,15 +363,15 @@ TEST(LateCause, NoiseFloorEdge) {
   EXPECT_THAT(v.unknown_reason, HasSubstr("under the noise floor of 1 % of the 100 ms step"));
 }
 
-// The figure's own noise: the excess must be at least twice the spread of its usual.
+// The figure's own noise: the excess must be at least three times the spread of its usual.
 TEST(LateCause, UsualSpreadEdge) {
   CauseEvidence ev = Quiet();
-  ev.runq_wait_ms = Fig(6, 1, 2.5);
+  ev.runq_wait_ms = Fig(6, 1, 1.6);
   EXPECT_EQ(JudgeLateCause(ev).cause(), LateCause::kHostCpu);
-  ev.runq_wait_ms.spread = 2.6;
+  ev.runq_wait_ms.spread = 1.7;
   const CauseVerdict v = JudgeLateCause(ev);
   EXPECT_EQ(v.cause(), LateCause::kUnknown);
-  EXPECT_THAT(v.unknown_reason, HasSubstr("within its usual spread of 2.60 ms"));
+  EXPECT_THAT(v.unknown_reason, HasSubstr("within its usual spread of 1.70 ms"));
 }
 
 TEST(LateCause, LatenessWithinNoiseIsNotJudged) {
@@ -384,7 +412,7 @@ TEST(LateCause, SmallRisesEverywhereAreNotClaimed) {
   ev.runq_wait_ms.now = 2;
   ev.cgroup_memory_some_ms.now = 2;
   ev.throttled_ms.now = 2;
-  ev.gpu.reasons_now = kNvmlReasonSwPowerCap;  // brushed now and then by every busy GPU
+  ev.gpu.reasons_now = Seen(12, kNvmlReasonSwPowerCap, 12);  // a busy GPU at its power cap
   EXPECT_EQ(JudgeLateCause(ev).cause(), LateCause::kUnknown);
 }
 
@@ -481,8 +509,9 @@ TEST(LateCause, HostileFiguresAreNotMeasurements) {
 
 TEST(LateCause, HostileNvmlAndText) {
   CauseEvidence ev = PowerCapped();
-  ev.gpu.reasons_now = ~0ULL;  // every bit: the most telling decoded one is the reason
-  ev.gpu.reasons_usual = 0;
+  ev.gpu.reasons_now = Seen(12, ~0ULL, 12);  // every bit: the most telling decoded one
+  ev.gpu.reasons_usual.polls = -4;
+  ev.gpu.reasons_usual.set[2] = 1LL << 62;
   ev.gpu.temperature_c = kNaN;
   ev.gpu.power_w = -3;
   ev.gpu.new_xids = -7;
