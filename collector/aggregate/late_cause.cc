@@ -34,8 +34,8 @@ struct Fig {
   double now = -1;
   double usual = -1;
   double spread = -1;
-  bool known() const { return now >= 0 && usual >= 0; }
-  double excess() const { return now - usual; }
+  bool Known() const { return now >= 0 && usual >= 0; }
+  double Excess() const { return now - usual; }
 };
 
 Fig CleanFig(const SpanFigure& f) { return Fig{Clean(f.now), Clean(f.usual), Clean(f.spread)}; }
@@ -100,7 +100,7 @@ std::string Reason(const std::string& missing, const char* fallback) {
 // A PSI "some" figure of the process's cgroup, else the node's: which one was used, in its name.
 Fig PsiFigure(const SpanFigure& cgroup, const SpanFigure& node, const char** scope) {
   const Fig c = CleanFig(cgroup);
-  if (c.known()) {
+  if (c.Known()) {
     *scope = "cgroup";
     return c;
   }
@@ -170,8 +170,9 @@ uint64_t ReasonBits(const GpuState& g, const LateCauseParams& p, std::vector<std
       best_rise = now - usual;
     }
   }
-  if (!seen.empty())
+  if (!seen.empty()) {
     support->push_back(absl::StrCat("clock event reasons: ", absl::StrJoin(seen, ", ")));
+  }
   return best;
 }
 
@@ -341,9 +342,9 @@ void JudgeGpu(const CauseEvidence& ev, const LateCauseParams& p, Candidate* c) {
 void JudgeHost(const CauseEvidence& ev, Judged* j) {
   const Fig throttled = CleanFig(ev.throttled_ms);
   j->quota.finding.cause = LateCause::kCpuQuota;
-  if (throttled.known()) {
+  if (throttled.Known()) {
     j->quota.judged = true;
-    j->quota.finding.excess_ms = throttled.excess();
+    j->quota.finding.excess_ms = throttled.Excess();
     j->quota.spread = throttled.spread;
     j->quota.finding.figures = MsFigure("throttled", throttled);
     const double quota = Clean(ev.cpu_quota_cpus);
@@ -355,19 +356,19 @@ void JudgeHost(const CauseEvidence& ev, Judged* j) {
 
   const Fig runq = CleanFig(ev.runq_wait_ms);
   j->cpu.finding.cause = LateCause::kHostCpu;
-  if (runq.known()) {
+  if (runq.Known()) {
     j->cpu.judged = true;
     // A throttled thread waits in its run queue: the run-queue wait beyond the throttled time is
     // what other processes took.
-    j->cpu.finding.excess_ms = runq.excess() - std::max(0.0, j->quota.finding.excess_ms);
+    j->cpu.finding.excess_ms = runq.Excess() - std::max(0.0, j->quota.finding.excess_ms);
     j->cpu.spread = runq.spread;
     j->cpu.finding.figures = MsFigure("run-queue wait", runq);
     std::vector<std::string> support;
     const Fig invol = CleanFig(ev.invol_switches);
-    if (invol.known()) support.push_back(CountFigure("involuntary switches", invol));
+    if (invol.Known()) support.push_back(CountFigure("involuntary switches", invol));
     const char* scope = "";
     const Fig psi = PsiFigure(ev.cgroup_cpu_some_ms, ev.node_cpu_some_ms, &scope);
-    if (psi.known()) {
+    if (psi.Known()) {
       support.push_back(MsFigure(absl::StrCat(scope, " cpu stall").c_str(), psi));
     }
     j->cpu.finding.support = absl::StrJoin(support, ", ");
@@ -379,13 +380,13 @@ void JudgeHost(const CauseEvidence& ev, Judged* j) {
   const char* scope = "";
   const Fig mem = PsiFigure(ev.cgroup_memory_some_ms, ev.node_memory_some_ms, &scope);
   j->memory.finding.cause = LateCause::kMemoryPressure;
-  if (mem.known()) {
+  if (mem.Known()) {
     j->memory.judged = true;
-    j->memory.finding.excess_ms = mem.excess();
+    j->memory.finding.excess_ms = mem.Excess();
     j->memory.spread = mem.spread;
     j->memory.finding.figures = MsFigure(absl::StrCat(scope, " memory stall").c_str(), mem);
     const Fig faults = CleanFig(ev.major_faults);
-    if (faults.known()) j->memory.finding.support = CountFigure("major faults", faults);
+    if (faults.Known()) j->memory.finding.support = CountFigure("major faults", faults);
   } else {
     const std::string& why = !ev.missing.cgroup.empty() ? ev.missing.cgroup : ev.missing.node_psi;
     j->memory.not_judged =
@@ -416,7 +417,7 @@ void JudgeHostWait(const CauseEvidence& ev, Judged* j) {
   }
   c->judged = true;
   const Fig runq = CleanFig(ev.runq_wait_ms);
-  double host_waits = runq.excess();
+  double host_waits = runq.Excess();
   if (j->quota.judged) host_waits = std::max(host_waits, j->quota.finding.excess_ms);
   if (j->memory.judged) host_waits = std::max(host_waits, j->memory.finding.excess_ms);
   c->finding.excess_ms = idle_excess - std::max(0.0, host_waits);
@@ -428,9 +429,9 @@ void JudgeHostWait(const CauseEvidence& ev, Judged* j) {
   const char* scope = "";
   const Fig io = PsiFigure(ev.cgroup_io_some_ms, ev.node_io_some_ms, &scope);
   c->finding.detail = "input pipeline or host code";
-  if (io.known()) {
+  if (io.Known()) {
     support.push_back(MsFigure(absl::StrCat(scope, " io stall").c_str(), io));
-    if (io.excess() >= 0.5 * c->finding.excess_ms) c->finding.detail = "storage (io pressure)";
+    if (io.Excess() >= 0.5 * c->finding.excess_ms) c->finding.detail = "storage (io pressure)";
   }
   c->finding.support = absl::StrJoin(support, ", ");
 }

@@ -462,7 +462,7 @@ CauseEvidence Job::Evidence(int g, int pa, int pb, int ua, int ub, int na,
 }
 
 CauseColumn ColumnOf(const CauseVerdict& v) {
-  switch (v.cause()) {
+  switch (v.Cause()) {
     case LateCause::kGpuSlower:
       if (v.named.detail == "power cap") return kColGpuPowerCap;
       if (v.named.detail == "thermal slowdown") return kColGpuThermal;
@@ -550,7 +550,7 @@ void JudgeRun(const CauseFamilyInfo& fam, const CauseEvalConfig& cfg, uint64_t s
       }
       if (fam.noise && worst_late >= 0) {
         ++out->worst_judged;
-        if (JudgeLateCause(worst, cfg.params).cause() != LateCause::kUnknown) ++out->worst_claims;
+        if (JudgeLateCause(worst, cfg.params).Cause() != LateCause::kUnknown) ++out->worst_claims;
       }
     }
   }
