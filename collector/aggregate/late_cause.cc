@@ -191,8 +191,8 @@ GpuReason JudgeGpuReason(const GpuState& g, double slowdown, const LateCausePara
   const Fig clock = CleanFig(g.sm_clock_mhz);
   const double max_clock = Clean(g.sm_clock_max_mhz);
   const double base = clock.usual > 0 ? clock.usual : max_clock;
-  bool clock_known = clock.now > 0 && base > 0;
-  bool clock_low = clock_known && base / clock.now - 1 >= p.clock_explains_share * slowdown;
+  const bool clock_known = clock.now > 0 && base > 0;
+  const bool clock_low = clock_known && base / clock.now - 1 >= p.clock_explains_share * slowdown;
   if (clock.now > 0) {
     std::string s = absl::StrFormat("SM clock %.0f MHz", clock.now);
     std::vector<std::string> ref;
@@ -204,7 +204,7 @@ GpuReason JudgeGpuReason(const GpuState& g, double slowdown, const LateCausePara
   uint64_t minority = 0;
   const uint64_t bits = ReasonBits(g, p, &support, &minority);
   const double temp = Clean(g.temperature_c);
-  if (temp >= 0) support.push_back(absl::StrFormat("%.0f C", temp));
+  if (temp >= 0) support.push_back(absl::StrFormat("temperature %.0f C", temp));
   const double power = Clean(g.power_w);
   const double limit = Clean(g.power_limit_w);
   if (power >= 0 && limit > 0) {

@@ -126,7 +126,7 @@ TEST(LateCause, ThermalSlowdown) {
   const CauseVerdict v = JudgeLateCause(ev);
   ASSERT_EQ(v.Cause(), LateCause::kGpuSlower);
   EXPECT_EQ(v.named.detail, "thermal slowdown");
-  EXPECT_THAT(CauseSentence(v), HasSubstr("91 C"));
+  EXPECT_THAT(CauseSentence(v), HasSubstr("temperature 91 C"));
   EXPECT_THAT(v.what_to_do, HasSubstr("cooling"));
 }
 
@@ -523,7 +523,7 @@ TEST(LateCause, HostileNvmlAndText) {
   ASSERT_EQ(v.Cause(), LateCause::kGpuSlower);
   EXPECT_EQ(v.named.detail, "HW power brake");
   const std::string s = CauseSentence(v);
-  EXPECT_THAT(s, Not(HasSubstr(" C,")));
+  EXPECT_THAT(s, Not(HasSubstr("temperature")));
   EXPECT_THAT(s, Not(HasSubstr("XID")));
   EXPECT_THAT(s, Not(HasSubstr("PCIe")));
   EXPECT_LT(s.size(), 2000u);  // the network text is cut before it is escaped
