@@ -500,6 +500,7 @@ void JudgeRun(const CauseFamilyInfo& fam, const CauseEvalConfig& cfg, uint64_t s
   bool named = false;
   bool wrong_on_victim = false;
   CauseColumn first = kColUnknown;
+  std::vector<int> floor_run(static_cast<size_t>(job.total()), 0);  // polls in a row at the floor
   for (int k = first_poll; k < job.polls(); ++k) {
     for (int node = 0; node < cfg.nodes; ++node) {
       const bool incident = !fam.noise && node == job.victim_node();
@@ -525,10 +526,14 @@ void JudgeRun(const CauseFamilyInfo& fam, const CauseEvalConfig& cfg, uint64_t s
           worst = ev;
         }
         // The straggler detector fires only on a rank whose excess is at least 3/4 of
-        // straggler-rel (5 %) of its compute (straggler_detector.h); its CUSUM's noise threshold,
-        // far stricter, is left out: the judgement must hold without it.
-        const bool flagged =
+        // straggler-rel (5 %) of its compute, over a late run of at least min_evidence (2 s)
+        // (straggler_detector.h): here the floor held at three polls in a row. Its CUSUM's noise
+        // threshold, far stricter, is left out: the judgement must hold without it.
+        const bool floor =
             ev.steps >= cfg.params.min_steps && median_excess >= 0.75 * 0.05 * ev.compute_ms.usual;
+        int& run = floor_run[static_cast<size_t>(g)];
+        run = floor ? run + 1 : 0;
+        const bool flagged = run >= 3;
         if (!flagged) continue;
         const CauseVerdict v = JudgeLateCause(ev, cfg.params);
         const CauseColumn col = ColumnOf(v);

@@ -8,7 +8,8 @@
 // 1 s polls) against the 60 polls before the late run began, each figure's spread over those
 // polls, NVML sampled once per poll. A rank is judged when a stand-in for the straggler detector
 // flags it: its median lateness beyond its usual over the span at least 3/4 of straggler-rel of its
-// compute, the detector's own floor, without the detector's noise threshold (far stricter).
+// compute at three polls in a row (the detector's own floor and its 2 s late run), without the
+// detector's noise threshold (far stricter).
 //
 //   cause_eval --seeds 20 --nodes 8,64 --ranks 8 [--family SUBSTR]... [--check]
 #pragma once
