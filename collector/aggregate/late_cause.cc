@@ -17,9 +17,6 @@ namespace sentinel::collector {
 namespace late_cause_internal {
 namespace {
 
-constexpr uint64_t kSlowingReasons =
-    kNvmlReasonAppClocks | kNvmlReasonSwPowerCap | kNvmlReasonHwSlowdown | kNvmlReasonSyncBoost |
-    kNvmlReasonSwThermal | kNvmlReasonHwThermal | kNvmlReasonHwPowerBrake;
 // Text from outside is cut to this many bytes before it is escaped: an alert stays one short line.
 constexpr size_t kMaxOutsideText = 200;
 

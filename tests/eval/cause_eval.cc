@@ -142,8 +142,8 @@ class Job {
 
 void Job::RankStep(int g, bool active, StepFigures* f, double* arrival) {
   const int v = victim();
-  const bool victim = active && g == v;
-  const bool neighbour = active && g == (v ^ 1) && (v ^ 1) < total_;
+  const bool is_victim = active && g == v;
+  const bool is_neighbour = active && g == (v ^ 1) && (v ^ 1) < total_;
   const double jitter = fam_.family == CauseFamily::kNoiseJitter ? 0.05 : 0.02;
   double compute = base_compute_[static_cast<size_t>(g)] * (1 + jitter * rng_.N());
   double idle = 0.04 * step_ * rng_.Around1(0.3);
@@ -157,14 +157,14 @@ void Job::RankStep(int g, bool active, StepFigures* f, double* arrival) {
   double extra = 0.002 * step_ * rng_.N();  // launch noise and anything else on the arrival
   switch (fam_.family) {
     case CauseFamily::kPowerCap:
-      if (victim) compute *= 1.15;
+      if (is_victim) compute *= 1.15;
       break;
     case CauseFamily::kThermal:
-      if (victim) compute *= 1 + thermal_;
+      if (is_victim) compute *= 1 + thermal_;
       break;
     case CauseFamily::kCpuContention:
-      if (victim || neighbour) {
-        const double r = mag_ * rng_.Around1(0.2) * (victim ? 1 : 0.3);
+      if (is_victim || is_neighbour) {
+        const double r = mag_ * rng_.Around1(0.2) * (is_victim ? 1 : 0.3);
         runq += r;
         idle += r * crit_;
         invol += r / step_ * 400;
@@ -172,7 +172,7 @@ void Job::RankStep(int g, bool active, StepFigures* f, double* arrival) {
       }
       break;
     case CauseFamily::kCpuQuota:
-      if (victim) {
+      if (is_victim) {
         const double t = mag_ * rng_.Around1(0.3);
         throttled += t * quota_over_;
         runq += t * quota_runq_;
@@ -183,24 +183,24 @@ void Job::RankStep(int g, bool active, StepFigures* f, double* arrival) {
       }
       break;
     case CauseFamily::kInputStall:
-      if (victim) {
+      if (is_victim) {
         const double d = mag_ * rng_.Around1(0.3);
         idle += d;
         if (storage_) cg_io += 0.8 * d;
       }
       break;
     case CauseFamily::kMemoryPressure:
-      if (victim) {
+      if (is_victim) {
         const double m = mag_ * rng_.Around1(0.3);
         cg_mem += m;
         majflt += m / step_ * 500;
         idle += m * crit_;
-      } else if (neighbour) {
+      } else if (is_neighbour) {
         majflt += mag_ / step_ * 50;
       }
       break;
     case CauseFamily::kSlowLink:
-      if (victim) extra += mag_ * rng_.Around1(0.2);
+      if (is_victim) extra += mag_ * rng_.Around1(0.2);
       break;
     case CauseFamily::kNoiseScheduler: {
       double blip = rng_.P(0.3) ? rng_.Exp(0.01 * step_) : 0;
