@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collector/evidence/nvml_api.h"
+
 namespace sentinel::collector {
 
 // The causes, in the order of the `cause` label's fixed list (LateCauseName): an export of one
@@ -43,13 +45,13 @@ const char* LateCauseTitle(LateCause cause);
 // NVML's clocks-event (formerly "clocks throttle") reason bits, as NVIDIA's NVML reference
 // documents them (nvmlClocksEventReasons; values unchanged since the throttle-reason names).
 // Only the ones that slow a busy GPU are decoded; GpuIdle (0x1) says nothing about a slow kernel.
-inline constexpr uint64_t kNvmlReasonAppClocks = 0x2;      // ApplicationsClocksSetting
-inline constexpr uint64_t kNvmlReasonSwPowerCap = 0x4;     // SwPowerCap
-inline constexpr uint64_t kNvmlReasonHwSlowdown = 0x8;     // HwSlowdown
-inline constexpr uint64_t kNvmlReasonSyncBoost = 0x10;     // SyncBoost
-inline constexpr uint64_t kNvmlReasonSwThermal = 0x20;     // SwThermalSlowdown
-inline constexpr uint64_t kNvmlReasonHwThermal = 0x40;     // HwThermalSlowdown
-inline constexpr uint64_t kNvmlReasonHwPowerBrake = 0x80;  // HwPowerBrakeSlowdown
+inline constexpr uint64_t kNvmlReasonAppClocks = nvml::kReasonApplicationsClocksSetting;
+inline constexpr uint64_t kNvmlReasonSwPowerCap = nvml::kReasonSwPowerCap;
+inline constexpr uint64_t kNvmlReasonHwSlowdown = nvml::kReasonHwSlowdown;
+inline constexpr uint64_t kNvmlReasonSyncBoost = nvml::kReasonSyncBoost;
+inline constexpr uint64_t kNvmlReasonSwThermal = nvml::kReasonSwThermalSlowdown;
+inline constexpr uint64_t kNvmlReasonHwThermal = nvml::kReasonHwThermalSlowdown;
+inline constexpr uint64_t kNvmlReasonHwPowerBrake = nvml::kReasonHwPowerBrakeSlowdown;
 
 // A figure per step: its mean over the late span, its mean over the rank's usual span (the steps
 // before the late run began, not the ones just before the span: by then the usual would be the
