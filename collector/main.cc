@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -10,6 +11,7 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/config/config.h"
+#include "collector/evidence/evidence_poller.h"
 #include "collector/export/alertmanager.h"
 #include "collector/export/http_server.h"
 #include "collector/export/record_log.h"
@@ -124,11 +126,24 @@ int main(int argc, char** argv) {
   // Own thread: sysfs PMA reads are firmware round trips, kept off the ingest loop.
   NicPoller nic_poller(config.sysfs_root, config.nic_poll_ns, &aggregator);
   nic_poller.Start();
+  // Own thread: each rank process's /proc and cgroup files and NVML, for the causes of late ranks.
+  EvidenceOptions evidence_options;
+  evidence_options.period_ns = config.evidence_poll_ns;
+  evidence_options.roots.proc = config.proc_root;
+  evidence_options.roots.cgroup = config.cgroup_root;
+  evidence_options.nvml_library = config.nvml_library;
+  evidence_options.max_pids = static_cast<size_t>(std::max(config.max_clients, 1));
+  EvidencePoller evidence(evidence_options, RealClock(),
+                          [&aggregator] { return aggregator.LivePids(); });
+  evidence.Start();
+  if (config.evidence_poll_ns > 0) aggregator.SetEvidence(&evidence);
   spdlog::info("sentineld {} listening: socket {} http {} (port {})", kSentinelVersion,
                ingest.socket_path(), config.listen, *port);
   ingest.Run();
   g_server = nullptr;
   spdlog::info("sentineld stopping");
+  aggregator.SetEvidence(nullptr);
+  evidence.Stop();
   nic_poller.Stop();
   if (pusher) pusher->Stop();
   http.Stop();

@@ -65,6 +65,7 @@ Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), cl
   state_.start_real_ns = clock_->RealNs();
   state_.start_mono_ns = clock_->MonoNs();
   state_.collectives.Reset(static_cast<size_t>(config_.history_collectives));
+  state_.cause_params = CauseParamsFrom(config_);
   state_.alerts = AlertBook(config_.alert_retention_ns, kMaxResolvedAlerts);
 }
 
@@ -209,6 +210,21 @@ void Aggregator::OnRecords(int client, const SentinelWireCollRecord* records, si
     state_.counters.record_log_bytes = record_log_->bytes_written();
     state_.counters.record_log_rotations = record_log_->rotations();
   }
+}
+
+void Aggregator::SetEvidence(const EvidencePoller* evidence) {
+  absl::MutexLock lock(&mu_);
+  state_.evidence = evidence;
+}
+
+std::vector<uint32_t> Aggregator::LivePids() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<uint32_t> pids;
+  pids.reserve(state_.processes.size());
+  for (const auto& [client, p] : state_.processes) {
+    if (p->connected && p->pid != 0) pids.push_back(p->pid);
+  }
+  return pids;
 }
 
 void Aggregator::FireStraggler(CommState* comm, RankState* rs, int func, int bucket) {

@@ -41,6 +41,7 @@
 
 #include "collector/aggregate/alert_book.h"
 #include "collector/aggregate/baseline_store.h"
+#include "collector/aggregate/cause_evidence.h"
 #include "collector/aggregate/counters.h"
 #include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/hang_action.h"
@@ -195,6 +196,11 @@ struct State {
   BaselineStore baseline;
   NetLinks net;    // links of the wrapping net plugin (wire types 10/11, net_links.h)
   SlowCause slow;  // why collectives are slow: late ranks vs network (slow_cause.h)
+  // Why a rank is late: the node's evidence (collector/evidence/; null when the poll is off) and
+  // the last verdict per late rank (cause_evidence.h; a cache, hence mutable in const readers).
+  const EvidencePoller* evidence = nullptr;
+  mutable CauseCache causes;
+  LateCauseParams cause_params;  // CauseParamsFrom(config), set by the aggregator
 };
 
 class Aggregator : public IngestConsumer, public NicPollConsumer, public SnapshotSource {
@@ -232,6 +238,11 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   void Tick() override;
 
   void SetRecordLog(RecordSink* log);
+  // The node's evidence of why ranks are late (main.cc's poller; null: none). It must outlive its
+  // use: main.cc sets null before stopping it.
+  void SetEvidence(const EvidencePoller* evidence);
+  // The pids of the rank processes connected now (the evidence poller's thread).
+  std::vector<uint32_t> LivePids() const;
 
   // Runs `fn` with the state under the lock (readers: exporters).
   void Read(const std::function<void(const State&)>& fn) const;

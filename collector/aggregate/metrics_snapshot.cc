@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "collector/aggregate/aggregator.h"
+#include "collector/aggregate/alerts/alert_key.h"
 #include "collector/aggregate/state_order.h"
 
 namespace sentinel::collector {
@@ -20,6 +21,22 @@ BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns)
 }
 
 namespace {
+
+// The cause of the firing straggler alert (node-local or from the wait evidence) naming the rank.
+std::string LateCauseOfRank(const State& state, const RankState& r) {
+  for (const std::string& id : {AlertKey::Straggler(r.comm_hash, r.rank).Id(),
+                                AlertKey::WaitRank(r.comm_hash, r.rank).Id()}) {
+    auto c = state.comms.find(r.comm_key());
+    const uint32_t owner = c != state.comms.end() ? c->second->uid : r.uid;
+    const Alert* a = state.alerts.Find(owner, id);
+    if (a == nullptr || !a->firing() || !a->evidence.is_object()) continue;
+    const auto cause = a->evidence.find("cause");
+    if (cause == a->evidence.end() || !cause->is_object()) continue;
+    const auto name = cause->find("cause");
+    if (name != cause->end() && name->is_string()) return name->get<std::string>();
+  }
+  return "";
+}
 
 // Since when `m`'s process has been inside a collective of another communicator that is wholly
 // on this node, that collective's kernel started and not completed (the oldest such; 0 when
@@ -97,6 +114,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
       if (r->duration[b]) out.duration[b] = *r->duration[b];
     }
     auto c = state.comms.find(r->comm_key());
+    out.late_cause = LateCauseOfRank(state, *r);
     if (c != state.comms.end() && c->second->wait) {
       const WaitRankState* w = c->second->wait->rank(r->local_index);
       if (w != nullptr && w->recent_n >= c->second->wait->params().min_recent) {

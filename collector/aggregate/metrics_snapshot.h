@@ -74,6 +74,8 @@ struct MetricsSnapshot {
     // compute segment, in ns; -1 while the window holds too few collectives.
     double recent_duration_p50_ns = -1;
     double recent_segment_p50_ns = -1;
+    // While a straggler alert names the rank late: the cause judged (LateCauseName), else empty.
+    std::string late_cause;
   };
   // A rank a process fed, as the series budget weighs it (metrics_select.h).
   struct RankRef {

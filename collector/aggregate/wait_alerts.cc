@@ -11,6 +11,7 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/alerts/alert_key.h"
+#include "collector/aggregate/cause_evidence.h"
 #include "collector/aggregate/straggler_text.h"
 #include "collector/aggregate/wait_evidence.h"
 
@@ -28,6 +29,20 @@ nlohmann::json Figures(const WaitRankState& st, size_t window) {
           {"duration_p50_ms", st.duration_p50_ns / 1e6},
           {"window", window},
           {"recent", st.recent_n}};
+}
+
+// Why the rank is late (cause_evidence.h): its compute segment's growth over its usual, explained
+// by the node's evidence of its process and GPU; judged at most once a second (CauseCache).
+const CauseVerdict& WaitCause(const State& state, const CommState& comm, const RankState& rs,
+                              const WaitRankState& st) {
+  const double late_ms = (st.segment_p50_ns - st.usual_segment_ns) / 1e6;
+  return state.causes.Get(
+      {comm.uid, comm.hash, rs.rank, true}, st.since_seq, state.now_mono_ns, [&] {
+        const LateSpan span = LateSpanSince(rs, st.since_seq, late_ms, -1,
+                                            st.usual_segment_ns / 1e6, state.now_mono_ns);
+        return JudgeLateCause(GatherCauseEvidence(state, comm, rs, span, state.evidence),
+                              state.cause_params);
+      });
 }
 
 }  // namespace
@@ -68,6 +83,7 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
     a.severity = AlertSeverity::kCritical;
     a.host = state.host;
     std::vector<SlowNodeRank> named;
+    std::string named_cause;  // the first flagged rank's, quoted beside its figures
     nlohmann::json ranks = nlohmann::json::array();
     for (size_t i : v.flagged) {
       const Ref& r = where[i];
@@ -75,12 +91,16 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
       nlohmann::json f = Figures(*r.st, r.comm->wait->params().window);
       f["comm"] = CommLabel(r.comm->hash);
       f["rank"] = r.rank->rank;
+      const CauseVerdict& cause = WaitCause(state, *r.comm, *r.rank, *r.st);
+      f["cause"] = CauseJson(cause);
+      if (named_cause.empty()) named_cause = CauseSentence(cause);
       ranks.push_back(std::move(f));
       if (std::find(a.ranks.begin(), a.ranks.end(), r.rank->rank) == a.ranks.end()) {
         a.ranks.push_back(r.rank->rank);
       }
     }
     a.summary = SlowNodeSummary(state.host, v.processes, named);
+    if (!named_cause.empty()) absl::StrAppend(&a.summary, "; first flagged rank's ", named_cause);
     a.evidence = {{"scope", "node"}, {"processes", v.processes}, {"flagged", ranks}};
     a.runbook = absl::StrCat(runbook_base, "alert-straggler");
     out.push_back(std::move(a));
@@ -127,7 +147,10 @@ std::vector<Alert> WaitAlerts(const State& state, const std::string& runbook_bas
     a.host = state.host;
     a.source = r.rank->client;
     a.summary = WaitStragglerSummary(r.rank->rank, a.comm, r.comm->nnodes, *r.st);
+    const CauseVerdict& cause = WaitCause(state, *r.comm, *r.rank, *r.st);
+    absl::StrAppend(&a.summary, "; ", CauseSentence(cause));
     a.evidence = Figures(*r.st, r.comm->wait->params().window);
+    a.evidence["cause"] = CauseJson(cause);
     a.evidence["scope"] = "rank";
     a.runbook = absl::StrCat(runbook_base, "alert-straggler");
     out.push_back(std::move(a));

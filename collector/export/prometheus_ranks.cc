@@ -174,6 +174,16 @@ void AppendRankProgressFamilies(const MetricsRows& rows, std::string* out) {
   PromFamily up(out, "sentinel_rank_up", PromType::kGauge,
                 "1 while the rank's process is connected and the communicator alive.");
   for (const MetricsSnapshot::Rank* r : rows.ranks) up.Add(RankLabels(*r), r->active ? 1 : 0);
+  // One series per late rank at most: `cause` takes only LateCauseName's fixed values.
+  PromFamily cause(out, "sentinel_rank_late_cause", PromType::kGauge,
+                   "1 for a rank a straggler alert names late, labelled with the cause judged "
+                   "from the node's evidence: gpu_slower, host_cpu, cpu_quota, host_wait, "
+                   "memory_pressure, network or unknown.");
+  for (const MetricsSnapshot::Rank* r : rows.ranks) {
+    if (!r->late_cause.empty()) {
+      cause.Add(absl::StrCat(RankLabels(*r), ",cause=\"", r->late_cause, "\""), 1);
+    }
+  }
   PromFamily last_seq(
       out, "sentinel_rank_last_seq", PromType::kGauge,
       "Highest collective sequence number the rank completed (hang culprits job-wide).");

@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/alerts/alert_key.h"
+#include "collector/aggregate/cause_evidence.h"
 #include "collector/aggregate/straggler_text.h"
 
 namespace sentinel::collector {
@@ -74,6 +75,26 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   judged.ms_per_collective = rel * st.mean_segment_ns / 1e6;
   judged.since_seq = st.onset_seq;
   a.summary = LocalStragglerSummary(rs.rank, a.comm, f, structural, judged);
+  // Why (cause_evidence.h): the lateness per collective over the late run against the rank's own
+  // lateness before it, explained by the node's evidence of its process and GPU.
+  double usual_late_ns = 0;
+  int usual_n = 0;
+  for (size_t k = rs.history.size(); k > 0 && usual_n < 64; --k) {
+    const RankSample& h = rs.history[k - 1];
+    if (h.seq >= f.since_seq || h.lateness_ns < 0) continue;
+    usual_late_ns += static_cast<double>(h.lateness_ns);
+    ++usual_n;
+  }
+  const double step_ms = f.back_to_back ? f.compute_per_coll_ms : f.segment_p50_ms;
+  const LateSpan span =
+      LateSpanSince(rs, f.since_seq, f.lateness_mean_ms,
+                    usual_n > 0 ? usual_late_ns / usual_n / 1e6 : -1, step_ms, now_mono_ns);
+  const CauseVerdict& cause =
+      state.causes.Get({comm.uid, comm.hash, rs.rank, false}, f.since_seq, now_mono_ns, [&] {
+        return JudgeLateCause(GatherCauseEvidence(state, comm, rs, span, state.evidence),
+                              state.cause_params);
+      });
+  absl::StrAppend(&a.summary, "; ", CauseSentence(cause));
   a.evidence = {{"pattern", structural ? "structural" : "degraded"},
                 {"lateness_p50_ms", f.lateness_p50_ms},
                 {"lateness_share", f.share},
@@ -102,6 +123,7 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   // The communicator's slow collectives split into waiting for late ranks vs slower transfer
   // (network when a NIC or link moved): seconds by cause and the latest span (slow_cause.h).
   a.evidence["slow_cause"] = state.slow.EvidenceFor(comm.key());
+  a.evidence["cause"] = CauseJson(cause);
   a.runbook = absl::StrCat(config.runbook_base, "alert-straggler");
   a.started_real_ns = now_real_ns;
   return a;
