@@ -23,9 +23,7 @@ namespace {
 constexpr int64_t kMs = 1000000;
 constexpr int64_t kS = 1000 * kMs;
 
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 // A fake /proc/<pid> with one thread, whose schedstat the test advances.
 struct FakeProcess {
@@ -40,8 +38,9 @@ struct FakeProcess {
     WriteFile(p + "/stat", std::to_string(pid) +
                                " (python3) R 1 1 1 0 -1 0 10 0 0 0 100 20 0 0 20 0 1 0 4242 0 0");
     WriteFile(t + "/schedstat", std::to_string(cpu_ns) + " " + std::to_string(wait_ns) + " 10\n");
-    WriteFile(t + "/status", "Name:\tpython3\nvoluntary_ctxt_switches:\t5\n"
-                             "nonvoluntary_ctxt_switches:\t7\n");
+    WriteFile(t + "/status",
+              "Name:\tpython3\nvoluntary_ctxt_switches:\t5\n"
+              "nonvoluntary_ctxt_switches:\t7\n");
     WriteFile(p + "/cgroup", "0::/job\n");
   }
 };
