@@ -130,10 +130,20 @@ class LateCauseTest : public ::testing::Test {
   // `expected`. Any other rank's alert, or a cause other than `expected` or "unknown" for `rank`,
   // fails the case. Prints the alert text (the closing note quotes it).
   void RunCase(const char* name, int rank, const std::vector<std::string>& cause,
-               const std::string& expected) {
+               const std::string& expected, bool pinned = false) {
     StartSim(cause, kFromS + kLimitS + 10);
     std::this_thread::sleep_until(sim_start_ + std::chrono::seconds(kFromS));
-    ASSERT_TRUE(Firing().empty()) << "before the cause: " << nlohmann::json(Firing()).dump();
+    // Before the cause nobody is late, except that a rank pinned to one CPU whose compute spins
+    // (--cpu-hog, --cpu-quota) really is a little late already: the other processes' turns on its
+    // CPU. Its alert may fire then, naming no cause or host CPU contention, never another.
+    for (const nlohmann::json& a : Firing()) {
+      const std::string c = CauseOf(a);
+      const bool pinned_rank = RankOf(a) == rank && pinned;
+      ASSERT_TRUE(pinned_rank && (c.empty() || c == "unknown" || c == "host_cpu"))
+          << "before the cause: " << a.dump();
+      std::printf("(%s) before the cause (a pinned, spinning rank): %s\n", name,
+                  a.value("summary", "").c_str());
+    }
     const Clock::time_point from = Clock::now();
     double alert_s = -1;
     double cause_s = -1;
@@ -179,7 +189,8 @@ class LateCauseTest : public ::testing::Test {
 };
 
 TEST_F(LateCauseTest, CpuHogOnTheRanksCpuIsHostCpuContention) {
-  RunCase("a", 5, {"--cpu-hog", "rank=5,from-s=" + std::to_string(kFromS)}, "host_cpu");
+  RunCase("a", 5, {"--cpu-hog", "rank=5,from-s=" + std::to_string(kFromS)}, "host_cpu",
+          /*pinned=*/true);
 }
 
 TEST_F(LateCauseTest, PowerCappedGpuWithLongerKernelsIsGpuSlower) {
