@@ -53,6 +53,7 @@
 #include "collector/aggregate/snapshot_source.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/straggler_detector.h"
+#include "collector/aggregate/time_breakdown.h"
 #include "collector/aggregate/wait_evidence.h"
 #include "collector/base/clock.h"
 #include "collector/config/config.h"
@@ -146,6 +147,7 @@ struct ProcessState {
   SentinelWireGpuWindow gpu_window{};
   bool has_gpu_window = false;
   GpuActivity gpu;             // CUPTI windows and kernel attributions (gpu_activity.h)
+  ProcessTime time;            // where its time went (time_breakdown.h)
   std::vector<RankKey> ranks;  // the ranks it fed
   // Last GPU window showing work outside NCCL (CUPTI): its host thread is launching kernels.
   int64_t compute_progress_mono_ns = 0;
