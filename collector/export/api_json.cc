@@ -49,6 +49,13 @@ const char* Judged(const RanksSnapshot::Process& p) {
   return "not_judged_sampled";
 }
 
+// Where its time went (aggregate/time_breakdown.h), under its primary rank's communicator.
+nlohmann::json TimeJson(const RanksSnapshot::Process& p) {
+  nlohmann::json out = TimeRankJson(p.time);
+  out["comm"] = p.has_rank ? nlohmann::json(CommLabel(p.primary_comm)) : nlohmann::json();
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -130,7 +137,7 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
                                                        static_cast<double>(p->gpu_window_nccl_ns)
                                                  : 0)},
          {"gpu", GpuRankJson(p->gpu)},
-         {"time", TimeRankJson(p->time)},  // aggregate/time_breakdown.h
+         {"time", TimeJson(*p)},
          {"drops", p->has_heartbeat ? HeartbeatDrops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
          // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
