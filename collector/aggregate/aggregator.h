@@ -121,6 +121,7 @@ struct CommState {
   bool has_inflight = false;    // some rank sends in-flight state: hangs are judged from it
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   HangActionState hang_action;  // hang verdicts sent to its waiting ranks (hang_action.h)
+  CommTime time;                // its least transfer floors (time_breakdown.h)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
   int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)

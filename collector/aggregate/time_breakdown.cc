@@ -173,10 +173,16 @@ std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, bool spa
   return out;
 }
 
-void TimeObserveJoin(State* state, const CommState& comm, const std::vector<WaitObservation>& obs,
+void TimeObserveJoin(State* state, CommState* comm_state, const std::vector<WaitObservation>& obs,
                      int bucket, int64_t now_ns) {
-  if (obs.empty()) return;
-  const int64_t floor = comm.wait ? comm.wait->floor_ns(bucket) : -1;
+  if (obs.empty() || bucket < 0) return;
+  const CommState& comm = *comm_state;
+  std::vector<int64_t>& least = comm_state->time.least_floor_ns;
+  if (least.size() <= static_cast<size_t>(bucket))
+    least.resize(static_cast<size_t>(bucket) + 1, -1);
+  int64_t& floor = least[static_cast<size_t>(bucket)];
+  const int64_t now_floor = comm.wait ? comm.wait->floor_ns(bucket) : -1;
+  if (now_floor >= 0 && (floor < 0 || now_floor < floor)) floor = now_floor;
   const std::vector<int64_t> waits = JoinWaits(obs, comm.nnodes > 1, floor);
   int64_t weight = 1;
   for (const RankState* m : comm.members) {

@@ -19,10 +19,15 @@
 //   For each collective every active local rank reported (past the straggler warm-up, not thinned
 //   by a plugin's overhead budget), and each of its local ranks with GPU times, the rank's wait:
 //     local  = latest local arrival - its own arrival (exact: one clock on the node);
-//     remote = when the communicator spans other nodes and its transfer floor is known
-//              (wait_evidence.h: a low quantile of the time the node's ranks spent in the
-//              collective after the last local rank arrived), its end - the latest local arrival
-//              - the floor, at least 0: what the node waited for the other nodes;
+//     remote = when the communicator spans other nodes and its transfer floor is known, its end
+//              - the latest local arrival - the floor, at least 0: what the node waited for the
+//              other nodes. The floor is the least the wait evidence's floor (wait_evidence.h: a
+//              low quantile of the time the node's ranks spent in the collective after the last
+//              local rank arrived, over its last 128) has been for that size bucket (CommTime):
+//              that floor follows a lasting wait (another node late by about the same amount at
+//              every collective becomes its floor within 64 collectives), and the wait would
+//              vanish into the communication. One node cannot tell a transfer that got slower
+//              from a wait for another node: both count as wait here;
 //     wait  += min(local + remote, its duration) x weight, where weight = 8 when a rank of the
 //              communicator thins its records (budget levels 2 and 3 keep 1 collective in 8,
 //              plugin/README.md "Overhead budget"), else 1.
@@ -112,6 +117,12 @@ struct ProcessTime {
   int64_t last_at_ns = 0;   // ... and of its newest
 };
 
+// A communicator's part (CommState::time): the least transfer floor seen per size bucket (-1:
+// none yet).
+struct CommTime {
+  std::vector<int64_t> least_floor_ns;
+};
+
 // One CUPTI window (already validated by IngestGpuWindow), at collector time `now_ns`.
 void TimeOnGpuWindow(ProcessTime* t, const SentinelWireGpuWindow& w, int64_t now_ns);
 // One wait of the process: `wait_ns` (weighted) in a collective it reached at `arrival_ns` (the
@@ -125,8 +136,9 @@ void TimeOnWait(ProcessTime* t, int64_t arrival_ns, int64_t wait_ns, int64_t now
 std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes,
                                int64_t floor_ns);
 // The aggregator's hook: the waits of a completed join (its measured local ranks in `obs`), each
-// weighted and added to its process. Call with the aggregator's lock held.
-void TimeObserveJoin(State* state, const CommState& comm, const std::vector<WaitObservation>& obs,
+// weighted and added to its process; the communicator's least floor follows its wait evidence's.
+// Call with the aggregator's lock held.
+void TimeObserveJoin(State* state, CommState* comm, const std::vector<WaitObservation>& obs,
                      int bucket, int64_t now_ns);
 
 // What the snapshots copy of one process: its totals, and its figures over the recent window

@@ -307,6 +307,36 @@ TEST_F(TimeBreakdownAggTest, OneLateRankTheOthersWaitForIsNamed) {
   }
 }
 
+TEST(TimeBreakdownRemote, ANodeWaitingForAnotherNodeCountsTheTimeAboveTheTransferFloor) {
+  // Two local ranks of a 4-rank communicator spanning 2 nodes: 200 collectives whose transfer
+  // takes 1 ms after both local ranks arrived, then 100 in which a rank on the other node is 2 ms
+  // late (both local ranks end 3 ms after they arrived).
+  FakeClock clock;
+  Config config;
+  Aggregator agg(config, &clock);
+  for (int r = 0; r < 2; ++r) {
+    agg.NoteAccepted(40 + r, static_cast<uint32_t>(4000 + r), 0);
+    agg.OnHello(40 + r, testing::MakeHello(static_cast<uint32_t>(4000 + r)));
+    SentinelWireCommInit init = MakeCommInit(kComm, r, 4);
+    init.nnodes = 2;
+    testing::DeliverControl(&agg, 40 + r, kSentinelWireCommInit, init);
+  }
+  const int64_t t0 = clock.MonoNs() - 100 * kSec;
+  for (int k = 0; k < 300; ++k) {
+    const int64_t at = t0 + k * 10 * kMs;
+    for (int r = 0; r < 2; ++r) {
+      auto rec = MakeColl(kComm, r, 4, static_cast<uint64_t>(k), at, k < 200 ? kMs : 3 * kMs);
+      rec.ordinal_lo = static_cast<uint32_t>(k + 1);
+      agg.OnRecords(40 + r, &rec, 1);
+    }
+  }
+  agg.Read([&](const State& st) {
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(st.processes.at(40 + r)->time.totals.wait_ns, 100 * 2 * kMs) << r;
+    }
+  });
+}
+
 TEST_F(TimeBreakdownAggTest, CuptiOffExportsTheWaitAlone) {
   // The same job without windows.
   const int64_t start = t0_;
