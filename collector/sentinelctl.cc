@@ -1,5 +1,5 @@
 // sentinelctl: command-line client of sentineld's HTTP API (status, ranks, alerts, top, trace,
-// baseline, exclude).
+// baseline, exclude, net, slow, why, breakdown).
 // Exit codes: 0 ok, 1 collector unreachable (or bad answer), 2 usage, 3 firing alerts (alerts).
 #include <httplib.h>
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include "absl/strings/str_join.h"
 
 #include "collector/base/clock.h"
+#include "collector/ctl_breakdown.h"
 #include "collector/ctl_net.h"
 #include "collector/ctl_slow.h"
 #include "collector/ctl_text.h"
@@ -79,6 +80,11 @@ Commands:
                          GPU waiting for the host, memory pressure, network) with the figure that
                          explains the lateness against its usual, what backs it and what to do;
                          "unknown" with the reason when no evidence clears its bar
+  breakdown [--json]     where each rank's time went over the last minute: compute,
+                         communication (not hidden under compute), wait (for late ranks) and
+                         host (GPU idle), in ms per step and % per communicator and rank; then
+                         per job the share lost to waiting and the verdict: one bad rank (or a
+                         few) named, the distribution widened (no culprit), or not enough data
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -285,6 +291,17 @@ int Why(const Options& o) {
     std::cout << JsonText(out, 2) << "\n";
   } else {
     std::cout << sentinel::ctl::WhyText(a, o.rank);
+  }
+  return kOk;
+}
+
+int Breakdown(const Options& o) {
+  nlohmann::json r;
+  if (!Get(o, "/v1/ranks", &r)) return kUnreachable;
+  if (o.json) {
+    std::cout << JsonText(sentinel::ctl::BreakdownJson(r), 2) << "\n";
+  } else {
+    std::cout << sentinel::ctl::BreakdownTable(r);
   }
   return kOk;
 }
@@ -534,6 +551,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (o.command == "net") return Net(o);
     if (o.command == "slow") return Slow(o);
     if (o.command == "why") return Why(o);
+    if (o.command == "breakdown") return Breakdown(o);
   } catch (const nlohmann::json::exception& e) {
     std::fprintf(stderr, "sentinelctl: %s: sentineld's answer has an unexpected shape (%s)\n",
                  o.command.c_str(), Escaped(e.what()).c_str());

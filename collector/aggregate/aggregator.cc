@@ -388,6 +388,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
         ++state_.counters.records_invalid;
         return;
       }
+      TimeOnGpuWindow(&it->second->time, w, batch_now_ns_);  // time_breakdown.h
       // Kernels outside NCCL in the window: the process's host thread is still launching work.
       if (w.status == 0 && w.compute_ns > 0 && w.kernels > w.nccl_kernels) {
         it->second->compute_progress_mono_ns = batch_now_ns_;

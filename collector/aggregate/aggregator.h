@@ -54,6 +54,7 @@
 #include "collector/aggregate/snapshot_source.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/straggler_detector.h"
+#include "collector/aggregate/time_breakdown.h"
 #include "collector/aggregate/wait_evidence.h"
 #include "collector/base/clock.h"
 #include "collector/config/config.h"
@@ -121,6 +122,7 @@ struct CommState {
   bool has_inflight = false;    // some rank sends in-flight state: hangs are judged from it
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   HangActionState hang_action;  // hang verdicts sent to its waiting ranks (hang_action.h)
+  CommTime time;                // its least transfer floors (time_breakdown.h)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
   int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)
@@ -147,6 +149,7 @@ struct ProcessState {
   SentinelWireGpuWindow gpu_window{};
   bool has_gpu_window = false;
   GpuActivity gpu;             // CUPTI windows and kernel attributions (gpu_activity.h)
+  ProcessTime time;            // where its time went (time_breakdown.h)
   std::vector<RankKey> ranks;  // the ranks it fed
   // Last GPU window showing work outside NCCL (CUPTI): its host thread is launching kernels.
   int64_t compute_progress_mono_ns = 0;

@@ -60,6 +60,7 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
       out.last_seq = primary->last_seq;
       out.collectives = primary->collectives;
       out.straggler = primary->straggler_firing;
+      out.primary_comm = primary->comm_hash;
       const size_t n = primary->history.size();
       out.samples.resize(n);
       for (size_t i = 0; i < n; ++i) {
@@ -71,6 +72,7 @@ RanksSnapshot TakeRanksSnapshot(const State& state) {
     out.gpu_window_overlap_ns = p->gpu_window.overlap_ns;
     out.gpu_window_nccl_ns = p->gpu_window.nccl_ns;
     out.gpu = GpuRankInputOf(p->gpu);
+    out.time = TimeBreakdownInputOf(p->time, state.now_mono_ns);
     out.has_heartbeat = p->has_heartbeat;
     out.heartbeat = p->heartbeat;
     out.overhead_ratio = p->overhead_ratio;

@@ -14,6 +14,7 @@
 #include "collector/aggregate/metrics_snapshot.h"
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/snapshot.h"
+#include "collector/aggregate/time_breakdown.h"
 #include "collector/nic/nic_counters.h"
 #include "schemas/wire/sentinel_wire.h"
 
@@ -76,6 +77,9 @@ struct RanksSnapshot {
     bool has_heartbeat = false;
     SentinelWireHeartbeat heartbeat{};
     double overhead_ratio = -1;
+    // Where its time went (time_breakdown.h); its primary rank's communicator names it.
+    uint64_t primary_comm = 0;
+    TimeBreakdownInput time;
   };
   std::string host;
   int64_t now_mono_ns = 0;         // as of the last tick (in-flight ages)

@@ -132,6 +132,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     if (const RankState* primary = PrimaryRank(state, *p)) {
       out.has_rank = true;
       out.rank = primary->rank;
+      out.primary_comm = primary->comm_hash;
     }
     for (const auto& key : p->ranks) {
       auto r = state.ranks.find(key);
@@ -146,6 +147,7 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     out.has_gpu_window = p->has_gpu_window;
     out.gpu_window = p->gpu_window;
     out.gpu = GpuPrometheusInputOf(p->gpu);
+    out.time = TimeBreakdownInputOf(p->time, state.now_mono_ns);
   }
   snap.baseline = TakeBaselineSnapshot(state, INT64_MIN);
   snap.net = state.net;

@@ -18,6 +18,7 @@
 #include "collector/aggregate/net_links.h"
 #include "collector/aggregate/slow_cause.h"
 #include "collector/aggregate/stats.h"
+#include "collector/aggregate/time_breakdown.h"
 #include "collector/base/alert_kind.h"
 #include "collector/nic/nic_counters.h"
 #include "schemas/wire/sentinel_wire.h"
@@ -98,6 +99,9 @@ struct MetricsSnapshot {
     bool has_gpu_window = false;
     SentinelWireGpuWindow gpu_window{};
     GpuPrometheusInput gpu;
+    // Where its time went (time_breakdown.h), under its primary rank's communicator.
+    uint64_t primary_comm = 0;
+    TimeBreakdownInput time;
   };
   struct NicPort {
     std::string device;

@@ -353,6 +353,7 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
   if (warm) {
     if (!comm->wait) comm->wait = std::make_unique<WaitEvidence>(WaitParamsFrom(config_));
     comm->wait->Observe(scratch_wait_, slot.seq, bucket, batch_now_ns_);
+    TimeObserveJoin(&state_, comm, scratch_wait_, bucket, batch_now_ns_);  // time_breakdown.h
   }
   // The straggler judgement needs the collective's compute segment (its drift and clip scale):
   // not from a join where no rank's segment was measured (the first of a sampled burst).

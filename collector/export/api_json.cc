@@ -49,6 +49,13 @@ const char* Judged(const RanksSnapshot::Process& p) {
   return "not_judged_sampled";
 }
 
+// Where its time went (aggregate/time_breakdown.h), under its primary rank's communicator.
+nlohmann::json TimeJson(const RanksSnapshot::Process& p) {
+  nlohmann::json out = TimeRankJson(p.time);
+  out["comm"] = p.has_rank ? nlohmann::json(CommLabel(p.primary_comm)) : nlohmann::json();
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json HealthzJson(const HealthSnapshot& snap, int64_t now_real_ns, int64_t now_mono_ns) {
@@ -130,6 +137,7 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
                                                        static_cast<double>(p->gpu_window_nccl_ns)
                                                  : 0)},
          {"gpu", GpuRankJson(p->gpu)},
+         {"time", TimeJson(*p)},
          {"drops", p->has_heartbeat ? HeartbeatDrops(p->heartbeat) : 0},
          {"overhead_ratio", NumOrNull(p->overhead_ratio >= 0, p->overhead_ratio)},
          // The plugin's overhead-budget step (wire_format.md: heartbeat budget_level).
@@ -140,7 +148,16 @@ nlohmann::json RanksJson(const RanksSnapshot& snap) {
          {"judged", Judged(*p)},
          {"straggler", primary && p->straggler}});
   }
-  return {{"host", snap.host}, {"ranks", ranks}};
+  // Where the time went per uid (a job), over its connected processes with a primary rank, and
+  // whether the waiting points at a few of them (aggregate/time_breakdown.h).
+  std::vector<TimeBreakdownRow> rows;
+  for (const RanksSnapshot::Process* p : processes) {
+    if (!p->connected || !p->has_rank) continue;
+    rows.push_back({p->uid,
+                    {{"rank", p->rank}, {"comm", CommLabel(p->primary_comm)}, {"pid", p->pid}},
+                    p->time});
+  }
+  return {{"host", snap.host}, {"ranks", ranks}, {"breakdown", TimeBreakdownJson(rows)}};
 }
 
 nlohmann::json TelemetryJson(const TelemetrySnapshot& snap) {

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "collector/aggregate/snapshot.h"
 #include "collector/base/alert_kind.h"
 #include "collector/export/baseline_export.h"
 #include "collector/export/net_links_export.h"
@@ -153,6 +154,31 @@ MetricsRows SelectRows(const MetricsSnapshot& snap, const MetricsOptions& option
   return rows;
 }
 
+// Where each rank's time went (aggregate/time_breakdown.h): at most 4 counters per process, under
+// its primary rank, when that rank's communicator is exported. A part that is not known has no
+// series (never 0): without CUPTI only the wait is there, without GPU-timed joins only the others.
+void AppendTimeBreakdown(const MetricsRows& rows, const absl::flat_hash_set<uint64_t>& exported,
+                         std::string* out) {
+  PromFamily f(out, "sentinel_rank_time_seconds_total", PromType::kCounter,
+               "Where the rank's GPU time went, by part: compute (non-NCCL kernels), "
+               "communication (NCCL not hidden under compute, less the wait), wait (for late "
+               "peers inside collectives), host (GPU idle).");
+  for (const MetricsSnapshot::Process* p : rows.processes) {
+    if (!exported.contains(p->primary_comm)) continue;
+    const TimeBreakdownInput& t = p->time;
+    const std::string comm = CommLabel(p->primary_comm);
+    const std::string uid = absl::StrCat(p->uid);
+    const std::string rank = absl::StrCat(p->rank);
+    for (int i = 0; i < kTimeParts; ++i) {
+      const auto part = static_cast<TimePart>(i);
+      if (!(part == TimePart::kWait ? t.wait_known : t.gpu_known)) continue;
+      f.Add(
+          PromLabels({{"comm", comm}, {"uid", uid}, {"rank", rank}, {"part", TimePartName(part)}}),
+          static_cast<double>(t.totals.Part(part)) / 1e9);
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderPrometheus(const MetricsSnapshot& snap) { return RenderPrometheus(snap, {}); }
@@ -171,6 +197,7 @@ std::string RenderPrometheus(const MetricsSnapshot& snap, const MetricsOptions& 
   AppendRankTimingFamilies(rows, &out);
   AppendProcessFamilies(rows, &out);
   AppendGpuFamilies(rows, &out);
+  AppendTimeBreakdown(rows, exported, &out);            // aggregate/time_breakdown.h
   AppendBaselinePrometheus(snap.baseline, &out);        // baseline_export.h
   AppendNetLinksPrometheus(snap.net, &out);             // net plugin links (net_links_export.h)
   out += SlowCausePrometheusText(snap.slow, exported);  // late rank vs network

@@ -175,6 +175,17 @@ TEST_F(SeriesBudgetTest, DefaultStaysWithinBudgetAcrossJobsAndEndedSeriesLeave) 
       for (const Series& s : series) n += s.name == name ? 1 : 0;
       EXPECT_EQ(n, static_cast<size_t>(job.ranks)) << name;
     }
+    // Where each rank's time went: the four parts of every rank, under its primary communicator
+    // only (collector/aggregate/time_breakdown.h), whatever its other communicators.
+    std::map<std::string, size_t> parts;
+    for (const Series& s : series) {
+      if (s.name != "sentinel_rank_time_seconds_total") continue;
+      ++parts[s.labels.at("part")];
+      EXPECT_EQ(s.labels.at("comm"), Hex(job.Comm(0)));
+    }
+    const size_t n = static_cast<size_t>(job.ranks);
+    EXPECT_EQ(parts, (std::map<std::string, size_t>{
+                         {"communication", n}, {"compute", n}, {"host", n}, {"wait", n}}));
     // The JSON API keeps every communicator of every rank.
     const nlohmann::json ranks = GetJson("/v1/ranks");
     size_t comms = 0;
