@@ -115,7 +115,9 @@ def main():
         harness.fake_sysfs(os.path.join(work, "sys"))
         d = harness.Sentineld(sentineld, work, ["--sysfs-root", os.path.join(work, "sys"),
                                                 "--nic-poll", "1s", "--log-level", "warn"])
-        prom = harness.Prometheus("/usr/bin/prometheus", work, d.addr)
+        rules = os.path.join(os.path.dirname(os.path.abspath(dash_path)), "..", "prometheus",
+                             "sentinel_rules.yml")
+        prom = harness.Prometheus("/usr/bin/prometheus", work, d.addr, rule_files=(rules,))
         # The fake libcupti gives every rank GPU windows (compute, NCCL kernels, overlap), as
         # scripts/demo.sh does, so the overlap panels have series too.
         env = dict(os.environ, SENTINEL_SOCKET=d.socket, SENTINEL_CUPTI_PATH=fake_cupti,
