@@ -126,7 +126,10 @@ int main(int argc, char** argv) {
   // Own thread: sysfs PMA reads are firmware round trips, kept off the ingest loop.
   NicPoller nic_poller(config.sysfs_root, config.nic_poll_ns, &aggregator);
   nic_poller.Start();
-  // Own thread: each rank process's /proc and cgroup files and NVML, for the causes of late ranks.
+  spdlog::info("sentineld {} listening: socket {} http {} (port {})", kSentinelVersion,
+               ingest.socket_path(), config.listen, *port);
+  // Own thread, started after the line above (an NVML warning follows it): each rank process's
+  // /proc and cgroup files and NVML, for the causes of late ranks.
   EvidenceOptions evidence_options;
   evidence_options.period_ns = config.evidence_poll_ns;
   evidence_options.roots.proc = config.proc_root;
@@ -137,8 +140,6 @@ int main(int argc, char** argv) {
                           [&aggregator] { return aggregator.LivePids(); });
   evidence.Start();
   if (config.evidence_poll_ns > 0) aggregator.SetEvidence(&evidence);
-  spdlog::info("sentineld {} listening: socket {} http {} (port {})", kSentinelVersion,
-               ingest.socket_path(), config.listen, *port);
   ingest.Run();
   g_server = nullptr;
   spdlog::info("sentineld stopping");
