@@ -249,14 +249,24 @@ void HttpFront::OnReadable(int fd, uint32_t events) {
   }
   // A good head, or one libmicrohttpd refuses itself (too large, cut short): its connection now.
   const Waiting w = it->second;
+  // Out of our epoll before the hand-over: from then on libmicrohttpd may close the fd at any
+  // moment (and the number be reused by another connection), so it is never touched after it.
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   const Handed handed =
       hand_over_(fd, reinterpret_cast<const sockaddr*>(&w.addr), w.addr_len, w.deadline_ns);
   if (handed == Handed::kBusy) {
+    // Not taken: still ours, back in the epoll to drain after the refusal.
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      Drop(fd);
+      return;
+    }
     Refuse(fd, 503, "Service Unavailable", "busy: too many requests being answered");
     return;
   }
   // Taken, or closed by libmicrohttpd when it failed: no longer ours either way.
-  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   by_deadline_.erase({w.deadline_ns, fd});
   waiting_.erase(it);
   if (handed == Handed::kFailed) spdlog::debug("http: libmicrohttpd did not take a connection");
