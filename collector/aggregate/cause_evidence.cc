@@ -129,20 +129,39 @@ void GatherGpuKernels(const State& state, const CommState& comm, const RankState
   }
 }
 
-// A host time figure per collective over both spans, with the usual's spread over its polls.
-template <typename Get>
-SpanFigure HostFigure(const HostSampler& host, uint32_t pid, const Span& now, const Span& usual,
-                      int64_t poll_ns, Get get) {
-  SpanFigure f;
-  const std::optional<HostWindow> wn = host.Window(pid, now.from_ns, now.to_ns);
-  const std::optional<HostWindow> wu = host.Window(pid, usual.from_ns, usual.to_ns);
-  double v = 0;
-  if (wn && wn->wall_s > 0 && get(*wn, &v)) f.now = v / wn->wall_s * now.interval_ms / 1e3;
-  if (wu && wu->wall_s > 0 && get(*wu, &v)) f.usual = v / wu->wall_s * usual.interval_ms / 1e3;
-  std::vector<double> each;
+// The host windows a judgement reads, each diffed once: the late span, the usual span and the
+// usual's single polls (for its spread). Every figure is read from these.
+struct HostWindows {
+  std::optional<HostWindow> now;
+  std::optional<HostWindow> usual;
+  std::vector<HostWindow> usual_polls;
+};
+HostWindows WindowsOf(const HostSampler& host, uint32_t pid, const Span& now, const Span& usual,
+                      int64_t poll_ns) {
+  HostWindows w;
+  w.now = host.Window(pid, now.from_ns, now.to_ns);
+  w.usual = host.Window(pid, usual.from_ns, usual.to_ns);
   for (int64_t t = usual.from_ns; poll_ns > 0 && t + poll_ns <= usual.to_ns; t += poll_ns) {
-    const std::optional<HostWindow> w = host.Window(pid, t, t + poll_ns);
-    if (w && w->wall_s > 0 && get(*w, &v)) each.push_back(v / w->wall_s * usual.interval_ms / 1e3);
+    std::optional<HostWindow> one = host.Window(pid, t, t + poll_ns);
+    if (one) w.usual_polls.push_back(std::move(*one));
+  }
+  return w;
+}
+
+// A host figure per collective over both spans, with the usual's spread over its polls.
+template <typename Get>
+SpanFigure HostFigure(const HostWindows& w, const Span& now, const Span& usual, Get get) {
+  SpanFigure f;
+  double v = 0;
+  if (w.now && w.now->wall_s > 0 && get(*w.now, &v)) {
+    f.now = v / w.now->wall_s * now.interval_ms / 1e3;
+  }
+  if (w.usual && w.usual->wall_s > 0 && get(*w.usual, &v)) {
+    f.usual = v / w.usual->wall_s * usual.interval_ms / 1e3;
+  }
+  std::vector<double> each;
+  for (const HostWindow& one : w.usual_polls) {
+    if (one.wall_s > 0 && get(one, &v)) each.push_back(v / one.wall_s * usual.interval_ms / 1e3);
   }
   f.spread = Spread(each);
   return f;
@@ -171,7 +190,8 @@ void GatherHost(const EvidencePoller& evidence, const RankState& rs, const Span&
     return;
   }
   const HostSampler& host = evidence.host();
-  const std::optional<HostWindow> w = host.Window(rs.pid, now.from_ns, now.to_ns);
+  const HostWindows windows = WindowsOf(host, rs.pid, now, usual, poll_ns);
+  const std::optional<HostWindow>& w = windows.now;
   if (!w) {
     ev->missing.proc = absl::StrCat("pid ", rs.pid, " not polled yet");
     ev->missing.cgroup = ev->missing.proc;
@@ -180,19 +200,16 @@ void GatherHost(const EvidencePoller& evidence, const RankState& rs, const Span&
   if (!w->run_queue_wait.known) ev->missing.proc = w->run_queue_wait.why;
   if (!w->throttled.known && !w->quota_why.empty()) ev->missing.cgroup = w->quota_why;
   if (!w->node_psi[kPsiCpu].some.known) ev->missing.node_psi = w->node_psi[kPsiCpu].some.why;
-  const uint32_t pid = rs.pid;
-  ev->runq_wait_ms = HostFigure(host, pid, now, usual, poll_ns, [](const HostWindow& x, double* v) {
+  ev->runq_wait_ms = HostFigure(windows, now, usual, [](const HostWindow& x, double* v) {
     return TimeMs(x.run_queue_wait, v);
   });
-  ev->invol_switches =
-      HostFigure(host, pid, now, usual, poll_ns,
-                 [](const HostWindow& x, double* v) { return Count(x.involuntary_switches, v); });
-  ev->throttled_ms = HostFigure(host, pid, now, usual, poll_ns, [](const HostWindow& x, double* v) {
-    return TimeMs(x.throttled, v);
+  ev->invol_switches = HostFigure(windows, now, usual, [](const HostWindow& x, double* v) {
+    return Count(x.involuntary_switches, v);
   });
-  ev->major_faults = HostFigure(host, pid, now, usual, poll_ns, [](const HostWindow& x, double* v) {
-    return Count(x.major_faults, v);
-  });
+  ev->throttled_ms = HostFigure(
+      windows, now, usual, [](const HostWindow& x, double* v) { return TimeMs(x.throttled, v); });
+  ev->major_faults = HostFigure(
+      windows, now, usual, [](const HostWindow& x, double* v) { return Count(x.major_faults, v); });
   ev->cpu_quota_cpus = !w->quota_known ? -1 : (w->quota_cpus < 0 ? 0 : w->quota_cpus);
   const struct {
     SpanFigure* cgroup;
@@ -203,10 +220,10 @@ void GatherHost(const EvidencePoller& evidence, const RankState& rs, const Span&
              {&ev->cgroup_io_some_ms, &ev->node_io_some_ms, kPsiIo}};
   for (const auto& p : psi) {
     const int r = p.resource;
-    *p.cgroup = HostFigure(host, pid, now, usual, poll_ns, [r](const HostWindow& x, double* v) {
+    *p.cgroup = HostFigure(windows, now, usual, [r](const HostWindow& x, double* v) {
       return TimeMs(x.cgroup_psi[r].some, v);
     });
-    *p.node = HostFigure(host, pid, now, usual, poll_ns, [r](const HostWindow& x, double* v) {
+    *p.node = HostFigure(windows, now, usual, [r](const HostWindow& x, double* v) {
       return TimeMs(x.node_psi[r].some, v);
     });
   }

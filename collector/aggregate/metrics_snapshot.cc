@@ -22,12 +22,11 @@ BaselineSnapshot TakeBaselineSnapshot(const State& state, int64_t since_mono_ns)
 
 namespace {
 
-// The cause of the firing straggler alert (node-local or from the wait evidence) naming the rank.
-std::string LateCauseOfRank(const State& state, const RankState& r) {
+// The cause of the firing straggler alert (node-local or from the wait evidence) naming the rank,
+// whose communicator `owner` owns.
+std::string LateCauseOfRank(const State& state, const RankState& r, uint32_t owner) {
   for (const std::string& id : {AlertKey::Straggler(r.comm_hash, r.rank).Id(),
                                 AlertKey::WaitRank(r.comm_hash, r.rank).Id()}) {
-    auto c = state.comms.find(r.comm_key());
-    const uint32_t owner = c != state.comms.end() ? c->second->uid : r.uid;
     const Alert* a = state.alerts.Find(owner, id);
     if (a == nullptr || !a->firing() || !a->evidence.is_object()) continue;
     const auto cause = a->evidence.find("cause");
@@ -114,7 +113,8 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
       if (r->duration[b]) out.duration[b] = *r->duration[b];
     }
     auto c = state.comms.find(r->comm_key());
-    out.late_cause = LateCauseOfRank(state, *r);
+    // Alerts are keyed by the communicator's owner.
+    out.late_cause = LateCauseOfRank(state, *r, c != state.comms.end() ? c->second->uid : r->uid);
     if (c != state.comms.end() && c->second->wait) {
       const WaitRankState* w = c->second->wait->rank(r->local_index);
       if (w != nullptr && w->recent_n >= c->second->wait->params().min_recent) {
