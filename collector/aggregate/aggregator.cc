@@ -585,6 +585,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
   params.timeout_ns = config_.hang_timeout_ns;
   params.silent_ns = config_.hang_silent_ns;
   params.busy_window_ns = config_.hang_silent_ns;
+  params.paused_timeout_ns = config_.hang_timeout_paused_ns;
   std::vector<InFlightView> views;
   for (auto& [key, comm] : state_.comms) {
     if (!comm->has_inflight || comm->ended_resolved) {
@@ -598,18 +599,34 @@ void Aggregator::EvaluateHangs(int64_t now) {
       // Found afresh at each evaluation (the rank keeps the last one's, below).
       KeepInsideElsewhere(InFlightView(), &views.back());
       NoteInsideElsewhere(state_, *comm, *m, now, config_.hang_silent_ns, &views.back());
+      views.back().outside_nccl = OutsideNccl(*m);
     }
-    // Kept on the rank for /metrics (sentinel_inflight_waiting_elsewhere): the job-wide hang
-    // rule skips victims by it.
+    // Kept on the rank for /metrics (sentinel_inflight_waiting_elsewhere,
+    // sentinel_inflight_outside_nccl): the job-wide hang rules skip victims and paused ranks by
+    // them.
     for (size_t i = 0; i < views.size(); ++i) {
       KeepInsideElsewhere(views[i], &comm->members[i]->inflight);
+      comm->members[i]->inflight.outside_nccl = views[i].outside_nccl;
     }
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
+    // A culprit alive outside NCCL is looked at through /proc (only then: one window per such
+    // culprit): working there, it is paused; idle, it stays never_launched; a zombie is gone.
+    bool looked = false;
+    for (size_t i = 0; v.hung && i < views.size(); ++i) {
+      if (!views[i].outside_nccl) continue;
+      for (const HangRank& r : v.ranks) {
+        if (r.rank != views[i].rank || r.role != HangRole::kNeverLaunched) continue;
+        NoteProcess(*comm->members[i], now, &views[i]);
+        looked = true;
+      }
+    }
+    if (looked) v = EvaluateHang(views, comm->nranks, now, params);
+    if (v.paused) LogPausedOnce(*comm, v);
     HangActionParams action_params;
     action_params.timeout_ns = config_.hang_timeout_ns;
     action_params.busy_timeout_ns = config_.hang_timeout_busy_ns;
     HangAction action = DecideHangAction(views, v, now, action_params, &comm->hang_action);
-    if (!v.hung) continue;
+    if (!v.hung || v.paused) continue;  // paused: no alert yet (any earlier one resolves)
     FireHang(*comm, v);
     if (action == HangAction::kAct && !HangEvidenceOwned(*comm, v)) {
       spdlog::warn("hang on comm {}: not acted on, its culprits' evidence is not their own",

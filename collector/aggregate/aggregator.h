@@ -122,7 +122,8 @@ struct CommState {
   bool has_inflight = false;    // some rank sends in-flight state: hangs are judged from it
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   HangActionState hang_action;  // hang verdicts sent to its waiting ranks (hang_action.h)
-  CommTime time;                // its least transfer floors (time_breakdown.h)
+  uint64_t paused_logged_ordinal = 0;  // the stuck collective whose paused verdict was logged
+  CommTime time;                       // its least transfer floors (time_breakdown.h)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
   int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)
@@ -308,6 +309,15 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // Last time rank `m`'s process made progress outside communicator `comm` (0: never).
   int64_t ProgressElsewhere(const CommState& comm, const RankState& m) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Nothing of rank `m`'s process is in flight in any of its communicators on this node, by their
+  // latest states, and the process is connected.
+  bool OutsideNccl(const RankState& m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where the evidence poller reads rank `m`'s /proc: its state and CPU use over the last few
+  // seconds, into `view` (left unknown otherwise).
+  void NoteProcess(const RankState& m, int64_t now, InFlightView* view) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One log line per stuck collective whose verdict is `paused` (no alert says it).
+  void LogPausedOnce(CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Ingest(int client, const SentinelWireCollRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   FuncRing* Ring(CommState* comm, int func) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnsureWidth(CommState* comm, FuncRing* ring) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -17,6 +17,8 @@ const char* HangActionName(HangAction action) {
       return "confirming";
     case HangAction::kBusy:
       return "busy";
+    case HangAction::kPaused:
+      return "paused";
     case HangAction::kAct:
       return "act";
     case HangAction::kDone:
@@ -58,6 +60,7 @@ HangAction DecideHangAction(const std::vector<InFlightView>& ranks, const HangVe
   if (verdict.culprits.empty() || verdict.waiting.empty()) return HangAction::kNoCulprit;
   if (!live) return HangAction::kNotLive;
   if (state->acted_ordinal == verdict.ordinal) return HangAction::kDone;
+  if (verdict.paused) return HangAction::kPaused;
   // Stuck time as the ranks have shown it: from when the collective began (or the evidence
   // became live, if later) to the oldest of their latest states, never to `now`: time in which a
   // rank may already be paused without our knowing counts for nothing.

@@ -10,6 +10,9 @@
 //   - a culprit that is alive and busy outside NCCL (busy_outside_nccl: a checkpoint write, an
 //     evaluation) is not acted on until the stuck time reaches busy_timeout_ns (much longer than
 //     --hang-timeout), unless another culprit is stuck;
+//   - a hang whose culprits are all alive outside NCCL with one of them paused (the verdict's
+//     `paused`: a checkpoint, a long sleep) is not acted on while the verdict says so (until
+//     --hang-timeout-paused);
 //   - the stuck time counts only live, reported time: the waiting ranks have been in the
 //     collective for --hang-timeout up to the oldest of the ranks' latest states, counted from
 //     when the evidence last became live if that is later (a job resumed after a pause has a
@@ -46,6 +49,7 @@ enum class HangAction : uint8_t {
   kNotLive,     // some local rank stopped reporting (paused job): wait
   kConfirming,  // hung with live evidence, but not yet for --hang-timeout of live time
   kBusy,        // the only culprits are alive and busy outside NCCL: not yet for busy_timeout_ns
+  kPaused,      // the culprits are alive outside NCCL, one paused: not yet (verdict.paused)
   kAct,         // tell the waiting ranks now
   kDone,        // already acted on this stuck collective
 };

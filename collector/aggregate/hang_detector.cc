@@ -2,6 +2,12 @@
 #include "collector/aggregate/hang_detector.h"
 
 #include <algorithm>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace sentinel::collector {
 
@@ -21,8 +27,22 @@ const char* HangRoleName(HangRole role) {
       return "busy_outside_nccl";
     case HangRole::kWaitingElsewhere:
       return "waiting_elsewhere";
+    case HangRole::kPausedOutsideNccl:
+      return "paused_outside_nccl";
   }
   return "unknown";
+}
+
+std::string ProcessText(char proc_state, double cpu_share, double io_bytes_per_s) {
+  std::vector<std::string> parts;
+  if (proc_state != '?')
+    parts.push_back(absl::StrCat("process state ", std::string(1, proc_state)));
+  if (cpu_share >= 0) parts.push_back(absl::StrFormat("%.2f CPUs", cpu_share));
+  if (io_bytes_per_s >= 0)
+    parts.push_back(absl::StrFormat("%.1f MB/s of I/O", io_bytes_per_s / 1e6));
+  if (parts.empty()) return "";
+  return absl::StrCat(" ", absl::StrJoin(parts, ", "),
+                      cpu_share >= 0 || io_bytes_per_s >= 0 ? " over the last 10 s" : "");
 }
 
 HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
@@ -65,7 +85,7 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
     const bool reached = r.has_state && r.enqueued >= t && r.gpu_started >= t;
     if (r.completed >= t) {
       hr.role = HangRole::kPassed;
-    } else if (!r.connected || (gone(r) && !reached)) {
+    } else if (!r.connected || (gone(r) && !reached) || (r.proc_state == 'Z' && !reached)) {
       hr.role = HangRole::kGone;
     } else if (r.has_state && r.enqueued < t && r.inside_elsewhere_since_ns > 0 &&
                r.inside_elsewhere_since_ns <= now_ns &&
@@ -80,6 +100,11 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
                now_ns - r.progress_elsewhere_ns <= params.busy_window_ns) {
       hr.role = HangRole::kBusyOutsideNccl;
       v.any_busy = true;
+    } else if (r.has_state && r.enqueued < t && r.outside_nccl && WorksOutsideNccl(r)) {
+      hr.role = HangRole::kPausedOutsideNccl;
+      hr.proc_state = r.proc_state;
+      hr.cpu_share = r.cpu_share;
+      hr.io_bytes_per_s = r.io_bytes_per_s;
     } else if (!r.has_state || r.enqueued < t) {
       hr.role = HangRole::kNeverLaunched;
     } else if (r.gpu_started < t) {
@@ -99,19 +124,35 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   std::sort(v.ranks.begin(), v.ranks.end(),
             [](const HangRank& a, const HangRank& b) { return a.rank < b.rank; });
   std::sort(v.culprits.begin(), v.culprits.end());
-  if (v.any_busy) {
+  {
+    // Stuck culprits first, then the ones alive outside NCCL (busy, then paused).
     std::vector<int> busy;
+    std::vector<int> paused;
     std::vector<int> stuck;
     for (const HangRank& r : v.ranks) {
       if (r.role == HangRole::kBusyOutsideNccl) {
         busy.push_back(r.rank);
+      } else if (r.role == HangRole::kPausedOutsideNccl) {
+        paused.push_back(r.rank);
       } else if (IsCulprit(r.role)) {
         stuck.push_back(r.rank);
       }
     }
     stuck.insert(stuck.end(), busy.begin(), busy.end());
+    stuck.insert(stuck.end(), paused.begin(), paused.end());
     v.culprits = std::move(stuck);
   }
+  // Paused: every culprit alive outside NCCL (some paused, the rest busy), and not for long yet.
+  bool any_paused = false;
+  bool only_alive = !v.culprits.empty();
+  for (const HangRank& r : v.ranks) {
+    if (r.role == HangRole::kPausedOutsideNccl) any_paused = true;
+    if (IsCulprit(r.role) && r.role != HangRole::kPausedOutsideNccl &&
+        r.role != HangRole::kBusyOutsideNccl) {
+      only_alive = false;
+    }
+  }
+  v.paused = any_paused && only_alive && v.waiting_ns < params.paused_timeout_ns;
   std::sort(v.waiting.begin(), v.waiting.end());
   std::sort(v.waiting_elsewhere.begin(), v.waiting_elsewhere.end());
   v.outside_node = v.culprits.empty() &&

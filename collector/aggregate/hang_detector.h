@@ -16,8 +16,16 @@
 //     ranks wait there for it. Another communicator wholly on this node is judged here, by its
 //     own verdict, so a rank inside one of those stays a culprit (a deadlock between two local
 //     communicators keeps its culprits named);
-//   - never_launched: it has not enqueued T and shows no progress elsewhere (a stuck host
-//     thread, a data loader, a deadlock);
+//   - paused_outside_nccl: it has not enqueued T, shows no progress elsewhere, but its process is
+//     alive and working outside NCCL: still connected and reporting, nothing in flight in any of
+//     its communicators on this node, and the kernel shows it working (/proc: in disk wait 'D', or
+//     using CPU, or moving bytes through read/write calls: a checkpoint write, an evaluation on
+//     the host). It is not called a hang until the longer paused timeout (--hang-timeout-paused):
+//     before that the verdict says `paused` and no alert fires;
+//   - never_launched: it has not enqueued T and is not known to work outside NCCL (no state from
+//     it, something of its process in flight elsewhere on this node, or a process idle in the
+//     kernel's view: a host thread blocked on a lock, a queue or a sleep, the commonest stuck
+//     host; /proc unreadable);
 //   - launched_kernel_not_started: it enqueued T but T's kernel never started (the GPU is busy
 //     or stuck in earlier work);
 //   - otherwise it reached T too (waiting) or passed it.
@@ -39,12 +47,14 @@ enum class HangRole : uint8_t {
   kGone,                      // culprit: process gone or silent
   kPassed,                    // completed it (not involved)
   kBusyOutsideNccl,           // culprit, alive: did not enqueue it, but progresses elsewhere
-  kWaitingElsewhere,  // victim: did not enqueue it, stuck in another node-spanning collective
+  kWaitingElsewhere,   // victim: did not enqueue it, stuck in another node-spanning collective
+  kPausedOutsideNccl,  // culprit, alive: did not enqueue it, nothing of its process in NCCL
 };
 const char* HangRoleName(HangRole role);
 inline bool IsCulprit(HangRole role) {
   return role == HangRole::kNeverLaunched || role == HangRole::kLaunchedKernelNotStarted ||
-         role == HangRole::kGone || role == HangRole::kBusyOutsideNccl;
+         role == HangRole::kGone || role == HangRole::kBusyOutsideNccl ||
+         role == HangRole::kPausedOutsideNccl;
 }
 
 // One local rank's last in-flight state, as the aggregator keeps it.
@@ -71,7 +81,30 @@ struct InFlightView {
   int64_t inside_elsewhere_since_ns = 0;
   uint64_t elsewhere_comm = 0;
   uint64_t elsewhere_ordinal = 0;
+  // Its process has nothing in flight in any of its communicators on this node, by their latest
+  // states (the aggregator fills it); with a live state here it is alive outside NCCL.
+  bool outside_nccl = false;
+  // The kernel's view of its process over the last few seconds, where /proc is readable: the
+  // state ('?': not read; 'Z': exited) and the CPUs it used (-1: not read). Quoted, and a zombie
+  // is gone.
+  char proc_state = '?';
+  double cpu_share = -1;
+  double io_bytes_per_s = -1;  // read + written per second over the same window (-1: not read)
 };
+
+// What the kernel must show of a process outside NCCL to call it working (paused, not stuck):
+// far above what a blocked process with the plugin's own threads uses (a heartbeat a second is
+// about 0.001 CPUs and a few hundred bytes), far below any checkpoint or host computation.
+inline constexpr double kWorkingMinCpus = 0.05;
+inline constexpr double kWorkingMinIoBytesPerS = 1 << 20;
+inline bool WorksOutsideNccl(const InFlightView& r) {
+  return r.proc_state == 'D' || r.cpu_share >= kWorkingMinCpus ||
+         r.io_bytes_per_s >= kWorkingMinIoBytesPerS;
+}
+
+// What the kernel showed of a process, for alerts and logs: " process state D, 0.42 CPUs,
+// 12.3 MB/s of I/O over the last 10 s" (each part only where it was read; "" when none was).
+std::string ProcessText(char proc_state, double cpu_share, double io_bytes_per_s);
 
 struct HangRank {
   int32_t rank = 0;
@@ -87,6 +120,10 @@ struct HangRank {
   uint64_t elsewhere_comm = 0;
   uint64_t elsewhere_ordinal = 0;
   int64_t elsewhere_ns = 0;
+  // kPausedOutsideNccl: what the kernel showed of its process (as InFlightView).
+  char proc_state = '?';
+  double cpu_share = -1;
+  double io_bytes_per_s = -1;
 };
 
 struct HangVerdict {
@@ -102,6 +139,9 @@ struct HangVerdict {
   // busy_outside_nccl; each group by rank.
   std::vector<int> culprits;
   bool any_busy = false;  // some culprit is busy_outside_nccl
+  // Every culprit is paused_outside_nccl (or busy_outside_nccl, with at least one paused) and the
+  // waiting ranks have waited less than the paused timeout: not a hang yet, no alert, no action.
+  bool paused = false;
   std::vector<int> waiting;
   std::vector<int> waiting_elsewhere;  // ranks in kWaitingElsewhere, by rank
 };
@@ -115,6 +155,9 @@ struct HangParams {
   // waiting_elsewhere (a healthy collective takes far less; a rank passing through collectives
   // there keeps changing its oldest one).
   int64_t elsewhere_ns = 5LL * 1000000000;
+  // A hang whose culprits are all alive outside NCCL is `paused` until the waiting ranks have
+  // waited this long (--hang-timeout-paused).
+  int64_t paused_timeout_ns = 5LL * 60 * 1000000000;
 };
 
 // Pure: `ranks` are the communicator's local ranks, `nranks` its size job-wide.

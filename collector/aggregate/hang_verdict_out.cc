@@ -24,7 +24,8 @@ void CopyText(char* dst, size_t cap, const std::string& text) {
 uint8_t WireRole(HangRole role) {
   switch (role) {
     case HangRole::kNeverLaunched:
-    case HangRole::kBusyOutsideNccl:  // the wire has no busy role: it did not enqueue it either
+    case HangRole::kBusyOutsideNccl:    // the wire has no busy role: it did not enqueue it either
+    case HangRole::kPausedOutsideNccl:  // nor a paused one (acted on only past its own limit)
       return kSentinelHangRoleNeverLaunched;
     case HangRole::kLaunchedKernelNotStarted:
       return kSentinelHangRoleLaunchedKernelNotStarted;

@@ -7,13 +7,19 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/str_format.h"
+#include "spdlog/spdlog.h"
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/rank_range.h"
 #include "collector/aggregate/ring_resize.h"
 #include "collector/aggregate/state_memory.h"
+#include "collector/evidence/evidence_poller.h"
 
 namespace sentinel::collector {
 namespace {
@@ -373,6 +379,51 @@ int64_t Aggregator::ProgressElsewhere(const CommState& comm, const RankState& m)
     latest = std::max(latest, r->second->progress_mono_ns);
   }
   return latest;
+}
+
+bool Aggregator::OutsideNccl(const RankState& m) const {
+  if (m.client < 0) return false;
+  auto p = state_.processes.find(m.client);
+  if (p == state_.processes.end() || !p->second->connected) return false;
+  for (const auto& key : p->second->ranks) {
+    auto r = state_.ranks.find(key);
+    if (r == state_.ranks.end() || r->second->client != m.client) continue;
+    const InFlightView& f = r->second->inflight;
+    if (f.ended) continue;
+    if (!f.has_state || f.enqueued > f.completed) return false;
+  }
+  return true;
+}
+
+void Aggregator::NoteProcess(const RankState& m, int64_t now, InFlightView* view) const {
+  view->proc_state = '?';
+  view->cpu_share = -1;
+  view->io_bytes_per_s = -1;
+  if (state_.evidence == nullptr || m.client < 0) return;
+  auto p = state_.processes.find(m.client);
+  if (p == state_.processes.end() || p->second->pid == 0) return;
+  // The last few polls: enough to see a sleeping or writing process, short enough to follow it.
+  constexpr int64_t kRecentNs = 10LL * 1000000000;
+  const std::optional<HostWindow> w =
+      state_.evidence->host().Window(p->second->pid, now - kRecentNs, now);
+  if (!w) return;
+  view->proc_state = w->state;
+  if (w->cpu.known) view->cpu_share = w->cpu.share;
+  if (w->io_chars.known) view->io_bytes_per_s = w->io_chars.per_s;
+}
+
+void Aggregator::LogPausedOnce(CommState& comm, const HangVerdict& v) {
+  if (comm.paused_logged_ordinal == v.ordinal) return;
+  comm.paused_logged_ordinal = v.ordinal;
+  for (const HangRank& r : v.ranks) {
+    if (r.role != HangRole::kPausedOutsideNccl) continue;
+    spdlog::info(
+        "comm {}: collective #{} has waited {:.0f} s for rank {}, working outside NCCL "
+        "(paused_outside_nccl:{}); not a hang before --hang-timeout-paused ({:.0f} s)",
+        CommLabel(comm.hash), v.ordinal, static_cast<double>(v.waiting_ns) / 1e9, r.rank,
+        ProcessText(r.proc_state, r.cpu_share, r.io_bytes_per_s),
+        static_cast<double>(config_.hang_timeout_paused_ns) / 1e9);
+  }
 }
 
 bool Aggregator::HangEvidenceOwned(const CommState& comm, const HangVerdict& v) const {

@@ -266,6 +266,9 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   if (key == "window") return ParseDurationField(key, value, &window_ns);
   if (key == "hang-timeout") return ParseDurationField(key, value, &hang_timeout_ns);
   if (key == "hang-timeout-busy") return ParseDurationField(key, value, &hang_timeout_busy_ns);
+  if (key == "hang-timeout-paused") {
+    return ParseDurationField(key, value, &hang_timeout_paused_ns);
+  }
   if (key == "tick") return ParseDurationField(key, value, &tick_ns);
   if (key == "nic-poll") return ParseDurationField(key, value, &nic_poll_ns);
   if (key == "sysfs-root") {
@@ -425,6 +428,11 @@ absl::Status Config::Validate() const {
         "--hang-timeout-busy: must be at least --hang-timeout (a rank busy outside NCCL is given "
         "more time than a stuck one, never less)");
   }
+  if (hang_timeout_paused_ns < hang_timeout_ns) {
+    return absl::InvalidArgumentError(
+        "--hang-timeout-paused: must be at least --hang-timeout (a rank paused outside NCCL is "
+        "given more time than a stuck one, never less)");
+  }
   // Each bound below is a value that parses but cannot work: a detector dividing by zero, a rank
   // called gone between two of its own reports, a sysfs poll that keeps a core busy.
   if (!std::isfinite(straggler_rel) || straggler_rel <= 0 || straggler_rel > kMaxStragglerRel) {
@@ -522,6 +530,10 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
   --hang-timeout-busy DUR  a hang whose only culprits are busy_outside_nccl (their process still
                            makes progress elsewhere) is acted on only after this long (default
                            30m; at least --hang-timeout)
+  --hang-timeout-paused DUR  a hang whose culprits are alive outside NCCL, one of them paused
+                           (paused_outside_nccl: its process reports, nothing of it is in flight
+                           in any communicator: a checkpoint write, a long sleep) raises no alert
+                           and no abort before this long (default 5m; at least --hang-timeout)
   --hang-silent DUR        a rank that sent no in-flight state for this long is "gone" (default 5s;
                            at least 2s: plugins report every second)
   --alert-retention DUR    resolved alerts stay in /v1/alerts this long (default 1h)

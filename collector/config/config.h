@@ -43,6 +43,10 @@ struct Config {
   // A hang whose only culprits are busy_outside_nccl (alive, progressing elsewhere) is acted on
   // (an abort verdict) only after this long; at least hang_timeout_ns.
   int64_t hang_timeout_busy_ns = 30LL * 60 * 1000000000;
+  // A hang whose culprits are alive outside NCCL, one of them paused (paused_outside_nccl: nothing
+  // of its process in flight, e.g. a checkpoint write) raises no alert and no action before this
+  // long; at least hang_timeout_ns.
+  int64_t hang_timeout_paused_ns = 5LL * 60 * 1000000000;
   std::string allow_group;  // extra group allowed to connect
   // Who reads other users' job details on the HTTP API (collector/export/http_peer.h): members of
   // this group (besides root and the daemon's user), and, with api_remote_details, peers on other

@@ -2,6 +2,7 @@
 #include "collector/evidence/cgroup_sample.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -10,6 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+
+#include "collector/evidence/cgroup_namespace.h"
 
 namespace sentinel::collector {
 namespace {
@@ -26,15 +29,31 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// An absolute path inside the reader's cgroup namespace: no "..", "." or empty component past the
-// leading '/'. A process in another cgroup namespace's view shows "/../..." here.
-bool InsideNamespace(const std::string& path) {
-  if (path.empty() || path[0] != '/') return false;
-  if (path == "/") return true;
-  for (const absl::string_view part : absl::StrSplit(absl::string_view(path).substr(1), '/')) {
-    if (part.empty() || part == "." || part == "..") return false;
+// `rel` (a path of the process in the hierarchy mounted at `tree`) as a path under `tree`: as it
+// is inside the reader's cgroup namespace, else placed from the reader's own cgroup
+// (cgroup_namespace.h; a containerised sentineld with the host's tree at --cgroup-root).
+bool Place(const EvidenceRoots& roots, const std::string& tree, const std::string& rel, bool v1,
+           std::string* placed, std::string* why) {
+  const bool climbs = rel == "/.." || rel.rfind("/../", 0) == 0;
+  if (!climbs) return ResolveCgroupPath(tree, rel, "/", 0, placed, why);  // checks its form only
+  const uint32_t own_pid =
+      roots.reader_pid != 0 ? roots.reader_pid : static_cast<uint32_t>(getpid());
+  const std::string file = absl::StrCat(roots.proc, "/", own_pid, "/cgroup");
+  std::string text;
+  CgroupSample own;
+  const int err = ReadBoundedFile(file, kStatusFileLimit, &text);
+  if (err != 0 || !ParseProcCgroup(text, &own)) {
+    *why = absl::StrCat("cgroup ", rel, " is outside this reader's cgroup namespace, and ",
+                        err != 0 ? ReadFailure(file, err) : file + ": unparsable");
+    return false;
   }
-  return true;
+  const std::string& own_rel = v1 ? own.v1_cpu_path : own.v2_path;
+  if (own_rel.empty()) {
+    *why = absl::StrCat("cgroup ", rel, " is outside this reader's cgroup namespace, and ", file,
+                        " has no line for that hierarchy");
+    return false;
+  }
+  return ResolveCgroupPath(tree, rel, own_rel, own_pid, placed, why);
 }
 
 std::string Join(const std::string& base, const std::string& rel) {
@@ -50,12 +69,6 @@ std::string NoDirWhy(const std::string& dir) {
   return absl::StrCat(dir,
                       ": no such directory (a containerised sentineld needs the host's cgroup "
                       "namespace, or the job's cgroup tree mounted there)");
-}
-
-std::string OutsideWhy(const std::string& path) {
-  return absl::StrCat("cgroup ", path,
-                      " is outside this reader's cgroup namespace (run sentineld in the host's "
-                      "cgroup namespace)");
 }
 
 bool ParseI64(absl::string_view text, int64_t* value) {
@@ -113,10 +126,11 @@ bool LevelQuota(const std::string& dir, bool v1, double* quota, std::string* why
   return true;
 }
 
-void ReadQuotaAndThrottle(const std::string& base, const std::string& rel, bool v1,
-                          CgroupSample* c) {
-  if (!InsideNamespace(rel)) {
-    c->quota_why = c->throttle_why = OutsideWhy(rel);
+void ReadQuotaAndThrottle(const EvidenceRoots& roots, const std::string& base,
+                          const std::string& shown, bool v1, CgroupSample* c) {
+  std::string rel;
+  if (!Place(roots, base, shown, v1, &rel, &c->quota_why)) {
+    c->throttle_why = c->quota_why;
     return;
   }
   const std::string own = Join(base, rel);
@@ -358,6 +372,7 @@ CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid) {
     c.quota_why = c.throttle_why = psi_why = c.paths_why;
   } else {
     std::string unified;
+    std::string v2_placed;
     if (Exists(roots.cgroup + "/cgroup.controllers")) {
       unified = roots.cgroup;
     } else if (Exists(roots.cgroup + "/unified/cgroup.controllers")) {
@@ -367,12 +382,12 @@ CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid) {
       psi_why = absl::StrCat(file, ": no cgroup v2 line (cgroup v1 only: no per-cgroup PSI)");
     } else if (unified.empty()) {
       psi_why = absl::StrCat(roots.cgroup, ": no cgroup v2 mount (no per-cgroup PSI)");
-    } else if (!InsideNamespace(c.v2_path)) {
-      psi_why = OutsideWhy(c.v2_path);
-    } else if (!IsDir(Join(unified, c.v2_path))) {
-      psi_why = NoDirWhy(Join(unified, c.v2_path));
+    } else if (!Place(roots, unified, c.v2_path, /*v1=*/false, &v2_placed, &psi_why)) {
+      // psi_why says why
+    } else if (!IsDir(Join(unified, v2_placed))) {
+      psi_why = NoDirWhy(Join(unified, v2_placed));
     } else {
-      c.psi_dir = Join(unified, c.v2_path);
+      c.psi_dir = Join(unified, v2_placed);
       for (int r = 0; r < kPsiResourceCount; ++r) {
         const std::string name = absl::StrCat(PsiResourceName(r), ".pressure");
         c.psi[static_cast<size_t>(r)] =
@@ -384,10 +399,10 @@ CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid) {
       if (mount.empty()) {
         c.quota_why = c.throttle_why = NoDirWhy(absl::StrCat(roots.cgroup, "/", c.v1_cpu_mount));
       } else {
-        ReadQuotaAndThrottle(mount, c.v1_cpu_path, /*v1=*/true, &c);
+        ReadQuotaAndThrottle(roots, mount, c.v1_cpu_path, /*v1=*/true, &c);
       }
     } else if (!c.v2_path.empty() && !unified.empty()) {
-      ReadQuotaAndThrottle(unified, c.v2_path, /*v1=*/false, &c);
+      ReadQuotaAndThrottle(roots, unified, c.v2_path, /*v1=*/false, &c);
     } else {
       c.quota_why = c.throttle_why =
           absl::StrCat(file, ": no cpu controller line and no cgroup v2 mount");

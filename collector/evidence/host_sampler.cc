@@ -82,7 +82,7 @@ HostWindow Unknown(uint32_t pid, const std::string& why) {
   w.pid = pid;
   for (TimeFigure* t : {&w.cpu, &w.run_queue_wait, &w.throttled}) t->why = why;
   for (CountFigure* c : {&w.involuntary_switches, &w.voluntary_switches, &w.major_faults,
-                         &w.nr_throttled, &w.nr_periods}) {
+                         &w.io_chars, &w.nr_throttled, &w.nr_periods}) {
     c->why = why;
   }
   w.quota_why = why;
@@ -157,6 +157,8 @@ HostWindow DiffPoints(uint32_t pid, const HostPoint& from, const HostPoint& to,
           process_veto, &w.voluntary_switches);
   CountOf(from, to, kFigStat, from.major_faults, to.major_faults, "majflt", why, process_veto,
           &w.major_faults);
+  CountOf(from, to, kFigIo, from.io_chars, to.io_chars, "I/O bytes", why, process_veto,
+          &w.io_chars);
   TimeOf(from, to, kFigThrottle, from.throttled_ns, to.throttled_ns, 1, "throttled time", why,
          cgroup_veto, &w.throttled);
   CountOf(from, to, kFigThrottle, from.nr_throttled, to.nr_throttled, "nr_throttled", why,
@@ -263,6 +265,8 @@ void HostSampler::Fold(const ProcSample& proc, const CgroupSample& cgroup,
   p.state = proc.state;
   p.starttime_ticks = proc.starttime_ticks;
   p.major_faults = proc.major_faults;
+  set(kFigIo, proc.has_io, proc.io_why);
+  p.io_chars = proc.io_chars;
   p.threads = proc.threads;
   p.tasks_truncated = proc.tasks_truncated;
   FoldThreads(proc, &st->fold);

@@ -29,6 +29,7 @@ enum HostFigure : int {
   kFigSwitches,  // context switches (thread sums)
   kFigQuota,
   kFigThrottle,
+  kFigIo,                                               // bytes read and written (/proc/<pid>/io)
   kFigCgroupPsi,                                        // + 2 * resource (+ 1 for full)
   kFigNodePsi = kFigCgroupPsi + 2 * kPsiResourceCount,  // likewise
   kHostFigureCount = kFigNodePsi + 2 * kPsiResourceCount,
@@ -75,6 +76,7 @@ struct HostPoint {
   uint64_t voluntary = 0;
   uint64_t involuntary = 0;
   uint64_t major_faults = 0;
+  uint64_t io_chars = 0;
   uint32_t cgroup_epoch = 0;  // changes when the cgroup directories read change (a move)
   double quota_cpus = -1;
   uint64_t nr_periods = 0;
@@ -124,6 +126,7 @@ struct HostWindow {
   CountFigure involuntary_switches;
   CountFigure voluntary_switches;
   CountFigure major_faults;
+  CountFigure io_chars;  // bytes its read and write calls moved (rchar + wchar)
   // CPU quota: throttled time at the limiting cgroup level, periods throttled and run.
   TimeFigure throttled;
   CountFigure nr_throttled;

@@ -106,6 +106,16 @@ std::string ReadFailure(const std::string& what, int err) {
 
 bool ParseU64(const std::string& text, uint64_t* value) { return ParseU64View(text, value); }
 
+bool ParseProcIo(const std::string& text, uint64_t* chars) {
+  uint64_t r = 0;
+  uint64_t w = 0;
+  if (!StatusValue(text, "rchar", &r) || !StatusValue(text, "wchar", &w) || r > UINT64_MAX - w) {
+    return false;
+  }
+  *chars = r + w;
+  return true;
+}
+
 bool ParseProcStat(const std::string& text, char* state, uint64_t* major_faults,
                    uint64_t* starttime_ticks) {
   // The comm field is "(...)" and may itself hold ") " or spaces: the fields resume after the
@@ -185,6 +195,15 @@ ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid) {
     s.has_stat = true;
   } else {
     s.stat_why = absl::StrCat(dir, "/stat: unparsable");
+  }
+
+  const int io_err = ReadBoundedFile(dir + "/io", kProcFileLimit, &text);
+  if (io_err != 0) {
+    s.io_why = ReadFailure(dir + "/io", io_err);
+  } else if (ParseProcIo(text, &s.io_chars)) {
+    s.has_io = true;
+  } else {
+    s.io_why = absl::StrCat(dir, "/io: unparsable");
   }
 
   std::vector<uint32_t> tids;

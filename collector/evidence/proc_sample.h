@@ -18,6 +18,9 @@ namespace sentinel::collector {
 struct EvidenceRoots {
   std::string proc = "/proc";
   std::string cgroup = "/sys/fs/cgroup";
+  // The reader's own pid as <proc> and the tree's cgroup.procs show it (0: getpid()); it places
+  // another cgroup namespace's paths (cgroup_namespace.h). Tests name a fake one.
+  uint32_t reader_pid = 0;
 };
 
 // Bounds on the work of one poll of one process.
@@ -57,6 +60,12 @@ struct ProcSample {
   uint64_t starttime_ticks = 0;  // field 22: tells a reused pid from its predecessor
   std::string stat_why;          // why has_stat is false
 
+  // /proc/<pid>/io: rchar + wchar, the bytes its read and write calls moved (files, pipes, any
+  // device). Readable by the process's own user and root only.
+  bool has_io = false;
+  uint64_t io_chars = 0;
+  std::string io_why;  // why has_io is false
+
   // The threads read, by ascending tid; at most kMaxTasksPerProcess.
   std::vector<TaskCounters> tasks;
   uint32_t threads = 0;          // task entries listed (at most kMaxTasksPerProcess + 1)
@@ -65,13 +74,16 @@ struct ProcSample {
   std::string ctxt_why;          // why no thread's switch counts could be read
 };
 
-// Reads /proc/<pid>/stat and every /proc/<pid>/task/<tid>/{schedstat,status} under roots.proc.
+// Reads /proc/<pid>/{stat,io} and every /proc/<pid>/task/<tid>/{schedstat,status} under
+// roots.proc.
 ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid);
 
 // Parsers, public for the tests of hostile content. False on garbage; outputs untouched then.
 // `text` is the content of /proc/<pid>/stat: "pid (comm) S ppid ...", comm may hold ") ".
 bool ParseProcStat(const std::string& text, char* state, uint64_t* major_faults,
                    uint64_t* starttime_ticks);
+// /proc/<pid>/io: the sum of its rchar and wchar lines (both required).
+bool ParseProcIo(const std::string& text, uint64_t* chars);
 // "cpu_ns wait_ns timeslices".
 bool ParseSchedstat(const std::string& text, uint64_t* cpu_ns, uint64_t* wait_ns);
 // The voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines of a status file.

@@ -123,7 +123,7 @@ struct InFlightFamily {
   double (*value)(int64_t now_mono_ns, const MetricsSnapshot::Rank& r);
 };
 
-constexpr std::array<InFlightFamily, 6> kInFlightFamilies = {{
+constexpr std::array<InFlightFamily, 7> kInFlightFamilies = {{
     {"sentinel_inflight_enqueued", "Ordinal of the rank's last collective enqueued on the comm.",
      [](int64_t, const MetricsSnapshot::Rank& r) {
        return static_cast<double>(r.inflight.enqueued);
@@ -148,6 +148,14 @@ constexpr std::array<InFlightFamily, 6> kInFlightFamilies = {{
      "started) for 5 s or more: a hang here is not its doing.",
      [](int64_t now, const MetricsSnapshot::Rank& r) {
        return InFlightWaitingElsewhere(now, r) ? 1.0 : 0.0;
+     }},
+    {"sentinel_inflight_outside_nccl",
+     "1 while the rank's process is connected and has nothing in flight in any communicator on "
+     "its node (between collectives, or paused outside NCCL: a checkpoint, a long sleep): a rank "
+     "behind in a stuck collective with 1 here is paused, not stuck, until "
+     "--hang-timeout-paused.",
+     [](int64_t, const MetricsSnapshot::Rank& r) {
+       return r.inflight.connected && r.inflight.outside_nccl ? 1.0 : 0.0;
      }},
 }};
 

@@ -281,10 +281,10 @@ std::vector<AlertEvent> AlertRule::Evaluate(int64_t ts_ns, const Vector& result)
 
 const std::vector<std::string>& InputMetrics() {
   static const std::vector<std::string> kNames = {
-      "sentinel_rank_duration_p50_seconds", "sentinel_rank_segment_p50_seconds",
-      "sentinel_inflight_gpu_started",      "sentinel_inflight_oldest_age_seconds",
-      "sentinel_inflight_connected",        "sentinel_rank_last_seq",
-      "sentinel_inflight_waiting_elsewhere"};
+      "sentinel_rank_duration_p50_seconds",  "sentinel_rank_segment_p50_seconds",
+      "sentinel_inflight_gpu_started",       "sentinel_inflight_oldest_age_seconds",
+      "sentinel_inflight_connected",         "sentinel_rank_last_seq",
+      "sentinel_inflight_waiting_elsewhere", "sentinel_inflight_outside_nccl"};
   return kNames;
 }
 
@@ -431,14 +431,21 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   //   (sentinel:comm_inflight_gpu_started:max - on (job, comm, uid) group_right
   //    sentinel_inflight_gpu_started) > 0
   //   unless on (job, instance, comm, rank) sentinel_inflight_waiting_elsewhere == 1
+  //   unless on (job, instance, comm, rank) (sentinel_inflight_outside_nccl == 1
+  //     and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max < 300)
   //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max > 30
   // (`unless` and `and` bind alike, left to right.)
   const Vector behind = Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"],
                                           Arith::kSub, gpu_started, kJobComm, true),
                                Cmp::kGt, 0);
   const Vector elsewhere = Filter(Get(in, "sentinel_inflight_waiting_elsewhere"), Cmp::kEq, 1);
+  const Vector paused =
+      AndOn(Filter(Get(in, "sentinel_inflight_outside_nccl"), Cmp::kEq, 1),
+            Filter(rec["sentinel:comm_inflight_oldest_age_seconds:max"], Cmp::kLt, 300), kJobComm);
   add(inflight_culprit_.Evaluate(
-      ts_ns, AndOn(UnlessOn(behind, elsewhere, kJobCommInstanceRank), stuck_30s, kJobComm)));
+      ts_ns, AndOn(UnlessOn(UnlessOn(behind, elsewhere, kJobCommInstanceRank), paused,
+                            kJobCommInstanceRank),
+                   stuck_30s, kJobComm)));
   // alert: SentinelJobInFlightHangGone (no for)
   //   sentinel_inflight_connected == 0 and on (job, comm, uid)
   //   sentinel:comm_inflight_oldest_age_seconds:max > 30
@@ -462,13 +469,15 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   // alert: SentinelJobHangCulprit (for: 2m)
   //   sentinel:rank_seq_behind > 0 unless on (job, comm, uid)
   //   (max by (job, comm, uid) (changes(sentinel_rank_last_seq[2m])) > 0)
+  //   unless on (job, instance, comm, rank) (the paused ranks, as above)
   // The history holds the scrapes as seen at each evaluation (one sample per evaluation); at a
   // 15 s scrape and a 15 s evaluation that is the same sample set.
   add(hang_culprit_.Evaluate(
-      ts_ns,
-      UnlessOn(Filter(rec["sentinel:rank_seq_behind"], Cmp::kGt, 0),
-               Filter(MaxBy(last_seq_history_.Changes(ts_ns, 120 * kSec), kJobComm), Cmp::kGt, 0),
-               kJobComm)));
+      ts_ns, UnlessOn(UnlessOn(Filter(rec["sentinel:rank_seq_behind"], Cmp::kGt, 0),
+                               Filter(MaxBy(last_seq_history_.Changes(ts_ns, 120 * kSec), kJobComm),
+                                      Cmp::kGt, 0),
+                               kJobComm),
+                      paused, kJobCommInstanceRank)));
   recorded_ = std::move(rec);
   return fired;
 }

@@ -45,11 +45,20 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
                                           r.rank, CommLabel(r.elsewhere_comm), r.elsewhere_ordinal,
                                           static_cast<double>(r.elsewhere_ns) / 1e9));
     }
+    std::string alive;
+    if (r.role == HangRole::kPausedOutsideNccl) {
+      // What the kernel shows of the paused process, where /proc was read.
+      if (r.proc_state != '?') j["proc_state"] = std::string(1, r.proc_state);
+      if (r.cpu_share >= 0) j["cpu_share"] = r.cpu_share;
+      if (r.io_bytes_per_s >= 0) j["io_bytes_per_s"] = r.io_bytes_per_s;
+      alive = absl::StrCat("; working outside NCCL, nothing in flight:",
+                           ProcessText(r.proc_state, r.cpu_share, r.io_bytes_per_s));
+    }
     ranks.push_back(std::move(j));
     if (IsCulprit(r.role)) {
-      parts.push_back(absl::StrFormat("rank %d %s (enqueued %d, gpu_started %d, completed %d)",
+      parts.push_back(absl::StrFormat("rank %d %s (enqueued %d, gpu_started %d, completed %d%s)",
                                       r.rank, HangRoleName(r.role), r.enqueued, r.gpu_started,
-                                      r.completed));
+                                      r.completed, alive));
     }
   }
   std::string verdict;
@@ -69,21 +78,32 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
                     "evaluation; no abort for it before ",
                     static_cast<double>(config.hang_timeout_busy_ns) / 1e9, " s)");
   }
+  bool any_paused = false;
+  for (const HangRank& r : v.ranks) any_paused |= r.role == HangRole::kPausedOutsideNccl;
+  if (any_paused) {
+    absl::StrAppend(&verdict,
+                    " (paused_outside_nccl: working outside NCCL with nothing in flight for "
+                    "longer than --hang-timeout-paused, ",
+                    static_cast<double>(config.hang_timeout_paused_ns) / 1e9,
+                    " s: a pause that long is taken for a hang)");
+  }
   a.summary = absl::StrFormat(
       "hang on comm %s: %d local rank(s) stuck for %.0f s in %s (collective #%d, NCCL seq %d): %s",
       a.comm, v.waiting.size(), static_cast<double>(v.waiting_ns) / 1e9, FuncName(v.func),
       v.ordinal, v.seq, verdict);
-  a.evidence = {{"source", "inflight"},
-                {"func", FuncName(v.func)},
-                {"seq", v.seq},
-                {"ordinal", v.ordinal},
-                {"culprits", v.culprits},
-                {"waiting_ranks", v.waiting},
-                {"waiting_elsewhere_ranks", v.waiting_elsewhere},
-                {"ranks", ranks},
-                {"outside_node", v.outside_node},
-                {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},
-                {"hang_timeout_s", static_cast<double>(config.hang_timeout_ns) / 1e9}};
+  a.evidence = {
+      {"source", "inflight"},
+      {"func", FuncName(v.func)},
+      {"seq", v.seq},
+      {"ordinal", v.ordinal},
+      {"culprits", v.culprits},
+      {"waiting_ranks", v.waiting},
+      {"waiting_elsewhere_ranks", v.waiting_elsewhere},
+      {"ranks", ranks},
+      {"outside_node", v.outside_node},
+      {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},
+      {"hang_timeout_s", static_cast<double>(config.hang_timeout_ns) / 1e9},
+      {"hang_timeout_paused_s", static_cast<double>(config.hang_timeout_paused_ns) / 1e9}};
   a.runbook = absl::StrCat(config.runbook_base, "alert-hang");
   return a;
 }

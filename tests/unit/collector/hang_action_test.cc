@@ -172,5 +172,99 @@ TEST(HangAction, SilentCulpritIsNotActedOn) {
   }
 }
 
+// Rank 2 is alive outside NCCL (a checkpoint write: it keeps reporting, nothing of its process in
+// flight) while the others wait in collective 4: paused, not a hang, until the paused timeout;
+// then a hang with rank 2 paused_outside_nccl, acted on once.
+TEST(HangAction, PausedCulpritIsNotActedOnBeforeThePausedTimeout) {
+  Job job(4);
+  job.hang.paused_timeout_ns = 6 * kSec;
+  job.ranks[2].outside_nccl = true;
+  job.ranks[2].proc_state = 'D';
+  const int64_t t0 = 10 * kSec;
+  int64_t acted_at = 0;
+  for (int64_t now = 0; now <= t0 + 8 * kSec; now += kTick) {
+    for (int r = 0; r < 4; ++r) {
+      job.Report(r, now < t0 || r == 2 ? 3 : 4, 3, t0, now);
+    }
+    const HangVerdict v = EvaluateHang(job.ranks, 4, now, job.hang);
+    if (now >= t0 + 3 * kSec && now < t0 + 6 * kSec) {
+      ASSERT_TRUE(v.hung) << "at " << now;
+      EXPECT_TRUE(v.paused) << "at " << now;
+      ASSERT_EQ(v.culprits, std::vector<int>{2});
+      EXPECT_EQ(v.ranks[2].role, HangRole::kPausedOutsideNccl);
+      EXPECT_EQ(v.ranks[2].proc_state, 'D');
+    }
+    if (now >= t0 + 6 * kSec) {
+      EXPECT_FALSE(v.paused) << "at " << now;
+    }
+    if (job.Tick(now) == HangAction::kAct) acted_at = now;
+  }
+  EXPECT_GT(job.Count(HangAction::kPaused), 0);
+  EXPECT_EQ(job.Count(HangAction::kAct), 1);
+  EXPECT_GE(acted_at, t0 + 6 * kSec);
+  EXPECT_LE(acted_at, t0 + 6 * kSec + kTick);
+}
+
+// The same pause, 4 s (past --hang-timeout, under the paused timeout), then rank 2 arrives: never
+// acted on while the kernel shows it working (CPU here); without outside_nccl (something of its
+// process in flight), or idle in the kernel's view (a blocked host thread), it is never_launched
+// and acted on at --hang-timeout.
+TEST(HangAction, PauseThatEndsBeforeThePausedTimeoutIsNeverActedOn) {
+  for (int shape = 0; shape < 3; ++shape) {
+    SCOPED_TRACE(shape);
+    const bool paused = shape == 0;
+    Job job(4);
+    job.hang.paused_timeout_ns = 6 * kSec;
+    job.ranks[2].outside_nccl = shape != 1;
+    job.ranks[2].proc_state = 'S';
+    job.ranks[2].cpu_share = shape == 2 ? 0.001 : 0.7;
+    job.ranks[2].io_bytes_per_s = shape == 2 ? 300 : 0;
+    const int64_t t0 = 10 * kSec;
+    for (int64_t now = 0; now <= t0 + 8 * kSec; now += kTick) {
+      const bool arrived = now >= t0 + 4 * kSec;
+      for (int r = 0; r < 4; ++r) {
+        if (now < t0) {
+          job.Report(r, 3, 3, 0, now);
+        } else if (arrived) {
+          job.Report(r, 4, 4, 0, now);
+        } else {
+          job.Report(r, r == 2 ? 3 : 4, 3, t0, now);
+        }
+      }
+      job.Tick(now);
+    }
+    EXPECT_EQ(job.Count(HangAction::kAct), paused ? 0 : 1);
+  }
+}
+
+// Alive outside NCCL is not enough when /proc says the process exited (a zombie): gone, acted on
+// at --hang-timeout; and a paused rank beside a stuck one does not hold back the stuck one's hang.
+TEST(HangAction, ZombieIsGoneAndAStuckCulpritIsNotHeldBackByAPausedOne) {
+  Job job(4);
+  job.hang.paused_timeout_ns = 60 * kSec;
+  job.ranks[2].outside_nccl = true;
+  job.ranks[2].proc_state = 'Z';
+  const int64_t t0 = 10 * kSec;
+  for (int64_t now = 0; now <= t0 + 3 * kSec; now += kTick) {
+    for (int r = 0; r < 4; ++r) job.Report(r, now < t0 || r == 2 ? 3 : 4, 3, t0, now);
+    job.Tick(now);
+  }
+  EXPECT_EQ(EvaluateHang(job.ranks, 4, t0 + 3 * kSec, job.hang).ranks[2].role, HangRole::kGone);
+  EXPECT_EQ(job.Count(HangAction::kAct), 1);
+
+  Job two(4);
+  two.hang.paused_timeout_ns = 60 * kSec;
+  two.ranks[1].outside_nccl = true;  // rank 1 paused; rank 2 never launched (not known alive)
+  two.ranks[1].io_bytes_per_s = 50e6;
+  for (int64_t now = 0; now <= t0 + 3 * kSec; now += kTick) {
+    for (int r = 0; r < 4; ++r) two.Report(r, now < t0 || r == 1 || r == 2 ? 3 : 4, 3, t0, now);
+    two.Tick(now);
+  }
+  const HangVerdict v = EvaluateHang(two.ranks, 4, t0 + 3 * kSec, two.hang);
+  EXPECT_FALSE(v.paused);
+  EXPECT_EQ(v.culprits, (std::vector<int>{2, 1}));  // the stuck one first, then the paused one
+  EXPECT_EQ(two.Count(HangAction::kAct), 1);
+}
+
 }  // namespace
 }  // namespace sentinel::collector

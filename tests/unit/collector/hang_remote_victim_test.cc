@@ -14,15 +14,17 @@
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/metrics_snapshot.h"
 #include "collector/aggregate/snapshot.h"
+#include "collector/evidence/evidence_poller.h"
 #include "collector/export/metrics_select.h"
 #include "collector/export/prometheus_text.h"
+#include "tests/unit/collector/evidence/fake_host_tree.h"
 #include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector {
 namespace {
 
-using testing::FakeClock;
-using testing::MakeCommInit;
+using sentinel::testing::FakeClock;
+using sentinel::testing::MakeCommInit;
 
 constexpr uint64_t kTp = 0x7E0500000000000AULL;  // 4 ranks, all on this node
 constexpr uint64_t kDp = 0xD90500000000000BULL;  // 2 ranks: local rank 0 here, its peer elsewhere
@@ -33,22 +35,24 @@ class HangRemoteVictimTest : public ::testing::Test {
  protected:
   void SetUp() override {
     config_.hang_timeout_ns = 30 * kSec;
+    config_.hang_timeout_paused_ns = 60 * kSec;
     agg_ = std::make_unique<Aggregator>(config_, &clock_);
     for (int r = 0; r < kTpRanks; ++r) {
       agg_->NoteAccepted(r + 1, static_cast<uint32_t>(700 + r), 0);
-      agg_->OnHello(r + 1, testing::MakeHello(static_cast<uint32_t>(700 + r)));
+      agg_->OnHello(r + 1, sentinel::testing::MakeHello(static_cast<uint32_t>(700 + r)));
       Control(r + 1, kSentinelWireCommInit, MakeCommInit(kTp, r, kTpRanks));
     }
     Control(1, kSentinelWireCommInit, MakeCommInit(kDp, 0, 2));
   }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
-    testing::DeliverControl(agg_.get(), client, type, body);
+    sentinel::testing::DeliverControl(agg_.get(), client, type, body);
   }
   void InFlight(int client, uint64_t comm, int rank, int nranks, uint64_t enq, uint64_t gpu,
                 uint64_t done, int64_t since) {
     Control(client, kSentinelWireInFlight,
-            testing::MakeInFlight(comm, rank, nranks, enq, gpu, done, since, clock_.MonoNs()));
+            sentinel::testing::MakeInFlight(comm, rank, nranks, enq, gpu, done, since,
+                                            clock_.MonoNs()));
   }
 
   // Local rank 0 sits in data-parallel collective #8 from t0 (its kernel started when
@@ -61,6 +65,54 @@ class HangRemoteVictimTest : public ::testing::Test {
     outbound_ = 0;
     for (int s = 0; s < 40; ++s) {
       InFlight(1, kDp, 0, 2, 8, dp_kernel_started ? 8 : 7, 7, t0);
+      InFlight(1, kTp, 0, kTpRanks, 20, 20, 20, 0);
+      for (int r = 1; r < kTpRanks; ++r) {
+        InFlight(r + 1, kTp, r, kTpRanks, 21, 21, 20, t0 + kSec / 5);
+      }
+      clock_.Advance(kSec);
+      agg_->Tick();
+      outbound_ += agg_->TakeOutbound().size();
+      for (const Alert& a : agg_->TakeAlertChanges()) {
+        if (a.kind == AlertKind::kHang && a.comm == CommLabel(kTp) && a.firing()) tp_alert = a;
+      }
+    }
+    return tp_alert;
+  }
+
+  // The node's view of rank 0's process (pid 700) through a fake /proc, polled each second:
+  // in state `state`, its one thread using `cpu_per_s` ns of CPU a second, moving `io_per_s`
+  // bytes a second through read/write calls.
+  void WatchProcess(char state, uint64_t cpu_per_s, uint64_t io_per_s) {
+    state_ = state;
+    cpu_per_s_ = cpu_per_s;
+    io_per_s_ = io_per_s;
+    EvidenceOptions options;
+    options.period_ns = 0;  // polled by the test
+    options.nvml_library = "off";
+    options.roots = tree_.roots();
+    evidence_ = std::make_unique<EvidencePoller>(options, &clock_,
+                                                 [] { return std::vector<uint32_t>{700}; });
+    agg_->SetEvidence(evidence_.get());
+  }
+  void PollProcess() {
+    if (evidence_ == nullptr) return;
+    ++polls_;
+    tree_.WriteStat(700, "python", state_, 0, 1234);
+    tree_.WriteTask(700, 700, polls_ * cpu_per_s_, 0, polls_, 0);
+    testing::FakeHostTree::Write(tree_.Proc("700/io"),
+                                 absl::StrCat("rchar: 0\nwchar: ", polls_ * io_per_s_, "\n"));
+    evidence_->PollOnce();
+  }
+
+  // Local rank 0 has finished data-parallel collective #8 and tensor-parallel #20 and has nothing
+  // in flight anywhere (a checkpoint write, a long sleep) while ranks 1-3 wait in
+  // tensor-parallel #21 from t0 + 0.2 s. Runs `seconds` of one-second ticks from where the last
+  // run stopped; returns the last firing hang alert of the tensor-parallel communicator.
+  Alert RunPaused(int seconds, int64_t t0) {
+    Alert tp_alert;
+    for (int s = 0; s < seconds; ++s) {
+      PollProcess();
+      InFlight(1, kDp, 0, 2, 8, 8, 8, 0);
       InFlight(1, kTp, 0, kTpRanks, 20, 20, 20, 0);
       for (int r = 1; r < kTpRanks; ++r) {
         InFlight(r + 1, kTp, r, kTpRanks, 21, 21, 20, t0 + kSec / 5);
@@ -92,6 +144,12 @@ class HangRemoteVictimTest : public ::testing::Test {
 
   Config config_;
   FakeClock clock_;
+  testing::FakeHostTree tree_;
+  std::unique_ptr<EvidencePoller> evidence_;
+  char state_ = 'S';
+  uint64_t cpu_per_s_ = 0;
+  uint64_t io_per_s_ = 0;
+  uint64_t polls_ = 0;
   std::unique_ptr<Aggregator> agg_;
   size_t outbound_ = 0;
 };
@@ -217,6 +275,47 @@ TEST(HangRemoteVictimUnit, InsideElsewhereCountsFromItsThreshold) {
   EXPECT_EQ(v.ranks[0].elsewhere_comm, kDp);
   EXPECT_EQ(v.ranks[0].elsewhere_ns, 6 * kSec);
   EXPECT_TRUE(v.outside_node);
+}
+
+// Before, rank 0 was named never_launched at --hang-timeout and its node told ranks 1-3 to act:
+// a checkpoint write aborted the job. Now it is paused_outside_nccl: no alert and nothing acted
+// on before --hang-timeout-paused (60 s here), and /metrics shows it outside NCCL so that the
+// job-wide rules skip it too; past the paused timeout it is a hang naming it in that role.
+TEST_F(HangRemoteVictimTest, RankAliveOutsideNcclIsPausedNotHungUntilThePausedTimeout) {
+  WatchProcess('D', 30'000'000, 0);  // in disk wait, 0.03 CPUs
+  const int64_t t0 = clock_.MonoNs();
+  outbound_ = 0;
+  const Alert early = RunPaused(50, t0);
+  EXPECT_TRUE(early.id.empty()) << early.summary;
+  EXPECT_EQ(outbound_, 0u);
+  EXPECT_EQ(MetricsValue("sentinel_inflight_outside_nccl", kTp, 0), "1");
+  EXPECT_EQ(MetricsValue("sentinel_inflight_outside_nccl", kTp, 1), "0");
+  const Alert late = RunPaused(20, t0);
+  ASSERT_FALSE(late.id.empty()) << "past --hang-timeout-paused it is a hang";
+  EXPECT_EQ(late.ranks, std::vector<int>{0}) << late.summary;
+  EXPECT_EQ(Roles(late).at(0), "paused_outside_nccl") << late.evidence.dump();
+  EXPECT_NE(late.summary.find("working outside NCCL, nothing in flight: process state D"),
+            std::string::npos)
+      << late.summary;
+  EXPECT_DOUBLE_EQ(late.evidence.at("hang_timeout_paused_s").get<double>(), 60.0);
+}
+
+// A process outside NCCL that the kernel shows idle (asleep, no CPU, no I/O: a host thread
+// blocked for good looks the same) stays never_launched, named at --hang-timeout; one moving
+// bytes (a checkpoint in page cache, state S) is paused.
+TEST_F(HangRemoteVictimTest, IdleProcessOutsideNcclIsNeverLaunchedAndOneWritingIsPaused) {
+  WatchProcess('S', 1'000'000, 400);
+  const int64_t t0 = clock_.MonoNs();
+  const Alert idle = RunPaused(40, t0);
+  ASSERT_FALSE(idle.id.empty()) << "an idle process outside NCCL is a hang at --hang-timeout";
+  EXPECT_EQ(Roles(idle).at(0), "never_launched") << idle.evidence.dump();
+
+  io_per_s_ = 200'000'000;  // now writing 200 MB/s
+  const Alert writing = RunPaused(15, t0);
+  EXPECT_TRUE(writing.id.empty()) << writing.summary;
+  bool firing = true;
+  agg_->Read([&](const State& st) { firing = st.alerts.IsFiring(idle.owner_uid, idle.id); });
+  EXPECT_FALSE(firing) << "a hang alert raised while it was idle resolves once it works";
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 
+#include "collector/evidence/cgroup_namespace.h"
 #include "tests/unit/collector/evidence/fake_host_tree.h"
 
 namespace sentinel::collector {
@@ -154,6 +155,95 @@ TEST(CgroupSampleTest, PathOfAnotherNamespaceIsRefused) {
   EXPECT_FALSE(c.has_quota);
   EXPECT_TRUE(Has(c.quota_why, "outside this reader's cgroup namespace")) << c.quota_why;
   EXPECT_TRUE(c.psi_dir.empty());
+}
+
+// A containerised sentineld (pid 900) with a cgroup namespace of its own, rooted at its container
+// /kubepods/besteffort/podS/ctrS, and the host's tree mounted at the cgroup root (the DaemonSet):
+// the rank in another pod shows as "/../../../burstable/podY/ctrZ" and is placed from sentineld's
+// own cgroup, found by its pid in cgroup.procs.
+TEST(CgroupSampleTest, AnotherNamespacesPathIsPlacedFromTheReadersOwnCgroup) {
+  FakeHostTree tree;
+  EvidenceRoots roots = tree.roots();
+  roots.reader_pid = 900;
+  FakeHostTree::Write(tree.Proc("900/cgroup"), "0::/\n");
+  FakeHostTree::Write(tree.Proc("73/cgroup"), "0::/../../../burstable/podY/ctrZ\n");
+  FakeHostTree::Write(tree.Cgroup("cgroup.controllers"), "cpu io memory\n");
+  FakeHostTree::Write(tree.Cgroup("cgroup.procs"), "1\n2\n");
+  FakeHostTree::Write(tree.Cgroup("kubepods/besteffort/podS/ctrS/cgroup.procs"), "899\n900\n");
+  FakeHostTree::Write(tree.Cgroup("kubepods/burstable/podY/cgroup.procs"), "");
+  FakeHostTree::Write(tree.Cgroup("kubepods/burstable/podY/ctrZ/cgroup.procs"), "73\n");
+  FakeHostTree::Write(tree.Cgroup("kubepods/burstable/podY/ctrZ/cpu.max"), "50000 100000\n");
+  FakeHostTree::Write(tree.Cgroup("kubepods/burstable/podY/ctrZ/cpu.stat"),
+                      "nr_periods 40\nnr_throttled 12\nthrottled_usec 345\n");
+  tree.WritePsi(tree.Cgroup("kubepods/burstable/podY/ctrZ/cpu.pressure"), 1000, 400);
+  ForgetOwnCgroups();
+  const CgroupSample c = ReadCgroupSample(roots, 73);
+  EXPECT_EQ(c.v2_path, "/../../../burstable/podY/ctrZ");  // as the kernel showed it
+  ASSERT_TRUE(c.has_quota) << c.quota_why;
+  EXPECT_DOUBLE_EQ(c.quota_cpus, 0.5);
+  EXPECT_EQ(c.throttle_dir, tree.Cgroup("kubepods/burstable/podY/ctrZ"));
+  ASSERT_TRUE(c.has_throttle) << c.throttle_why;
+  EXPECT_EQ(c.nr_throttled, 12u);
+  EXPECT_EQ(c.psi_dir, tree.Cgroup("kubepods/burstable/podY/ctrZ"));
+  EXPECT_EQ(c.psi[kPsiCpu].some_us, 1000u);
+
+  // A climb above the tree's root, and a reader the tree does not hold, are refused with reasons.
+  FakeHostTree::Write(tree.Proc("74/cgroup"), "0::/../../../../../x\n");
+  const CgroupSample above = ReadCgroupSample(roots, 74);
+  EXPECT_FALSE(above.has_quota);
+  EXPECT_TRUE(Has(above.quota_why, "climbs above the root of")) << above.quota_why;
+  roots.reader_pid = 901;
+  FakeHostTree::Write(tree.Proc("901/cgroup"), "0::/\n");
+  const CgroupSample lost = ReadCgroupSample(roots, 73);
+  EXPECT_FALSE(lost.has_quota);
+  EXPECT_TRUE(Has(lost.quota_why, "outside this reader's cgroup namespace")) << lost.quota_why;
+  EXPECT_TRUE(Has(lost.quota_why, "(pid 901) is in no cgroup.procs under")) << lost.quota_why;
+  EXPECT_TRUE(lost.psi_dir.empty());
+}
+
+// cgroup v1 (a Kubernetes node on cgroup v1 with a private cgroup namespace): the cpu hierarchy's
+// own paths, and a reader moved below its namespace root ("/sub") after the namespace was made.
+TEST(CgroupSampleTest, V1AnotherNamespacesPathAndAReaderBelowItsRoot) {
+  FakeHostTree tree;
+  EvidenceRoots roots = tree.roots();
+  roots.reader_pid = 910;
+  FakeHostTree::Write(tree.Proc("910/cgroup"), "3:cpu,cpuacct:/sub\n");
+  FakeHostTree::Write(tree.Proc("75/cgroup"), "3:cpu,cpuacct:/../podY/ctrZ\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/podS/sub/cgroup.procs"), "910\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/cpu.cfs_quota_us"), "-1\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/cpu.cfs_period_us"), "100000\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/cpu.cfs_quota_us"), "-1\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/cpu.cfs_period_us"), "100000\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/podY/cpu.cfs_quota_us"), "-1\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/podY/cpu.cfs_period_us"), "100000\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/podY/ctrZ/cpu.cfs_quota_us"), "30000\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/podY/ctrZ/cpu.cfs_period_us"), "100000\n");
+  FakeHostTree::Write(tree.Cgroup("cpu,cpuacct/kubepods/podY/ctrZ/cpu.stat"),
+                      "nr_periods 7\nnr_throttled 3\nthrottled_time 99\n");
+  ForgetOwnCgroups();
+  const CgroupSample c = ReadCgroupSample(roots, 75);
+  ASSERT_TRUE(c.has_quota) << c.quota_why;
+  EXPECT_DOUBLE_EQ(c.quota_cpus, 0.3);
+  EXPECT_EQ(c.throttle_dir, tree.Cgroup("cpu,cpuacct/kubepods/podY/ctrZ"));
+  EXPECT_EQ(c.throttled_ns, 99u);
+}
+
+TEST(CgroupSampleTest, PathPlacementRefusesMalformedPaths) {
+  FakeHostTree tree;
+  std::string placed;
+  std::string why;
+  EXPECT_TRUE(ResolveCgroupPath(tree.roots().cgroup, "/a/b", "/", 1, &placed, &why));
+  EXPECT_EQ(placed, "/a/b");
+  EXPECT_TRUE(ResolveCgroupPath(tree.roots().cgroup, "/", "/", 1, &placed, &why));
+  EXPECT_EQ(placed, "/");
+  for (const char* bad : {"/a/../b", "a/b", "", "/a//b", "/./a", "/../a/.."}) {
+    why.clear();
+    EXPECT_FALSE(ResolveCgroupPath(tree.roots().cgroup, bad, "/", 1, &placed, &why)) << bad;
+    EXPECT_TRUE(Has(why, "is malformed")) << bad << ": " << why;
+  }
+  // The reader's own path must itself be inside its namespace.
+  EXPECT_FALSE(ResolveCgroupPath(tree.roots().cgroup, "/../x", "/../y", 1, &placed, &why));
+  EXPECT_TRUE(Has(why, "does not place its namespace")) << why;
 }
 
 TEST(CgroupSampleTest, GoneAndGarbage) {

@@ -201,6 +201,32 @@ TEST(ProcSampleTest, ReadsThisProcess) {
   ASSERT_GE(s.tasks.size(), 1u);
   EXPECT_TRUE(s.tasks_why.empty()) << s.tasks_why;
   EXPECT_GT(s.tasks[0].cpu_ns, 0u);
+  // Its own /proc/<pid>/io: this test has read files, so rchar + wchar is above 0.
+  ASSERT_TRUE(s.has_io) << s.io_why;
+  EXPECT_GT(s.io_chars, 0u);
+}
+
+// /proc/<pid>/io: rchar + wchar, both required; anything else refused with a reason, never 0.
+TEST(ProcSampleTest, IoCountersAreSummedAndGarbageRefused) {
+  uint64_t chars = 7;
+  ASSERT_TRUE(ParseProcIo("rchar: 100\nwchar: 23\nsyscr: 5\nsyscw: 2\nread_bytes: 0\n", &chars));
+  EXPECT_EQ(chars, 123u);
+  chars = 7;
+  EXPECT_FALSE(ParseProcIo("rchar: 100\n", &chars));  // no wchar
+  EXPECT_FALSE(ParseProcIo("rchar: x\nwchar: 1\n", &chars));
+  EXPECT_FALSE(ParseProcIo("rchar: 18446744073709551615\nwchar: 1\n", &chars));  // overflow
+  EXPECT_EQ(chars, 7u);
+
+  FakeHostTree tree;
+  tree.WriteStat(80, "python", 'S', 0, 1);
+  FakeHostTree::Write(tree.Proc("80/io"), "garbage\n");
+  const ProcSample bad = ReadProcSample(tree.roots(), 80);
+  EXPECT_FALSE(bad.has_io);
+  EXPECT_NE(bad.io_why.find("80/io: unparsable"), std::string::npos) << bad.io_why;
+  tree.WriteStat(81, "python", 'S', 0, 1);  // no io file: another user's process, as unreadable
+  const ProcSample none = ReadProcSample(tree.roots(), 81);
+  EXPECT_FALSE(none.has_io);
+  EXPECT_NE(none.io_why.find("81/io"), std::string::npos) << none.io_why;
 }
 
 }  // namespace
