@@ -565,6 +565,11 @@ void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
   v.oldest_since_ns = in.oldest_since_ns;
   v.oldest_seq = in.oldest_seq;
   v.oldest_func = in.oldest_func;
+  v.has_signature = (in.flags & kSentinelInFlightSignature) != 0 && in.enqueued > in.completed;
+  v.oldest_bytes = v.has_signature ? in.oldest_bytes : 0;
+  v.oldest_root = v.has_signature ? in.oldest_root : -1;
+  v.oldest_datatype =
+      v.has_signature ? in.oldest_datatype : static_cast<uint8_t>(kSentinelDatatypeUnknown);
   rs->inflight_flags = in.flags;
 }
 

@@ -70,6 +70,12 @@ struct InFlightView {
   int64_t oldest_since_ns = 0;  // 0: nothing in flight
   uint64_t oldest_seq = 0;
   uint8_t oldest_func = 0;
+  // The oldest incomplete collective's signature as its Coll event gave it (a minor-1 plugin's
+  // in-flight state; has_signature false before): what the ranks stuck at one ordinal compare.
+  bool has_signature = false;
+  uint64_t oldest_bytes = 0;
+  int32_t oldest_root = -1;
+  uint8_t oldest_datatype = 255;
   // Collector monotonic time its process last made progress outside this communicator (records
   // or in-flight counters of its other communicators, CUPTI windows with non-NCCL kernels); 0
   // when never.

@@ -41,8 +41,8 @@ size_t KnownPayloadSize(uint16_t type) {
       return sizeof(SentinelWireVerdict);
     case kSentinelWireCommEnd:
       return sizeof(SentinelWireCommEnd);
-    case kSentinelWireInFlight:
-      return sizeof(SentinelWireInFlight);
+    case kSentinelWireInFlight:  // grew at minor 1 (the oldest collective's signature)
+      return SENTINEL_WIRE_INFLIGHT_V0_SIZE;
     case kSentinelWireHelloAck:
       return sizeof(SentinelWireHelloAck);
     case kSentinelWireBaselineResult:

@@ -36,15 +36,18 @@ struct ParseResult {
   Frame frame;
 };
 
-// The payload size of the struct a known type carries; 0 for unknown types (skipped).
+// The least payload a known type may carry: its struct's size, or, for a struct that grew at its
+// end, the size it had first (an older plugin's frame; the fields after it read as zeros). 0 for
+// unknown types (skipped).
 size_t KnownPayloadSize(uint16_t type);
 
 // Looks at the first frame of [data, data + n). kNeedMore when the frame is not complete yet;
 // kMalformed as soon as the header (or, for known types, the size) proves it bad.
 ParseResult ParseFrame(const uint8_t* data, size_t n);
 
-// Copies the known prefix of a payload into `out` (records larger than we know are accepted).
-// The caller has checked payload_size >= sizeof(T) via ParseFrame.
+// Copies the known prefix of a payload into `out` (records larger than we know are accepted); a
+// shorter payload (an older sender of a grown struct, which ParseFrame let through) leaves the
+// fields after it zero.
 template <typename T>
 T ReadPayload(const Frame& frame);
 
@@ -59,7 +62,9 @@ namespace sentinel::collector {
 template <typename T>
 T ReadPayload(const Frame& frame) {
   T value;
-  std::memcpy(&value, frame.payload, sizeof(T));
+  std::memset(&value, 0, sizeof(T));
+  std::memcpy(&value, frame.payload,
+              frame.payload_size < sizeof(T) ? frame.payload_size : sizeof(T));
   return value;
 }
 }  // namespace sentinel::collector

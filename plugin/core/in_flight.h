@@ -6,8 +6,9 @@
 // Ordinals count Coll events per communicator (1 = the first). They are not NCCL's seqNumber,
 // which is per function; p2p operations are not counted (ranks issue different ones). Collectives
 // on one communicator run in stream order, so "last completed" is a maximum and the oldest
-// incomplete collective is completed + 1. Its enqueue time, NCCL seqNumber and function sit in a
-// small ring indexed by ordinal, each entry stamped with its ordinal (a seqlock) so that the
+// incomplete collective is completed + 1. Its enqueue time, NCCL seqNumber, function and
+// signature (bytes, datatype, root: what sentineld compares across ranks) sit in a small ring
+// indexed by ordinal, each entry stamped with its ordinal (a seqlock) so that the
 // reader never mixes two collectives.
 #pragma once
 
@@ -27,6 +28,16 @@ struct InFlightEntry {
   std::atomic<int64_t> enqueue_ns;
   std::atomic<uint64_t> seq;
   std::atomic<uint32_t> func;
+  std::atomic<int32_t> root;
+  std::atomic<uint64_t> bytes;
+  std::atomic<uint32_t> datatype;
+};
+
+// What a collective was called with, as its Coll event says (no reduction operation there).
+struct InFlightSignature {
+  uint64_t bytes = 0;  // count x datatype size
+  int32_t root = -1;   // Broadcast/Reduce root, -1 otherwise
+  uint8_t datatype = 255;
 };
 
 // What the drainer reads for one communicator.
@@ -39,6 +50,7 @@ struct InFlightSnapshot {
   int64_t oldest_since_ns = 0;
   uint64_t oldest_seq = 0;
   uint8_t oldest_func = 0;
+  InFlightSignature oldest_sig;
 };
 
 // Lives in the communicator's Context (zeroed mmap'ed memory; Reset() at each init). Each counter
@@ -58,9 +70,10 @@ struct InFlightCounters {
     for (InFlightEntry& e : ring) e.stamp.store(0, std::memory_order_relaxed);
   }
 
-  // Hot path, at Coll start: takes the next ordinal and records when, which seqNumber and which
-  // function. Returns the ordinal.
-  uint64_t OnEnqueue(int64_t now_ns, uint64_t seq, uint8_t func) noexcept {
+  // Hot path, at Coll start: takes the next ordinal and records when, which seqNumber, which
+  // function and its signature. Returns the ordinal.
+  uint64_t OnEnqueue(int64_t now_ns, uint64_t seq, uint8_t func,
+                     const InFlightSignature& sig) noexcept {
     // relaxed: the RMW only hands out distinct ordinals (a communicator is normally enqueued from
     // one thread at a time; a CUDA-graph replay on the driver's callback thread may overlap).
     // Readers are ordered by the release stores of gpu_started/completed, which NCCL's hand-off
@@ -74,6 +87,9 @@ struct InFlightCounters {
     e.enqueue_ns.store(now_ns, std::memory_order_relaxed);
     e.seq.store(seq, std::memory_order_relaxed);
     e.func.store(func, std::memory_order_relaxed);
+    e.root.store(sig.root, std::memory_order_relaxed);
+    e.bytes.store(sig.bytes, std::memory_order_relaxed);
+    e.datatype.store(sig.datatype, std::memory_order_relaxed);
     // release: publishes the fields above to a reader that acquires this stamp.
     e.stamp.store(ordinal, std::memory_order_release);
     return ordinal;
@@ -114,12 +130,17 @@ struct InFlightCounters {
     int64_t since = e.enqueue_ns.load(std::memory_order_relaxed);
     uint64_t seq = e.seq.load(std::memory_order_relaxed);
     uint32_t func = e.func.load(std::memory_order_relaxed);
+    InFlightSignature sig;
+    sig.root = e.root.load(std::memory_order_relaxed);
+    sig.bytes = e.bytes.load(std::memory_order_relaxed);
+    sig.datatype = static_cast<uint8_t>(e.datatype.load(std::memory_order_relaxed));
     std::atomic_thread_fence(std::memory_order_acquire);
     if (e.stamp.load(std::memory_order_relaxed) != want) return s;
     s.oldest_valid = true;
     s.oldest_since_ns = since;
     s.oldest_seq = seq;
     s.oldest_func = static_cast<uint8_t>(func);
+    s.oldest_sig = sig;
     return s;
   }
 

@@ -51,19 +51,26 @@ void InFlightMonitor::Observe(const InFlightSample* samples, size_t n, int64_t n
     int64_t since = 0;
     uint64_t seq = 0;
     uint8_t func = kSentinelFuncUnknown;
+    InFlightSignature sig;
+    bool has_sig = false;
     if (busy && snap.oldest_valid) {
       since = snap.oldest_since_ns;
       seq = snap.oldest_seq;
       func = snap.oldest_func;
+      sig = snap.oldest_sig;
+      has_sig = true;
       t.cached_ordinal = oldest;
       t.cached_since_ns = since;
       t.cached_seq = seq;
       t.cached_func = func;
+      t.cached_sig = sig;
     } else if (busy && t.cached_ordinal == oldest) {
       // Its ring entry was overwritten (very many collectives queued behind it): last value.
       since = t.cached_since_ns;
       seq = t.cached_seq;
       func = t.cached_func;
+      sig = t.cached_sig;
+      has_sig = true;
     }
 
     bool stuck = busy && since > 0 && now_ns - since > Threshold(t, now_ns);
@@ -86,6 +93,15 @@ void InFlightMonitor::Observe(const InFlightSample* samples, size_t n, int64_t n
       uint16_t flags = 0;
       if (stuck) flags |= kSentinelInFlightStuck;
       if (!s.kernel_ch) flags |= kSentinelInFlightNoKernelCh;
+      if (has_sig) {
+        flags |= kSentinelInFlightSignature;
+        r.oldest_bytes = sig.bytes;
+        r.oldest_root = sig.root;
+        r.oldest_datatype = sig.datatype;
+      } else {
+        r.oldest_root = -1;
+        r.oldest_datatype = kSentinelDatatypeUnknown;
+      }
       r.flags = flags;
       out->push_back(r);
       t.last_sent_ns = now_ns;

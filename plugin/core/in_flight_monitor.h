@@ -67,6 +67,7 @@ class InFlightMonitor {
     int64_t cached_since_ns = 0;
     uint64_t cached_seq = 0;
     uint8_t cached_func = kSentinelFuncUnknown;
+    InFlightSignature cached_sig;
     // Longest in-flight time of a completed collective, decaying from recent_at_ns.
     int64_t recent_ns = 0;
     int64_t recent_at_ns = 0;

@@ -194,15 +194,19 @@ inline void SetCompletionRefs(Slot* s, bool n_channels_valid, ThreadState* ts) {
 
 Slot* StartColl(Context* ctx, const CollDesc& d, ThreadState* ts, int64_t now) {
   uint8_t func = FuncFromString(d.func);
+  InFlightSignature sig;
+  sig.datatype = DatatypeFromString(d.datatype);
+  sig.bytes = d.count * DatatypeSize(sig.datatype);
+  sig.root = (func == kSentinelFuncBroadcast || func == kSentinelFuncReduce) ? d.root : -1;
   // The ordinal is taken even when no slot is free, so that this rank's count of collectives
   // stays comparable with its peers' (a later completion moves `completed` past it).
-  uint64_t ordinal = ctx->inflight.OnEnqueue(now, d.seq, func);
+  uint64_t ordinal = ctx->inflight.OnEnqueue(now, d.seq, func, sig);
   Slot* s = g->slots.Claim(Kind::kColl, ts);
   if (s == nullptr) return nullptr;
   // The hottest start: every field a Coll record reads is written exactly once (what
   // ResetSlot + ResetRecordFields would do, without the double writes). relaxed throughout, as in
   // ResetSlot: NCCL's hand-off of the handle publishes them.
-  uint8_t datatype = DatatypeFromString(d.datatype);
+  const uint8_t datatype = sig.datatype;
   s->ctx.store(ctx, std::memory_order_relaxed);
   s->parent.store(nullptr, std::memory_order_relaxed);
   s->start_ns.store(now, std::memory_order_relaxed);
@@ -210,10 +214,10 @@ Slot* StartColl(Context* ctx, const CollDesc& d, ThreadState* ts, int64_t now) {
   s->datatype.store(datatype, std::memory_order_relaxed);
   s->graph_captured.store(0, std::memory_order_relaxed);
   s->seq = d.seq;
-  s->bytes = d.count * DatatypeSize(datatype);
+  s->bytes = sig.bytes;
   s->ordinal = ordinal;
   s->peer = -1;
-  s->root = (func == kSentinelFuncBroadcast || func == kSentinelFuncReduce) ? d.root : -1;
+  s->root = sig.root;
   s->algo = AlgoFromString(d.algo);
   s->proto = ProtoFromString(d.proto);
   s->nchannels = d.n_channels;

@@ -277,12 +277,15 @@ std::string JsonlSink::InFlightToJson(const SentinelWireInFlight& r) {
           "{\"type\":\"in_flight\",\"comm\":\"0x%016" PRIx64
           "\",\"rank\":%d,\"nranks\":%d,\"pid\":%u,\"now_ns\":%" PRId64 ",\"enqueued\":%" PRIu64
           ",\"gpu_started\":%" PRIu64 ",\"completed\":%" PRIu64 ",\"oldest_since_ns\":%" PRId64
-          ",\"oldest_seq\":%" PRIu64 ",\"oldest_func\":\"%s\",\"flags\":[",
+          ",\"oldest_seq\":%" PRIu64 ",\"oldest_func\":\"%s\",\"oldest_bytes\":%" PRIu64
+          ",\"oldest_datatype\":\"%s\",\"oldest_root\":%d,\"flags\":[",
           r.comm_hash, r.rank, r.nranks, r.pid, r.now_ns, r.enqueued, r.gpu_started, r.completed,
-          r.oldest_since_ns, r.oldest_seq, FuncName(r.oldest_func));
+          r.oldest_since_ns, r.oldest_seq, FuncName(r.oldest_func), r.oldest_bytes,
+          DatatypeName(r.oldest_datatype), r.oldest_root);
   bool first = true;
   for (const auto& f : {std::make_pair(kSentinelInFlightStuck, "stuck"),
-                        std::make_pair(kSentinelInFlightNoKernelCh, "no_kernel_ch")}) {
+                        std::make_pair(kSentinelInFlightNoKernelCh, "no_kernel_ch"),
+                        std::make_pair(kSentinelInFlightSignature, "signature")}) {
     if ((r.flags & f.first) == 0) continue;
     AppendF(&out, "%s\"%s\"", first ? "" : ",", f.second);
     first = false;

@@ -19,7 +19,7 @@ extern "C" {
 
 #define SENTINEL_WIRE_MAGIC 0x4C4E5453u /* "STNL" little-endian */
 #define SENTINEL_WIRE_MAJOR 1u
-#define SENTINEL_WIRE_MINOR 0u
+#define SENTINEL_WIRE_MINOR 1u
 /* Largest frame a reader must accept; anything larger is malformed. */
 #define SENTINEL_WIRE_FRAME_MAX 4096u
 
@@ -214,6 +214,8 @@ enum {
   /* KernelCh is not in the plugin's event mask: gpu_started only follows completions (a
    * completed collective's kernel started), so "launched but not started" cannot be told */
   kSentinelInFlightNoKernelCh = 1u << 1,
+  /* oldest_bytes, oldest_root and oldest_datatype hold the oldest incomplete collective's */
+  kSentinelInFlightSignature = 1u << 2,
 };
 
 /* Per-communicator in-flight state of one rank: where this rank is in the communicator's sequence
@@ -237,8 +239,17 @@ typedef struct {
   uint8_t oldest_func; /* kSentinelFunc* of the oldest incomplete collective */
   uint8_t reserved0;
   uint16_t flags; /* kSentinelInFlight* */
+  /* Appended at minor 1: the oldest incomplete collective's signature, as the Coll event gave it
+   * (valid with kSentinelInFlightSignature; a minor-0 plugin's frame ends before it and reads as
+   * zeros). The profiler events carry no reduction operation. */
+  uint64_t oldest_bytes;   /* count x datatype size */
+  int32_t oldest_root;     /* Broadcast/Reduce root, -1 otherwise */
+  uint8_t oldest_datatype; /* kSentinelDatatype* */
+  uint8_t reserved1[3];
 } SentinelWireInFlight;
-SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireInFlight) == 72, "in-flight size");
+SENTINEL_WIRE_STATIC_ASSERT(sizeof(SentinelWireInFlight) == 88, "in-flight size");
+/* The in-flight frame's payload before minor 1: the least a reader accepts. */
+#define SENTINEL_WIRE_INFLIGHT_V0_SIZE 72u
 
 /* A communicator was finalized. */
 typedef struct {

@@ -123,6 +123,40 @@ TEST(SessionTest, UnknownTypeSkipped) {
   EXPECT_EQ(sink.records.size(), 1u);
 }
 
+// The in-flight frame grew at minor 1 (the oldest collective's signature): a minor-0 plugin's
+// 72-byte frame is still a frame, read with the new fields zero; shorter is malformed.
+TEST(ParseFrameTest, MinorZeroInFlightFrameIsReadWithTheSignatureZero) {
+  SentinelWireInFlight full{};
+  full.comm_hash = 0xABC;
+  full.enqueued = 5;
+  full.completed = 4;
+  full.oldest_func = kSentinelFuncAllReduce;
+  full.flags = kSentinelInFlightSignature;
+  full.oldest_bytes = 1 << 20;
+  full.oldest_root = 2;
+  full.oldest_datatype = 7;
+  Bytes old;
+  AppendFrame(&old, kSentinelWireInFlight, &full, SENTINEL_WIRE_INFLIGHT_V0_SIZE);
+  ParseResult r = ParseFrame(old.data(), old.size());
+  ASSERT_EQ(r.status, ParseStatus::kFrame);
+  const auto read = ReadPayload<SentinelWireInFlight>(r.frame);
+  EXPECT_EQ(read.comm_hash, 0xABCu);
+  EXPECT_EQ(read.oldest_func, kSentinelFuncAllReduce);
+  EXPECT_EQ(read.oldest_bytes, 0u);  // not sent: zero, never the bytes after the frame
+  EXPECT_EQ(read.oldest_root, 0);
+  Bytes now;
+  AppendFrame(&now, kSentinelWireInFlight, &full, sizeof(full));
+  r = ParseFrame(now.data(), now.size());
+  ASSERT_EQ(r.status, ParseStatus::kFrame);
+  EXPECT_EQ(ReadPayload<SentinelWireInFlight>(r.frame).oldest_bytes, 1u << 20);
+  EXPECT_EQ(ReadPayload<SentinelWireInFlight>(r.frame).oldest_datatype, 7);
+  Bytes shorter;
+  AppendFrame(&shorter, kSentinelWireInFlight, &full, SENTINEL_WIRE_INFLIGHT_V0_SIZE - 8);
+  r = ParseFrame(shorter.data(), shorter.size());
+  EXPECT_EQ(r.status, ParseStatus::kMalformed);
+  EXPECT_EQ(r.error, FrameError::kBodyTooSmall);
+}
+
 TEST(SessionTest, LargerRecordAcceptedPrefixRead) {
   RecordingSink sink;
   Session s(1, &sink);

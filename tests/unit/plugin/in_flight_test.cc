@@ -32,9 +32,16 @@ TEST(InFlightCounters, OrdinalsStagesAndOldest) {
   InFlightSnapshot s = c->Read();
   EXPECT_EQ(s.enqueued, 0u);
   EXPECT_FALSE(s.oldest_valid);
-  EXPECT_EQ(c->OnEnqueue(100, 0, kSentinelFuncAllReduce), 1u);
-  EXPECT_EQ(c->OnEnqueue(200, 0, kSentinelFuncAllGather), 2u);
-  EXPECT_EQ(c->OnEnqueue(300, 1, kSentinelFuncAllReduce), 3u);
+  InFlightSignature ar;
+  ar.bytes = 16 << 20;
+  ar.datatype = 9;  // bfloat16
+  InFlightSignature bcast;
+  bcast.bytes = 4 << 20;
+  bcast.datatype = 7;  // float32
+  bcast.root = 3;
+  EXPECT_EQ(c->OnEnqueue(100, 0, kSentinelFuncAllReduce, ar), 1u);
+  EXPECT_EQ(c->OnEnqueue(200, 0, kSentinelFuncBroadcast, bcast), 2u);
+  EXPECT_EQ(c->OnEnqueue(300, 1, kSentinelFuncAllReduce, ar), 3u);
   c->OnGpuStart(1);
   c->OnGpuStart(1);  // a second channel of the same collective
   s = c->Read();
@@ -44,7 +51,16 @@ TEST(InFlightCounters, OrdinalsStagesAndOldest) {
   ASSERT_TRUE(s.oldest_valid);
   EXPECT_EQ(s.oldest_since_ns, 100);
   EXPECT_EQ(s.oldest_func, kSentinelFuncAllReduce);
+  EXPECT_EQ(s.oldest_sig.bytes, 16u << 20);
+  EXPECT_EQ(s.oldest_sig.datatype, 9);
+  EXPECT_EQ(s.oldest_sig.root, -1);
   c->OnComplete(1);
+  s = c->Read();
+  ASSERT_TRUE(s.oldest_valid);  // the broadcast: its own signature, root included
+  EXPECT_EQ(s.oldest_func, kSentinelFuncBroadcast);
+  EXPECT_EQ(s.oldest_sig.bytes, 4u << 20);
+  EXPECT_EQ(s.oldest_sig.datatype, 7);
+  EXPECT_EQ(s.oldest_sig.root, 3);
   c->OnComplete(2);  // its KernelCh start was lost: completion implies the kernel started
   s = c->Read();
   EXPECT_EQ(s.gpu_started, 2u);
@@ -63,7 +79,7 @@ TEST(InFlightCounters, OrdinalsStagesAndOldest) {
 TEST(InFlightCounters, OverwrittenRingEntryIsNeverMisread) {
   auto c = NewCounters();
   for (uint64_t i = 1; i <= kInFlightRing + 1; ++i) {
-    c->OnEnqueue(static_cast<int64_t>(i), i, kSentinelFuncAllReduce);
+    c->OnEnqueue(static_cast<int64_t>(i), i, kSentinelFuncAllReduce, InFlightSignature{});
   }
   InFlightSnapshot s = c->Read();
   EXPECT_EQ(s.enqueued, kInFlightRing + 1);
@@ -82,7 +98,8 @@ TEST(InFlightCounters, ConcurrentEnqueuersGetDistinctOrdinals) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      for (int i = 0; i < kEach; ++i) got[t].push_back(c->OnEnqueue(i + 1, 0, 0));
+      for (int i = 0; i < kEach; ++i)
+        got[t].push_back(c->OnEnqueue(i + 1, 0, 0, InFlightSignature{}));
     });
   }
   for (auto& th : threads) th.join();
@@ -115,7 +132,11 @@ void RunStagesAgainstAReader(uint64_t* named_out) {
       while (o > complete_done.load(std::memory_order_acquire) + kMaxAhead) {
         std::this_thread::yield();
       }
-      uint64_t got = c->OnEnqueue(since_of(o), o * 3, static_cast<uint8_t>(o % 5));
+      InFlightSignature sig;
+      sig.bytes = o * 5;
+      sig.root = static_cast<int32_t>(o % 7);
+      sig.datatype = static_cast<uint8_t>(o % 11);
+      uint64_t got = c->OnEnqueue(since_of(o), o * 3, static_cast<uint8_t>(o % 5), sig);
       if (got != o) ADD_FAILURE() << "ordinal " << got << " for " << o;
       enq_done.store(o, std::memory_order_release);
     }
@@ -154,7 +175,9 @@ void RunStagesAgainstAReader(uint64_t* named_out) {
       if (s.oldest_valid) {
         ++named;
         uint64_t o = s.completed + 1;
-        if (s.oldest_since_ns != since_of(o) || s.oldest_seq != o * 3 || s.oldest_func != o % 5) {
+        if (s.oldest_since_ns != since_of(o) || s.oldest_seq != o * 3 || s.oldest_func != o % 5 ||
+            s.oldest_sig.bytes != o * 5 || s.oldest_sig.root != static_cast<int32_t>(o % 7) ||
+            s.oldest_sig.datatype != o % 11) {
           ADD_FAILURE() << "torn oldest entry for ordinal " << o;
           return;
         }
