@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -57,6 +58,8 @@ struct MismatchCase {
   const char* kind;
   const char* collectives;
 };
+
+void PrintTo(const MismatchCase& c, std::ostream* os) { *os << c.kind << " on " << c.collectives; }
 
 class SimMismatchTest : public ::testing::TestWithParam<MismatchCase> {};
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,6 +161,8 @@ struct MismatchCase {
   std::function<ncclResult_t(ncclComm_t)> usual;
   std::function<ncclResult_t(ncclComm_t)> odd;
 };
+
+void PrintTo(const MismatchCase& c, std::ostream* os) { *os << c.name; }
 
 class CollectiveMismatchTest : public ::testing::TestWithParam<MismatchCase> {};
 
