@@ -69,7 +69,7 @@ class ShmBarrier {
     std::atomic<int> key;
   };
   // Signature rings: a slot is reused only when no rank can still read its old position
-  // (shm_barrier.cc, ArriveColl and PostP2p, say why).
+  // (shm_barrier.cc, ArriveColl and MayPublishP2p, say why).
   static constexpr int kCollSlots = 4;
   static constexpr int kP2pSlots = 4;
   struct Area {
