@@ -27,6 +27,7 @@
 
 #include "fake_nccl.h"
 #include "tests/sim/sim_causes.h"
+#include "tests/sim/sim_hang_kinds.h"
 #include "tests/sim/sim_options.h"
 
 namespace sentinel::sim {
@@ -154,9 +155,7 @@ int Worker(const Options& o) {
   std::uniform_real_distribution<double> jitter(0.0, o.jitter_ms);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   double last_step_s = NowS();
-  static char buffer[64];  // the fake never touches buffers
-  size_t count = std::max<size_t>(1, o.bytes / 4);
-  int n = o.ranks;
+  std::vector<bool> paused(o.rank_pauses.size(), false);  // per --pause-rank: done
   // What this rank really did: its compute and host time before its collectives (overshoot
   // included) and its step period,
   // per step (at most 2^20 of each kept), for the summary's p50s.
@@ -226,6 +225,14 @@ int Worker(const Options& o) {
     const auto need = static_cast<uint64_t>(ms * 1e6);
     gpu.Compute(kernel_end - kernel_start > need ? kernel_end - need : kernel_start, kernel_end);
     SleepMs(host_ms);
+    for (size_t i = 0; i < o.rank_pauses.size(); ++i) {
+      const RankPause& p = o.rank_pauses[i];
+      if (p.rank != rank || paused[i] || elapsed_s < p.at_s) continue;
+      paused[i] = true;
+      Report(fd, "pause", static_cast<int>(i));
+      PauseOutsideNccl(p);
+      Report(fd, "resume", static_cast<int>(i));
+    }
     if (compute_ms_seen.size() < (size_t{1} << 20)) {
       compute_ms_seen.push_back(static_cast<float>((NowS() - compute_start_s) * 1e3));
     }
@@ -236,30 +243,18 @@ int Worker(const Options& o) {
       for (ncclComm_t c : comms) fakeNcclStallStream(c);
     }
     Report(fd, "arrive", step);
-    for (size_t k = 0; k < comms.size(); ++k) {
-      ncclComm_t c = comms[k];
-      for (const std::string& name : o.collectives) {
+    bool wait_after_first = false;
+    const std::vector<int> order = CommOrder(o, rank, step, &wait_after_first);
+    if (wait_after_first) Report(fd, "deadlock", step);
+    if (MismatchHere(o, rank, step)) Report(fd, "mismatch", step);
+    for (size_t i = 0; i < order.size(); ++i) {
+      const int k = order[i];
+      ncclComm_t c = comms[static_cast<size_t>(k)];
+      for (size_t j = 0; j < o.collectives.size(); ++j) {
+        const std::string& name = o.collectives[j];
         const uint64_t launch = gpu.Now();
-        ncclResult_t rc = ncclSuccess;
-        if (name == "allreduce")
-          rc = ncclAllReduce(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
-        else if (name == "allgather")
-          rc = ncclAllGather(buffer, buffer, count, ncclFloat32, c, nullptr);
-        else if (name == "reducescatter")
-          rc = ncclReduceScatter(buffer, buffer, count, ncclFloat32, ncclSum, c, nullptr);
-        else if (name == "broadcast")
-          rc = ncclBroadcast(buffer, buffer, count, ncclFloat32, 0, c, nullptr);
-        else if (name == "reduce")
-          rc = ncclReduce(buffer, buffer, count, ncclFloat32, ncclSum, 0, c, nullptr);
-        else if (name == "alltoall")
-          rc = ncclAlltoAll(buffer, buffer, std::max<size_t>(1, count / static_cast<size_t>(n)),
-                            ncclFloat32, c, nullptr);
-        else if (name == "sendrecv") {
-          ncclGroupStart();
-          ncclSend(buffer, count, ncclFloat32, (rank + 1) % n, c, nullptr);
-          ncclRecv(buffer, count, ncclFloat32, (rank + n - 1) % n, c, nullptr);
-          rc = ncclGroupEnd();
-        }
+        ncclResult_t rc =
+            IssueCollective(o, name, rank, c, k == 0 && j == 0 && MismatchHere(o, rank, step));
         if (rc != ncclSuccess) {
           fprintf(stderr, "sentinel-sim: rank %d: %s failed: %s\n", rank, name.c_str(),
                   ncclGetErrorString(rc));
@@ -269,7 +264,18 @@ int Worker(const Options& o) {
         // With --cupti each collective is waited for on its own: its kernel's end is known.
         if (gpu.on()) {
           rc = fakeNcclStreamSynchronize(c);
-          if (rc == ncclSuccess) gpu.Collective(name, static_cast<int>(k), launch, gpu.Now());
+          if (rc == ncclSuccess) gpu.Collective(name, k, launch, gpu.Now());
+        }
+      }
+      // A rank that waits for its first communicator's collectives before it issues the next
+      // (a blocking wait on the host, as after a stream synchronize).
+      if (wait_after_first && i == 0) {
+        const ncclResult_t rc = fakeNcclStreamSynchronize(c);
+        if (rc != ncclSuccess) {
+          fprintf(stderr, "sentinel-sim: rank %d: step %d failed: %s\n", rank, step,
+                  ncclGetErrorString(rc));
+          Report(fd, "fail", rc);
+          return 1;
         }
       }
     }
@@ -316,6 +322,8 @@ struct RankState {
   int arrived = -1;  // last step it arrived at (entered the collectives)
   int done = -1;     // last step completed
   bool hung_self = false;
+  int mismatch_at = -1;  // the step it issued a mismatched collective at (--mismatch)
+  int deadlock_at = -1;  // the step it issued in a deadlocking order at (--deadlock)
   bool exited = false;
   int status = 0;
   double end_s = 0;
@@ -323,6 +331,19 @@ struct RankState {
   double compute_p50_ms = 0;
   double period_p50_ms = 0;
 };
+
+// A --pause-rank's rank began (`begins`) or ended its pause.
+void PrintPause(const Options& o, int index, bool begins, double elapsed_s) {
+  if (o.quiet || index < 0 || static_cast<size_t>(index) >= o.rank_pauses.size()) return;
+  const RankPause& p = o.rank_pauses[static_cast<size_t>(index)];
+  if (begins) {
+    printf("[sim] %.1f s: rank %d pauses %.1f s outside NCCL (%s)\n", elapsed_s, p.rank, p.for_s,
+           p.io ? "io" : "sleep");
+  } else {
+    printf("[sim] %.1f s: rank %d resumes\n", elapsed_s, p.rank);
+  }
+  fflush(stdout);
+}
 
 // SIGTERM or SIGINT to the launcher: stop the job as --duration-s does (every rank finishes the
 // same step; the ranks ignore both), and kill what is left 5 s later.
@@ -410,6 +431,7 @@ int Launcher(const Options& o, char** argv) {
              o.hang_kernel_stuck ? "enqueues but its kernel never starts" : "stops arriving",
              o.hang_at);
     }
+    for (const std::string& line : HangKindBanner(o)) printf("[sim] %s\n", line.c_str());
     fflush(stdout);
   }
   double start = NowS();
@@ -465,7 +487,9 @@ int Launcher(const Options& o, char** argv) {
       }
       return 4;
     }
-    if (!o.quiet && IsCauseRank(o, r)) printf("[sim] rank %d pid %d\n", r, static_cast<int>(pid));
+    if (!o.quiet && (IsCauseRank(o, r) || NamedByHangKind(o, r))) {
+      printf("[sim] rank %d pid %d\n", r, static_cast<int>(pid));
+    }
   }
   // The NVML scripts exist (and causes due at 0 s apply) before the first step ends.
   for (const std::string& line : causes.Tick(NowS() - start)) {
@@ -505,6 +529,14 @@ int Launcher(const Options& o, char** argv) {
           rs.done = v;
         else if (sscanf(line.c_str(), "hang %d", &v) == 1)
           rs.hung_self = true;
+        else if (sscanf(line.c_str(), "mismatch %d", &v) == 1)
+          rs.mismatch_at = v;
+        else if (sscanf(line.c_str(), "deadlock %d", &v) == 1)
+          rs.deadlock_at = v;
+        else if (sscanf(line.c_str(), "pause %d", &v) == 1)
+          PrintPause(o, v, true, NowS() - start);
+        else if (sscanf(line.c_str(), "resume %d", &v) == 1)
+          PrintPause(o, v, false, NowS() - start);
         else if (sscanf(line.c_str(), "stat %d %lf %lf", &rs.steps_run, &rs.compute_p50_ms,
                         &rs.period_p50_ms) == 3)
           continue;
@@ -599,7 +631,16 @@ int Launcher(const Options& o, char** argv) {
       if (rs.hung_self && rs.arrived == max_arrived)
         stuck += (stuck.empty() ? "" : ",") + std::to_string(r);
     }
-    if (who.empty() && !stuck.empty()) {
+    int mismatch_at = -1;
+    int deadlock_at = -1;
+    for (const RankState& rs : ranks) {
+      mismatch_at = std::max(mismatch_at, rs.mismatch_at);
+      deadlock_at = std::max(deadlock_at, rs.deadlock_at);
+    }
+    const std::string verdict = HangKindVerdict(o, o.timeout_s, mismatch_at, deadlock_at);
+    if (!verdict.empty()) {
+      printf("%s\n", verdict.c_str());
+    } else if (who.empty() && !stuck.empty()) {
       printf(
           "[sim] HANG: no progress for %.1f s; rank(s) %s launched step %d but the kernel never "
           "started; job killed\n",

@@ -3,6 +3,7 @@
 
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,6 +62,27 @@ constexpr const char kUsage[] =
     "                         dies by SIGKILL before the collective). The other ranks stay\n"
     "                         inside the collective, as with NCCL, until --timeout-s kills the "
     "job\n"
+    "  --mismatch rank=R,at=STEP,kind=func|count|root|dtype\n"
+    "                         at step STEP rank R issues another collective than its peers as\n"
+    "                         the step's first on communicator 0: func: allgather (allreduce\n"
+    "                         where the step's is allgather); count: twice the count; root: root "
+    "1\n"
+    "                         instead of 0 (the first of --collectives must be broadcast or\n"
+    "                         reduce); dtype: bfloat16 instead of float32. The fake NCCL then\n"
+    "                         hangs as NCCL does, until --timeout-s kills the job (status 3)\n"
+    "  --deadlock ranks=A,B,at=STEP\n"
+    "                         with --comms >= 2: at step STEP rank A issues the step's\n"
+    "                         collectives on communicator 1 and waits for them before\n"
+    "                         communicator 0, rank B on communicator 0 and waits before 1, the\n"
+    "                         others as usual: A waits in comm 1 for B, B in comm 0 for A (a\n"
+    "                         cross-communicator cycle); --timeout-s kills the job (status 3)\n"
+    "  --pause-rank rank=R,at-s=T,for-s=D[,kind=sleep|io]\n"
+    "                         rank R's host pauses D s outside NCCL before the collectives of its\n"
+    "                         first step after T s of the job, then goes on: asleep (sleep, the\n"
+    "                         default) or writing and syncing a temporary file in $TMPDIR or /tmp\n"
+    "                         (io, as a checkpoint would; state S or D). The others wait inside\n"
+    "                         the collective meanwhile; the job completes if D < --timeout-s\n"
+    "                         (repeatable)\n"
     "  --compute sleep|spin   how a rank spends its compute: sleep (default), or spin: burn that\n"
     "                         much of its own CPU time, so that CPU contention and quotas slow it\n"
     "  --cupti PATH           the fake libcupti (libsentinel_fake_cupti.so): every rank's plugin\n"
@@ -293,6 +315,113 @@ CpuQuota ParseCpuQuota(const std::string& flag, const std::string& value) {
   return q;
 }
 
+// --mismatch rank=R,at=STEP,kind=K
+Mismatch ParseMismatch(const std::string& flag, const std::string& value) {
+  Mismatch m;
+  for (auto& [k, v] : ParseKv(flag, value)) {
+    if (k == "rank") {
+      m.rank = ParseRank(flag, v);
+    } else if (k == "at") {
+      m.at = ParseInt(flag + " at", v, 0, 10000000);
+    } else if (k == "kind") {
+      if (v == "func")
+        m.kind = MismatchKind::kFunc;
+      else if (v == "count")
+        m.kind = MismatchKind::kCount;
+      else if (v == "root")
+        m.kind = MismatchKind::kRoot;
+      else if (v == "dtype")
+        m.kind = MismatchKind::kDtype;
+      else
+        Usage(flag + " kind: expected func, count, root or dtype, got '" + v + "'");
+    } else {
+      Usage(flag + ": unknown key '" + k + "' (rank, at, kind)");
+    }
+  }
+  if (m.rank < 0) Usage(flag + ": rank= is required");
+  return m;
+}
+
+// --deadlock ranks=A,B,at=STEP: the item after "ranks=A" is B, without a key.
+Deadlock ParseDeadlock(const std::string& flag, const std::string& value) {
+  Deadlock d;
+  std::vector<std::string> items = SplitList(value);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const std::string& item = items[i];
+    const size_t eq = item.find('=');
+    const std::string k = item.substr(0, eq);
+    const std::string v = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (k == "ranks" && eq != std::string::npos) {
+      if (i + 1 >= items.size() || items[i + 1].find('=') != std::string::npos) {
+        Usage(flag + " ranks: expected two ranks, ranks=A,B");
+      }
+      d.rank_a = ParseInt(flag + " ranks", v, 0, FAKE_NCCL_MAX_RANKS - 1);
+      d.rank_b = ParseInt(flag + " ranks", items[++i], 0, FAKE_NCCL_MAX_RANKS - 1);
+    } else if (k == "at" && eq != std::string::npos) {
+      d.at = ParseInt(flag + " at", v, 0, 10000000);
+    } else if (eq == std::string::npos) {
+      Usage(flag + ": expected key=value items, got '" + item + "'");
+    } else {
+      Usage(flag + ": unknown key '" + k + "' (ranks, at)");
+    }
+  }
+  if (d.rank_a < 0) Usage(flag + ": ranks=A,B is required");
+  if (d.rank_a == d.rank_b) Usage(flag + ": the two ranks must differ");
+  return d;
+}
+
+// --pause-rank rank=R,at-s=T,for-s=D[,kind=sleep|io]
+RankPause ParseRankPause(const std::string& flag, const std::string& value) {
+  RankPause p;
+  for (auto& [k, v] : ParseKv(flag, value)) {
+    if (k == "rank") {
+      p.rank = ParseRank(flag, v);
+    } else if (k == "at-s") {
+      if (!ParseNumber(v, 0, 86400 * 7, &p.at_s)) Usage(flag + " at-s: expected seconds >= 0");
+    } else if (k == "for-s") {
+      if (!ParseNumber(v, 0, 86400, &p.for_s) || p.for_s <= 0)
+        Usage(flag + " for-s: expected seconds > 0");
+    } else if (k == "kind") {
+      if (v != "sleep" && v != "io") Usage(flag + " kind: expected sleep or io, got '" + v + "'");
+      p.io = v == "io";
+    } else {
+      Usage(flag + ": unknown key '" + k + "' (rank, at-s, for-s, kind)");
+    }
+  }
+  if (p.rank < 0 || p.for_s <= 0) Usage(flag + ": rank= and for-s= are required");
+  return p;
+}
+
+// The checks of --mismatch, --deadlock and --pause-rank against the rest of the job.
+void CheckHangKinds(const Options& o, bool hang_set) {
+  const int kinds =
+      (hang_set ? 1 : 0) + (o.mismatch.rank >= 0 ? 1 : 0) + (o.deadlock.rank_a >= 0 ? 1 : 0);
+  if (kinds > 1) Usage("--hang, --mismatch and --deadlock: at most one of them per job");
+  if (o.mismatch.rank >= 0) {
+    const Mismatch& m = o.mismatch;
+    if (m.rank >= o.ranks) Usage("--mismatch: rank " + std::to_string(m.rank) + " >= --ranks");
+    if (o.ranks < 2) Usage("--mismatch: needs --ranks >= 2 (one rank agrees with itself)");
+    if (m.at >= o.steps) Usage("--mismatch: at >= --steps (the step never runs)");
+    const std::string& first = o.collectives.front();
+    if (m.kind == MismatchKind::kRoot && first != "broadcast" && first != "reduce") {
+      Usage(
+          "--mismatch kind=root: the first of --collectives must be broadcast or reduce (the "
+          "collectives with a root), not '" +
+          first + "'");
+    }
+  }
+  if (o.deadlock.rank_a >= 0) {
+    const Deadlock& d = o.deadlock;
+    if (o.comms < 2)
+      Usage("--deadlock: needs --comms >= 2 (the cycle spans communicators 0 and 1)");
+    if (std::max(d.rank_a, d.rank_b) >= o.ranks) Usage("--deadlock: a rank >= --ranks");
+    if (d.at >= o.steps) Usage("--deadlock: at >= --steps (the step never runs)");
+  }
+  for (const RankPause& p : o.rank_pauses) {
+    if (p.rank >= o.ranks) Usage("--pause-rank: rank " + std::to_string(p.rank) + " >= --ranks");
+  }
+}
+
 // The ranks named by one cause flag.
 std::vector<int> CauseRanks(const Options& o, const std::string& flag) {
   std::vector<int> ranks;
@@ -403,6 +532,12 @@ Options Parse(int argc, char** argv) {
           Usage("--hang: unknown key '" + k + "' (rank, at, kind)");
       }
       if (o.hang_rank < 0) Usage("--hang: rank= is required");
+    } else if (arg == "--mismatch") {
+      o.mismatch = ParseMismatch(arg, value);
+    } else if (arg == "--deadlock") {
+      o.deadlock = ParseDeadlock(arg, value);
+    } else if (arg == "--pause-rank") {
+      o.rank_pauses.push_back(ParseRankPause(arg, value));
     } else if (arg == "--compute") {
       if (value != "sleep" && value != "spin") Usage("--compute: expected sleep or spin");
       o.compute_spin = value == "spin";
@@ -467,6 +602,7 @@ Options Parse(int argc, char** argv) {
   }
   if (o.jitter_pct >= 0) o.jitter_ms = o.compute_ms * o.jitter_pct / 100.0;
   if (hang_set && o.hang_rank >= o.ranks) Usage("--hang: rank >= --ranks");
+  CheckHangKinds(o, hang_set);
   if (!o.scenario.empty()) {
     char err[256] = {0};
     if (fakeNcclCheckScenarioFile(o.scenario.c_str(), err, sizeof(err)) != 0) {

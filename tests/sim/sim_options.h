@@ -56,6 +56,33 @@ struct Pauses {
   double max_ms = 3000;
 };
 
+// Hangs where no rank stopped: the ranks disagree (sim_hangs.h).
+// At step `at`, rank `rank` issues something else than its peers as the step's first collective
+// on communicator 0: another function (AllGather; AllReduce where the step's is AllGather), twice
+// the count, root 1 instead of 0, or bfloat16 instead of float32.
+enum class MismatchKind { kFunc, kCount, kRoot, kDtype };
+struct Mismatch {
+  int rank = -1;  // -1: none
+  int at = 0;
+  MismatchKind kind = MismatchKind::kFunc;
+};
+// At step `at`, rank_a issues the step's collectives on communicator 1 and waits for them before
+// communicator 0, rank_b on communicator 0 and waits before communicator 1: each waits for the
+// other in a different communicator.
+struct Deadlock {
+  int rank_a = -1;  // -1: none
+  int rank_b = -1;
+  int at = 0;
+};
+// A live rank's host pauses outside NCCL at its first step after at_s, for for_s seconds, then
+// goes on: asleep, or blocked in file writes and syncs (io), as a checkpoint would.
+struct RankPause {
+  int rank = -1;
+  double at_s = 0;
+  double for_s = 0;
+  bool io = false;
+};
+
 struct Options {
   int ranks = 8;
   int steps = 20;
@@ -73,8 +100,11 @@ struct Options {
   std::vector<std::string> node_sockets;
   int hang_rank = -1;
   int hang_at = 0;
-  bool hang_kernel_stuck = false;  // --hang kind=kernel-stuck (else never-launched)
-  bool hang_killed = false;        // --hang kind=killed: the rank's process dies (SIGKILL)
+  bool hang_kernel_stuck = false;      // --hang kind=kernel-stuck (else never-launched)
+  bool hang_killed = false;            // --hang kind=killed: the rank's process dies (SIGKILL)
+  Mismatch mismatch;                   // --mismatch
+  Deadlock deadlock;                   // --deadlock
+  std::vector<RankPause> rank_pauses;  // --pause-rank
   std::string plugin;
   std::string scenario;
   double timeout_s = 30;

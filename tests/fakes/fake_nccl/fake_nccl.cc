@@ -31,6 +31,7 @@
 #include "tests/fakes/fake_nccl/comm_hash.h"
 #include "tests/fakes/fake_nccl/debug_log.h"
 #include "tests/fakes/fake_nccl/net_plugin.h"
+#include "tests/fakes/fake_nccl/op_signature.h"
 #include "tests/fakes/fake_nccl/profiler_host.h"
 #include "tests/fakes/fake_nccl/scenario.h"
 #include "tests/fakes/fake_nccl/shm_barrier.h"
@@ -45,37 +46,6 @@
 
 namespace sentinel::testing {
 namespace {
-
-enum FuncId {
-  kBroadcast = 0,
-  kReduce = 1,
-  kAllGather = 2,
-  kReduceScatter = 3,
-  kAllReduce = 4,
-  kSend = 6,
-  kRecv = 7,
-};
-
-const char* FuncName(int func) {
-  switch (func) {
-    case kBroadcast:
-      return "Broadcast";
-    case kReduce:
-      return "Reduce";
-    case kAllGather:
-      return "AllGather";
-    case kReduceScatter:
-      return "ReduceScatter";
-    case kAllReduce:
-      return "AllReduce";
-    case kSend:
-      return "Send";
-    case kRecv:
-      return "Recv";
-    default:
-      return "Invalid";
-  }
-}
 
 // docs/nccl-facts.md "2.6 Data types": the strings NCCL puts in descriptors; ncclUint8 is missing
 // from NCCL's table.
@@ -164,6 +134,7 @@ struct Task {
   size_t count = 0;
   ncclDataType_t dtype = ncclFloat32;
   int root = 0;
+  int redop = 0;  // ncclRedOp_t of AllReduce, Reduce and ReduceScatter
   int peer = 0;
   cudaStream_t stream = nullptr;
   int mask = 0;
@@ -273,8 +244,7 @@ struct ncclComm {
   std::atomic<bool> connected{false};
   std::vector<bool> p2p_connected;
   sentinel::testing::ShmBarrier* barrier = nullptr;
-  uint64_t coll_ordinal = 0;          // progress thread only
-  std::vector<uint64_t> p2p_ordinal;  // progress thread only
+  uint64_t coll_ordinal = 0;  // progress thread only
   bool capturing = false;
   fakeNcclGraph* capture = nullptr;
 };
@@ -576,6 +546,12 @@ void* Start(void* ctx, SentinelEventDescrV6* d) {
   return handle;
 }
 
+// What the other ranks' operation at the same position must match.
+OpSignature Signature(const Task& t) {
+  if (!t.is_coll) return OpSignature::P2p(t.func, t.count * TypeSize(t.dtype));
+  return OpSignature::Coll(t.func, t.count, t.dtype, TypeSize(t.dtype), t.root, t.redop);
+}
+
 bool CollCountInBytes(int func) { return func == kAllGather || func == kBroadcast; }
 
 size_t WireBytes(const ncclComm* comm, const Task& t) {
@@ -703,14 +679,13 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
     ProfilerStop(ctrl);
   }
 
-  // The p2p operations of one kernel progress concurrently: arrive at all of them first, so a
-  // ring of Send/Recv pairs cannot deadlock.
+  // The p2p operations of one kernel progress concurrently: post all of them first, so a ring
+  // of Send/Recv pairs cannot deadlock.
   std::vector<uint64_t> p2p_ordinals;
   for (WorkOp& op : work.ops) {
     if (op.task.is_coll) continue;
-    uint64_t ordinal = ++comm->p2p_ordinal[static_cast<size_t>(op.task.peer)];
-    p2p_ordinals.push_back(ordinal);
-    comm->barrier->PublishP2p(comm->rank, op.task.peer, ordinal);
+    p2p_ordinals.push_back(comm->barrier->PostP2p(comm->rank, op.task.peer, op.task.func == kSend,
+                                                  Signature(op.task)));
   }
   size_t p2p_index = 0;
   for (WorkOp& op : work.ops) {
@@ -725,22 +700,20 @@ void RunKernel(ncclComm* comm, KernelWork& work) {
         kch[static_cast<size_t>(c)] = Start(ctx, &d);
       }
     }
-    // The kernel waits for its peers: a real cross-rank rendezvous.
+    // The kernel waits for its peers: a real cross-rank rendezvous, which completes only when
+    // they posted a compatible operation (op_signature.h); otherwise it waits as NCCL's does.
     ShmBarrier::WaitResult wait = ShmBarrier::WaitResult::kOk;
-    std::vector<int> missing;
+    ShmBarrier::WaitReport report;
     if (t.is_coll) {
-      wait = comm->barrier->ArriveColl(comm->rank, ++comm->coll_ordinal, sc.barrier_timeout_s,
-                                       comm->abort, &missing);
+      wait = comm->barrier->ArriveColl(comm->rank, ++comm->coll_ordinal, Signature(t),
+                                       sc.barrier_timeout_s, comm->abort, &report);
     } else {
-      wait = comm->barrier->WaitP2p(comm->rank, t.peer, p2p_ordinals[p2p_index++],
-                                    sc.barrier_timeout_s, comm->abort);
-      if (wait == ShmBarrier::WaitResult::kTimeout) missing.push_back(t.peer);
+      wait = comm->barrier->WaitP2p(comm->rank, t.peer, t.func == kSend, p2p_ordinals[p2p_index++],
+                                    Signature(t), sc.barrier_timeout_s, comm->abort, &report);
     }
     if (wait == ShmBarrier::WaitResult::kTimeout) {
-      std::string who;
-      for (int m : missing) who += (who.empty() ? "" : ",") + std::to_string(m);
-      FAKE_WARN("fake NCCL: %s timed out after %.0f s waiting for rank(s) %s", FuncName(t.func),
-                sc.barrier_timeout_s, who.c_str());
+      FAKE_WARN("fake NCCL: %s timed out after %.0f s %s", FuncName(t.func), sc.barrier_timeout_s,
+                report.Text().c_str());
       comm->async_error.store(ncclSystemError);
     }
     for (SubOp& s : op.subops) {
@@ -1040,7 +1013,6 @@ void FillPlacement(ncclComm* comm, const std::vector<int>* node_of) {
   comm->local_ranks =
       seen_per_node[static_cast<size_t>(comm->node_of[static_cast<size_t>(comm->rank)] % 1024)];
   comm->p2p_connected.assign(static_cast<size_t>(n), false);
-  comm->p2p_ordinal.assign(static_cast<size_t>(n), 0);
 }
 
 long BusId(const ncclComm* comm) { return (0x18L + comm->cuda_dev) * 0x1000L; }
@@ -1696,9 +1668,9 @@ FAKE_NCCL_API(ncclResult_t, ncclAllReduce, const void* sendbuff, void* recvbuff,
 ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                            cudaStream_t stream) {
-  (void)op;
-  return st::Enqueue(
-      st::CollTask(comm, st::kAllReduce, sendbuff, recvbuff, count, datatype, 0, stream));
+  st::Task t = st::CollTask(comm, st::kAllReduce, sendbuff, recvbuff, count, datatype, 0, stream);
+  t.redop = op;
+  return st::Enqueue(t);
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclAllGather, const void* sendbuff, void* recvbuff, size_t sendcount,
@@ -1715,9 +1687,10 @@ FAKE_NCCL_API(ncclResult_t, ncclReduceScatter, const void* sendbuff, void* recvb
 ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
                                ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                cudaStream_t stream) {
-  (void)op;
-  return st::Enqueue(
-      st::CollTask(comm, st::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, stream));
+  st::Task t =
+      st::CollTask(comm, st::kReduceScatter, sendbuff, recvbuff, recvcount, datatype, 0, stream);
+  t.redop = op;
+  return st::Enqueue(t);
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclBroadcast, const void* sendbuff, void* recvbuff, size_t count,
@@ -1742,9 +1715,9 @@ FAKE_NCCL_API(ncclResult_t, ncclReduce, const void* sendbuff, void* recvbuff, si
               cudaStream_t stream);
 ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                         ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
-  (void)op;
-  return st::Enqueue(
-      st::CollTask(comm, st::kReduce, sendbuff, recvbuff, count, datatype, root, stream));
+  st::Task t = st::CollTask(comm, st::kReduce, sendbuff, recvbuff, count, datatype, root, stream);
+  t.redop = op;
+  return st::Enqueue(t);
 }
 
 FAKE_NCCL_API(ncclResult_t, ncclAlltoAll, const void* sendbuff, void* recvbuff, size_t count,

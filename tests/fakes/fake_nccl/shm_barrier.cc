@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "tests/fakes/fake_nccl/debug_log.h"
 
@@ -40,6 +41,11 @@ ShmBarrier::WaitResult PollUntil(Pred done, double timeout_s, const std::atomic<
     }
   }
   return ShmBarrier::WaitResult::kOk;
+}
+
+std::string Disagreement(int rank, const OpSignature& mine, int other, const OpSignature& theirs) {
+  return "rank " + std::to_string(other) + " posted " + theirs.Describe() + " where rank " +
+         std::to_string(rank) + " posted " + mine.Describe();
 }
 
 }  // namespace
@@ -83,41 +89,134 @@ void ShmBarrier::Detach() {
   delete this;
 }
 
-ShmBarrier::WaitResult ShmBarrier::ArriveColl(int rank, uint64_t ordinal, double timeout_s,
-                                              const std::atomic<bool>& abort,
-                                              std::vector<int>* missing) {
+ShmBarrier::ShmBarrier(Area* area, uint64_t hash, int nranks)
+    : area_(area), hash_(hash), nranks_(nranks) {
+  for (int dir = 0; dir < 2; ++dir) {
+    p2p_posted_[dir].assign(static_cast<size_t>(nranks), 0);
+    p2p_published_[dir].assign(static_cast<size_t>(nranks), 0);
+    p2p_done_[dir].assign(static_cast<size_t>(nranks), 0);
+  }
+}
+
+std::string ShmBarrier::WaitReport::Text() const {
+  std::string who;
+  for (int m : missing) who += (who.empty() ? "" : ",") + std::to_string(m);
+  std::string text = who.empty() ? "waiting" : "waiting for rank(s) " + who;
+  if (!disagreement.empty()) text += (who.empty() ? ": " : "; ") + disagreement;
+  return text;
+}
+
+ShmBarrier::WaitResult ShmBarrier::ArriveColl(int rank, uint64_t ordinal, const OpSignature& sig,
+                                              double timeout_s, const std::atomic<bool>& abort,
+                                              WaitReport* report) {
+  // The signature goes out before the counter (release), so a rank that sees the counter finds
+  // it. Its slot is rewritten kCollSlots positions later, when no rank can still read it: a rank
+  // starts position n + 1 only after every rank posted a compatible position n, so no rank is
+  // ever two positions behind another.
+  area_->coll_sig[rank][ordinal % kCollSlots].Publish(ordinal, sig);
   area_->coll[rank].store(ordinal, std::memory_order_release);
-  auto all_arrived = [&] {
+  enum class Peer { kMissing, kCompatible, kDiffers };
+  auto peer_state = [&](int r, OpSignature* theirs) {
+    const uint64_t posted = area_->coll[r].load(std::memory_order_acquire);
+    if (posted < ordinal) return Peer::kMissing;
+    // A rank already past `ordinal` completed it, which took every rank's agreement (or gave up
+    // on it after the opt-in timeout, when the communicator has failed anyway).
+    if (posted > ordinal) return Peer::kCompatible;
+    switch (area_->coll_sig[r][ordinal % kCollSlots].ReadAt(ordinal, theirs)) {
+      case SignatureSlot::Read::kPassed:
+        return Peer::kCompatible;
+      case SignatureSlot::Read::kNotYet:
+        return Peer::kMissing;
+      case SignatureSlot::Read::kRead:
+        break;
+    }
+    return *theirs == sig ? Peer::kCompatible : Peer::kDiffers;
+  };
+  auto all_agree = [&] {
+    OpSignature theirs;
     for (int r = 0; r < nranks_; ++r) {
-      if (area_->coll[r].load(std::memory_order_acquire) < ordinal) return false;
+      if (peer_state(r, &theirs) != Peer::kCompatible) return false;
     }
     return true;
   };
-  WaitResult result = PollUntil(all_arrived, timeout_s, &abort);
-  if (result != WaitResult::kOk && missing != nullptr) {
+  WaitResult result = PollUntil(all_agree, timeout_s, &abort);
+  if (result != WaitResult::kOk && report != nullptr) {
     for (int r = 0; r < nranks_; ++r) {
-      if (area_->coll[r].load(std::memory_order_acquire) < ordinal) missing->push_back(r);
+      OpSignature theirs;
+      Peer state = peer_state(r, &theirs);
+      if (state == Peer::kMissing) report->missing.push_back(r);
+      if (state == Peer::kDiffers && report->disagreement.empty()) {
+        report->disagreement = Disagreement(rank, sig, r, theirs);
+      }
     }
   }
   return result;
 }
 
-ShmBarrier::WaitResult ShmBarrier::ArriveP2p(int rank, int peer, uint64_t ordinal, double timeout_s,
-                                             const std::atomic<bool>& abort) {
-  PublishP2p(rank, peer, ordinal);
-  return WaitP2p(rank, peer, ordinal, timeout_s, abort);
+bool ShmBarrier::MayPublishP2p(int dir, int peer, uint64_t ordinal) const {
+  // In order, and only into a slot whose old position this rank completed: the peer may read a
+  // slot until it completed its side of that position, and it can complete it only after
+  // reading it or seeing it rewritten by a later one (kPassed), which this rank writes only once
+  // its own side of the old position completed, that is once both sides agreed on it.
+  const size_t p = static_cast<size_t>(peer);
+  return ordinal == p2p_published_[dir][p] + 1 && ordinal <= p2p_done_[dir][p] + kP2pSlots;
 }
 
-void ShmBarrier::PublishP2p(int rank, int peer, uint64_t ordinal) {
-  area_->p2p[rank][peer].store(ordinal, std::memory_order_release);
+uint64_t ShmBarrier::PostP2p(int rank, int peer, bool is_send, const OpSignature& sig) {
+  const int dir = is_send ? 0 : 1;
+  const size_t p = static_cast<size_t>(peer);
+  const uint64_t ordinal = ++p2p_posted_[dir][p];
+  // More than kP2pSlots ops with one peer in one direction in one kernel: the later ones go out
+  // from WaitP2p, once their slot is free (NCCL runs them in order anyway).
+  if (peer != rank && MayPublishP2p(dir, peer, ordinal)) {
+    area_->p2p_sig[dir][rank][peer][ordinal % kP2pSlots].Publish(ordinal, sig);
+    p2p_published_[dir][p] = ordinal;
+  }
+  return ordinal;
 }
 
-ShmBarrier::WaitResult ShmBarrier::WaitP2p(int rank, int peer, uint64_t ordinal, double timeout_s,
-                                           const std::atomic<bool>& abort) {
+ShmBarrier::WaitResult ShmBarrier::WaitP2p(int rank, int peer, bool is_send, uint64_t ordinal,
+                                           const OpSignature& sig, double timeout_s,
+                                           const std::atomic<bool>& abort, WaitReport* report) {
   if (peer == rank) return WaitResult::kOk;
-  return PollUntil(
-      [&] { return area_->p2p[peer][rank].load(std::memory_order_acquire) >= ordinal; }, timeout_s,
-      &abort);
+  const int dir = is_send ? 0 : 1;
+  const size_t p = static_cast<size_t>(peer);
+  if (p2p_published_[dir][p] < ordinal && MayPublishP2p(dir, peer, ordinal)) {
+    area_->p2p_sig[dir][rank][peer][ordinal % kP2pSlots].Publish(ordinal, sig);
+    p2p_published_[dir][p] = ordinal;
+  }
+  // The counterpart: the peer's op of the other direction with this rank, at the same position.
+  const SignatureSlot& slot = area_->p2p_sig[1 - dir][peer][rank][ordinal % kP2pSlots];
+  bool differs = false;
+  OpSignature theirs;
+  auto matched = [&] {
+    // Not published (an earlier wait of this pair failed): the peer cannot complete it either.
+    if (p2p_published_[dir][p] < ordinal) return false;
+    OpSignature s;
+    switch (slot.ReadAt(ordinal, &s)) {
+      case SignatureSlot::Read::kPassed:
+        return true;
+      case SignatureSlot::Read::kNotYet:
+        return false;
+      case SignatureSlot::Read::kRead:
+        break;
+    }
+    if (s.count == sig.count) return true;
+    differs = true;
+    theirs = s;
+    return false;
+  };
+  WaitResult result = PollUntil(matched, timeout_s, &abort);
+  if (result == WaitResult::kOk) {
+    p2p_done_[dir][p] = ordinal;
+  } else if (report != nullptr) {
+    if (differs) {
+      report->disagreement = Disagreement(rank, sig, peer, theirs);
+    } else {
+      report->missing.push_back(peer);
+    }
+  }
+  return result;
 }
 
 void ShmBarrier::PublishNetHandle(int receiver, int sender, const void* handle) {
