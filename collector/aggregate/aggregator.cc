@@ -621,7 +621,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
       if (!views[i].outside_nccl) continue;
       for (const HangRank& r : v.ranks) {
         if (r.rank != views[i].rank || r.role != HangRole::kNeverLaunched) continue;
-        NoteProcess(*comm->members[i], now, &views[i]);
+        NoteProcess(*comm->members[i], now, v.waiting_ns, &views[i]);
         looked = true;
       }
     }

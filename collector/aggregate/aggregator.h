@@ -312,9 +312,9 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // Nothing of rank `m`'s process is in flight in any of its communicators on this node, by their
   // latest states, and the process is connected.
   bool OutsideNccl(const RankState& m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Where the evidence poller reads rank `m`'s /proc: its state and CPU use over the last few
-  // seconds, into `view` (left unknown otherwise).
-  void NoteProcess(const RankState& m, int64_t now, InFlightView* view) const
+  // Where the evidence poller reads rank `m`'s /proc: its state, CPU use and I/O over the last
+  // `span_ns` (2 to 10 s), into `view` (left unknown otherwise).
+  void NoteProcess(const RankState& m, int64_t now, int64_t span_ns, InFlightView* view) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One log line per stuck collective whose verdict is `paused` (no alert says it).
   void LogPausedOnce(CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

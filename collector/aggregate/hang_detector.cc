@@ -42,7 +42,7 @@ std::string ProcessText(char proc_state, double cpu_share, double io_bytes_per_s
     parts.push_back(absl::StrFormat("%.1f MB/s of I/O", io_bytes_per_s / 1e6));
   if (parts.empty()) return "";
   return absl::StrCat(" ", absl::StrJoin(parts, ", "),
-                      cpu_share >= 0 || io_bytes_per_s >= 0 ? " over the last 10 s" : "");
+                      cpu_share >= 0 || io_bytes_per_s >= 0 ? " lately" : "");
 }
 
 HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
@@ -75,6 +75,8 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
     }
   }
   const uint64_t t = v.ordinal;
+  int64_t latest_passed_ns = INT64_MIN;   // the newest state of a rank that completed T
+  int64_t oldest_waiting_ns = INT64_MAX;  // the oldest state of a rank still inside T
   for (const InFlightView& r : ranks) {
     if (r.ended) continue;
     HangRank hr;
@@ -116,6 +118,10 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
         hr.waiting_ns = now_ns - r.oldest_since_ns;
       }
     }
+    if (hr.role == HangRole::kPassed)
+      latest_passed_ns = std::max(latest_passed_ns, r.last_update_ns);
+    if (hr.role == HangRole::kWaiting)
+      oldest_waiting_ns = std::min(oldest_waiting_ns, r.last_update_ns);
     if (IsCulprit(hr.role)) v.culprits.push_back(r.rank);
     if (hr.role == HangRole::kWaiting) v.waiting.push_back(r.rank);
     if (hr.role == HangRole::kWaitingElsewhere) v.waiting_elsewhere.push_back(r.rank);
@@ -157,6 +163,18 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   std::sort(v.waiting_elsewhere.begin(), v.waiting_elsewhere.end());
   v.outside_node = v.culprits.empty() &&
                    (static_cast<int32_t>(ranks.size()) < nranks || !v.waiting_elsewhere.empty());
+  if (v.culprits.empty() && !v.outside_node) {
+    // Every local rank inside T and none behind (a device or network fault) holds only once the
+    // last of them has been inside for a while, and only on states newer than any rank's report
+    // of having completed T: a rank that arrived a moment ago was what the others waited for (a
+    // pause just ended), and a rank already past T means T completed and the others' states
+    // are older than that (they follow within a second).
+    const int64_t settle = std::min(params.timeout_ns, params.silent_ns);
+    for (const HangRank& r : v.ranks) {
+      if (r.role == HangRole::kWaiting && r.waiting_ns < settle) v.hung = false;
+    }
+    if (oldest_waiting_ns < latest_passed_ns) v.hung = false;
+  }
   return v;
 }
 

@@ -109,7 +109,8 @@ inline bool WorksOutsideNccl(const InFlightView& r) {
 }
 
 // What the kernel showed of a process, for alerts and logs: " process state D, 0.42 CPUs,
-// 12.3 MB/s of I/O over the last 10 s" (each part only where it was read; "" when none was).
+// 12.3 MB/s of I/O lately" (since it stopped arriving, 2 to 10 s; each part only where it was
+// read; "" when none was).
 std::string ProcessText(char proc_state, double cpu_share, double io_bytes_per_s);
 
 struct HangRank {

@@ -395,17 +395,18 @@ bool Aggregator::OutsideNccl(const RankState& m) const {
   return true;
 }
 
-void Aggregator::NoteProcess(const RankState& m, int64_t now, InFlightView* view) const {
+void Aggregator::NoteProcess(const RankState& m, int64_t now, int64_t span_ns,
+                             InFlightView* view) const {
   view->proc_state = '?';
   view->cpu_share = -1;
   view->io_bytes_per_s = -1;
   if (state_.evidence == nullptr || m.client < 0) return;
   auto p = state_.processes.find(m.client);
   if (p == state_.processes.end() || p->second->pid == 0) return;
-  // The last few polls: enough to see a sleeping or writing process, short enough to follow it.
-  constexpr int64_t kRecentNs = 10LL * 1000000000;
+  // At least two polls, at most ten seconds: what it did since it stopped arriving, not before.
+  const int64_t span = std::clamp<int64_t>(span_ns, 2LL * 1000000000, 10LL * 1000000000);
   const std::optional<HostWindow> w =
-      state_.evidence->host().Window(p->second->pid, now - kRecentNs, now);
+      state_.evidence->host().Window(p->second->pid, now - span, now);
   if (!w) return;
   view->proc_state = w->state;
   if (w->cpu.known) view->cpu_share = w->cpu.share;

@@ -139,11 +139,11 @@ void PauseOutsideNccl(const RankPause& p) {
   }
   // Small synced writes with short sleeps between them: the thread blocks in the file system
   // (state D) or sleeps (S), as a checkpoint writer does, without loading a shared machine's
-  // disk or CPU.
-  static char block[4096];
+  // disk or CPU (about 8 MB/s, well above what sentineld takes for a process working).
+  static char block[16384];
   memset(block, 0x5a, sizeof(block));
   for (unsigned i = 0; Before(MonoNow(), end); ++i) {
-    if (pwrite(fd, block, sizeof(block), static_cast<off_t>(i % 16) * 4096) < 0) break;
+    if (pwrite(fd, block, sizeof(block), static_cast<off_t>(i % 16) * sizeof(block)) < 0) break;
     if (fdatasync(fd) != 0) break;
     struct timespec next = Plus(MonoNow(), 0.002);
     SleepUntil(Before(next, end) ? next : end);

@@ -3,8 +3,9 @@
 // --hang-timeout 2s. One rank never launches a collective: within hang-timeout + 5 s the others
 // abort their communicator (ncclCommAbort from the plugin's own thread), their blocked stream
 // wait returns an error, and they exit non-zero with one line naming the culprit rank, its host
-// and the exclusion list. With the same settings a straggler and a whole-job pause (SIGSTOP for
-// longer than the timeout, while a straggler is behind) finish normally: nothing is aborted.
+// and the exclusion list. With the same settings a straggler, a whole-job pause (SIGSTOP for
+// longer than the timeout, while a straggler is behind) and one rank pausing outside NCCL in
+// synced writes (a checkpoint, 4x the timeout) finish normally: nothing is aborted.
 #include <signal.h>
 #include <unistd.h>
 
@@ -231,6 +232,25 @@ TEST_F(HangAbortTest, PausedJobWithAStragglerBehindIsNeverAborted) {
   const std::string log = StopDaemon();
   EXPECT_NE(log.find("never_launched"), std::string::npos) << log;
   EXPECT_EQ(log.find("confirmed"), std::string::npos) << log;
+}
+
+// Rank 1 writes a "checkpoint" (4 KiB synced writes every 2 ms) for 8 s, 4x the hang timeout,
+// while the others wait in the next collective. Before, it was never_launched and the peers
+// aborted at 2 s; now sentineld sees it alive and working outside NCCL (its /proc: nothing in
+// flight, bytes moving, disk waits): paused, no hang alert, no abort before
+// --hang-timeout-paused (5m by default), and the job finishes.
+TEST_F(HangAbortTest, RankPausedInACheckpointWriteIsNeverAborted) {
+  RunResult r = RunProgram(
+      Sim({"--steps", "1500", "--pause-rank", "rank=1,at-s=1,for-s=8,kind=io"}), Env(), 90);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Count(r.output, "aborting communicator"), 0) << r.output;
+  EXPECT_NE(r.output.find("[sim] all ranks finished"), std::string::npos) << r.output;
+  const std::string log = StopDaemon();
+  EXPECT_NE(log.find("has waited"), std::string::npos) << log;
+  EXPECT_NE(log.find("for rank 1, working outside NCCL (paused_outside_nccl:"), std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("confirmed"), std::string::npos) << log;
+  EXPECT_EQ(log.find("alert hang-"), std::string::npos) << log;
 }
 
 }  // namespace

@@ -172,6 +172,36 @@ TEST(HangAction, SilentCulpritIsNotActedOn) {
   }
 }
 
+// Every rank inside collective 4 and none behind is a device or network fault, but not in the
+// moment the rank the others waited for (a pause that just ended) arrives: then nothing is hung
+// until the last arrival has been inside for min(--hang-timeout, --hang-silent).
+TEST(HangAction, EveryRankInsideIsAHangOnlyOnceTheLastArrivalSettled) {
+  Job job(4);
+  job.hang.silent_ns = 5 * kSec;
+  const int64_t t0 = 10 * kSec;
+  for (int r = 0; r < 4; ++r) job.Report(r, 4, 3, t0, t0 + 3 * kSec);
+  HangVerdict v = EvaluateHang(job.ranks, 4, t0 + 3 * kSec, job.hang);
+  EXPECT_TRUE(v.hung);  // all inside since t0: a device or network fault
+  EXPECT_TRUE(v.culprits.empty());
+  // Rank 2 was paused and arrives at t0 + 8 s: the others have waited 8 s, it 0.2 s.
+  for (int r = 0; r < 4; ++r) job.Report(r, 4, 3, r == 2 ? t0 + 8 * kSec : t0, t0 + 8200000000LL);
+  v = EvaluateHang(job.ranks, 4, t0 + 8200000000LL, job.hang);
+  EXPECT_FALSE(v.hung);
+  EXPECT_FALSE(v.outside_node);
+  v = EvaluateHang(job.ranks, 4, t0 + 10200000000LL, job.hang);  // it has been inside 2.2 s
+  EXPECT_TRUE(v.hung);
+  // T completed: ranks 0 and 2 report it at t0 + 11 s; 1 and 3 still show their older states.
+  job.Report(0, 4, 4, 0, t0 + 11 * kSec);
+  job.Report(2, 4, 4, 0, t0 + 11 * kSec);
+  v = EvaluateHang(job.ranks, 4, t0 + 11 * kSec, job.hang);
+  EXPECT_FALSE(v.hung);
+  // A stuck rank's newer state than the completions (it really is inside T): hung again.
+  job.Report(1, 4, 3, t0, t0 + 11500000000LL);
+  job.Report(3, 4, 3, t0, t0 + 11500000000LL);
+  v = EvaluateHang(job.ranks, 4, t0 + 11500000000LL, job.hang);
+  EXPECT_TRUE(v.hung);
+}
+
 // Rank 2 is alive outside NCCL (a checkpoint write: it keeps reporting, nothing of its process in
 // flight) while the others wait in collective 4: paused, not a hang, until the paused timeout;
 // then a hang with rank 2 paused_outside_nccl, acted on once.
