@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <deque>
 #include <utility>
 #include <vector>
@@ -29,12 +28,6 @@ namespace {
 // cgroup.procs of a level that holds the reader is short; a cut file (the root's, on a big node)
 // only risks not finding the reader there, which is never the case inside a container.
 constexpr size_t kCgroupProcsLimit = size_t{1} << 20;
-
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // The components of a "/"-rooted path, or false when it is not one ("" and "." are malformed;
 // ".." is kept for the caller).
@@ -118,14 +111,15 @@ absl::flat_hash_map<std::string, Located>& LocatedCache()
 
 }  // namespace
 
-bool FindOwnCgroup(const std::string& tree, uint32_t pid, std::string* rel, std::string* why) {
+bool FindOwnCgroup(const std::string& tree, uint32_t pid, int64_t now_ns, std::string* rel,
+                   std::string* why) {
   const std::string pid_text = absl::StrCat(pid);
   const std::string key = absl::StrCat(tree, "\n", pid_text);
-  const int64_t now = SteadyNs();
+  const int64_t now = now_ns;
   absl::MutexLock lock(&g_located_mu);
   Located& l = LocatedCache()[key];
   const bool fresh =
-      l.at_ns != 0 && now - l.at_ns < (l.found ? kCgroupRecheckNs : kCgroupWalkRetryNs);
+      now != 0 && l.at_ns != 0 && now - l.at_ns < (l.found ? kCgroupRecheckNs : kCgroupWalkRetryNs);
   // A found directory past its interval is kept if it still lists the reader (one read).
   if (!fresh && l.found && ListsPid(tree + (l.rel == "/" ? "" : l.rel), pid_text))
     l.at_ns = now;
@@ -148,7 +142,7 @@ void ForgetOwnCgroups() {
 }
 
 bool ResolveCgroupPath(const std::string& tree, const std::string& rel, const std::string& own_rel,
-                       uint32_t own_pid, std::string* resolved, std::string* why) {
+                       uint32_t own_pid, int64_t now_ns, std::string* resolved, std::string* why) {
   std::vector<std::string> parts;
   if (!Components(rel, &parts)) {
     *why = absl::StrCat("cgroup path '", rel, "' is malformed");
@@ -178,7 +172,7 @@ bool ResolveCgroupPath(const std::string& tree, const std::string& rel, const st
   }
   std::string own_dir;
   std::string find_why;
-  if (!FindOwnCgroup(tree, own_pid, &own_dir, &find_why)) {
+  if (!FindOwnCgroup(tree, own_pid, now_ns, &own_dir, &find_why)) {
     *why = absl::StrCat(outside, ", and ", find_why);
     return false;
   }

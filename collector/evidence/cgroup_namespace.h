@@ -29,12 +29,14 @@ inline constexpr int64_t kCgroupRecheckNs = 10'000'000'000;
 // own cgroup: `own_rel` is the reader's path in the same hierarchy and `own_pid` its pid as the
 // tree's cgroup.procs files list it. False, with a one-line reason in `why`, when it cannot be
 // placed (the reader not found in `tree`, a climb above the tree's root, a malformed path).
+// `now_ns` (CLOCK_MONOTONIC; 0: unknown, nothing cached) times the cache below.
 bool ResolveCgroupPath(const std::string& tree, const std::string& rel, const std::string& own_rel,
-                       uint32_t own_pid, std::string* resolved, std::string* why);
+                       uint32_t own_pid, int64_t now_ns, std::string* resolved, std::string* why);
 
 // The directory under `tree` ("/"-rooted) whose cgroup.procs lists `pid`, by a bounded walk that
 // follows no symlink; cached per (tree, pid) (see the intervals above). False with a reason.
-bool FindOwnCgroup(const std::string& tree, uint32_t pid, std::string* rel, std::string* why);
+bool FindOwnCgroup(const std::string& tree, uint32_t pid, int64_t now_ns, std::string* rel,
+                   std::string* why);
 
 // Forgets the cache (tests that build several trees at one path).
 void ForgetOwnCgroups();

@@ -33,9 +33,10 @@ bool Exists(const std::string& path) {
 // is inside the reader's cgroup namespace, else placed from the reader's own cgroup
 // (cgroup_namespace.h; a containerised sentineld with the host's tree at --cgroup-root).
 bool Place(const EvidenceRoots& roots, const std::string& tree, const std::string& rel, bool v1,
-           std::string* placed, std::string* why) {
+           int64_t now_ns, std::string* placed, std::string* why) {
   const bool climbs = rel == "/.." || rel.rfind("/../", 0) == 0;
-  if (!climbs) return ResolveCgroupPath(tree, rel, "/", 0, placed, why);  // checks its form only
+  if (!climbs)
+    return ResolveCgroupPath(tree, rel, "/", 0, now_ns, placed, why);  // checks its form only
   const uint32_t own_pid =
       roots.reader_pid != 0 ? roots.reader_pid : static_cast<uint32_t>(getpid());
   const std::string file = absl::StrCat(roots.proc, "/", own_pid, "/cgroup");
@@ -53,7 +54,7 @@ bool Place(const EvidenceRoots& roots, const std::string& tree, const std::strin
                         " has no line for that hierarchy");
     return false;
   }
-  return ResolveCgroupPath(tree, rel, own_rel, own_pid, placed, why);
+  return ResolveCgroupPath(tree, rel, own_rel, own_pid, now_ns, placed, why);
 }
 
 std::string Join(const std::string& base, const std::string& rel) {
@@ -127,9 +128,9 @@ bool LevelQuota(const std::string& dir, bool v1, double* quota, std::string* why
 }
 
 void ReadQuotaAndThrottle(const EvidenceRoots& roots, const std::string& base,
-                          const std::string& shown, bool v1, CgroupSample* c) {
+                          const std::string& shown, bool v1, int64_t now_ns, CgroupSample* c) {
   std::string rel;
-  if (!Place(roots, base, shown, v1, &rel, &c->quota_why)) {
+  if (!Place(roots, base, shown, v1, now_ns, &rel, &c->quota_why)) {
     c->throttle_why = c->quota_why;
     return;
   }
@@ -355,7 +356,7 @@ bool ParseCfsQuota(const std::string& quota_text, const std::string& period_text
   return true;
 }
 
-CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid) {
+CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid, int64_t now_ns) {
   CgroupSample c;
   const std::string file = absl::StrCat(roots.proc, "/", pid, "/cgroup");
   std::string text;
@@ -382,7 +383,7 @@ CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid) {
       psi_why = absl::StrCat(file, ": no cgroup v2 line (cgroup v1 only: no per-cgroup PSI)");
     } else if (unified.empty()) {
       psi_why = absl::StrCat(roots.cgroup, ": no cgroup v2 mount (no per-cgroup PSI)");
-    } else if (!Place(roots, unified, c.v2_path, /*v1=*/false, &v2_placed, &psi_why)) {
+    } else if (!Place(roots, unified, c.v2_path, /*v1=*/false, now_ns, &v2_placed, &psi_why)) {
       // psi_why says why
     } else if (!IsDir(Join(unified, v2_placed))) {
       psi_why = NoDirWhy(Join(unified, v2_placed));
@@ -399,10 +400,10 @@ CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid) {
       if (mount.empty()) {
         c.quota_why = c.throttle_why = NoDirWhy(absl::StrCat(roots.cgroup, "/", c.v1_cpu_mount));
       } else {
-        ReadQuotaAndThrottle(roots, mount, c.v1_cpu_path, /*v1=*/true, &c);
+        ReadQuotaAndThrottle(roots, mount, c.v1_cpu_path, /*v1=*/true, now_ns, &c);
       }
     } else if (!c.v2_path.empty() && !unified.empty()) {
-      ReadQuotaAndThrottle(roots, unified, c.v2_path, /*v1=*/false, &c);
+      ReadQuotaAndThrottle(roots, unified, c.v2_path, /*v1=*/false, now_ns, &c);
     } else {
       c.quota_why = c.throttle_why =
           absl::StrCat(file, ": no cpu controller line and no cgroup v2 mount");

@@ -71,7 +71,9 @@ struct CgroupSample {
 // <cgroup>/cgroup.controllers exists, hybrid when <cgroup>/unified/cgroup.controllers does (v1
 // controllers beside a v2 mount for PSI), else v1. A v1 controller's directory is
 // <cgroup>/<controller list as in /proc/<pid>/cgroup>, else <cgroup>/cpu or cpu,cpuacct.
-CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid);
+// `now_ns` (CLOCK_MONOTONIC; 0: unknown) times the cache of the reader's own cgroup that places
+// paths of another cgroup namespace (cgroup_namespace.h).
+CgroupSample ReadCgroupSample(const EvidenceRoots& roots, uint32_t pid, int64_t now_ns = 0);
 
 // Parsers, public for the tests of hostile content. False on garbage; outputs untouched then.
 // /proc/<pid>/cgroup: "0::/path" (v2) and "N:ctrl,ctrl:/path" (v1).

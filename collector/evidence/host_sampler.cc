@@ -196,7 +196,8 @@ void HostSampler::Poll(const std::vector<uint32_t>& pids, int64_t mono_ns) {
   for (const uint32_t pid : unique) {
     // The reads (the slow part) run outside mu_, so Window never waits on the file system.
     const ProcSample proc = ReadProcSample(options_.roots, pid);
-    const CgroupSample cgroup = proc.gone ? CgroupSample{} : ReadCgroupSample(options_.roots, pid);
+    const CgroupSample cgroup =
+        proc.gone ? CgroupSample{} : ReadCgroupSample(options_.roots, pid, mono_ns);
     absl::MutexLock lock(&mu_);
     Fold(proc, cgroup, node, mono_ns);
   }

@@ -232,17 +232,17 @@ TEST(CgroupSampleTest, PathPlacementRefusesMalformedPaths) {
   FakeHostTree tree;
   std::string placed;
   std::string why;
-  EXPECT_TRUE(ResolveCgroupPath(tree.roots().cgroup, "/a/b", "/", 1, &placed, &why));
+  EXPECT_TRUE(ResolveCgroupPath(tree.roots().cgroup, "/a/b", "/", 1, 0, &placed, &why));
   EXPECT_EQ(placed, "/a/b");
-  EXPECT_TRUE(ResolveCgroupPath(tree.roots().cgroup, "/", "/", 1, &placed, &why));
+  EXPECT_TRUE(ResolveCgroupPath(tree.roots().cgroup, "/", "/", 1, 0, &placed, &why));
   EXPECT_EQ(placed, "/");
   for (const char* bad : {"/a/../b", "a/b", "", "/a//b", "/./a", "/../a/.."}) {
     why.clear();
-    EXPECT_FALSE(ResolveCgroupPath(tree.roots().cgroup, bad, "/", 1, &placed, &why)) << bad;
+    EXPECT_FALSE(ResolveCgroupPath(tree.roots().cgroup, bad, "/", 1, 0, &placed, &why)) << bad;
     EXPECT_TRUE(Has(why, "is malformed")) << bad << ": " << why;
   }
   // The reader's own path must itself be inside its namespace.
-  EXPECT_FALSE(ResolveCgroupPath(tree.roots().cgroup, "/../x", "/../y", 1, &placed, &why));
+  EXPECT_FALSE(ResolveCgroupPath(tree.roots().cgroup, "/../x", "/../y", 1, 0, &placed, &why));
   EXPECT_TRUE(Has(why, "does not place its namespace")) << why;
 }
 
