@@ -14,31 +14,6 @@
 namespace sentinel::collector {
 namespace {
 
-constexpr size_t kMmFields = 7;
-
-// The fields of a signature as plain values, with whether each is known (ConflictingFields' rule).
-struct MmFieldValues {
-  std::array<bool, kMmFields> known{};
-  std::array<uint64_t, kMmFields> value{};
-};
-
-MmFieldValues MmValues(const OpSignature& s) {
-  MmFieldValues v;
-  if (!SignatureKnown(s)) return v;
-  auto put = [&v](size_t i, bool known, uint64_t value) {
-    v.known[i] = known;
-    v.value[i] = value;
-  };
-  put(0, true, s.func);
-  put(1, s.bytes.has_value(), s.bytes.value_or(0));
-  put(2, s.datatype != kSentinelDatatypeUnknown, s.datatype);
-  put(3, s.root.has_value(), static_cast<uint64_t>(static_cast<int64_t>(s.root.value_or(0))));
-  put(4, s.red_op.has_value(), s.red_op.value_or(0));
-  put(5, s.peer >= 0, static_cast<uint64_t>(static_cast<int64_t>(s.peer)));
-  put(6, s.direction != P2pDirection::kUnknown, static_cast<uint8_t>(s.direction));
-  return v;
-}
-
 // Per field, whether two known values differ among the signatures added: two signatures conflict
 // exactly when some field both know differs, so "some pair conflicts" is "some field spreads", and
 // a signature conflicts with another exactly when it knows a field that spreads. Linear, where the
@@ -46,8 +21,8 @@ MmFieldValues MmValues(const OpSignature& s) {
 class MmSpread {
  public:
   void Add(const OpSignature& s) {
-    const MmFieldValues v = MmValues(s);
-    for (size_t i = 0; i < kMmFields; ++i) {
+    const SignatureFields v = FieldsOf(s);
+    for (size_t i = 0; i < kSignatureFields; ++i) {
       if (!v.known[i]) continue;
       if (!seen_[i]) {
         seen_[i] = true;
@@ -61,17 +36,17 @@ class MmSpread {
     return std::any_of(spread_.begin(), spread_.end(), [](bool b) { return b; });
   }
   bool Touches(const OpSignature& s) const {
-    const MmFieldValues v = MmValues(s);
-    for (size_t i = 0; i < kMmFields; ++i) {
+    const SignatureFields v = FieldsOf(s);
+    for (size_t i = 0; i < kSignatureFields; ++i) {
       if (v.known[i] && spread_[i]) return true;
     }
     return false;
   }
 
  private:
-  std::array<bool, kMmFields> seen_{};
-  std::array<uint64_t, kMmFields> first_{};
-  std::array<bool, kMmFields> spread_{};
+  std::array<bool, kSignatureFields> seen_{};
+  std::array<uint64_t, kSignatureFields> first_{};
+  std::array<bool, kSignatureFields> spread_{};
 };
 
 std::string MmIssued(const SignatureGroup& g) {

@@ -63,21 +63,33 @@ OpSignature SignatureFromFunc(uint8_t func) {
   return s;
 }
 
+SignatureFields FieldsOf(const OpSignature& s) {
+  static_assert(kSigFunc == 1u << 0 && kSigBytes == 1u << 1 && kSigDatatype == 1u << 2 &&
+                    kSigRoot == 1u << 3 && kSigRedOp == 1u << 4 && kSigPeer == 1u << 5 &&
+                    kSigDirection == 1u << 6,
+                "field i is bit i");
+  SignatureFields f;
+  if (!SignatureKnown(s)) return f;
+  auto put = [&f](size_t i, bool known, uint64_t value) {
+    f.known[i] = known;
+    f.value[i] = value;
+  };
+  put(0, true, s.func);
+  put(1, s.bytes.has_value(), s.bytes.value_or(0));
+  put(2, s.datatype != kSentinelDatatypeUnknown, s.datatype);
+  put(3, s.root.has_value(), static_cast<uint64_t>(int64_t{s.root.value_or(0)}));
+  put(4, s.red_op.has_value(), s.red_op.value_or(0));
+  put(5, s.peer >= 0, static_cast<uint64_t>(int64_t{s.peer}));
+  put(6, SigDirectionKnown(s.direction), static_cast<uint8_t>(s.direction));
+  return f;
+}
+
 uint32_t ConflictingFields(const OpSignature& a, const OpSignature& b) {
-  if (!SignatureKnown(a) || !SignatureKnown(b)) return 0;
+  const SignatureFields fa = FieldsOf(a);
+  const SignatureFields fb = FieldsOf(b);
   uint32_t out = 0;
-  if (a.func != b.func) out |= kSigFunc;
-  if (a.bytes && b.bytes && *a.bytes != *b.bytes) out |= kSigBytes;
-  if (a.datatype != kSentinelDatatypeUnknown && b.datatype != kSentinelDatatypeUnknown &&
-      a.datatype != b.datatype) {
-    out |= kSigDatatype;
-  }
-  if (a.root && b.root && *a.root != *b.root) out |= kSigRoot;
-  if (a.red_op && b.red_op && *a.red_op != *b.red_op) out |= kSigRedOp;
-  if (a.peer >= 0 && b.peer >= 0 && a.peer != b.peer) out |= kSigPeer;
-  if (SigDirectionKnown(a.direction) && SigDirectionKnown(b.direction) &&
-      a.direction != b.direction) {
-    out |= kSigDirection;
+  for (size_t i = 0; i < kSignatureFields; ++i) {
+    if (fa.known[i] && fb.known[i] && fa.value[i] != fb.value[i]) out |= 1u << i;
   }
   return out;
 }

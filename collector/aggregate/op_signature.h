@@ -11,6 +11,8 @@
 // sentineld and by tools that read its files.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -46,6 +48,15 @@ enum SignatureField : uint32_t {
   kSigPeer = 1u << 5,
   kSigDirection = 1u << 6,
 };
+
+// Each field as a plain value with whether it is known (bit i of kSig* is field i): the one rule
+// ConflictingFields applies, and the linear comparison of many signatures (hang_mismatch.h).
+inline constexpr size_t kSignatureFields = 7;
+struct SignatureFields {
+  std::array<bool, kSignatureFields> known{};  // all false for an unknown signature
+  std::array<uint64_t, kSignatureFields> value{};
+};
+SignatureFields FieldsOf(const OpSignature& s);
 
 // From a completed record: function, bytes, root of Broadcast/Reduce (-1 otherwise), datatype
 // (unknown for AllGather and Broadcast, see above), and for a p2p piece its peer and direction.
