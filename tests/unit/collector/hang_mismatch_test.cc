@@ -8,27 +8,22 @@
 
 #include "gtest/gtest.h"
 
+#include "tests/unit/collector/op_signature_test_util.h"
+
 namespace sentinel::collector {
 namespace {
 
 constexpr uint64_t kComm = 0xC0FFEE0000000035ULL;
 constexpr char kCommText[] = "0xc0ffee0000000035";
-constexpr uint64_t kMiB = uint64_t{1024} * 1024;
-constexpr uint8_t kBf16 = 9;
-constexpr uint8_t kFp32 = 7;
-constexpr uint8_t kSum = 0;
 constexpr uint64_t kT = 1041;
-
-OpSignature Sig(uint8_t func, uint64_t bytes, uint8_t datatype, int32_t root = -1) {
-  OpSignature s = SignatureFromFunc(func);
-  s.bytes = bytes;
-  s.datatype = datatype;
-  s.root = root;
-  return s;
-}
+using testing::kBf16;
+using testing::kFp32;
+using testing::kMiB;
+using testing::kSum;
+using testing::SigOf;
 
 OpSignature AllReduce16() {
-  OpSignature s = Sig(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
+  OpSignature s = SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
   s.red_op = kSum;
   return s;
 }
@@ -54,7 +49,7 @@ std::string Where() { return std::string("as collective #1041 of comm ") + kComm
 
 TEST(HangMismatchTest, FunctionOneAgainstSeven) {
   const MismatchVerdict v = CompareAtPosition(
-      kComm, kT, Job(8, AllReduce16(), {3}, Sig(kSentinelFuncAllGather, 4 * kMiB, kBf16)));
+      kComm, kT, Job(8, AllReduce16(), {3}, SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16)));
   ASSERT_TRUE(v.at_stuck.disagree);
   ASSERT_EQ(v.at_stuck.groups.size(), 2u);
   ASSERT_GE(v.at_stuck.majority, 0);
@@ -77,14 +72,16 @@ TEST(HangMismatchTest, CountDatatypeAndRootEachMakeAMismatch) {
     std::string text;
   };
   const Case cases[] = {
-      {Sig(kSentinelFuncAllReduce, 16 * kMiB, kBf16), Sig(kSentinelFuncAllReduce, 8 * kMiB, kBf16),
+      {SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16),
+       SigOf(kSentinelFuncAllReduce, 8 * kMiB, kBf16),
        "rank 5 issued AllReduce 8 MiB bf16 " + Where() +
            "; the other 7 ranks issued AllReduce 16 MiB bf16"},
-      {Sig(kSentinelFuncAllReduce, 16 * kMiB, kBf16), Sig(kSentinelFuncAllReduce, 16 * kMiB, kFp32),
+      {SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16),
+       SigOf(kSentinelFuncAllReduce, 16 * kMiB, kFp32),
        "rank 5 issued AllReduce 16 MiB fp32 " + Where() +
            "; the other 7 ranks issued AllReduce 16 MiB bf16"},
-      {Sig(kSentinelFuncBroadcast, 16 * kMiB, kFp32, 0),
-       Sig(kSentinelFuncBroadcast, 16 * kMiB, kFp32, 1),
+      {SigOf(kSentinelFuncBroadcast, 16 * kMiB, kFp32, 0),
+       SigOf(kSentinelFuncBroadcast, 16 * kMiB, kFp32, 1),
        "rank 5 issued Broadcast 16 MiB fp32 root 1 " + Where() +
            "; the other 7 ranks issued Broadcast 16 MiB fp32 root 0"},
   };
@@ -97,7 +94,8 @@ TEST(HangMismatchTest, CountDatatypeAndRootEachMakeAMismatch) {
 
 TEST(HangMismatchTest, FourAgainstFourIsATieWithBothSides) {
   const MismatchVerdict v = CompareAtPosition(
-      kComm, kT, Job(8, AllReduce16(), {4, 5, 6, 7}, Sig(kSentinelFuncAllGather, 4 * kMiB, kBf16)));
+      kComm, kT,
+      Job(8, AllReduce16(), {4, 5, 6, 7}, SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16)));
   ASSERT_TRUE(v.at_stuck.disagree);
   EXPECT_TRUE(v.at_stuck.tie);
   EXPECT_EQ(v.at_stuck.majority, -1);  // none invented
@@ -110,8 +108,8 @@ TEST(HangMismatchTest, FourAgainstFourIsATieWithBothSides) {
 TEST(HangMismatchTest, ATieWithFurtherSidesNamesThemAll) {
   // 3 against 3, and one more rank on a third side; rank 7 known only by its function.
   std::vector<RankOps> ranks =
-      Job(8, AllReduce16(), {3, 4, 5}, Sig(kSentinelFuncAllGather, 4 * kMiB, kBf16));
-  ranks[6].at_stuck = Sig(kSentinelFuncBroadcast, kMiB, kFp32, 0);
+      Job(8, AllReduce16(), {3, 4, 5}, SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16));
+  ranks[6].at_stuck = SigOf(kSentinelFuncBroadcast, kMiB, kFp32, 0);
   ranks[7].at_stuck = SignatureFromFunc(kSentinelFuncAllReduce);
   const MismatchVerdict v = CompareAtPosition(kComm, kT, ranks);
   EXPECT_TRUE(v.at_stuck.tie);
@@ -124,7 +122,7 @@ TEST(HangMismatchTest, ATieWithFurtherSidesNamesThemAll) {
 
 TEST(HangMismatchTest, OneOfSixtyFour) {
   const MismatchVerdict v = CompareAtPosition(
-      kComm, kT, Job(64, AllReduce16(), {41}, Sig(kSentinelFuncAllReduce, 4 * kMiB, kBf16)));
+      kComm, kT, Job(64, AllReduce16(), {41}, SigOf(kSentinelFuncAllReduce, 4 * kMiB, kBf16)));
   ASSERT_TRUE(v.at_stuck.disagree);
   ASSERT_GE(v.at_stuck.majority, 0);
   EXPECT_EQ(v.at_stuck.groups[static_cast<size_t>(v.at_stuck.majority)].ranks.size(), 63u);
@@ -134,8 +132,8 @@ TEST(HangMismatchTest, OneOfSixtyFour) {
 
 TEST(HangMismatchTest, TwoMinoritiesAgainstOneMajority) {
   std::vector<RankOps> ranks =
-      Job(8, AllReduce16(), {2}, Sig(kSentinelFuncAllGather, 4 * kMiB, kBf16));
-  ranks[6].at_stuck = Sig(kSentinelFuncBroadcast, kMiB, kFp32, 0);
+      Job(8, AllReduce16(), {2}, SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16));
+  ranks[6].at_stuck = SigOf(kSentinelFuncBroadcast, kMiB, kFp32, 0);
   const MismatchVerdict v = CompareAtPosition(kComm, kT, ranks);
   ASSERT_EQ(v.at_stuck.minority.size(), 2u);
   EXPECT_EQ(v.text, "rank 2 issued AllGather 4 MiB bf16 " + Where() +
@@ -145,10 +143,10 @@ TEST(HangMismatchTest, TwoMinoritiesAgainstOneMajority) {
 
 TEST(HangMismatchTest, FirstDivergenceBeforeTheStuckCollective) {
   std::vector<RankOps> ranks =
-      Job(8, AllReduce16(), {3}, Sig(kSentinelFuncAllGather, 4 * kMiB, kBf16));
+      Job(8, AllReduce16(), {3}, SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16));
   for (RankOps& r : ranks) {
     for (uint64_t p = 1030; p < kT; ++p) {
-      OpSignature s = Sig(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
+      OpSignature s = SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
       // Rank 3 took another path from #1037 on: a smaller bucket, then the rest in step.
       if (r.rank == 3 && p == 1037) s.bytes = 8 * kMiB;
       r.history.push_back({p, s});
@@ -167,9 +165,10 @@ TEST(HangMismatchTest, DivergenceOnlyBeforeAndPositionsOnlyOneRankKnows) {
   // At T only functions are known (the in-flight state) and they agree; earlier the sizes
   // differed. Positions that only one rank's (bounded) history still holds are not compared.
   std::vector<RankOps> ranks = Job(4, SignatureFromFunc(kSentinelFuncAllReduce), {}, OpSignature{});
-  ranks[0].history.push_back({900, Sig(kSentinelFuncAllGather, kMiB, kBf16)});
+  ranks[0].history.push_back({900, SigOf(kSentinelFuncAllGather, kMiB, kBf16)});
   for (RankOps& r : ranks) {
-    r.history.push_back({1040, Sig(kSentinelFuncAllReduce, r.rank == 2 ? kMiB : 2 * kMiB, kBf16)});
+    r.history.push_back(
+        {1040, SigOf(kSentinelFuncAllReduce, r.rank == 2 ? kMiB : 2 * kMiB, kBf16)});
   }
   const MismatchVerdict v = CompareAtPosition(kComm, kT, ranks);
   EXPECT_FALSE(v.at_stuck.disagree);
@@ -203,8 +202,8 @@ TEST(HangMismatchTest, PartlyKnownRanksAreNotCountedOnEitherSide) {
   // Five ranks known by function only; two issued 16 MiB, one 4 MiB: the 2 outnumber the 1, and
   // the five are listed apart (they agree with both as far as known).
   std::vector<RankOps> ranks = Job(8, SignatureFromFunc(kSentinelFuncAllReduce), {5, 6},
-                                   Sig(kSentinelFuncAllReduce, 16 * kMiB, kBf16));
-  ranks[7].at_stuck = Sig(kSentinelFuncAllReduce, 4 * kMiB, kBf16);
+                                   SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16));
+  ranks[7].at_stuck = SigOf(kSentinelFuncAllReduce, 4 * kMiB, kBf16);
   ranks[2].issued = false;  // not compared
   const MismatchVerdict v = CompareAtPosition(kComm, kT, ranks);
   ASSERT_TRUE(v.at_stuck.disagree);
@@ -226,10 +225,10 @@ TEST(HangMismatchTest, AStuckPositionFromAPassedRanksHistoryAndRepeatedRanks) {
   ranks[0].issued = true;
   ranks[0].at_stuck = AllReduce16();
   ranks[1].rank = 1;
-  ranks[1].history.push_back({kT, Sig(kSentinelFuncAllGather, kMiB, kBf16)});
-  ranks[1].history.push_back({kT + 5, Sig(kSentinelFuncBroadcast, kMiB, kBf16, 0)});
+  ranks[1].history.push_back({kT, SigOf(kSentinelFuncAllGather, kMiB, kBf16)});
+  ranks[1].history.push_back({kT + 5, SigOf(kSentinelFuncBroadcast, kMiB, kBf16, 0)});
   ranks[2] = ranks[0];
-  ranks[2].at_stuck = Sig(kSentinelFuncReduce, kMiB, kBf16, 0);
+  ranks[2].at_stuck = SigOf(kSentinelFuncReduce, kMiB, kBf16, 0);
   const MismatchVerdict v = CompareAtPosition(kComm, kT, ranks);
   ASSERT_TRUE(v.at_stuck.disagree);
   EXPECT_TRUE(v.at_stuck.tie);

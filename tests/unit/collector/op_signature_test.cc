@@ -6,15 +6,18 @@
 
 #include "gtest/gtest.h"
 
+#include "tests/unit/collector/op_signature_test_util.h"
+
 namespace sentinel::collector {
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1024} * 1024;
-constexpr uint8_t kBf16 = 9;  // ncclBfloat16
-constexpr uint8_t kFp32 = 7;  // ncclFloat32
-constexpr uint8_t kInt8 = 0;  // ncclInt8
-constexpr uint8_t kSum = 0;   // ncclSum
-constexpr uint8_t kMax = 2;   // ncclMax
+using testing::kBf16;
+using testing::kFp32;
+using testing::kInt8;
+using testing::kMax;
+using testing::kMiB;
+using testing::kSum;
+using testing::SigOf;
 
 SentinelWireCollRecord Record(uint8_t func, uint64_t bytes, uint8_t datatype, int32_t root) {
   SentinelWireCollRecord r{};
@@ -24,14 +27,6 @@ SentinelWireCollRecord Record(uint8_t func, uint64_t bytes, uint8_t datatype, in
   r.root = root;
   r.peer = -1;
   return r;
-}
-
-OpSignature Full(uint8_t func, uint64_t bytes, uint8_t datatype, int32_t root = -1) {
-  OpSignature s = SignatureFromFunc(func);
-  s.bytes = bytes;
-  s.datatype = datatype;
-  s.root = root;
-  return s;
 }
 
 TEST(OpSignatureTest, FromACollectiveRecord) {
@@ -57,7 +52,7 @@ TEST(OpSignatureTest, BroadcastKeepsItsRootAndHidesTheByteDatatype) {
   const OpSignature g = SignatureFromRecord(Record(kSentinelFuncAllGather, 4 * kMiB, kInt8, -1));
   EXPECT_EQ(g.datatype, kSentinelDatatypeUnknown);
   // So a record's AllGather never differs from a fuller source's bf16 AllGather of the same size.
-  EXPECT_EQ(ConflictingFields(g, Full(kSentinelFuncAllGather, 4 * kMiB, kBf16)), 0u);
+  EXPECT_EQ(ConflictingFields(g, SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16)), 0u);
 }
 
 TEST(OpSignatureTest, FromP2pRecords) {
@@ -81,11 +76,11 @@ TEST(OpSignatureTest, FromP2pRecords) {
 }
 
 TEST(OpSignatureTest, TextsAsTheAlertsQuoteThem) {
-  OpSignature ar = Full(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
+  OpSignature ar = SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
   ar.red_op = kSum;
   EXPECT_EQ(SignatureText(ar), "AllReduce 16 MiB bf16 sum");
-  EXPECT_EQ(SignatureText(Full(kSentinelFuncAllGather, 4 * kMiB, kBf16)), "AllGather 4 MiB bf16");
-  EXPECT_EQ(SignatureText(Full(kSentinelFuncBroadcast, 16 * kMiB, kFp32, 1)),
+  EXPECT_EQ(SignatureText(SigOf(kSentinelFuncAllGather, 4 * kMiB, kBf16)), "AllGather 4 MiB bf16");
+  EXPECT_EQ(SignatureText(SigOf(kSentinelFuncBroadcast, 16 * kMiB, kFp32, 1)),
             "Broadcast 16 MiB fp32 root 1");
   EXPECT_EQ(SignatureText(SignatureFromFunc(kSentinelFuncReduceScatter)), "ReduceScatter");
   EXPECT_EQ(SignatureText(OpSignature{}), "unknown");
@@ -114,13 +109,13 @@ TEST(OpSignatureTest, ShortNamesOfEveryDatatypeAndReduction) {
 }
 
 TEST(OpSignatureTest, ConflictsOnlyOnFieldsBothKnow) {
-  const OpSignature ar = Full(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
+  const OpSignature ar = SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
   EXPECT_EQ(ConflictingFields(ar, ar), 0u);
-  EXPECT_EQ(ConflictingFields(ar, Full(kSentinelFuncAllGather, 16 * kMiB, kBf16)), kSigFunc);
-  EXPECT_EQ(ConflictingFields(ar, Full(kSentinelFuncAllReduce, 4 * kMiB, kBf16)), kSigBytes);
-  EXPECT_EQ(ConflictingFields(ar, Full(kSentinelFuncAllReduce, 16 * kMiB, kFp32)), kSigDatatype);
-  EXPECT_EQ(ConflictingFields(Full(kSentinelFuncBroadcast, kMiB, kFp32, 0),
-                              Full(kSentinelFuncBroadcast, kMiB, kFp32, 1)),
+  EXPECT_EQ(ConflictingFields(ar, SigOf(kSentinelFuncAllGather, 16 * kMiB, kBf16)), kSigFunc);
+  EXPECT_EQ(ConflictingFields(ar, SigOf(kSentinelFuncAllReduce, 4 * kMiB, kBf16)), kSigBytes);
+  EXPECT_EQ(ConflictingFields(ar, SigOf(kSentinelFuncAllReduce, 16 * kMiB, kFp32)), kSigDatatype);
+  EXPECT_EQ(ConflictingFields(SigOf(kSentinelFuncBroadcast, kMiB, kFp32, 0),
+                              SigOf(kSentinelFuncBroadcast, kMiB, kFp32, 1)),
             kSigRoot);
   EXPECT_EQ(SignatureFieldsText(kSigFunc | kSigBytes | kSigRoot), "function, size, root");
   // Only the function known (the in-flight state): no difference in what it does not know.
@@ -134,7 +129,7 @@ TEST(OpSignatureTest, ConflictsOnlyOnFieldsBothKnow) {
   EXPECT_EQ(ConflictingFields(sum, max), kSigRedOp);
   // Unknown on one side: nothing is compared, not even the function.
   EXPECT_EQ(ConflictingFields(ar, OpSignature{}), 0u);
-  EXPECT_FALSE(SignaturesConflict(OpSignature{}, Full(kSentinelFuncAllGather, 1, kBf16)));
+  EXPECT_FALSE(SignaturesConflict(OpSignature{}, SigOf(kSentinelFuncAllGather, 1, kBf16)));
   // Identity keeps what is unknown apart, for grouping.
   EXPECT_TRUE(SameSignature(ar, ar));
   EXPECT_FALSE(SameSignature(ar, SignatureFromFunc(kSentinelFuncAllReduce)));
