@@ -32,10 +32,10 @@ class MmSpread {
       }
     }
   }
-  bool Any() const {
+  [[nodiscard]] bool Any() const {
     return std::any_of(spread_.begin(), spread_.end(), [](bool b) { return b; });
   }
-  bool Touches(const OpSignature& s) const {
+  [[nodiscard]] bool Touches(const OpSignature& s) const {
     const SignatureFields v = FieldsOf(s);
     for (size_t i = 0; i < kSignatureFields; ++i) {
       if (v.known[i] && spread_[i]) return true;

@@ -79,7 +79,7 @@ struct MismatchVerdict {
   // of comm 0x…; the other 7 ranks issued AllReduce 16 MiB bf16 sum" (+ "; first divergence at
   // #1037: …" when earlier than T).
   std::string text;
-  bool Disagree() const { return at_stuck.disagree || first_found; }
+  [[nodiscard]] bool Disagree() const { return at_stuck.disagree || first_found; }
 };
 
 // `ranks`: the communicator's ranks as known (node-local ones, or every rank job-wide); each rank

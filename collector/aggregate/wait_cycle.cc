@@ -27,7 +27,7 @@ struct WcGraph {
   // lowest rank of a process first.
   std::vector<std::vector<std::pair<uint32_t, size_t>>> waiting;
   std::vector<std::vector<std::pair<uint32_t, size_t>>> missing;
-  size_t Nodes() const { return start.size() - 1; }
+  [[nodiscard]] size_t Nodes() const { return start.size() - 1; }
 };
 
 uint32_t WcProcess(const std::vector<uint64_t>& keys, uint64_t key) {
