@@ -49,6 +49,14 @@ class MmSpread {
   std::array<bool, kSignatureFields> spread_{};
 };
 
+// One history entry: (position, rank, input order) orders them.
+struct MmEntry {
+  uint64_t position;
+  int32_t rank;
+  uint32_t order;
+  const OpSignature* sig;
+};
+
 std::string MmIssued(const SignatureGroup& g) {
   return absl::StrCat(RankListText(g.ranks), " issued ", SignatureText(g.signature));
 }
@@ -204,15 +212,17 @@ MismatchVerdict CompareAtPosition(uint64_t comm_hash, uint64_t stuck_position,
   const uint64_t t = stuck_position;
   std::set<int32_t> seen;
   std::vector<std::pair<int32_t, OpSignature>> at_t;
-  // (position, rank, input order) -> signature, for the positions before T.
-  std::vector<std::tuple<uint64_t, int32_t, size_t, const OpSignature*>> earlier;
+  std::vector<MmEntry> earlier;  // the positions before T
+  size_t entries = 0;
+  for (const RankOps& r : ranks) entries += r.history.size();
+  earlier.reserve(entries);
   for (const RankOps& r : ranks) {
     if (!seen.insert(r.rank).second) continue;
     const OpSignature* sig = r.issued ? &r.at_stuck : nullptr;
     for (size_t i = 0; i < r.history.size(); ++i) {
       const PositionedOp& h = r.history[i];
       if (h.position < t) {
-        earlier.emplace_back(h.position, r.rank, i, &h.signature);
+        earlier.push_back({h.position, r.rank, static_cast<uint32_t>(i), &h.signature});
       } else if (h.position == t && sig == nullptr) {
         sig = &h.signature;
       }
@@ -225,20 +235,25 @@ MismatchVerdict CompareAtPosition(uint64_t comm_hash, uint64_t stuck_position,
   }
   std::sort(v.not_issued.begin(), v.not_issued.end());
   v.at_stuck = SidesAt(t, std::move(at_t));
-  std::sort(earlier.begin(), earlier.end());
+  std::sort(earlier.begin(), earlier.end(), [](const MmEntry& a, const MmEntry& b) {
+    return std::tie(a.position, a.rank, a.order) < std::tie(b.position, b.rank, b.order);
+  });
   for (size_t i = 0; i < earlier.size() && !v.first_found;) {
+    // One position: [i, j). The first entry of a rank there wins (input order within the rank).
     size_t j = i;
     MmSpread spread;
-    std::vector<std::pair<int32_t, OpSignature>> here;
-    for (; j < earlier.size() && std::get<0>(earlier[j]) == std::get<0>(earlier[i]); ++j) {
-      // The first entry of a rank at a position wins (sorted by input order within the rank).
-      if (j > i && std::get<1>(earlier[j]) == std::get<1>(earlier[j - 1])) continue;
-      spread.Add(*std::get<3>(earlier[j]));
-      here.emplace_back(std::get<1>(earlier[j]), *std::get<3>(earlier[j]));
+    for (; j < earlier.size() && earlier[j].position == earlier[i].position; ++j) {
+      if (j == i || earlier[j].rank != earlier[j - 1].rank) spread.Add(*earlier[j].sig);
     }
     if (spread.Any()) {
+      std::vector<std::pair<int32_t, OpSignature>> here;
+      for (size_t k = i; k < j; ++k) {
+        if (k == i || earlier[k].rank != earlier[k - 1].rank) {
+          here.emplace_back(earlier[k].rank, *earlier[k].sig);
+        }
+      }
       v.first_found = true;
-      v.first = SidesAt(std::get<0>(earlier[i]), std::move(here));
+      v.first = SidesAt(earlier[i].position, std::move(here));
     }
     i = j;
   }
