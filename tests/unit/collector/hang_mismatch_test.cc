@@ -237,6 +237,14 @@ TEST(HangMismatchTest, AStuckPositionFromAPassedRanksHistoryAndRepeatedRanks) {
                         "; rank 1 issued AllGather 1 MiB bf16 (no majority: 1 against 1)");
 }
 
+TEST(HangMismatchTest, NothingToCompare) {
+  EXPECT_FALSE(CompareAtPosition(kComm, kT, {}).Disagree());
+  const MismatchVerdict one = CompareAtPosition(kComm, kT, Job(1, AllReduce16(), {}, {}));
+  EXPECT_FALSE(one.Disagree());
+  ASSERT_EQ(one.at_stuck.groups.size(), 1u);
+  EXPECT_TRUE(one.text.empty());
+}
+
 TEST(HangMismatchTest, RankListsAreShortAndBounded) {
   EXPECT_EQ(RankListText({3}), "rank 3");
   EXPECT_EQ(RankListText({0, 1, 2, 4, 6, 7}), "ranks 0-2,4,6-7");

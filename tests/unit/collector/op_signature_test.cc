@@ -75,6 +75,13 @@ TEST(OpSignatureTest, FromP2pRecords) {
   EXPECT_EQ(SignatureText(s), "AlltoAll 1 MiB with rank 5");
 }
 
+TEST(OpSignatureTest, AnUnknownFunctionLeavesTheWholeRecordUnknown) {
+  const OpSignature s = SignatureFromRecord(Record(kSentinelFuncUnknown, kMiB, kFp32, 0));
+  EXPECT_FALSE(SignatureKnown(s));
+  EXPECT_FALSE(s.bytes.has_value());
+  EXPECT_EQ(SignatureText(s), "unknown");
+}
+
 TEST(OpSignatureTest, TextsAsTheAlertsQuoteThem) {
   OpSignature ar = SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
   ar.red_op = kSum;

@@ -155,6 +155,22 @@ TEST(WaitCycleTest, WaitsOnOtherNodesNeverCloseACycle) {
   EXPECT_TRUE(c.waits_outside);
 }
 
+TEST(WaitCycleTest, AProcessWaitingForItsOwnOtherRank) {
+  // Process 40 holds ranks 0 and 1 of A: rank 0 is inside A #2, rank 1 has not issued it, and the
+  // process's thread cannot issue it while blocked: a cycle of one member.
+  const WaitCycles c = FindWaitCycles({Wait(kA, 2, {Member(0, 40)}, {Member(1, 40)})});
+  ASSERT_EQ(c.cycles.size(), 1u);
+  EXPECT_EQ(c.cycles[0].members, (std::vector<uint64_t>{40}));
+  EXPECT_EQ(c.cycles[0].text, "rank 0 waits in comm 0x000000000000000a #2 for rank 1");
+}
+
+TEST(WaitCycleTest, NothingStuck) {
+  EXPECT_TRUE(FindWaitCycles({}).cycles.empty());
+  // A collective nobody waits in (all its ranks missing) has no edge into it.
+  EXPECT_TRUE(FindWaitCycles({Wait(kA, 1, {}, {Member(0, 1), Outside(1)})}).cycles.empty());
+  EXPECT_FALSE(FindWaitCycles({Wait(kA, 1, {}, {Outside(1)})}).waits_outside);
+}
+
 TEST(WaitCycleTest, TwoCyclesInTheOrderOfTheirSmallestProcess) {
   const WaitCycles c = FindWaitCycles({
       Wait(kA, 1, {Member(0, 50)}, {Member(1, 51)}),
