@@ -57,6 +57,16 @@ OpSignature SignatureFromRecord(const SentinelWireCollRecord& r) {
   return s;
 }
 
+OpSignature SignatureFromInFlight(const SentinelWireInFlight& in) {
+  if (in.enqueued <= in.completed) return OpSignature{};
+  OpSignature s = SignatureFromFunc(in.oldest_func);
+  if (!SignatureKnown(s) || (in.flags & kSentinelInFlightSignature) == 0) return s;
+  s.bytes = in.oldest_bytes;
+  if (!SigDatatypeHidden(in.oldest_func)) s.datatype = in.oldest_datatype;
+  s.root = SigIsRooted(in.oldest_func) ? in.oldest_root : -1;
+  return s;
+}
+
 OpSignature SignatureFromFunc(uint8_t func) {
   OpSignature s;
   s.func = func;

@@ -61,7 +61,11 @@ SignatureFields FieldsOf(const OpSignature& s);
 // From a completed record: function, bytes, root of Broadcast/Reduce (-1 otherwise), datatype
 // (unknown for AllGather and Broadcast, see above), and for a p2p piece its peer and direction.
 OpSignature SignatureFromRecord(const SentinelWireCollRecord& r);
-// Only the function is known (the in-flight state's `oldest_func`).
+// A rank's oldest incomplete collective from its in-flight state: unknown when nothing is in
+// flight (`oldest_func` then holds 0, Broadcast's code); the function alone from a plugin that
+// sends no signature (wire minor 0, no kSentinelInFlightSignature); else as from a record.
+OpSignature SignatureFromInFlight(const SentinelWireInFlight& in);
+// Only the function is known.
 OpSignature SignatureFromFunc(uint8_t func);
 
 // Unknown: its function is unknown, and nothing of it is compared.

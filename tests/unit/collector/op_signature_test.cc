@@ -75,6 +75,30 @@ TEST(OpSignatureTest, FromP2pRecords) {
   EXPECT_EQ(SignatureText(s), "AlltoAll 1 MiB with rank 5");
 }
 
+TEST(OpSignatureTest, FromTheInFlightState) {
+  SentinelWireInFlight in{};
+  in.enqueued = 1041;
+  in.completed = 1040;
+  in.oldest_func = kSentinelFuncBroadcast;
+  in.oldest_bytes = 16 * kMiB;
+  in.oldest_root = 1;
+  in.oldest_datatype = kInt8;
+  // A minor-0 plugin's frame: its function only.
+  EXPECT_EQ(SignatureText(SignatureFromInFlight(in)), "Broadcast");
+  in.flags = kSentinelInFlightSignature;
+  EXPECT_EQ(SignatureText(SignatureFromInFlight(in)), "Broadcast 16 MiB root 1");
+  in.oldest_func = kSentinelFuncAllReduce;
+  in.oldest_datatype = kBf16;
+  const OpSignature ar = SignatureFromInFlight(in);
+  EXPECT_EQ(SignatureText(ar), "AllReduce 16 MiB bf16");
+  ASSERT_TRUE(ar.root.has_value());
+  EXPECT_EQ(*ar.root, -1);
+  // Nothing in flight: oldest_func's 0 is no Broadcast.
+  in.completed = 1041;
+  in.oldest_func = kSentinelFuncBroadcast;
+  EXPECT_FALSE(SignatureKnown(SignatureFromInFlight(in)));
+}
+
 TEST(OpSignatureTest, AnUnknownFunctionLeavesTheWholeRecordUnknown) {
   const OpSignature s = SignatureFromRecord(Record(kSentinelFuncUnknown, kMiB, kFp32, 0));
   EXPECT_FALSE(SignatureKnown(s));
