@@ -31,9 +31,9 @@ constexpr size_t kShownCulprits = 8;   // culprits named in the verdict line (al
 
 const char* ShortDatatype(uint8_t dt) {
   // Index = ncclDataType_t value (common/wire_names.h spells the NCCL names).
-  static constexpr const char* kShort[] = {"int8", "uint8", "int32",   "uint32",   "int64", "uint64",
-                                           "fp16", "fp32",  "fp64",    "bf16",     "fp8e4m3",
-                                           "fp8e5m2"};
+  static constexpr const char* kShort[] = {"int8",  "uint8",  "int32",   "uint32",
+                                           "int64", "uint64", "fp16",    "fp32",
+                                           "fp64",  "bf16",   "fp8e4m3", "fp8e5m2"};
   return dt < sizeof(kShort) / sizeof(kShort[0]) ? kShort[dt] : nullptr;
 }
 
@@ -111,8 +111,7 @@ struct Merge {
     return {Node(r), r.rank->pid, 0, -1};
   }
   std::string Who(const RankRef& r) const {
-    return absl::StrFormat("rank %d (%s pid %u)", r.rank->rank, ctl::Escaped(Node(r)),
-                           r.rank->pid);
+    return absl::StrFormat("rank %d (%s pid %u)", r.rank->rank, ctl::Escaped(Node(r)), r.rank->pid);
   }
 };
 
@@ -277,9 +276,9 @@ std::string MismatchText(const CommMerge& c, const Mismatch& m) {
                     FlightOpText(*side.second), " as collective #", m.position, " of comm ",
                     Hex(c.hash));
   }
-  const std::string others =
-      major.first.size() == 1 ? RankList(major.first)
-                              : absl::StrFormat("the other %u ranks", major.first.size());
+  const std::string others = major.first.size() == 1
+                                 ? RankList(major.first)
+                                 : absl::StrFormat("the other %u ranks", major.first.size());
   absl::StrAppend(&out, "; ", others, " issued ", FlightOpText(*major.second), " (they differ in ",
                   FieldName(m.field), ")");
   return out;
@@ -370,7 +369,8 @@ std::string LastOpText(const RankRef& r) {
   const FlightRank& rank = *r.rank;
   if (r.in_flight) {
     const uint64_t at = r.completed + 1;
-    const std::string what = r.pending != nullptr ? absl::StrCat(FlightOpText(*r.pending), " ") : "";
+    const std::string what =
+        r.pending != nullptr ? absl::StrCat(FlightOpText(*r.pending), " ") : "";
     return absl::StrCat("in flight at ", what, "#", at, " (", StateAt(r, at), ")", WaitedText(r));
   }
   const FlightOp* last = nullptr;
@@ -393,9 +393,8 @@ std::string ElsewhereText(const Merge& m, const CommMerge& c, const RankRef& r) 
     for (int32_t w : other.waiting) {
       const RankRef& o = other.ranks.at(w);
       if (m.Proc(other, o) != me) continue;
-      return absl::StrFormat("; its process waits in comm %s at #%u as rank %d (%s)%s",
-                             Hex(hash), other.position, w, StateAt(o, other.position),
-                             WaitedText(o));
+      return absl::StrFormat("; its process waits in comm %s at #%u as rank %d (%s)%s", Hex(hash),
+                             other.position, w, StateAt(o, other.position), WaitedText(o));
     }
   }
   return "";
@@ -478,37 +477,40 @@ JobReport ReportJob(const Merge& m) {
         break;
       }
     }
-    absl::StrAppend(&head, ": stuck at #", c.position,
-                    sample != nullptr ? absl::StrCat(" (", FlightOpText(*sample->pending), ")") : "",
-                    "; ", c.waiting.size(), " waiting there, ", c.never.size(), " never reached it");
+    absl::StrAppend(
+        &head, ": stuck at #", c.position,
+        sample != nullptr ? absl::StrCat(" (", FlightOpText(*sample->pending), ")") : "", "; ",
+        c.waiting.size(), " waiting there, ", c.never.size(), " never reached it");
     out.details.push_back(head);
     out.details.insert(out.details.end(), mismatch_lines.begin(), mismatch_lines.end());
     for (int32_t w : c.waiting) {
       const RankRef& r = c.ranks.at(w);
-      out.details.push_back(absl::StrCat("    ", m.Who(r), ": ", StateAt(r, c.position),
-                                         WaitedText(r)));
+      // Its own operation there: the two sides of a mismatch are seen rank by rank.
+      const std::string op = r.pending != nullptr && r.pending->position == c.position
+                                 ? absl::StrCat(FlightOpText(*r.pending), ", ")
+                                 : "";
+      out.details.push_back(
+          absl::StrCat("    ", m.Who(r), ": ", op, StateAt(r, c.position), WaitedText(r)));
     }
     for (int32_t n : c.never) {
       const RankRef& r = c.ranks.at(n);
       const std::string line = absl::StrCat(m.Who(r), " never reached #", c.position, " of comm ",
-                                            Hex(hash), ": ", LastOpText(r),
-                                            ElsewhereText(m, c, r));
+                                            Hex(hash), ": ", LastOpText(r), ElsewhereText(m, c, r));
       culprit_lines.push_back(line);
       out.details.push_back(absl::StrCat("    ", line));
-      cj["never_reached"].push_back({{"rank", n},
-                                     {"node", m.Node(r)},
-                                     {"pid", r.rank->pid},
-                                     {"last", LastOpText(r)}});
+      cj["never_reached"].push_back(
+          {{"rank", n}, {"node", m.Node(r)}, {"pid", r.rank->pid}, {"last", LastOpText(r)}});
     }
     if (c.never.empty()) {
-      std::string line =
-          missing_count > 0
-              ? absl::StrFormat("all %u ranks in these files reached #%u of comm %s; %s in no "
-                                "file given: the rank holding it back may be among them",
-                                c.ranks.size(), c.position, Hex(hash), missing)
-              : absl::StrFormat("all ranks reached #%u of comm %s: waiting on something outside "
-                                "the record",
-                                c.position, Hex(hash));
+      std::string line = missing_count > 0
+                             ? absl::StrFormat(
+                                   "all %u ranks in these files reached #%u of comm %s; %s in no "
+                                   "file given: the rank holding it back may be among them",
+                                   c.ranks.size(), c.position, Hex(hash), missing)
+                             : absl::StrFormat(
+                                   "all ranks reached #%u of comm %s: waiting on something outside "
+                                   "the record",
+                                   c.position, Hex(hash));
       for (int32_t w : c.waiting) {
         const RankRef& r = c.ranks.at(w);
         if (StateAt(r, c.position) == FlightStateName(FlightState::kEnqueued)) {
@@ -532,14 +534,13 @@ JobReport ReportJob(const Merge& m) {
       const RankRef& to = c.ranks.at(e.to_rank);
       hops.push_back(absl::StrCat(m.Who(from), " waits in comm ", Hex(e.comm), " #", e.position,
                                   " for ", m.Who(to)));
-      cycle_json.push_back({{"comm", Hex(e.comm)},
-                            {"position", e.position},
-                            {"rank", e.from_rank},
-                            {"node", m.Node(from)},
-                            {"pid", from.rank->pid},
-                            {"waits_for", {{"rank", e.to_rank},
-                                           {"node", m.Node(to)},
-                                           {"pid", to.rank->pid}}}});
+      cycle_json.push_back(
+          {{"comm", Hex(e.comm)},
+           {"position", e.position},
+           {"rank", e.from_rank},
+           {"node", m.Node(from)},
+           {"pid", from.rank->pid},
+           {"waits_for", {{"rank", e.to_rank}, {"node", m.Node(to)}, {"pid", to.rank->pid}}}});
     }
     cycle_text = absl::StrCat("wait cycle across communicators: ", absl::StrJoin(hops, "; "));
   }
@@ -564,8 +565,9 @@ JobReport ReportJob(const Merge& m) {
     out.verdict = "no rank of these communicators is in flight: nothing hung in these records";
   }
   if (too_large) {
-    out.details.push_back("  the wait-for graph is larger than the search's bound: no cycle "
-                          "search");
+    out.details.push_back(
+        "  the wait-for graph is larger than the search's bound: no cycle "
+        "search");
   }
   out.json_out = {{"verdict", {{"kind", out.kind}, {"text", out.verdict}}},
                   {"mismatches", mismatches},
@@ -592,8 +594,8 @@ std::string FileLine(const FlightFile& f) {
 }
 
 // Why file `f` cannot join the merge (it contradicts an accepted one), or "".
-std::string Conflict(const std::vector<FlightFile>& files, const std::map<uint64_t, CommMerge>& comms,
-                     size_t f) {
+std::string Conflict(const std::vector<FlightFile>& files,
+                     const std::map<uint64_t, CommMerge>& comms, size_t f) {
   for (const FlightComm& c : files[f].record.comms) {
     const auto it = comms.find(c.hash);
     if (it == comms.end()) continue;

@@ -18,9 +18,7 @@ constexpr uint64_t kSpan = uint64_t{1} << 32;
 
 int64_t TimeOrNone(int64_t ns) { return ns >= 0 ? ns : kFlightNoTime; }
 
-int32_t RankOrNone(int32_t r, int32_t nranks) {
-  return r >= 0 && r < nranks ? r : kFlightNoRank;
-}
+int32_t RankOrNone(int32_t r, int32_t nranks) { return r >= 0 && r < nranks ? r : kFlightNoRank; }
 
 }  // namespace
 

@@ -119,15 +119,15 @@ std::string Encode(const FlightRecord& r, size_t keep) {
   absl::StrAppend(&out, "{\"format\":\"", kFlightRecordFormat, "\",\"version\":", r.version,
                   ",\n\"node\":", Quoted(r.node), ",\n\"clock\":{\"mono_ns\":", r.mono_ns,
                   ",\"real_ns\":", r.real_ns, ",\"real_time\":", Quoted(r.real_time), "}");
-  absl::StrAppend(&out, ",\n\"reason\":{\"kind\":", Quoted(r.reason), ",\"alert_id\":",
-                  r.alert_id.empty() ? std::string("null") : Quoted(r.alert_id),
+  absl::StrAppend(&out, ",\n\"reason\":{\"kind\":", Quoted(r.reason),
+                  ",\"alert_id\":", r.alert_id.empty() ? std::string("null") : Quoted(r.alert_id),
                   ",\"verdict\":", Quoted(r.verdict), "}");
   absl::StrAppend(&out, ",\n\"ops_per_rank\":", r.ops_per_rank, ",\n\"communicators\":[");
   for (size_t c = 0; c < r.comms.size(); ++c) {
     const FlightComm& comm = r.comms[c];
     absl::StrAppend(&out, c == 0 ? "\n" : ",\n",
-                    absl::StrFormat("{\"comm\":\"0x%016x\"", comm.hash), ",\"nranks\":", comm.nranks,
-                    ",\"local_ranks\":[");
+                    absl::StrFormat("{\"comm\":\"0x%016x\"", comm.hash),
+                    ",\"nranks\":", comm.nranks, ",\"local_ranks\":[");
     for (size_t i = 0; i < comm.ranks.size(); ++i) {
       absl::StrAppend(&out, i == 0 ? "" : ",", comm.ranks[i].rank);
     }
@@ -205,7 +205,7 @@ class Reader {
   absl::Status error() const { return absl::InvalidArgumentError(error_); }
   bool failed() const { return !error_.empty(); }
 
-  bool Fail(const std::string& where, std::string_view what) {
+  bool Fail(const std::string& where, const std::string& what) {
     if (error_.empty()) error_ = absl::StrCat(where, ": ", what);
     return false;
   }
@@ -222,7 +222,8 @@ class Reader {
   }
   bool Array(const json& v, const std::string& where, size_t max) {
     if (!v.is_array()) return Fail(where, "expected an array");
-    if (v.size() > max) return Fail(where, absl::StrFormat("%u entries, more than %u", v.size(), max));
+    if (v.size() > max)
+      return Fail(where, absl::StrFormat("%u entries, more than %u", v.size(), max));
     return true;
   }
   bool U64(const json& obj, const std::string& where, const char* key, uint64_t* out) {
@@ -402,8 +403,9 @@ bool ParseRank(Reader* rd, const json& j, const std::string& where, int32_t nran
       return false;
     }
     if (p.completed > p.enqueued) {
-      return rd->Fail(pwhere, "completed is past enqueued (a collective completes after it is "
-                              "enqueued)");
+      return rd->Fail(pwhere,
+                      "completed is past enqueued (a collective completes after it is "
+                      "enqueued)");
     }
     p.known = true;
   }
@@ -493,9 +495,9 @@ std::string FlightRecordJson(const FlightRecord& record, size_t max_bytes) {
   // Over the bound: fewer operations per rank, the newest kept (a hang is at the end), until the
   // text fits or only the header and the ranks' progress are left.
   while (text.size() > max_bytes && keep > 0) {
-    const size_t scaled = static_cast<size_t>(static_cast<double>(keep) *
-                                              static_cast<double>(max_bytes) /
-                                              static_cast<double>(text.size()) * 0.95);
+    const size_t scaled =
+        static_cast<size_t>(static_cast<double>(keep) * static_cast<double>(max_bytes) /
+                            static_cast<double>(text.size()) * 0.95);
     keep = std::min(keep - 1, scaled);
     text = Encode(record, keep);
   }

@@ -46,8 +46,9 @@ bool FlightStateFromName(std::string_view name, FlightState* out);
 
 // One operation of one rank. 72 bytes: the history keeps a fixed ring of them per rank.
 struct FlightOp {
-  uint64_t position = 0;  // the collective's ordinal on its communicator (1 = first); 0 = none (p2p)
-  uint64_t seq = 0;       // NCCL seqNumber (p2p: the plugin's per-peer counter)
+  uint64_t position =
+      0;             // the collective's ordinal on its communicator (1 = first); 0 = none (p2p)
+  uint64_t seq = 0;  // NCCL seqNumber (p2p: the plugin's per-peer counter)
   uint64_t bytes = 0;
   int64_t api_ns = kFlightNoTime;
   int64_t enqueue_ns = kFlightNoTime;  // in flight: since when (the oldest incomplete one)
@@ -82,9 +83,9 @@ struct FlightProgress {
 
 struct FlightRank {
   int32_t rank = 0;
-  uint32_t pid = 0;           // from the kernel (SO_PEERCRED); 0 unknown
-  uint64_t ops_seen = 0;      // operations the history took since the rank appeared
-  uint64_t ops_omitted = 0;   // of those, not in `ops` (the ring's bound or the file's)
+  uint32_t pid = 0;          // from the kernel (SO_PEERCRED); 0 unknown
+  uint64_t ops_seen = 0;     // operations the history took since the rank appeared
+  uint64_t ops_omitted = 0;  // of those, not in `ops` (the ring's bound or the file's)
   FlightProgress progress;
   std::vector<FlightOp> ops;  // oldest first; an in-flight one last
 };
@@ -102,10 +103,10 @@ struct FlightRecord {
   // CLOCK_REALTIME (the only link from the node's monotonic times to wall time).
   int64_t mono_ns = 0;
   int64_t real_ns = 0;
-  std::string real_time;  // real_ns as RFC 3339 (for people)
-  std::string reason;     // "hang" or "on_demand"
-  std::string alert_id;   // the hang alert's id; empty for "on_demand"
-  std::string verdict;    // the alert's text when the record was taken (may be empty)
+  std::string real_time;      // real_ns as RFC 3339 (for people)
+  std::string reason;         // "hang" or "on_demand"
+  std::string alert_id;       // the hang alert's id; empty for "on_demand"
+  std::string verdict;        // the alert's text when the record was taken (may be empty)
   uint64_t ops_per_rank = 0;  // the history's bound
   std::vector<FlightComm> comms;
 };

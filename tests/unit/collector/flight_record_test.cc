@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <random>
 #include <string>
 
@@ -25,11 +24,6 @@ namespace {
 using testing::kBf16;
 using testing::kMiB;
 using testing::ScriptedNode;
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 // A record with every kind of operation: completed collectives, a p2p, a rooted one, an in-flight
 // one, a rank without in-flight state, a hostile node name.

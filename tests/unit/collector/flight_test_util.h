@@ -89,8 +89,8 @@ class ScriptedNode {
              uint64_t started, uint64_t enqueued, uint8_t func = kSentinelFuncAllReduce) {
     FlightRankHistory* h = Rank(comm, rank, nranks, pid);
     const int64_t since = Now(static_cast<int64_t>(completed) * 10 * kMs + 100 * kMs);
-    h->NoteInFlight(InFlight(comm, rank, nranks, completed, started, enqueued, func, since,
-                             since + 35 * kSec));
+    h->NoteInFlight(
+        InFlight(comm, rank, nranks, completed, started, enqueued, func, since, since + 35 * kSec));
   }
   // What the aggregator knows of `rank`'s in-flight collective at `position` beyond its frame.
   void Detail(uint64_t comm, int32_t rank, int32_t nranks, uint32_t pid, uint64_t position,

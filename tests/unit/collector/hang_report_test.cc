@@ -94,6 +94,10 @@ TEST(HangReportTest, AMismatchAtAPositionIsNamedWithBothSides) {
   EXPECT_EQ(j["mismatches"][0]["sides"][1]["ranks"], nlohmann::json::array({3}));
   EXPECT_EQ(j["mismatches"][0]["sides"][0]["ranks"].size(), 7u);
   EXPECT_EQ(j["communicators"][0]["stuck_position"], 1041);
+  // Rank by rank, each with its own operation.
+  EXPECT_NE(rep.text.find("rank 3 (node-a pid 103): AllGather 4 MiB bf16, kernel_started"),
+            std::string::npos)
+      << rep.text;
 }
 
 TEST(HangReportTest, FromTheInFlightFramesAloneTheFunctionsAreCompared) {
@@ -153,7 +157,8 @@ TEST(HangReportTest, ARankThatNeverArrivedIsTheCulpritWithItsLastOperation) {
             std::string::npos)
       << rep.text;
   // Each waiting rank's time inside it, from its own clock's two readings.
-  EXPECT_NE(rep.text.find("rank 4 (node-b pid 204): kernel_started for 35.0 s by its own clock"),
+  EXPECT_NE(rep.text.find(
+                "rank 4 (node-b pid 204): AllReduce, kernel_started for 35.0 s by its own clock"),
             std::string::npos)
       << rep.text;
   EXPECT_NE(rep.text.find("stuck at #1041 (AllReduce); 7 waiting there, 1 never reached it"),
@@ -170,7 +175,8 @@ TEST(HangReportTest, ClocksHoursApartBetweenTheNodesGiveTheSameReport) {
   // later (then earlier) than every node-a time, which a merge by time would get wrong.
   EXPECT_EQ(NeverArrived(0, 5 * kHours).Report({0xc2}).text, same);
   EXPECT_EQ(NeverArrived(7 * kHours, 0).Report({0xc2}).text, same);
-  EXPECT_EQ(NeverArrived(7 * kHours, 0).Report({0xc2}).json, NeverArrived(0, 0).Report({0xc2}).json);
+  EXPECT_EQ(NeverArrived(7 * kHours, 0).Report({0xc2}).json,
+            NeverArrived(0, 0).Report({0xc2}).json);
 }
 
 TEST(HangReportTest, AWaitCycleAcrossTwoCommunicatorsNamesEveryMember) {
