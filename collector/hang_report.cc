@@ -554,7 +554,8 @@ JobReport ReportJob(const Merge& m) {
   } else if (!culprit_lines.empty()) {
     out.kind = "culprits";
     const size_t shown = std::min(culprit_lines.size(), kShownCulprits);
-    out.verdict = absl::StrJoin(culprit_lines.begin(), culprit_lines.begin() + shown, "; ");
+    out.verdict = absl::StrJoin(culprit_lines.begin(),
+                                culprit_lines.begin() + static_cast<std::ptrdiff_t>(shown), "; ");
     if (shown < culprit_lines.size()) {
       absl::StrAppend(&out.verdict, "; and ", culprit_lines.size() - shown, " more (below)");
     }
