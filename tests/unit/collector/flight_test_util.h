@@ -14,6 +14,7 @@
 #include "collector/hang_report.h"
 #include "collector/log/flight_record.h"
 #include "schemas/wire/sentinel_wire.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace sentinel::collector::testing {
 
@@ -23,40 +24,23 @@ inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 inline constexpr uint8_t kBf16 = 9;  // ncclBfloat16 (docs/nccl-facts.md "2.6 Data types")
 inline constexpr uint8_t kFp32 = 7;  // ncclFloat32
 
+// A collective of `rank` completed at `position` of `comm` (its ordinal), its kernel starting at
+// `t` and running 5 ms (tests/unit/collector/wire_test_util.h's record with our fields).
 inline SentinelWireCollRecord Coll(uint64_t comm, int32_t rank, int32_t nranks, uint32_t position,
                                    uint8_t func, uint64_t bytes, uint8_t dtype, int64_t t) {
-  SentinelWireCollRecord r{};
-  r.comm_hash = comm;
-  r.seq = position;
-  r.bytes = bytes;
-  r.api_ns = t;
-  r.enqueue_ns = t + 10000;
-  r.gpu_start_ns = t + 20000;
-  r.gpu_end_ns = t + 5 * kMs;
-  r.rank = rank;
-  r.nranks = nranks;
-  r.peer = -1;
-  r.root = -1;
-  r.func = func;
+  SentinelWireCollRecord r =
+      sentinel::testing::MakeColl(comm, rank, nranks, position, t, 5 * kMs, bytes, func);
   r.datatype = dtype;
-  r.flags = kSentinelCollGpuTimeValid | kSentinelCollApiTimeValid;
   r.ordinal_lo = position;
   return r;
 }
 
+// The rank's in-flight frame: the oldest incomplete collective is `oldest_func`, flagged stuck.
 inline SentinelWireInFlight InFlight(uint64_t comm, int32_t rank, int32_t nranks,
                                      uint64_t completed, uint64_t gpu_started, uint64_t enqueued,
                                      uint8_t oldest_func, int64_t since, int64_t now) {
-  SentinelWireInFlight f{};
-  f.comm_hash = comm;
-  f.now_ns = now;
-  f.enqueued = enqueued;
-  f.gpu_started = gpu_started;
-  f.completed = completed;
-  f.oldest_since_ns = enqueued > completed ? since : 0;
-  f.oldest_seq = completed + 1;
-  f.rank = rank;
-  f.nranks = nranks;
+  SentinelWireInFlight f = sentinel::testing::MakeInFlight(comm, rank, nranks, enqueued,
+                                                           gpu_started, completed, since, now);
   f.oldest_func = oldest_func;
   f.flags = kSentinelInFlightStuck;
   return f;
