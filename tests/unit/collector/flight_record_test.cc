@@ -171,16 +171,7 @@ TEST(FlightRecordTest, OverItsBoundTheOldestOperationsGoFirstAndAreCounted) {
   EXPECT_EQ(r0.ops.front().position, 2000u - r0.ops.size() + 1);
 }
 
-class FlightFileTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/snflight-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { (void)!std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string dir_;
-};
+using FlightFileTest = testing::FlightDirTest;
 
 TEST_F(FlightFileTest, WrittenAtomicallyWithMode0640AndNoTemporaryLeft) {
   const FlightRecord rec = Varied();

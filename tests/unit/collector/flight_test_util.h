@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +121,18 @@ class ScriptedNode {
   std::string name_;
   int64_t offset_;
   FlightHistory history_;
+};
+
+// A fresh directory per test under /tmp, removed after it.
+class FlightDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/snflight-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { (void)!std::system(("rm -rf '" + dir_ + "'").c_str()); }
+  std::string dir_;
 };
 
 }  // namespace sentinel::collector::testing

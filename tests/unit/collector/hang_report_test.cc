@@ -291,20 +291,13 @@ TEST(HangReportTest, HostileSizesStayCheap) {
       << rep.text;
 }
 
-class HangReportFilesTest : public ::testing::Test {
+class HangReportFilesTest : public testing::FlightDirTest {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/snhang-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { (void)!std::system(("rm -rf '" + dir_ + "'").c_str()); }
   std::string Put(const std::string& name, const std::string& text) {
     const std::string path = dir_ + "/" + name;
     std::ofstream(path) << text;
     return path;
   }
-  std::string dir_;
 };
 
 TEST_F(HangReportFilesTest, UnreadableFilesAreListedAndTheRestIsMerged) {
