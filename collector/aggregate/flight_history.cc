@@ -94,11 +94,14 @@ void FlightRankHistory::NoteInFlight(const SentinelWireInFlight& in) {
     oldest_.state = FlightState::kEnqueued;
   }
   if ((in.flags & kSentinelInFlightStuck) != 0) oldest_.flags |= FlightOp::kStuck;
-}
-
-void FlightRankHistory::NoteInFlightOp(const FlightOp& op) {
-  detail_ = op;
-  has_detail_ = op.position != 0;
+  // Its signature, from a plugin that sends it (wire minor 1; a minor-0 frame reads as zeros
+  // without the flag: unknown, never a zero-byte operation).
+  if ((in.flags & kSentinelInFlightSignature) != 0) {
+    oldest_.bytes = in.oldest_bytes;
+    oldest_.flags |= FlightOp::kBytesKnown;
+    oldest_.datatype = in.oldest_datatype;
+    oldest_.root = RankOrNone(in.oldest_root, nranks_);
+  }
 }
 
 FlightRank FlightRankHistory::Snapshot(int32_t rank) const {
@@ -111,20 +114,7 @@ FlightRank FlightRankHistory::Snapshot(int32_t rank) const {
   out.ops.reserve(ring_.size() + 1);
   for (size_t i = 0; i < ring_.size(); ++i) out.ops.push_back(ring_[i]);
   // A frame older than the records that followed it would show a finished collective in flight.
-  if (has_oldest_ && oldest_.position > max_position_) {
-    FlightOp op = oldest_;
-    if (has_detail_ && detail_.position == op.position) {
-      if (op.func == kSentinelFuncUnknown) op.func = detail_.func;
-      if (detail_.bytes_known()) {
-        op.bytes = detail_.bytes;
-        op.flags |= FlightOp::kBytesKnown;
-      }
-      op.datatype = detail_.datatype;
-      op.root = RankOrNone(detail_.root, nranks_);
-      op.peer = RankOrNone(detail_.peer, nranks_);
-    }
-    out.ops.push_back(op);
-  }
+  if (has_oldest_ && oldest_.position > max_position_) out.ops.push_back(oldest_);
   return out;
 }
 

@@ -36,12 +36,10 @@ class FlightRankHistory {
   // A completed collective or p2p operation of this rank (the record the aggregator joins).
   void AddRecord(const SentinelWireCollRecord& rec);
   // Where the rank stands now (its latest in-flight frame): the counters, and the oldest
-  // incomplete collective with its function, seq and since when. Values that contradict each
-  // other (completed past enqueued) are clamped, never kept as they came.
+  // incomplete collective with its function, seq, since when and (wire minor 1) its size,
+  // datatype and root. Values that contradict each other (completed past enqueued) are clamped,
+  // never kept as they came.
   void NoteInFlight(const SentinelWireInFlight& in);
-  // More of the oldest incomplete collective than the in-flight frame gives (bytes, datatype,
-  // root), when the aggregator has it: used while its position is the frame's oldest one.
-  void NoteInFlightOp(const FlightOp& op);
 
   // The rank's part of a flight record: its operations oldest first, the in-flight one last
   // (unless its record already came).
@@ -60,8 +58,6 @@ class FlightRankHistory {
   FlightProgress progress_;
   bool has_oldest_ = false;
   FlightOp oldest_;  // the in-flight frame's oldest incomplete collective
-  bool has_detail_ = false;
-  FlightOp detail_;  // NoteInFlightOp's
 };
 
 // Every local rank's history, by (communicator, rank).

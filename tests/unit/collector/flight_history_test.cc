@@ -94,23 +94,33 @@ TEST(FlightHistoryTest, TheOldestIncompleteCollectiveIsTheLastOperationWithItsSt
   EXPECT_EQ(last.func, kSentinelFuncAllGather);
   EXPECT_EQ(last.state, FlightState::kKernelStarted);
   EXPECT_EQ(last.enqueue_ns, 777);
-  EXPECT_FALSE(last.bytes_known());  // the frame does not say
+  EXPECT_FALSE(last.bytes_known());  // a frame without its signature does not say
   EXPECT_NE(last.flags & FlightOp::kStuck, 0);
   EXPECT_TRUE(r.progress.known);
   EXPECT_EQ(r.progress.enqueued, 43u);
   EXPECT_EQ(r.progress.as_of_ns, 999);
 
-  // What the aggregator knows beyond the frame (its size and datatype) joins it.
-  FlightOp detail;
-  detail.position = 41;
-  detail.bytes = 4 * kMiB;
-  detail.flags = FlightOp::kBytesKnown;
-  detail.datatype = kBf16;
-  h.NoteInFlightOp(detail);
+  // A plugin that sends the signature (wire minor 1): its size, datatype and root too.
+  SentinelWireInFlight signed_frame =
+      InFlight(kComm, 2, 8, 40, 41, 43, kSentinelFuncBroadcast, 777, 999);
+  signed_frame.flags |= kSentinelInFlightSignature;
+  signed_frame.oldest_bytes = 4 * kMiB;
+  signed_frame.oldest_datatype = kBf16;
+  signed_frame.oldest_root = 5;
+  h.NoteInFlight(signed_frame);
   r = h.Snapshot(2);
+  EXPECT_TRUE(r.ops.back().bytes_known());
   EXPECT_EQ(r.ops.back().bytes, 4 * kMiB);
   EXPECT_EQ(r.ops.back().datatype, kBf16);
-  EXPECT_EQ(r.ops.back().func, kSentinelFuncAllGather);
+  EXPECT_EQ(r.ops.back().root, 5);
+  EXPECT_EQ(r.ops.back().func, kSentinelFuncBroadcast);
+  // Without the flag the same fields are a minor-0 frame's zeros: unknown, not a 0-byte int8.
+  signed_frame.flags &= static_cast<uint16_t>(~kSentinelInFlightSignature);
+  h.NoteInFlight(signed_frame);
+  r = h.Snapshot(2);
+  EXPECT_FALSE(r.ops.back().bytes_known());
+  EXPECT_EQ(r.ops.back().root, kFlightNoRank);
+  EXPECT_EQ(r.ops.back().datatype, kSentinelDatatypeUnknown);
 
   // Kernel not started yet, and not traced at all.
   h.NoteInFlight(InFlight(kComm, 2, 8, 40, 40, 41, kSentinelFuncAllGather, 777, 999));

@@ -69,24 +69,22 @@ class ScriptedNode {
   }
   // `rank` completed `completed` and enqueued up to `enqueued`; its kernel started up to
   // `started`; the oldest incomplete (completed + 1) is `func`, in flight since 100 ms after the
-  // last completion, the frame 35 s later (both on this node's clock).
+  // last completion, the frame 35 s later (both on this node's clock). With `sig_bytes` > 0 the
+  // frame carries the signature (wire minor 1): that size, bf16.
   void Stand(uint64_t comm, int32_t rank, int32_t nranks, uint32_t pid, uint64_t completed,
-             uint64_t started, uint64_t enqueued, uint8_t func = kSentinelFuncAllReduce) {
+             uint64_t started, uint64_t enqueued, uint8_t func = kSentinelFuncAllReduce,
+             uint64_t sig_bytes = 0) {
     FlightRankHistory* h = Rank(comm, rank, nranks, pid);
     const int64_t since = Now(static_cast<int64_t>(completed) * 10 * kMs + 100 * kMs);
-    h->NoteInFlight(
-        InFlight(comm, rank, nranks, completed, started, enqueued, func, since, since + 35 * kSec));
-  }
-  // What the aggregator knows of `rank`'s in-flight collective at `position` beyond its frame.
-  void Detail(uint64_t comm, int32_t rank, int32_t nranks, uint32_t pid, uint64_t position,
-              uint8_t func, uint64_t bytes, uint8_t dtype) {
-    FlightOp op;
-    op.position = position;
-    op.func = func;
-    op.bytes = bytes;
-    op.flags = FlightOp::kBytesKnown;
-    op.datatype = dtype;
-    Rank(comm, rank, nranks, pid)->NoteInFlightOp(op);
+    SentinelWireInFlight f =
+        InFlight(comm, rank, nranks, completed, started, enqueued, func, since, since + 35 * kSec);
+    if (sig_bytes > 0) {
+      f.flags |= kSentinelInFlightSignature;
+      f.oldest_bytes = sig_bytes;
+      f.oldest_datatype = kBf16;
+      f.oldest_root = -1;
+    }
+    h->NoteInFlight(f);
   }
   FlightRecord Record(const std::vector<uint64_t>& comms) const {
     std::vector<CommKey> keys;

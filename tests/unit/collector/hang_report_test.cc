@@ -40,8 +40,8 @@ struct TwoNodes {
     for (int32_t r = 0; r < 8; ++r) NodeOf(r).Complete(comm, r, 8, Pid(r), 1001, last);
   }
   void Stand(uint64_t comm, int32_t r, uint64_t completed, uint64_t started, uint64_t enqueued,
-             uint8_t func = kSentinelFuncAllReduce) {
-    NodeOf(r).Stand(comm, r, 8, Pid(r), completed, started, enqueued, func);
+             uint8_t func = kSentinelFuncAllReduce, uint64_t sig_bytes = 0) {
+    NodeOf(r).Stand(comm, r, 8, Pid(r), completed, started, enqueued, func, sig_bytes);
   }
   HangReportResult Report(const std::vector<uint64_t>& comms) {
     return MergeFlightRecords({a.File(comms), b.File(comms)});
@@ -77,9 +77,7 @@ TEST(HangReportTest, AMismatchAtAPositionIsNamedWithBothSides) {
   for (int32_t r = 0; r < 8; ++r) {
     const bool odd = r == 3;
     const uint8_t func = odd ? kSentinelFuncAllGather : kSentinelFuncAllReduce;
-    job.Stand(0xc1, r, 1040, 1041, 1041, func);
-    job.NodeOf(r).Detail(0xc1, r, 8, TwoNodes::Pid(r), 1041, func, odd ? 4 * kMiB : 16 * kMiB,
-                         kBf16);
+    job.Stand(0xc1, r, 1040, 1041, 1041, func, odd ? 4 * kMiB : 16 * kMiB);
   }
   const HangReportResult rep = job.Report({0xc1});
   EXPECT_TRUE(rep.ok) << rep.text;
@@ -100,7 +98,7 @@ TEST(HangReportTest, AMismatchAtAPositionIsNamedWithBothSides) {
       << rep.text;
 }
 
-TEST(HangReportTest, FromTheInFlightFramesAloneTheFunctionsAreCompared) {
+TEST(HangReportTest, FromFramesWithoutTheSignatureTheFunctionsAreCompared) {
   TwoNodes job;
   job.CompleteAll(0xc1, 1040);
   for (int32_t r = 0; r < 8; ++r) {
@@ -110,6 +108,36 @@ TEST(HangReportTest, FromTheInFlightFramesAloneTheFunctionsAreCompared) {
   const HangReportResult rep = job.Report({0xc1});
   EXPECT_NE(rep.text.find("verdict: mismatch: rank 6 issued ReduceScatter as collective #1041 of "
                           "comm 0x00000000000000c1; the other 7 ranks issued AllReduce "),
+            std::string::npos)
+      << rep.text;
+}
+
+TEST(HangReportTest, ASizeOrARootThatDiffersIsAMismatchToo) {
+  TwoNodes job;
+  job.CompleteAll(0xc1, 1040);
+  for (int32_t r = 0; r < 8; ++r) {
+    job.Stand(0xc1, r, 1040, 1041, 1041, kSentinelFuncAllReduce, r == 2 ? 8 * kMiB : 16 * kMiB);
+  }
+  HangReportResult rep = job.Report({0xc1});
+  EXPECT_NE(rep.text.find("verdict: mismatch: rank 2 issued AllReduce 8 MiB bf16 as collective "
+                          "#1041 of comm 0x00000000000000c1; the other 7 ranks issued AllReduce "
+                          "16 MiB bf16 (they differ in size)\n"),
+            std::string::npos)
+      << rep.text;
+
+  TwoNodes bcast;
+  bcast.CompleteAll(0xc5, 1040);
+  for (int32_t r = 0; r < 8; ++r) {
+    bcast.Stand(0xc5, r, 1040, 1041, 1041, kSentinelFuncBroadcast, kMiB);
+  }
+  std::vector<FlightFile> files = {bcast.a.File({0xc5}), bcast.b.File({0xc5})};
+  // Ranks 4-6 name root 0, rank 7 root 1 (the frames' roots, as a minor-1 plugin sends them).
+  for (FlightRank& r : files[1].record.comms[0].ranks) r.ops.back().root = r.rank == 7 ? 1 : 0;
+  for (FlightRank& r : files[0].record.comms[0].ranks) r.ops.back().root = 0;
+  rep = MergeFlightRecords(files);
+  EXPECT_NE(rep.text.find("verdict: mismatch: rank 7 issued Broadcast 1 MiB bf16 root 1 as "
+                          "collective #1041 of comm 0x00000000000000c5; the other 7 ranks issued "
+                          "Broadcast 1 MiB bf16 root 0 (they differ in root)\n"),
             std::string::npos)
       << rep.text;
 }
