@@ -260,6 +260,24 @@ TEST(HangReportTest, AllRanksReachedIsSaidAsSuchAndAMissingNodeIsNamed) {
       << rep.text;
 }
 
+TEST(HangReportTest, TheStuckPositionIsTheOldestAnyRankWaitsAt) {
+  // Rank 7 (a Broadcast's root may finish first) completed #1041 and waits in #1042; the others
+  // wait in #1041: the communicator is stuck at #1041, which every rank reached.
+  TwoNodes job;
+  job.CompleteAll(0xc6, 1040);
+  for (int32_t r = 0; r < 7; ++r) job.Stand(0xc6, r, 1040, 1041, 1041);
+  job.b.Complete(0xc6, 7, 8, TwoNodes::Pid(7), 1041, 1041);
+  job.Stand(0xc6, 7, 1041, 1042, 1042);
+  const HangReportResult rep = job.Report({0xc6});
+  EXPECT_NE(rep.text.find("stuck at #1041 (AllReduce); 7 waiting there, 0 never reached it"),
+            std::string::npos)
+      << rep.text;
+  EXPECT_NE(rep.text.find("verdict: all_reached: all ranks reached #1041 of comm "
+                          "0x00000000000000c6: waiting on something outside the record\n"),
+            std::string::npos)
+      << rep.text;
+}
+
 TEST(HangReportTest, NothingInFlightIsNoHang) {
   TwoNodes job;
   job.CompleteAll(0xc4, 1010);
