@@ -55,7 +55,8 @@ if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/examples/kubernetes)
   sentinel_install_data(DIRECTORY ${PROJECT_SOURCE_DIR}/examples/kubernetes/ DESTINATION kubernetes)
 endif()
 file(GLOB _schemas ${PROJECT_SOURCE_DIR}/schemas/api/*.schema.json)
-sentinel_install_data(FILES ${_schemas} DESTINATION schemas)
+sentinel_install_data(FILES ${_schemas} ${PROJECT_SOURCE_DIR}/schemas/flight_record.schema.json
+                      DESTINATION schemas)
 
 # --- Debian package: cpack -G DEB in a tree configured with -DCMAKE_INSTALL_PREFIX=/usr ---
 set(CPACK_PACKAGE_NAME nccl-sentinel)

@@ -30,6 +30,7 @@
 #include "collector/ctl_slow.h"
 #include "collector/ctl_text.h"
 #include "collector/ctl_why.h"
+#include "collector/hang_report.h"
 #include "common/baseline_report.h"
 #include "common/sentinel_env.h"
 
@@ -45,6 +46,7 @@ constexpr int kUnreachable = 1;
 constexpr int kUsage = 2;
 constexpr int kFiring = 3;
 constexpr int kNoBaseline = 4;
+constexpr int kFileRefused = 5;  // hang-report: some input file was refused
 
 constexpr const char* kUsageText = R"(sentinelctl: talk to the node's sentineld.
 
@@ -85,11 +87,18 @@ Commands:
                          host (GPU idle), in ms per step and % per communicator and rank; then
                          per job the share lost to waiting and the verdict: one bad rank (or a
                          few) named, the distribution widened (no culprit), or not enough data
+  hang-report FILE... [--json]
+                         merges the flight records sentineld wrote on a hang (one file per node,
+                         each node's clock kept apart; operations matched by communicator and
+                         position, never by time) and prints the verdict: the first position
+                         where ranks issued different operations, a wait cycle across
+                         communicators, or the ranks that never reached the stuck collective and
+                         what they did last; needs no sentineld. Exit 5 when a file was refused
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
 Exit codes: 0 ok, 1 collector unreachable, 2 usage, 3 firing alerts (alerts only), 4 no baseline
-yet (baseline only).
+yet (baseline only), 5 some file refused (hang-report only).
 )";
 
 struct Options {
@@ -102,8 +111,9 @@ struct Options {
   std::string last = "60s";
   bool last_set = false;  // --last given (slow: the telemetry window)
   int64_t since_s = -1;   // alerts --since: resolved within this many seconds, -1 = not given
-  std::string format = "slurm";  // exclude --format
-  int rank = -1;                 // why RANK
+  std::string format = "slurm";    // exclude --format
+  int rank = -1;                   // why RANK
+  std::vector<std::string> files;  // hang-report FILE...
 };
 
 // "90s", "10m", "2h", "1d", or plain seconds; -1 when malformed.
@@ -515,6 +525,8 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
       return Usage(absl::StrCat("unknown option ", a).c_str());
     } else if (o.command.empty()) {
       o.command = a;
+    } else if (o.command == "hang-report") {
+      o.files.push_back(a);
     } else if (o.command == "why" && o.rank < 0) {
       int64_t r = -1;
       if (!absl::SimpleAtoi(a, &r) || r < 0 || r > std::numeric_limits<int32_t>::max()) {
@@ -524,6 +536,13 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     } else {
       return Usage(absl::StrCat("unexpected argument ", a).c_str());
     }
+  }
+  if (o.command == "hang-report") {  // files only: no sentineld
+    if (o.files.empty()) return Usage("hang-report: give the flight record files (FILE...)");
+    const sentinel::collector::HangReportResult r =
+        sentinel::collector::HangReportFromPaths(o.files);
+    std::fputs(o.json ? (JsonText(r.json, 2) + "\n").c_str() : r.text.c_str(), stdout);
+    return r.ok ? kOk : kFileRefused;
   }
   if (!port_file.empty()) {
     std::ifstream in(port_file);
