@@ -626,6 +626,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
       }
     }
     if (looked) v = EvaluateHang(views, comm->nranks, now, params);
+    ApplyMismatch(comm->hash, views, &v);
     if (v.paused) LogPausedOnce(*comm, v);
     HangActionParams action_params;
     action_params.timeout_ns = config_.hang_timeout_ns;

@@ -9,6 +9,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
+#include "collector/aggregate/hang_mismatch.h"
+#include "collector/aggregate/op_signature.h"
+
 namespace sentinel::collector {
 
 const char* HangRoleName(HangRole role) {
@@ -29,6 +32,8 @@ const char* HangRoleName(HangRole role) {
       return "waiting_elsewhere";
     case HangRole::kPausedOutsideNccl:
       return "paused_outside_nccl";
+    case HangRole::kMismatched:
+      return "mismatched";
   }
   return "unknown";
 }
@@ -176,6 +181,60 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
     if (oldest_waiting_ns < latest_passed_ns) v.hung = false;
   }
   return v;
+}
+
+namespace {
+
+// The oldest incomplete collective's signature as the rank's in-flight state gave it (the wire's
+// reading, op_signature.h).
+OpSignature SignatureOfView(const InFlightView& r) {
+  SentinelWireInFlight in{};
+  in.enqueued = r.enqueued;
+  in.completed = r.completed;
+  in.oldest_func = r.oldest_func;
+  in.flags = r.has_signature ? kSentinelInFlightSignature : 0;
+  in.oldest_bytes = r.oldest_bytes;
+  in.oldest_root = r.oldest_root;
+  in.oldest_datatype = r.oldest_datatype;
+  return SignatureFromInFlight(in);
+}
+
+}  // namespace
+
+void ApplyMismatch(uint64_t comm_hash, const std::vector<InFlightView>& ranks,
+                   HangVerdict* verdict) {
+  HangVerdict& v = *verdict;
+  if (!v.hung || v.ordinal == 0) return;
+  std::vector<RankOps> ops;
+  for (const InFlightView& r : ranks) {
+    if (!r.has_state || r.ended || r.completed + 1 != v.ordinal || r.enqueued < v.ordinal) {
+      continue;  // not inside it with it as its oldest: nothing of it to compare
+    }
+    RankOps o;
+    o.rank = r.rank;
+    o.issued = true;
+    o.at_stuck = SignatureOfView(r);
+    ops.push_back(std::move(o));
+  }
+  if (ops.size() < 2) return;
+  const MismatchVerdict m = CompareAtPosition(comm_hash, v.ordinal, ops);
+  if (!m.at_stuck.disagree) return;
+  v.mismatch = m.text;
+  std::vector<int32_t> blamed;
+  for (const int g : m.at_stuck.minority) {
+    const SignatureGroup& group = m.at_stuck.groups[static_cast<size_t>(g)];
+    blamed.insert(blamed.end(), group.ranks.begin(), group.ranks.end());
+  }
+  for (HangRank& r : v.ranks) {
+    if (std::find(blamed.begin(), blamed.end(), r.rank) == blamed.end()) continue;
+    r.role = HangRole::kMismatched;
+    if (std::find(v.culprits.begin(), v.culprits.end(), r.rank) == v.culprits.end()) {
+      v.culprits.push_back(r.rank);
+    }
+  }
+  std::sort(v.culprits.begin(), v.culprits.end());
+  v.outside_node = false;  // the local ranks' own disagreement holds it, wherever the rest are
+  v.paused = false;
 }
 
 }  // namespace sentinel::collector

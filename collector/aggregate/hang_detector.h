@@ -49,12 +49,13 @@ enum class HangRole : uint8_t {
   kBusyOutsideNccl,           // culprit, alive: did not enqueue it, but progresses elsewhere
   kWaitingElsewhere,   // victim: did not enqueue it, stuck in another node-spanning collective
   kPausedOutsideNccl,  // culprit, alive: did not enqueue it, nothing of its process in NCCL
+  kMismatched,  // culprit, inside it: issued another operation at this position than the others
 };
 const char* HangRoleName(HangRole role);
 inline bool IsCulprit(HangRole role) {
   return role == HangRole::kNeverLaunched || role == HangRole::kLaunchedKernelNotStarted ||
          role == HangRole::kGone || role == HangRole::kBusyOutsideNccl ||
-         role == HangRole::kPausedOutsideNccl;
+         role == HangRole::kPausedOutsideNccl || role == HangRole::kMismatched;
 }
 
 // One local rank's last in-flight state, as the aggregator keeps it.
@@ -149,6 +150,10 @@ struct HangVerdict {
   // Every culprit is paused_outside_nccl (or busy_outside_nccl, with at least one paused) and the
   // waiting ranks have waited less than the paused timeout: not a hang yet, no alert, no action.
   bool paused = false;
+  // The local ranks inside it issued different operations at its position (ApplyMismatch): the
+  // alert's text, with both sides ("rank 3 issued AllGather 4 MiB bf16 as collective #1041 of
+  // comm 0x…; the other 7 ranks issued AllReduce 16 MiB bf16"); empty when they agree.
+  std::string mismatch;
   std::vector<int> waiting;
   std::vector<int> waiting_elsewhere;  // ranks in kWaitingElsewhere, by rank
 };
@@ -170,5 +175,14 @@ struct HangParams {
 // Pure: `ranks` are the communicator's local ranks, `nranks` its size job-wide.
 HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
                          const HangParams& params);
+
+// Mismatched collectives: when the local ranks inside the stuck collective (their oldest
+// incomplete one is it) issued operations that differ on a field both sides' in-flight states
+// know (function, bytes, datatype, root: hang_mismatch.h), the verdict says so with both sides.
+// The ranks on the minority side (under a tie, every side in conflict) become culprits in role
+// mismatched, and stay among the waiting ranks: they are inside NCCL too, and an abort must reach
+// them. A rank whose signature is unknown is never a side. No-op unless `verdict` is hung.
+void ApplyMismatch(uint64_t comm_hash, const std::vector<InFlightView>& ranks,
+                   HangVerdict* verdict);
 
 }  // namespace sentinel::collector

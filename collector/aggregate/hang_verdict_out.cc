@@ -31,6 +31,8 @@ uint8_t WireRole(HangRole role) {
       return kSentinelHangRoleLaunchedKernelNotStarted;
     case HangRole::kGone:
       return kSentinelHangRoleGone;
+    case HangRole::kMismatched:
+      return kSentinelHangRoleMismatched;
     default:
       return 0;
   }
@@ -80,7 +82,8 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
 
   int told = 0;
   for (const HangRank& r : v.ranks) {
-    if (r.role != HangRole::kWaiting) continue;
+    // Every rank inside the collective is told, a mismatched one too (it is stuck in NCCL).
+    if (r.role != HangRole::kWaiting && r.role != HangRole::kMismatched) continue;
     auto it = comm.index.find(r.rank);
     if (it == comm.index.end()) continue;
     const RankState* rs = comm.members[static_cast<size_t>(it->second)];
@@ -91,6 +94,10 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
     if (r.waiting_ns <= 0) continue;
     w.rank = r.rank;
     w.waiting_ns = r.waiting_ns;
+    // Each rank is told the collective as it issued it: a mismatched rank's NCCL seq and function
+    // are its own (the plugin checks them against its own oldest collective).
+    w.seq = r.role == HangRole::kMismatched ? rs->inflight.oldest_seq : v.seq;
+    w.func = r.role == HangRole::kMismatched ? rs->inflight.oldest_func : v.func;
     const SentinelWireFrameHeader h{
         static_cast<uint32_t>(sizeof(SentinelWireFrameHeader) + sizeof(w)),
         kSentinelWireHangVerdict, 0};

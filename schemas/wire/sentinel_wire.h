@@ -410,6 +410,7 @@ enum {
   kSentinelHangRoleNeverLaunched = 1,            /* did not enqueue the stuck collective */
   kSentinelHangRoleLaunchedKernelNotStarted = 2, /* enqueued it; its kernel never started */
   kSentinelHangRoleGone = 3,                     /* process gone or silent */
+  kSentinelHangRoleMismatched = 4, /* inside it, but issued another operation than the others */
 };
 #define SENTINEL_WIRE_HANG_CULPRITS 16
 

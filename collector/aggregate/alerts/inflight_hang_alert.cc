@@ -62,7 +62,10 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
     }
   }
   std::string verdict;
-  if (!parts.empty()) {
+  if (!v.mismatch.empty()) {
+    verdict =
+        absl::StrCat("mismatched collectives: ", v.mismatch, " (", absl::StrJoin(parts, "; "), ")");
+  } else if (!parts.empty()) {
     verdict = absl::StrJoin(parts, "; ");
   } else if (v.outside_node && !elsewhere.empty()) {
     verdict = absl::StrCat("waiting on a rank outside this node (no local rank is behind: ",
@@ -101,6 +104,7 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
       {"waiting_elsewhere_ranks", v.waiting_elsewhere},
       {"ranks", ranks},
       {"outside_node", v.outside_node},
+      {"mismatch", v.mismatch},
       {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},
       {"hang_timeout_s", static_cast<double>(config.hang_timeout_ns) / 1e9},
       {"hang_timeout_paused_s", static_cast<double>(config.hang_timeout_paused_ns) / 1e9}};

@@ -234,6 +234,29 @@ TEST_F(HangAbortTest, PausedJobWithAStragglerBehindIsNeverAborted) {
   EXPECT_EQ(log.find("confirmed"), std::string::npos) << log;
 }
 
+// Rank 2 issues AllGather where the others issue AllReduce as collective #4 (the fake NCCL hangs
+// as NCCL does: no rank completes it). Every rank is inside it, so before nobody was behind and
+// sentineld saw "a device or network fault", acting on nothing; now its verdict names the
+// mismatch with both sides, rank 2 mismatched, and every rank inside (rank 2 too) aborts within
+// hang-timeout + 5 s.
+TEST_F(HangAbortTest, MismatchedCollectiveIsNamedAndEveryRankAborts) {
+  RunResult r = RunProgram(Sim({"--mismatch", "rank=2,at=3,kind=func"}), Env(), 90);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_EQ(Count(r.output, "SENTINEL_ON_HANG=abort: aborting communicator"), kRanks) << r.output;
+  EXPECT_EQ(Count(r.output, "culprit: rank 2 mismatched"), kRanks) << r.output;
+  for (int rank = 0; rank < kRanks; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    double wall = 0;
+    std::string status;
+    ASSERT_TRUE(SummaryRow(r.output, rank, &wall, &status)) << r.output;
+    EXPECT_LE(wall, kHangTimeoutS + 5.0) << r.output;
+  }
+  const std::string log = StopDaemon();
+  EXPECT_NE(log.find("mismatched collectives: rank 2 issued AllGather"), std::string::npos) << log;
+  EXPECT_NE(log.find("the other 3 ranks issued AllReduce"), std::string::npos) << log;
+  EXPECT_EQ(Count(log, "told 4 waiting rank(s)"), 1) << log;
+}
+
 // Rank 1 writes a "checkpoint" (4 KiB synced writes every 2 ms) for 8 s, 4x the hang timeout,
 // while the others wait in the next collective. Before, it was never_launched and the peers
 // aborted at 2 s; now sentineld sees it alive and working outside NCCL (its /proc: nothing in

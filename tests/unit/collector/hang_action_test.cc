@@ -8,6 +8,7 @@
 #include "gtest/gtest.h"
 
 #include "collector/aggregate/hang_detector.h"
+#include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
 namespace {
@@ -169,6 +170,59 @@ TEST(HangAction, SilentCulpritIsNotActedOn) {
       }
     }
     EXPECT_NE(job.Tick(now), HangAction::kAct) << "at " << now;
+  }
+}
+
+// Rank 3 issued AllGather 4 MiB where ranks 0-2 issued AllReduce 16 MiB bf16 as collective 4:
+// every rank is inside it (no one is behind), which alone read as a device or network fault.
+// Now the verdict names the mismatch with both sides, rank 3 mismatched, and acts at the timeout
+// telling every rank inside (rank 3 included). 2 against 2 is a tie: both sides are culprits.
+// Unknown signatures (a minor-0 plugin: the function alone, the same) claim nothing.
+TEST(HangAction, RanksThatIssuedDifferentCollectivesAreNamedWithBothSides) {
+  for (int shape = 0; shape < 3; ++shape) {
+    SCOPED_TRACE(shape);
+    Job job(4);
+    const int64_t t0 = 10 * kSec;
+    int64_t acted_at = 0;
+    HangVerdict last;
+    for (int64_t now = 0; now <= t0 + 3 * kSec; now += kTick) {
+      for (int r = 0; r < 4; ++r) {
+        job.Report(r, now < t0 ? 3 : 4, 3, t0, now);
+        InFlightView& v = job.ranks[static_cast<size_t>(r)];
+        const bool odd = shape == 1 ? r >= 2 : r == 3;
+        v.has_signature = shape != 2;
+        v.oldest_func = odd ? kSentinelFuncAllGather : kSentinelFuncAllReduce;
+        v.oldest_bytes = odd ? (4u << 20) : (16u << 20);
+        v.oldest_datatype = 9;  // bfloat16
+        v.oldest_root = -1;
+        if (shape == 2) v.oldest_func = kSentinelFuncAllReduce;
+      }
+      last = EvaluateHang(job.ranks, 4, now, job.hang);
+      ApplyMismatch(0xC1, job.ranks, &last);
+      if (DecideHangAction(job.ranks, last, now, job.action, &job.state) == HangAction::kAct) {
+        acted_at = now;
+      }
+    }
+    if (shape == 2) {
+      EXPECT_TRUE(last.mismatch.empty()) << last.mismatch;
+      EXPECT_TRUE(last.culprits.empty());
+      continue;
+    }
+    ASSERT_TRUE(last.hung);
+    EXPECT_NE(acted_at, 0);
+    EXPECT_EQ(last.waiting.size(), 4u);  // all inside: all told
+    if (shape == 0) {
+      EXPECT_EQ(last.culprits, std::vector<int>{3});
+      EXPECT_EQ(last.ranks[3].role, HangRole::kMismatched);
+      EXPECT_NE(
+          last.mismatch.find("rank 3 issued AllGather 4 MiB as collective #4 of comm "
+                             "0x00000000000000c1; the other 3 ranks issued AllReduce 16 MiB bf16"),
+          std::string::npos)
+          << last.mismatch;
+    } else {
+      EXPECT_EQ(last.culprits, (std::vector<int>{0, 1, 2, 3}));
+      EXPECT_NE(last.mismatch.find("no majority"), std::string::npos) << last.mismatch;
+    }
   }
 }
 
