@@ -592,6 +592,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
   params.busy_window_ns = config_.hang_silent_ns;
   params.paused_timeout_ns = config_.hang_timeout_paused_ns;
   std::vector<InFlightView> views;
+  std::vector<HungComm> hung;
   for (auto& [key, comm] : state_.comms) {
     if (!comm->has_inflight || comm->ended_resolved) {
       for (RankState* m : comm->members) KeepInsideElsewhere(InFlightView(), &m->inflight);
@@ -633,14 +634,19 @@ void Aggregator::EvaluateHangs(int64_t now) {
     action_params.busy_timeout_ns = config_.hang_timeout_busy_ns;
     HangAction action = DecideHangAction(views, v, now, action_params, &comm->hang_action);
     if (!v.hung || v.paused) continue;  // paused: no alert yet (any earlier one resolves)
-    FireHang(*comm, v);
-    if (action == HangAction::kAct && !HangEvidenceOwned(*comm, v)) {
+    hung.push_back({key, comm.get(), std::move(v), action});
+  }
+  // Wait cycles across this node's hung communicators (a deadlock): named in each one's alert.
+  NoteWaitCycles(&hung);
+  for (HungComm& h : hung) {
+    FireHang(*h.comm, h.verdict);
+    if (h.action == HangAction::kAct && !HangEvidenceOwned(*h.comm, h.verdict)) {
       spdlog::warn("hang on comm {}: not acted on, its culprits' evidence is not their own",
-                   CommLabel(key.hash));
-      action = HangAction::kNoCulprit;
+                   CommLabel(h.key.hash));
+      h.action = HangAction::kNoCulprit;
     }
-    if (action == HangAction::kAct) SendHangVerdict(*comm, v);
-    state_.hangs.emplace_back(key, std::move(v));
+    if (h.action == HangAction::kAct) SendHangVerdict(*h.comm, h.verdict);
+    state_.hangs.emplace_back(h.key, std::move(h.verdict));
   }
 }
 

@@ -316,6 +316,16 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // `span_ns` (2 to 10 s), into `view` (left unknown otherwise).
   void NoteProcess(const RankState& m, int64_t now, int64_t span_ns, InFlightView* view) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A hung communicator of this tick, before its alert fires.
+  struct HungComm {
+    CommKey key;
+    CommState* comm = nullptr;
+    HangVerdict verdict;
+    HangAction action = HangAction::kNone;
+  };
+  // The wait-for graph across the hung communicators (wait_cycle.h): each cycle's text goes into
+  // the verdict of every communicator it passes through (hang_cycles.cc).
+  void NoteWaitCycles(std::vector<HungComm>* hung) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One log line per stuck collective whose verdict is `paused` (no alert says it).
   void LogPausedOnce(CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Ingest(int client, const SentinelWireCollRecord& rec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -154,6 +154,9 @@ struct HangVerdict {
   // alert's text, with both sides ("rank 3 issued AllGather 4 MiB bf16 as collective #1041 of
   // comm 0x…; the other 7 ranks issued AllReduce 16 MiB bf16"); empty when they agree.
   std::string mismatch;
+  // A wait cycle across communicators through this one (a deadlock; wait_cycle.h), every member
+  // named: "rank 0 (pid 4711) waits in comm 0x… #40 for rank 1 (pid 4712); …"; empty when none.
+  std::string cycle;
   std::vector<int> waiting;
   std::vector<int> waiting_elsewhere;  // ranks in kWaitingElsewhere, by rank
 };

@@ -81,6 +81,9 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
                     "evaluation; no abort for it before ",
                     static_cast<double>(config.hang_timeout_busy_ns) / 1e9, " s)");
   }
+  if (!v.cycle.empty()) {
+    absl::StrAppend(&verdict, "; deadlock, a wait cycle across communicators: ", v.cycle);
+  }
   bool any_paused = false;
   for (const HangRank& r : v.ranks) any_paused |= r.role == HangRole::kPausedOutsideNccl;
   if (any_paused) {
@@ -105,6 +108,7 @@ Alert InFlightHangAlert(const CommState& comm, const HangVerdict& v, const std::
       {"ranks", ranks},
       {"outside_node", v.outside_node},
       {"mismatch", v.mismatch},
+      {"cycle", v.cycle},
       {"waiting_s", static_cast<double>(v.waiting_ns) / 1e9},
       {"hang_timeout_s", static_cast<double>(config.hang_timeout_ns) / 1e9},
       {"hang_timeout_paused_s", static_cast<double>(config.hang_timeout_paused_ns) / 1e9}};

@@ -257,6 +257,25 @@ TEST_F(HangAbortTest, MismatchedCollectiveIsNamedAndEveryRankAborts) {
   EXPECT_EQ(Count(log, "told 4 waiting rank(s)"), 1) << log;
 }
 
+// Ranks 0 and 1 issue step 3's collectives on two communicators in opposite orders, each waiting
+// for its first before issuing its second: rank 0 waits in comm 1 for rank 1, rank 1 in comm 0
+// for rank 0 (ranks 2 and 3 queue behind in comm 0). Both communicators' alerts name the cycle,
+// every member with its pid, and the abort reaches every rank inside a collective.
+TEST_F(HangAbortTest, CrossCommunicatorDeadlockIsNamedAsACycleAndAborted) {
+  RunResult r = RunProgram(Sim({"--comms", "2", "--deadlock", "ranks=0,1,at=3"}), Env(), 90);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  for (int rank = 0; rank < kRanks; ++rank) {  // ranks 2 and 3 wait in both: told in both
+    EXPECT_NE(r.output.find("SENTINEL_ON_HANG=abort: aborting communicator 0x"), std::string::npos);
+    EXPECT_NE(r.output.find(" rank " + std::to_string(rank) + ": sentineld confirmed a hang"),
+              std::string::npos)
+        << r.output;
+  }
+  const std::string log = StopDaemon();
+  EXPECT_EQ(Count(log, "deadlock, a wait cycle across communicators: rank 0 (pid "), 2) << log;
+  EXPECT_NE(log.find("for rank 1 (pid "), std::string::npos) << log;
+  EXPECT_NE(log.find("for rank 0 (pid "), std::string::npos) << log;
+}
+
 // Rank 1 writes a "checkpoint" (4 KiB synced writes every 2 ms) for 8 s, 4x the hang timeout,
 // while the others wait in the next collective. Before, it was never_launched and the peers
 // aborted at 2 s; now sentineld sees it alive and working outside NCCL (its /proc: nothing in
