@@ -60,11 +60,19 @@ class HangRemoteVictimTest : public ::testing::Test {
   // wait from t0 + 0.2 s. Runs 40 s of one-second ticks; returns the last firing hang alert of
   // the tensor-parallel communicator.
   Alert Run(bool dp_kernel_started) {
-    const int64_t t0 = clock_.MonoNs();
-    Alert tp_alert;
     outbound_ = 0;
-    for (int s = 0; s < 40; ++s) {
-      InFlight(1, kDp, 0, 2, 8, dp_kernel_started ? 8 : 7, 7, t0);
+    return Ticks(40, clock_.MonoNs(), dp_kernel_started ? 8 : 7, 7);
+  }
+
+  // `seconds` one-second ticks from t0 on: local rank 0 at data-parallel collective #8 (kernel
+  // started `dp_started`, completed `dp_done`) and tensor-parallel #20 completed, ranks 1-3 in
+  // tensor-parallel #21 from t0 + 0.2 s; the fake /proc polled when watched. Returns the last
+  // firing hang alert of the tensor-parallel communicator.
+  Alert Ticks(int seconds, int64_t t0, uint64_t dp_started, uint64_t dp_done) {
+    Alert tp_alert;
+    for (int s = 0; s < seconds; ++s) {
+      PollProcess();
+      InFlight(1, kDp, 0, 2, 8, dp_started, dp_done, dp_done < 8 ? t0 : 0);
       InFlight(1, kTp, 0, kTpRanks, 20, 20, 20, 0);
       for (int r = 1; r < kTpRanks; ++r) {
         InFlight(r + 1, kTp, r, kTpRanks, 21, 21, 20, t0 + kSec / 5);
@@ -106,26 +114,8 @@ class HangRemoteVictimTest : public ::testing::Test {
 
   // Local rank 0 has finished data-parallel collective #8 and tensor-parallel #20 and has nothing
   // in flight anywhere (a checkpoint write, a long sleep) while ranks 1-3 wait in
-  // tensor-parallel #21 from t0 + 0.2 s. Runs `seconds` of one-second ticks from where the last
-  // run stopped; returns the last firing hang alert of the tensor-parallel communicator.
-  Alert RunPaused(int seconds, int64_t t0) {
-    Alert tp_alert;
-    for (int s = 0; s < seconds; ++s) {
-      PollProcess();
-      InFlight(1, kDp, 0, 2, 8, 8, 8, 0);
-      InFlight(1, kTp, 0, kTpRanks, 20, 20, 20, 0);
-      for (int r = 1; r < kTpRanks; ++r) {
-        InFlight(r + 1, kTp, r, kTpRanks, 21, 21, 20, t0 + kSec / 5);
-      }
-      clock_.Advance(kSec);
-      agg_->Tick();
-      outbound_ += agg_->TakeOutbound().size();
-      for (const Alert& a : agg_->TakeAlertChanges()) {
-        if (a.kind == AlertKind::kHang && a.comm == CommLabel(kTp) && a.firing()) tp_alert = a;
-      }
-    }
-    return tp_alert;
-  }
+  // tensor-parallel #21: `seconds` more ticks from where the last run stopped.
+  Alert RunPaused(int seconds, int64_t t0) { return Ticks(seconds, t0, 8, 8); }
 
   // The value of `family`{comm,rank} on /metrics, or "" when it has no such series.
   std::string MetricsValue(const std::string& family, uint64_t comm, int rank) {
