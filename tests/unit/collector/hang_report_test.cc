@@ -6,8 +6,10 @@
 #include "collector/hang_report.h"
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -110,6 +112,51 @@ TEST(HangReportTest, FromFramesWithoutTheSignatureTheFunctionsAreCompared) {
                           "comm 0x00000000000000c1; the other 7 ranks issued AllReduce "),
             std::string::npos)
       << rep.text;
+}
+
+// The command users run: `sentinelctl hang-report` on two nodes' files as sentineld writes them
+// (FlightRecordJson), text and --json; a file that cannot be read makes it exit 5 with the reason.
+TEST(HangReportTest, SentinelctlHangReportOnTwoNodesFiles) {
+  TwoNodes job;
+  job.CompleteAll(0xc1, 1040);
+  for (int32_t r = 0; r < 8; ++r) {
+    const bool odd = r == 6;
+    job.Stand(0xc1, r, 1040, 1041, 1041, odd ? kSentinelFuncAllGather : kSentinelFuncAllReduce,
+              odd ? 4 * kMiB : 16 * kMiB);
+  }
+  char tmpl[] = "/tmp/snhangreport-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  std::vector<std::string> paths;
+  for (const ScriptedNode* node : {&job.a, &job.b}) {
+    paths.push_back(dir + "/" + node->File({0xc1}).name);
+    std::ofstream(paths.back()) << FlightRecordJson(node->Record({0xc1}));
+  }
+  auto run = [](const std::string& args, int* rc) {
+    std::string out;
+    FILE* p = popen((std::string(SENTINELCTL_PATH) + " hang-report " + args).c_str(), "r");
+    if (p == nullptr) return out;
+    char buf[4096];
+    size_t n = 0;
+    while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+    *rc = WEXITSTATUS(pclose(p));
+    return out;
+  };
+  int rc = -1;
+  const std::string text = run(paths[0] + " " + paths[1], &rc);
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("verdict: mismatch: rank 6 issued AllGather 4 MiB bf16 as collective #1041"),
+            std::string::npos)
+      << text;
+  const std::string json = run("--json " + paths[0] + " " + paths[1], &rc);
+  EXPECT_EQ(rc, 0) << json;
+  EXPECT_EQ(nlohmann::json::parse(json, nullptr, false)["jobs"][0]["verdict"]["kind"], "mismatch")
+      << json;
+  const std::string refused = run(paths[0] + " " + dir + "/absent.json", &rc);
+  EXPECT_EQ(rc, 5) << refused;
+  EXPECT_NE(refused.find("absent.json"), std::string::npos) << refused;
+  for (const std::string& path : paths) unlink(path.c_str());
+  rmdir(dir.c_str());
 }
 
 TEST(HangReportTest, ASizeOrARootThatDiffersIsAMismatchToo) {
