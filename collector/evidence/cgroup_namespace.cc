@@ -10,8 +10,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/base/attributes.h"
-#include "absl/base/const_init.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -101,11 +99,13 @@ struct Located {
   int64_t at_ns = 0;
 };
 
-ABSL_CONST_INIT absl::Mutex g_located_mu(absl::kConstInit);
-
-absl::flat_hash_map<std::string, Located>& LocatedCache()
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_located_mu) {
-  static auto* cache = new absl::flat_hash_map<std::string, Located>();
+// Per (tree, pid); made on first use and never destroyed (read by the poll thread until exit).
+struct LocatedCache {
+  absl::Mutex mu;
+  absl::flat_hash_map<std::string, Located> by_key ABSL_GUARDED_BY(mu);
+};
+LocatedCache& Cache() {
+  static auto* cache = new LocatedCache();
   return *cache;
 }
 
@@ -116,14 +116,15 @@ bool FindOwnCgroup(const std::string& tree, uint32_t pid, int64_t now_ns, std::s
   const std::string pid_text = absl::StrCat(pid);
   const std::string key = absl::StrCat(tree, "\n", pid_text);
   const int64_t now = now_ns;
-  absl::MutexLock lock(&g_located_mu);
-  Located& l = LocatedCache()[key];
+  LocatedCache& cache = Cache();
+  absl::MutexLock lock(&cache.mu);
+  Located& l = cache.by_key[key];
   const bool fresh =
       now != 0 && l.at_ns != 0 && now - l.at_ns < (l.found ? kCgroupRecheckNs : kCgroupWalkRetryNs);
   // A found directory past its interval is kept if it still lists the reader (one read).
-  if (!fresh && l.found && ListsPid(tree + (l.rel == "/" ? "" : l.rel), pid_text))
+  if (!fresh && l.found && ListsPid(tree + (l.rel == "/" ? "" : l.rel), pid_text)) {
     l.at_ns = now;
-  else if (!fresh) {
+  } else if (!fresh) {
     l = Located{};
     l.found = Walk(tree, pid_text, &l.rel, &l.why);
     l.at_ns = now;
@@ -137,8 +138,9 @@ bool FindOwnCgroup(const std::string& tree, uint32_t pid, int64_t now_ns, std::s
 }
 
 void ForgetOwnCgroups() {
-  absl::MutexLock lock(&g_located_mu);
-  LocatedCache().clear();
+  LocatedCache& cache = Cache();
+  absl::MutexLock lock(&cache.mu);
+  cache.by_key.clear();
 }
 
 bool ResolveCgroupPath(const std::string& tree, const std::string& rel, const std::string& own_rel,
