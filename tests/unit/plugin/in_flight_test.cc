@@ -312,7 +312,8 @@ TEST(InFlightMonitor, FlagsCachedOldestAndFinalizedComms) {
   a.kernel_ch = false;
   m.Observe(&a, 1, t, false, &out);
   ASSERT_EQ(out.size(), 1u);
-  EXPECT_EQ(out[0].flags, kSentinelInFlightNoKernelCh);
+  // Its oldest collective was read: its signature goes with it.
+  EXPECT_EQ(out[0].flags, kSentinelInFlightNoKernelCh | kSentinelInFlightSignature);
   // The oldest's ring entry is overwritten later: the value read before is kept.
   InFlightSample b = a;
   b.snap.enqueued = 2 + kInFlightRing;
@@ -322,6 +323,7 @@ TEST(InFlightMonitor, FlagsCachedOldestAndFinalizedComms) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].oldest_since_ns, t - 10 * kMs);
   EXPECT_NE(out[0].flags & kSentinelInFlightStuck, 0);
+  EXPECT_NE(out[0].flags & kSentinelInFlightSignature, 0);  // the signature read before, too
   // Finalized (absent): forgotten; a re-init with the same identity is new again.
   out.clear();
   m.Observe(nullptr, 0, t + 2100 * kMs, false, &out);
@@ -342,12 +344,16 @@ TEST(InFlightJson, DumpLine) {
   r.nranks = 4;
   r.pid = 77;
   r.oldest_func = kSentinelFuncAllReduce;
-  r.flags = kSentinelInFlightStuck;
+  r.flags = kSentinelInFlightStuck | kSentinelInFlightSignature;
+  r.oldest_bytes = 1 << 20;
+  r.oldest_datatype = 9;
+  r.oldest_root = -1;
   EXPECT_EQ(JsonlSink::InFlightToJson(r),
             "{\"type\":\"in_flight\",\"comm\":\"0x0000000000001234\",\"rank\":2,\"nranks\":4,"
             "\"pid\":77,\"now_ns\":99,\"enqueued\":7,\"gpu_started\":7,\"completed\":6,"
             "\"oldest_since_ns\":50,\"oldest_seq\":6,\"oldest_func\":\"AllReduce\","
-            "\"flags\":[\"stuck\"]}");
+            "\"oldest_bytes\":1048576,\"oldest_datatype\":\"ncclBfloat16\",\"oldest_root\":-1,"
+            "\"flags\":[\"stuck\",\"signature\"]}");
 }
 
 }  // namespace
