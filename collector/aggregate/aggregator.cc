@@ -599,20 +599,19 @@ void Aggregator::EvaluateHangs(int64_t now) {
       continue;
     }
     views.clear();
-    for (const RankState* m : comm->members) {
+    for (RankState* m : comm->members) {
+      NoteOutside(*m, now, &m->inflight);
       views.push_back(m->inflight);
       views.back().progress_elsewhere_ns = ProgressElsewhere(*comm, *m);
       // Found afresh at each evaluation (the rank keeps the last one's, below).
       KeepInsideElsewhere(InFlightView(), &views.back());
       NoteInsideElsewhere(state_, *comm, *m, now, config_.hang_silent_ns, &views.back());
-      views.back().outside_nccl = OutsideNccl(*m);
     }
     // Kept on the rank for /metrics (sentinel_inflight_waiting_elsewhere,
-    // sentinel_inflight_outside_nccl): the job-wide hang rules skip victims and paused ranks by
-    // them.
+    // sentinel_inflight_paused_outside_nccl): the job-wide hang rules skip victims and paused ranks
+    // by them.
     for (size_t i = 0; i < views.size(); ++i) {
       KeepInsideElsewhere(views[i], &comm->members[i]->inflight);
-      comm->members[i]->inflight.outside_nccl = views[i].outside_nccl;
     }
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     // A culprit alive outside NCCL is looked at through /proc (only then: one window per such

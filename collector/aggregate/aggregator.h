@@ -312,6 +312,11 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // Nothing of rank `m`'s process is in flight in any of its communicators on this node, by their
   // latest states, and the process is connected.
   bool OutsideNccl(const RankState& m) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps `view`'s outside_nccl and since when; once outside for 2 s, what /proc shows of the
+  // process (at most once a second): whether it works there is then known for the hang verdict
+  // and for /metrics (sentinel_inflight_paused_outside_nccl), whether or not this node is hung.
+  void NoteOutside(const RankState& m, int64_t now, InFlightView* view) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Where the evidence poller reads rank `m`'s /proc: its state, CPU use and I/O over the last
   // `span_ns` (2 to 10 s), into `view` (left unknown otherwise).
   void NoteProcess(const RankState& m, int64_t now, int64_t span_ns, InFlightView* view) const

@@ -91,6 +91,8 @@ struct InFlightView {
   // Its process has nothing in flight in any of its communicators on this node, by their latest
   // states (the aggregator fills it); with a live state here it is alive outside NCCL.
   bool outside_nccl = false;
+  int64_t outside_since_ns = 0;  // since when outside_nccl has held (0: not now); kept on the rank
+  int64_t proc_read_ns = 0;      // when the fields below were last read (kept on the rank)
   // The kernel's view of its process over the last few seconds, where /proc is readable: the
   // state ('?': not read; 'Z': exited) and the CPUs it used (-1: not read). Quoted, and a zombie
   // is gone.

@@ -395,6 +395,24 @@ bool Aggregator::OutsideNccl(const RankState& m) const {
   return true;
 }
 
+void Aggregator::NoteOutside(const RankState& m, int64_t now, InFlightView* view) const {
+  constexpr int64_t kLookAfterNs = 2LL * 1000000000;  // two polls: a window
+  constexpr int64_t kLookEveryNs = 1LL * 1000000000;  // the poll's own period
+  view->outside_nccl = OutsideNccl(m);
+  if (!view->outside_nccl) {
+    view->outside_since_ns = 0;
+    view->proc_state = '?';
+    view->cpu_share = -1;
+    view->io_bytes_per_s = -1;
+    return;
+  }
+  if (view->outside_since_ns == 0) view->outside_since_ns = now;
+  if (now - view->outside_since_ns >= kLookAfterNs && now - view->proc_read_ns >= kLookEveryNs) {
+    NoteProcess(m, now, now - view->outside_since_ns, view);
+    view->proc_read_ns = now;
+  }
+}
+
 void Aggregator::NoteProcess(const RankState& m, int64_t now, int64_t span_ns,
                              InFlightView* view) const {
   view->proc_state = '?';

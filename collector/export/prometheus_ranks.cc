@@ -149,13 +149,14 @@ constexpr std::array<InFlightFamily, 7> kInFlightFamilies = {{
      [](int64_t now, const MetricsSnapshot::Rank& r) {
        return InFlightWaitingElsewhere(now, r) ? 1.0 : 0.0;
      }},
-    {"sentinel_inflight_outside_nccl",
-     "1 while the rank's process is connected and has nothing in flight in any communicator on "
-     "its node (between collectives, or paused outside NCCL: a checkpoint, a long sleep): a rank "
-     "behind in a stuck collective with 1 here is paused, not stuck, until "
+    {"sentinel_inflight_paused_outside_nccl",
+     "1 while the rank's process has had nothing in flight in any communicator on its node for 2 s "
+     "or more and its /proc shows it working (disk wait, CPU, bytes moving: a checkpoint, an "
+     "evaluation): a rank behind in a stuck collective with 1 here is paused, not stuck, until "
      "--hang-timeout-paused.",
      [](int64_t, const MetricsSnapshot::Rank& r) {
-       return r.inflight.connected && r.inflight.outside_nccl ? 1.0 : 0.0;
+       return r.inflight.connected && r.inflight.outside_nccl && WorksOutsideNccl(r.inflight) ? 1.0
+                                                                                              : 0.0;
      }},
 }};
 

@@ -284,7 +284,7 @@ const std::vector<std::string>& InputMetrics() {
       "sentinel_rank_duration_p50_seconds",  "sentinel_rank_segment_p50_seconds",
       "sentinel_inflight_gpu_started",       "sentinel_inflight_oldest_age_seconds",
       "sentinel_inflight_connected",         "sentinel_rank_last_seq",
-      "sentinel_inflight_waiting_elsewhere", "sentinel_inflight_outside_nccl"};
+      "sentinel_inflight_waiting_elsewhere", "sentinel_inflight_paused_outside_nccl"};
   return kNames;
 }
 
@@ -431,7 +431,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   //   (sentinel:comm_inflight_gpu_started:max - on (job, comm, uid) group_right
   //    sentinel_inflight_gpu_started) > 0
   //   unless on (job, instance, comm, rank) sentinel_inflight_waiting_elsewhere == 1
-  //   unless on (job, instance, comm, rank) (sentinel_inflight_outside_nccl == 1
+  //   unless on (job, instance, comm, rank) (sentinel_inflight_paused_outside_nccl == 1
   //     and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max < 300)
   //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max > 30
   // (`unless` and `and` bind alike, left to right.)
@@ -440,7 +440,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
                                Cmp::kGt, 0);
   const Vector elsewhere = Filter(Get(in, "sentinel_inflight_waiting_elsewhere"), Cmp::kEq, 1);
   const Vector paused =
-      AndOn(Filter(Get(in, "sentinel_inflight_outside_nccl"), Cmp::kEq, 1),
+      AndOn(Filter(Get(in, "sentinel_inflight_paused_outside_nccl"), Cmp::kEq, 1),
             Filter(rec["sentinel:comm_inflight_oldest_age_seconds:max"], Cmp::kLt, 300), kJobComm);
   add(inflight_culprit_.Evaluate(
       ts_ns, AndOn(UnlessOn(UnlessOn(behind, elsewhere, kJobCommInstanceRank), paused,

@@ -278,8 +278,8 @@ TEST_F(HangRemoteVictimTest, RankAliveOutsideNcclIsPausedNotHungUntilThePausedTi
   const Alert early = RunPaused(50, t0);
   EXPECT_TRUE(early.id.empty()) << early.summary;
   EXPECT_EQ(outbound_, 0u);
-  EXPECT_EQ(MetricsValue("sentinel_inflight_outside_nccl", kTp, 0), "1");
-  EXPECT_EQ(MetricsValue("sentinel_inflight_outside_nccl", kTp, 1), "0");
+  EXPECT_EQ(MetricsValue("sentinel_inflight_paused_outside_nccl", kTp, 0), "1");
+  EXPECT_EQ(MetricsValue("sentinel_inflight_paused_outside_nccl", kTp, 1), "0");
   const Alert late = RunPaused(20, t0);
   ASSERT_FALSE(late.id.empty()) << "past --hang-timeout-paused it is a hang";
   EXPECT_EQ(late.ranks, std::vector<int>{0}) << late.summary;
