@@ -613,19 +613,8 @@ void Aggregator::EvaluateHangs(int64_t now) {
     for (size_t i = 0; i < views.size(); ++i) {
       KeepInsideElsewhere(views[i], &comm->members[i]->inflight);
     }
+    // Each view already holds what /proc showed of a rank outside NCCL (NoteOutside).
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
-    // A culprit alive outside NCCL is looked at through /proc (only then: one window per such
-    // culprit): working there, it is paused; idle, it stays never_launched; a zombie is gone.
-    bool looked = false;
-    for (size_t i = 0; v.hung && i < views.size(); ++i) {
-      if (!views[i].outside_nccl) continue;
-      for (const HangRank& r : v.ranks) {
-        if (r.rank != views[i].rank || r.role != HangRole::kNeverLaunched) continue;
-        NoteProcess(*comm->members[i], now, v.waiting_ns, &views[i]);
-        looked = true;
-      }
-    }
-    if (looked) v = EvaluateHang(views, comm->nranks, now, params);
     ApplyMismatch(comm->hash, views, &v);
     if (v.paused) LogPausedOnce(*comm, v);
     HangActionParams action_params;
