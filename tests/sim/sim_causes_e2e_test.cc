@@ -165,14 +165,17 @@ TEST_F(SimCausesTest, CpuHogGrowsTheRanksRunQueueWait) {
   const Sched s2 = MainThreadSched(pid);
   const RunResult r = WaitProgram(sim);
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  // Its CPU shared with a busy process of the same priority: for each second it runs, about
-  // another second waiting, on top of whatever the machine's load made it wait before.
+  // Its CPU shared with a busy process of the same priority. The rank sleeps between its 10 ms
+  // computes, and the scheduler favours a thread waking from sleep, so it waits not a whole second
+  // per second it runs but 0.3-0.5 s more than before (measured here and in CI, 0.16 before); the
+  // machine's load alone moved it by under 0.05.
   const double before = WaitPerRun(s0, s1);
   const double after = WaitPerRun(s1, s2);
   std::printf("rank 1 run-queue wait per CPU second: %.2f before the hog, %.2f beside it\n", before,
               after);
   std::fflush(stdout);
-  EXPECT_GT(after, before + 0.5) << r.output;
+  EXPECT_GT(after, before + 0.25) << r.output;
+  EXPECT_GT(after, 2 * before) << r.output;
   // Pinned: one CPU in its allowed list.
   const size_t at = allowed.find("Cpus_allowed_list:");
   ASSERT_NE(at, std::string::npos);

@@ -175,10 +175,15 @@ class LateCauseTest : public ::testing::Test {
         "(%s) rank %d: straggler alert after %.1f s, cause %s after %.1f s (limit %.0f s)\n"
         "  alert: %s\n",
         name, rank, alert_s, expected.c_str(), cause_s, kLimitS, text.c_str());
+    // The recap repeats the verdict after the sim's long output: a CI log keeps only the tail.
+    char recap[160];
+    std::snprintf(recap, sizeof(recap), "(%s) recap: rank %d alert after %.1f s, %s after %.1f s",
+                  name, rank, alert_s, expected.c_str(), cause_s);
     EXPECT_GE(cause_s, 0) << "no " << expected << " cause for rank " << rank << " within "
                           << kLimitS << " s; last alert text: " << text << "\n"
-                          << out;
-    EXPECT_TRUE(wrong.empty()) << wrong.front();
+                          << out << "\n"
+                          << recap << "; last alert text: " << text;
+    EXPECT_TRUE(wrong.empty()) << wrong.front() << "\n" << recap;
   }
 
   std::string dir_;
