@@ -37,15 +37,22 @@ std::string LateCauseOfRank(const State& state, const RankState& r, uint32_t own
   return "";
 }
 
-// Since when `m`'s process has been inside a collective of another communicator that is wholly
-// on this node, that collective's kernel started and not completed (the oldest such; 0 when
-// none). The node-spanning ones are the hang evaluation's (InFlightView::inside_elsewhere_*).
-int64_t InsideLocalSince(const State& state, const RankState& m) {
-  if (m.client < 0) return 0;
+// The collectives of other communicators `m`'s process is inside (kernel started, not completed;
+// the oldest of each kind): among those wholly on this node (`local_since`; the node-spanning ones
+// are the hang evaluation's, InFlightView::inside_elsewhere_*), and among all (`any_*`, for the
+// job-wide wait-cycle rule, which needs the communicator whatever the hang evaluation judged).
+struct InsideOthers {
+  int64_t local_since = 0;
+  int64_t any_since = 0;
+  uint64_t any_comm = 0;
+  uint64_t any_ordinal = 0;
+};
+InsideOthers FindInsideOthers(const State& state, const RankState& m) {
+  InsideOthers out;
+  if (m.client < 0) return out;
   auto p = state.processes.find(m.client);
-  if (p == state.processes.end()) return 0;
+  if (p == state.processes.end()) return out;
   const int64_t silent_ns = HangParams().silent_ns;
-  int64_t since = 0;
   for (const auto& key : p->second->ranks) {
     if (key.first == m.comm_key()) continue;
     auto r = state.ranks.find(key);
@@ -53,16 +60,23 @@ int64_t InsideLocalSince(const State& state, const RankState& m) {
     if (r == state.ranks.end() || c == state.comms.end() || r->second->client != m.client) {
       continue;
     }
-    if (static_cast<size_t>(c->second->nranks) > c->second->members.size()) continue;
     const InFlightView& o = r->second->inflight;
     if (!o.has_state || !o.connected || o.ended || o.enqueued <= o.completed ||
         o.gpu_started <= o.completed || o.oldest_since_ns <= 0 ||
         state.now_mono_ns - o.last_update_ns > silent_ns) {
       continue;
     }
-    if (since == 0 || o.oldest_since_ns < since) since = o.oldest_since_ns;
+    if (out.any_since == 0 || o.oldest_since_ns < out.any_since) {
+      out.any_since = o.oldest_since_ns;
+      out.any_comm = r->second->comm_hash;
+      out.any_ordinal = o.oldest_seq;
+    }
+    if (static_cast<size_t>(c->second->nranks) > c->second->members.size()) continue;
+    if (out.local_since == 0 || o.oldest_since_ns < out.local_since) {
+      out.local_since = o.oldest_since_ns;
+    }
   }
-  return since;
+  return out;
 }
 
 }  // namespace
@@ -106,7 +120,11 @@ MetricsSnapshot TakeMetricsSnapshot(const State& state) {
     out.last_seq = r->last_seq;
     out.count_by_func = r->count_by_func;
     out.inflight = r->inflight;
-    out.inside_local_since_ns = InsideLocalSince(state, *r);
+    const InsideOthers inside = FindInsideOthers(state, *r);
+    out.inside_local_since_ns = inside.local_since;
+    out.waiting_in_comm = inside.any_comm;
+    out.waiting_in_ordinal = inside.any_ordinal;
+    out.waiting_in_since_ns = inside.any_since;
     out.lateness = r->lateness;
     out.clock_free = r->clock_free;
     for (size_t b = 0; b < r->duration.size(); ++b) {
@@ -165,7 +183,29 @@ bool InFlightWaitingElsewhere(int64_t now_mono_ns, const MetricsSnapshot::Rank& 
   const int64_t spanning = r.inflight.inside_elsewhere_since_ns;
   const int64_t local = r.inside_local_since_ns;
   return (spanning > 0 && now_mono_ns - spanning >= bar) ||
-         (local > 0 && now_mono_ns - local >= bar);
+         (local > 0 && now_mono_ns - local >= bar) || InFlightWaitingIn(now_mono_ns, r);
+}
+
+bool InFlightStuck(int64_t now_mono_ns, const InFlightView& v) {
+  return v.has_state && v.connected && !v.ended && v.enqueued > v.completed &&
+         v.oldest_since_ns > 0 && now_mono_ns - v.oldest_since_ns >= HangParams().elsewhere_ns;
+}
+
+bool InFlightWaitingIn(int64_t now_mono_ns, const MetricsSnapshot::Rank& r) {
+  return r.inflight.has_state && !r.inflight.ended && r.waiting_in_since_ns > 0 &&
+         now_mono_ns - r.waiting_in_since_ns >= HangParams().elsewhere_ns;
+}
+
+OpSignature InFlightSignature(const InFlightView& v) {
+  SentinelWireInFlight in{};
+  in.enqueued = v.enqueued;
+  in.completed = v.completed;
+  in.oldest_func = v.oldest_func;
+  in.flags = v.has_signature ? kSentinelInFlightSignature : 0;
+  in.oldest_bytes = v.oldest_bytes;
+  in.oldest_root = v.oldest_root;
+  in.oldest_datatype = v.oldest_datatype;
+  return SignatureFromInFlight(in);
 }
 
 }  // namespace sentinel::collector

@@ -16,6 +16,7 @@
 #include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
+#include "collector/aggregate/op_signature.h"
 #include "collector/aggregate/slow_cause.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/time_breakdown.h"
@@ -68,6 +69,12 @@ struct MetricsSnapshot {
     // Since when its process has been inside a started, incomplete collective of another
     // communicator wholly on this node (0: not); the node-spanning ones are in `inflight`.
     int64_t inside_local_since_ns = 0;
+    // The collective of another communicator, on this node or spanning nodes, its process has been
+    // inside the longest (kernel started, not completed): the communicator, the collective's
+    // ordinal and since when (all 0: none). Exported for the job-wide wait-cycle rule.
+    uint64_t waiting_in_comm = 0;
+    uint64_t waiting_in_ordinal = 0;
+    int64_t waiting_in_since_ns = 0;
     Histogram lateness;
     Histogram clock_free;
     std::array<std::optional<Histogram>, kSizeBuckets> duration;  // the buckets it has
@@ -178,8 +185,24 @@ double InFlightAgeSeconds(int64_t now_mono_ns, const InFlightView& v);
 // started, not completed) for at least HangParams::elsewhere_ns at `now_mono_ns`: a node-spanning
 // one as the last hang evaluation found it (hang role waiting_elsewhere; the aggregator keeps
 // InFlightView's inside_elsewhere_* on the rank), or one wholly on this node (stuck there, it
-// waits for that communicator's own culprit, which its hang alert names). Either way a hang on
-// this communicator is not its doing; the job-wide hang rule skips it.
+// waits for that communicator's own culprit, which its hang alert names), or any other one its
+// in-flight states show it inside (InFlightWaitingIn: a node-spanning one no hang evaluation of
+// this node has judged, as in a wait cycle across nodes). Either way a hang on this communicator
+// is not its doing; the job-wide hang rule skips it (a cycle is named by its own rule).
 bool InFlightWaitingElsewhere(int64_t now_mono_ns, const MetricsSnapshot::Rank& r);
+
+// Whether the rank's oldest incomplete collective has been in flight for HangParams::elsewhere_ns
+// (5 s) or more at `now_mono_ns`: far past any step's collective. Only then are its signature and
+// position exported (sentinel_inflight_stuck_*): no series while the job runs.
+bool InFlightStuck(int64_t now_mono_ns, const InFlightView& v);
+
+// Whether the rank's process has sat in another communicator's collective (kernel started, not
+// completed) for HangParams::elsewhere_ns or more (waiting_in_*): exported for the job-wide
+// wait-cycle rule (sentinel_inflight_waiting_in).
+bool InFlightWaitingIn(int64_t now_mono_ns, const MetricsSnapshot::Rank& r);
+
+// The oldest incomplete collective's signature as the rank's in-flight state gave it (the wire's
+// reading, op_signature.h): unknown when nothing is in flight.
+OpSignature InFlightSignature(const InFlightView& v);
 
 }  // namespace sentinel::collector

@@ -94,6 +94,24 @@ SignatureFields FieldsOf(const OpSignature& s) {
   return f;
 }
 
+uint64_t SignatureDigest(const OpSignature& s) {
+  if (!SignatureKnown(s)) return 0;
+  constexpr uint64_t kFnvOffset = 14695981039346656037ULL;
+  constexpr uint64_t kFnvPrime = 1099511628211ULL;
+  uint64_t h = kFnvOffset;
+  auto mix_byte = [&h](uint8_t b) { h = (h ^ b) * kFnvPrime; };
+  const SignatureFields f = FieldsOf(s);
+  for (size_t i = 0; i < kSignatureFields; ++i) {
+    mix_byte(f.known[i] ? 1 : 0);
+    for (int shift = 0; shift < 64; shift += 8) {
+      mix_byte(static_cast<uint8_t>(f.value[i] >> shift));
+    }
+  }
+  // Fold the high bits in, keep 48: exact as a double.
+  const uint64_t digest = (h ^ (h >> 48)) & ((uint64_t{1} << 48) - 1);
+  return digest == 0 ? 1 : digest;
+}
+
 uint32_t ConflictingFields(const OpSignature& a, const OpSignature& b) {
   const SignatureFields fa = FieldsOf(a);
   const SignatureFields fb = FieldsOf(b);

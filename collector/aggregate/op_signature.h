@@ -77,6 +77,13 @@ uint32_t ConflictingFields(const OpSignature& a, const OpSignature& b);
 inline bool SignaturesConflict(const OpSignature& a, const OpSignature& b) {
   return ConflictingFields(a, b) != 0;
 }
+// A 48-bit digest of the signature's fields, the unknown ones included, the same in every process
+// and build (FNV-1a over the fields, not absl::Hash, which is seeded per process): exported as a
+// value that compares exactly across nodes (every integer below 2^53 is a double), so the job-wide
+// rules can tell ranks stuck at one position on different operations. Never 0 for a known
+// signature; 0 for an unknown one. Equal signatures give equal digests; different ones collide
+// with odds of about 2^-48.
+uint64_t SignatureDigest(const OpSignature& s);
 // Identical, unknown fields included (grouping).
 bool SameSignature(const OpSignature& a, const OpSignature& b);
 // A total order consistent with SameSignature (deterministic grouping).

@@ -65,6 +65,17 @@ absl::flat_hash_set<uint64_t> ExportedComms(const MetricsSnapshot& snap,
     if (options.detail.comm || AllowListed(comm, options.comms)) out.insert(comm.hash);
   }
   if (options.detail.comm) return out;
+  // A communicator a local rank is stuck in (a collective in flight 5 s or more), or whose rank's
+  // process sits that long in another communicator's collective: exported while so, whatever the
+  // budget, so the job-wide hang, mismatch and wait-cycle rules see every communicator of a hang
+  // (a pipeline communicator deadlocked with the data-parallel one is rarely the primary). Only
+  // during a hang: a running job adds nothing.
+  for (const MetricsSnapshot::Rank& r : snap.ranks) {
+    if (expired.contains(r.comm_hash) || r.inflight.ended) continue;
+    if (InFlightStuck(snap.now_mono_ns, r.inflight) || InFlightWaitingIn(snap.now_mono_ns, r)) {
+      out.insert(r.comm_hash);
+    }
+  }
   // Each process's primary communicator as PrimaryRank picks it (spanning other nodes, then the
   // largest, then the lowest hash), and those that tie with it but for the hash, among
   // its live ranks, and among all its ranks not expired: a process that ended its world

@@ -160,6 +160,61 @@ constexpr std::array<InFlightFamily, 7> kInFlightFamilies = {{
      }},
 }};
 
+// What a stuck rank is stuck on, for the job-wide rules that tell a mismatch and a wait cycle
+// across nodes: series only for a rank whose oldest collective has been in flight 5 s or more
+// (InFlightStuck), or whose process has sat that long inside another communicator's collective,
+// so a running job exports none. The operation's figures are values; its function, datatype and
+// root are labels of one series per stuck rank (their values are bounded, and the series lives
+// only while the rank is stuck).
+void AppendStuckFamilies(const MetricsRows& rows, std::string* out) {
+  const int64_t now = rows.snap->now_mono_ns;
+  auto stuck = [now](const MetricsSnapshot::Rank& r) {
+    return InFlightStuck(now, r.inflight) && r.inflight.has_signature;
+  };
+  PromFamily ordinal(out, "sentinel_inflight_stuck_ordinal", PromType::kGauge,
+                     "Ordinal of the collective the rank has had in flight for 5 s or more (the "
+                     "position the job-wide mismatch rule compares at).");
+  for (const MetricsSnapshot::Rank* r : rows.ranks) {
+    if (stuck(*r)) ordinal.Add(RankLabels(*r), static_cast<double>(r->inflight.oldest_seq));
+  }
+  PromFamily digest(out, "sentinel_inflight_stuck_signature", PromType::kGauge,
+                    "48-bit digest of that collective's function, size, datatype and root, the "
+                    "same number on every node for the same operation: ranks stuck at one "
+                    "position with different digests issued different collectives.");
+  for (const MetricsSnapshot::Rank* r : rows.ranks) {
+    if (!stuck(*r)) continue;
+    digest.Add(RankLabels(*r),
+               static_cast<double>(SignatureDigest(InFlightSignature(r->inflight))));
+  }
+  PromFamily op(out, "sentinel_inflight_stuck_op_bytes", PromType::kGauge,
+                "Size in bytes of that collective, labelled with its function, datatype and root "
+                "(root only for a rooted one): what the alerts quote for each side.");
+  for (const MetricsSnapshot::Rank* r : rows.ranks) {
+    if (!stuck(*r)) continue;
+    const OpSignature sig = InFlightSignature(r->inflight);
+    std::string labels =
+        absl::StrCat(RankLabels(*r), ",", PromLabels({{"func", FuncName(sig.func)}}));
+    if (sig.datatype != kSentinelDatatypeUnknown) {
+      absl::StrAppend(&labels, ",", PromLabels({{"datatype", ShortDatatypeName(sig.datatype)}}));
+    }
+    if (sig.root.has_value() && *sig.root >= 0) {
+      absl::StrAppend(&labels, ",", PromLabels({{"root", absl::StrCat(*sig.root)}}));
+    }
+    op.Add(labels, static_cast<double>(sig.bytes.value_or(0)));
+  }
+  PromFamily waiting(out, "sentinel_inflight_waiting_in", PromType::kGauge,
+                     "Ordinal of the collective of communicator in_comm (kernel started, not "
+                     "completed) the rank's process has been inside for 5 s or more; with the "
+                     "rank behind here, the job-wide wait-cycle rule pairs it with a rank behind "
+                     "in in_comm that waits here.");
+  for (const MetricsSnapshot::Rank* r : rows.ranks) {
+    if (!InFlightWaitingIn(now, *r)) continue;
+    waiting.Add(
+        absl::StrCat(RankLabels(*r), ",", PromLabels({{"in_comm", CommLabel(r->waiting_in_comm)}})),
+        static_cast<double>(r->waiting_in_ordinal));
+  }
+}
+
 }  // namespace
 
 void AppendCommFamilies(const MetricsRows& rows, std::string* out) {
@@ -224,6 +279,7 @@ void AppendInFlightFamilies(const MetricsRows& rows, std::string* out) {
       f.Add(RankLabels(*r), family.value(rows.snap->now_mono_ns, *r));
     }
   }
+  AppendStuckFamilies(rows, out);
 }
 
 void AppendRankTimingFamilies(const MetricsRows& rows, std::string* out) {

@@ -4,6 +4,9 @@
 // --tick of virtual time as the daemon does. Prints precision, recall, detection latency, false
 // alerts per simulated hour and hang culprit correctness per scenario family; with --check, exits 1
 // when a detection target is missed.
+#include <ftw.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -20,11 +23,13 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "spdlog/spdlog.h"
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/config/config.h"
+#include "collector/evidence/evidence_poller.h"
 #include "collector/ingest/session.h"
 #include "schemas/wire/sentinel_wire.h"
 #include "tests/eval/cluster_eval.h"
@@ -60,6 +65,9 @@ struct Scenario {
   HangKind hang = HangKind::kNone;
   int hang_rank = 0;
   int64_t hang_step = 0;
+  int hang_peer = -1;        // kDeadlock: the other member of the cycle
+  int mismatch_field = 0;    // kMismatch: 0 function, 1 size, 2 root
+  int64_t pause_for_ns = 0;  // kPause: how long the culprit stays out
   uint64_t seed = 1;
 };
 
@@ -82,6 +90,8 @@ struct RunResult {
   std::map<int, std::map<std::string, uint64_t>> slow_from_ordinal;  // rank -> comm -> ordinal
   std::map<std::string, std::vector<std::pair<int64_t, uint64_t>>> ordinals;  // (end_ns, ordinal)
   int64_t hang_at_ns = 0;
+  std::string hang_comm;  // the communicator whose collective the culprit stopped in
+  int verdicts_sent = 0;  // hang verdicts (wire type 13) sentineld sent the ranks: aborts
 };
 
 class Job {
@@ -126,7 +136,22 @@ class Job {
       stuck_.push_back(false);
       res_.comm_ranks[CommLabel(m.hash)] = m.ranks;
     }
+    if (s_.hang == HangKind::kPause) {
+      proc_.resize(static_cast<size_t>(s_.nranks));
+      StartEvidence();
+    }
   }
+
+  ~Job() {
+    if (!proc_root_.empty()) {
+      nftw(
+          proc_root_.c_str(),
+          [](const char* path, const struct stat*, int, struct FTW*) { return remove(path); }, 16,
+          FTW_DEPTH | FTW_PHYS);
+    }
+  }
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
 
   RunResult Run() {
     res_.start_ns = clock_.MonoNs();
@@ -154,7 +179,19 @@ class Job {
       if (detected_all_step >= 0 && step >= detected_all_step + s_.tail_steps) break;
       q.push({Generate(c), c});
     }
-    if (s_.hang != HangKind::kNone) {
+    if (s_.hang == HangKind::kPause) {
+      // The culprit's pause, then it issues the collective: every stuck one completes, and the
+      // ranks report nothing in flight for 10 s more (an alert raised late would show there).
+      const int64_t resume = clock_.MonoNs() + s_.pause_for_ns;
+      while (clock_.MonoNs() < resume) AdvanceTo(clock_.MonoNs() + config_.tick_ns);
+      for (size_t c = 0; c < models_.size(); ++c) {
+        if (!stuck_[c]) continue;
+        ++ordinal_[c];
+        stuck_[c] = false;
+      }
+      const int64_t until = clock_.MonoNs() + 10 * kSec;
+      while (clock_.MonoNs() < until) AdvanceTo(clock_.MonoNs() + config_.tick_ns);
+    } else if (s_.hang != HangKind::kNone) {
       // Hung: nothing completes; in-flight state keeps flowing until well past the timeout.
       const int64_t until = clock_.MonoNs() + config_.hang_timeout_ns + 10 * kSec;
       while (clock_.MonoNs() < until) AdvanceTo(clock_.MonoNs() + config_.tick_ns);
@@ -244,8 +281,26 @@ class Job {
     // Every comm containing the culprit stops at its current collective; the others finish theirs.
     res_.hang_at_ns = clock_.MonoNs();
     hang_since_ = clock_.MonoNs();
+    hang_comm_ = c;
+    res_.hang_comm = CommLabel(models_[c].hash);
     for (size_t i = 0; i < models_.size(); ++i) {
-      if (CommHasRank(i, s_.hang_rank) || i == c) stuck_[i] = true;
+      if (CommHasRank(i, s_.hang_rank) || i == c ||
+          (s_.hang_peer >= 0 && CommHasRank(i, s_.hang_peer))) {
+        stuck_[i] = true;
+      }
+    }
+    if (s_.hang == HangKind::kDeadlock) {
+      // The two communicators of the cycle: the largest holding both members (the culprit sits
+      // in it) and the smallest (its peer sits in that one).
+      for (size_t i = 0; i < models_.size(); ++i) {
+        if (!CommHasRank(i, s_.hang_rank) || !CommHasRank(i, s_.hang_peer)) continue;
+        if (cycle_a_ == SIZE_MAX || models_[i].ranks.size() > models_[cycle_a_].ranks.size()) {
+          cycle_a_ = i;
+        }
+        if (cycle_b_ == SIZE_MAX || models_[i].ranks.size() < models_[cycle_b_].ranks.size()) {
+          cycle_b_ = i;
+        }
+      }
     }
     if (s_.hang == HangKind::kGone) {
       agg_.OnDisconnect(s_.hang_rank + 1);
@@ -268,12 +323,15 @@ class Job {
           in.gpu_started = ordinal_[c] + 1;
           in.oldest_since_ns = hang_since_;
           in.oldest_seq = ordinal_[c];
-          in.oldest_func = kSentinelFuncAllReduce;
+          SetSignature(c, job_rank, &in);
           if (job_rank == s_.hang_rank && s_.hang == HangKind::kNeverLaunched) {
             in.enqueued = in.gpu_started = ordinal_[c];
             in.oldest_since_ns = 0;
           } else if (job_rank == s_.hang_rank && s_.hang == HangKind::kKernelStuck) {
             in.gpu_started = ordinal_[c];
+          } else if (NeverIssues(c, job_rank)) {
+            in.enqueued = in.gpu_started = ordinal_[c];
+            in.oldest_since_ns = 0;
           }
         }
         in.rank = static_cast<int32_t>(i);
@@ -285,12 +343,112 @@ class Job {
     }
   }
 
+  // The stuck collective as each rank's in-flight state describes it (wire minor 1): the job's
+  // AllReduce 16 MiB bf16, or a Broadcast of 16 MiB from rank 0 where the mismatch is its root;
+  // the mismatch's culprit differs in one field of the hung communicator's collective.
+  void SetSignature(size_t c, int job_rank, SentinelWireInFlight* in) const {
+    const bool rooted = s_.hang == HangKind::kMismatch && s_.mismatch_field == 2 && c == hang_comm_;
+    in->flags = kSentinelInFlightSignature;
+    in->oldest_func = rooted ? kSentinelFuncBroadcast : kSentinelFuncAllReduce;
+    in->oldest_bytes = uint64_t{16} << 20;
+    in->oldest_datatype = 9;  // ncclBfloat16
+    in->oldest_root = rooted ? 0 : -1;
+    if (s_.hang != HangKind::kMismatch || c != hang_comm_ || job_rank != s_.hang_rank) return;
+    if (s_.mismatch_field == 0) in->oldest_func = kSentinelFuncAllGather;
+    if (s_.mismatch_field == 1) in->oldest_bytes = uint64_t{8} << 20;
+    if (s_.mismatch_field == 2) in->oldest_root = 1;
+  }
+
+  // Whether `job_rank` never issues communicator `c`'s stuck collective because its process sits
+  // in another one's: the mismatch's culprit in its other communicators; in a deadlock each member
+  // everywhere but its own side of the cycle.
+  bool NeverIssues(size_t c, int job_rank) const {
+    if (s_.hang == HangKind::kPause) return job_rank == s_.hang_rank;
+    if (s_.hang == HangKind::kMismatch) return job_rank == s_.hang_rank && c != hang_comm_;
+    if (s_.hang != HangKind::kDeadlock) return false;
+    if (job_rank == s_.hang_rank) return c != cycle_a_;
+    if (job_rank == s_.hang_peer) return c != cycle_b_;
+    return false;
+  }
+
+  // The pause family reads its evidence as sentineld does: a /proc tree (in /dev/shm) its poller
+  // reads once a second. Every rank's process: asleep (S) between its GPU's work, 0.3 CPUs and a
+  // few KiB of reads a second; the paused culprit: in disk wait (D) at every other poll, 0.1
+  // CPUs and 200 MB/s of writes (a checkpoint). Not kinder than /proc: the state is a snapshot
+  // and the counters only grow.
+  void StartEvidence() {
+    char dir[] = "/dev/shm/sentinel_eval_proc_XXXXXX";
+    if (mkdtemp(dir) == nullptr) return;
+    proc_root_ = dir;
+    EvidenceOptions options;
+    options.roots.proc = proc_root_ + "/proc";
+    options.roots.cgroup = proc_root_ + "/cgroup";
+    options.nvml_library = "off";
+    mkdir(options.roots.proc.c_str(), 0755);
+    mkdir(options.roots.cgroup.c_str(), 0755);
+    poller_ =
+        std::make_unique<EvidencePoller>(options, &clock_, [this] { return agg_.LivePids(); });
+    agg_.SetEvidence(poller_.get());
+  }
+  void PollProc() {
+    if (!poller_) return;
+    const double t = static_cast<double>(clock_.MonoNs()) / kSec;
+    const bool paused = s_.hang == HangKind::kPause && hang_since_ > 0 && stuck_[hang_comm_];
+    for (int r = 0; r < s_.nranks; ++r) {
+      const bool culprit = paused && r == s_.hang_rank;
+      ProcCounters& c = proc_[static_cast<size_t>(r)];
+      const double dt = c.at_s > 0 ? t - c.at_s : 0;
+      c.at_s = t;
+      c.cpu_ns += static_cast<uint64_t>((culprit ? 0.1 : 0.3) * dt * kSec);
+      c.rchar += static_cast<uint64_t>(4096 * dt);
+      c.wchar += static_cast<uint64_t>((culprit ? 200e6 : 1024) * dt);
+      const char state = culprit && (++c.polls % 2 == 0) ? 'D' : 'S';
+      WriteProc(static_cast<uint32_t>(1000 + r), state, c);
+    }
+    poller_->PollOnce();
+  }
+  struct ProcCounters {
+    double at_s = 0;
+    uint64_t cpu_ns = 0;
+    uint64_t rchar = 0;
+    uint64_t wchar = 0;
+    uint64_t polls = 0;
+  };
+  void WriteProc(uint32_t pid, char state, const ProcCounters& c) const {
+    const std::string dir = absl::StrCat(proc_root_, "/proc/", pid);
+    mkdir(dir.c_str(), 0755);
+    mkdir((dir + "/task").c_str(), 0755);
+    mkdir(absl::StrCat(dir, "/task/", pid).c_str(), 0755);
+    // proc(5) fields 3..52 of stat: state, then majflt (field 12) and starttime (field 22).
+    WriteSmall(dir + "/stat",
+               absl::StrCat(pid, " (python) ", std::string(1, state), " 1 ", pid, " ", pid,
+                            " 0 -1 4194304 100 0 0 0 5 6 0 0 20 0 1 0 1000 1000000 200 ",
+                            "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 0 0\n"));
+    WriteSmall(dir + "/io", absl::StrCat("rchar: ", c.rchar, "\nwchar: ", c.wchar,
+                                         "\nsyscr: 1\nsyscw: 1\nread_bytes: 0\nwrite_bytes: ",
+                                         c.wchar, "\ncancelled_write_bytes: 0\n"));
+    WriteSmall(dir + "/cgroup", "0::/\n");
+    const std::string task = absl::StrCat(dir, "/task/", pid);
+    WriteSmall(task + "/schedstat", absl::StrCat(c.cpu_ns, " 0 ", c.polls + 1, "\n"));
+    WriteSmall(task + "/status",
+               absl::StrCat("Name:\tpython\nState:\t", std::string(1, state), "\nTgid:\t", pid,
+                            "\nvoluntary_ctxt_switches:\t", c.polls * 100,
+                            "\nnonvoluntary_ctxt_switches:\t", c.polls, "\n"));
+  }
+  static void WriteSmall(const std::string& path, const std::string& text) {
+    FILE* f = std::fopen(path.c_str(), "we");
+    if (f == nullptr) return;
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  }
+
   // Moves virtual time forward, sending in-flight state each second and ticking as the daemon.
   void AdvanceTo(int64_t t) {
     while (std::min(next_tick_, next_inflight_) <= t) {
       if (next_inflight_ <= next_tick_) {
         clock_.Set(next_inflight_);
         SendInFlight();
+        PollProc();
         next_inflight_ += kSec;
       } else {
         clock_.Set(next_tick_);
@@ -314,6 +472,11 @@ class Job {
   }
 
   void Collect() {
+    for (const auto& [client, frame] : agg_.TakeOutbound()) {
+      SentinelWireFrameHeader h{};
+      if (frame.size() >= sizeof(h)) std::memcpy(&h, frame.data(), sizeof(h));
+      if (h.type == kSentinelWireHangVerdict) ++res_.verdicts_sent;
+    }
     for (const Alert& a : agg_.TakeAlertChanges()) {
       if (!a.firing()) continue;
       if (a.kind != AlertKind::kStraggler && a.kind != AlertKind::kHang) continue;
@@ -357,6 +520,12 @@ class Job {
   std::vector<bool> stuck_;
   bool gone_ = false;
   int64_t hang_since_ = 0;
+  size_t hang_comm_ = SIZE_MAX;
+  std::string proc_root_;  // the pause family's fake /proc ("" otherwise)
+  std::unique_ptr<EvidencePoller> poller_;
+  std::vector<ProcCounters> proc_;
+  size_t cycle_a_ = SIZE_MAX;  // kDeadlock: the culprit sits here, its peer never issues it
+  size_t cycle_b_ = SIZE_MAX;  // and the other way round
   int64_t next_tick_ = 0;
   int64_t next_inflight_ = 0;
   std::set<std::pair<std::string, int64_t>> seen_;
@@ -435,10 +604,39 @@ void Score(const Scenario& s, const RunResult& r, Family* fam) {
     fam->latency_s.push_back(lat);
     fam->latency_coll.push_back(first_coll[sl.rank]);
   }
+  if (s.hang == HangKind::kDeadlock) {
+    // A hang alert of a communicator on the cycle names it with both members (by their pids);
+    // the members' other communicators' alerts (waiting elsewhere) do not carry it.
+    ++fam->hangs;
+    for (const Firing& f : r.firings) {
+      if (!f.hang) continue;
+      const std::string cycle = f.evidence.value("cycle", "");
+      // And the waiting ranks told to abort (a deadlock is a real hang).
+      if (r.verdicts_sent > 0 &&
+          cycle.find(absl::StrFormat("(pid %d)", 1000 + s.hang_rank)) != std::string::npos &&
+          cycle.find(absl::StrFormat("(pid %d)", 1000 + s.hang_peer)) != std::string::npos) {
+        ++fam->hang_correct;
+        fam->hang_latency_s.push_back(static_cast<double>(f.at_ns - r.hang_at_ns) / kSec);
+        break;
+      }
+    }
+    return;
+  }
+  if (s.hang == HangKind::kPause) {
+    // Right when no hang alert fired and no rank was told to abort, through the pause and after.
+    ++fam->hangs;
+    bool any = r.verdicts_sent > 0;
+    for (const Firing& f : r.firings) any |= f.hang;
+    if (!any) ++fam->hang_correct;
+    return;
+  }
   if (s.hang != HangKind::kNone) {
     ++fam->hangs;
     for (const Firing& f : r.firings) {
       if (!f.hang) continue;
+      // A mismatch is judged on the hung communicator's alert (in the culprit's others it never
+      // issued the collective: those alerts name it never_launched or waiting elsewhere).
+      if (s.hang == HangKind::kMismatch && f.comm != r.hang_comm) continue;
       const auto it = r.comm_ranks.find(f.comm);
       bool ok = it != r.comm_ranks.end() && f.rank >= 0 &&
                 it->second[static_cast<size_t>(f.rank)] == s.hang_rank;
@@ -449,6 +647,8 @@ void Score(const Scenario& s, const RunResult& r, Family* fam) {
         }
         ok = role_ok;
       }
+      // A mismatch is a real hang: the ranks inside are told to abort.
+      if (s.hang == HangKind::kMismatch && r.verdicts_sent == 0) ok = false;
       if (ok) {
         ++fam->hang_correct;
         fam->hang_latency_s.push_back(static_cast<double>(f.at_ns - r.hang_at_ns) / kSec);
@@ -729,6 +929,70 @@ int Main(int argc, char** argv) {
       }
     }
     run(absl::StrFormat("hang %s", HangRole(k)), 0, list);
+  }
+  // Ranks that disagree: one rank issues another function, size or root at a random position.
+  for (int field = 0; field < 3; ++field) {
+    std::vector<Scenario> list;
+    for (int i = 0; i < opt.seeds; ++i) {
+      for (int n : {8, 64}) {
+        Scenario s;
+        s.nranks = n;
+        s.compute_ns = 5 * kMs;
+        s.seed = opt.seed + static_cast<uint64_t>(i) * 37 + static_cast<uint64_t>(n) +
+                 static_cast<uint64_t>(field);
+        std::mt19937_64 rng(s.seed);
+        s.hang = HangKind::kMismatch;
+        s.mismatch_field = field;
+        s.hang_rank = static_cast<int>(rng() % static_cast<uint64_t>(n));
+        s.hang_step = 50 + static_cast<int64_t>(rng() % 100);
+        s.run_steps = 1000000;
+        list.push_back(s);
+      }
+    }
+    static const char* const kField[3] = {"function", "size", "root"};
+    run(absl::StrFormat("hang mismatched %s", kField[field]), 0, list);
+  }
+  // A deadlock across two communicators (tensor parallel and pipeline) of two ranks at 64 ranks:
+  // the culprit sits in the tensor-parallel collective, its pipeline peer in the pipeline one.
+  {
+    std::vector<Scenario> list;
+    for (int i = 0; i < 2 * opt.seeds; ++i) {
+      Scenario s;
+      s.nranks = 64;
+      s.compute_ns = 5 * kMs;
+      s.seed = opt.seed + static_cast<uint64_t>(i) * 41;
+      std::mt19937_64 rng(s.seed);
+      s.hang = HangKind::kDeadlock;
+      s.hang_rank = static_cast<int>(rng() % 64);
+      s.hang_peer = s.hang_rank ^ 1;  // the same pipeline group of 4 and tensor group of 8
+      s.hang_step = 50 + static_cast<int64_t>(rng() % 100);
+      s.run_steps = 1000000;
+      list.push_back(s);
+    }
+    run("hang deadlock two communicators", 0, list);
+  }
+  // A checkpoint-like pause of one rank, 30 s to 4 min, under --hang-timeout 30 s and the default
+  // --hang-timeout-paused (5 min): no hang alert, no abort.
+  {
+    std::vector<Scenario> list;
+    for (int i = 0; i < opt.seeds; ++i) {
+      for (int n : {8, 64}) {
+        for (int64_t pause_s : {30, 90, 240}) {
+          Scenario s;
+          s.nranks = n;
+          s.compute_ns = 5 * kMs;
+          s.seed = opt.seed + static_cast<uint64_t>(i) * 43 + static_cast<uint64_t>(n + pause_s);
+          std::mt19937_64 rng(s.seed);
+          s.hang = HangKind::kPause;
+          s.pause_for_ns = pause_s * kSec;
+          s.hang_rank = static_cast<int>(rng() % static_cast<uint64_t>(n));
+          s.hang_step = 50 + static_cast<int64_t>(rng() % 100);
+          s.run_steps = 1000000;
+          list.push_back(s);
+        }
+      }
+    }
+    run("hang paused checkpoint", 0, list);
   }
 
   std::printf("%-40s %5s %5s %9s %6s %6s %8s %8s %8s %8s %9s %7s %7s %8s\n", "family", "jobs",

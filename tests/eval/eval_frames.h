@@ -36,7 +36,13 @@ void AppendFrame(std::vector<uint8_t>* out, uint16_t type, const T& body) {
 }
 
 // How a modelled hang's culprit behaves, and the role the hang verdict should give it.
-enum class HangKind { kNone, kNeverLaunched, kKernelStuck, kGone };
+// kMismatch: the culprit issued another operation than its peers at one position (a different
+// function, size or root), every rank inside it; kDeadlock: the culprit sits in one communicator's
+// collective and never issues a second communicator's, where a peer of both sits, never issuing
+// the first's (no role: the verdict names the cycle); kPause: the culprit leaves NCCL for a while
+// (a checkpoint write: nothing in flight, its process in disk wait and writing) and comes back,
+// which must raise no hang alert and no abort before --hang-timeout-paused.
+enum class HangKind { kNone, kNeverLaunched, kKernelStuck, kGone, kMismatch, kDeadlock, kPause };
 
 inline const char* HangRole(HangKind k) {
   switch (k) {
@@ -46,6 +52,12 @@ inline const char* HangRole(HangKind k) {
       return "launched_kernel_not_started";
     case HangKind::kGone:
       return "gone";
+    case HangKind::kMismatch:
+      return "mismatched";
+    case HangKind::kDeadlock:
+      return "deadlock";
+    case HangKind::kPause:
+      return "paused_outside_nccl";
     case HangKind::kNone:
       break;
   }

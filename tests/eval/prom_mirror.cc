@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstddef>
 #include <unordered_map>
+#include <utility>
 
 namespace sentinel::collector::eval::prom {
 namespace {
@@ -284,7 +285,9 @@ const std::vector<std::string>& InputMetrics() {
       "sentinel_rank_duration_p50_seconds",  "sentinel_rank_segment_p50_seconds",
       "sentinel_inflight_gpu_started",       "sentinel_inflight_oldest_age_seconds",
       "sentinel_inflight_connected",         "sentinel_rank_last_seq",
-      "sentinel_inflight_waiting_elsewhere", "sentinel_inflight_paused_outside_nccl"};
+      "sentinel_inflight_waiting_elsewhere", "sentinel_inflight_paused_outside_nccl",
+      "sentinel_inflight_stuck_ordinal",     "sentinel_inflight_stuck_signature",
+      "sentinel_inflight_waiting_in"};
   return kNames;
 }
 
@@ -293,6 +296,8 @@ JobwideRules::JobwideRules()
       straggler_("SentinelJobStraggler", 0),
       inflight_culprit_("SentinelJobInFlightHangCulprit", 0),
       inflight_gone_("SentinelJobInFlightHangGone", 0),
+      mismatch_("SentinelJobCollectiveMismatch", 0),
+      cycle_("SentinelJobDeadlockCycle", 0),
       hang_culprit_("SentinelJobHangCulprit", 120 * kSec) {}
 
 std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
@@ -452,6 +457,55 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   add(inflight_gone_.Evaluate(
       ts_ns,
       AndOn(Filter(Get(in, "sentinel_inflight_connected"), Cmp::kEq, 0), stuck_30s, kJobComm)));
+  // record: sentinel:inflight_stuck_signature:first
+  //   sentinel_inflight_stuck_signature and on (job, instance, comm, uid, rank)
+  //   (sentinel_inflight_stuck_ordinal == on (job, comm, uid) group_left ()
+  //    min by (job, comm, uid) (sentinel_inflight_stuck_ordinal))
+  // (CompareOn keeps each lhs sample whose key the rhs has: many-to-one as group_left.)
+  const Vector& stuck_ordinal = Get(in, "sentinel_inflight_stuck_ordinal");
+  rec["sentinel:inflight_stuck_signature:first"] =
+      AndOn(Get(in, "sentinel_inflight_stuck_signature"),
+            CompareOn(stuck_ordinal, Cmp::kEq, MinBy(stuck_ordinal, kJobComm), kJobComm),
+            kJobCommInstanceRank);
+  const Vector& first_sig = rec["sentinel:inflight_stuck_signature:first"];
+  // record: sentinel:comm_stuck_signature:median
+  //   quantile by (job, comm, uid) (0.5, sentinel:inflight_stuck_signature:first)
+  rec["sentinel:comm_stuck_signature:median"] = QuantileBy(first_sig, kJobComm, 0.5);
+  // record: sentinel:inflight_stuck_agrees
+  //   sentinel:inflight_stuck_signature:first == on (job, comm, uid) group_left ()
+  //   sentinel:comm_stuck_signature:median
+  rec["sentinel:inflight_stuck_agrees"] =
+      CompareOn(first_sig, Cmp::kEq, rec["sentinel:comm_stuck_signature:median"], kJobComm);
+  // alert: SentinelJobCollectiveMismatch (no for)
+  //   (sentinel:inflight_stuck_signature:first != on (job, comm, uid) group_left ()
+  //    sentinel:comm_stuck_signature:median)
+  //   and on (job, comm, uid) (max by (job, comm, uid) (sentinel:inflight_stuck_signature:first)
+  //     != on (job, comm, uid) min by (job, comm, uid) (sentinel:inflight_stuck_signature:first))
+  //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max > 30
+  add(mismatch_.Evaluate(
+      ts_ns, AndOn(AndOn(CompareOn(first_sig, Cmp::kNe, rec["sentinel:comm_stuck_signature:median"],
+                                   kJobComm),
+                         CompareOn(MaxBy(first_sig, kJobComm), Cmp::kNe, MinBy(first_sig, kJobComm),
+                                   kJobComm),
+                         kJobComm),
+                   stuck_30s, kJobComm)));
+  // record: sentinel:rank_waiting_in
+  //   sentinel_inflight_waiting_in and on (job, instance, comm, uid, rank)
+  //   ((sentinel:comm_inflight_gpu_started:max - on (job, comm, uid) group_right
+  //     sentinel_inflight_gpu_started) > 0)
+  rec["sentinel:rank_waiting_in"] =
+      AndOn(Get(in, "sentinel_inflight_waiting_in"), behind, kJobCommInstanceRank);
+  // alert: SentinelJobDeadlockCycle (no for)
+  //   sentinel:rank_waiting_in and on (job, uid, comm, in_comm)
+  //   (sentinel:rank_waiting_in with its comm and in_comm labels swapped, by label_replace)
+  //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max > 30
+  {
+    Vector swapped = rec["sentinel:rank_waiting_in"];
+    for (Sample& w : swapped) std::swap(w.labels["comm"], w.labels["in_comm"]);
+    add(cycle_.Evaluate(ts_ns, AndOn(AndOn(rec["sentinel:rank_waiting_in"], swapped,
+                                           {"job", "uid", "comm", "in_comm"}),
+                                     stuck_30s, kJobComm)));
+  }
 
   // ---- group sentinel-recording (the global evaluation interval, taken as 15 s) ----
   const Vector& last_seq = Get(in, "sentinel_rank_last_seq");

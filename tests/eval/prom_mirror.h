@@ -161,6 +161,8 @@ class JobwideRules {
   AlertRule straggler_;
   AlertRule inflight_culprit_;
   AlertRule inflight_gone_;
+  AlertRule mismatch_;
+  AlertRule cycle_;
   AlertRule hang_culprit_;
 };
 

@@ -320,5 +320,121 @@ TEST(PromMirrorTest, QuantileInterpolatesAsPrometheus) {
   EXPECT_DOUBLE_EQ(q[0].value, 3);  // rank 1.5 between 2 and 4
 }
 
+// As the promtool case: 4 ranks on 2 nodes stuck at one position of comm 0xf1 from 0 (every
+// kernel started), rank 3 on another operation (digest); and comm 0xf2's 2 ranks split one to
+// one. Named at the first evaluation past 30 s: rank 3 of 0xf1, both ranks of 0xf2; no culprit.
+Store Disagreeing(double age) {
+  Store s;
+  auto rank = [&s, age](const std::string& comm, int r, double ordinal, double digest) {
+    const std::string inst = r < 2 ? "n1" : "n2";
+    s["sentinel_inflight_gpu_started"].push_back(S(inst, comm, r, ordinal));
+    s["sentinel_inflight_oldest_age_seconds"].push_back(S(inst, comm, r, age));
+    if (age < 5) return;  // sentineld exports what a rank is stuck on from 5 s
+    s["sentinel_inflight_stuck_ordinal"].push_back(S(inst, comm, r, ordinal));
+    s["sentinel_inflight_stuck_signature"].push_back(S(inst, comm, r, digest));
+  };
+  for (int r = 0; r < 4; ++r) rank("0xf1", r, 1041, r < 3 ? 149101467473106 : 98765432101);
+  rank("0xf2", 0, 7, 149101467473106);
+  rank("0xf2", 2, 7, 55555555555);
+  return s;
+}
+
+TEST(PromMirrorTest, RanksStuckOnDifferentOperationsAreNamed) {
+  JobwideRules rules;
+  for (int i = 0; i <= 6; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, Disagreeing(i * 15.0));
+    EXPECT_TRUE(Named(fired, "SentinelJobInFlightHangCulprit").empty()) << "at sample " << i;
+    const auto named = Named(fired, "SentinelJobCollectiveMismatch");
+    if (i != 3) {
+      EXPECT_TRUE(named.empty()) << "at sample " << i;
+      continue;
+    }
+    std::set<std::string> who;
+    for (const AlertEvent& e : named) who.insert(e.labels.at("comm") + "/" + e.labels.at("rank"));
+    EXPECT_EQ(who, (std::set<std::string>{"0xf1/3", "0xf2/0", "0xf2/2"}));
+  }
+  // The majority's digest is the median exactly: ranks 0-2 of 0xf1 agree with it.
+  size_t agree = 0;
+  for (const Sample& a : rules.recorded().at("sentinel:inflight_stuck_agrees")) {
+    if (a.labels.at("comm") == "0xf1") ++agree;
+  }
+  EXPECT_EQ(agree, 3u);
+}
+
+// Ranks stuck at two positions (a rank one collective behind has its own oldest in flight):
+// only the first position is compared, where they agree: nothing named.
+TEST(PromMirrorTest, OnlyTheFirstStuckPositionIsCompared) {
+  JobwideRules rules;
+  for (int i = 0; i <= 6; ++i) {
+    Store s;
+    for (int r = 0; r < 4; ++r) {
+      const std::string inst = "n" + std::to_string(r + 1);
+      const double ordinal = r == 3 ? 1040 : 1041;
+      s["sentinel_inflight_gpu_started"].push_back(S(inst, "0xf3", r, ordinal));
+      s["sentinel_inflight_oldest_age_seconds"].push_back(S(inst, "0xf3", r, i * 15.0));
+      s["sentinel_inflight_stuck_ordinal"].push_back(S(inst, "0xf3", r, ordinal));
+      s["sentinel_inflight_stuck_signature"].push_back(
+          S(inst, "0xf3", r, r == 3 ? 98765432101 : 149101467473106));
+    }
+    EXPECT_TRUE(Named(rules.Evaluate(i * 15 * kSec, s), "SentinelJobCollectiveMismatch").empty())
+        << "at sample " << i;
+  }
+}
+
+// As the promtool case: rank 0 (n1) sits in comm 0xa1's collective and is behind in 0xb2; rank 1
+// (n2) sits in 0xb2's and is behind in 0xa1. Both named by the cycle at the first evaluation
+// past 30 s, neither by the in-flight culprit rule (each waits elsewhere).
+TEST(PromMirrorTest, TwoRanksWaitingInEachOthersCommunicatorAreACycle) {
+  JobwideRules rules;
+  for (int i = 0; i <= 6; ++i) {
+    const double age = i * 15.0;
+    Store s;
+    auto rank = [&s, age](const std::string& inst, const std::string& comm, int r, bool inside,
+                          const std::string& waits_in, double waits_ordinal) {
+      s["sentinel_inflight_gpu_started"].push_back(S(inst, comm, r, inside ? 40 : 39));
+      s["sentinel_inflight_oldest_age_seconds"].push_back(S(inst, comm, r, inside ? age : 0));
+      s["sentinel_inflight_waiting_elsewhere"].push_back(S(inst, comm, r, inside ? 0 : 1));
+      if (inside || age < 5) return;
+      Sample w = S(inst, comm, r, waits_ordinal);
+      w.labels["in_comm"] = waits_in;
+      s["sentinel_inflight_waiting_in"].push_back(w);
+    };
+    rank("n1", "0xa1", 0, true, "", 0);
+    rank("n2", "0xa1", 1, false, "0xb2", 12);
+    rank("n2", "0xb2", 1, true, "", 0);
+    rank("n1", "0xb2", 0, false, "0xa1", 40);
+    const auto fired = rules.Evaluate(i * 15 * kSec, s);
+    EXPECT_TRUE(Named(fired, "SentinelJobInFlightHangCulprit").empty()) << "at sample " << i;
+    const auto cycle = Named(fired, "SentinelJobDeadlockCycle");
+    if (i != 3) {
+      EXPECT_TRUE(cycle.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(cycle.size(), 2u);
+    std::set<std::string> who;
+    for (const AlertEvent& e : cycle) {
+      who.insert(e.labels.at("comm") + "/" + e.labels.at("rank") + " in " + e.labels.at("in_comm"));
+    }
+    EXPECT_EQ(who, (std::set<std::string>{"0xa1/1 in 0xb2", "0xb2/0 in 0xa1"}));
+  }
+}
+
+// One rank waiting in another communicator with nobody waiting back is no cycle.
+TEST(PromMirrorTest, WaitingElsewhereWithoutTheWayBackIsNoCycle) {
+  JobwideRules rules;
+  for (int i = 0; i <= 6; ++i) {
+    Store s;
+    s["sentinel_inflight_gpu_started"].push_back(S("n1", "0xa2", 0, 40));
+    s["sentinel_inflight_oldest_age_seconds"].push_back(S("n1", "0xa2", 0, i * 15.0));
+    s["sentinel_inflight_gpu_started"].push_back(S("n2", "0xa2", 1, 39));
+    s["sentinel_inflight_oldest_age_seconds"].push_back(S("n2", "0xa2", 1, 0));
+    Sample w = S("n2", "0xa2", 1, 12);
+    w.labels["in_comm"] = "0xb3";
+    s["sentinel_inflight_waiting_in"].push_back(w);
+    EXPECT_TRUE(Named(rules.Evaluate(i * 15 * kSec, s), "SentinelJobDeadlockCycle").empty())
+        << "at sample " << i;
+  }
+}
+
 }  // namespace
 }  // namespace sentinel::collector::eval::prom

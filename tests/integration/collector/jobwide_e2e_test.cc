@@ -16,6 +16,10 @@
 //    both within --hang-timeout + 30 s. Job rank 1 (node A) meanwhile waits in node A's own
 //    tensor-parallel collective for job rank 0, which is inside DP0's: a victim too, so node A
 //    names no culprit there either (and says where job rank 0 is);
+//  - job ranks 0 and 2 issue different collectives at one position of DP0: Prometheus names the
+//    mismatch, quoting both sides (no node sees both);
+//  - job ranks 0 and 2 each sit in a collective of a communicator the other never enters (X and
+//    Y, both spanning the nodes): Prometheus names the wait cycle with both members;
 //  - noise only: nothing fires anywhere.
 #include <netinet/in.h>
 #include <signal.h>
@@ -29,6 +33,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <random>
 #include <regex>
@@ -485,14 +490,157 @@ TEST_F(JobwideE2eTest, RankOfNodeBNeverArrivingIsNamedJobWideAndNodeAWaitsOutsid
   ASSERT_GE(job_s, 0) << "Prometheus never named rank 1 of DP0 on node B: "
                       << nlohmann::json(job_named).dump();
   EXPECT_LE(job_s, limit_s);
-  // In DP0 only the culprit: rank 0 on node A is inside the collective, not behind. (In node A's
-  // tensor-parallel communicator the shipped rule compares gpu_started alone, so it also names
-  // job rank 0 there, which never started that collective: the exported in-flight series do not
-  // say that its process is inside DP0's. Not judged here.)
+  // In DP0 only the culprit: rank 0 on node A is inside the collective, not behind. In node A's
+  // tensor-parallel communicator nobody: job rank 0 never started that collective, but its
+  // process has sat in DP0's for 5 s and more (sentinel_inflight_waiting_elsewhere says so).
   for (const auto& labels : job_named) {
-    if (labels.value("comm", "") != "0x00000000000e0000") continue;
+    EXPECT_EQ(labels.value("comm", ""), "0x00000000000e0000") << labels.dump();
     EXPECT_EQ(labels.value("instance", ""), InstanceOf(1)) << labels.dump();
     EXPECT_EQ(labels.value("rank", ""), "1") << labels.dump();
+  }
+}
+
+// Ranks that disagree, one per node: at DP0's next collective job rank 0 (node A) issued
+// AllReduce 16 MiB bf16 and job rank 2 (node B) AllGather 4 MiB; both kernels started, so nobody
+// is behind and no culprit exists. Neither daemon sees both sides; Prometheus compares the digests
+// both export and names the mismatch (one to one: no majority, both ranks) within --hang-timeout +
+// 30 s, quoting each side.
+TEST_F(JobwideE2eTest, RanksOfTwoNodesOnDifferentCollectivesAreAMismatchJobWide) {
+  if (prom_port_ == 0) GTEST_SKIP() << "prometheus not installed";
+  send_inflight_ = true;
+  Run(300, 0.03, {});
+  const auto hung = std::chrono::steady_clock::now();
+  const int64_t entered = MonoNow();
+  const double limit_s = kHangTimeoutS + 30;
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - hung).count();
+  };
+  auto send = [&](int node, bool inside_dp0) {
+    const uint64_t done = completed_[node][0];
+    const uint64_t at = inside_dp0 ? done + 1 : done;
+    SentinelWireInFlight in = MakeInFlight(kDp[0], node, 2, at, at, done, entered, MonoNow());
+    in.pid = static_cast<uint32_t>(4000 + 2 * node);
+    in.flags = kSentinelInFlightSignature;
+    in.oldest_func = node == 0 ? kSentinelFuncAllReduce : kSentinelFuncAllGather;
+    in.oldest_bytes = node == 0 ? 16u << 20 : 4u << 20;
+    in.oldest_datatype = node == 0 ? 9 : 0;  // ncclBfloat16; AllGather's Coll event says int8
+    in.oldest_root = -1;
+    ASSERT_TRUE(clients_[node][0]->Send(Frame(kSentinelWireInFlight, in)));
+    SendInFlight(node, 1, completed_[node][1], 0);
+  };
+  std::map<std::string, std::string> named;  // "instance/rank" -> summary
+  std::vector<std::string> culprits;
+  double job_s = -1;
+  auto next_state = std::chrono::steady_clock::now();
+  while (elapsed() < limit_s + 5 && job_s < 0) {
+    if (std::chrono::steady_clock::now() >= next_state) {
+      send(0, true);
+      send(1, true);
+      next_state += std::chrono::seconds(1);
+    }
+    for (const auto& a : PromFiring()) {
+      const std::string name = a["labels"].value("alertname", "");
+      if (name == "SentinelJobInFlightHangCulprit") culprits.push_back(a["labels"].dump());
+      if (name != "SentinelJobCollectiveMismatch") continue;
+      named[a["labels"].value("instance", "") + "/" + a["labels"].value("rank", "")] =
+          a["annotations"].value("summary", "");
+    }
+    if (named.size() == 2) job_s = elapsed();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  std::string text;
+  for (const auto& [who, summary] : named) text += who + ": " + summary + "\n";
+  std::printf("mismatch: Prometheus named %zu rank(s) after %.1f s (limit %.0f s):\n%s",
+              named.size(), job_s, limit_s, text.c_str());
+  ASSERT_GE(job_s, 0) << "not both ranks named within " << limit_s << " s:\n" << text;
+  EXPECT_LE(job_s, limit_s);
+  const std::string b = named[InstanceOf(1) + "/1"];
+  EXPECT_NE(b.find("stuck at collective #" + std::to_string(completed_[1][0] + 1)),
+            std::string::npos)
+      << b;
+  EXPECT_NE(b.find("rank 1 on " + InstanceOf(1) + " issued AllGather 4MiB;"), std::string::npos)
+      << b;
+  EXPECT_NE(b.find("no operation has a majority"), std::string::npos) << b;
+  EXPECT_NE(named[InstanceOf(0) + "/0"].find("issued AllReduce 16MiB bf16"), std::string::npos)
+      << text;
+  EXPECT_TRUE(culprits.empty()) << "nobody is behind: " << culprits.front();
+}
+
+// A wait cycle across nodes: two more communicators X and Y of the same two processes (job ranks
+// 0 on A and 2 on B). Job rank 0 is inside X's collective #40 and never issues Y's #12; job rank 2
+// is inside Y's #12 and never issues X's #40. Each node sees one side; Prometheus pairs them and
+// names both, and the in-flight culprit rule names neither (each waits elsewhere).
+TEST_F(JobwideE2eTest, TwoNodesWaitingInEachOthersCommunicatorAreACycleJobWide) {
+  if (prom_port_ == 0) GTEST_SKIP() << "prometheus not installed";
+  constexpr uint64_t kX = 0x00000000000c0001ULL;
+  constexpr uint64_t kY = 0x00000000000c0002ULL;
+  for (int node = 0; node < 2; ++node) {
+    for (uint64_t comm : {kX, kY}) {
+      SentinelWireCommInit init = MakeCommInit(comm, node, 2);
+      init.nnodes = 2;
+      init.pid = static_cast<uint32_t>(4000 + 2 * node);
+      ASSERT_TRUE(clients_[node][0]->Send(Frame(kSentinelWireCommInit, init)));
+    }
+  }
+  send_inflight_ = true;
+  Run(300, 0.03, {});
+  const auto hung = std::chrono::steady_clock::now();
+  const int64_t entered = MonoNow();
+  const double limit_s = kHangTimeoutS + 30;
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - hung).count();
+  };
+  // `comm`'s state on `node`: `done` completed, and inside the next one since `entered` or not.
+  auto state = [&](int node, uint64_t comm, uint64_t done, bool inside) {
+    const uint64_t at = inside ? done + 1 : done;
+    SentinelWireInFlight in = MakeInFlight(comm, node, 2, at, at, done, entered, MonoNow());
+    in.pid = static_cast<uint32_t>(4000 + 2 * node);
+    ASSERT_TRUE(clients_[node][0]->Send(Frame(kSentinelWireInFlight, in)));
+  };
+  std::map<std::string, std::string> named;  // "comm/instance/rank in in_comm" -> summary
+  std::vector<std::string> culprits;
+  double job_s = -1;
+  auto next_state = std::chrono::steady_clock::now();
+  while (elapsed() < limit_s + 5 && job_s < 0) {
+    if (std::chrono::steady_clock::now() >= next_state) {
+      state(0, kX, 39, true);
+      state(0, kY, 11, false);
+      state(1, kY, 11, true);
+      state(1, kX, 39, false);
+      for (int node = 0; node < 2; ++node) {
+        for (int c = 0; c < 2; ++c) SendInFlight(node, c, completed_[node][c], 0);
+      }
+      next_state += std::chrono::seconds(1);
+    }
+    for (const auto& a : PromFiring()) {
+      const nlohmann::json& l = a["labels"];
+      const std::string name = l.value("alertname", "");
+      if (name == "SentinelJobInFlightHangCulprit") culprits.push_back(l.dump());
+      if (name != "SentinelJobDeadlockCycle") continue;
+      named[l.value("comm", "") + "/" + l.value("instance", "") + "/" + l.value("rank", "") +
+            " in " + l.value("in_comm", "")] = a["annotations"].value("summary", "");
+    }
+    if (named.size() == 2) job_s = elapsed();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  std::string text;
+  for (const auto& [who, summary] : named) text += who + ": " + summary + "\n";
+  std::printf("cycle: Prometheus named %zu member(s) after %.1f s (limit %.0f s):\n%s",
+              named.size(), job_s, limit_s, text.c_str());
+  ASSERT_GE(job_s, 0) << "the cycle was not named within " << limit_s << " s:\n" << text;
+  EXPECT_LE(job_s, limit_s);
+  const std::string x = "0x00000000000c0001";
+  const std::string y = "0x00000000000c0002";
+  const std::string b = named[x + "/" + InstanceOf(1) + "/1 in " + y];
+  EXPECT_NE(b.find("rank 1 on " + InstanceOf(1) + " waits in comm " + y + " #12"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(b.find("rank 0 on " + InstanceOf(0) + " waits in comm " + x + " #40"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(named.count(y + "/" + InstanceOf(0) + "/0 in " + x), 1u) << text;
+  for (const std::string& c : culprits) {
+    EXPECT_EQ(c.find("0x00000000000c000"), std::string::npos) << "a cycle member named: " << c;
   }
 }
 

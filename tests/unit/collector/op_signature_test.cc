@@ -167,5 +167,30 @@ TEST(OpSignatureTest, ConflictsOnlyOnFieldsBothKnow) {
   EXPECT_NE(SignatureBefore(ar, sum), SignatureBefore(sum, ar));
 }
 
+// The digest the job-wide rules compare: equal for equal signatures, different when any field or
+// whether it is known differs, exact as a double, and the same number in every build (a fixed
+// value: a seeded hash would differ between two nodes' daemons).
+TEST(OpSignatureTest, DigestIsStableExactAndTellsSignaturesApart) {
+  const OpSignature a = SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16);
+  const uint64_t da = SignatureDigest(a);
+  EXPECT_EQ(da, SignatureDigest(SigOf(kSentinelFuncAllReduce, 16 * kMiB, kBf16)));
+  EXPECT_NE(da, 0u);
+  EXPECT_LT(da, uint64_t{1} << 48);
+  EXPECT_EQ(static_cast<uint64_t>(static_cast<double>(da)), da);
+  EXPECT_NE(da, SignatureDigest(SigOf(kSentinelFuncAllGather, 16 * kMiB, kBf16)));
+  EXPECT_NE(da, SignatureDigest(SigOf(kSentinelFuncAllReduce, 4 * kMiB, kBf16)));
+  EXPECT_NE(da, SignatureDigest(SigOf(kSentinelFuncAllReduce, 16 * kMiB, kFp32)));
+  EXPECT_NE(SignatureDigest(SigOf(kSentinelFuncBroadcast, kMiB, kBf16, 0)),
+            SignatureDigest(SigOf(kSentinelFuncBroadcast, kMiB, kBf16, 1)));
+  // A field known on one side only is a different digest (the rules compare digests, not
+  // fields: ranks on one NCCL report the same fields).
+  OpSignature no_dtype = a;
+  no_dtype.datatype = kSentinelDatatypeUnknown;
+  EXPECT_NE(da, SignatureDigest(no_dtype));
+  EXPECT_EQ(SignatureDigest(OpSignature{}), 0u);
+  // Pinned: the digest must not change between releases, or nodes on two versions would disagree.
+  EXPECT_EQ(da, uint64_t{149101467473106});
+}
+
 }  // namespace
 }  // namespace sentinel::collector

@@ -5,6 +5,7 @@
 // its tensor-parallel one, although the latter's communicator is the largest.
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -139,6 +140,69 @@ TEST_F(PrimaryRankTest, CrossNodeCommunicatorThatEndedStaysForItsRetentionOnly) 
   EXPECT_FALSE(exported.contains(kPpBase));
   EXPECT_TRUE(exported.contains(kDpBase));
   EXPECT_FALSE(exported.contains(kTp));
+}
+
+// A hang: process 1's data-parallel rank has been inside collective #4 (kernel started, AllReduce
+// 16 MiB bf16) for 6 s. Its communicator is exported whatever the budget, with what the rank is
+// stuck on; so are the process's other communicators, each saying it waits in the data-parallel
+// one (the wait-cycle rule pairs such ranks across nodes). The other processes export as before.
+TEST_F(PrimaryRankTest, CommunicatorsOfAStuckProcessAreExportedWithWhatItIsStuckOn) {
+  const int64_t entered = clock_.MonoNs();
+  auto stuck_frame = [&] {
+    SentinelWireInFlight in =
+        testing::MakeInFlight(kDpBase, 0, 2, 4, 4, 3, entered, clock_.MonoNs());
+    in.pid = 101;
+    in.flags = kSentinelInFlightSignature;
+    in.oldest_bytes = 16u << 20;
+    in.oldest_datatype = 9;  // ncclBfloat16
+    in.oldest_root = -1;
+    DeliverControl(agg_.get(), 1, kSentinelWireInFlight, in);
+    // Its other communicators, idle between collectives (the plugin sends every communicator's
+    // state once a second).
+    for (const auto& [comm, rank, nranks] :
+         {std::tuple{kTp, 0, kLocal}, std::tuple{kPpBase, 1, 4}}) {
+      SentinelWireInFlight idle =
+          testing::MakeInFlight(comm, rank, nranks, 2, 2, 2, 0, clock_.MonoNs());
+      idle.pid = 101;
+      DeliverControl(agg_.get(), 1, kSentinelWireInFlight, idle);
+    }
+  };
+  stuck_frame();
+  clock_.Advance(4000000000LL);
+  stuck_frame();
+  agg_->Tick();
+  // 4 s: not yet (a long collective is not a hang).
+  EXPECT_FALSE(ExportedComms(Snapshot(), MetricsOptions{}).contains(kDpBase));
+  clock_.Advance(2000000000LL);
+  stuck_frame();
+  agg_->Tick();
+  const MetricsSnapshot snap = Snapshot();
+  const auto exported = ExportedComms(snap, MetricsOptions{});
+  EXPECT_TRUE(exported.contains(kDpBase));
+  EXPECT_TRUE(exported.contains(kTp));
+  EXPECT_TRUE(exported.contains(kPpBase));
+  EXPECT_FALSE(exported.contains(kDpBase + 1));  // another process: its primary only
+  EXPECT_EQ(exported.size(), static_cast<size_t>(kLocal) + 2);
+  const std::string text = RenderPrometheus(snap, MetricsOptions{});
+  const std::string dp = "comm=\"" + Hex(kDpBase) + "\",uid=\"0\",rank=\"0\"";
+  EXPECT_NE(text.find("sentinel_inflight_stuck_ordinal{" + dp + "} 4\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sentinel_inflight_stuck_op_bytes{" + dp +
+                      ",func=\"AllReduce\",datatype=\"bf16\"} 16777216\n"),
+            std::string::npos)
+      << text;
+  // The digest of AllReduce 16 MiB bf16 (op_signature_test pins it), exactly.
+  EXPECT_NE(text.find("sentinel_inflight_stuck_signature{" + dp + "} 149101467473106\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("sentinel_inflight_waiting_in{comm=\"" + Hex(kPpBase) +
+                      "\",uid=\"0\",rank=\"1\",in_comm=\"" + Hex(kDpBase) + "\"} 4\n"),
+            std::string::npos)
+      << text;
+  // Nobody else is stuck: no other rank has these series.
+  EXPECT_EQ(text.find("sentinel_inflight_stuck_ordinal{comm=\"" + Hex(kPpBase)), std::string::npos);
+  EXPECT_EQ(text.find("sentinel_inflight_waiting_in{comm=\"" + Hex(kDpBase + 1)),
+            std::string::npos);
 }
 
 // The order itself: spanning first, then the largest, then the lowest hash; a node count of 0 (not
