@@ -4,6 +4,7 @@
 // on demand for the job's own user only, and a mismatch verdict names where the ranks' histories
 // first diverged when that is before the stuck collective.
 #include <dirent.h>
+#include <httplib.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/config/config.h"
+#include "collector/export/http_server.h"
 #include "collector/export/record_route.h"
 #include "collector/log/flight_record.h"
 #include "tests/unit/collector/flight_test_util.h"
@@ -75,7 +77,7 @@ class FlightWiringTest : public ::testing::Test {
   void Start() {
     agg_ = std::make_unique<Aggregator>(config_, &clock_);
     for (int r = 0; r < kRanks; ++r) {
-      agg_->NoteAccepted(r + 1, static_cast<uint32_t>(500 + r), kUid);
+      agg_->NoteAccepted(r + 1, static_cast<uint32_t>(500 + r), uid_);
       agg_->OnHello(r + 1, sentinel::testing::MakeHello(9));
       sentinel::testing::DeliverControl(agg_.get(), r + 1, kSentinelWireCommInit,
                                         sentinel::testing::MakeCommInit(kComm, r, kRanks));
@@ -134,6 +136,7 @@ class FlightWiringTest : public ::testing::Test {
   }
 
   std::string dir_;
+  uint32_t uid_ = kUid;  // the job's user
   Config config_;
   sentinel::testing::FakeClock clock_;
   std::unique_ptr<Aggregator> agg_;
@@ -331,6 +334,51 @@ TEST_F(FlightWiringTest, HistoriesAreBoundedPerUserAndGivenBackAtTheEnd) {
   agg_->OnDisconnect(1);  // its communicators end: their histories go
   EXPECT_EQ(agg_->FlightRanks(), 0u);
   EXPECT_EQ(agg_->RecordFlight({kUid, false}, std::nullopt).status, 404);
+}
+
+// The route end to end in the process: POST /v1/record from this process's own user (the kernel
+// names it through /proc/net/tcp) writes the record of its job and answers the path; a repeat
+// within a second, a bad hash, a body and a GET are refused.
+TEST_F(FlightWiringTest, PostRecordAnswersThePathToTheJobsUser) {
+  uid_ = static_cast<uint32_t>(getuid());
+  Start();
+  Completed(3);
+  HttpServer http(agg_.get());
+  const absl::StatusOr<int> port = http.Start("127.0.0.1:0");
+  ASSERT_TRUE(port.ok()) << port.status();
+  httplib::Client c("127.0.0.1", *port);
+  auto res = c.Post("/v1/record");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const nlohmann::json body = nlohmann::json::parse(res->body);
+  const std::string path = body.value("path", "");
+  EXPECT_EQ(path.rfind(dir_ + "/flight-node-a-", 0), 0u) << res->body;
+  EXPECT_EQ(body["comms"], nlohmann::json::array({"0x00000000000000c2"})) << res->body;
+  EXPECT_EQ(body["ranks"], kRanks);
+  FlightRecord r;
+  EXPECT_TRUE(ReadFlightRecordFile(path, &r).ok());
+  res = c.Post("/v1/record?comm=0x00000000000000c2");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 429) << res->body;
+  res = c.Post("/v1/record?comm=zz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400) << res->body;
+  res = c.Post("/v1/record?comm=0x99");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404) << res->body;
+  res = c.Post("/v1/record", "x", "text/plain");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413) << res->body;
+  res = c.Get("/v1/record");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405) << res->body;
+  EXPECT_EQ(res->get_header_value("Allow"), "POST");
+  res = c.Post("/v1/ranks");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405) << res->body;
+  EXPECT_EQ(res->get_header_value("Allow"), "GET");
+  http.Stop();
+  EXPECT_EQ(Records().size(), 1u);
 }
 
 TEST(FlightWiringConfig, FlightOpsFlag) {
