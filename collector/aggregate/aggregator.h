@@ -321,7 +321,8 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<CommKey> FlightComms(const CommState& comm, const HangVerdict& v) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A record's header: this node, its clocks read together, why.
-  void FillFlightHeader(FlightRecord* r, const char* reason) const;
+  void FillFlightHeader(FlightRecord* r, const char* reason) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Once per stuck collective: takes its flight record (written after the lock, WriteFlights)
   // and points the alert to the file; on every tick, keeps the pointer in the alert.
   void NoteHangFlight(CommState* comm, const HangVerdict& v, Alert* alert)

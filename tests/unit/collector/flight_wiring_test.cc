@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -360,6 +361,22 @@ TEST_F(FlightWiringTest, PostRecordAnswersThePathToTheJobsUser) {
   res = c.Post("/v1/record?comm=0x00000000000000c2");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 429) << res->body;
+  // Both answers as their schemas say (schemas/api/record.schema.json, error.schema.json).
+  const std::string ok_file = dir_ + "/answer-ok.json";
+  const std::string error_file = dir_ + "/answer-error.json";
+  std::ofstream(ok_file) << body.dump();
+  std::ofstream(error_file) << res->body;
+  const std::string cmd = std::string("python3 ") + VALIDATOR_PATH + " " + SCHEMA_DIR +
+                          "/api record=" + ok_file + " error=" + error_file + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string said;
+  char buf[512];
+  while (fgets(buf, sizeof(buf), p) != nullptr) said += buf;
+  const int rc = WEXITSTATUS(pclose(p));
+  if (rc != 77) {  // 77: python3-jsonschema missing
+    EXPECT_EQ(rc, 0) << said;
+  }
   res = c.Post("/v1/record?comm=zz");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400) << res->body;
