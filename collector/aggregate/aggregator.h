@@ -137,6 +137,7 @@ struct CommState {
   uint64_t flight_ordinal = 0;
   std::string flight_path;
   std::string flight_error;
+  bool flight_failed = false;  // the write failed (`flight_error` says why)
   // Where its local ranks first diverged before the stuck collective (their histories), found
   // once per stuck collective and operations seen: the text, empty when they never did.
   uint64_t divergence_ordinal = 0;

@@ -108,6 +108,7 @@ void Aggregator::NoteHangFlight(CommState* comm, const HangVerdict& v, Alert* al
     comm->flight_ordinal = v.ordinal;
     comm->flight_path.clear();
     comm->flight_error.clear();
+    comm->flight_failed = false;
     const std::string dir = FlightDir();
     PendingFlight p;
     if (!dir.empty()) p.record = flight_.Collect(FlightComms(*comm, v));
@@ -134,6 +135,8 @@ void Aggregator::NoteHangFlight(CommState* comm, const HangVerdict& v, Alert* al
   }
   alert->evidence["flight_record"] = nullptr;
   alert->evidence["flight_record_error"] = comm->flight_error;
+  // A write that failed is news to whoever reads the alert; no record log is a choice.
+  if (comm->flight_failed) absl::StrAppend(&alert->summary, "; flight record ", comm->flight_error);
 }
 
 void Aggregator::AddFirstDivergence(CommState* comm, const std::vector<InFlightView>& views,
@@ -186,6 +189,7 @@ void Aggregator::WriteFlights(std::vector<PendingFlight> flights) {
     if (c != state_.comms.end() && c->second->flight_ordinal == p.ordinal) {
       c->second->flight_path.clear();
       c->second->flight_error = absl::StrCat("not written: ", s.message());
+      c->second->flight_failed = true;
     }
   }
 }

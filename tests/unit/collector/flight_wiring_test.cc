@@ -316,6 +316,29 @@ TEST_F(FlightWiringTest, NoRecordLogNoFileAndTheAlertSaysWhy) {
   EXPECT_TRUE(Records().empty());
 }
 
+// A directory other users may write to is refused at the write (common/fs_trust.h): the alert
+// then says the record was not written and why, instead of naming a file that is not there.
+TEST_F(FlightWiringTest, FailedWriteIsSaidInTheAlert) {
+  Start();
+  Completed(2);
+  ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);
+  const Alert first = TickUntilHang(2, {0, 1, 3}, false);
+  EXPECT_TRUE(first.evidence["flight_record"].is_string()) << "named before the write";
+  Report(2, {0, 1, 3}, clock_.MonoNs() - 5 * kSec, false);
+  clock_.Advance(kSec);
+  agg_->Tick();
+  Alert a;
+  for (const Alert& x : agg_->SnapshotAlerts(ApiViewer::Everything())) {
+    if (x.kind == AlertKind::kHang && x.firing()) a = x;
+  }
+  EXPECT_TRUE(a.evidence["flight_record"].is_null()) << a.evidence.dump();
+  const std::string why = a.evidence.value("flight_record_error", "");
+  EXPECT_EQ(why.rfind("not written: ", 0), 0u) << why;
+  EXPECT_NE(a.summary.find("; flight record not written: "), std::string::npos) << a.summary;
+  EXPECT_TRUE(Records().empty());
+  ASSERT_EQ(chmod(dir_.c_str(), 0700), 0);
+}
+
 // The history is bounded per user: past the share a rank keeps none (counted), and an ended
 // communicator gives its ranks' share back.
 TEST_F(FlightWiringTest, HistoriesAreBoundedPerUserAndGivenBackAtTheEnd) {
