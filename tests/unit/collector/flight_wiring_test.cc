@@ -192,6 +192,39 @@ TEST_F(FlightWiringTest, HangWritesOneRecordNamedInTheAlert) {
   EXPECT_EQ(Records().size(), 1u);
 }
 
+// Rank 2 never reaches #3 of the hung communicator because its process waits in another one (a
+// deadlock's other end, or a victim's wait): the record holds that communicator too.
+TEST_F(FlightWiringTest, RecordHoldsTheCommunicatorsItsRanksWaitIn) {
+  constexpr uint64_t kOther = 0x00000000000000b1ULL;
+  Start();
+  Completed(2);
+  sentinel::testing::DeliverControl(agg_.get(), 3, kSentinelWireCommInit,
+                                    sentinel::testing::MakeCommInit(kOther, 0, 2));
+  const int64_t since = clock_.MonoNs();
+  Alert a;
+  for (int s = 0; s < 30 && a.id.empty(); ++s) {
+    Report(2, {0, 1, 3}, since, false);
+    sentinel::testing::DeliverControl(
+        agg_.get(), 3, kSentinelWireInFlight,
+        InFlight(kOther, 0, 2, 0, 1, 1, kSentinelFuncAllReduce, since, clock_.MonoNs()));
+    clock_.Advance(kSec);
+    agg_->Tick();
+    for (const Alert& x : agg_->SnapshotAlerts(ApiViewer::Everything())) {
+      if (x.kind == AlertKind::kHang && x.firing() && x.comm == "0x00000000000000c2") a = x;
+    }
+  }
+  ASSERT_FALSE(a.id.empty()) << "no hang alert on comm c2";
+  FlightRecord r;
+  ASSERT_TRUE(ReadFlightRecordFile(a.evidence.value("flight_record", ""), &r).ok());
+  ASSERT_EQ(r.comms.size(), 2u);
+  EXPECT_EQ(r.comms[0].hash, kComm);
+  EXPECT_EQ(r.comms[1].hash, kOther);
+  ASSERT_EQ(r.comms[1].ranks.size(), 1u);
+  EXPECT_EQ(r.comms[1].ranks[0].pid, 502u) << "rank 2's process";
+  ASSERT_EQ(r.comms[1].ranks[0].ops.size(), 1u);
+  EXPECT_EQ(r.comms[1].ranks[0].ops[0].state, FlightState::kKernelStarted);
+}
+
 // The record of a hang beside the record log, never more of each kind than kFlightFilesKept: the
 // oldest hang records of this node go; other nodes' files, on-demand records, look-alike names
 // and a link are left as they are.
