@@ -1,6 +1,7 @@
 // sentinelctl: command-line client of sentineld's HTTP API (status, ranks, alerts, top, trace,
-// baseline, exclude, net, slow, why, breakdown).
-// Exit codes: 0 ok, 1 collector unreachable (or bad answer), 2 usage, 3 firing alerts (alerts).
+// baseline, exclude, net, slow, why, breakdown, record) and the flight records' merge
+// (hang-report). Exit codes: 0 ok, 1 collector unreachable (or bad answer), 2 usage, 3 firing
+// alerts (alerts).
 #include <httplib.h>
 #include <signal.h>
 #include <time.h>
@@ -94,6 +95,12 @@ Commands:
                          where ranks issued different operations, a wait cycle across
                          communicators, or the ranks that never reached the stuck collective and
                          what they did last; needs no sentineld. Exit 5 when a file was refused
+  record [--comm HEX] [--json]
+                         sentineld writes a flight record now (POST /v1/record) of communicator
+                         HEX, else of every communicator of yours on this node: each local rank's
+                         last operations with their states and times, in a file beside its record
+                         log; prints the file's path (--json: the whole answer). Only your own
+                         jobs (root: any); for `sentinelctl hang-report`
   help                   this text
 
 The address defaults to $SENTINEL_ADDR, else 127.0.0.1:9464. Each command accepts --help.
@@ -114,6 +121,7 @@ struct Options {
   std::string format = "slurm";    // exclude --format
   int rank = -1;                   // why RANK
   std::vector<std::string> files;  // hang-report FILE...
+  std::string comm;                // record --comm HEX
 };
 
 // "90s", "10m", "2h", "1d", or plain seconds; -1 when malformed.
@@ -154,13 +162,14 @@ int Usage(const char* message) {
   return kUsage;
 }
 
-// GET path -> parsed JSON (or raw text when raw != nullptr). false when unreachable.
-bool Get(const Options& o, const std::string& path, nlohmann::json* out,
-         std::string* raw = nullptr) {
+// GET path (POST with `post`) -> parsed JSON (or raw text when raw != nullptr). false when
+// unreachable or answered with an error.
+bool Get(const Options& o, const std::string& path, nlohmann::json* out, std::string* raw = nullptr,
+         bool post = false) {
   httplib::Client client(absl::StrCat("http://", o.addr));
   client.set_connection_timeout(2, 0);
   client.set_read_timeout(30, 0);
-  auto res = client.Get(path.c_str());
+  auto res = post ? client.Post(path.c_str()) : client.Get(path.c_str());
   if (!res) {
     std::fprintf(stderr, "sentinelctl: sentineld unreachable at %s (%s)\n", o.addr.c_str(),
                  httplib::to_string(res.error()).c_str());
@@ -446,6 +455,20 @@ int Baseline(const Options& o) {
   return kOk;
 }
 
+// A flight record now: sentineld writes it and answers where.
+int Record(const Options& o) {
+  std::string path = "/v1/record";
+  if (!o.comm.empty()) path += "?comm=" + o.comm;
+  nlohmann::json r;
+  if (!Get(o, path, &r, nullptr, /*post=*/true)) return kUnreachable;
+  if (o.json) {
+    std::cout << JsonText(r, 2) << "\n";
+  } else {
+    std::cout << Shown(r, "path") << "\n";  // escaped: the daemon's text reaches a terminal
+  }
+  return kOk;
+}
+
 // Hosts to exclude, in the format a scheduler or launcher reads.
 int Exclude(const Options& o) {
   nlohmann::json e;
@@ -518,6 +541,12 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
           (o.format != "slurm" && o.format != "hostfile" && o.format != "json")) {
         return Usage("--format needs slurm, hostfile or json");
       }
+    } else if (a == "--comm") {
+      // Hex digits only: it goes into the request's query as is.
+      if (!value(&o.comm) || o.comm.empty() ||
+          o.comm.find_first_not_of("0123456789abcdefABCDEFxX") != std::string::npos) {
+        return Usage("--comm needs a communicator hash in hex (e.g. 0x1a2b3c)");
+      }
     } else if (a == "--last") {
       if (!value(&o.last)) return Usage("--last needs a duration");
       o.last_set = true;
@@ -571,6 +600,7 @@ int main(int argc, char** argv) {  // NOLINT(bugprone-exception-escape)
     if (o.command == "slow") return Slow(o);
     if (o.command == "why") return Why(o);
     if (o.command == "breakdown") return Breakdown(o);
+    if (o.command == "record") return Record(o);
   } catch (const nlohmann::json::exception& e) {
     std::fprintf(stderr, "sentinelctl: %s: sentineld's answer has an unexpected shape (%s)\n",
                  o.command.c_str(), Escaped(e.what()).c_str());

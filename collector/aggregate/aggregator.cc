@@ -53,7 +53,12 @@ WaitParams WaitParamsFrom(const Config& config) {
   return p;
 }
 
-Aggregator::Aggregator(const Config& config, Clock* clock) : config_(config), clock_(clock) {
+Aggregator::Aggregator(const Config& config, Clock* clock)
+    : config_(config),
+      clock_(clock),
+      flight_(FlightHistory::Limits{static_cast<size_t>(std::max(config.flight_ops, 0)),
+                                    kUidFlightBudgetBytes}),
+      trusted_(rules::TrustedUidsFromEnv()) {
   absl::MutexLock lock(&mu_);
   if (!config_.node_name.empty()) {
     state_.host = config_.node_name;  // --node: a name the operator gave this node
@@ -433,7 +438,17 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
 }
 
 void Aggregator::Tick() {
-  absl::MutexLock lock(&mu_);
+  std::vector<PendingFlight> flights;
+  {
+    absl::MutexLock lock(&mu_);
+    TickLocked();
+    flights.swap(pending_flights_);
+  }
+  // Flight records taken by this tick: written with the lock released (ingest and the API go on).
+  if (!flights.empty()) WriteFlights(std::move(flights));
+}
+
+void Aggregator::TickLocked() {
   batch_now_ns_ = clock_->MonoNs();
   if (record_log_ != nullptr) record_log_->Flush();
   const int64_t now = clock_->MonoNs();
@@ -571,6 +586,7 @@ void Aggregator::OnInFlight(int client, const SentinelWireInFlight& in) {
   v.oldest_datatype =
       v.has_signature ? in.oldest_datatype : static_cast<uint8_t>(kSentinelDatatypeUnknown);
   rs->inflight_flags = in.flags;
+  if (FlightRankHistory* h = FlightOf(rs)) h->NoteInFlight(in);
 }
 
 namespace {
@@ -616,6 +632,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
     // Each view already holds what /proc showed of a rank outside NCCL (NoteOutside).
     HangVerdict v = EvaluateHang(views, comm->nranks, now, params);
     ApplyMismatch(comm->hash, views, &v);
+    if (!v.mismatch.empty()) AddFirstDivergence(comm.get(), views, &v);
     if (v.paused) LogPausedOnce(*comm, v);
     HangActionParams action_params;
     action_params.timeout_ns = config_.hang_timeout_ns;
@@ -627,7 +644,7 @@ void Aggregator::EvaluateHangs(int64_t now) {
   // Wait cycles across this node's hung communicators (a deadlock): named in each one's alert.
   NoteWaitCycles(&hung);
   for (HungComm& h : hung) {
-    FireHang(*h.comm, h.verdict);
+    FireHang(h.comm, h.verdict);
     if (h.action == HangAction::kAct && !HangEvidenceOwned(*h.comm, h.verdict)) {
       spdlog::warn("hang on comm {}: not acted on, its culprits' evidence is not their own",
                    CommLabel(h.key.hash));
@@ -638,8 +655,10 @@ void Aggregator::EvaluateHangs(int64_t now) {
   }
 }
 
-void Aggregator::FireHang(const CommState& comm, const HangVerdict& v) {
-  Fire(InFlightHangAlert(comm, v, state_.host, config_));
+void Aggregator::FireHang(CommState* comm, const HangVerdict& v) {
+  Alert a = InFlightHangAlert(*comm, v, state_.host, config_);
+  NoteHangFlight(comm, v, &a);  // the flight record, taken once per stuck collective
+  Fire(std::move(a));
 }
 
 void Aggregator::OnNicPoll(const std::vector<NicPortReading>& readings) {

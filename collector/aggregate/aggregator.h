@@ -22,6 +22,8 @@
 //   record_join.cc       a record through the join table (join_table.h) to a completed window,
 //                        its lateness samples and the straggler detector (CompleteWindow)
 //   hang_verdict_out.cc  hang verdicts sent back to the plugins
+//   flight_wiring.cc     the flight history fed, the flight record written on a hang and on
+//                        demand (flight_history.h), the first divergence before a stuck collective
 //   snapshot_source.cc   the snapshots readers take
 //   alerts/              one builder per alert kind, and AlertKey (alert ids)
 #pragma once
@@ -32,6 +34,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +46,7 @@
 #include "collector/aggregate/baseline_store.h"
 #include "collector/aggregate/cause_evidence.h"
 #include "collector/aggregate/counters.h"
+#include "collector/aggregate/flight_history.h"
 #include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/hang_action.h"
 #include "collector/aggregate/hang_detector.h"
@@ -60,6 +64,7 @@
 #include "collector/config/config.h"
 #include "collector/ingest/ingest_consumer.h"
 #include "collector/nic/nic_counters.h"
+#include "common/fs_trust.h"
 #include "schemas/wire/sentinel_wire.h"
 
 namespace sentinel::collector {
@@ -100,6 +105,10 @@ struct RankState {
   uint16_t inflight_flags = 0;
   // Last time its own process showed progress on it: a record, or in-flight counters that moved.
   int64_t progress_mono_ns = 0;
+  // Its flight history (owned by the aggregator's FlightHistory, made on first use; null when none
+  // yet, or refused: `flight_refused`, its uid's share was spent then).
+  FlightRankHistory* flight = nullptr;
+  bool flight_refused = false;
 
   // Its communicator: only clients of the communicator's owner uid ever hold its ranks.
   CommKey comm_key() const { return {uid, comm_hash}; }
@@ -123,7 +132,18 @@ struct CommState {
   bool ended_resolved = false;  // its alerts were resolved as ended (until a rank is back)
   HangActionState hang_action;  // hang verdicts sent to its waiting ranks (hang_action.h)
   uint64_t paused_logged_ordinal = 0;  // the stuck collective whose paused verdict was logged
-  CommTime time;                       // its least transfer floors (time_breakdown.h)
+  // The stuck collective whose flight record was taken (once per stuck collective), the file it
+  // went to, or why it was not written.
+  uint64_t flight_ordinal = 0;
+  std::string flight_path;
+  std::string flight_error;
+  bool flight_failed = false;  // the write failed (`flight_error` says why)
+  // Where its local ranks first diverged before the stuck collective (their histories), found
+  // once per stuck collective and operations seen: the text, empty when they never did.
+  uint64_t divergence_ordinal = 0;
+  uint64_t divergence_ops = 0;
+  std::string divergence_text;
+  CommTime time;  // its least transfer floors (time_breakdown.h)
   uint64_t joined = 0;
   int64_t last_activity_mono_ns = 0;
   int64_t ended_mono_ns = 0;  // when its last active local rank ended (series retention)
@@ -214,6 +234,13 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // job's ranks on one node need far less (8 GPUs x 64 communicators: ~512 ranks, ~60 MB).
   static constexpr int kUidBudgetShareDivisor = 2;  // of --max-ranks and --max-comms
   static constexpr int64_t kUidBudgetBytes = int64_t{96} << 20;
+  // Each uid's flight histories together (flight_history.h), a share of their own so that the
+  // record never takes room from detection: 64 MiB is 460 ranks at --flight-ops 2000. A rank past
+  // it keeps no history (counted).
+  static constexpr int64_t kUidFlightBudgetBytes = int64_t{64} << 20;
+  // Flight record files of each kind (hang, on demand) kept in the directory, the newest: a
+  // flapping job cannot fill the disk, nor can requests push out the records of hangs.
+  static constexpr size_t kFlightFilesKept = 32;
   // Ended communicators (no active local rank) kept per uid for the API, most recent first.
   static constexpr int kEndedCommsPerUid = 32;
   static constexpr int64_t kEndedRanksPerUid = 256;
@@ -270,8 +297,45 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   std::vector<ExcludedHost> SnapshotExclusions(const ExcludePolicy& exclude,
                                                int64_t now_real_ns) const override;
   std::vector<Alert> FiringAlerts() const override;
+  FlightRecordAnswer RecordFlight(const FlightRequester& who,
+                                  std::optional<uint64_t> comm) override;
+
+  // The flight histories (tests).
+  uint64_t FlightRanks() const;
+  uint64_t FlightRefused() const;
 
  private:
+  // A flight record taken under the lock, to be written after it (flight_wiring.cc).
+  struct PendingFlight {
+    std::string path;
+    FlightRecord record;
+    CommKey comm;  // the hung communicator; uid kNoUid on demand
+    uint64_t ordinal = 0;
+  };
+  // The rank's flight history, made on first use (null: none, refused or --flight-ops 0).
+  FlightRankHistory* FlightOf(RankState* rs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void ForgetFlight(RankState* rs) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The directory flight records go to (the record log's); empty: none are written.
+  std::string FlightDir() const;
+  // The communicators a hung one's record holds: itself, then those its local ranks' processes
+  // are inside now (the waits a cycle or a victim passes through).
+  std::vector<CommKey> FlightComms(const CommState& comm, const HangVerdict& v) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A record's header: this node, its clocks read together, why.
+  void FillFlightHeader(FlightRecord* r, const char* reason) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Once per stuck collective: takes its flight record (written after the lock, WriteFlights)
+  // and points the alert to the file; on every tick, keeps the pointer in the alert.
+  void NoteHangFlight(CommState* comm, const HangVerdict& v, Alert* alert)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The ranks disagree at the stuck collective: where their histories first diverged, when that is
+  // earlier, is added to the verdict's mismatch text.
+  void AddFirstDivergence(CommState* comm, const std::vector<InFlightView>& views, HangVerdict* v)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes and prunes (never under the lock); a failed write is noted on its communicator.
+  void WriteFlights(std::vector<PendingFlight> flights) ABSL_LOCKS_EXCLUDED(mu_);
+  void TickLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // The communicator `hash` as `client` may use it: the client's uid's own one of that hash
   // (another user's of the same hash is a different communicator) with the same size, or a new one
   // charged to that uid. nullptr when refused (counted).
@@ -359,7 +423,7 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
                ResolveReason reason = ResolveReason::kCleared) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void OnInFlight(int client, const SentinelWireInFlight& in) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateHangs(int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void FireHang(const CommState& comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FireHang(CommState* comm, const HangVerdict& v) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a SentinelWireHangVerdict for every process with a waiting rank (hang_action.h).
   void SendHangVerdict(const CommState& comm, const HangVerdict& v)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -378,6 +442,11 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   Clock* const clock_;
   mutable absl::Mutex mu_;
   State state_ ABSL_GUARDED_BY(mu_);
+  FlightHistory flight_ ABSL_GUARDED_BY(mu_);
+  std::vector<PendingFlight> pending_flights_ ABSL_GUARDED_BY(mu_);
+  // The last on-demand record per requesting uid (at most one a second each).
+  absl::flat_hash_map<uint32_t, int64_t> last_on_demand_ ABSL_GUARDED_BY(mu_);
+  const rules::TrustedUids trusted_;  // who may own the directory records are written to
   RecordSink* record_log_ ABSL_GUARDED_BY(mu_) = nullptr;
   // One-entry cache: consecutive records nearly always hit the same (comm, rank).
   RankState* last_rank_ ABSL_GUARDED_BY(mu_) = nullptr;

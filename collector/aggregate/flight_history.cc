@@ -32,6 +32,25 @@ uint64_t WidenOrdinal(uint32_t lo, uint64_t near) {
   return v;
 }
 
+OpSignature FlightOpSignature(const FlightOp& op) {
+  SentinelWireCollRecord r{};
+  r.func = op.func;
+  r.bytes = op.bytes;
+  r.datatype = op.datatype;
+  r.root = op.root;
+  r.peer = op.peer;
+  if ((op.flags & FlightOp::kP2p) != 0) r.flags |= kSentinelCollIsP2p;
+  OpSignature s = SignatureFromRecord(r);
+  if (!SignatureKnown(s)) return s;
+  if (!op.bytes_known()) s.bytes.reset();
+  // A root the history could not place among the communicator's ranks is unknown, not -1.
+  if (s.root.has_value() && *s.root < 0 &&
+      (op.func == kSentinelFuncBroadcast || op.func == kSentinelFuncReduce)) {
+    s.root.reset();
+  }
+  return s;
+}
+
 FlightRankHistory::FlightRankHistory(size_t capacity, int32_t nranks, uint32_t pid)
     : ring_(capacity), nranks_(nranks), pid_(pid) {}
 
@@ -102,6 +121,17 @@ void FlightRankHistory::NoteInFlight(const SentinelWireInFlight& in) {
     oldest_.datatype = in.oldest_datatype;
     oldest_.root = RankOrNone(in.oldest_root, nranks_);
   }
+}
+
+std::vector<PositionedOp> FlightRankHistory::CompletedBefore(uint64_t before) const {
+  std::vector<PositionedOp> out;
+  out.reserve(ring_.size());
+  for (size_t i = 0; i < ring_.size(); ++i) {
+    const FlightOp& op = ring_[i];
+    if (op.state != FlightState::kCompleted || op.position == 0 || op.position >= before) continue;
+    out.push_back({op.position, FlightOpSignature(op)});
+  }
+  return out;
 }
 
 FlightRank FlightRankHistory::Snapshot(int32_t rank) const {

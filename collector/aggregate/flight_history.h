@@ -16,6 +16,8 @@
 
 #include "absl/container/flat_hash_map.h"
 
+#include "collector/aggregate/hang_mismatch.h"
+#include "collector/aggregate/op_signature.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/base/ring.h"
 #include "collector/log/flight_record.h"
@@ -26,6 +28,12 @@ namespace sentinel::collector {
 // The 64-bit ordinal whose low 32 bits are `lo`, nearest to `near` (a rank's counters are 64-bit
 // in its in-flight frames, its records carry only the low half: SentinelWireCollRecord.ordinal_lo).
 uint64_t WidenOrdinal(uint32_t lo, uint64_t near);
+
+// An operation of the history as the signature comparison reads it (op_signature.h), by the rules
+// SignatureFromRecord applies to the record it came from: the size only where known, no datatype
+// for AllGather and Broadcast, a root only for a rooted collective, a p2p piece's peer and
+// direction.
+OpSignature FlightOpSignature(const FlightOp& op);
 
 class FlightRankHistory {
  public:
@@ -45,8 +53,15 @@ class FlightRankHistory {
   // (unless its record already came).
   FlightRank Snapshot(int32_t rank) const;
 
+  // Its completed collectives with a position before `before` (p2p and the in-flight one left
+  // out), oldest first: what the first divergence is looked for in (hang_mismatch.h).
+  std::vector<PositionedOp> CompletedBefore(uint64_t before) const;
+
   int32_t nranks() const { return nranks_; }
   uint32_t pid() const { return pid_; }
+  // Its process's pid, from the kernel, when another connection of the same uid took the rank over
+  // (a reconnect).
+  void set_pid(uint32_t pid) { pid_ = pid; }
   uint64_t ops_seen() const { return seen_; }
 
  private:

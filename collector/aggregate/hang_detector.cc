@@ -201,13 +201,10 @@ OpSignature SignatureOfView(const InFlightView& r) {
 
 }  // namespace
 
-void ApplyMismatch(uint64_t comm_hash, const std::vector<InFlightView>& ranks,
-                   HangVerdict* verdict) {
-  HangVerdict& v = *verdict;
-  if (!v.hung || v.ordinal == 0) return;
+std::vector<RankOps> StuckRankOps(const std::vector<InFlightView>& ranks, uint64_t ordinal) {
   std::vector<RankOps> ops;
   for (const InFlightView& r : ranks) {
-    if (!r.has_state || r.ended || r.completed + 1 != v.ordinal || r.enqueued < v.ordinal) {
+    if (!r.has_state || r.ended || r.completed + 1 != ordinal || r.enqueued < ordinal) {
       continue;  // not inside it with it as its oldest: nothing of it to compare
     }
     RankOps o;
@@ -216,6 +213,14 @@ void ApplyMismatch(uint64_t comm_hash, const std::vector<InFlightView>& ranks,
     o.at_stuck = SignatureOfView(r);
     ops.push_back(std::move(o));
   }
+  return ops;
+}
+
+void ApplyMismatch(uint64_t comm_hash, const std::vector<InFlightView>& ranks,
+                   HangVerdict* verdict) {
+  HangVerdict& v = *verdict;
+  if (!v.hung || v.ordinal == 0) return;
+  const std::vector<RankOps> ops = StuckRankOps(ranks, v.ordinal);
   if (ops.size() < 2) return;
   const MismatchVerdict m = CompareAtPosition(comm_hash, v.ordinal, ops);
   if (!m.at_stuck.disagree) return;

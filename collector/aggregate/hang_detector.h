@@ -38,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "collector/aggregate/hang_mismatch.h"
+
 namespace sentinel::collector {
 
 enum class HangRole : uint8_t {
@@ -189,5 +191,10 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
 // them. A rank whose signature is unknown is never a side. No-op unless `verdict` is hung.
 void ApplyMismatch(uint64_t comm_hash, const std::vector<InFlightView>& ranks,
                    HangVerdict* verdict);
+
+// The local ranks inside collective `ordinal` with it as their oldest, each with the signature its
+// in-flight state gives there: what ApplyMismatch compares (hang_mismatch.h), for a caller that
+// adds the ranks' histories to find where they first diverged.
+std::vector<RankOps> StuckRankOps(const std::vector<InFlightView>& ranks, uint64_t ordinal);
 
 }  // namespace sentinel::collector

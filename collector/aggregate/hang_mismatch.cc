@@ -171,6 +171,10 @@ PositionSides SidesAt(uint64_t position, std::vector<std::pair<int32_t, OpSignat
   return sides;
 }
 
+std::string FirstDivergenceText(const PositionSides& first) {
+  return absl::StrCat("first diverged at collective #", first.position, ": ", SidesText(first, ""));
+}
+
 std::string SidesText(const PositionSides& sides, const std::string& where) {
   if (!sides.disagree) return "";
   std::vector<std::string> parts;
@@ -269,8 +273,7 @@ MismatchVerdict CompareAtPosition(uint64_t comm_hash, uint64_t stuck_position,
                       v.not_issued.size() == 1 ? " has" : " have", " not issued it");
     }
     if (v.first.position < t) {
-      absl::StrAppend(&v.text, "; first divergence at #", v.first.position, ": ",
-                      SidesText(v.first, ""));
+      absl::StrAppend(&v.text, "; ", FirstDivergenceText(v.first));
     }
   } else if (v.first_found) {
     v.text = absl::StrCat(

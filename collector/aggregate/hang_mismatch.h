@@ -76,8 +76,8 @@ struct MismatchVerdict {
   PositionSides first;
   std::vector<int32_t> not_issued;  // ranks that have not issued T: not compared there
   // Empty when nothing differs. Otherwise "rank 3 issued AllGather 4 MiB bf16 as collective #1041
-  // of comm 0x…; the other 7 ranks issued AllReduce 16 MiB bf16 sum" (+ "; first divergence at
-  // #1037: …" when earlier than T).
+  // of comm 0x…; the other 7 ranks issued AllReduce 16 MiB bf16 sum" (+ "; first diverged at
+  // collective #1037: …" when earlier than T).
   std::string text;
   [[nodiscard]] bool Disagree() const { return at_stuck.disagree || first_found; }
 };
@@ -93,6 +93,9 @@ PositionSides SidesAt(uint64_t position, std::vector<std::pair<int32_t, OpSignat
 // empty when the sides do not disagree. `where` is put after the first side ("as collective #N of
 // comm 0x…").
 std::string SidesText(const PositionSides& sides, const std::string& where);
+// "first diverged at collective #1037: rank 3 issued AllReduce 8 MiB bf16; the other 7 ranks
+// issued AllReduce 16 MiB bf16".
+std::string FirstDivergenceText(const PositionSides& first);
 // "rank 3", "ranks 0-2,4,6-7".
 std::string RankListText(const std::vector<int32_t>& ascending);
 

@@ -172,6 +172,7 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
   rs->progress_mono_ns = now;
   comm->last_activity_mono_ns = now;
   ++rs->count_by_func[static_cast<size_t>(func)];
+  if (FlightRankHistory* h = FlightOf(rs)) h->AddRecord(rec);  // the flight record's history
   RankSample sample;
   sample.seq = rec.seq;
   sample.bytes = rec.bytes;

@@ -111,6 +111,7 @@ void Aggregator::EraseComm(const CommKey& key) {
                           ResolveReason::kEnded, clock_->RealNs());
   int64_t bytes = comm->charged_ring_bytes;
   for (RankState* m : comm->members) {
+    ForgetFlight(m);
     bytes += static_cast<int64_t>(sizeof(RankState)) +
              static_cast<int64_t>(m->history.capacity() * sizeof(RankSample));
     state_.ranks.erase(m->key());
@@ -271,6 +272,7 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
     auto p = state_.processes.find(client);
     if (p != state_.processes.end()) {
       rs->pid = p->second->pid;
+      if (rs->flight != nullptr) rs->flight->set_pid(rs->pid);
       p->second->ranks.push_back(key);
       if (!p->second->pending_verdicts.empty()) ReplayPendingVerdicts(client, comm->hash);
     }
@@ -294,6 +296,8 @@ void Aggregator::ReleaseEnded(CommState* comm) {
   for (auto& ring : comm->rings) ring.reset();
   RechargeRings(comm);
   for (RankState* m : comm->members) {
+    // Nothing of it can hang any more: its flight histories give their share back to live ranks.
+    ForgetFlight(m);
     const size_t cap = m->history.capacity();
     if (m->history.size() == cap) continue;
     ResizeRing(&m->history, m->history.size());

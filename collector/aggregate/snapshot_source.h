@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "collector/aggregate/alert_book.h"
@@ -29,6 +31,26 @@ void FilterForViewer(const ApiViewer& viewer, std::vector<Alert>* alerts);
 // An alert of a communicator is its owner's; a node-level one is everyone's when sentineld raised
 // it from its own measurements, else its source client's uid's.
 bool ViewerSeesAlert(const ApiViewer& viewer, const Alert& alert);
+
+// Who asks for a flight record now (POST /v1/record): the kernel's uid of a local peer. A record
+// writes a file, so only the job's own uid, root and sentineld's own user may ask; `any_job` (root,
+// sentineld's user) records any user's communicators, every other uid only its own.
+struct FlightRequester {
+  uint32_t uid = 0;
+  bool any_job = false;
+};
+
+// What came of it: `status` as HTTP says it (200 written; 404 nothing to record; 409 sentineld
+// writes no flight records; 429 asked again within a second; 500 the write failed) with `error`,
+// else the file's `path` and what it holds.
+struct FlightRecordAnswer {
+  int status = 501;
+  std::string error = "flight records are not supported here";
+  std::string path;
+  std::vector<uint64_t> comms;  // the communicators written, by hash
+  size_t ranks = 0;             // the local ranks written
+  size_t left_out = 0;          // communicators of another user with a hash already written
+};
 
 class SnapshotSource {
  public:
@@ -57,6 +79,14 @@ class SnapshotSource {
   // changed since the last call.
   virtual std::vector<Alert> FiringAlerts() const = 0;
   virtual std::vector<Alert> TakeAlertChanges() = 0;
+  // POST /v1/record: writes a flight record of `comm` (every communicator `who` may record when
+  // none) and says where. Takes the aggregator's lock to copy, writes after releasing it.
+  virtual FlightRecordAnswer RecordFlight(const FlightRequester& who,
+                                          std::optional<uint64_t> comm) {
+    (void)who;
+    (void)comm;
+    return FlightRecordAnswer{};
+  }
 };
 
 }  // namespace sentinel::collector

@@ -27,6 +27,7 @@
 #include "collector/base/user_groups.h"
 #include "collector/config/metrics_detail.h"
 #include "collector/log/daemon_log.h"
+#include "collector/log/flight_record.h"
 #include "common/choice_words.h"
 #include "common/errno_text.h"
 #include "common/expectation.h"
@@ -296,6 +297,9 @@ absl::Status Config::Set(absl::string_view raw_key, absl::string_view value) {
   }
 
   if (key == "record-log-max-mb") return ParseInt(key, value, 1, 1 << 20, &record_log_max_mb);
+  if (key == "flight-ops") {
+    return ParseIntField(key, value, 0, static_cast<int>(kFlightMaxOpsPerRank), &flight_ops);
+  }
   if (key == "pending-slots") return ParseIntField(key, value, 8, 1 << 16, &pending_slots);
   if (key == "history-per-rank") return ParseIntField(key, value, 16, 1 << 20, &history_per_rank);
   if (key == "history-collectives") {
@@ -552,6 +556,10 @@ Usage: sentineld [--socket PATH] [--listen HOST:PORT] [options]
                            /v1/expect are node-level and open to all)
   --record-log PATH        append every joined record as JSON lines (default off)
   --record-log-max-mb N    disk cap of the record log, rotation included (default 256)
+  --flight-ops N           operations kept per local rank for the flight record sentineld writes
+                           beside the record log on a confirmed hang and on demand (`sentinelctl
+                           record`): 72 B each, bounded per user (default 2000, at most 100000;
+                           0 = no history and no record; needs --record-log)
   --alertmanager URL       push alerts to URL/api/v2/alerts (default off)
   --log-level LEVEL        trace|debug|info|warn|error (default info)
   --log-format FORMAT      text|json: one line per event on stderr, rate-limited (default text)

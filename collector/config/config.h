@@ -55,7 +55,10 @@ struct Config {
   bool api_remote_details = false;
   std::string record_log;           // JSONL record log path, empty = off
   int64_t record_log_max_mb = 256;  // disk cap over the log and its rotation
-  std::string alertmanager;         // base URL, empty = no push
+  // Operations kept per local rank for the flight record written on a hang (and on demand),
+  // beside the record log (collector/aggregate/flight_history.h); 0 = no history, no record.
+  int flight_ops = 2000;
+  std::string alertmanager;  // base URL, empty = no push
   std::string log_level = "info";
   std::string log_format = "text";  // text|json (collector/log/daemon_log.h)
   // Prefix of every alert's runbook link: a page per alert kind is `<base>alert-<kind>`. The

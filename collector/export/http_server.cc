@@ -30,6 +30,7 @@
 #include "collector/export/api_json.h"
 #include "collector/export/http_peer.h"
 #include "collector/export/prometheus_text.h"
+#include "collector/export/record_route.h"
 #include "collector/export/trace_json.h"
 #include "common/wire_text.h"
 
@@ -171,13 +172,14 @@ struct HttpServer::Glue {
     }
   }
 
-  static MHD_Result Send(MHD_Connection* conn, const HttpResponse& res, bool allow_get) {
+  // `allow`: the method the route takes, for a 405's Allow header (null otherwise).
+  static MHD_Result Send(MHD_Connection* conn, const HttpResponse& res, const char* allow) {
     MHD_Response* r = MHD_create_response_from_buffer(
         res.body.size(), const_cast<char*>(res.body.data()), MHD_RESPMEM_MUST_COPY);
     if (r == nullptr) return MHD_NO;
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, res.content_type.c_str());
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
-    if (allow_get) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET");
+    if (allow != nullptr) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     const MHD_Result ok = MHD_queue_response(conn, static_cast<unsigned>(res.status), r);
     MHD_destroy_response(r);
     return ok;
@@ -239,7 +241,7 @@ struct HttpServer::Glue {
         answered = true;
       }
     }
-    if (answered) return Send(conn, res, false);
+    if (answered) return Send(conn, res, nullptr);
     const uintptr_t context = reinterpret_cast<uintptr_t>(*con_cls);
     const size_t target = (context & ~kTooManyParams) - 1;
     const size_t line = strlen(method) + 1 + target + 9;  // METHOD SP TARGET SP HTTP/1.x
@@ -247,7 +249,7 @@ struct HttpServer::Glue {
       SendJson(
           res, 414,
           ErrorJson(414, absl::StrCat("request line longer than ", kMaxRequestLine, " bytes")));
-      return Send(conn, res, false);
+      return Send(conn, res, nullptr);
     }
     size_t head = line + 2 + 2;  // both CRLFs around the headers
     MHD_get_connection_values(conn, MHD_HEADER_KIND, &AddHeadSize, &head);
@@ -255,12 +257,12 @@ struct HttpServer::Glue {
       SendJson(
           res, 431,
           ErrorJson(431, absl::StrCat("request head larger than ", kMaxRequestHead, " bytes")));
-      return Send(conn, res, false);
+      return Send(conn, res, nullptr);
     }
     if ((context & kTooManyParams) != 0) {
       SendJson(res, 400,
                ErrorJson(400, absl::StrCat("more than ", kMaxQueryParams, " query parameters")));
-      return Send(conn, res, false);
+      return Send(conn, res, nullptr);
     }
     HttpRequest req;
     req.method = method;
@@ -268,22 +270,37 @@ struct HttpServer::Glue {
     auto route = self->routes_.find(req.path);
     if (route == self->routes_.end()) {
       SendJson(res, 404, ErrorJson(404, absl::StrCat("no such endpoint: ", req.path)));
-      return Send(conn, res, false);
+      return Send(conn, res, nullptr);
     }
-    if (req.method != "GET") {
+    const char* method_allowed = route->second.method;
+    if (req.method != method_allowed) {
       SendJson(res, 405,
                ErrorJson(405, absl::StrCat("method ", req.method, " not allowed on ", req.path,
-                                           ": use GET")));
-      return Send(conn, res, true);
+                                           ": use ", method_allowed)));
+      return Send(conn, res, method_allowed);
+    }
+    if (route->second.action) {
+      // The one route that acts takes its arguments in the query: a body is refused before it
+      // is read (libmicrohttpd would otherwise hold it in the connection's memory).
+      const char* length =
+          MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+      const char* coding =
+          MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+      if (coding != nullptr || (length != nullptr && std::strcmp(length, "0") != 0)) {
+        SendJson(res, 413,
+                 ErrorJson(413, absl::StrCat(req.method, " ", req.path,
+                                             " takes no body (its arguments are in the query)")));
+        return Send(conn, res, nullptr);
+      }
     }
     MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, &AddParam, &req);
-    if (route->second.details) {
+    if (route->second.details || route->second.action) {
       if (Defer(self, conn, &route->second, std::move(req))) return MHD_YES;
       SendJson(res, 503, ErrorJson(503, "busy: too many job-detail requests waiting"));
-      return Send(conn, res, false);
+      return Send(conn, res, nullptr);
     }
     route->second.handler(req, res);
-    return Send(conn, res, false);
+    return Send(conn, res, nullptr);
   }
 };
 
@@ -351,6 +368,14 @@ absl::StatusOr<int> HttpServer::Start(const std::string& listen) {
         // only.
         SendJson(res, 200, TraceJson(agg->SnapshotTrace(mono - window, viewer), window, mono));
       });
+  // Writes a flight record now: the peer's own jobs, any for root and sentineld's user
+  // (record_route.h). On the worker: it copies histories under the lock and writes a file.
+  const ApiReadPolicy policy = policy_;
+  Post("/v1/record",
+       [agg, policy](const HttpRequest& req, const PeerIdentity& peer, HttpResponse& res) {
+         const RecordAnswer answer = AnswerRecordRequest(agg, policy, req, peer);
+         SendJson(res, answer.status, answer.body);
+       });
   Get("/v1/expect", [agg](const HttpRequest&, HttpResponse& res) {
     const Config& config = agg->config();
     if (config.expect.empty()) {
@@ -522,6 +547,8 @@ void HttpServer::Work() {
     HttpResponse res;
     if (stopping) {
       SendJson(res, 503, ErrorJson(503, "sentineld is stopping"));
+    } else if (job.route->action) {
+      job.route->action(job.req, IdentifyPeer(job.peer, job.local), res);
     } else {
       job.route->details(job.req, ViewerFor(policy_, IdentifyPeer(job.peer, job.local)), res);
     }

@@ -1,17 +1,18 @@
 // sentineld's HTTP API (schemas/api/api.md): /metrics, /healthz, /v1/ranks, /v1/telemetry,
-// /v1/alerts, /v1/trace, /v1/expect, /v1/exclude, served by libmicrohttpd with one internal epoll
-// thread: a slow client costs a bounded connection buffer and an fd, never a worker.
-// libmicrohttpd's own timeout is an idle timeout (a client sending a byte a second would never hit
-// it), so a small reaper thread enforces --http-timeout as a deadline for each connection's whole
-// life. An accept front end (http_front.h) owns the listening socket and holds each connection
-// until its request head is complete, then hands it to libmicrohttpd (it answers a Content-Length
-// libmicrohttpd would refuse itself: 0.9.75 writes that answer's head twice). Thousands of slow
-// clients (slowloris) cannot lock the API out: the front end keeps up to 3/4 of
-// ConnectionLimit() waiting and closes the oldest waiting one for each new one past that; in
+// /v1/alerts, /v1/trace, /v1/expect, /v1/exclude (GET) and /v1/record (POST), served by
+// libmicrohttpd with one internal epoll thread: a slow client costs a bounded connection buffer and
+// an fd, never a worker. libmicrohttpd's own timeout is an idle timeout (a client sending a byte a
+// second would never hit it), so a small reaper thread enforces --http-timeout as a deadline for
+// each connection's whole life. An accept front end (http_front.h) owns the listening socket and
+// holds each connection until its request head is complete, then hands it to libmicrohttpd (it
+// answers a Content-Length libmicrohttpd would refuse itself: 0.9.75 writes that answer's head
+// twice). Thousands of slow clients (slowloris) cannot lock the API out: the front end keeps up to
+// 3/4 of ConnectionLimit() waiting and closes the oldest waiting one for each new one past that; in
 // libmicrohttpd (the other quarter) a new connection past 7/8 of its share closes the oldest
 // open one, and past 15/16 is answered 503. So a fresh request (a liveness probe) is always
 // accepted and, being answered in one pass of the polling thread, served. Every deadline counts
-// from the accept. GET only; one request per connection. Reads
+// from the accept. GET, and POST without a body on the one route that acts (/v1/record,
+// record_route.h); one request per connection. Reads
 // the aggregator only through SnapshotSource (snapshots copied under its lock, rendered here after
 // it).
 // The job-detail routes (/v1/ranks, /v1/telemetry, /v1/alerts, /v1/trace) can grow to megabytes:
@@ -52,6 +53,8 @@ class HttpServer {
   using Handler = std::function<void(const HttpRequest&, HttpResponse&)>;
   // A job-detail route: answers for the viewer the kernel names (http_peer.h).
   using DetailHandler = std::function<void(const HttpRequest&, const ApiViewer&, HttpResponse&)>;
+  // A route that acts (POST): answers for the peer the kernel names, whose rule is its own.
+  using ActionHandler = std::function<void(const HttpRequest&, const PeerIdentity&, HttpResponse&)>;
 
   // `clock` times the connections' deadlines and the log's rate limit (tests may inject a fake).
   explicit HttpServer(SnapshotSource* source, Clock* clock = RealClock());
@@ -78,6 +81,8 @@ class HttpServer {
   struct Route {
     Handler handler;        // answered on libmicrohttpd's thread
     DetailHandler details;  // or, when set, on the worker for the viewer the kernel names
+    ActionHandler action;   // or, when set, a POST on the worker for the peer the kernel names
+    const char* method = "GET";
   };
   // A job-detail request waiting for the worker: the connection stays suspended meanwhile.
   struct Job {
@@ -87,9 +92,14 @@ class HttpServer {
     sockaddr_storage peer{};
     sockaddr_storage local{};
   };
-  void Get(const std::string& path, Handler handler) { routes_[path] = {std::move(handler), {}}; }
+  void Get(const std::string& path, Handler handler) {
+    routes_[path] = {std::move(handler), {}, {}, "GET"};
+  }
   void GetDetails(const std::string& path, DetailHandler handler) {
-    routes_[path] = {{}, std::move(handler)};
+    routes_[path] = {{}, std::move(handler), {}, "GET"};
+  }
+  void Post(const std::string& path, ActionHandler handler) {
+    routes_[path] = {{}, {}, std::move(handler), "POST"};
   }
   void Reap();
   // The worker: takes each job-detail request, answers it, resumes its connection.

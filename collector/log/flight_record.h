@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 #include "common/fs_trust.h"
 
@@ -128,6 +129,15 @@ absl::Status ReadFlightRecordFile(const std::string& path, FlightRecord* out);
 // outside [A-Za-z0-9._-] of node and tag (an alert id, "on-demand") replaced by '_'.
 std::string FlightRecordPath(const std::string& dir, const FlightRecord& record,
                              std::string_view tag);
+
+// Keeps, of the files FlightRecordPath names for `node` in `dir`, the newest `keep` of one kind
+// (hang records; or, with `on_demand`, those whose tag starts with "on-demand") and deletes the
+// older ones, so that records never fill the disk. Newest by the time in the name; `keep_path`
+// (the one just written) is never deleted, whatever its time says. Only regular files whose whole
+// name is such a record (found without following a link) are touched. Returns how many went.
+absl::StatusOr<size_t> PruneFlightRecords(const std::string& dir, std::string_view node,
+                                          bool on_demand, const std::string& keep_path,
+                                          size_t keep);
 
 // Writes the record's JSON to `path` atomically (a fresh temporary file beside it, then rename),
 // mode 0640, O_CLOEXEC, at most `max_bytes`; the directory must be trusted (common/fs_trust.h).

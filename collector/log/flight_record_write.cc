@@ -1,6 +1,14 @@
 // Where sentineld writes a flight record and how (flight_record.h): its own file from the daemon's
 // library, so that sentinelctl reads records without the daemon's file-creation code.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -8,6 +16,7 @@
 
 #include "collector/base/owned_paths.h"
 #include "collector/log/flight_record.h"
+#include "common/errno_text.h"
 
 namespace sentinel::collector {
 namespace {
@@ -24,7 +33,70 @@ std::string FileNamePart(std::string_view s, size_t max) {
   return out;
 }
 
+// FlightRecordPath's time: "20261206T194512.123Z".
+bool IsNameTime(std::string_view t) {
+  if (t.size() != 20 || t[8] != 'T' || t[15] != '.' || t[19] != 'Z') return false;
+  for (size_t i = 0; i < 19; ++i) {
+    if (i == 8 || i == 15) continue;
+    if (t[i] < '0' || t[i] > '9') return false;
+  }
+  return true;
+}
+
+// Names scanned in one prune at most: the directory is trusted, this bounds a huge one anyway.
+constexpr size_t kPruneScanMax = size_t{1} << 16;
+
 }  // namespace
+
+absl::StatusOr<size_t> PruneFlightRecords(const std::string& dir, std::string_view node,
+                                          bool on_demand, const std::string& keep_path,
+                                          size_t keep) {
+  const std::string d = dir.empty() ? "." : dir;
+  const std::string prefix = absl::StrCat("flight-", FileNamePart(node, 64), "-");
+  const size_t slash = keep_path.rfind('/');
+  const std::string kept_name =
+      slash == std::string::npos ? keep_path : keep_path.substr(slash + 1);
+  const int dfd = open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) {
+    return absl::UnavailableError(
+        absl::StrCat("flight records in ", d, ": ", rules::ErrnoText(errno)));
+  }
+  DIR* listing = fdopendir(dfd);  // owns dfd from here on
+  if (listing == nullptr) {
+    const int err = errno;
+    close(dfd);
+    return absl::UnavailableError(
+        absl::StrCat("flight records in ", d, ": ", rules::ErrnoText(err)));
+  }
+  std::vector<std::string> names;
+  size_t scanned = 0;
+  // One DIR of this call's own, never shared between threads.
+  while (const dirent* e = readdir(listing)) {  // NOLINT(concurrency-mt-unsafe)
+    if (++scanned > kPruneScanMax) break;
+    const std::string_view name = e->d_name;
+    if (name.size() < prefix.size() + 27 || name.substr(0, prefix.size()) != prefix ||
+        name.substr(name.size() - 5) != ".json" || name == kept_name) {
+      continue;
+    }
+    const std::string_view rest = name.substr(prefix.size());
+    if (!IsNameTime(rest.substr(0, 20)) || rest[20] != '-') continue;
+    const bool demand = rest.substr(21, 9) == "on-demand";
+    if (demand == on_demand) names.emplace_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  size_t removed = 0;
+  const size_t others = keep > 0 ? keep - 1 : 0;  // beside the one just written
+  for (size_t i = 0; i + others < names.size(); ++i) {
+    struct stat st {};
+    if (fstatat(dirfd(listing), names[i].c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode)) {
+      continue;
+    }
+    if (unlinkat(dirfd(listing), names[i].c_str(), 0) == 0) ++removed;
+  }
+  closedir(listing);
+  return removed;
+}
 
 std::string FlightRecordPath(const std::string& dir, const FlightRecord& record,
                              std::string_view tag) {

@@ -157,7 +157,7 @@ TEST(HangMismatchTest, FirstDivergenceBeforeTheStuckCollective) {
   EXPECT_EQ(v.first.position, 1037u);
   EXPECT_EQ(v.text, "rank 3 issued AllGather 4 MiB bf16 " + Where() +
                         "; the other 7 ranks issued AllReduce 16 MiB bf16 sum"
-                        "; first divergence at #1037: rank 3 issued AllReduce 8 MiB bf16"
+                        "; first diverged at collective #1037: rank 3 issued AllReduce 8 MiB bf16"
                         "; the other 7 ranks issued AllReduce 16 MiB bf16");
 }
 
