@@ -711,6 +711,11 @@ void CollectorSink::OnInFlight(const SentinelWireInFlight& state) {
   ReadIncoming();
 }
 
+void CollectorSink::OnDrainEnd() {
+  if (state_.load(std::memory_order_relaxed) != State::kStreaming || buffer_.empty()) return;
+  SendSome();
+}
+
 void CollectorSink::Flush() {
   if (state_.load(std::memory_order_relaxed) == State::kOff) return;
   if (static_cast<uint32_t>(getpid()) != pid_) return;  // forked child: not our stream

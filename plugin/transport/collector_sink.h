@@ -42,9 +42,11 @@ struct CollectorSinkOptions {
   const char* socket_path = nullptr;
   // The one send buffer, allocated at construction (about 3,600 collective records).
   size_t buffer_bytes = size_t{512} * 1024;
-  // Buffered bytes that trigger a send, and the longest a record waits for one (checked whenever
-  // the drainer calls in; heartbeats, comm init/end and control records send at once).
-  size_t send_threshold_bytes = size_t{64} * 1024;
+  // Buffered bytes that trigger a send within a drain, and the longest a record waits for one
+  // (checked whenever the drainer calls in; heartbeats, comm init/end and control records send
+  // at once). The end of each drain (OnDrainEnd) sends what is buffered: one write per drain,
+  // whatever it holds, unless the drain carries more than this.
+  size_t send_threshold_bytes = size_t{256} * 1024;
   int64_t max_batch_age_ns = 2'000'000;
   // Bounded wait for the collector's HelloAck after connecting (on the drainer thread).
   int64_t hello_timeout_ns = 200'000'000;
@@ -125,6 +127,8 @@ class CollectorSink final : public RecordSink {
   // reconnect (after the CommInit replay). Not counted as dropped while disconnected: a state
   // supersedes the ones before it, and the replay brings the collector up to date.
   void OnInFlight(const SentinelWireInFlight& state) override;
+  // Hands what is buffered to the kernel (no wait): the drain's records leave in one write.
+  void OnDrainEnd() override;
   void Flush() override;
 
   // Attempts a connection now if one is due (the RecordSink calls do this themselves).

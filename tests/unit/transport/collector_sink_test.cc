@@ -176,6 +176,37 @@ TEST_F(CollectorSinkTest, BatchAgeSendsSmallBatchesWithoutFlush) {
   ASSERT_TRUE(server.WaitFor([&] { return server.state().record_count == 4; }));
 }
 
+// The drainer hands over a drain's records in batches of at most 256 per ring; the end of the
+// drain writes them all at once, whatever their age or size: one write per drain, none while
+// the records come in (below the size threshold).
+TEST_F(CollectorSinkTest, TheEndOfADrainWritesItsRecordsInOneSend) {
+  FakeCollectorServer server(path_);
+  ASSERT_TRUE(server.Start());
+  CollectorSinkOptions o = Opts();
+  o.max_batch_age_ns = INT64_MAX / 2;  // the age never sends here
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(1, 0));
+  const uint64_t calls_before = sink.Stats().send_calls;
+  for (uint64_t b = 0; b < 4; ++b) {
+    auto recs = MakeRecords(200, b * 200, 1);  // 4 x 28.8 KB: below the 256 KiB threshold
+    ASSERT_EQ(sink.OnRecords(recs.data(), recs.size()), recs.size());
+  }
+  EXPECT_EQ(sink.Stats().send_calls, calls_before) << "sent before the drain ended";
+  sink.OnDrainEnd();
+  const CollectorSinkStats s = sink.Stats();
+  // One send; a second one only after the kernel took part of the first (a busy reader), and a
+  // send that found the socket full moved nothing (not counted).
+  const uint64_t moved = s.send_calls - calls_before - s.send_eagain;
+  EXPECT_GE(moved, 1u);
+  EXPECT_LE(moved, 2u);
+  if (s.send_eagain == 0) {
+    EXPECT_EQ(s.records_sent, 800u);
+  }
+  sink.Flush();
+  ASSERT_TRUE(server.WaitFor([&] { return server.state().record_count == 800; }));
+  EXPECT_EQ(sink.Stats().records_dropped, 0u);
+}
+
 TEST_F(CollectorSinkTest, RefusedMajorTurnsStreamingOffQuietlyForGood) {
   for (auto mode :
        {FakeCollectorServer::AckMode::kRefuseMajor, FakeCollectorServer::AckMode::kWrongMajor}) {
