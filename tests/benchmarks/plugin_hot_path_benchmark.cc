@@ -60,8 +60,8 @@ namespace {
 
 // Records per ring: SENTINEL_RING_RECORDS (a documented knob) unless the caller set it. Large, so
 // the synthetic drain (JSON formatting with the timer paused, which flushes the caches) comes
-// rarely enough not to dominate what is measured; run with SENTINEL_RING_RECORDS=4096 to see the
-// default ring drained every 1008 pairs.
+// rarely enough not to dominate what is measured; run with SENTINEL_RING_RECORDS=8192 to see the
+// default ring drained every 2032 pairs.
 constexpr const char* kBenchRingRecords = "65536";
 // Pairs between two drains of the Coll benchmark: just under a quarter of the ring, the high
 // water at which a ring wakes the drainer early (record_ring.h): the drainer thread would then
