@@ -210,6 +210,8 @@ struct Row {
   double achieved = 0;
   Counts delta;
   int64_t caller_ns = 0, drainer_ns = 0, other_ns = 0, daemon_ns = 0, daemon_http_ns = 0;
+  // How far behind its schedule the caller fell (descheduled), catching up in a burst after.
+  int64_t max_late_ns = 0;
   std::string load;
 };
 
@@ -239,11 +241,13 @@ int main(int argc, char** argv) {
       "# mask %s, batches every %lld us, %.1f s per rate, sentineld pid %d on the same cores\n"
       "# ns/coll: CPU per issued collective (scheduler run time per thread); lost = issued - "
       "received; uncounted = lost - (ring + sink + pool + threads); http_ns: sentineld's HTTP "
-      "threads serving this benchmark's /metrics reads\n",
+      "threads serving this benchmark's /metrics reads; late_ms: the most the caller fell behind "
+      "its schedule (descheduled), issuing that backlog in a burst after\n",
       o.events.c_str(), static_cast<long long>(o.batch_us), o.seconds, daemon.pid);
-  std::printf("%9s %9s %10s %9s %9s %8s %8s %6s %6s %9s %9s %9s %9s %9s %8s  %s\n", "rate/s",
+  std::printf("%9s %9s %10s %9s %9s %8s %8s %6s %6s %9s %9s %9s %9s %9s %8s %7s  %s\n", "rate/s",
               "achieved", "issued", "received", "lost", "ring", "sink", "pool", "thrd", "uncounted",
-              "caller_ns", "drain_ns", "other_ns", "sentd_ns", "http_ns", "load (1 5 15)");
+              "caller_ns", "drain_ns", "other_ns", "sentd_ns", "http_ns", "late_ms",
+              "load (1 5 15)");
   std::vector<Row> rows;
   int status = 0;
   uint64_t comm_hash = 0xC011EC700ull;
@@ -256,9 +260,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     auto* r = new seq::Replayer(mask, 1, 1);
-    for (int i = 0; i < 200; ++i) r->Run(t, ctx);  // warm-up: TLS state, ring pages
-    usleep(100000);                                // the drainer takes the warm-up away
-    const Counts c0 = ReadCounts(daemon);
+    const Counts before_warm_up = ReadCounts(daemon);
+    constexpr int kWarmUp = 200;
+    for (int i = 0; i < kWarmUp; ++i) r->Run(t, ctx);  // TLS state, ring pages
+    // The warm-up's records reach sentineld before the measured window opens (10 s at most).
+    Counts c0 = before_warm_up;
+    for (int i = 0;
+         i < 200 &&
+         c0.received - before_warm_up.received + (c0.ring - before_warm_up.ring) < kWarmUp;
+         ++i) {
+      usleep(50000);
+      c0 = ReadCounts(daemon);
+    }
     const std::vector<ThreadCpu> self0 = Threads(0);
     const std::vector<ThreadCpu> daemon0 = Threads(daemon.pid);
     const int64_t caller0 = SelfThreadCpuNs();
@@ -283,7 +296,12 @@ int main(int argc, char** argv) {
         row.issued += n;
         const int64_t next = start + k * o.batch_us * 1000;
         if (next >= end) break;
-        if (sentinel::bench::MonoNowNs() < next) SleepUntil(next);
+        const int64_t now = sentinel::bench::MonoNowNs();
+        if (now < next) {
+          SleepUntil(next);
+        } else {
+          row.max_late_ns = std::max(row.max_late_ns, now - next);
+        }
       }
     }
     const int64_t elapsed = sentinel::bench::MonoNowNs() - start;
@@ -330,7 +348,7 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(std::max<int64_t>(row.issued, 1));
     std::printf(
         "%9lld %9.0f %10lld %9lld %9lld %8lld %8lld %6lld %6lld %9lld %9.0f %9.0f %9.0f %9.0f "
-        "%8.0f  %s\n",
+        "%8.0f %7.1f  %s\n",
         static_cast<long long>(rate), row.achieved, static_cast<long long>(row.issued),
         static_cast<long long>(row.delta.received), static_cast<long long>(lost),
         static_cast<long long>(row.delta.ring), static_cast<long long>(row.delta.sink),
@@ -338,7 +356,7 @@ int main(int argc, char** argv) {
         static_cast<long long>(lost - counted), static_cast<double>(row.caller_ns) / n,
         static_cast<double>(row.drainer_ns) / n, static_cast<double>(row.other_ns) / n,
         static_cast<double>(row.daemon_ns) / n, static_cast<double>(row.daemon_http_ns) / n,
-        row.load.c_str());
+        static_cast<double>(row.max_late_ns) / 1e6, row.load.c_str());
     std::fflush(stdout);
     if (rate > 0 && rate <= o.expect_no_loss_up_to && lost != 0) {
       std::fprintf(stderr, "FAIL: %lld records lost at %lld a second\n",
