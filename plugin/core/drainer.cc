@@ -111,6 +111,19 @@ void DrainRings(DrainerState& st) {
   }
 }
 
+// The periodic part of a drain after the records: exited threads' rings freed, in-flight states.
+void AfterRecordsPeriodic(DrainerState& st, bool force_heartbeat) {
+  ThreadStates::Get().ReapExited();
+  if (st.in_flight != nullptr && !st.sinks.empty()) {
+    SnapshotInFlight(&st.in_flight_samples);
+    st.in_flight_out.clear();
+    st.in_flight->Observe(st.in_flight_samples.data(), st.in_flight_samples.size(), MonoNs(),
+                          force_heartbeat, &st.in_flight_out);
+    for (const SentinelWireInFlight& r : st.in_flight_out)
+      ForEachSink(st, [&](RecordSink* s) { s->OnInFlight(r); });
+  }
+}
+
 // Requires drain_mu.
 void DrainOnce(DrainerState& st, bool force_heartbeat, DrainKind kind = DrainKind::kPeriodic) {
   std::vector<ControlItem>& items = st.items;
@@ -130,30 +143,8 @@ void DrainOnce(DrainerState& st, bool force_heartbeat, DrainKind kind = DrainKin
     SweepGrace(now);
   }
   DrainRings(st);
-  if (kind == DrainKind::kRecordsOnly) {
-    for (const ControlItem& it : items) {
-      if (it.kind == ControlItem::kEnd) {
-        ForEachSink(st, [&](RecordSink* s) { s->OnCommEnd(it.comm_hash, it.rank); });
-      } else if (it.kind == ControlItem::kControl) {
-        ForEachSink(st, [&](RecordSink* s) {
-          s->OnControlRecord(it.type, it.payload.data(), it.payload.size());
-        });
-      }
-    }
-    items.clear();
-    ForEachSink(st, [](RecordSink* s) { s->OnDrainEnd(); });
-    return;
-  }
-  ThreadStates::Get().ReapExited();
   // After the records: a state that counts a collective complete follows that collective's record.
-  if (st.in_flight != nullptr && !st.sinks.empty()) {
-    SnapshotInFlight(&st.in_flight_samples);
-    st.in_flight_out.clear();
-    st.in_flight->Observe(st.in_flight_samples.data(), st.in_flight_samples.size(), MonoNs(),
-                          force_heartbeat, &st.in_flight_out);
-    for (const SentinelWireInFlight& r : st.in_flight_out)
-      ForEachSink(st, [&](RecordSink* s) { s->OnInFlight(r); });
-  }
+  if (kind == DrainKind::kPeriodic) AfterRecordsPeriodic(st, force_heartbeat);
   for (const ControlItem& it : items) {
     if (it.kind == ControlItem::kEnd) {
       ForEachSink(st, [&](RecordSink* s) { s->OnCommEnd(it.comm_hash, it.rank); });
@@ -164,7 +155,8 @@ void DrainOnce(DrainerState& st, bool force_heartbeat, DrainKind kind = DrainKin
     }
   }
   items.clear();
-  if (force_heartbeat || now - st.last_heartbeat_ns >= kHeartbeatNs) {
+  if (kind == DrainKind::kPeriodic &&
+      (force_heartbeat || now - st.last_heartbeat_ns >= kHeartbeatNs)) {
     st.last_heartbeat_ns = now;
     SentinelWireHeartbeat hb = SnapshotCounters();
     ForEachSink(st, [&](RecordSink* s) { s->OnHeartbeat(hb); });
