@@ -174,7 +174,7 @@ void BM_Collective(benchmark::State& state) {
   p.DrainAndReinit();
   const int64_t daemon0 = p.collector.CpuNs();
   // A quarter of the ring between synchronous drains (the drainer thread also drains). Streaming
-  // to sentineld: fewer than the collector sink's send buffer holds (about 3,600 records), since
+  // to sentineld: fewer than the collector sink's send buffer holds (about 14,500 records), since
   // on a loaded machine sentineld reads more slowly than this loop produces, and a record the
   // sink drops at a full socket costs less than one sent; finalize's flush waits for the socket.
   // cpu_ns then carries one communicator finalize + init per 2048 collectives (about 0.3 ms of
