@@ -56,7 +56,7 @@ constexpr EnvVarSpec kRegistry[] = {
      "event slots per collective-level pool"},
     {Var::kRings, "SENTINEL_RINGS", I, "256", 8, 4096, nullptr, false, R,
      "per-thread record rings"},
-    {Var::kRingRecords, "SENTINEL_RING_RECORDS", I, "1024", 2, kMiB / 16, nullptr, false, R,
+    {Var::kRingRecords, "SENTINEL_RING_RECORDS", I, "8192", 2, kMiB / 16, nullptr, false, R,
      "records per ring (rounded up to a power of 2)"},
     {Var::kDrainIntervalMs, "SENTINEL_DRAIN_INTERVAL_MS", D, "25", 1, 1000, nullptr, false, R,
      "period of the drainer"},

@@ -25,6 +25,11 @@
 # (SENTINEL_DEV_BENCH_SENTINELD, default BUILD_DIR/collector/sentineld)
 # on a private socket (the production path; run when that binary is built; its sentineld_ns column
 # is the collector's own CPU per collective, another process).
+# Paced (plugins "paced-*", BM_PacedCollective): the same collective at a job's rate, 20,000 a
+# second (SENTINEL_DEV_BENCH_RATE) in batches every millisecond with sleeps between, at
+# Coll,KernelCh and 1 channel: our plugin to the JSONL dump, to a real sentineld (paced-sock), and
+# Inspector; its proc_cpu is the whole process's CPU per collective (drainer included), and the
+# last table compares our whole pipeline (proc_cpu + sentineld_ns) with Inspector's process.
 # Prints, per plugin, mask and channel count, the median over ROUNDS alternated rounds (each the
 # median of 3 repetitions) of: wall ns per collective, the calling thread's CPU ns, the process's
 # CPU ns (drainer thread and synchronous drains included), the calls NCCL made, and x_floor (see
@@ -75,6 +80,7 @@ run() {  # NAME FILTER SO [ENV...]: one round, its JSON in $STUBS/run.<n>.<NAME>
 # cancels much of the drift of a shared machine's load between runs. Each round runs the steps in
 # the opposite order of the one before, and "before" right after "sentinel" at each mask.
 BOTH='BM_(Collective|FloorCollective)/'
+PACED='BM_PacedCollective/'
 step() {
   case "$1" in
     ours:*) run "sentinel:${1#ours:}" "$BOTH" "$OURS" SENTINEL_EVENTS="${1#ours:}" ;;
@@ -85,6 +91,12 @@ step() {
     # The production path: streaming to a real sentineld (its floor too, so that it has x_floor).
     sock:*) run "sent-sock:${1#sock:}" "$BOTH" "$OURS" SENTINEL_EVENTS="${1#sock:}" \
       SENTINEL_DEV_BENCH_SENTINELD="$SENTINELD" ;;
+    paced-ours) run "paced-ours:Coll,KernelCh" "$PACED" "$OURS" SENTINEL_EVENTS=Coll,KernelCh ;;
+    paced-sock) run "paced-sock:Coll,KernelCh" "$PACED" "$OURS" SENTINEL_EVENTS=Coll,KernelCh \
+      SENTINEL_DEV_BENCH_SENTINELD="$SENTINELD" ;;
+    paced-inspector) run "paced-insp:Coll,KernelCh" "$PACED" "$INSPECTOR" \
+      LD_LIBRARY_PATH="$STUBS" NCCL_INSPECTOR_ENABLE=1 NCCL_INSPECTOR_ENABLE_P2P=0 \
+      NCCL_INSPECTOR_DUMP_DIR="$STUBS/dump" ;;
   esac
 }
 STEPS=()
@@ -96,6 +108,8 @@ done
 if [[ -x "$SENTINELD" ]]; then
   for mask in Coll,KernelCh default all; do STEPS+=("sock:$mask"); done
 fi
+STEPS+=(paced-ours paced-inspector)
+[[ -x "$SENTINELD" ]] && STEPS+=(paced-sock)
 for round in $(seq "$ROUNDS"); do
   if (( round % 2 == 1 )); then
     for ((i = 0; i < ${#STEPS[@]}; ++i)); do step "${STEPS[i]}"; done
@@ -160,4 +174,18 @@ for who in ('sentinel', 'before', 'sent-sock'):
               med_x(('Coll,KernelCh', ch, who)) / insp_x, de / insp,
               med_x(('default', ch, who)) * floor_de / floor_ck / insp_x,
               med_x(('all', ch, who))))
+# Paced: the whole process's CPU per collective (and sentineld's) at a job's rate.
+insp = med(rows.get(('Coll,KernelCh', 1, 'paced-insp'), []), 'cpu_ns')
+if insp == insp:
+    print()
+    print('%-11s %4s %9s %12s %9s %9s' % ('paced', 'ch', 'proc_cpu', 'sentineld_ns', 'total',
+          'x_insp'))
+    for who in ('paced-insp', 'paced-ours', 'paced-sock'):
+        bs = rows.get(('Coll,KernelCh', 1, who), [])
+        if not bs:
+            continue
+        proc = med(bs, 'cpu_ns')
+        daemon = med(bs, 'sentineld_ns')
+        total = proc + (daemon if daemon == daemon else 0.0)
+        print('%-11s %4d %9.0f %12.0f %9.0f %9.3f' % (who, 1, proc, daemon, total, total / insp))
 PY

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -16,6 +15,7 @@
 #include "plugin/base/log.h"
 #include "plugin/base/no_destructor.h"
 #include "plugin/base/thread.h"
+#include "plugin/core/drain_signal.h"
 #include "plugin/core/in_flight_monitor.h"
 #include "plugin/core/profiler_core.h"
 #include "plugin/core/thread_state.h"
@@ -45,6 +45,8 @@ struct DrainerState {
   pid_t owner_pid = 0;
   uint32_t interval_ms = 25;
 
+  // The thread sleeps on TheDrainSignal() (rings past their high water, and stop, notify it);
+  // wake_cv only tells the exit path that the thread has left its loop.
   std::mutex wake_mu;
   std::condition_variable wake_cv;
   bool stop = false;    // guarded by wake_mu
@@ -53,15 +55,24 @@ struct DrainerState {
   std::timed_mutex drain_mu;  // one drain at a time; guards everything below
   std::vector<std::unique_ptr<RecordSink>> sinks;
   bool sinks_built = false;
-  std::vector<SentinelWireCollRecord> batch;
+  std::vector<ControlItem> items;  // the queue's contents being handled (kept: no allocation)
   int64_t last_heartbeat_ns = 0;
+  // The proxy-grace sweep walks every slot ever handed out: a quarter of the grace apart is soon
+  // enough (a slot waits at most 1.25 graces), and much cheaper than every period at 25 ms.
+  int64_t sweep_every_ns = 0;
+  int64_t last_sweep_ns = 0;
   std::unique_ptr<InFlightMonitor> in_flight;  // built with the sinks
   std::vector<InFlightSample> in_flight_samples;
   std::vector<SentinelWireInFlight> in_flight_out;
 
   std::mutex queue_mu;
-  std::deque<ControlItem> queue;  // guarded by queue_mu
+  std::vector<ControlItem> queue;  // guarded by queue_mu
 };
+
+// What a drain does. An early drain (a ring past its high water woke the drainer before its
+// period) only moves records, with the control records queued before them; the periodic work
+// (proxy grace, in-flight states, heartbeat, freeing exited threads' rings) keeps its period.
+enum class DrainKind { kPeriodic, kRecordsOnly };
 
 DrainerState& State() {
   static NoDestructor<DrainerState> state;  // leaked: used by atexit and late threads
@@ -80,9 +91,42 @@ void ForEachSink(DrainerState& st, Fn&& fn) {
   }
 }
 
+// Hands every ring's records to the sinks in place (no copy on the way: a sink copies what it
+// keeps, e.g. into its frame buffer), releasing each batch once every sink had it.
+void DrainRings(DrainerState& st) {
+  ThreadStates& ts = ThreadStates::Get();
+  for (uint32_t i = 0; i < ts.size(); ++i) {
+    ThreadState* t = ts.at(i);
+    if (t->use.load(std::memory_order_acquire) == 0) continue;
+    for (;;) {
+      const SentinelWireCollRecord* records = nullptr;
+      const size_t n = t->ring.Peek(&records, kBatch);
+      if (n == 0) break;
+      ForEachSink(st, [&](RecordSink* s) {
+        size_t accepted = s->OnRecords(records, n);
+        if (accepted < n) AddSinkDrops(n - accepted);
+      });
+      t->ring.Release(n);
+    }
+  }
+}
+
+// The periodic part of a drain after the records: exited threads' rings freed, in-flight states.
+void AfterRecordsPeriodic(DrainerState& st, bool force_heartbeat) {
+  ThreadStates::Get().ReapExited();
+  if (st.in_flight != nullptr && !st.sinks.empty()) {
+    SnapshotInFlight(&st.in_flight_samples);
+    st.in_flight_out.clear();
+    st.in_flight->Observe(st.in_flight_samples.data(), st.in_flight_samples.size(), MonoNs(),
+                          force_heartbeat, &st.in_flight_out);
+    for (const SentinelWireInFlight& r : st.in_flight_out)
+      ForEachSink(st, [&](RecordSink* s) { s->OnInFlight(r); });
+  }
+}
+
 // Requires drain_mu.
-void DrainOnce(DrainerState& st, bool force_heartbeat) {
-  std::deque<ControlItem> items;
+void DrainOnce(DrainerState& st, bool force_heartbeat, DrainKind kind = DrainKind::kPeriodic) {
+  std::vector<ControlItem>& items = st.items;
   {
     std::lock_guard<std::mutex> lk(st.queue_mu);
     items.swap(st.queue);
@@ -93,32 +137,14 @@ void DrainOnce(DrainerState& st, bool force_heartbeat) {
       ForEachSink(st, [&](RecordSink* s) { s->OnCommInit(it.init); });
   }
   int64_t now = MonoNs();
-  SweepGrace(now);
-  ThreadStates& ts = ThreadStates::Get();
-  if (st.batch.size() < kBatch) st.batch.resize(kBatch);
-  for (uint32_t i = 0; i < ts.size(); ++i) {
-    ThreadState* t = ts.at(i);
-    if (t->use.load(std::memory_order_acquire) == 0) continue;
-    for (;;) {
-      size_t n = t->ring.PopBatch(st.batch.data(), kBatch);
-      if (n == 0) break;
-      if (st.sinks.empty()) continue;
-      ForEachSink(st, [&](RecordSink* s) {
-        size_t accepted = s->OnRecords(st.batch.data(), n);
-        if (accepted < n) AddSinkDrops(n - accepted);
-      });
-    }
+  if (kind == DrainKind::kPeriodic &&
+      (force_heartbeat || now - st.last_sweep_ns >= st.sweep_every_ns)) {
+    st.last_sweep_ns = now;
+    SweepGrace(now);
   }
-  ts.ReapExited();
+  DrainRings(st);
   // After the records: a state that counts a collective complete follows that collective's record.
-  if (st.in_flight != nullptr && !st.sinks.empty()) {
-    SnapshotInFlight(&st.in_flight_samples);
-    st.in_flight_out.clear();
-    st.in_flight->Observe(st.in_flight_samples.data(), st.in_flight_samples.size(), MonoNs(),
-                          force_heartbeat, &st.in_flight_out);
-    for (const SentinelWireInFlight& r : st.in_flight_out)
-      ForEachSink(st, [&](RecordSink* s) { s->OnInFlight(r); });
-  }
+  if (kind == DrainKind::kPeriodic) AfterRecordsPeriodic(st, force_heartbeat);
   for (const ControlItem& it : items) {
     if (it.kind == ControlItem::kEnd) {
       ForEachSink(st, [&](RecordSink* s) { s->OnCommEnd(it.comm_hash, it.rank); });
@@ -128,11 +154,14 @@ void DrainOnce(DrainerState& st, bool force_heartbeat) {
       });
     }
   }
-  if (force_heartbeat || now - st.last_heartbeat_ns >= kHeartbeatNs) {
+  items.clear();
+  if (kind == DrainKind::kPeriodic &&
+      (force_heartbeat || now - st.last_heartbeat_ns >= kHeartbeatNs)) {
     st.last_heartbeat_ns = now;
     SentinelWireHeartbeat hb = SnapshotCounters();
     ForEachSink(st, [&](RecordSink* s) { s->OnHeartbeat(hb); });
   }
+  ForEachSink(st, [](RecordSink* s) { s->OnDrainEnd(); });
 }
 
 void FinalDrain(DrainerState& st) {
@@ -141,20 +170,32 @@ void FinalDrain(DrainerState& st) {
   ForEachSink(st, [](RecordSink* s) { s->Flush(); });
 }
 
+bool StopAsked(DrainerState* st) {
+  std::lock_guard<std::mutex> lk(st->wake_mu);
+  return st->stop;
+}
+
+// A periodic drain every interval_ms; between them, an early one whenever a ring past its high
+// water notifies the signal (StopDrainer notifies it too).
 void ThreadMain(DrainerState* st) {
-  std::unique_lock<std::mutex> lk(st->wake_mu);
-  while (!st->stop) {
-    st->wake_cv.wait_for(lk, std::chrono::milliseconds(st->interval_ms));
-    if (st->stop) break;
-    lk.unlock();
+  const int64_t interval_ns = static_cast<int64_t>(st->interval_ms) * 1'000'000;
+  int64_t next_periodic_ns = MonoNs() + interval_ns;
+  DrainSignal& signal = TheDrainSignal();
+  while (!StopAsked(st)) {
+    const int64_t left_ns = next_periodic_ns - MonoNs();
+    if (left_ns > 0) (void)signal.Wait(left_ns);
+    if (StopAsked(st)) break;
+    const int64_t now = MonoNs();
+    const bool periodic = now >= next_periodic_ns;
+    if (periodic) next_periodic_ns = now + interval_ns;
     try {
       std::lock_guard<std::timed_mutex> dl(st->drain_mu);
-      DrainOnce(*st, false);
+      DrainOnce(*st, false, periodic ? DrainKind::kPeriodic : DrainKind::kRecordsOnly);
     } catch (...) {
       SENTINEL_LOG_ONCE(LogLevel::kWarn, "drainer: unexpected exception; records may be lost");
     }
-    lk.lock();
   }
+  std::lock_guard<std::mutex> lk(st->wake_mu);
   st->exited = true;
   st->wake_cv.notify_all();
 }
@@ -185,7 +226,7 @@ void StopDrainer(DrainerState& st) {
     std::lock_guard<std::mutex> lk(st.wake_mu);
     st.stop = true;
   }
-  st.wake_cv.notify_all();
+  TheDrainSignal().Notify();
   JoinDrainer(st);
 }
 
@@ -243,6 +284,7 @@ void DrainerOnCommInit(const SentinelWireCommInit& comm, const EnvConfig& config
       if (st.wiring.build_sinks != nullptr) st.sinks = st.wiring.build_sinks(config);
       st.sinks_built = true;
       st.interval_ms = config.drain_interval_ms;
+      st.sweep_every_ns = static_cast<int64_t>(config.proxy_grace_ms) * 1'000'000 / 4;
       InFlightMonitorOptions in_flight;
       in_flight.fixed_threshold_ns = static_cast<int64_t>(config.inflight_stuck_ms) * 1000000;
       in_flight.floor_ns = 4 * static_cast<int64_t>(config.drain_interval_ms) * 1000000;
@@ -307,7 +349,7 @@ void DrainerAtExit() noexcept {
       std::lock_guard<std::mutex> lk(st.wake_mu);
       st.stop = true;
     }
-    st.wake_cv.notify_all();
+    TheDrainSignal().Notify();
     // Bounded: if a drain is stuck (a sink blocked), give up rather than hang the exit.
     // Polls try_lock (TSan does not model timed_mutex::try_lock_for).
     const int64_t deadline_ns = MonoNs() + std::chrono::nanoseconds(kExitWait).count();

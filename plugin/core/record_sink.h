@@ -32,6 +32,10 @@ class RecordSink {
   // The in-flight state of one live communicator (about once a second, and at once when its
   // oldest collective is stuck). State, not an event: a later one supersedes an earlier one.
   virtual void OnInFlight(const SentinelWireInFlight& state) { (void)state; }
+  // The end of one drain (records and control records handed over): a sink that batches writes
+  // may write once here rather than several times as the records come, without waiting (unlike
+  // Flush).
+  virtual void OnDrainEnd() {}
   // Finalize of the last communicator, or process exit: push out anything buffered.
   virtual void Flush() = 0;
 };

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "plugin/base/no_destructor.h"
+#include "plugin/core/drain_signal.h"
 
 namespace sentinel::plugin {
 __thread ThreadState* t_thread_state __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -58,7 +59,9 @@ Status ThreadStates::Init(uint32_t n_states, uint32_t ring_records) noexcept {
   auto* records = static_cast<SentinelWireCollRecord*>(r);
   for (uint32_t i = 0; i < n_states; ++i) {
     new (&states[i]) ThreadState();
-    states[i].ring.Init(records + static_cast<size_t>(i) * ring_records, ring_records);
+    // A ring at its high water wakes the drainer early (record_ring.h).
+    states[i].ring.Init(records + static_cast<size_t>(i) * ring_records, ring_records,
+                        &NotifyDrainer);
   }
   pthread_key_t key;
   if (pthread_key_create(&key, &ThreadStates::OnThreadExit) == 0) {

@@ -275,6 +275,11 @@ Status CollectorSink::OpenTrustedSocket(int* fd_out) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path_, std::strlen(path_) + 1);
+  if (options_.socket_send_buffer_bytes > 0) {
+    // Best effort: a smaller buffer only means drops come sooner when sentineld lags.
+    (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &options_.socket_send_buffer_bytes,
+                     sizeof(options_.socket_send_buffer_bytes));
+  }
   // A UNIX-socket connect completes or fails at once; EAGAIN (backlog full) is a failure too.
   if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) != 0) {
     const int err = errno;
@@ -709,6 +714,11 @@ void CollectorSink::OnInFlight(const SentinelWireInFlight& state) {
   }
   SendSome();
   ReadIncoming();
+}
+
+void CollectorSink::OnDrainEnd() {
+  if (state_.load(std::memory_order_relaxed) != State::kStreaming || buffer_.empty()) return;
+  SendSome();
 }
 
 void CollectorSink::Flush() {

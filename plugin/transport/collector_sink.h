@@ -40,11 +40,21 @@ void SetHangVerdictHandler(HangVerdictHandler handler) noexcept;
 struct CollectorSinkOptions {
   // Socket to connect to; null resolves SENTINEL_SOCKET / the per-user default (socket_path.h).
   const char* socket_path = nullptr;
-  // The one send buffer, allocated at construction (about 3,600 collective records).
-  size_t buffer_bytes = size_t{512} * 1024;
-  // Buffered bytes that trigger a send, and the longest a record waits for one (checked whenever
-  // the drainer calls in; heartbeats, comm init/end and control records send at once).
-  size_t send_threshold_bytes = size_t{64} * 1024;
+  // The one send buffer, allocated at construction: about 14,500 collective records, 73 ms of a
+  // rank at 200,000 a second, for a sentineld that a busy node leaves unscheduled that long. Its
+  // pages become resident only as deep as sentineld lags (a drain's worth when it keeps up).
+  size_t buffer_bytes = size_t{2} << 20;
+  // The socket's own send buffer (SO_SNDBUF; the kernel caps it at net.core.wmem_max and doubles
+  // it for its bookkeeping), asked for at connect: what sentineld has not read yet waits there
+  // before it fills ours and records are dropped. 1 MiB: about 5,000 records more, 25 ms at
+  // 200,000 a second, for a collector that a busy node leaves unscheduled that long. Memory only
+  // while sentineld lags; 0 keeps the kernel's default (net.core.wmem_default, 208 KiB here).
+  int socket_send_buffer_bytes = 1 << 20;
+  // Buffered bytes that trigger a send within a drain, and the longest a record waits for one
+  // (checked whenever the drainer calls in; heartbeats, comm init/end and control records send
+  // at once). The end of each drain (OnDrainEnd) sends what is buffered: one write per drain,
+  // whatever it holds, unless the drain carries more than this.
+  size_t send_threshold_bytes = size_t{256} * 1024;
   int64_t max_batch_age_ns = 2'000'000;
   // Bounded wait for the collector's HelloAck after connecting (on the drainer thread).
   int64_t hello_timeout_ns = 200'000'000;
@@ -125,6 +135,8 @@ class CollectorSink final : public RecordSink {
   // reconnect (after the CommInit replay). Not counted as dropped while disconnected: a state
   // supersedes the ones before it, and the replay brings the collector up to date.
   void OnInFlight(const SentinelWireInFlight& state) override;
+  // Hands what is buffered to the kernel (no wait): the drain's records leave in one write.
+  void OnDrainEnd() override;
   void Flush() override;
 
   // Attempts a connection now if one is due (the RecordSink calls do this themselves).

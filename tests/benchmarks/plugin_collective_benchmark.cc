@@ -174,7 +174,7 @@ void BM_Collective(benchmark::State& state) {
   p.DrainAndReinit();
   const int64_t daemon0 = p.collector.CpuNs();
   // A quarter of the ring between synchronous drains (the drainer thread also drains). Streaming
-  // to sentineld: fewer than the collector sink's send buffer holds (about 3,600 records), since
+  // to sentineld: fewer than the collector sink's send buffer holds (about 14,500 records), since
   // on a loaded machine sentineld reads more slowly than this loop produces, and a record the
   // sink drops at a full socket costs less than one sent; finalize's flush waits for the socket.
   // cpu_ns then carries one communicator finalize + init per 2048 collectives (about 0.3 ms of
@@ -206,6 +206,52 @@ void BM_Collective(benchmark::State& state) {
   p.collectives += 2000 + static_cast<uint64_t>(state.iterations());
 }
 BENCHMARK(BM_Collective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
+
+// At a job's rate rather than flat out: SENTINEL_DEV_BENCH_RATE collectives a second (default
+// 20,000), a batch every millisecond and a sleep until the next, as a rank waiting on its GPU
+// does; 20,000 collectives per repetition. cpu_ns is the process's CPU per collective (calling
+// thread, drainer and every other thread; sleeping costs nothing), measured until two drain
+// periods after the last collective so that the drainer's last drain is in it; sentineld_ns the
+// collector's, when streaming. No synchronous drain: the plugin's own drainer keeps up here.
+void SleepUntilNs(int64_t mono_ns) {
+  timespec ts{static_cast<time_t>(mono_ns / 1000000000), static_cast<long>(mono_ns % 1000000000)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) != 0) {
+  }
+}
+
+void BM_PacedCollective(benchmark::State& state) {
+  Plugin& p = P();
+  const int n_channels = static_cast<int>(state.range(0));
+  static seq::Replayer* r = nullptr;
+  delete r;
+  r = new seq::Replayer(p.mask, n_channels, Steps());
+  const char* rate_text = getenv("SENTINEL_DEV_BENCH_RATE");
+  const int rate = rate_text != nullptr && atoi(rate_text) > 0 ? atoi(rate_text) : 20000;
+  const int per_batch = rate / 1000 > 0 ? rate / 1000 : 1;
+  for (int i = 0; i < 2000; ++i) r->Run(p.t, p.ctx);
+  if (p.writes_dump) p.DrainAndReinit();
+  const int64_t daemon0 = p.collector.CpuNs();
+  const int64_t cpu0 = ProcessCpuNs();
+  const int64_t start = sentinel::bench::MonoNowNs();
+  int64_t batches = 0;
+  int in_batch = 0;
+  for (auto _ : state) {
+    r->Run(p.t, p.ctx);
+    if (++in_batch == per_batch) {
+      in_batch = 0;
+      SleepUntilNs(start + ++batches * 1000000);
+    }
+  }
+  usleep(60000);  // two drain periods (25 ms each by default)
+  const double iters = static_cast<double>(state.iterations());
+  state.counters["channels"] = n_channels;
+  state.counters["rate"] = rate;
+  state.counters["cpu_ns"] = static_cast<double>(ProcessCpuNs() - cpu0) / iters;
+  if (p.streams)
+    state.counters["sentineld_ns"] = static_cast<double>(p.collector.CpuNs() - daemon0) / iters;
+  p.collectives += 2000 + static_cast<uint64_t>(state.iterations());
+}
+BENCHMARK(BM_PacedCollective)->Arg(1)->Iterations(20000);
 
 // The same sequence against the floor plugin (every start answered, so every call is made).
 void BM_FloorCollective(benchmark::State& state) {

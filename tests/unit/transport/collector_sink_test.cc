@@ -176,6 +176,37 @@ TEST_F(CollectorSinkTest, BatchAgeSendsSmallBatchesWithoutFlush) {
   ASSERT_TRUE(server.WaitFor([&] { return server.state().record_count == 4; }));
 }
 
+// The drainer hands over a drain's records in batches of at most 256 per ring; the end of the
+// drain writes them all at once, whatever their age or size: one write per drain, none while
+// the records come in (below the size threshold).
+TEST_F(CollectorSinkTest, TheEndOfADrainWritesItsRecordsInOneSend) {
+  FakeCollectorServer server(path_);
+  ASSERT_TRUE(server.Start());
+  CollectorSinkOptions o = Opts();
+  o.max_batch_age_ns = INT64_MAX / 2;  // the age never sends here
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(1, 0));
+  const uint64_t calls_before = sink.Stats().send_calls;
+  for (uint64_t b = 0; b < 4; ++b) {
+    auto recs = MakeRecords(200, b * 200, 1);  // 4 x 28.8 KB: below the 256 KiB threshold
+    ASSERT_EQ(sink.OnRecords(recs.data(), recs.size()), recs.size());
+  }
+  EXPECT_EQ(sink.Stats().send_calls, calls_before) << "sent before the drain ended";
+  sink.OnDrainEnd();
+  const CollectorSinkStats s = sink.Stats();
+  // One send; a second one only after the kernel took part of the first (a busy reader), and a
+  // send that found the socket full moved nothing (not counted).
+  const uint64_t moved = s.send_calls - calls_before - s.send_eagain;
+  EXPECT_GE(moved, 1u);
+  EXPECT_LE(moved, 2u);
+  if (s.send_eagain == 0) {
+    EXPECT_EQ(s.records_sent, 800u);
+  }
+  sink.Flush();
+  ASSERT_TRUE(server.WaitFor([&] { return server.state().record_count == 800; }));
+  EXPECT_EQ(sink.Stats().records_dropped, 0u);
+}
+
 TEST_F(CollectorSinkTest, RefusedMajorTurnsStreamingOffQuietlyForGood) {
   for (auto mode :
        {FakeCollectorServer::AckMode::kRefuseMajor, FakeCollectorServer::AckMode::kWrongMajor}) {
@@ -327,6 +358,29 @@ TEST_F(CollectorSinkTest, RestartedCollectorGetsHelloCommReplayAndDropCounts) {
   EXPECT_EQ(sink.Stats().connects, 2u);
 }
 
+// At the default sizes, a sentineld that does not read for 50 ms while a rank completes 200,000
+// collectives a second (10,000 records, in drains of 1,024) loses none of them: they wait in our
+// buffer and the socket's (before, 512 KiB and the kernel's 208 KiB held about 4,900).
+TEST_F(CollectorSinkTest, ACollectorThatDoesNotReadFor50MsAt200kASecondLosesNothing) {
+  FakeCollectorServer::Options so;
+  so.read_after_ack = false;
+  FakeCollectorServer server(path_, so);
+  ASSERT_TRUE(server.Start());
+  CollectorSinkOptions o = Opts();
+  o.flush_timeout_ns = 10'000'000;
+  CollectorSink sink(o);
+  sink.OnCommInit(MakeComm(1, 0));
+  for (size_t drain = 0; drain < 10000 / 1000; ++drain) {
+    for (size_t i = 0; i < 1000; i += 250) {
+      auto recs = MakeRecords(250, drain * 1000 + i, 1);
+      ASSERT_EQ(sink.OnRecords(recs.data(), recs.size()), recs.size());
+    }
+    sink.OnDrainEnd();
+  }
+  EXPECT_EQ(sink.Stats().records_dropped, 0u);
+  EXPECT_EQ(sink.state(), CollectorSink::State::kStreaming);
+}
+
 TEST_F(CollectorSinkTest, StalledCollectorFillsSocketThenDropsWithoutBlockingOrSigpipe) {
   FakeCollectorServer::Options so;
   so.read_after_ack = false;
@@ -334,6 +388,7 @@ TEST_F(CollectorSinkTest, StalledCollectorFillsSocketThenDropsWithoutBlockingOrS
   ASSERT_TRUE(server->Start());
   CollectorSinkOptions o = Opts();
   o.buffer_bytes = 64 * 1024;
+  o.socket_send_buffer_bytes = 0;  // the kernel's default: 208 KiB
   o.flush_timeout_ns = 10'000'000;
   CollectorSink sink(o);
   sink.OnCommInit(MakeComm(1, 0));
