@@ -634,6 +634,11 @@ void Aggregator::EvaluateHangs(int64_t now) {
     ApplyMismatch(comm->hash, views, &v);
     if (!v.mismatch.empty()) AddFirstDivergence(comm.get(), views, &v);
     if (v.paused) LogPausedOnce(*comm, v);
+    // A culprit outside NCCL whose /proc has not been read since it left: whether it works there
+    // (paused, not stuck) is not known for the 2 s NoteOutside waits for a window, so nothing
+    // names it never_launched yet; the read a tick later decides. Only where the evidence poll
+    // runs, and only with a hang timeout of about 2 s (a longer one finds the read done).
+    if (v.hung && !v.paused && OutsideUnread(*comm, v, now)) continue;
     HangActionParams action_params;
     action_params.timeout_ns = config_.hang_timeout_ns;
     action_params.busy_timeout_ns = config_.hang_timeout_busy_ns;

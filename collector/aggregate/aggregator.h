@@ -381,6 +381,12 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   // and for /metrics (sentinel_inflight_paused_outside_nccl), whether or not this node is hung.
   void NoteOutside(const RankState& m, int64_t now, InFlightView* view) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static constexpr int64_t kOutsideLookAfterNs = 2LL * 1000000000;  // two polls: a window
+  static constexpr int64_t kOutsideLookEveryNs = 1LL * 1000000000;  // the poll's own period
+  // Some never_launched culprit of `v` is outside NCCL and its /proc not read since it left (so
+  // whether it is paused is not known yet), for at most the look-after delay and one poll.
+  bool OutsideUnread(const CommState& comm, const HangVerdict& v, int64_t now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Where the evidence poller reads rank `m`'s /proc: its state, CPU use and I/O over the last
   // `span_ns` (2 to 10 s), into `view` (left unknown otherwise).
   void NoteProcess(const RankState& m, int64_t now, int64_t span_ns, InFlightView* view) const

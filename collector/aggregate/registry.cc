@@ -400,8 +400,8 @@ bool Aggregator::OutsideNccl(const RankState& m) const {
 }
 
 void Aggregator::NoteOutside(const RankState& m, int64_t now, InFlightView* view) const {
-  constexpr int64_t kLookAfterNs = 2LL * 1000000000;  // two polls: a window
-  constexpr int64_t kLookEveryNs = 1LL * 1000000000;  // the poll's own period
+  constexpr int64_t kLookAfterNs = kOutsideLookAfterNs;
+  constexpr int64_t kLookEveryNs = kOutsideLookEveryNs;
   view->outside_nccl = OutsideNccl(m);
   if (!view->outside_nccl) {
     view->outside_since_ns = 0;
@@ -415,6 +415,21 @@ void Aggregator::NoteOutside(const RankState& m, int64_t now, InFlightView* view
     NoteProcess(m, now, now - view->outside_since_ns, view);
     view->proc_read_ns = now;
   }
+}
+
+bool Aggregator::OutsideUnread(const CommState& comm, const HangVerdict& v, int64_t now) const {
+  if (state_.evidence == nullptr) return false;
+  for (const HangRank& r : v.ranks) {
+    if (r.role != HangRole::kNeverLaunched) continue;
+    auto it = comm.index.find(r.rank);
+    if (it == comm.index.end()) continue;
+    const InFlightView& f = comm.members[static_cast<size_t>(it->second)]->inflight;
+    if (f.outside_nccl && f.outside_since_ns > 0 && f.proc_read_ns < f.outside_since_ns &&
+        now - f.outside_since_ns < kOutsideLookAfterNs + kOutsideLookEveryNs) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Aggregator::NoteProcess(const RankState& m, int64_t now, int64_t span_ns,

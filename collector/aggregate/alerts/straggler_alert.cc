@@ -77,20 +77,37 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   a.summary = LocalStragglerSummary(rs.rank, a.comm, f, structural, judged);
   // Why (cause_evidence.h): the lateness per collective over the late run against the rank's own
   // lateness before it, explained by the node's evidence of its process and GPU.
+  // The late run starts at the detector's onset when that is earlier than the window's own start
+  // (f.since_seq follows the recent window: with a bursty cause, a CPU quota's throttled periods,
+  // it moves on while the onset stays, and the rank's "usual" would be taken from the late run
+  // itself); the lateness over it is then its mean since the onset.
+  const uint64_t from_seq =
+      st.onset_seq > 0 && st.onset_seq < f.since_seq ? st.onset_seq : f.since_seq;
   double usual_late_ns = 0;
   int usual_n = 0;
-  for (size_t k = rs.history.size(); k > 0 && usual_n < 64; --k) {
+  double late_sum_ns = 0;
+  int late_n = 0;
+  for (size_t k = rs.history.size(); k > 0; --k) {
     const RankSample& h = rs.history[k - 1];
-    if (h.seq >= f.since_seq || h.lateness_ns < 0) continue;
-    usual_late_ns += static_cast<double>(h.lateness_ns);
-    ++usual_n;
+    if (h.lateness_ns < 0) continue;
+    if (h.seq >= from_seq) {
+      late_sum_ns += static_cast<double>(h.lateness_ns);
+      ++late_n;
+    } else if (usual_n < 64) {
+      usual_late_ns += static_cast<double>(h.lateness_ns);
+      ++usual_n;
+    } else {
+      break;
+    }
   }
+  const double late_ms =
+      from_seq != f.since_seq && late_n > 0 ? late_sum_ns / late_n / 1e6 : f.lateness_mean_ms;
   const double step_ms = f.back_to_back ? f.compute_per_coll_ms : f.segment_p50_ms;
   const LateSpan span =
-      LateSpanSince(rs, f.since_seq, f.lateness_mean_ms,
-                    usual_n > 0 ? usual_late_ns / usual_n / 1e6 : -1, step_ms, now_mono_ns);
+      LateSpanSince(rs, from_seq, late_ms, usual_n > 0 ? usual_late_ns / usual_n / 1e6 : -1,
+                    step_ms, now_mono_ns);
   const CauseVerdict& cause =
-      state.causes.Get({comm.uid, comm.hash, rs.rank, false}, f.since_seq, now_mono_ns, [&] {
+      state.causes.Get({comm.uid, comm.hash, rs.rank, false}, from_seq, now_mono_ns, [&] {
         return JudgeLateCause(GatherCauseEvidence(state, comm, rs, span, state.evidence),
                               state.cause_params);
       });
