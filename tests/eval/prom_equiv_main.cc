@@ -7,17 +7,22 @@
 // with the scrape's time as an explicit timestamp, to the Debian Prometheus running the shipped
 // rules (examples/prometheus/sentinel_rules.yml) in a clock running --speed times faster (every
 // duration of the rules divided by it: the 15 s interval is 1 s at 15), its evaluations aligned
-// on the mirror's (prom_mirror.h). Compared at every evaluation: the alerts that went firing, and
-// the ranks sentinel:rank_late holds. Exit 1 on any difference (with --check, also when the
-// scenario's culprits are not all named, so the comparison is never over an empty set).
+// on the mirror's (prom_mirror.h). Compared at every evaluation: the alerts that went firing
+// (SentinelJobHangCulprit, in a group Prometheus evaluates at another offset, within one
+// evaluation), and every recording rule of the sentinel-jobwide group that the mirror computes
+// (series and values). Exit 1 on any difference, and with --check also when the scenario's
+// culprits are not all named (the comparison is never over an empty set); a run in which a text
+// reached Prometheus after an evaluation that should have read it is invalid and run again
+// (--tries).
 //   prom_equiv --nodes 8 --check                 (the ctest: eval_prom_equiv_test)
-//   prom_equiv --nodes 128 --speed 5
+//   prom_equiv --nodes 128 --speed 5 --check     (scripts/prom_scale.sh)
 //
 // Scale (--scale): the model at N x 8 with a slow node and noise, its last --seconds of scrapes
-// served live in real time (no timestamps, Prometheus's own) to Prometheus running the shipped
+// served live in real time (no timestamps: Prometheus's own) to Prometheus running the shipped
 // rules unchanged at a 15 s scrape and evaluation; prints the series count, each rule group's
-// evaluation time (the largest over the run), Prometheus's memory and CPU, and scrape durations.
-//   prom_equiv --scale --nodes 1024 --seconds 240  (scripts/prom_scale.sh)
+// evaluation time (largest and mean over the run), Prometheus's memory and CPU, scrape durations
+// and the time of the Grafana dashboard's queries.
+//   prom_equiv --scale --nodes 1024 --seconds 90  (scripts/prom_scale.sh)
 #include <sched.h>
 #include <sys/resource.h>
 
@@ -29,6 +34,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -70,6 +76,7 @@ struct Options {
   // normal priority: a starved exporter or Prometheus misses the evaluations it is judged at.
   bool serve_at_normal_priority = false;
   std::string rules = SENTINEL_RULES_PATH;
+  std::string dashboard = SENTINEL_DASHBOARD_PATH;
 };
 
 // This thread (and the threads and processes it starts from now on) at normal priority.
@@ -139,6 +146,19 @@ prom::Labels JsonLabels(const nlohmann::json& metric) {
 }
 
 int64_t JsonMs(const nlohmann::json& pair) { return std::llround(pair[0].get<double>() * 1000.0); }
+
+// The scrape config's targets: node i at the exporter's /node/<i>/metrics, its `instance` label
+// the mirror's name for it.
+std::string StaticTargets(int port, const std::vector<std::string>& instances) {
+  std::string out;
+  for (size_t n = 0; n < instances.size(); ++n) {
+    out += absl::StrFormat(
+        "      - targets: ['127.0.0.1:%d']\n        labels: {__metrics_path__: '/node/%d/metrics', "
+        "instance: '%s'}\n",
+        port, n, instances[n]);
+  }
+  return out;
+}
 
 // The `record:` names of group `group` in a rules file.
 std::vector<std::string> GroupRecords(const std::string& rules, const std::string& group) {
@@ -211,12 +231,7 @@ int ServeAndCompare(const Options& o, const ClusterDumpSpec& spec, const Cluster
       "rule_files:\n  - RULES_FILE\n"
       "scrape_configs:\n  - job_name: eval\n    honor_timestamps: true\n    static_configs:\n",
       scrape_ms, scrape_ms, period_ms);
-  for (int n = 0; n < o.nodes; ++n) {
-    cfg += absl::StrFormat(
-        "      - targets: ['127.0.0.1:%d']\n        labels: {__metrics_path__: '/node/%d/metrics', "
-        "instance: '%s'}\n",
-        exporter.port(), n, dump.instances[static_cast<size_t>(n)]);
-  }
+  cfg += StaticTargets(exporter.port(), dump.instances);
   // The latest scrape of every target is the instant vector, as in the mirror: a series a node
   // stopped exporting is gone at the next scrape (explicit timestamps get no staleness markers).
   PromProcess prom;
@@ -541,6 +556,31 @@ int RunEquivalence(const Options& o, const Config& config) {
   return rc;
 }
 
+// The Grafana dashboard's queries, its variables all selected ($job, $host, ... as `.*`) and
+// $__rate_interval as 1m.
+std::vector<std::string> DashboardQueries(const std::string& path) {
+  std::vector<std::string> out;
+  const nlohmann::json d = nlohmann::json::parse(ReadFile(path), nullptr, false);
+  if (!d.is_object()) return out;
+  std::vector<const nlohmann::json*> todo = {&d};
+  while (!todo.empty()) {
+    const nlohmann::json* j = todo.back();
+    todo.pop_back();
+    if (j->is_object() && j->contains("expr") && (*j)["expr"].is_string()) {
+      std::string e = (*j)["expr"].get<std::string>();
+      e = std::regex_replace(e, std::regex(R"(\$__rate_interval)"), "1m");
+      e = std::regex_replace(e, std::regex(R"(\$[a-z_]+)"), ".*");
+      out.push_back(e);
+    }
+    if (j->is_object() || j->is_array()) {
+      for (const auto& child : *j) {
+        if (child.is_object() || child.is_array()) todo.push_back(&child);
+      }
+    }
+  }
+  return out;
+}
+
 // ---- Scale -------------------------------------------------------------------------------------
 
 std::string GroupName(const std::string& labels) {
@@ -596,12 +636,7 @@ int RunScale(const Options& o, const Config& config) {
   std::string cfg =
       "global:\n  scrape_interval: 15s\n  scrape_timeout: 10s\n  evaluation_interval: 15s\n"
       "rule_files:\n  - RULES_FILE\nscrape_configs:\n  - job_name: eval\n    static_configs:\n";
-  for (int n = 0; n < o.nodes; ++n) {
-    cfg += absl::StrFormat(
-        "      - targets: ['127.0.0.1:%d']\n        labels: {__metrics_path__: '/node/%d/metrics', "
-        "instance: '%s'}\n",
-        exporter.port(), n, dump.instances[static_cast<size_t>(n)]);
-  }
+  cfg += StaticTargets(exporter.port(), dump.instances);
   PromProcess prom;
   if (!prom.Start(cfg, ReadFile(o.rules), {})) {
     std::fprintf(stderr, "prom_scale: prometheus did not start\n");
@@ -668,6 +703,24 @@ int RunScale(const Options& o, const Config& config) {
               QueryScalar(prom, "avg(avg_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))"),
               QueryScalar(prom, "max(max_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))"));
   std::printf("  missed rule-group iterations            %.0f\n", missed);
+  // The dashboard's panels as Grafana asks for them: each a range query over the last 5 minutes
+  // at a 15 s step.
+  std::vector<std::pair<double, std::string>> took;
+  double total_ms = 0;
+  const int64_t now = WallMs();
+  for (const std::string& q : DashboardQueries(o.dashboard)) {
+    const int64_t t0 = WallMs();
+    const bool ok = !prom.QueryRange(q, now - 300000, now, 15000).is_null();
+    const double ms = static_cast<double>(WallMs() - t0);
+    total_ms += ms;
+    took.push_back({ms, (ok ? "" : "(failed) ") + q});
+  }
+  std::sort(took.rbegin(), took.rend());
+  std::printf("  dashboard: %zu panel queries, %.0f ms in all; the slowest:\n", took.size(),
+              total_ms);
+  for (size_t i = 0; i < took.size() && i < 3; ++i) {
+    std::printf("    %6.0f ms  %.110s\n", took[i].first, took[i].second.c_str());
+  }
   for (const auto& [g, v] : group_max) {
     std::printf("  rule group %-22s evaluation %.3f s max, %.3f s mean (%d evaluations)\n",
                 g.c_str(), v, group_sum[g] / std::max(group_n[g], 1), group_n[g]);
@@ -694,6 +747,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       if (!value(&v) || !absl::SimpleAtod(v, &o->speed) || !(o->speed >= 1)) return false;
     } else if (a == "--seconds") {
       if (!value(&v) || !absl::SimpleAtod(v, &o->seconds) || !(o->seconds >= 30)) return false;
+    } else if (a == "--dashboard") {
+      if (!value(&o->dashboard)) return false;
     } else if (a == "--rules") {
       if (!value(&o->rules)) return false;
     } else if (a == "--scale") {
@@ -722,7 +777,9 @@ int main(int argc, char** argv) {
   if (!sentinel::collector::eval::ParseArgs(argc, argv, &o)) {
     std::fprintf(stderr,
                  "usage: prom_equiv [--nodes N] [--seed S] [--speed K] [--rules FILE] [--check]\n"
-                 "       prom_equiv --scale [--nodes N] [--seconds S] [--rules FILE]\n");
+                 "                  [--tries N] [--model-only] [--serve-at-normal-priority]\n"
+                 "       prom_equiv --scale [--nodes N] [--seconds S] [--rules FILE]\n"
+                 "                  [--dashboard FILE] [--serve-at-normal-priority]\n");
     return 2;
   }
   spdlog::set_level(spdlog::level::err);

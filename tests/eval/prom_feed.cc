@@ -149,18 +149,35 @@ std::string PromProcess::Get(const std::string& path) const {
   return res->body;
 }
 
-nlohmann::json PromProcess::Query(const std::string& expr, int64_t time_ms) const {
-  if (port_ == 0) return nullptr;
-  httplib::Client c("127.0.0.1", port_);
+namespace {
+
+std::string Seconds(int64_t ms) { return std::to_string(static_cast<double>(ms) / 1000.0); }
+
+nlohmann::json Api(int port, const std::string& path, const httplib::Params& params) {
+  if (port == 0) return nullptr;
+  httplib::Client c("127.0.0.1", port);
   c.set_connection_timeout(2, 0);
   c.set_read_timeout(120, 0);
-  const httplib::Params params = {{"query", expr},
-                                  {"time", std::to_string(static_cast<double>(time_ms) / 1000.0)}};
-  auto res = c.Post("/api/v1/query", params);
+  auto res = c.Post(path.c_str(), params);
   if (!res || res->status != 200) return nullptr;
   nlohmann::json j = nlohmann::json::parse(res->body, nullptr, false);
   if (!j.is_object() || j.value("status", "") != "success") return nullptr;
   return j["data"];
+}
+
+}  // namespace
+
+nlohmann::json PromProcess::Query(const std::string& expr, int64_t time_ms) const {
+  return Api(port_, "/api/v1/query", {{"query", expr}, {"time", Seconds(time_ms)}});
+}
+
+nlohmann::json PromProcess::QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
+                                       int64_t step_ms) const {
+  return Api(port_, "/api/v1/query_range",
+             {{"query", expr},
+              {"start", Seconds(start_ms)},
+              {"end", Seconds(end_ms)},
+              {"step", Seconds(step_ms)}});
 }
 
 std::map<std::string, double> PromProcess::SelfMetric(const std::string& name) const {

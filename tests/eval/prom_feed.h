@@ -87,6 +87,9 @@ class PromProcess {
   std::string Get(const std::string& path) const;
   // An instant query at `time_ms`: the `data` object, null on any failure.
   nlohmann::json Query(const std::string& expr, int64_t time_ms) const;
+  // A range query over [start_ms, end_ms] at `step_ms`: the `data` object, null on any failure.
+  nlohmann::json QueryRange(const std::string& expr, int64_t start_ms, int64_t end_ms,
+                            int64_t step_ms) const;
   // Prometheus's own /metrics: every sample whose name is `name`, by its label text ("" when
   // none), e.g. {rule_group="/tmp/.../rules.yml;sentinel-jobwide"}.
   std::map<std::string, double> SelfMetric(const std::string& name) const;
