@@ -27,7 +27,8 @@ struct ClusterDumpSpec {
   // Scrapes before this long after the start are not kept (their texts are the bulk of the dump
   // at 1,024 nodes); the evaluations are all kept.
   int64_t keep_scrapes_from_ns = 0;
-  bool keep_recorded = true;  // every evaluation's recording-rule results (large at scale)
+  bool keep_recorded = true;   // every evaluation's recording-rule results (large at scale)
+  bool evaluate_rules = true;  // false: no mirror at all (only the texts are wanted)
 };
 
 struct ClusterDump {

@@ -161,9 +161,10 @@ class ClusterJob {
 
   // Keeps every scrape's text (from `keep_from_ns` after the start) and every evaluation's
   // verdicts in `dump` while running.
-  void DumpTo(ClusterDump* dump, int64_t keep_from_ns, bool recorded) {
+  void DumpTo(ClusterDump* dump, int64_t keep_from_ns, bool recorded, bool rules) {
     dump_ = dump;
     dump_recorded_ = recorded;
+    evaluate_rules_ = rules;
     dump_keep_from_ns_ = keep_from_ns;
     for (const Node& node : nodes_) dump->instances.push_back(node.instance);
     for (const ClusterLayout::Comm& c : L_.comms) {
@@ -577,7 +578,7 @@ class ClusterJob {
         nodes_[scrape_node].next_scrape_ns += kScrapeNs;
         scrape_idx_ = (scrape_idx_ + 1) % scrape_order_.size();
       } else {
-        EvaluateRules();
+        if (evaluate_rules_) EvaluateRules();
         next_eval_ += prom::JobwideRules::kIntervalNs;
       }
     }
@@ -635,6 +636,7 @@ class ClusterJob {
   ClusterDump* dump_ = nullptr;
   int64_t dump_keep_from_ns_ = 0;
   bool dump_recorded_ = false;
+  bool evaluate_rules_ = true;
 };
 
 // ---- Scoring -----------------------------------------------------------------------------------
@@ -929,7 +931,7 @@ ClusterDump RunClusterDump(const ClusterDumpSpec& spec, const Config& config) {
   s.seed = spec.seed;
   ClusterDump dump;
   ClusterJob job(layout, s, config, static_cast<int64_t>(spec.step_ms * kMs));
-  job.DumpTo(&dump, spec.keep_scrapes_from_ns, spec.keep_recorded);
+  job.DumpTo(&dump, spec.keep_scrapes_from_ns, spec.keep_recorded, spec.evaluate_rules);
   const RunResult r = job.Run();
   dump.start_ns = r.start_ns;
   dump.end_ns = r.end_ns;

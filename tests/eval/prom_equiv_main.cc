@@ -610,6 +610,8 @@ int RunScale(const Options& o, const Config& config) {
   spec.faults.from_ns = warm_ns / 2;
   spec.faults.slow_rank = -1;
   spec.keep_scrapes_from_ns = warm_ns - 15 * kSec;
+  spec.keep_recorded = false;
+  spec.evaluate_rules = false;
   const int64_t model_t0 = WallMs();
   const ClusterDump dump = RunClusterDump(spec, config);
   const double model_s = static_cast<double>(WallMs() - model_t0) / 1000.0;
