@@ -705,6 +705,23 @@ int RunScale(const Options& o, const Config& config) {
               QueryScalar(prom, "avg(avg_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))"),
               QueryScalar(prom, "max(max_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))"));
   std::printf("  missed rule-group iterations            %.0f\n", missed);
+  // The costliest rules of the last evaluation of each group (/api/v1/rules: evaluationTime).
+  const nlohmann::json rules_api = nlohmann::json::parse(prom.Get("/api/v1/rules"), nullptr, false);
+  if (rules_api.is_object() && rules_api.contains("data")) {
+    std::vector<std::tuple<double, std::string, std::string>> costly;
+    for (const auto& g : rules_api["data"]["groups"]) {
+      for (const auto& r : g["rules"]) {
+        costly.emplace_back(r.value("evaluationTime", 0.0), g.value("name", ""),
+                            r.value("name", ""));
+      }
+    }
+    std::sort(costly.rbegin(), costly.rend());
+    std::printf("  the costliest rules at their group's last evaluation:\n");
+    for (size_t i = 0; i < costly.size() && i < 6; ++i) {
+      std::printf("    %6.3f s  %s: %s\n", std::get<0>(costly[i]), std::get<1>(costly[i]).c_str(),
+                  std::get<2>(costly[i]).c_str());
+    }
+  }
   // The dashboard's panels as Grafana asks for them: each a range query over the last 5 minutes
   // at a 15 s step.
   std::vector<std::pair<double, std::string>> took;
