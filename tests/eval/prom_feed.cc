@@ -28,7 +28,9 @@ int64_t WallMs() {
 
 RecordedExporter::RecordedExporter() : server_(std::make_unique<httplib::Server>()) {}
 
-RecordedExporter::~RecordedExporter() {
+RecordedExporter::~RecordedExporter() { Stop(); }
+
+void RecordedExporter::Stop() {
   server_->stop();
   if (thread_.joinable()) thread_.join();
 }

@@ -42,6 +42,8 @@ class RecordedExporter {
 
   // Binds 127.0.0.1 (a port of the kernel's choice) and serves from a thread of its own.
   bool Start(int nodes);
+  // Stops serving (a later scrape finds the port closed).
+  void Stop();
   int port() const { return port_; }
   // Node i's texts, in time order. A request at wall time w gets the latest text whose from_ms <=
   // w + lead_ms (an empty body before the first).
