@@ -70,6 +70,7 @@ struct Options {
   bool scale = false;
   double seconds = 240;
   bool check = false;
+  bool inputs_only_too = true;  // --scale: again with only the rules' inputs kept
   int tries = 2;
   bool model_only = false;  // the mirror's alerts only, no Prometheus
   // Once the model has run (pure arithmetic, fine at idle priority), serve and run Prometheus at
@@ -146,6 +147,20 @@ prom::Labels JsonLabels(const nlohmann::json& metric) {
 }
 
 int64_t JsonMs(const nlohmann::json& pair) { return std::llround(pair[0].get<double>() * 1000.0); }
+
+// The scraped metrics a rules file reads (every sentinel_* name in it), as one regex.
+std::string RuleInputsRegex(const std::string& rules_path) {
+  const std::string text = ReadFile(rules_path);
+  static const std::regex kName(R"(\bsentinel_[a-z0-9_]+)");
+  std::set<std::string> names;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kName);
+       it != std::sregex_iterator(); ++it) {
+    names.insert(it->str());
+  }
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : "|") + n;
+  return out;
+}
 
 // The scrape config's targets: node i at the exporter's /node/<i>/metrics, its `instance` label
 // the mirror's name for it.
@@ -597,47 +612,20 @@ double QueryScalar(const PromProcess& prom, const std::string& expr) {
   return std::strtod(d["result"][0]["value"][1].get<std::string>().c_str(), nullptr);
 }
 
-int RunScale(const Options& o, const Config& config) {
-  if (!PromProcess::Installed()) {
-    std::printf("prom_equiv: /usr/bin/prometheus not installed: skipped\n");
-    return kSkipped;
-  }
-  // A minute of warm-up (every rank's windows full), then the scrapes served.
-  ClusterDumpSpec spec = Scenario(o, false);
-  const int64_t warm_ns = 60 * kSec;
-  const int64_t serve_ns = static_cast<int64_t>(o.seconds * kSec);
-  spec.run_ns = warm_ns + serve_ns + 15 * kSec;
-  spec.faults.from_ns = warm_ns / 2;
-  spec.faults.slow_rank = -1;
-  spec.keep_scrapes_from_ns = warm_ns - 15 * kSec;
-  spec.keep_recorded = false;
-  spec.evaluate_rules = false;
-  const int64_t model_t0 = WallMs();
-  const ClusterDump dump = RunClusterDump(spec, config);
-  const double model_s = static_cast<double>(WallMs() - model_t0) / 1000.0;
-  size_t bytes = 0;
-  size_t lines = 0;
-  size_t texts = 0;
-  for (const ClusterDump::Scrape& s : dump.scrapes) {
-    if (s.node != 0 && s.node != o.nodes - 1) continue;
-    bytes += s.text.size();
-    lines += static_cast<size_t>(std::count(s.text.begin(), s.text.end(), '\n'));
-    ++texts;
-  }
-  std::printf(
-      "prom_scale: %d nodes x %d ranks: the model ran %.0f s simulated in %.0f s; a node's "
-      "/metrics: %.0f bytes, %.0f lines\n",
-      o.nodes, ClusterLayout::kPerNode, static_cast<double>(spec.run_ns) / kSec, model_s,
-      static_cast<double>(bytes) / std::max<size_t>(texts, 1),
-      static_cast<double>(lines) / std::max<size_t>(texts, 1));
-  std::fflush(stdout);
-
-  ServeAtNormalPriority(o);
+// Serves the dump's texts live in real time to a Prometheus with the shipped rules (keeping only
+// the metrics matching `keep` when not empty) and prints what it cost.
+int MeasureLive(const Options& o, const ClusterDumpSpec& spec, const ClusterDump& dump,
+                const std::string& keep) {
   RecordedExporter exporter;
   if (!exporter.Start(o.nodes)) return 1;
   std::string cfg =
       "global:\n  scrape_interval: 15s\n  scrape_timeout: 10s\n  evaluation_interval: 15s\n"
-      "rule_files:\n  - RULES_FILE\nscrape_configs:\n  - job_name: eval\n    static_configs:\n";
+      "rule_files:\n  - RULES_FILE\nscrape_configs:\n  - job_name: eval\n";
+  if (!keep.empty()) {
+    cfg += "    metric_relabel_configs:\n      - source_labels: [__name__]\n        regex: '" +
+           keep + "'\n        action: keep\n";
+  }
+  cfg += "    static_configs:\n";
   cfg += StaticTargets(exporter.port(), dump.instances);
   PromProcess prom;
   if (!prom.Start(cfg, ReadFile(o.rules), {})) {
@@ -660,7 +648,7 @@ int RunScale(const Options& o, const Config& config) {
   std::map<std::string, int> group_n;
   std::map<std::string, double> group_last;
   const auto cpu0 = prom.SelfMetric("process_cpu_seconds_total");
-  const int64_t end = wall0 + serve_ns / kMs;
+  const int64_t end = wall0 + static_cast<int64_t>(o.seconds * 1000.0);
   while (WallMs() < end) {
     Sleep(2000);
     for (const auto& [l, v] : prom.SelfMetric("process_resident_memory_bytes")) {
@@ -689,6 +677,13 @@ int RunScale(const Options& o, const Config& config) {
   const auto last_ts = prom.SelfMetric("prometheus_rule_group_last_evaluation_timestamp_seconds");
   const nlohmann::json groups_api =
       nlohmann::json::parse(prom.Get("/api/v1/rules"), nullptr, false);
+  // What the scrapes brought, read while they still run.
+  const double samples_round = QueryScalar(prom, "sum(scrape_samples_scraped{job=\"eval\"})");
+  const double recorded_series = QueryScalar(prom, "count({__name__=~\"sentinel:.+\"})");
+  const double scrape_avg =
+      QueryScalar(prom, "avg(avg_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))");
+  const double scrape_max =
+      QueryScalar(prom, "max(max_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))");
   exporter.Stop();
   Sleep(3000);
   std::map<std::string, double> alone_s;
@@ -731,19 +726,18 @@ int RunScale(const Options& o, const Config& config) {
   const double load_after = LoadAverage();
   std::printf(
       "prom_scale: %d targets, %.0f s served live at a 15 s scrape and evaluation (the shipped "
-      "rules unchanged); load %.2f -> %.2f\n",
-      o.nodes, o.seconds, load_before, load_after);
+      "rules unchanged), %s; load %.2f -> %.2f\n",
+      o.nodes, o.seconds,
+      keep.empty() ? "every series kept"
+                   : "only the metrics the rules read kept (metric_relabel_configs)",
+      load_before, load_after);
   std::printf("  head series (max)                       %.0f\n", series_max);
-  std::printf("  samples per scrape round (sum)          %.0f\n",
-              QueryScalar(prom, "sum(scrape_samples_scraped{job=\"eval\"})"));
-  std::printf("  recorded sentinel:* series              %.0f\n",
-              QueryScalar(prom, "count({__name__=~\"sentinel:.+\"})"));
+  std::printf("  samples per scrape round (sum)          %.0f\n", samples_round);
+  std::printf("  recorded sentinel:* series              %.0f\n", recorded_series);
   std::printf("  resident memory (max)                   %.0f MiB\n", rss_max / 1048576.0);
   std::printf("  Prometheus CPU                          %.2f s per 15 s (%.0f s over %.0f s)\n",
               cpu * 15.0 / o.seconds, cpu, o.seconds);
-  std::printf("  scrape duration avg / max               %.3f / %.3f s\n",
-              QueryScalar(prom, "avg(avg_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))"),
-              QueryScalar(prom, "max(max_over_time(scrape_duration_seconds{job=\"eval\"}[10m]))"));
+  std::printf("  scrape duration avg / max               %.3f / %.3f s\n", scrape_avg, scrape_max);
   std::printf("  missed rule-group iterations            %.0f\n", missed);
   for (const auto& [g, v] : alone_s) {
     std::printf("  rule group %-22s alone (no ingestion): %.3f s (median of 3 rounds)\n", g.c_str(),
@@ -776,7 +770,8 @@ int RunScale(const Options& o, const Config& config) {
   std::vector<std::pair<double, std::string>> took;
   double total_ms = 0;
   const int64_t now = WallMs();
-  for (const std::string& q : DashboardQueries(o.dashboard)) {
+  for (const std::string& q :
+       keep.empty() ? DashboardQueries(o.dashboard) : std::vector<std::string>()) {
     const int64_t t0 = WallMs();
     const bool ok = !prom.QueryRange(q, now - 300000, now, 15000).is_null();
     const double ms = static_cast<double>(WallMs() - t0);
@@ -794,6 +789,47 @@ int RunScale(const Options& o, const Config& config) {
                 g.c_str(), v, group_sum[g] / std::max(group_n[g], 1), group_n[g]);
   }
   return 0;
+}
+
+int RunScale(const Options& o, const Config& config) {
+  if (!PromProcess::Installed()) {
+    std::printf("prom_equiv: /usr/bin/prometheus not installed: skipped\n");
+    return kSkipped;
+  }
+  // A minute of warm-up (every rank's windows full), then the scrapes served.
+  ClusterDumpSpec spec = Scenario(o, false);
+  const int64_t warm_ns = 60 * kSec;
+  const int64_t serve_ns = static_cast<int64_t>(o.seconds * kSec);
+  spec.run_ns = warm_ns + serve_ns + 15 * kSec;
+  spec.faults.from_ns = warm_ns / 2;
+  spec.faults.slow_rank = -1;
+  spec.keep_scrapes_from_ns = warm_ns - 15 * kSec;
+  spec.keep_recorded = false;
+  spec.evaluate_rules = false;
+  const int64_t model_t0 = WallMs();
+  const ClusterDump dump = RunClusterDump(spec, config);
+  const double model_s = static_cast<double>(WallMs() - model_t0) / 1000.0;
+  size_t bytes = 0;
+  size_t lines = 0;
+  size_t texts = 0;
+  for (const ClusterDump::Scrape& s : dump.scrapes) {
+    if (s.node != 0 && s.node != o.nodes - 1) continue;
+    bytes += s.text.size();
+    lines += static_cast<size_t>(std::count(s.text.begin(), s.text.end(), '\n'));
+    ++texts;
+  }
+  std::printf(
+      "prom_scale: %d nodes x %d ranks: the model ran %.0f s simulated in %.0f s; a node's "
+      "/metrics: %.0f bytes, %.0f lines\n",
+      o.nodes, ClusterLayout::kPerNode, static_cast<double>(spec.run_ns) / kSec, model_s,
+      static_cast<double>(bytes) / std::max<size_t>(texts, 1),
+      static_cast<double>(lines) / std::max<size_t>(texts, 1));
+  std::fflush(stdout);
+
+  ServeAtNormalPriority(o);
+  int rc = MeasureLive(o, spec, dump, "");
+  if (rc == 0 && o.inputs_only_too) rc = MeasureLive(o, spec, dump, RuleInputsRegex(o.rules));
+  return rc;
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -827,6 +863,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->model_only = true;
     } else if (a == "--tries") {
       if (!value(&v) || !absl::SimpleAtoi(v, &o->tries) || o->tries < 1) return false;
+    } else if (a == "--all-series-only") {
+      o->inputs_only_too = false;
     } else if (a == "--check") {
       o->check = true;
     } else {
