@@ -131,6 +131,13 @@ ClusterDumpSpec Scenario(const Options& o, bool hang) {
   return s;
 }
 
+// Equal, within 1e-9 relative (the same arithmetic, perhaps in another order); NaN (0/0, e.g. a
+// lateness of 0 over a spread of 0) equals NaN whatever its sign.
+bool SameValue(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return a == b || std::fabs(a - b) <= 1e-9 * std::max(1.0, std::fabs(b));
+}
+
 std::string LabelKey(const prom::Labels& l) {
   std::string k;
   for (const auto& [name, value] : l) {
@@ -175,8 +182,9 @@ std::string StaticTargets(int port, const std::vector<std::string>& instances) {
   return out;
 }
 
-// The `record:` names of group `group` in a rules file.
-std::vector<std::string> GroupRecords(const std::string& rules, const std::string& group) {
+// The names of group `group`'s rules of one kind (`kind`: "- record: " or "- alert: ").
+std::vector<std::string> GroupRules(const std::string& rules, const std::string& group,
+                                    const std::string& kind) {
   std::vector<std::string> out;
   std::istringstream in(rules);
   std::string line;
@@ -184,9 +192,9 @@ std::vector<std::string> GroupRecords(const std::string& rules, const std::strin
   while (std::getline(in, line)) {
     const size_t name = line.find("- name: ");
     if (name != std::string::npos) inside = line.substr(name + 8) == group;
-    const size_t rec = line.find("- record: ");
+    const size_t rec = line.find(kind);
     if (inside && rec != std::string::npos) {
-      const std::string r = line.substr(rec + 10);
+      const std::string r = line.substr(rec + kind.size());
       if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
     }
   }
@@ -347,9 +355,11 @@ int ServeAndCompare(const Options& o, const ClusterDumpSpec& spec, const Cluster
     *on_grid = rel % period_ms == 0;
     return static_cast<int>(std::floor(static_cast<double>(rel) / static_cast<double>(period_ms)));
   };
-  const std::set<std::string> mirrored = {"SentinelJobSlowNode", "SentinelJobStraggler",
-                                          "SentinelJobInFlightHangCulprit",
-                                          "SentinelJobInFlightHangGone"};
+  // Every alert of the sentinel-jobwide group (an alert the mirror leaves out shows as a
+  // difference).
+  std::set<std::string> mirrored;
+  for (const std::string& a : GroupRules(rules, "sentinel-jobwide", "- alert: "))
+    mirrored.insert(a);
   // SentinelJobHangCulprit is in another group (sentinel-alerts), which Prometheus evaluates at
   // its own offset: compared within one evaluation (prom_mirror.h: not mirrored).
   const std::string other_group = "SentinelJobHangCulprit";
@@ -400,7 +410,7 @@ int ServeAndCompare(const Options& o, const ClusterDumpSpec& spec, const Cluster
   // (Those the mirror computes: it leaves out what only the alerts' texts read.)
   std::vector<std::string> records;
   std::vector<std::string> unmirrored;
-  for (const std::string& name : GroupRecords(rules, "sentinel-jobwide")) {
+  for (const std::string& name : GroupRules(rules, "sentinel-jobwide", "- record: ")) {
     (dump.evals.back().recorded.count(name) != 0 ? records : unmirrored).push_back(name);
   }
   for (const std::string& name : records) {
@@ -433,9 +443,7 @@ int ServeAndCompare(const Options& o, const ClusterDumpSpec& spec, const Cluster
       std::string first_diff;
       for (const auto& [key, v] : mine) {
         const auto it = t.find(key);
-        const bool ok =
-            it != t.end() &&
-            (it->second == v || std::fabs(it->second - v) <= 1e-9 * std::max(1.0, std::fabs(v)));
+        const bool ok = it != t.end() && SameValue(it->second, v);
         if (!ok && first_diff.empty()) {
           first_diff =
               absl::StrFormat("%s mirror %.17g prometheus %s", key, v,
