@@ -33,6 +33,7 @@
 #include "collector/ingest/session.h"
 #include "collector/nic/nic_counters.h"
 #include "schemas/wire/sentinel_wire.h"
+#include "tests/eval/cluster_dump.h"
 #include "tests/eval/cluster_model.h"
 #include "tests/eval/eval_frames.h"
 #include "tests/eval/prom_mirror.h"
@@ -156,6 +157,20 @@ class ClusterJob {
     }
     done_.assign(static_cast<size_t>(L_.nranks()), {0, 0, 0});
     eval_phase_ns_ = static_cast<int64_t>(rng() % kScrapeNs);
+  }
+
+  // Keeps every scrape's text (from `keep_from_ns` after the start) and every evaluation's
+  // verdicts in `dump` while running.
+  void DumpTo(ClusterDump* dump, int64_t keep_from_ns, bool recorded, bool rules) {
+    dump_ = dump;
+    dump_recorded_ = recorded;
+    evaluate_rules_ = rules;
+    dump_keep_from_ns_ = keep_from_ns;
+    for (const Node& node : nodes_) dump->instances.push_back(node.instance);
+    for (const ClusterLayout::Comm& c : L_.comms) {
+      dump->comm_labels.push_back(CommLabel(c.hash));
+      dump->comm_ranks.push_back(c.ranks);
+    }
   }
 
   RunResult Run() {
@@ -349,6 +364,9 @@ class ClusterJob {
     node.scraped.clear();
     ParseExposition(text, node.instance, &node.scraped);
     NoteNetworkNics(node, text);
+    if (dump_ != nullptr && now_ - res_.start_ns >= dump_keep_from_ns_) {
+      dump_->scrapes.push_back({static_cast<int>(&node - nodes_.data()), now_, text});
+    }
   }
 
   // The NICs this scrape shows named as the cause of a communicator's latest slow span
@@ -454,7 +472,11 @@ class ClusterJob {
         dst.insert(dst.end(), v.begin(), v.end());
       }
     }
-    for (const prom::AlertEvent& e : rules_.Evaluate(now_, all)) {
+    const std::vector<prom::AlertEvent> fired = rules_.Evaluate(now_, all);
+    if (dump_ != nullptr) {
+      dump_->evals.push_back({now_, fired, dump_recorded_ ? rules_.recorded() : prom::Store()});
+    }
+    for (const prom::AlertEvent& e : fired) {
       Named n;
       n.at_ns = e.fired_at_ns;
       n.source = e.alert;
@@ -556,7 +578,7 @@ class ClusterJob {
         nodes_[scrape_node].next_scrape_ns += kScrapeNs;
         scrape_idx_ = (scrape_idx_ + 1) % scrape_order_.size();
       } else {
-        EvaluateRules();
+        if (evaluate_rules_) EvaluateRules();
         next_eval_ += prom::JobwideRules::kIntervalNs;
       }
     }
@@ -611,6 +633,10 @@ class ClusterJob {
   int64_t eval_phase_ns_ = 0;
   bool gone_done_ = false;
   RunResult res_;
+  ClusterDump* dump_ = nullptr;
+  int64_t dump_keep_from_ns_ = 0;
+  bool dump_recorded_ = false;
+  bool evaluate_rules_ = true;
 };
 
 // ---- Scoring -----------------------------------------------------------------------------------
@@ -895,6 +921,22 @@ std::vector<int> DefaultPpStages(int nodes) {
 }
 
 }  // namespace
+
+ClusterDump RunClusterDump(const ClusterDumpSpec& spec, const Config& config) {
+  ClusterLayout layout(spec.nodes, spec.seed, spec.pp_stages);
+  ClusterScenario s;
+  s.faults = spec.faults;
+  s.hang = spec.hang;
+  s.run_ns = spec.run_ns;
+  s.seed = spec.seed;
+  ClusterDump dump;
+  ClusterJob job(layout, s, config, static_cast<int64_t>(spec.step_ms * kMs));
+  job.DumpTo(&dump, spec.keep_scrapes_from_ns, spec.keep_recorded, spec.evaluate_rules);
+  const RunResult r = job.Run();
+  dump.start_ns = r.start_ns;
+  dump.end_ns = r.end_ns;
+  return dump;
+}
 
 int RunClusterEval(const ClusterOptions& opt, const Config& config) {
   if (opt.nodes < 2) {
