@@ -183,23 +183,17 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   return v;
 }
 
-namespace {
-
-// The oldest incomplete collective's signature as the rank's in-flight state gave it (the wire's
-// reading, op_signature.h).
-OpSignature SignatureOfView(const InFlightView& r) {
+OpSignature InFlightSignature(const InFlightView& v) {
   SentinelWireInFlight in{};
-  in.enqueued = r.enqueued;
-  in.completed = r.completed;
-  in.oldest_func = r.oldest_func;
-  in.flags = r.has_signature ? kSentinelInFlightSignature : 0;
-  in.oldest_bytes = r.oldest_bytes;
-  in.oldest_root = r.oldest_root;
-  in.oldest_datatype = r.oldest_datatype;
+  in.enqueued = v.enqueued;
+  in.completed = v.completed;
+  in.oldest_func = v.oldest_func;
+  in.flags = v.has_signature ? kSentinelInFlightSignature : 0;
+  in.oldest_bytes = v.oldest_bytes;
+  in.oldest_root = v.oldest_root;
+  in.oldest_datatype = v.oldest_datatype;
   return SignatureFromInFlight(in);
 }
-
-}  // namespace
 
 std::vector<RankOps> StuckRankOps(const std::vector<InFlightView>& ranks, uint64_t ordinal) {
   std::vector<RankOps> ops;
@@ -210,7 +204,7 @@ std::vector<RankOps> StuckRankOps(const std::vector<InFlightView>& ranks, uint64
     RankOps o;
     o.rank = r.rank;
     o.issued = true;
-    o.at_stuck = SignatureOfView(r);
+    o.at_stuck = InFlightSignature(r);
     ops.push_back(std::move(o));
   }
   return ops;

@@ -183,6 +183,10 @@ struct HangParams {
 HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
                          const HangParams& params);
 
+// The oldest incomplete collective's signature as the rank's in-flight state gave it (the wire's
+// reading, op_signature.h): unknown when nothing is in flight.
+OpSignature InFlightSignature(const InFlightView& v);
+
 // Mismatched collectives: when the local ranks inside the stuck collective (their oldest
 // incomplete one is it) issued operations that differ on a field both sides' in-flight states
 // know (function, bytes, datatype, root: hang_mismatch.h), the verdict says so with both sides.

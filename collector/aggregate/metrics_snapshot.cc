@@ -196,16 +196,4 @@ bool InFlightWaitingIn(int64_t now_mono_ns, const MetricsSnapshot::Rank& r) {
          now_mono_ns - r.waiting_in_since_ns >= HangParams().elsewhere_ns;
 }
 
-OpSignature InFlightSignature(const InFlightView& v) {
-  SentinelWireInFlight in{};
-  in.enqueued = v.enqueued;
-  in.completed = v.completed;
-  in.oldest_func = v.oldest_func;
-  in.flags = v.has_signature ? kSentinelInFlightSignature : 0;
-  in.oldest_bytes = v.oldest_bytes;
-  in.oldest_root = v.oldest_root;
-  in.oldest_datatype = v.oldest_datatype;
-  return SignatureFromInFlight(in);
-}
-
 }  // namespace sentinel::collector

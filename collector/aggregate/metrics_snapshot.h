@@ -16,7 +16,6 @@
 #include "collector/aggregate/gpu_activity.h"
 #include "collector/aggregate/hang_detector.h"
 #include "collector/aggregate/net_links.h"
-#include "collector/aggregate/op_signature.h"
 #include "collector/aggregate/slow_cause.h"
 #include "collector/aggregate/stats.h"
 #include "collector/aggregate/time_breakdown.h"
@@ -200,9 +199,5 @@ bool InFlightStuck(int64_t now_mono_ns, const InFlightView& v);
 // completed) for HangParams::elsewhere_ns or more (waiting_in_*): exported for the job-wide
 // wait-cycle rule (sentinel_inflight_waiting_in).
 bool InFlightWaitingIn(int64_t now_mono_ns, const MetricsSnapshot::Rank& r);
-
-// The oldest incomplete collective's signature as the rank's in-flight state gave it (the wire's
-// reading, op_signature.h): unknown when nothing is in flight.
-OpSignature InFlightSignature(const InFlightView& v);
 
 }  // namespace sentinel::collector

@@ -3,6 +3,7 @@
 
 #include "absl/strings/str_cat.h"
 
+#include "collector/aggregate/op_signature.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/export/prometheus_families.h"
 #include "collector/export/prometheus_family.h"
