@@ -83,31 +83,32 @@ Alert StragglerAlert(const State& state, const CommState& comm, const RankState&
   // itself); the lateness over it is then its mean since the onset.
   const uint64_t from_seq =
       st.onset_seq > 0 && st.onset_seq < f.since_seq ? st.onset_seq : f.since_seq;
-  double usual_late_ns = 0;
-  int usual_n = 0;
-  double late_sum_ns = 0;
-  int late_n = 0;
-  for (size_t k = rs.history.size(); k > 0; --k) {
-    const RankSample& h = rs.history[k - 1];
-    if (h.lateness_ns < 0) continue;
-    if (h.seq >= from_seq) {
-      late_sum_ns += static_cast<double>(h.lateness_ns);
-      ++late_n;
-    } else if (usual_n < 64) {
-      usual_late_ns += static_cast<double>(h.lateness_ns);
-      ++usual_n;
-    } else {
-      break;
-    }
-  }
-  const double late_ms =
-      from_seq != f.since_seq && late_n > 0 ? late_sum_ns / late_n / 1e6 : f.lateness_mean_ms;
-  const double step_ms = f.back_to_back ? f.compute_per_coll_ms : f.segment_p50_ms;
-  const LateSpan span =
-      LateSpanSince(rs, from_seq, late_ms, usual_n > 0 ? usual_late_ns / usual_n / 1e6 : -1,
-                    step_ms, now_mono_ns);
+  // The history is walked only when the cause is (re)judged: the verdict is cached per late run.
   const CauseVerdict& cause =
       state.causes.Get({comm.uid, comm.hash, rs.rank, false}, from_seq, now_mono_ns, [&] {
+        double usual_late_ns = 0;
+        int usual_n = 0;
+        double late_sum_ns = 0;
+        int late_n = 0;
+        for (size_t k = rs.history.size(); k > 0; --k) {
+          const RankSample& h = rs.history[k - 1];
+          if (h.lateness_ns < 0) continue;
+          if (h.seq >= from_seq) {
+            late_sum_ns += static_cast<double>(h.lateness_ns);
+            ++late_n;
+          } else if (usual_n < 64) {
+            usual_late_ns += static_cast<double>(h.lateness_ns);
+            ++usual_n;
+          } else {
+            break;
+          }
+        }
+        const double late_ms =
+            from_seq != f.since_seq && late_n > 0 ? late_sum_ns / late_n / 1e6 : f.lateness_mean_ms;
+        const double step_ms = f.back_to_back ? f.compute_per_coll_ms : f.segment_p50_ms;
+        const LateSpan span =
+            LateSpanSince(rs, from_seq, late_ms, usual_n > 0 ? usual_late_ns / usual_n / 1e6 : -1,
+                          step_ms, now_mono_ns);
         return JudgeLateCause(GatherCauseEvidence(state, comm, rs, span, state.evidence),
                               state.cause_params);
       });
