@@ -5,6 +5,7 @@
 
 #include "collector/aggregate/aggregator.h"
 #include "collector/aggregate/alerts/alert_key.h"
+#include "collector/aggregate/op_signature.h"
 #include "collector/aggregate/state_order.h"
 
 namespace sentinel::collector {
@@ -194,6 +195,17 @@ bool InFlightStuck(int64_t now_mono_ns, const InFlightView& v) {
 bool InFlightWaitingIn(int64_t now_mono_ns, const MetricsSnapshot::Rank& r) {
   return r.inflight.has_state && !r.inflight.ended && r.waiting_in_since_ns > 0 &&
          now_mono_ns - r.waiting_in_since_ns >= HangParams().elsewhere_ns;
+}
+
+StuckOpExport StuckOpOf(const InFlightView& v) {
+  const OpSignature sig = InFlightSignature(v);
+  StuckOpExport op;
+  op.digest = SignatureDigest(sig);
+  op.func = sig.func;
+  if (sig.datatype != kSentinelDatatypeUnknown) op.datatype = ShortDatatypeName(sig.datatype);
+  op.root = sig.root;
+  op.bytes = sig.bytes.value_or(0);
+  return op;
 }
 
 }  // namespace sentinel::collector

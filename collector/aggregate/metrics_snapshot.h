@@ -200,4 +200,15 @@ bool InFlightStuck(int64_t now_mono_ns, const InFlightView& v);
 // wait-cycle rule (sentinel_inflight_waiting_in).
 bool InFlightWaitingIn(int64_t now_mono_ns, const MetricsSnapshot::Rank& r);
 
+// The stuck collective as /metrics exports it (sentinel_inflight_stuck_signature and _op_bytes),
+// as plain values: export/ renders them and never computes a signature itself.
+struct StuckOpExport {
+  uint64_t digest = 0;  // SignatureDigest (op_signature.h): equal on every node for one operation
+  uint8_t func = kSentinelFuncUnknown;
+  std::string datatype;         // "bf16" (ShortDatatypeName); empty when unknown
+  std::optional<int32_t> root;  // -1 or absent: not a rooted operation
+  uint64_t bytes = 0;           // 0 when unknown
+};
+StuckOpExport StuckOpOf(const InFlightView& v);
+
 }  // namespace sentinel::collector

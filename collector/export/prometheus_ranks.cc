@@ -3,10 +3,10 @@
 
 #include "absl/strings/str_cat.h"
 
-#include "collector/aggregate/op_signature.h"
 #include "collector/aggregate/snapshot.h"
 #include "collector/export/prometheus_families.h"
 #include "collector/export/prometheus_family.h"
+#include "common/wire_names.h"
 
 namespace sentinel::collector {
 namespace {
@@ -184,24 +184,23 @@ void AppendStuckFamilies(const MetricsRows& rows, std::string* out) {
                     "position with different digests issued different collectives.");
   for (const MetricsSnapshot::Rank* r : rows.ranks) {
     if (!stuck(*r)) continue;
-    digest.Add(RankLabels(*r),
-               static_cast<double>(SignatureDigest(InFlightSignature(r->inflight))));
+    digest.Add(RankLabels(*r), static_cast<double>(StuckOpOf(r->inflight).digest));
   }
   PromFamily op(out, "sentinel_inflight_stuck_op_bytes", PromType::kGauge,
                 "Size in bytes of that collective, labelled with its function, datatype and root "
                 "(root only for a rooted one): what the alerts quote for each side.");
   for (const MetricsSnapshot::Rank* r : rows.ranks) {
     if (!stuck(*r)) continue;
-    const OpSignature sig = InFlightSignature(r->inflight);
+    const StuckOpExport sig = StuckOpOf(r->inflight);
     std::string labels =
         absl::StrCat(RankLabels(*r), ",", PromLabels({{"func", FuncName(sig.func)}}));
-    if (sig.datatype != kSentinelDatatypeUnknown) {
-      absl::StrAppend(&labels, ",", PromLabels({{"datatype", ShortDatatypeName(sig.datatype)}}));
+    if (!sig.datatype.empty()) {
+      absl::StrAppend(&labels, ",", PromLabels({{"datatype", sig.datatype}}));
     }
     if (sig.root.has_value() && *sig.root >= 0) {
       absl::StrAppend(&labels, ",", PromLabels({{"root", absl::StrCat(*sig.root)}}));
     }
-    op.Add(labels, static_cast<double>(sig.bytes.value_or(0)));
+    op.Add(labels, static_cast<double>(sig.bytes));
   }
   PromFamily waiting(out, "sentinel_inflight_waiting_in", PromType::kGauge,
                      "Ordinal of the collective of communicator in_comm (kernel started, not "

@@ -1,8 +1,12 @@
 // Host torture for the BUILT .so: bad handles, fork after init, dlclose + re-dlopen, concurrent
 // init, 64 event threads (run under TSan too), and a full ring that drops without blocking.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 
+#include <chrono>
+#include <fstream>
 #include <thread>
 
 #include "tests/unit/plugin/fake_host.h"
@@ -211,6 +215,52 @@ TEST(PluginTorture, SixtyFourThreadsDriveEventsConcurrently) {
   EXPECT_EQ(seqs.size(), recs.size());  // no record emitted twice
 }
 
+// The plugin's drainer thread ("sentinel-drain"), found by name among the process's threads.
+pid_t DrainerTid() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return -1;
+  pid_t found = -1;
+  while (const dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "sentinel-drain") found = static_cast<pid_t>(std::atoi(e->d_name));
+  }
+  closedir(dir);
+  return found;
+}
+
+// A host too busy to run the drainer: it shares one CPU with the bursting thread at SCHED_IDLE,
+// so it runs only when that CPU has nothing else to do. Since a filling ring wakes the drainer
+// early (drain_signal.h), a drainer with a CPU of its own keeps up with a thread that does nothing
+// but complete collectives, and the ring would never fill; this models the host where it does.
+class StarvedDrainer {
+ public:
+  explicit StarvedDrainer(pid_t drainer) : drainer_(drainer) {
+    CPU_ZERO(&one_);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one_);
+    sched_getaffinity(drainer_, sizeof(old_), &old_);
+    const sched_param idle{};
+    ok_ = sched_setaffinity(drainer_, sizeof(one_), &one_) == 0 &&
+          sched_setscheduler(drainer_, SCHED_IDLE, &idle) == 0;
+  }
+  ~StarvedDrainer() {
+    const sched_param normal{};
+    sched_setscheduler(drainer_, SCHED_OTHER, &normal);
+    sched_setaffinity(drainer_, sizeof(old_), &old_);
+  }
+  bool ok() const { return ok_; }
+  // The bursting thread's side: on the drainer's CPU.
+  void PinCaller() const { sched_setaffinity(0, sizeof(one_), &one_); }
+
+ private:
+  pid_t drainer_;
+  cpu_set_t one_;
+  cpu_set_t old_;
+  bool ok_ = false;
+};
+
 TEST(PluginTorture, FullRingDropsAndCountsWithoutBlocking) {
   FakeHost& h = Host();
   ASSERT_TRUE(h.ok());
@@ -218,11 +268,22 @@ TEST(PluginTorture, FullRingDropsAndCountsWithoutBlocking) {
   void* ctx = h.InitV5(comm, 2, 0);
   auto before = LastHeartbeat(ReadDump(DumpPath()));
   uint64_t dropped_before = before.is_null() ? 0 : before["records_dropped_ring"].get<uint64_t>();
-  constexpr int kN = 2000;  // far more than a 64-record ring holds between two drains
-  std::thread burst([&] {
-    for (int i = 0; i < kN; ++i) OneColl(h, ctx, static_cast<uint64_t>(i));
-  });
-  burst.join();
+  constexpr int kN = 2000;       // far more than a 64-record ring holds between two drains
+  pid_t drainer = DrainerTid();  // started by the first init, on its own time
+  for (int i = 0; i < 200 && drainer <= 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    drainer = DrainerTid();
+  }
+  ASSERT_GT(drainer, 0) << "no sentinel-drain thread";
+  {
+    StarvedDrainer starved(drainer);
+    ASSERT_TRUE(starved.ok()) << "could not move the drainer to SCHED_IDLE on one CPU";
+    std::thread burst([&] {
+      starved.PinCaller();
+      for (int i = 0; i < kN; ++i) OneColl(h, ctx, static_cast<uint64_t>(i));
+    });
+    burst.join();
+  }
   h.v5->finalize(ctx);
   auto all = ReadDump(DumpPath());
   auto recs = Records(all, comm);
