@@ -50,6 +50,8 @@ WaitParams WaitParamsFrom(const Config& config) {
   p.rel = config.straggler_rel;
   p.floor_ns = config.straggler_min_ns;
   p.min_spell_ns = config.straggler_evidence_ns;
+  // Far below any verdict's latency (seconds), far above a fast job's collective interval.
+  p.refresh_min_ns = 10'000'000;
   return p;
 }
 

@@ -2,19 +2,47 @@
 #include "collector/aggregate/straggler_detector.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 namespace sentinel::collector {
 namespace {
 
-// Median of `sorted` with one occurrence of `value` removed (value must be present).
-int64_t LeaveOneOutMedian(const std::vector<int64_t>& sorted, int64_t value) {
-  const size_t n = sorted.size();
-  if (n <= 1) return value;
-  const size_t p =
-      static_cast<size_t>(std::lower_bound(sorted.begin(), sorted.end(), value) - sorted.begin());
-  auto at = [&](size_t j) { return j < p ? sorted[j] : sorted[j + 1]; };
-  const size_t m = n - 1;
+// The order statistics a leave-one-out median reads (the median of the values with one occurrence
+// of one of them removed): of n values, the (m/2)-th and (m/2+1)-th for odd m = n - 1, the
+// (m/2-1)-th to (m/2+1)-th for even m, found by selection rather than a sort of all n (the join of
+// every collective computes it).
+struct MiddleOrder {
+  size_t m = 0;   // n - 1
+  size_t lo = 0;  // the first order statistic kept
+  std::array<int64_t, 3> at{};
+};
+
+MiddleOrder SelectMiddle(std::vector<int64_t>* values) {
+  MiddleOrder mid;
+  const size_t n = values->size();
+  if (n <= 1) return mid;
+  mid.m = n - 1;
+  mid.lo = mid.m % 2 == 1 ? mid.m / 2 : mid.m / 2 - 1;
+  const size_t count = std::min<size_t>(3, n - mid.lo);
+  auto first = values->begin() + static_cast<std::ptrdiff_t>(mid.lo);
+  std::nth_element(values->begin(), first, values->end());
+  // The next order statistics are the smallest of what lies after the selected one.
+  if (count > 1)
+    std::partial_sort(first + 1, first + static_cast<std::ptrdiff_t>(count), values->end());
+  for (size_t k = 0; k < count; ++k) mid.at[k] = *(first + static_cast<std::ptrdiff_t>(k));
+  return mid;
+}
+
+// The median of the values with one occurrence of `value` (one of them) removed: the j-th smallest
+// of the rest is the j-th of all when that is below `value`, else the (j+1)-th.
+int64_t LeaveOneOutMedian(const MiddleOrder& mid, int64_t value) {
+  if (mid.m == 0) return value;
+  auto at = [&](size_t j) {
+    const int64_t here = mid.at[j - mid.lo];
+    return here < value ? here : mid.at[j - mid.lo + 1];
+  };
+  const size_t m = mid.m;
   if (m % 2 == 1) return at(m / 2);
   return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2;
 }
@@ -71,13 +99,13 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
     ranks_.resize(static_cast<size_t>(max_member) + 1);
   }
 
-  sorted_.clear();
+  lateness_.clear();
   segments_.clear();
   for (const Observation& o : obs) {
-    sorted_.push_back(o.lateness_ns);
+    lateness_.push_back(o.lateness_ns);
     if (o.segment_ns >= 0) segments_.push_back(o.segment_ns);
   }
-  std::sort(sorted_.begin(), sorted_.end());
+  const MiddleOrder middle = SelectMiddle(&lateness_);
   double s = static_cast<double>(params_.floor_ns);
   if (!segments_.empty()) {
     auto mid = segments_.begin() + static_cast<std::ptrdiff_t>(segments_.size() / 2);
@@ -89,7 +117,7 @@ void StragglerDetector::Observe(const std::vector<Observation>& obs, uint64_t se
   excess_.resize(n);
   dev_.clear();
   for (size_t j = 0; j < n; ++j) {
-    const int64_t e = obs[j].lateness_ns - LeaveOneOutMedian(sorted_, obs[j].lateness_ns);
+    const int64_t e = obs[j].lateness_ns - LeaveOneOutMedian(middle, obs[j].lateness_ns);
     excess_[j] = static_cast<double>(e);
     // Noise is the excess's variation around each rank's own mean: a rank that is steadily late
     // does not widen the threshold that is to catch it. A rank's first excess has no mean yet.

@@ -167,7 +167,7 @@ class StragglerDetector {
   uint64_t var_samples_ = 0;
   double score_var_ = 0;  // EWMA of the variance of the clipped, peer-centred score (ns^2)
   uint64_t score_samples_ = 0;
-  std::vector<int64_t> sorted_;
+  std::vector<int64_t> lateness_;  // scratch: this collective's lateness, partly ordered
   std::vector<int64_t> segments_;
   std::vector<double> dev_;
   std::vector<double> excess_;

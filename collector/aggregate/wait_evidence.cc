@@ -80,12 +80,15 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
       floor.ring[floor.head] = after_local;
       floor.head = (floor.head + 1) % floor.ring.size();
     }
-    // Recomputed while it fills, then every 8 durations (a low quantile moves slowly).
     ++floor.added;
-    if (floor.added <= params_.floor_samples || floor.added % 8 == 0) {
-      scratch_ = floor.ring;
-      floor.value = Quantile(&scratch_, params_.floor_quantile);
-    }
+  }
+  // Recomputed once per collective while it fills, then once 8 durations have come since (a low
+  // quantile moves slowly): after the join's durations are in, where it is read.
+  if (floor.added <= params_.floor_samples || floor.added - floor.computed_at >= 8 ||
+      floor.value < 0) {
+    floor.computed_at = floor.added;
+    scratch_ = floor.ring;
+    floor.value = Quantile(&scratch_, params_.floor_quantile);
   }
   if (floor.value < 0) return;
   for (const WaitObservation& o : obs) {
@@ -119,10 +122,16 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
     if (!st.has_usual) st.learned_compute_ns += static_cast<double>(e.segment_ns);
     if (st.observed == 0) st.first_seq = seq;
     ++st.observed;
-    if (st.observed % static_cast<uint64_t>(std::max(params_.refresh_every, 1)) != 0 &&
-        st.observed > static_cast<uint64_t>(params_.learn)) {
+    const uint64_t every = static_cast<uint64_t>(std::max(params_.refresh_every, 1));
+    if (st.observed > static_cast<uint64_t>(params_.learn) &&
+        (st.observed - st.refreshed_observed < every ||
+         now_ns - st.refreshed_at_ns < params_.refresh_min_ns)) {
       continue;
     }
+    st.refresh_steps = std::max(
+        1.0, static_cast<double>(st.observed - st.refreshed_observed) / static_cast<double>(every));
+    st.refreshed_observed = st.observed;
+    st.refreshed_at_ns = now_ns;
     Refresh(&st, now_ns);
     Judge(&st);
     if (st.changed && st.flagged) st.flagged_at_ns = now_ns;
@@ -262,9 +271,14 @@ void WaitEvidence::Judge(WaitRankState* st) {
     // the node that it usually waits, or the end of the spell would read as "waits less". The
     // mean and deviation follow at the plain rate (unbiased: the spell's mean is compared with
     // them).
-    const double rate = params_.usual_rate;
+    // Per refresh_every collectives: a refresh that stands for k steps moves the usual as k.
+    const auto over_steps = [st](double per_step) {
+      return st->refresh_steps <= 1 ? per_step : 1 - std::pow(1 - per_step, st->refresh_steps);
+    };
+    const double rate = over_steps(params_.usual_rate);
     const bool rose = st->remote_wait_p75_ns > st->usual_wait_ns;
-    st->usual_wait_ns += (rose ? rate / 16 : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
+    const double rise_rate = over_steps(params_.usual_rate / 16);
+    st->usual_wait_ns += (rose ? rise_rate : rate) * (st->remote_wait_p75_ns - st->usual_wait_ns);
     st->usual_wait_mean_ns += rate * (st->remote_wait_mean_ns - st->usual_wait_mean_ns);
     st->usual_wait_sd_ns += rate * (st->remote_wait_sd_ns - st->usual_wait_sd_ns);
     st->usual_segment_ns += rate * (st->segment_p50_ns - st->usual_segment_ns);

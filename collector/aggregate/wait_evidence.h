@@ -94,6 +94,11 @@ struct WaitParams {
   int64_t floor_ns = 50'000;           // smallest segment counted (clock noise, straggler-min)
   double usual_rate = 1.0 / 64;        // EWMA rate of the usual, per refresh of the p50s
   int refresh_every = 4;               // the p50s are recomputed every this many collectives
+  // ... and at most once per this much collector time (0: no bound): a rank at thousands of
+  // collectives a second would otherwise sort its window hundreds of times a second. The usual's
+  // EWMA then takes the collectives since the last refresh as that many refresh_every steps, so
+  // it follows the job per collective as before; only the judgement waits up to this long.
+  int64_t refresh_min_ns = 0;
   int relearn = 512;  // a usual held (undecided) this many collectives re-learns from the p50s
   double fall_share = 0.25;  // the wait fell by at least this share of what the growth takes off
   double fall_z = 3;         // ... and by this many standard errors of its spell's mean
@@ -123,7 +128,10 @@ struct WaitRankState {
   };
   std::vector<Entry> ring;  // the last `window` collectives, oldest at `head` once full
   size_t head = 0;
-  uint64_t observed = 0;  // collectives with a duration and a segment
+  uint64_t observed = 0;            // collectives with a duration and a segment
+  uint64_t refreshed_observed = 0;  // `observed` at the last refresh of the p50s
+  int64_t refreshed_at_ns = 0;      // collector time of that refresh
+  double refresh_steps = 1;         // refresh_every steps the last refresh stood for (the EWMA's)
   uint64_t first_seq = 0;
   // The p50s over the recent window (valid when recent_n >= min_recent).
   size_t recent_n = 0;
@@ -194,6 +202,7 @@ class WaitEvidence {
     std::vector<int64_t> ring;
     size_t head = 0;
     uint64_t added = 0;
+    uint64_t computed_at = 0;  // `added` when `value` was last computed
     int64_t value = -1;
   };
   void Refresh(WaitRankState* st, int64_t now_ns);

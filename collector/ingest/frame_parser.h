@@ -62,9 +62,14 @@ namespace sentinel::collector {
 template <typename T>
 T ReadPayload(const Frame& frame) {
   T value;
+  if (frame.payload_size >= sizeof(T)) {
+    // The usual case, a copy of a known size (a few vector moves, where the variable-length copy
+    // and clear cost a string instruction's start-up each: per record, sentineld's hot spot).
+    std::memcpy(&value, frame.payload, sizeof(T));
+    return value;
+  }
   std::memset(&value, 0, sizeof(T));
-  std::memcpy(&value, frame.payload,
-              frame.payload_size < sizeof(T) ? frame.payload_size : sizeof(T));
+  std::memcpy(&value, frame.payload, frame.payload_size);
   return value;
 }
 }  // namespace sentinel::collector

@@ -170,7 +170,7 @@ void CuptiOnLastCommEnd() noexcept {
   }
 }
 
-void CuptiStepBoundary(int64_t t) noexcept {
+void CuptiStepBoundaries(const int64_t* times, size_t n) noexcept {
   try {
     Runtime& rt = Rt();
     CuptiTracer* tr = nullptr;
@@ -178,7 +178,7 @@ void CuptiStepBoundary(int64_t t) noexcept {
       std::lock_guard<std::mutex> lk(rt.mu);
       tr = rt.tracer.get();
     }
-    if (tr != nullptr) tr->AddStepBoundary(t);
+    if (tr != nullptr) tr->AddStepBoundaries(times, n);
   } catch (...) {
   }
 }

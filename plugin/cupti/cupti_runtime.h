@@ -6,13 +6,14 @@
 // and none throws.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace sentinel::plugin::cupti {
 
 void CuptiOnCommInit() noexcept;
 void CuptiOnLastCommEnd() noexcept;
-// A step starts at t (CLOCK_MONOTONIC), from the collective records. Any thread.
-void CuptiStepBoundary(int64_t t) noexcept;
+// Steps start at times[0..n) (CLOCK_MONOTONIC, in order), from the collective records. Any thread.
+void CuptiStepBoundaries(const int64_t* times, size_t n) noexcept;
 
 }  // namespace sentinel::plugin::cupti

@@ -220,10 +220,10 @@ void CuptiTracer::SampleClock() {
   clock_ok_ = diff < kClockTolerance && diff > -kClockTolerance;
 }
 
-void CuptiTracer::AddStepBoundary(int64_t t) {
+void CuptiTracer::AddStepBoundaries(const int64_t* times, size_t n) {
   if (nvtx_steps()) return;
   std::lock_guard<std::mutex> lk(steps_mu_);
-  if (step_in_.size() < 4096) step_in_.push_back(t);
+  for (size_t i = 0; i < n && step_in_.size() < 4096; ++i) step_in_.push_back(times[i]);
 }
 
 void CuptiTracer::TakeStepBoundaries() {

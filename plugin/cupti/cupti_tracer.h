@@ -64,7 +64,8 @@ class CuptiTracer {
   void Finish();
   // A step starts at t (CLOCK_MONOTONIC), from the collective records. Any thread. Ignored while
   // steps come from the SENTINEL_STEP_NVTX range.
-  void AddStepBoundary(int64_t t);
+  void AddStepBoundaries(const int64_t* times, size_t n);
+  void AddStepBoundary(int64_t t) { AddStepBoundaries(&t, 1); }
   // Steps come from the NVTX range (SENTINEL_STEP_NVTX set, injection present, MARKER enabled).
   bool nvtx_steps() const { return nvtx_steps_.load(std::memory_order_relaxed); }
 

@@ -4,6 +4,7 @@
 namespace sentinel::plugin::cupti {
 
 size_t StepMarkerSink::OnRecords(const SentinelWireCollRecord* records, size_t n) {
+  size_t pending = 0;
   for (size_t i = 0; i < n; ++i) {
     const SentinelWireCollRecord& r = records[i];
     if (r.func >= kSentinelFuncSendRecv && r.func != kSentinelFuncAlltoAll &&
@@ -18,10 +19,14 @@ size_t StepMarkerSink::OnRecords(const SentinelWireCollRecord* records, size_t n
     } else if (r.comm_hash != comm_hash_ || r.func != func_ || r.bytes != bytes_) {
       continue;
     }
-    int64_t t = r.gpu_start_ns != 0 ? r.gpu_start_ns : r.enqueue_ns;
     ++boundaries_;
-    if (on_boundary_) on_boundary_(t);
+    pending_[pending++] = r.gpu_start_ns != 0 ? r.gpu_start_ns : r.enqueue_ns;
+    if (pending == pending_.size()) {
+      if (on_boundaries_ != nullptr) on_boundaries_(pending_.data(), pending);
+      pending = 0;
+    }
   }
+  if (pending > 0 && on_boundaries_ != nullptr) on_boundaries_(pending_.data(), pending);
   return n;
 }
 

@@ -29,7 +29,7 @@ std::vector<std::unique_ptr<RecordSink>> BuildPluginSinks(const EnvConfig& confi
   auto collector = std::make_unique<CollectorSink>(collector_options);
   if (collector->state() != CollectorSink::State::kOff) sinks.push_back(std::move(collector));
   // Step boundaries for the CUPTI tracer (a no-op sink when CUPTI is off).
-  sinks.push_back(std::make_unique<cupti::StepMarkerSink>(&cupti::CuptiStepBoundary));
+  sinks.push_back(std::make_unique<cupti::StepMarkerSink>(&cupti::CuptiStepBoundaries));
   if (!config.dump_path.empty()) {
     auto jsonl = std::make_unique<JsonlSink>(config.dump_path);
     if (jsonl->ok()) sinks.push_back(std::move(jsonl));

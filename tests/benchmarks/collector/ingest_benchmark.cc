@@ -5,10 +5,17 @@
 //   --mode=socket: the same through the real IngestServer over a UNIX socket, one writer thread.
 //   --mode=rss: N ranks (default 1024) of continuous traffic for --seconds, printing RSS every
 //     --every seconds, to show memory stays flat.
+#include <linux/sockios.h>
+#include <pthread.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -69,7 +76,7 @@ std::vector<uint8_t> Hello(uint32_t pid) {
 
 // `batch` consecutive seqs of rank r, as one contiguous buffer (what one read() returns).
 void Records(std::vector<uint8_t>* out, int rank, int nranks, uint64_t first_seq, int batch,
-             int64_t base_ns) {
+             int64_t base_ns, uint32_t pid) {
   for (int i = 0; i < batch; ++i) {
     SentinelWireCollRecord r{};
     r.comm_hash = 0xC0FFEE;
@@ -84,7 +91,7 @@ void Records(std::vector<uint8_t>* out, int rank, int nranks, uint64_t first_seq
     r.gpu_start_ns = base_ns + static_cast<int64_t>(r.seq) * 1000000 + int64_t{rank} * 100;
     r.gpu_end_ns = r.gpu_start_ns + 500000;
     r.enqueue_ns = r.gpu_start_ns - 1000;
-    r.pid = static_cast<uint32_t>(1000 + rank);
+    r.pid = pid;
     AppendFrame(out, kSentinelWireColl, &r, sizeof(r));
   }
 }
@@ -122,6 +129,69 @@ std::vector<std::unique_ptr<Session>> ConnectSessions(Aggregator* agg, int ranks
   return sessions;
 }
 
+// What became of the records: a benchmark whose records were refused or never joined measures
+// less work than the daemon does. Exits 1 when not every record was counted and joined.
+int PrintOutcome(Aggregator& agg, int64_t sent) {
+  sentinel::collector::Counters c;
+  agg.Read([&](const sentinel::collector::State& s) { c = s.counters; });
+  std::printf(
+      "  outcome: records=%llu joined_collectives=%llu invalid=%llu refused_ranks=%llu "
+      "unjoined_too_old=%llu duplicates=%llu\n",
+      static_cast<unsigned long long>(c.records), static_cast<unsigned long long>(c.joined),
+      static_cast<unsigned long long>(c.records_invalid),
+      static_cast<unsigned long long>(c.evicted_ranks),
+      static_cast<unsigned long long>(c.evicted_too_old),
+      static_cast<unsigned long long>(c.records_duplicate));
+  const bool all = c.records == static_cast<uint64_t>(sent) && c.records_invalid == 0 &&
+                   c.evicted_ranks == 0 && c.evicted_too_old == 0 && c.records_duplicate == 0;
+  if (!all) std::fprintf(stderr, "sentinel_ingest_benchmark: not every record was joined\n");
+  return all ? 0 : 1;
+}
+
+double ThreadCpuSeconds(pthread_t thread) {
+  clockid_t id;
+  if (pthread_getcpuclockid(thread, &id) != 0) return -1;
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+// A fixed stand-in for sentineld's per-record work that no change of ours touches: per record, a
+// ring write and a histogram bucket update in one of 64 rank blocks (4 KiB rings, walked rank after
+// rank as the join walks them), and a median of 64 values every 16 records. Timed on the thread's
+// CPU clock beside the ingest itself, so that `x_reference` (ns per record / the reference's)
+// cancels most of the machine's speed and load: the regression guard compares that ratio.
+double ReferenceNsPerRecord(int64_t records) {
+  constexpr int kRanks = 64;
+  constexpr int kRing = 256;
+  struct Block {
+    std::array<int64_t, kRing> ring{};
+    std::array<uint64_t, 64> buckets{};
+    uint32_t head = 0;
+  };
+  std::vector<Block> blocks(kRanks);
+  std::vector<int64_t> window(64);
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  int64_t sink = 0;
+  const double c0 = ThreadCpuSeconds(pthread_self());
+  for (int64_t i = 0; i < records; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    Block& b = blocks[static_cast<size_t>(i % kRanks)];
+    b.ring[b.head++ % kRing] = static_cast<int64_t>(x >> 20);
+    ++b.buckets[(x >> 58) & 63];
+    if (i % 16 == 0) {
+      std::copy(b.ring.begin(), b.ring.begin() + 64, window.begin());
+      std::nth_element(window.begin(), window.begin() + 32, window.end());
+      sink += window[32];
+    }
+  }
+  const double cpu = ThreadCpuSeconds(pthread_self()) - c0;
+  if (sink == 42) std::puts("");  // keeps the loop
+  return cpu * 1e9 / static_cast<double>(records);
+}
+
 int Throughput(const Args& a) {
   const int ranks = a.ranks > 0 ? a.ranks : 64;
   Config config;
@@ -130,17 +200,23 @@ int Throughput(const Args& a) {
   constexpr int kBatch = 256;  // records per read(): about 35 KiB, as a batching plugin sends
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(ranks));
   const int64_t base = RealClock()->MonoNs();
+  const double reference_before = ReferenceNsPerRecord(a.records / 4);
   int64_t done = 0;
   uint64_t seq = 0;
   double encode_s = 0;
+  double encode_cpu = 0;
   const double t0 = Now();
+  const double c0 = ThreadCpuSeconds(pthread_self());
   while (done < a.records) {
     const double e0 = Now();
+    const double ec0 = ThreadCpuSeconds(pthread_self());
     for (int r = 0; r < ranks; ++r) {
       buffers[static_cast<size_t>(r)].clear();
-      Records(&buffers[static_cast<size_t>(r)], r, ranks, seq, kBatch, base);
+      Records(&buffers[static_cast<size_t>(r)], r, ranks, seq, kBatch, base,
+              static_cast<uint32_t>(1000 + r));
     }
     encode_s += Now() - e0;
+    encode_cpu += ThreadCpuSeconds(pthread_self()) - ec0;
     for (int r = 0; r < ranks; ++r) {
       const auto& b = buffers[static_cast<size_t>(r)];
       FeedOrExit(sessions[static_cast<size_t>(r)].get(), b);
@@ -148,15 +224,80 @@ int Throughput(const Args& a) {
     seq += kBatch;
     done += static_cast<int64_t>(kBatch) * ranks;
   }
-  const double elapsed = Now() - t0 - encode_s;  // encoding stands in for the kernel's copy
-  uint64_t joined = 0;
-  agg.Read([&](const sentinel::collector::State& s) { joined = s.counters.joined; });
+  // Encoding stands in for the kernel's copy: timed apart and left out.
+  const double elapsed = Now() - t0 - encode_s;
+  const double cpu = ThreadCpuSeconds(pthread_self()) - c0 - encode_cpu;
+  const double reference = (reference_before + ReferenceNsPerRecord(a.records / 4)) / 2;
+  const double n = static_cast<double>(done);
   std::printf(
-      "mode=throughput ranks=%d records=%lld joined_collectives=%llu seconds=%.3f "
-      "records_per_s=%.0f rss_mib=%.1f\n",
-      ranks, static_cast<long long>(done), static_cast<unsigned long long>(joined), elapsed,
-      static_cast<double>(done) / elapsed, static_cast<double>(RssKiB()) / 1024);
-  return 0;
+      "mode=throughput ranks=%d records=%lld seconds=%.3f records_per_s=%.0f "
+      "ns_per_record=%.1f cpu_ns_per_record=%.1f reference_ns=%.2f x_reference=%.2f "
+      "rss_mib=%.1f\n",
+      ranks, static_cast<long long>(done), elapsed, n / elapsed, elapsed * 1e9 / n, cpu * 1e9 / n,
+      reference, cpu * 1e9 / n / reference, static_cast<double>(RssKiB()) / 1024);
+  std::printf(
+      "  includes: frame parsing (Session::Feed) + join + every analysis, on this one "
+      "thread; excludes: the socket, epoll, the kernel's copy, encoding (timed apart)\n");
+  return PrintOutcome(agg, done);
+}
+
+struct Child {
+  pid_t pid = -1;
+  int control = -1;  // closing it tells the child to exit
+  int fd = -1;       // the child's connection to the daemon
+};
+
+// Forks a child that connects to `path` and passes the connected socket back (SCM_RIGHTS).
+Child ConnectInChild(const std::string& path) {
+  int sp[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) return {};
+  const pid_t pid = fork();
+  if (pid < 0) return {};
+  if (pid == 0) {
+    // Nothing of the parent's: its other children's control sockets (their EOF) and connections.
+    for (int fd = 3; fd < 4096; ++fd) {
+      if (fd != sp[1]) close(fd);
+    }
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) _exit(1);
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+    if (sendmsg(sp[1], &msg, 0) != 1) _exit(1);
+    while (read(sp[1], &byte, 1) > 0) {
+    }
+    _exit(0);
+  }
+  close(sp[1]);
+  Child child;
+  child.pid = pid;
+  child.control = sp[0];
+  char byte = 0;
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(sp[0], &msg, 0) != 1) return {};
+  const cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+  if (cm == nullptr || cm->cmsg_type != SCM_RIGHTS) return {};
+  std::memcpy(&child.fd, CMSG_DATA(cm), sizeof(int));
+  return child;
 }
 
 int Socket(const Args& a) {
@@ -169,18 +310,20 @@ int Socket(const Args& a) {
   IngestServer server(config, &agg);
   if (!server.Listen().ok()) return 1;
   std::thread loop([&] { server.Run(); });
+  // One process per rank, as in a job: the daemon knows a connection by its peer's pid (the
+  // kernel's, SO_PEERCRED at connect()), and connections of one pid are one process's. Each child
+  // connects and hands the socket to this thread, the one writer, then waits to be told to exit.
   std::vector<int> fds;
+  std::vector<Child> children;
   for (int r = 0; r < ranks; ++r) {
-    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, config.socket_path.c_str(), sizeof(addr.sun_path) - 1);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) return 1;
-    const auto hello = Hello(static_cast<uint32_t>(1000 + r));
-    (void)!write(fd, hello.data(), hello.size());
+    Child child = ConnectInChild(config.socket_path);
+    if (child.fd < 0) return 1;
+    const auto hello = Hello(static_cast<uint32_t>(child.pid));
+    (void)!write(child.fd, hello.data(), hello.size());
     char ack[24];
-    (void)!read(fd, ack, sizeof(ack));
-    fds.push_back(fd);
+    (void)!read(child.fd, ack, sizeof(ack));
+    fds.push_back(child.fd);
+    children.push_back(child);
   }
   constexpr int kBatch = 256;
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(ranks));
@@ -188,11 +331,14 @@ int Socket(const Args& a) {
   int64_t sent = 0;
   uint64_t seq = 0;
   const double t0 = Now();
+  const double loop_cpu0 = ThreadCpuSeconds(loop.native_handle());
+  const double writer_cpu0 = ThreadCpuSeconds(pthread_self());
   while (sent < a.records) {
     for (int r = 0; r < ranks; ++r) {
       auto& b = buffers[static_cast<size_t>(r)];
       b.clear();
-      Records(&b, r, ranks, seq, kBatch, base);
+      Records(&b, r, ranks, seq, kBatch, base,
+              static_cast<uint32_t>(children[static_cast<size_t>(r)].pid));
       size_t off = 0;
       while (off < b.size()) {
         const ssize_t n = write(fds[static_cast<size_t>(r)], b.data() + off, b.size() - off);
@@ -202,6 +348,16 @@ int Socket(const Args& a) {
     }
     seq += kBatch;
     sent += static_cast<int64_t>(kBatch) * ranks;
+    // A job's ranks move in lockstep (each collective waits for all): the next round is written
+    // only once the collector has read this one from every socket (SIOCOUTQ: bytes the peer has
+    // not read), or ranks the epoll loop served late would fall out of the join window and the
+    // run would measure records that are never joined.
+    for (int fd : fds) {
+      int unread = 0;
+      while (ioctl(fd, SIOCOUTQ, &unread) == 0 && unread > 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    }
   }
   uint64_t got = 0;
   while (got < static_cast<uint64_t>(sent)) {
@@ -209,14 +365,26 @@ int Socket(const Args& a) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   const double elapsed = Now() - t0;
+  const double loop_cpu = ThreadCpuSeconds(loop.native_handle()) - loop_cpu0;
+  const double writer_cpu = ThreadCpuSeconds(pthread_self()) - writer_cpu0;
   for (int fd : fds) close(fd);
+  for (const Child& c : children) {
+    close(c.control);  // EOF: the child exits
+    waitpid(c.pid, nullptr, 0);
+  }
   server.Stop();
   loop.join();
+  const double n = static_cast<double>(sent);
   std::printf(
-      "mode=socket ranks=%d records=%lld seconds=%.3f records_per_s=%.0f (writer and "
-      "collector share the CPUs)\n",
-      ranks, static_cast<long long>(sent), elapsed, static_cast<double>(sent) / elapsed);
-  return 0;
+      "mode=socket ranks=%d records=%lld seconds=%.3f records_per_s=%.0f "
+      "collector_cpu_ns_per_record=%.1f writer_cpu_ns_per_record=%.1f\n",
+      ranks, static_cast<long long>(sent), elapsed, n / elapsed, loop_cpu * 1e9 / n,
+      writer_cpu * 1e9 / n);
+  std::printf(
+      "  includes (collector_cpu): the epoll loop's thread, read() from the kernel, frame "
+      "parsing, join + every analysis; writer_cpu: encoding and write() (writer and "
+      "collector share the CPUs)\n");
+  return PrintOutcome(agg, sent);
 }
 
 int Rss(const Args& a) {
@@ -244,7 +412,7 @@ int Rss(const Args& a) {
     if (t >= a.seconds) break;
     for (int r = 0; r < ranks; ++r) {
       buf.clear();
-      Records(&buf, r % 128, 128, seq, 16, base);
+      Records(&buf, r % 128, 128, seq, 16, base, static_cast<uint32_t>(1000 + r));
       // Distinct communicators: patch comm_hash per group of 128 ranks.
       for (size_t off = 8; off < buf.size(); off += 8 + sizeof(SentinelWireCollRecord)) {
         const uint64_t comm = 0xC0FFEE + static_cast<uint64_t>(r / 128);
