@@ -10,7 +10,6 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include "collector/aggregate/aggregator.h"
 #include "collector/ingest/ingest_server.h"
 #include "collector/ingest/session.h"
+#include "tests/unit/collector/wire_test_util.h"
 
 namespace {
 
@@ -241,65 +241,6 @@ int Throughput(const Args& a) {
   return PrintOutcome(agg, done);
 }
 
-struct Child {
-  pid_t pid = -1;
-  int control = -1;  // closing it tells the child to exit
-  int fd = -1;       // the child's connection to the daemon
-};
-
-// Forks a child that connects to `path` and passes the connected socket back (SCM_RIGHTS).
-Child ConnectInChild(const std::string& path) {
-  int sp[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) != 0) return {};
-  const pid_t pid = fork();
-  if (pid < 0) return {};
-  if (pid == 0) {
-    // Nothing of the parent's: its other children's control sockets (their EOF) and connections.
-    for (int fd = 3; fd < 4096; ++fd) {
-      if (fd != sp[1]) close(fd);
-    }
-    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
-    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) _exit(1);
-    char byte = 0;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof(control);
-    cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    if (sendmsg(sp[1], &msg, 0) != 1) _exit(1);
-    while (read(sp[1], &byte, 1) > 0) {
-    }
-    _exit(0);
-  }
-  close(sp[1]);
-  Child child;
-  child.pid = pid;
-  child.control = sp[0];
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(sp[0], &msg, 0) != 1) return {};
-  const cmsghdr* cm = CMSG_FIRSTHDR(&msg);
-  if (cm == nullptr || cm->cmsg_type != SCM_RIGHTS) return {};
-  std::memcpy(&child.fd, CMSG_DATA(cm), sizeof(int));
-  return child;
-}
-
 int Socket(const Args& a) {
   const int ranks = a.ranks > 0 ? a.ranks : 64;
   char dir[] = "/tmp/sentinel-bench-XXXXXX";
@@ -311,19 +252,17 @@ int Socket(const Args& a) {
   if (!server.Listen().ok()) return 1;
   std::thread loop([&] { server.Run(); });
   // One process per rank, as in a job: the daemon knows a connection by its peer's pid (the
-  // kernel's, SO_PEERCRED at connect()), and connections of one pid are one process's. Each child
-  // connects and hands the socket to this thread, the one writer, then waits to be told to exit.
+  // kernel's, SO_PEERCRED at connect()), and connections of one pid are one process's. A child
+  // connects and hands the socket to this thread, the one writer (wire_test_util.h).
   std::vector<int> fds;
-  std::vector<Child> children;
   for (int r = 0; r < ranks; ++r) {
-    Child child = ConnectInChild(config.socket_path);
-    if (child.fd < 0) return 1;
-    const auto hello = Hello(static_cast<uint32_t>(child.pid));
-    (void)!write(child.fd, hello.data(), hello.size());
+    const int fd = sentinel::testing::ConnectFromChild(config.socket_path);
+    if (fd < 0) return 1;
+    const auto hello = Hello(static_cast<uint32_t>(1000 + r));
+    (void)!write(fd, hello.data(), hello.size());
     char ack[24];
-    (void)!read(child.fd, ack, sizeof(ack));
-    fds.push_back(child.fd);
-    children.push_back(child);
+    (void)!read(fd, ack, sizeof(ack));
+    fds.push_back(fd);
   }
   constexpr int kBatch = 256;
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(ranks));
@@ -337,8 +276,7 @@ int Socket(const Args& a) {
     for (int r = 0; r < ranks; ++r) {
       auto& b = buffers[static_cast<size_t>(r)];
       b.clear();
-      Records(&b, r, ranks, seq, kBatch, base,
-              static_cast<uint32_t>(children[static_cast<size_t>(r)].pid));
+      Records(&b, r, ranks, seq, kBatch, base, static_cast<uint32_t>(1000 + r));
       size_t off = 0;
       while (off < b.size()) {
         const ssize_t n = write(fds[static_cast<size_t>(r)], b.data() + off, b.size() - off);
@@ -368,10 +306,6 @@ int Socket(const Args& a) {
   const double loop_cpu = ThreadCpuSeconds(loop.native_handle()) - loop_cpu0;
   const double writer_cpu = ThreadCpuSeconds(pthread_self()) - writer_cpu0;
   for (int fd : fds) close(fd);
-  for (const Child& c : children) {
-    close(c.control);  // EOF: the child exits
-    waitpid(c.pid, nullptr, 0);
-  }
   server.Stop();
   loop.join();
   const double n = static_cast<double>(sent);
