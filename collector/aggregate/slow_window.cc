@@ -10,8 +10,7 @@ namespace {
 
 // The median of a ring's values; `values` receives them (reordered).
 int64_t RingMedian(const Ring<int64_t>& r, std::vector<int64_t>* values) {
-  values->clear();
-  for (size_t i = 0; i < r.size(); ++i) values->push_back(r[i]);
+  values->assign(r.StorageData(), r.StorageData() + r.size());
   return MedianInPlace(values);
 }
 
@@ -55,8 +54,9 @@ void WindowUsual::Learn(int64_t skew, int64_t transfer, int64_t total) {
 }
 
 void WindowUsual::RefreshUsual() {
-  std::vector<int64_t> values;
-  std::vector<int64_t> dev;
+  // Scratch kept across calls (the aggregator's one thread): no allocation per refresh.
+  static thread_local std::vector<int64_t> values;
+  static thread_local std::vector<int64_t> dev;
   skew0_ = RingMedian(skew_, &values);
   transfer0_ = RingMedian(transfer_, &values);
   const int64_t total0 = RingMedian(total_, &values);

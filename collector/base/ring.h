@@ -28,6 +28,10 @@ class Ring {
     }
     return true;
   }
+  // The kept elements in storage order, not oldest first (for an order-free statistic such as a
+  // median, without the index arithmetic of operator[]): they are the first size() slots, since
+  // the ring only wraps once full.
+  const T* StorageData() const { return items_.data(); }
   // Where the next Push() writes (for a prefetch).
   const T* NextSlot() const { return items_.empty() ? nullptr : &items_[next_]; }
   size_t size() const { return size_; }
