@@ -84,8 +84,7 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
   }
   // Recomputed once per collective while it fills, then once 8 durations have come since (a low
   // quantile moves slowly): after the join's durations are in, where it is read.
-  if (floor.added <= params_.floor_samples || floor.added - floor.computed_at >= 8 ||
-      floor.value < 0) {
+  if (floor.added <= params_.floor_samples || floor.added - floor.computed_at >= 8) {
     floor.computed_at = floor.added;
     scratch_ = floor.ring;
     floor.value = Quantile(&scratch_, params_.floor_quantile);
