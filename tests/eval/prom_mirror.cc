@@ -403,21 +403,27 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   // record: sentinel:node_lately_late_ranks:count
   //   count by (job, instance) (count_over_time(sentinel:rank_late[50s]))
   rec["sentinel:node_lately_late_ranks:count"] = CountBy(late_counts, kJobInstance);
-  Vector half_ranks = rec["sentinel:node_ranks:count"];  // sentinel:node_ranks:count / 2
+  // record: sentinel:node_ranks:recent
+  //   max_over_time(sentinel:node_ranks:count[50s])
+  node_ranks_history_.Add(ts_ns, rec["sentinel:node_ranks:count"]);
+  node_ranks_history_.Trim(ts_ns - JobwideRules::kRecentNs);
+  rec["sentinel:node_ranks:recent"] =
+      node_ranks_history_.MaxOverTime(ts_ns, JobwideRules::kRecentNs);
+  Vector half_ranks = rec["sentinel:node_ranks:recent"];  // sentinel:node_ranks:recent / 2
   for (Sample& h : half_ranks) h.value /= 2;
   // alert: SentinelJobSlowNode (no for)
-  //   sentinel:node_lately_late_ranks:count == on (job, instance) sentinel:node_ranks:count
+  //   sentinel:node_lately_late_ranks:count == on (job, instance) sentinel:node_ranks:recent
   //     and on (job, instance)
-  //   sentinel:node_late_ranks:count > on (job, instance) sentinel:node_ranks:count / 2
+  //   sentinel:node_late_ranks:count > on (job, instance) sentinel:node_ranks:recent / 2
   add(slow_node_.Evaluate(
       ts_ns,
       AndOn(CompareOn(rec["sentinel:node_lately_late_ranks:count"], Cmp::kEq,
-                      rec["sentinel:node_ranks:count"], kJobInstance),
+                      rec["sentinel:node_ranks:recent"], kJobInstance),
             CompareOn(rec["sentinel:node_late_ranks:count"], Cmp::kGt, half_ranks, kJobInstance),
             kJobInstance)));
   // alert: SentinelJobStraggler (no for)
   //   sentinel:rank_late:recent unless on (job, instance)
-  //   (sentinel:node_lately_late_ranks:count > on (job, instance) sentinel:node_ranks:count / 2)
+  //   (sentinel:node_lately_late_ranks:count > on (job, instance) sentinel:node_ranks:recent / 2)
   add(straggler_.Evaluate(ts_ns, UnlessOn(rec["sentinel:rank_late:recent"],
                                           CompareOn(rec["sentinel:node_lately_late_ranks:count"],
                                                     Cmp::kGt, half_ranks, kJobInstance),

@@ -157,6 +157,7 @@ class JobwideRules {
   Store recorded_;
   History last_seq_history_;
   History rank_late_history_;
+  History node_ranks_history_;
   AlertRule slow_node_;
   AlertRule straggler_;
   AlertRule inflight_culprit_;

@@ -248,20 +248,28 @@ TEST(CallbackMeter, ADescheduledCallbackCountsNothingAndTripsNoBudget) {
 }
 
 // Real CPU burned inside a timed callback is counted, and trips the budget. (A burn the kernel
-// preempted is dropped as above: the first of a few tries that ran through is judged.)
+// preempted is dropped as above: the first of a few tries that ran through is judged. So is a
+// burn whose thread CPU clock overshot: in a VM, time the hypervisor took the vCPU away for is
+// charged to the thread running on it, and one such 1.7 ms steal ended a 200 us burn at 1.9 ms,
+// which the meter rightly counted as what the clock said: a try that burned more than half again
+// kBurnNs is not the burn this test judges.)
 TEST(CallbackMeter, CpuBurnedInACallbackIsCountedAndTripsTheBudget) {
   CalibrateMeterClock();
   static constexpr int64_t kBurnNs = 200000;  // 1024 x 200 us = 205 ms of a 1 s window > 0.5 %
   uint64_t counted = 0;
-  for (int attempt = 0; attempt < 20 && counted == 0; ++attempt) {
-    counted = CountedForOneTimedCallback([] {
+  int64_t burned = 0;
+  for (int attempt = 0; attempt < 20 && (counted == 0 || burned > kBurnNs * 3 / 2); ++attempt) {
+    counted = CountedForOneTimedCallback([&burned] {
       const int64_t t0 = ThreadCpuNs();
-      while (ThreadCpuNs() - t0 < kBurnNs) {
-      }
+      int64_t now = t0;
+      while (now - t0 < kBurnNs) now = ThreadCpuNs();
+      burned = now - t0;
     });
   }
-  EXPECT_GE(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 9 / 10) << counted;
-  EXPECT_LT(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 3 / 2) << counted;
+  EXPECT_GE(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 9 / 10)
+      << counted << " (the burn: " << burned << " ns)";
+  EXPECT_LT(counted, kCallbackSample * static_cast<uint64_t>(kBurnNs) * 3 / 2)
+      << counted << " (the burn: " << burned << " ns)";
   EXPECT_EQ(JudgedOverOneSecondWindows(counted), BudgetLevel::kNoProxy);
 }
 
