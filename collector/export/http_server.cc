@@ -521,6 +521,9 @@ void HttpServer::MakeRoom(int64_t now_ns) {
 void HttpServer::Reap() {
   absl::MutexLock lock(&mu_);
   while (!stop_) {
+    // With no connection open there is nothing to reap: no periodic wake-up (10 a second cost an
+    // idle daemon 0.4 ms of CPU a second).
+    if (by_deadline_.empty()) mu_.Await(absl::Condition(this, &HttpServer::ReapDue));
     mu_.AwaitWithTimeout(absl::Condition(&stop_), absl::Nanoseconds(kReapPeriodNs));
     const int64_t now = clock_->MonoNs();
     // Oldest first; every connection gets the same timeout, so stop at the first one still due.

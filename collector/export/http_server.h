@@ -102,6 +102,8 @@ class HttpServer {
     routes_[path] = {{}, {}, std::move(handler), "POST"};
   }
   void Reap();
+  // Reap's idle wait: until stopping or a connection has a deadline (an idle daemon sleeps).
+  bool ReapDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || !by_deadline_.empty(); }
   // The worker: takes each job-detail request, answers it, resumes its connection.
   void Work();
   bool WorkDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_) {

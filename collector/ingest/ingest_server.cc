@@ -539,7 +539,10 @@ void IngestServer::Run() {
   int64_t next_tick = aggregator_->clock()->MonoNs() + config_.tick_ns;
   while (!stop_.load(std::memory_order_relaxed)) {
     const int64_t now = aggregator_->clock()->MonoNs();
-    const int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next_tick - now) / 1000000));
+    // Rounded up: rounded down, the last millisecond before every tick was a spin of
+    // epoll_wait(0) calls (about 3.6 ms of CPU a second on an idle daemon at the 200 ms tick).
+    const int timeout_ms =
+        static_cast<int>(std::max<int64_t>(0, (next_tick - now + 999999) / 1000000));
     const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), timeout_ms);
     if (n > 0) loop_now_ns_ = aggregator_->clock()->MonoNs();
     for (int i = 0; i < n; ++i) {
