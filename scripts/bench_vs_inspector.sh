@@ -29,7 +29,8 @@
 # second (SENTINEL_DEV_BENCH_RATE) in batches every millisecond with sleeps between, at
 # Coll,KernelCh and 1 channel: our plugin to the JSONL dump, to a real sentineld (paced-sock), and
 # Inspector; its proc_cpu is the whole process's CPU per collective (drainer included), and the
-# last table compares our whole pipeline (proc_cpu + sentineld_ns) with Inspector's process.
+# last table compares our whole pipeline (proc_cpu + sentineld_ns) with Inspector's process, as
+# measured and less the paced driver's own cost (BM_PacedFloorCollective, run in each paced run).
 # Prints, per plugin, mask and channel count, the median over ROUNDS alternated rounds (each the
 # median of 3 repetitions) of: wall ns per collective, the calling thread's CPU ns, the process's
 # CPU ns (drainer thread and synchronous drains included), the calls NCCL made, and x_floor (see
@@ -80,7 +81,7 @@ run() {  # NAME FILTER SO [ENV...]: one round, its JSON in $STUBS/run.<n>.<NAME>
 # cancels much of the drift of a shared machine's load between runs. Each round runs the steps in
 # the opposite order of the one before, and "before" right after "sentinel" at each mask.
 BOTH='BM_(Collective|FloorCollective)/'
-PACED='BM_PacedCollective/'
+PACED='BM_Paced(Floor)?Collective/'
 step() {
   case "$1" in
     ours:*) run "sentinel:${1#ours:}" "$BOTH" "$OURS" SENTINEL_EVENTS="${1#ours:}" ;;
@@ -133,7 +134,8 @@ for path in glob.glob(os.path.join(sys.argv[1], 'run.*.json')):
         if b.get('aggregate_name') != 'median':
             continue
         bench, ch = b['run_name'].split('/')[:2]
-        plugin = 'floor' if bench == 'BM_FloorCollective' else who
+        plugin = {'BM_FloorCollective': 'floor', 'BM_PacedFloorCollective': 'paced-floor'}.get(
+            bench, who)
         rows.setdefault((mask, int(ch), plugin), []).append(b)
         this_run[(int(ch), plugin == 'floor')] = float(b['cpu_time'])
     for (ch, is_floor), cpu in this_run.items():
@@ -174,12 +176,16 @@ for who in ('sentinel', 'before', 'sent-sock'):
               med_x(('Coll,KernelCh', ch, who)) / insp_x, de / insp,
               med_x(('default', ch, who)) * floor_de / floor_ck / insp_x,
               med_x(('all', ch, who))))
-# Paced: the whole process's CPU per collective (and sentineld's) at a job's rate.
+# Paced: the whole process's CPU per collective (and sentineld's) at a job's rate; "own" less the
+# paced driver's own cost (BM_PacedFloorCollective: its calling thread's CPU with the floor plugin,
+# mostly its sleeps' system calls and wake-ups), which every plugin's figure carries.
 insp = med(rows.get(('Coll,KernelCh', 1, 'paced-insp'), []), 'cpu_ns')
+floor = med(rows.get(('Coll,KernelCh', 1, 'paced-floor'), []), 'cpu_ns')
 if insp == insp:
     print()
-    print('%-11s %4s %9s %12s %9s %9s' % ('paced', 'ch', 'proc_cpu', 'sentineld_ns', 'total',
-          'x_insp'))
+    print('paced driver (floor plugin, calling thread): %.0f ns per collective' % floor)
+    print('%-11s %4s %9s %12s %9s %9s %9s %9s' % ('paced', 'ch', 'proc_cpu', 'sentineld_ns',
+          'total', 'x_insp', 'own', 'own_x_insp'))
     for who in ('paced-insp', 'paced-ours', 'paced-sock'):
         bs = rows.get(('Coll,KernelCh', 1, who), [])
         if not bs:
@@ -187,5 +193,6 @@ if insp == insp:
         proc = med(bs, 'cpu_ns')
         daemon = med(bs, 'sentineld_ns')
         total = proc + (daemon if daemon == daemon else 0.0)
-        print('%-11s %4d %9.0f %12.0f %9.0f %9.3f' % (who, 1, proc, daemon, total, total / insp))
+        print('%-11s %4d %9.0f %12.0f %9.0f %9.3f %9.0f %9.3f' % (who, 1, proc, daemon, total,
+              total / insp, total - floor, (total - floor) / (insp - floor)))
 PY

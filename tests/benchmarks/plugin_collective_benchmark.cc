@@ -154,6 +154,12 @@ int64_t ProcessCpuNs() {
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+int64_t ThreadCpuNs() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 // Network steps per send/receive in the replayed collective (1: a message of at most one chunk
 // per channel; SENTINEL_DEV_BENCH_STEPS for more).
 int Steps() {
@@ -219,29 +225,39 @@ void SleepUntilNs(int64_t mono_ns) {
   }
 }
 
+// The pacing both paced benchmarks share: SENTINEL_DEV_BENCH_RATE collectives a second in a batch
+// every millisecond, `run` issuing one collective.
+int PacedRate() {
+  const char* rate_text = getenv("SENTINEL_DEV_BENCH_RATE");
+  return rate_text != nullptr && atoi(rate_text) > 0 ? atoi(rate_text) : 20000;
+}
+template <typename Run>
+void RunPaced(benchmark::State& state, int rate, Run run) {
+  const int per_batch = rate / 1000 > 0 ? rate / 1000 : 1;
+  const int64_t start = sentinel::bench::MonoNowNs();
+  int64_t batches = 0;
+  int in_batch = 0;
+  for (auto _ : state) {
+    run();
+    if (++in_batch == per_batch) {
+      in_batch = 0;
+      SleepUntilNs(start + ++batches * 1000000);
+    }
+  }
+}
+
 void BM_PacedCollective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
   static seq::Replayer* r = nullptr;
   delete r;
   r = new seq::Replayer(p.mask, n_channels, Steps());
-  const char* rate_text = getenv("SENTINEL_DEV_BENCH_RATE");
-  const int rate = rate_text != nullptr && atoi(rate_text) > 0 ? atoi(rate_text) : 20000;
-  const int per_batch = rate / 1000 > 0 ? rate / 1000 : 1;
+  const int rate = PacedRate();
   for (int i = 0; i < 2000; ++i) r->Run(p.t, p.ctx);
   if (p.writes_dump) p.DrainAndReinit();
   const int64_t daemon0 = p.collector.CpuNs();
   const int64_t cpu0 = ProcessCpuNs();
-  const int64_t start = sentinel::bench::MonoNowNs();
-  int64_t batches = 0;
-  int in_batch = 0;
-  for (auto _ : state) {
-    r->Run(p.t, p.ctx);
-    if (++in_batch == per_batch) {
-      in_batch = 0;
-      SleepUntilNs(start + ++batches * 1000000);
-    }
-  }
+  RunPaced(state, rate, [&] { r->Run(p.t, p.ctx); });
   usleep(60000);  // two drain periods (25 ms each by default)
   const double iters = static_cast<double>(state.iterations());
   state.counters["channels"] = n_channels;
@@ -252,6 +268,29 @@ void BM_PacedCollective(benchmark::State& state) {
   p.collectives += 2000 + static_cast<uint64_t>(state.iterations());
 }
 BENCHMARK(BM_PacedCollective)->Arg(1)->Iterations(20000);
+
+// The paced driver's own cost, in the same process: the same pacing and sequence against the floor
+// plugin. Its cpu_ns, the calling thread's CPU (the driver runs nowhere else; the plugin under
+// test, loaded but not called, keeps its idle threads out of it), is what any profiler's paced
+// figure carries that no profiler causes: mostly the sleeps' system calls and wake-ups, a batch
+// of 20 collectives per sleep at 20,000 a second. A profiler's own paced cost is its cpu_ns less
+// this one.
+void BM_PacedFloorCollective(benchmark::State& state) {
+  Plugin& p = P();
+  const int n_channels = static_cast<int>(state.range(0));
+  static seq::Replayer* r = nullptr;
+  delete r;
+  r = new seq::Replayer(p.mask, n_channels, Steps());
+  const int rate = PacedRate();
+  for (int i = 0; i < 2000; ++i) r->Run(&kFloor, nullptr);
+  const int64_t cpu0 = ThreadCpuNs();
+  RunPaced(state, rate, [&] { r->Run(&kFloor, nullptr); });
+  state.counters["channels"] = n_channels;
+  state.counters["rate"] = rate;
+  state.counters["cpu_ns"] =
+      static_cast<double>(ThreadCpuNs() - cpu0) / static_cast<double>(state.iterations());
+}
+
 
 // The same sequence against the floor plugin (every start answered, so every call is made).
 void BM_FloorCollective(benchmark::State& state) {
@@ -268,6 +307,7 @@ void BM_FloorCollective(benchmark::State& state) {
   state.counters["calls"] = calls;
 }
 BENCHMARK(BM_FloorCollective)->Arg(1)->Arg(2)->Arg(4)->Arg(8)->MinTime(0.3);
+BENCHMARK(BM_PacedFloorCollective)->Arg(1)->Iterations(20000);
 
 // Our own model of Inspector's per-collective work (see the file comment).
 struct InspectorLikeComm {
