@@ -53,7 +53,7 @@ void WindowUsual::Learn(int64_t skew, int64_t transfer, int64_t total) {
   ++pushes_since_cache_;
 }
 
-void WindowUsual::RefreshUsual() {
+void WindowUsual::RefreshUsual(int64_t now_ns) {
   // Scratch kept across calls (the aggregator's one thread): no allocation per refresh.
   static thread_local std::vector<int64_t> values;
   static thread_local std::vector<int64_t> dev;
@@ -63,6 +63,7 @@ void WindowUsual::RefreshUsual() {
   spread_ = static_cast<int64_t>(kMadToSigma *
                                  static_cast<double>(MedianAbsDeviation(values, total0, &dev)));
   pushes_since_cache_ = 0;
+  refreshed_at_ns_ = now_ns;
 }
 
 void WindowUsual::Relearn() {
@@ -83,7 +84,11 @@ WindowVerdict WindowUsual::Judge(const WindowObservation& w, const SlowCausePara
     Learn(v.skew_ns, transfer, v.total_ns);
     return v;
   }
-  if (pushes_since_cache_ >= 8) RefreshUsual();  // the medians move slowly: every 8 windows
+  if (pushes_since_cache_ >= kRefreshMinPushes &&
+      (pushes_since_cache_ >= kRefreshMaxPushes ||
+       w.max_end_ns - refreshed_at_ns_ >= kRefreshMinNs)) {
+    RefreshUsual(w.max_end_ns);
+  }
   v.usual_skew_ns = skew0_;
   v.usual_ns = skew0_ + transfer0_;
   v.excess_ns = v.total_ns - v.usual_ns;

@@ -120,6 +120,38 @@ TEST(SlowWindow, APersistentSlowdownIsLearnedAgainAfterTheRelearnTime) {
   }
 }
 
+// At a job's high rate the medians are taken again every 10 ms of its time, or after a
+// history's worth of windows (64), not every 8 windows: learned on 10 ms windows 50 us apart,
+// 64 ordinary windows of 11.5 ms (under the 20 % bar: learned) leave the usual at 10 ms (taken
+// every 8 windows it moved after 16 of them, 0.8 ms of the job), and the next one sees them.
+TEST(SlowWindow, AtAHighRateTheUsualIsTakenAgainEvery10MsOrAHistorysWorthOfWindows) {
+  constexpr int64_t kApart = 50000;
+  const SlowCauseParams p;
+  WindowUsual u;
+  u.Start(2, 5, 64, 0);
+  int64_t t = 0;
+  for (int i = 0; i < p.min_history; ++i, t += kApart) {
+    EXPECT_FALSE(u.Judge(Window(t, 0, 10 * kMs), p).slow);
+  }
+  for (int i = 1; i <= WindowUsual::kRefreshMaxPushes; ++i, t += kApart) {
+    const WindowVerdict v = u.Judge(Window(t, 0, 11500 * 1000), p);
+    ASSERT_FALSE(v.slow) << i;
+    EXPECT_EQ(v.usual_ns, 10 * kMs) << i;
+  }
+  EXPECT_EQ(u.Judge(Window(t, 0, 11500 * 1000), p).usual_ns, 11500 * 1000);
+  // Windows 10 ms apart: taken again every 8 (the 8 windows span 80 ms of the job).
+  WindowUsual slow_rate;
+  slow_rate.Start(2, 5, 64, 0);
+  t = 0;
+  for (int i = 0; i < p.min_history; ++i, t += 10 * kMs) slow_rate.Judge(Window(t, 0, 10 * kMs), p);
+  int moved_after = -1;
+  for (int i = 1; i <= 40 && moved_after < 0; ++i, t += 10 * kMs) {
+    if (slow_rate.Judge(Window(t, 0, 11500 * 1000), p).usual_ns != 10 * kMs) moved_after = i;
+  }
+  // Taken again after 8 and 16 of them: at 16, half the history is 11.5 ms (the median between).
+  EXPECT_EQ(moved_after, 17);
+}
+
 TEST(SlowWindow, UsualForKeepsMaxKeysAndTheOneUsedLongestAgoGoes) {
   std::vector<WindowUsual> usual;
   UsualFor(&usual, 2, 1, 0, 64, 1);
