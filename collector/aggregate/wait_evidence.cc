@@ -83,9 +83,14 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
     ++floor.added;
   }
   // Recomputed once per collective while it fills, then once 8 durations have come since (a low
-  // quantile moves slowly): after the join's durations are in, where it is read.
-  if (floor.added <= params_.floor_samples || floor.added - floor.computed_at >= 8) {
+  // quantile moves slowly) and refresh_min_ns passed, or a whole ring's worth came: after the
+  // join's durations are in, where it is read.
+  const uint64_t since = floor.added - floor.computed_at;
+  if (floor.added <= params_.floor_samples ||
+      (since >= 8 && (since >= params_.floor_samples ||
+                      now_ns - floor.computed_at_ns >= params_.refresh_min_ns))) {
     floor.computed_at = floor.added;
+    floor.computed_at_ns = now_ns;
     scratch_ = floor.ring;
     floor.value = Quantile(&scratch_, params_.floor_quantile);
   }

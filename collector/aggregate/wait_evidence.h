@@ -98,6 +98,8 @@ struct WaitParams {
   // collectives a second would otherwise sort its window hundreds of times a second. The usual's
   // EWMA then takes the collectives since the last refresh as that many refresh_every steps, so
   // it follows the job per collective as before; only the judgement waits up to this long.
+  // The transfer floor is bounded the same way: recomputed once 8 durations came since and this
+  // much collector time passed, or floor_samples came (a whole ring's worth).
   int64_t refresh_min_ns = 0;
   int relearn = 512;  // a usual held (undecided) this many collectives re-learns from the p50s
   double fall_share = 0.25;  // the wait fell by at least this share of what the growth takes off
@@ -202,7 +204,8 @@ class WaitEvidence {
     std::vector<int64_t> ring;
     size_t head = 0;
     uint64_t added = 0;
-    uint64_t computed_at = 0;  // `added` when `value` was last computed
+    uint64_t computed_at = 0;    // `added` when `value` was last computed
+    int64_t computed_at_ns = 0;  // ... and the collector time then
     int64_t value = -1;
   };
   void Refresh(WaitRankState* st, int64_t now_ns);

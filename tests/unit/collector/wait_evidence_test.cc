@@ -572,3 +572,41 @@ TEST(WaitEvidenceTest, LeaningNeedsGrowthAndLessWaitingInTheSpell) {
 
 }  // namespace
 }  // namespace sentinel::collector
+
+namespace sentinel::collector {
+namespace {
+
+// The transfer floor under refresh_min_ns (sentineld sets 10 ms): once full, it is recomputed
+// after 8 durations only once that much collector time passed, or after a whole ring's worth.
+// A 1-rank communicator at 20,000 collectives a second recomputed its 10 % quantile of 128 every
+// 8 collectives. Durations of 1 ms fill the ring; 120 of 3 ms within 6 ms of collector time leave
+// the floor at 1 ms (unbounded, it is 3 ms by then); the next one 10 ms later moves it.
+int64_t FloorAfter(int64_t refresh_min_ns, bool ten_ms_later) {
+  WaitParams p;
+  p.refresh_min_ns = refresh_min_ns;
+  WaitEvidence ev(p);
+  constexpr int64_t kApart = 50000;  // collector time between collectives
+  int64_t now = kMs;
+  uint64_t seq = 0;
+  auto one = [&](int64_t duration) {
+    const std::vector<WaitObservation> obs = {{0, now, duration, 5 * kMs}};
+    ev.Observe(obs, ++seq, 3, now);
+  };
+  for (size_t i = 0; i < p.floor_samples; ++i, now += kApart) one(kMs);
+  EXPECT_EQ(ev.floor_ns(3), kMs);
+  for (int i = 0; i < 120; ++i, now += kApart) one(3 * kMs);
+  if (ten_ms_later) {
+    now += 10 * kMs;
+    one(3 * kMs);
+  }
+  return ev.floor_ns(3);
+}
+
+TEST(WaitEvidenceTest, TheTransferFloorIsRecomputedAtMostEveryRefreshMinNsOrRingsWorth) {
+  EXPECT_EQ(FloorAfter(0, false), 3 * kMs);
+  EXPECT_EQ(FloorAfter(10 * kMs, false), kMs);
+  EXPECT_EQ(FloorAfter(10 * kMs, true), 3 * kMs);
+}
+
+}  // namespace
+}  // namespace sentinel::collector
