@@ -291,7 +291,6 @@ void BM_PacedFloorCollective(benchmark::State& state) {
       static_cast<double>(ThreadCpuNs() - cpu0) / static_cast<double>(state.iterations());
 }
 
-
 // The same sequence against the floor plugin (every start answered, so every call is made).
 void BM_FloorCollective(benchmark::State& state) {
   Plugin& p = P();
