@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -168,13 +169,19 @@ int Steps() {
   return n < 1 ? 1 : (n > 4 ? 4 : n);
 }
 
+// The replayer of one benchmark run, built for its channel count at the plugin's mask (large: kept
+// off the stack, and freed when the next run builds its own).
+seq::Replayer* FreshReplayer(const Plugin& p, int n_channels) {
+  static std::unique_ptr<seq::Replayer> r;
+  r = std::make_unique<seq::Replayer>(p.mask, n_channels, Steps());
+  return r.get();
+}
+
 // Args: channels. The mask is the one the plugin under test wrote at init.
 void BM_Collective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  static seq::Replayer* r = nullptr;  // large: not on the stack
-  delete r;
-  r = new seq::Replayer(p.mask, n_channels, Steps());
+  seq::Replayer* r = FreshReplayer(p, n_channels);
   int calls = 0;
   for (int i = 0; i < 2000; ++i) calls = r->Run(p.t, p.ctx);  // warm-up (TLS state, pages)
   p.DrainAndReinit();
@@ -249,9 +256,7 @@ void RunPaced(benchmark::State& state, int rate, Run run) {
 void BM_PacedCollective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  static seq::Replayer* r = nullptr;
-  delete r;
-  r = new seq::Replayer(p.mask, n_channels, Steps());
+  seq::Replayer* r = FreshReplayer(p, n_channels);
   const int rate = PacedRate();
   for (int i = 0; i < 2000; ++i) r->Run(p.t, p.ctx);
   if (p.writes_dump) p.DrainAndReinit();
@@ -278,9 +283,7 @@ BENCHMARK(BM_PacedCollective)->Arg(1)->Iterations(20000);
 void BM_PacedFloorCollective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  static seq::Replayer* r = nullptr;
-  delete r;
-  r = new seq::Replayer(p.mask, n_channels, Steps());
+  seq::Replayer* r = FreshReplayer(p, n_channels);
   const int rate = PacedRate();
   for (int i = 0; i < 2000; ++i) r->Run(&kFloor, nullptr);
   const int64_t cpu0 = ThreadCpuNs();
@@ -295,9 +298,7 @@ void BM_PacedFloorCollective(benchmark::State& state) {
 void BM_FloorCollective(benchmark::State& state) {
   Plugin& p = P();
   const int n_channels = static_cast<int>(state.range(0));
-  static seq::Replayer* r = nullptr;
-  delete r;
-  r = new seq::Replayer(p.mask, n_channels, Steps());
+  seq::Replayer* r = FreshReplayer(p, n_channels);
   int calls = 0;
   for (int i = 0; i < 2000; ++i) calls = r->Run(&kFloor, nullptr);
   for (auto _ : state) r->Run(&kFloor, nullptr);
