@@ -140,7 +140,7 @@ void HttpFront::Run() {
     // With no connection waiting there is no deadline to check: sleep until one arrives (the
     // listening socket) or Stop (the wake fd). 10 wake-ups a second cost an idle daemon ~1 ms of
     // CPU a second.
-    int wait_ms = by_deadline_.empty() ? -1 : kFrontMaxWaitMs;
+    int wait_ms = -1;
     if (!by_deadline_.empty()) {
       const int64_t due_ms = (by_deadline_.begin()->first - now + 999999) / 1000000;
       wait_ms = static_cast<int>(std::clamp<int64_t>(due_ms, 1, kFrontMaxWaitMs));
