@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "collector/aggregate/robust_stats.h"
+#include "collector/base/refresh_due.h"
 
 namespace sentinel::collector {
 namespace {
@@ -84,9 +85,8 @@ WindowVerdict WindowUsual::Judge(const WindowObservation& w, const SlowCausePara
     Learn(v.skew_ns, transfer, v.total_ns);
     return v;
   }
-  if (pushes_since_cache_ >= kRefreshMinPushes &&
-      (pushes_since_cache_ >= kRefreshMaxPushes ||
-       w.max_end_ns - refreshed_at_ns_ >= kRefreshMinNs)) {
+  if (RefreshDue(static_cast<uint64_t>(pushes_since_cache_), w.max_end_ns - refreshed_at_ns_,
+                 {kRefreshMinPushes, kRefreshMaxPushes, kRefreshMinNs})) {
     RefreshUsual(w.max_end_ns);
   }
   v.usual_skew_ns = skew0_;

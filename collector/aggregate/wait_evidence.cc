@@ -7,6 +7,8 @@
 
 #include "absl/container/flat_hash_map.h"
 
+#include "collector/base/refresh_due.h"
+
 namespace sentinel::collector {
 namespace {
 
@@ -85,10 +87,9 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
   // Recomputed once per collective while it fills, then once 8 durations have come since (a low
   // quantile moves slowly) and refresh_min_ns passed, or a whole ring's worth came: after the
   // join's durations are in, where it is read.
-  const uint64_t since = floor.added - floor.computed_at;
   if (floor.added <= params_.floor_samples ||
-      (since >= 8 && (since >= params_.floor_samples ||
-                      now_ns - floor.computed_at_ns >= params_.refresh_min_ns))) {
+      RefreshDue(floor.added - floor.computed_at, now_ns - floor.computed_at_ns,
+                 {8, params_.floor_samples, params_.refresh_min_ns})) {
     floor.computed_at = floor.added;
     floor.computed_at_ns = now_ns;
     scratch_ = floor.ring;
@@ -128,8 +129,8 @@ void WaitEvidence::Observe(const std::vector<WaitObservation>& obs, uint64_t seq
     ++st.observed;
     const uint64_t every = static_cast<uint64_t>(std::max(params_.refresh_every, 1));
     if (st.observed > static_cast<uint64_t>(params_.learn) &&
-        (st.observed - st.refreshed_observed < every ||
-         now_ns - st.refreshed_at_ns < params_.refresh_min_ns)) {
+        !RefreshDue(st.observed - st.refreshed_observed, now_ns - st.refreshed_at_ns,
+                    {every, UINT64_MAX, params_.refresh_min_ns})) {
       continue;
     }
     st.refresh_steps = std::max(
