@@ -70,13 +70,41 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   if (longest == nullptr) return v;
   v.hung = true;
   v.waiting_ns = now_ns - longest->oldest_since_ns;
-  // func / seq from a rank stuck at the target ordinal.
-  for (const InFlightView& r : ranks) {
-    if (r.has_state && r.connected && !r.ended && r.completed + 1 == v.ordinal &&
-        r.enqueued >= v.ordinal && r.oldest_since_ns > 0) {
-      v.func = r.oldest_func;
-      v.seq = r.oldest_seq;
-      break;
+  // func / seq as most ranks stuck at the target ordinal issued it (a mismatched rank is the odd
+  // one out, whatever order the ranks came in); a tie goes to the lowest rank's.
+  {
+    struct Issued {
+      uint8_t func;
+      uint64_t seq;
+      int ranks;
+      int lowest_rank;
+    };
+    std::vector<Issued> issued;
+    for (const InFlightView& r : ranks) {
+      if (!(r.has_state && r.connected && !r.ended && r.completed + 1 == v.ordinal &&
+            r.enqueued >= v.ordinal && r.oldest_since_ns > 0)) {
+        continue;
+      }
+      auto it = std::find_if(issued.begin(), issued.end(), [&](const Issued& i) {
+        return i.func == r.oldest_func && i.seq == r.oldest_seq;
+      });
+      if (it == issued.end()) {
+        issued.push_back({r.oldest_func, r.oldest_seq, 1, r.rank});
+      } else {
+        ++it->ranks;
+        it->lowest_rank = std::min(it->lowest_rank, r.rank);
+      }
+    }
+    const Issued* most = nullptr;
+    for (const Issued& i : issued) {
+      if (most == nullptr || i.ranks > most->ranks ||
+          (i.ranks == most->ranks && i.lowest_rank < most->lowest_rank)) {
+        most = &i;
+      }
+    }
+    if (most != nullptr) {
+      v.func = most->func;
+      v.seq = most->seq;
     }
   }
   const uint64_t t = v.ordinal;

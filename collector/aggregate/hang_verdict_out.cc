@@ -94,10 +94,11 @@ void Aggregator::SendHangVerdict(const CommState& comm, const HangVerdict& v) {
     if (r.waiting_ns <= 0) continue;
     w.rank = r.rank;
     w.waiting_ns = r.waiting_ns;
-    // Each rank is told the collective as it issued it: a mismatched rank's NCCL seq and function
-    // are its own (the plugin checks them against its own oldest collective).
-    w.seq = r.role == HangRole::kMismatched ? rs->inflight.oldest_seq : v.seq;
-    w.func = r.role == HangRole::kMismatched ? rs->inflight.oldest_func : v.func;
+    // Each rank is told the collective as it issued it (its own oldest, since its waiting time
+    // is known): the plugin checks the NCCL seq and function against its own oldest collective,
+    // and a mismatched rank's differ from the others'.
+    w.seq = rs->inflight.oldest_seq;
+    w.func = rs->inflight.oldest_func;
     const SentinelWireFrameHeader h{
         static_cast<uint32_t>(sizeof(SentinelWireFrameHeader) + sizeof(w)),
         kSentinelWireHangVerdict, 0};

@@ -54,6 +54,30 @@ TEST(HangDetectorTest, NamesEachCulpritKind) {
   EXPECT_FALSE(v.outside_node);
 }
 
+// The verdict names the collective as most stuck ranks issued it, whatever order the ranks come
+// in: here the odd one (rank 2, AllGather seq 0) comes first.
+TEST(HangDetectorTest, TheCollectiveIsTheOneMostStuckRanksIssued) {
+  const int64_t now = 100 * kSec;
+  HangParams p;
+  p.timeout_ns = 30 * kSec;
+  std::vector<InFlightView> ranks;
+  for (int r : {2, 0, 1, 3}) {
+    ranks.push_back(View(r, 4, 4, 3, now - 31 * kSec, now));
+    ranks.back().oldest_seq = r == 2 ? 0 : 3;
+    ranks.back().oldest_func = r == 2 ? kSentinelFuncAllGather : kSentinelFuncAllReduce;
+  }
+  HangVerdict v = EvaluateHang(ranks, 4, now, p);
+  ASSERT_TRUE(v.hung);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.func, kSentinelFuncAllReduce);
+  // Two against two: the lowest rank's.
+  ranks[2].oldest_seq = 0;  // rank 1
+  ranks[2].oldest_func = kSentinelFuncAllGather;
+  v = EvaluateHang(ranks, 4, now, p);
+  EXPECT_EQ(v.seq, 3u);
+  EXPECT_EQ(v.func, kSentinelFuncAllReduce);
+}
+
 TEST(HangDetectorTest, NotBeforeTheTimeoutAndSilentRankIsGone) {
   const int64_t now = 100 * kSec;
   HangParams p;

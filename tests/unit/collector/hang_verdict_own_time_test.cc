@@ -78,5 +78,47 @@ TEST_F(HangVerdictOwnTimeTest, EachWaitingRankIsToldItsOwnTime) {
   }
 }
 
+// Rank 0 (the first to connect) issues AllGather, its first (NCCL seq 0), where ranks 1-3 issue
+// AllReduce seq 11 as collective #12. Every rank is told the collective as it issued it: the
+// plugin refuses a verdict whose seq is not its own oldest's. Before, the three AllReduce ranks
+// were told rank 0's seq (taken from whichever stuck rank came first) and each refused it.
+TEST_F(HangVerdictOwnTimeTest, EachRankIsToldTheCollectiveAsItIssuedIt) {
+  constexpr int kRanks = 4;
+  for (int r = 0; r < kRanks; ++r) {
+    agg_->NoteAccepted(r + 1, static_cast<uint32_t>(500 + r), 0);
+    agg_->OnHello(r + 1, testing::MakeHello(9));
+    Control(r + 1, kSentinelWireCommInit, MakeCommInit(kComm, r, kRanks));
+  }
+  const int64_t t0 = clock_.MonoNs();
+  std::vector<std::pair<int, std::string>> frames;
+  for (int s = 0; s < 60 && frames.empty(); ++s) {
+    for (int r = 0; r < kRanks; ++r) {
+      SentinelWireInFlight in =
+          testing::MakeInFlight(kComm, r, kRanks, 12, 12, 11, t0, clock_.MonoNs());
+      in.flags |= kSentinelInFlightSignature;
+      in.oldest_func = r == 0 ? kSentinelFuncAllGather : kSentinelFuncAllReduce;
+      in.oldest_seq = r == 0 ? 0 : 11;
+      in.oldest_bytes = r == 0 ? (4u << 20) : (16u << 20);
+      in.oldest_datatype = 9;
+      in.oldest_root = -1;
+      Control(r + 1, kSentinelWireInFlight, in);
+    }
+    clock_.Advance(kSec);
+    agg_->Tick();
+    frames = agg_->TakeOutbound();
+  }
+  ASSERT_EQ(frames.size(), 4u) << "every rank inside the collective is told, rank 0 too";
+  for (const auto& [client, bytes] : frames) {
+    ASSERT_EQ(bytes.size(), sizeof(SentinelWireFrameHeader) + sizeof(SentinelWireHangVerdict));
+    SentinelWireHangVerdict w{};
+    std::memcpy(&w, bytes.data() + sizeof(SentinelWireFrameHeader), sizeof(w));
+    EXPECT_EQ(w.ordinal, 12u);
+    EXPECT_EQ(w.seq, w.rank == 0 ? 0u : 11u) << "rank " << w.rank;
+    EXPECT_EQ(w.func, w.rank == 0 ? kSentinelFuncAllGather : kSentinelFuncAllReduce)
+        << "rank " << w.rank;
+    EXPECT_NE(std::string(w.culprits).find("rank 0 mismatched"), std::string::npos) << w.culprits;
+  }
+}
+
 }  // namespace
 }  // namespace sentinel::collector
