@@ -58,7 +58,7 @@ constexpr EnvVarSpec kRegistry[] = {
      "per-thread record rings"},
     {Var::kRingRecords, "SENTINEL_RING_RECORDS", I, "8192", 2, kMiB / 16, nullptr, false, R,
      "records per ring (rounded up to a power of 2)"},
-    {Var::kDrainIntervalMs, "SENTINEL_DRAIN_INTERVAL_MS", D, "25", 1, 1000, nullptr, false, R,
+    {Var::kDrainIntervalMs, "SENTINEL_DRAIN_INTERVAL_MS", D, "100", 1, 1000, nullptr, false, R,
      "period of the drainer"},
     {Var::kProxyGraceMs, "SENTINEL_PROXY_GRACE_MS", D, "200", 1, 60000, nullptr, false, R,
      "wait for proxy children of a stopped collective"},

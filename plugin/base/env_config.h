@@ -19,7 +19,7 @@ struct EnvConfig {
   uint32_t pool_size = 1024;             // SENTINEL_POOL_SIZE: slots per collective-level pool
   uint32_t rings = 256;                  // SENTINEL_RINGS: per-thread record rings
   uint32_t ring_records = 8192;          // SENTINEL_RING_RECORDS (rounded up to a power of 2)
-  uint32_t drain_interval_ms = 25;       // SENTINEL_DRAIN_INTERVAL_MS
+  uint32_t drain_interval_ms = 100;      // SENTINEL_DRAIN_INTERVAL_MS
   uint32_t proxy_grace_ms = 200;         // SENTINEL_PROXY_GRACE_MS
   uint32_t max_comms = 1024;             // SENTINEL_MAX_COMMS
   uint32_t inflight_stuck_ms = 0;        // SENTINEL_INFLIGHT_STUCK_MS: 0 = adaptive threshold

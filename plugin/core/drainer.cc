@@ -43,7 +43,7 @@ struct DrainerState {
   int live_comms = 0;
   std::thread* thread = nullptr;
   pid_t owner_pid = 0;
-  uint32_t interval_ms = 25;
+  uint32_t interval_ms = 100;  // SENTINEL_DRAIN_INTERVAL_MS (set at the first init)
 
   // The thread sleeps on TheDrainSignal() (rings past their high water, and stop, notify it);
   // wake_cv only tells the exit path that the thread has left its loop.
@@ -57,8 +57,9 @@ struct DrainerState {
   bool sinks_built = false;
   std::vector<ControlItem> items;  // the queue's contents being handled (kept: no allocation)
   int64_t last_heartbeat_ns = 0;
-  // The proxy-grace sweep walks every slot ever handed out: a quarter of the grace apart is soon
-  // enough (a slot waits at most 1.25 graces), and much cheaper than every period at 25 ms.
+  // The proxy-grace sweep walks every slot ever handed out: at a periodic drain, a quarter of the
+  // grace apart at most (a slot waits at most the grace plus one period, or 1.25 graces with a
+  // short SENTINEL_DRAIN_INTERVAL_MS).
   int64_t sweep_every_ns = 0;
   int64_t last_sweep_ns = 0;
   std::unique_ptr<InFlightMonitor> in_flight;  // built with the sinks

@@ -40,7 +40,7 @@ TEST(PluginPoolMax, FinalizeAndGraceSweepFollowTheSlotsUsed) {
   // One collective still waiting for its GPU timers at finalize: emitted then, truncated.
   void* pending = h.Coll(ctx, nullptr, 0, 201, "AllReduce", 4, "ncclInt32", 1);
   h.Stop(pending);
-  // The drainer's grace sweep runs every 25 ms: one second of it on an idle job.
+  // The drainer's grace sweep runs at its periodic drains: one second of it on an idle job.
   const int64_t cpu0 = ProcessCpuNs();
   std::this_thread::sleep_for(std::chrono::seconds(1));
   const int64_t idle_cpu_ns = ProcessCpuNs() - cpu0;
