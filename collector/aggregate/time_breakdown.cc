@@ -154,12 +154,13 @@ void TimeOnWait(ProcessTime* t, int64_t arrival_ns, int64_t wait_ns, int64_t now
   TakeCheckpoint(t, now_ns);
 }
 
-std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes,
-                               int64_t floor_ns) {
-  std::vector<int64_t> out(obs.size(), -1);
+void JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes, int64_t floor_ns,
+               std::vector<int64_t>* waits) {
+  std::vector<int64_t>& out = *waits;
+  out.assign(obs.size(), -1);
   int64_t last = INT64_MIN;
   for (const WaitObservation& o : obs) {
-    if (o.arrival_ns < 0 || o.duration_ns < 0) return out;
+    if (o.arrival_ns < 0 || o.duration_ns < 0) return;
     last = std::max(last, o.arrival_ns);
   }
   for (size_t i = 0; i < obs.size(); ++i) {
@@ -170,7 +171,6 @@ std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, bool spa
     }
     out[i] = std::min(wait, o.duration_ns);
   }
-  return out;
 }
 
 void TimeObserveJoin(State* state, CommState* comm_state, const std::vector<WaitObservation>& obs,
@@ -183,7 +183,8 @@ void TimeObserveJoin(State* state, CommState* comm_state, const std::vector<Wait
   int64_t& floor = least[static_cast<size_t>(bucket)];
   const int64_t now_floor = comm.wait ? comm.wait->floor_ns(bucket) : -1;
   if (now_floor >= 0 && (floor < 0 || now_floor < floor)) floor = now_floor;
-  const std::vector<int64_t> waits = JoinWaits(obs, comm.nnodes > 1, floor);
+  std::vector<int64_t>& waits = comm_state->time.join_waits;
+  JoinWaits(obs, comm.nnodes > 1, floor, &waits);
   int64_t weight = 1;
   for (const RankState* m : comm.members) {
     if (m->budget_sampled) weight = kBudgetWeight;

@@ -121,6 +121,7 @@ struct ProcessTime {
 // none yet).
 struct CommTime {
   std::vector<int64_t> least_floor_ns;
+  std::vector<int64_t> join_waits;  // JoinWaits' output, kept: no allocation per join
 };
 
 // One CUPTI window (already validated by IngestGpuWindow), at collector time `now_ns`.
@@ -133,8 +134,14 @@ void TimeOnWait(ProcessTime* t, int64_t arrival_ns, int64_t wait_ns, int64_t now
 // order; all -1 when some rank has no GPU times (its arrival is then an enqueue time, not
 // comparable with the others' kernel starts). `floor_ns` < 0: the transfer floor is not known (no
 // remote wait counted). The weight is not applied.
-std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes,
-                               int64_t floor_ns);
+void JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes, int64_t floor_ns,
+               std::vector<int64_t>* waits);
+inline std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes,
+                                      int64_t floor_ns) {
+  std::vector<int64_t> waits;
+  JoinWaits(obs, spans_nodes, floor_ns, &waits);
+  return waits;
+}
 // The aggregator's hook: the waits of a completed join (its measured local ranks in `obs`), each
 // weighted and added to its process; the communicator's least floor follows its wait evidence's.
 // Call with the aggregator's lock held.

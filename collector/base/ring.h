@@ -36,13 +36,20 @@ class Ring {
   const T* NextSlot() const { return items_.empty() ? nullptr : &items_[next_]; }
   size_t size() const { return size_; }
   size_t capacity() const { return items_.size(); }
-  // i = 0 is the oldest kept element.
+  // i = 0 is the oldest kept element. Compare and subtract, not two 64-bit divisions: the
+  // aggregator reads rings per record.
   const T& operator[](size_t i) const {
-    SENTINEL_DCHECK(i < size_);  // also rules out an empty ring (a modulo by zero below)
-    const size_t start = (next_ + items_.size() - size_) % items_.size();
-    return items_[(start + i) % items_.size()];
+    SENTINEL_DCHECK(i < size_);  // also rules out an empty ring
+    const size_t cap = items_.size();
+    const size_t start = next_ >= size_ ? next_ - size_ : next_ + cap - size_;
+    size_t at = start + i;  // < 2 x cap: start < cap and i < size_ <= cap
+    if (at >= cap) at -= cap;
+    return items_[at];
   }
-  const T& Newest() const { return (*this)[size_ - 1]; }
+  const T& Newest() const {
+    SENTINEL_DCHECK(size_ > 0);
+    return items_[next_ == 0 ? items_.size() - 1 : next_ - 1];
+  }
 
  private:
   std::vector<T> items_;
