@@ -32,6 +32,14 @@ class HangVerdictOwnTimeTest : public ::testing::Test {
   void Control(int client, uint16_t type, const T& body) {
     testing::DeliverControl(agg_.get(), client, type, body);
   }
+  // Ranks 0..n-1 of kComm, each its own process on client rank + 1 (pid 500 + rank).
+  void ConnectRanks(int n) {
+    for (int r = 0; r < n; ++r) {
+      agg_->NoteAccepted(r + 1, static_cast<uint32_t>(500 + r), 0);
+      agg_->OnHello(r + 1, testing::MakeHello(9));
+      Control(r + 1, kSentinelWireCommInit, MakeCommInit(kComm, r, n));
+    }
+  }
   void InFlight(int client, int rank, int nranks, uint64_t enq, uint64_t done, int64_t since) {
     Control(client, kSentinelWireInFlight,
             testing::MakeInFlight(kComm, rank, nranks, enq, enq, done, since, clock_.MonoNs()));
@@ -47,11 +55,7 @@ class HangVerdictOwnTimeTest : public ::testing::Test {
 // Before, all three were told rank 0's (the longest) time: rank 2's claim was 9 s over its own.
 TEST_F(HangVerdictOwnTimeTest, EachWaitingRankIsToldItsOwnTime) {
   constexpr int kRanks = 4;
-  for (int r = 0; r < kRanks; ++r) {
-    agg_->NoteAccepted(r + 1, static_cast<uint32_t>(500 + r), 0);
-    agg_->OnHello(r + 1, testing::MakeHello(9));
-    Control(r + 1, kSentinelWireCommInit, MakeCommInit(kComm, r, kRanks));
-  }
+  ConnectRanks(kRanks);
   const int64_t t0 = clock_.MonoNs();
   const std::map<int, int64_t> entered = {{0, t0}, {1, t0 + 4 * kSec}, {2, t0 + 9 * kSec}};
   std::vector<std::pair<int, std::string>> frames;
@@ -84,11 +88,7 @@ TEST_F(HangVerdictOwnTimeTest, EachWaitingRankIsToldItsOwnTime) {
 // were told rank 0's seq (taken from whichever stuck rank came first) and each refused it.
 TEST_F(HangVerdictOwnTimeTest, EachRankIsToldTheCollectiveAsItIssuedIt) {
   constexpr int kRanks = 4;
-  for (int r = 0; r < kRanks; ++r) {
-    agg_->NoteAccepted(r + 1, static_cast<uint32_t>(500 + r), 0);
-    agg_->OnHello(r + 1, testing::MakeHello(9));
-    Control(r + 1, kSentinelWireCommInit, MakeCommInit(kComm, r, kRanks));
-  }
+  ConnectRanks(kRanks);
   const int64_t t0 = clock_.MonoNs();
   std::vector<std::pair<int, std::string>> frames;
   for (int s = 0; s < 60 && frames.empty(); ++s) {
