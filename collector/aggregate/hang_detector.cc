@@ -50,6 +50,49 @@ std::string ProcessText(char proc_state, double cpu_share, double io_bytes_per_s
                       cpu_share >= 0 || io_bytes_per_s >= 0 ? " lately" : "");
 }
 
+namespace {
+
+// The function and NCCL seq of collective `ordinal` as most of the ranks stuck inside it issued
+// it (a mismatched rank is the odd one out, whatever order the ranks come in); a tie goes to the
+// lowest rank's. Unchanged when no rank is stuck there.
+void MostIssuedAt(const std::vector<InFlightView>& ranks, uint64_t ordinal, uint8_t* func,
+                  uint64_t* seq) {
+  struct Issued {
+    uint8_t func;
+    uint64_t seq;
+    int ranks;
+    int lowest_rank;
+  };
+  std::vector<Issued> issued;
+  for (const InFlightView& r : ranks) {
+    if (!r.has_state || !r.connected || r.ended || r.completed + 1 != ordinal ||
+        r.enqueued < ordinal || r.oldest_since_ns <= 0) {
+      continue;
+    }
+    auto it = std::find_if(issued.begin(), issued.end(), [&](const Issued& i) {
+      return i.func == r.oldest_func && i.seq == r.oldest_seq;
+    });
+    if (it == issued.end()) {
+      issued.push_back({r.oldest_func, r.oldest_seq, 1, r.rank});
+    } else {
+      ++it->ranks;
+      it->lowest_rank = std::min(it->lowest_rank, r.rank);
+    }
+  }
+  const Issued* most = nullptr;
+  for (const Issued& i : issued) {
+    if (most == nullptr || i.ranks > most->ranks ||
+        (i.ranks == most->ranks && i.lowest_rank < most->lowest_rank)) {
+      most = &i;
+    }
+  }
+  if (most == nullptr) return;
+  *func = most->func;
+  *seq = most->seq;
+}
+
+}  // namespace
+
 HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks, int64_t now_ns,
                          const HangParams& params) {
   HangVerdict v;
@@ -70,43 +113,7 @@ HangVerdict EvaluateHang(const std::vector<InFlightView>& ranks, int32_t nranks,
   if (longest == nullptr) return v;
   v.hung = true;
   v.waiting_ns = now_ns - longest->oldest_since_ns;
-  // func / seq as most ranks stuck at the target ordinal issued it (a mismatched rank is the odd
-  // one out, whatever order the ranks came in); a tie goes to the lowest rank's.
-  {
-    struct Issued {
-      uint8_t func;
-      uint64_t seq;
-      int ranks;
-      int lowest_rank;
-    };
-    std::vector<Issued> issued;
-    for (const InFlightView& r : ranks) {
-      if (!(r.has_state && r.connected && !r.ended && r.completed + 1 == v.ordinal &&
-            r.enqueued >= v.ordinal && r.oldest_since_ns > 0)) {
-        continue;
-      }
-      auto it = std::find_if(issued.begin(), issued.end(), [&](const Issued& i) {
-        return i.func == r.oldest_func && i.seq == r.oldest_seq;
-      });
-      if (it == issued.end()) {
-        issued.push_back({r.oldest_func, r.oldest_seq, 1, r.rank});
-      } else {
-        ++it->ranks;
-        it->lowest_rank = std::min(it->lowest_rank, r.rank);
-      }
-    }
-    const Issued* most = nullptr;
-    for (const Issued& i : issued) {
-      if (most == nullptr || i.ranks > most->ranks ||
-          (i.ranks == most->ranks && i.lowest_rank < most->lowest_rank)) {
-        most = &i;
-      }
-    }
-    if (most != nullptr) {
-      v.func = most->func;
-      v.seq = most->seq;
-    }
-  }
+  MostIssuedAt(ranks, v.ordinal, &v.func, &v.seq);
   const uint64_t t = v.ordinal;
   int64_t latest_passed_ns = INT64_MIN;   // the newest state of a rank that completed T
   int64_t oldest_waiting_ns = INT64_MAX;  // the oldest state of a rank still inside T

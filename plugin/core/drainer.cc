@@ -43,7 +43,8 @@ struct DrainerState {
   int live_comms = 0;
   std::thread* thread = nullptr;
   pid_t owner_pid = 0;
-  uint32_t interval_ms = 100;  // SENTINEL_DRAIN_INTERVAL_MS (set at the first init)
+  // SENTINEL_DRAIN_INTERVAL_MS, set at the first init; until then EnvConfig's default.
+  uint32_t interval_ms = EnvConfig{}.drain_interval_ms;
 
   // The thread sleeps on TheDrainSignal() (rings past their high water, and stop, notify it);
   // wake_cv only tells the exit path that the thread has left its loop.
