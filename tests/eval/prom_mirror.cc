@@ -115,6 +115,14 @@ Vector CountBy(const Vector& v, const std::vector<std::string>& by) {
   return AggregateBy(v, by, [](std::vector<double>* x) { return static_cast<double>(x->size()); });
 }
 
+Vector SumBy(const Vector& v, const std::vector<std::string>& by) {
+  return AggregateBy(v, by, [](std::vector<double>* x) {
+    double sum = 0;
+    for (double d : *x) sum += d;
+    return sum;
+  });
+}
+
 Vector QuantileBy(const Vector& v, const std::vector<std::string>& by, double q) {
   return AggregateBy(v, by, [q](std::vector<double>* x) {
     std::sort(x->begin(), x->end());
@@ -135,6 +143,12 @@ Vector Filter(const Vector& v, Cmp op, double scalar) {
   return out;
 }
 
+Vector Scale(double k, const Vector& v) {
+  Vector out = v;
+  for (Sample& s : out) s.value = k * s.value;
+  return out;
+}
+
 Vector GroupArith(const Vector& one, Arith op, const Vector& many,
                   const std::vector<std::string>& on, bool many_is_right) {
   std::unordered_map<std::string, double> by_key;
@@ -145,7 +159,7 @@ Vector GroupArith(const Vector& one, Arith op, const Vector& many,
     if (it == by_key.end()) continue;
     const double a = many_is_right ? it->second : s.value;
     const double b = many_is_right ? s.value : it->second;
-    out.push_back({s.labels, op == Arith::kSub ? a - b : a / b});
+    out.push_back({s.labels, op == Arith::kSub ? a - b : op == Arith::kDiv ? a / b : a * b});
   }
   return out;
 }
@@ -307,29 +321,25 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   const Vector& duration_p50 = Get(in, "sentinel_rank_duration_p50_seconds");
 
   // ---- group sentinel-jobwide (interval: 15s) ----
+  const Vector& segment_p50 = Get(in, "sentinel_rank_segment_p50_seconds");
+  // record: sentinel:comm_node_ranks:count
+  //   count by (job, comm, uid, instance) (sentinel_rank_duration_p50_seconds)
+  rec["sentinel:comm_node_ranks:count"] = CountBy(duration_p50, kJobCommInstance);
+  // record: sentinel:comm_nodes:count
+  //   count by (job, comm, uid) (sentinel:comm_node_ranks:count)
+  rec["sentinel:comm_nodes:count"] = CountBy(rec["sentinel:comm_node_ranks:count"], kJobComm);
   // record: sentinel:comm_duration_p50_seconds:max
   //   max by (job, comm, uid) (sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:max"] = MaxBy(duration_p50, kJobComm);
   // record: sentinel:comm_node_segment_p50_seconds:median
   //   quantile by (job, comm, uid, instance) (0.5, sentinel_rank_segment_p50_seconds)
   rec["sentinel:comm_node_segment_p50_seconds:median"] =
-      QuantileBy(Get(in, "sentinel_rank_segment_p50_seconds"), kJobCommInstance, 0.5);
+      QuantileBy(segment_p50, kJobCommInstance, 0.5);
   // record: sentinel:comm_segment_p50_seconds:fastest_node
   //   min by (job, comm, uid) (sentinel:comm_node_segment_p50_seconds:median)
   rec["sentinel:comm_segment_p50_seconds:fastest_node"] =
       MinBy(rec["sentinel:comm_node_segment_p50_seconds:median"], kJobComm);
-  const Vector segment_base =
-      Filter(rec["sentinel:comm_segment_p50_seconds:fastest_node"], Cmp::kGt, 0);
-  // record: sentinel:rank_lateness_seconds
-  //   sentinel:comm_duration_p50_seconds:max - on (job, comm, uid) group_right
-  //   sentinel_rank_duration_p50_seconds
-  rec["sentinel:rank_lateness_seconds"] = GroupArith(rec["sentinel:comm_duration_p50_seconds:max"],
-                                                     Arith::kSub, duration_p50, kJobComm, true);
-  // record: sentinel:rank_lateness_share
-  //   sentinel:rank_lateness_seconds / on (job, comm, uid) group_left ()
-  //   (sentinel:comm_segment_p50_seconds:fastest_node > 0)
-  rec["sentinel:rank_lateness_share"] =
-      GroupArith(segment_base, Arith::kDiv, rec["sentinel:rank_lateness_seconds"], kJobComm, false);
+  const Vector& fastest = rec["sentinel:comm_segment_p50_seconds:fastest_node"];
   // record: sentinel:comm_duration_p50_seconds:median
   //   quantile by (job, comm, uid) (0.5, sentinel_rank_duration_p50_seconds)
   rec["sentinel:comm_duration_p50_seconds:median"] = QuantileBy(duration_p50, kJobComm, 0.5);
@@ -339,49 +349,43 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
   rec["sentinel:comm_duration_p50_seconds:iqr"] =
       GroupArith(QuantileBy(duration_p50, kJobComm, 0.25), Arith::kSub,
                  QuantileBy(duration_p50, kJobComm, 0.75), kJobComm, false);
-  // record: sentinel:rank_lateness_spreads
-  //   (sentinel:comm_duration_p50_seconds:median - on (job, comm, uid) group_right
-  //    sentinel_rank_duration_p50_seconds)
-  //   / on (job, comm, uid) group_left () sentinel:comm_duration_p50_seconds:iqr
-  rec["sentinel:rank_lateness_spreads"] =
-      GroupArith(rec["sentinel:comm_duration_p50_seconds:iqr"], Arith::kDiv,
-                 GroupArith(rec["sentinel:comm_duration_p50_seconds:median"], Arith::kSub,
-                            duration_p50, kJobComm, true),
-                 kJobComm, false);
-  // record: sentinel:comm_nodes:count
-  //   count by (job, comm, uid) (count by (job, comm, uid, instance)
-  //   (sentinel_rank_duration_p50_seconds))
-  rec["sentinel:comm_nodes:count"] = CountBy(CountBy(duration_p50, kJobCommInstance), kJobComm);
-  // record: sentinel:rank_segment_growth
-  //   sentinel_rank_segment_p50_seconds / on (job, comm, uid) group_left ()
-  //   (sentinel:comm_segment_p50_seconds:fastest_node > 0) - 1
+  // record: sentinel:comm_duration_p50_seconds:late_below
+  //   min by (job, comm, uid) (
+  //       sentinel:comm_duration_p50_seconds:max - 0.05 * fastest_node
+  //     or label_replace((median - 5 * iqr) and on (job, comm, uid) comm_nodes:count > 4,
+  //                      "bar", "spread", "", ""))
+  //   and on (job, comm, uid) fastest_node > 0 and on (job, comm, uid) comm_nodes:count > 1
   {
-    Vector growth = GroupArith(segment_base, Arith::kDiv,
-                               Get(in, "sentinel_rank_segment_p50_seconds"), kJobComm, false);
-    for (Sample& g : growth) g.value -= 1;
-    rec["sentinel:rank_segment_growth"] = std::move(growth);
+    const Vector share_bar =
+        GroupArith(Scale(JobwideRules::kShareBar, fastest), Arith::kSub,
+                   rec["sentinel:comm_duration_p50_seconds:max"], kJobComm, false);
+    Vector spread_bar = AndOn(
+        GroupArith(Scale(JobwideRules::kSpreadBar, rec["sentinel:comm_duration_p50_seconds:iqr"]),
+                   Arith::kSub, rec["sentinel:comm_duration_p50_seconds:median"], kJobComm, false),
+        Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 4), kJobComm);
+    for (Sample& b : spread_bar) b.labels["bar"] = "spread";
+    rec["sentinel:comm_duration_p50_seconds:late_below"] = AndOn(
+        AndOn(MinBy(Or(share_bar, spread_bar), kJobComm), Filter(fastest, Cmp::kGt, 0), kJobComm),
+        Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
   }
   // record: sentinel:rank_late
-  //   (
-  //     (sentinel:rank_lateness_share >= 0.05 and sentinel:rank_lateness_spreads >= 5)
-  //       or
-  //     (sentinel:rank_lateness_share >= 0.05
-  //        and on (job, comm, uid) sentinel:comm_nodes:count <= 4)
-  //   )
-  //   and on (job, comm, uid, instance, rank) sentinel:rank_segment_growth >= 0.05
-  //   and on (job, comm, uid) sentinel:comm_nodes:count > 1
+  //   (sentinel:comm_duration_p50_seconds:max - on (job, comm, uid) group_right ()
+  //    (sentinel_rank_duration_p50_seconds < on (job, comm, uid) group_left ()
+  //     sentinel:comm_duration_p50_seconds:late_below))
+  //   / on (job, comm, uid) group_left () sentinel:comm_segment_p50_seconds:fastest_node
+  //   and on (job, comm, uid, instance, rank)
+  //   (sentinel_rank_segment_p50_seconds >= on (job, comm, uid) group_left ()
+  //    1.05 * sentinel:comm_segment_p50_seconds:fastest_node)
   {
-    const Vector share_over =
-        Filter(rec["sentinel:rank_lateness_share"], Cmp::kGe, JobwideRules::kShareBar);
-    const Vector outliers = And(share_over, Filter(rec["sentinel:rank_lateness_spreads"], Cmp::kGe,
-                                                   JobwideRules::kSpreadBar));
-    const Vector few_nodes =
-        AndOn(share_over, Filter(rec["sentinel:comm_nodes:count"], Cmp::kLe, 4), kJobComm);
-    rec["sentinel:rank_late"] =
-        AndOn(AndOn(Or(outliers, few_nodes),
-                    Filter(rec["sentinel:rank_segment_growth"], Cmp::kGe, JobwideRules::kGrowthBar),
-                    kJobCommInstanceRank),
-              Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm);
+    const Vector below = CompareOn(duration_p50, Cmp::kLt,
+                                   rec["sentinel:comm_duration_p50_seconds:late_below"], kJobComm);
+    const Vector share = GroupArith(fastest, Arith::kDiv,
+                                    GroupArith(rec["sentinel:comm_duration_p50_seconds:max"],
+                                               Arith::kSub, below, kJobComm, true),
+                                    kJobComm, false);
+    const Vector grown =
+        CompareOn(segment_p50, Cmp::kGe, Scale(1 + JobwideRules::kGrowthBar, fastest), kJobComm);
+    rec["sentinel:rank_late"] = AndOn(share, grown, kJobCommInstanceRank);
   }
   // record: sentinel:rank_late:recent
   //   max_over_time(sentinel:rank_late[50s]) and count_over_time(sentinel:rank_late[50s]) >= 2
@@ -392,11 +396,12 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
       And(rank_late_history_.MaxOverTime(ts_ns, JobwideRules::kRecentNs),
           Filter(late_counts, Cmp::kGe, JobwideRules::kRecentLate));
   // record: sentinel:node_ranks:count
-  //   count by (job, instance) (sentinel_rank_duration_p50_seconds and on (job, comm, uid)
+  //   sum by (job, instance) (sentinel:comm_node_ranks:count and on (job, comm, uid)
   //   sentinel:comm_nodes:count > 1)
   rec["sentinel:node_ranks:count"] =
-      CountBy(AndOn(duration_p50, Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm),
-              kJobInstance);
+      SumBy(AndOn(rec["sentinel:comm_node_ranks:count"],
+                  Filter(rec["sentinel:comm_nodes:count"], Cmp::kGt, 1), kJobComm),
+            kJobInstance);
   // record: sentinel:node_late_ranks:count
   //   count by (job, instance) (sentinel:rank_late:recent)
   rec["sentinel:node_late_ranks:count"] = CountBy(rec["sentinel:rank_late:recent"], kJobInstance);
@@ -438,17 +443,23 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
       MaxBy(Get(in, "sentinel_inflight_oldest_age_seconds"), kJobComm);
   const Vector stuck_30s =
       Filter(rec["sentinel:comm_inflight_oldest_age_seconds:max"], Cmp::kGt, 30);
-  // alert: SentinelJobInFlightHangCulprit (no for)
+  // record: sentinel:rank_inflight_behind
   //   (sentinel:comm_inflight_gpu_started:max - on (job, comm, uid) group_right
   //    sentinel_inflight_gpu_started) > 0
+  //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max >= 5
+  rec["sentinel:rank_inflight_behind"] =
+      AndOn(Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"], Arith::kSub,
+                              gpu_started, kJobComm, true),
+                   Cmp::kGt, 0),
+            Filter(rec["sentinel:comm_inflight_oldest_age_seconds:max"], Cmp::kGe, 5), kJobComm);
+  const Vector& behind = rec["sentinel:rank_inflight_behind"];
+  // alert: SentinelJobInFlightHangCulprit (no for)
+  //   sentinel:rank_inflight_behind
   //   unless on (job, instance, comm, rank) sentinel_inflight_waiting_elsewhere == 1
   //   unless on (job, instance, comm, rank) (sentinel_inflight_paused_outside_nccl == 1
   //     and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max < 300)
   //   and on (job, comm, uid) sentinel:comm_inflight_oldest_age_seconds:max > 30
   // (`unless` and `and` bind alike, left to right.)
-  const Vector behind = Filter(GroupArith(rec["sentinel:comm_inflight_gpu_started:max"],
-                                          Arith::kSub, gpu_started, kJobComm, true),
-                               Cmp::kGt, 0);
   const Vector elsewhere = Filter(Get(in, "sentinel_inflight_waiting_elsewhere"), Cmp::kEq, 1);
   const Vector paused =
       AndOn(Filter(Get(in, "sentinel_inflight_paused_outside_nccl"), Cmp::kEq, 1),
@@ -497,8 +508,7 @@ std::vector<AlertEvent> JobwideRules::Evaluate(int64_t ts_ns, const Store& in) {
                    stuck_30s, kJobComm)));
   // record: sentinel:rank_waiting_in
   //   sentinel_inflight_waiting_in and on (job, instance, comm, uid, rank)
-  //   ((sentinel:comm_inflight_gpu_started:max - on (job, comm, uid) group_right
-  //     sentinel_inflight_gpu_started) > 0)
+  //   sentinel:rank_inflight_behind
   rec["sentinel:rank_waiting_in"] =
       AndOn(Get(in, "sentinel_inflight_waiting_in"), behind, kJobCommInstanceRank);
   // alert: SentinelJobDeadlockCycle (no for)

@@ -45,6 +45,7 @@ std::string Key(const Labels& l, const std::vector<std::string>& on);
 Vector MaxBy(const Vector& v, const std::vector<std::string>& by);
 Vector MinBy(const Vector& v, const std::vector<std::string>& by);
 Vector CountBy(const Vector& v, const std::vector<std::string>& by);
+Vector SumBy(const Vector& v, const std::vector<std::string>& by);
 Vector QuantileBy(const Vector& v, const std::vector<std::string>& by, double q);
 
 enum class Cmp { kGt, kGe, kEq, kLt, kLe, kNe };
@@ -53,10 +54,14 @@ bool Compare(double a, Cmp op, double b);
 // `v <op> scalar` as a filter (keeps the sample and its value when true).
 Vector Filter(const Vector& v, Cmp op, double scalar);
 
+// `k * v`: every sample's value times the scalar (labels kept: the mirror keeps no metric name).
+Vector Scale(double k, const Vector& v);
+
 // `one <op> on (on) group_right many` and `many <op> on (on) group_left () one`: arithmetic with
 // many-to-one matching; the result has the many side's labels. `many_is_right` selects the operand
-// order of the arithmetic (one - many for group_right).
-enum class Arith { kSub, kDiv };
+// order of the arithmetic (one - many for group_right). With one sample per key on both sides it is
+// also one-to-one matching on `on`.
+enum class Arith { kSub, kDiv, kMul };
 Vector GroupArith(const Vector& one, Arith op, const Vector& many,
                   const std::vector<std::string>& on, bool many_is_right);
 

@@ -56,6 +56,37 @@ double Recorded(const JobwideRules& rules, const std::string& name, const std::s
   return NAN;
 }
 
+// A communicator-wide recorded figure (one communicator in these cases).
+double CommFigure(const JobwideRules& rules, const std::string& name) {
+  const Vector& v = rules.recorded().at(name);
+  return v.size() == 1 ? v[0].value : NAN;
+}
+
+double Input(const Store& scrape, const std::string& metric, const std::string& rank) {
+  for (const Sample& s : scrape.at(metric)) {
+    if (s.labels.at("rank") == rank) return s.value;
+  }
+  return NAN;
+}
+
+// The per-rank figures the rules no longer record (they compare each rank's p50 with the
+// communicator's bar instead), computed as the promtool cases query them.
+double LatenessShare(const JobwideRules& rules, const Store& scrape, const std::string& rank) {
+  return (CommFigure(rules, "sentinel:comm_duration_p50_seconds:max") -
+          Input(scrape, "sentinel_rank_duration_p50_seconds", rank)) /
+         CommFigure(rules, "sentinel:comm_segment_p50_seconds:fastest_node");
+}
+double LatenessSpreads(const JobwideRules& rules, const Store& scrape, const std::string& rank) {
+  return (CommFigure(rules, "sentinel:comm_duration_p50_seconds:median") -
+          Input(scrape, "sentinel_rank_duration_p50_seconds", rank)) /
+         CommFigure(rules, "sentinel:comm_duration_p50_seconds:iqr");
+}
+double SegmentGrowth(const JobwideRules& rules, const Store& scrape, const std::string& rank) {
+  return Input(scrape, "sentinel_rank_segment_p50_seconds", rank) /
+             CommFigure(rules, "sentinel:comm_segment_p50_seconds:fastest_node") -
+         1;
+}
+
 // Late at 2m and 2m15s: late at 2 of the last 4 evaluations at 2m15s, named then (no `for`).
 TEST(PromMirrorTest, SlowRankFiresAtItsSecondLateEvaluation) {
   JobwideRules rules;
@@ -72,14 +103,9 @@ TEST(PromMirrorTest, SlowRankFiresAtItsSecondLateEvaluation) {
     EXPECT_EQ(straggler[0].labels.at("rank"), "5");
     EXPECT_EQ(straggler[0].active_at_ns, 9 * 15 * kSec);
   }
-  // As promtool's round(sentinel:rank_lateness_share{rank="5"}, 0.01) at 3m: 0.26.
-  bool found = false;
-  for (const Sample& s : rules.recorded().at("sentinel:rank_lateness_share")) {
-    if (s.labels.at("rank") != "5") continue;
-    found = true;
-    EXPECT_NEAR(s.value, 0.26, 0.005);
-  }
-  EXPECT_TRUE(found);
+  // As promtool's lateness share of rank 5 at 3m: 0.26, rank_late's value.
+  EXPECT_NEAR(LatenessShare(rules, Scrape(12, {5}), "5"), 0.26, 0.005);
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_late", "5"), 0.26, 0.005);
 }
 
 TEST(PromMirrorTest, EveryRankOfANodeLateIsASlowNodeNotStragglers) {
@@ -172,8 +198,8 @@ TEST(PromMirrorTest, HalfTheJobSlowIsNamedAgainstTheFastestNode) {
   ASSERT_EQ(rules.recorded().at("sentinel:comm_segment_p50_seconds:fastest_node").size(), 1u);
   EXPECT_NEAR(rules.recorded().at("sentinel:comm_segment_p50_seconds:fastest_node")[0].value,
               0.2005, 1e-9);
-  EXPECT_NEAR(Recorded(rules, "sentinel:rank_segment_growth", "2"), 0.0973, 0.0005);
-  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_share", "2"), 0.1007, 0.0005);
+  EXPECT_NEAR(SegmentGrowth(rules, HalfTheJob(15, false), "2"), 0.0973, 0.0005);
+  EXPECT_NEAR(LatenessShare(rules, HalfTheJob(15, false), "2"), 0.1007, 0.0005);
 }
 
 TEST(PromMirrorTest, AFlickeringSlowNodeIsNamedAndNotItsRanks) {
@@ -242,8 +268,10 @@ TEST(PromMirrorTest, NoiseSpreadOverManyRanksIsNotLate) {
   }
   // 12 % of the compute below the longest (over the 5 % bar), 1.79 interquartile ranges below
   // the median.
-  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_share", "0"), 0.12, 0.005);
-  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 1.79, 0.005);
+  const Store last = Spread(20, 0.020, 0.020, 0.11, 0.11, "0xf0");
+  EXPECT_NEAR(LatenessShare(rules, last, "0"), 0.12, 0.005);
+  EXPECT_NEAR(LatenessSpreads(rules, last, "0"), 1.79, 0.005);
+  EXPECT_TRUE(rules.recorded().at("sentinel:rank_late").empty());
 }
 
 TEST(PromMirrorTest, AnOutlierAmongManyRanksIsNamed) {
@@ -259,7 +287,8 @@ TEST(PromMirrorTest, AnOutlierAmongManyRanksIsNamed) {
     ASSERT_EQ(node.size(), 1u);  // its node's only rank: a slow node
     EXPECT_EQ(node[0].labels.at("instance"), "n1");
   }
-  EXPECT_NEAR(Recorded(rules, "sentinel:rank_lateness_spreads", "0"), 5.58, 0.005);
+  EXPECT_NEAR(LatenessSpreads(rules, Spread(12, 0.027, 0.002, 0.1, 0.13, "0xf1"), "0"), 5.58,
+              0.005);
 }
 
 // One rank per node n1..n4 of communicator `comm`: the ranks in `behind` have not started the

@@ -42,6 +42,15 @@ constexpr int kRanksPerNode = 4;
 constexpr double kNodeTierLimitS = 15;  // the target for the node naming itself
 constexpr double kJobTierLimitS = 60;   // ... and for the job-wide rules at a 15 s scrape
 constexpr int kScrapeS = 15;
+// Each rank's figures behind sentinel:rank_late (the rules compare with a bar and record neither),
+// queried for the failure messages.
+constexpr char kLatenessShare[] =
+    "(sentinel:comm_duration_p50_seconds:max - on (job, comm, uid) group_right () "
+    "sentinel_rank_duration_p50_seconds) / on (job, comm, uid) group_left () "
+    "sentinel:comm_segment_p50_seconds:fastest_node";
+constexpr char kSegmentGrowth[] =
+    "sentinel_rank_segment_p50_seconds / on (job, comm, uid) group_left () "
+    "sentinel:comm_segment_p50_seconds:fastest_node - 1";
 
 using Clock = std::chrono::steady_clock;
 
@@ -284,8 +293,8 @@ TEST_F(RealProcessTest, TwoNodeJobTenPercentSlowNodeIsNamedJobWideWithin60s) {
   const std::vector<nlohmann::json> innocents = Innocents(1);
   std::printf("2 nodes, +10 %% slow node: named job-wide after %.1f s (limit %.0f s)\n", named_s,
               kJobTierLimitS);
-  const std::string rules = PromQuery("sentinel:rank_segment_growth") + "\n" +
-                            PromQuery("sentinel:rank_lateness_share") + "\n" + PromQuery("ALERTS");
+  const std::string rules =
+      PromQuery(kSegmentGrowth) + "\n" + PromQuery(kLatenessShare) + "\n" + PromQuery("ALERTS");
   const std::string out = StopSim();
   EXPECT_GE(named_s, 0) << "Prometheus never named node B within " << kJobTierLimitS
                         << " s; firing: " << Dump(PromFiring()) << "\n"
@@ -352,9 +361,8 @@ TEST_F(RealProcessTest, BusyHostTwoMsStepsSegmentIsTrueAndSlowNodeIsNamedJobWide
     });
   }
   const std::vector<nlohmann::json> innocents = Innocents(1);
-  const std::string rules = prom ? PromQuery("sentinel:rank_segment_growth") + "\n" +
-                                       PromQuery("sentinel:rank_lateness_share")
-                                 : "";
+  const std::string rules =
+      prom ? PromQuery(kSegmentGrowth) + "\n" + PromQuery(kLatenessShare) : "";
   const std::string out = StopSim();
   const std::map<int, RankFigures> real = ParseSimFigures(out);
   ASSERT_EQ(real.size(), static_cast<size_t>(kNodes * kRanksPerNode)) << out;
