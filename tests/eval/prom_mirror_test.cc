@@ -291,6 +291,40 @@ TEST(PromMirrorTest, AnOutlierAmongManyRanksIsNamed) {
               0.005);
 }
 
+// As the promtool case "A spread of 0 over more than 4 nodes": 6 nodes of one rank, identical
+// p50s (30 ms inside, 100 ms between) until sample 8, then rank 0 computes 20 % longer and spends
+// 20 ms inside. The interquartile range stays 0, so the 5 % bar binds (25 ms).
+Store ZeroSpread(int i) {
+  Store s;
+  for (int r = 0; r < 6; ++r) {
+    const std::string inst = "n" + std::to_string(r + 1);
+    const bool slow = r == 0 && i >= 8;
+    s["sentinel_rank_duration_p50_seconds"].push_back(S(inst, "0xf2", r, slow ? 0.02 : 0.03));
+    s["sentinel_rank_segment_p50_seconds"].push_back(S(inst, "0xf2", r, slow ? 0.12 : 0.1));
+  }
+  return s;
+}
+
+TEST(PromMirrorTest, ASpreadOfZeroLeavesTheShareBarToJudge) {
+  JobwideRules rules;
+  for (int i = 0; i <= 12; ++i) {
+    const auto fired = rules.Evaluate(i * 15 * kSec, ZeroSpread(i));
+    EXPECT_NEAR(CommFigure(rules, "sentinel:comm_duration_p50_seconds:late_below"), 0.025, 1e-12);
+    EXPECT_EQ(CommFigure(rules, "sentinel:comm_duration_p50_seconds:iqr"), 0);
+    EXPECT_EQ(rules.recorded().at("sentinel:rank_late").size(), i >= 8 ? 1u : 0u)
+        << "at sample " << i;
+    EXPECT_TRUE(Named(fired, "SentinelJobStraggler").empty()) << "at sample " << i;
+    const auto node = Named(fired, "SentinelJobSlowNode");
+    if (i != 9) {
+      EXPECT_TRUE(node.empty()) << "at sample " << i;
+      continue;
+    }
+    ASSERT_EQ(node.size(), 1u);  // 2m15s: its node's only rank
+    EXPECT_EQ(node[0].labels.at("instance"), "n1");
+  }
+  EXPECT_NEAR(Recorded(rules, "sentinel:rank_late", "0"), 0.1, 1e-9);
+}
+
 // One rank per node n1..n4 of communicator `comm`: the ranks in `behind` have not started the
 // collective (gpu_started 10, nothing in flight), the others have waited in it for `age` seconds.
 // With `elsewhere` >= 0 every node exports sentinel_inflight_waiting_elsewhere, 1 for that rank
@@ -323,6 +357,19 @@ TEST(PromMirrorTest, InFlightCulpritFiresAtTheFirstEvaluationPastThirtySeconds) 
     EXPECT_EQ(fired[0].labels.at("rank"), "2");
     EXPECT_EQ(fired[0].value, 1);
   }
+}
+
+// The ranks behind are recorded only where a collective has been in flight 5 s or more: a
+// running job, whose ranks are always a collective or two apart, records none.
+TEST(PromMirrorTest, RanksBehindAreRecordedOnlyInACommunicatorStuckFiveSeconds) {
+  JobwideRules rules;
+  rules.Evaluate(0, StuckComm("0xee", 4.9, {2}, -1));
+  EXPECT_TRUE(rules.recorded().at("sentinel:rank_inflight_behind").empty());
+  const auto fired = rules.Evaluate(15 * kSec, StuckComm("0xee", 5, {2}, -1));
+  ASSERT_EQ(rules.recorded().at("sentinel:rank_inflight_behind").size(), 1u);
+  EXPECT_EQ(rules.recorded().at("sentinel:rank_inflight_behind")[0].labels.at("rank"), "2");
+  EXPECT_EQ(rules.recorded().at("sentinel:rank_inflight_behind")[0].value, 1);
+  EXPECT_TRUE(Named(fired, "SentinelJobInFlightHangCulprit").empty());  // not past 30 s yet
 }
 
 // As the promtool case: rank 1 has not started the collective because its process waits in
