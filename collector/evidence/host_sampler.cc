@@ -195,11 +195,30 @@ void HostSampler::Poll(const std::vector<uint32_t>& pids, int64_t mono_ns) {
   const std::array<PsiTotals, kPsiResourceCount> node = ReadNodePsi(options_.roots);
   for (const uint32_t pid : unique) {
     // The reads (the slow part) run outside mu_, so Window never waits on the file system.
-    const ProcSample proc = ReadProcSample(options_.roots, pid);
+    auto last = last_proc_.find(pid);
+    ProcSample proc =
+        ReadProcSample(options_.roots, pid, last != last_proc_.end() ? &last->second : nullptr);
     const CgroupSample cgroup =
         proc.gone ? CgroupSample{} : ReadCgroupSample(options_.roots, pid, mono_ns);
-    absl::MutexLock lock(&mu_);
-    Fold(proc, cgroup, node, mono_ns);
+    {
+      absl::MutexLock lock(&mu_);
+      Fold(proc, cgroup, node, mono_ns);
+    }
+    if (proc.gone) {
+      if (last != last_proc_.end()) last_proc_.erase(last);
+    } else if (last != last_proc_.end()) {
+      last->second = std::move(proc);
+    } else if (last_proc_.size() < options_.max_pids) {
+      last_proc_.emplace(pid, std::move(proc));
+    }
+  }
+  // Only the pids of this poll are kept: a pid no longer polled gets a full read if it returns.
+  for (auto it = last_proc_.begin(); it != last_proc_.end();) {
+    if (std::binary_search(unique.begin(), unique.end(), it->first)) {
+      ++it;
+    } else {
+      last_proc_.erase(it++);
+    }
   }
   absl::MutexLock lock(&mu_);
   for (auto it = pids_.begin(); it != pids_.end();) {

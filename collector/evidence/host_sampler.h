@@ -198,6 +198,9 @@ class HostSampler {
   absl::Mutex poll_mu_;
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(poll_mu_);
   absl::flat_hash_map<uint32_t, PidState> pids_ ABSL_GUARDED_BY(mu_);
+  // Each polled pid's last sample (its threads' counters), for the next read to skip the status
+  // of threads that have not run since (ReadProcSample); at most max_pids, only this poll's pids.
+  absl::flat_hash_map<uint32_t, ProcSample> last_proc_ ABSL_GUARDED_BY(poll_mu_);
   uint64_t refused_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -146,7 +146,8 @@ bool ParseProcStat(const std::string& text, char* state, uint64_t* major_faults,
   return true;
 }
 
-bool ParseSchedstat(const std::string& text, uint64_t* cpu_ns, uint64_t* wait_ns) {
+bool ParseSchedstat(const std::string& text, uint64_t* cpu_ns, uint64_t* wait_ns,
+                    uint64_t* timeslices) {
   const absl::string_view line = absl::StripAsciiWhitespace(text);
   const size_t a = line.find(' ');
   if (a == absl::string_view::npos) return false;
@@ -162,6 +163,7 @@ bool ParseSchedstat(const std::string& text, uint64_t* cpu_ns, uint64_t* wait_ns
   }
   *cpu_ns = cpu;
   *wait_ns = wait;
+  if (timeslices != nullptr) *timeslices = slices;
   return true;
 }
 
@@ -177,7 +179,7 @@ bool ParseStatusSwitches(const std::string& text, uint64_t* voluntary, uint64_t*
   return true;
 }
 
-ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid) {
+ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid, const ProcSample* previous) {
   ProcSample s;
   s.pid = pid;
   const std::string dir = absl::StrCat(roots.proc, "/", pid);
@@ -227,6 +229,11 @@ ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid) {
   }
   std::string first_sched_why;
   std::string first_ctxt_why;
+  // The previous sample's threads, walked alongside (both in ascending tid order), only when it
+  // is the same process (a reused pid has another start time).
+  const bool same_process = previous != nullptr && previous->pid == pid && previous->has_stat &&
+                            s.has_stat && previous->starttime_ticks == s.starttime_ticks;
+  size_t prev_at = 0;
   for (const uint32_t tid : tids) {
     TaskCounters t;
     t.tid = tid;
@@ -236,7 +243,7 @@ ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid) {
     };
     int err = ReadBoundedFileAt(task_fd, (tname + "/schedstat").c_str(), kProcFileLimit, &text);
     if (err == 0) {
-      t.has_sched = ParseSchedstat(text, &t.cpu_ns, &t.wait_ns);
+      t.has_sched = ParseSchedstat(text, &t.cpu_ns, &t.wait_ns, &t.timeslices);
       if (!t.has_sched && first_sched_why.empty()) {
         first_sched_why = absl::StrCat(dir, "/task/", tname, "/schedstat: unparsable");
       }
@@ -245,6 +252,22 @@ ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid) {
     } else if (first_sched_why.empty()) {
       first_sched_why = ReadFailure(absl::StrCat(dir, "/task/", tname, "/schedstat"), err);
       if (err == ENOENT) absl::StrAppend(&first_sched_why, " (kernel without CONFIG_SCHED_INFO)");
+    }
+    if (same_process && t.has_sched) {
+      while (prev_at < previous->tasks.size() && previous->tasks[prev_at].tid < tid) ++prev_at;
+      const TaskCounters* prev =
+          prev_at < previous->tasks.size() && previous->tasks[prev_at].tid == tid
+              ? &previous->tasks[prev_at]
+              : nullptr;
+      if (prev != nullptr && prev->has_sched && prev->has_ctxt && prev->cpu_ns == t.cpu_ns &&
+          prev->timeslices == t.timeslices) {
+        t.has_ctxt = true;
+        t.voluntary_switches = prev->voluntary_switches;
+        t.involuntary_switches = prev->involuntary_switches;
+        ++s.ctxt_kept;
+        s.tasks.push_back(t);
+        continue;
+      }
     }
     err = ReadBoundedFileAt(task_fd, (tname + "/status").c_str(), kStatusFileLimit, &text);
     if (err == 0) {

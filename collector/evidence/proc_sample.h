@@ -41,9 +41,10 @@ struct TaskCounters {
   bool has_sched = false;  // schedstat read and parsed
   uint64_t cpu_ns = 0;     // schedstat field 1: time on a CPU
   uint64_t wait_ns = 0;    // schedstat field 2: time runnable, waiting on a run queue
-  bool has_ctxt = false;   // both switch counts found in status
+  bool has_ctxt = false;   // both switch counts found in status (or kept: ReadProcSample)
   uint64_t voluntary_switches = 0;
   uint64_t involuntary_switches = 0;
+  uint64_t timeslices = 0;  // schedstat field 3: times it was scheduled onto a CPU
 };
 
 // One poll of /proc/<pid>.
@@ -72,11 +73,18 @@ struct ProcSample {
   bool tasks_truncated = false;  // more threads than the bound: sums cover part of the process
   std::string tasks_why;         // why no thread's schedstat could be read (empty when some were)
   std::string ctxt_why;          // why no thread's switch counts could be read
+  uint32_t ctxt_kept = 0;        // threads whose switch counts came from `previous` (not read)
 };
 
 // Reads /proc/<pid>/{stat,io} and every /proc/<pid>/task/<tid>/{schedstat,status} under
-// roots.proc.
-ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid);
+// roots.proc. With `previous`, this process's last sample (same pid and start time), a thread whose
+// schedstat shows neither CPU time nor a timeslice since then keeps its switch counts and its
+// status is not read: a context switch takes the thread off a CPU it was scheduled onto, which
+// counts a timeslice, or, for a thread on a CPU at the last read, adds the CPU time it ran until
+// the switch. Most threads of a training process sleep between polls, and status is the costlier
+// file (the kernel formats some 50 lines for it).
+ProcSample ReadProcSample(const EvidenceRoots& roots, uint32_t pid,
+                          const ProcSample* previous = nullptr);
 
 // Parsers, public for the tests of hostile content. False on garbage; outputs untouched then.
 // `text` is the content of /proc/<pid>/stat: "pid (comm) S ppid ...", comm may hold ") ".
@@ -85,7 +93,8 @@ bool ParseProcStat(const std::string& text, char* state, uint64_t* major_faults,
 // /proc/<pid>/io: the sum of its rchar and wchar lines (both required).
 bool ParseProcIo(const std::string& text, uint64_t* chars);
 // "cpu_ns wait_ns timeslices".
-bool ParseSchedstat(const std::string& text, uint64_t* cpu_ns, uint64_t* wait_ns);
+bool ParseSchedstat(const std::string& text, uint64_t* cpu_ns, uint64_t* wait_ns,
+                    uint64_t* timeslices = nullptr);
 // The voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines of a status file.
 bool ParseStatusSwitches(const std::string& text, uint64_t* voluntary, uint64_t* involuntary);
 // A whole unsigned decimal number, nothing else around it but ASCII whitespace.

@@ -69,11 +69,13 @@ class FakeHostTree {
                        " 0 -1 4194304 100 0 ", majflt, " 0 5 6 0 0 20 0 1 0 ", starttime,
                        " 1000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 0 0\n"));
   }
-  // One thread: schedstat "<cpu> <wait> <slices>" and a status with the two switch counts.
+  // One thread: schedstat "<cpu> <wait> <slices>" and a status with the two switch counts. As in
+  // the kernel, every switch off a CPU follows a switch onto one: the timeslices are the switches
+  // plus the one it runs (a status whose counts moved is read again, ReadProcSample).
   void WriteTask(uint32_t pid, uint32_t tid, uint64_t cpu_ns, uint64_t wait_ns, uint64_t vol,
                  uint64_t invol) const {
     const std::string dir = Proc(absl::StrCat(pid, "/task/", tid));
-    Write(dir + "/schedstat", absl::StrCat(cpu_ns, " ", wait_ns, " 7\n"));
+    Write(dir + "/schedstat", absl::StrCat(cpu_ns, " ", wait_ns, " ", vol + invol + 1, "\n"));
     Write(dir + "/status", absl::StrCat("Name:\tx\nState:\tR (running)\nTgid:\t", pid,
                                         "\nGroups:\t0 1 2\nvoluntary_ctxt_switches:\t", vol,
                                         "\nnonvoluntary_ctxt_switches:\t", invol, "\n"));

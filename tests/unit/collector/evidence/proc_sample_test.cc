@@ -38,6 +38,58 @@ TEST(ProcSampleTest, ReadsStatAndSumsThreads) {
   EXPECT_TRUE(s.ctxt_why.empty());
 }
 
+// A thread that has not run since the last read (the same CPU time and timeslices) keeps its
+// switch counts without its status being read: here its status is made unreadable garbage, and the
+// counts still come through. A thread that ran is read again.
+TEST(ProcSampleTest, AThreadThatHasNotRunKeepsItsSwitchCountsUnread) {
+  FakeHostTree tree;
+  tree.WriteStat(100, "python3", 'S', 42, 9000);
+  tree.WriteTask(100, 100, 1'000'000, 500, 10, 3);
+  tree.WriteTask(100, 101, 2'000'000, 700, 20, 4);
+  const ProcSample first = ReadProcSample(tree.roots(), 100);
+  ASSERT_EQ(first.tasks.size(), 2u);
+  EXPECT_EQ(first.ctxt_kept, 0u);
+  // Thread 100 sleeps on: its status is garbage now (were it read, it would have no counts).
+  tree.Write(tree.Proc("100/task/100/status"), "Name:\tx\n");
+  // Thread 101 ran: more CPU time and switches.
+  tree.WriteTask(100, 101, 2'500'000, 700, 25, 4);
+  const ProcSample second = ReadProcSample(tree.roots(), 100, &first);
+  ASSERT_EQ(second.tasks.size(), 2u);
+  EXPECT_EQ(second.ctxt_kept, 1u);
+  EXPECT_TRUE(second.tasks[0].has_ctxt);
+  EXPECT_EQ(second.tasks[0].voluntary_switches, 10u);
+  EXPECT_EQ(second.tasks[0].involuntary_switches, 3u);
+  EXPECT_EQ(second.tasks[1].voluntary_switches, 25u);
+  EXPECT_EQ(second.tasks[1].cpu_ns, 2'500'000u);
+  // Without the previous sample the garbage is read: no counts for thread 100.
+  const ProcSample fresh = ReadProcSample(tree.roots(), 100);
+  EXPECT_FALSE(fresh.tasks[0].has_ctxt);
+  EXPECT_EQ(fresh.ctxt_kept, 0u);
+}
+
+// Only the same CPU time and the same timeslices keep the counts: a thread on a CPU at the last
+// read that then blocked has run longer (the same timeslices, more CPU time); another process under
+// the same pid (another start time) is read whole.
+TEST(ProcSampleTest, MoreCpuTimeOrAnotherProcessIsReadAgain) {
+  FakeHostTree tree;
+  tree.WriteStat(100, "python3", 'R', 1, 9000);
+  tree.WriteTask(100, 100, 1'000'000, 500, 10, 3);
+  const ProcSample first = ReadProcSample(tree.roots(), 100);
+  // It blocked after the read: one voluntary switch, no new timeslice, more CPU time.
+  const std::string dir = tree.Proc("100/task/100");
+  tree.Write(dir + "/schedstat", "1000800 500 14\n");
+  tree.Write(dir + "/status", "voluntary_ctxt_switches:\t11\nnonvoluntary_ctxt_switches:\t3\n");
+  const ProcSample second = ReadProcSample(tree.roots(), 100, &first);
+  EXPECT_EQ(second.ctxt_kept, 0u);
+  EXPECT_EQ(second.tasks[0].voluntary_switches, 11u);
+  // The pid reused by a process started later, with the same thread counters by chance.
+  tree.WriteStat(100, "python3", 'R', 1, 9500);
+  tree.Write(dir + "/status", "voluntary_ctxt_switches:\t1\nnonvoluntary_ctxt_switches:\t0\n");
+  const ProcSample reused = ReadProcSample(tree.roots(), 100, &second);
+  EXPECT_EQ(reused.ctxt_kept, 0u);
+  EXPECT_EQ(reused.tasks[0].voluntary_switches, 1u);
+}
+
 TEST(ProcSampleTest, CommWithParenthesesAndSpaces) {
   char state = 0;
   uint64_t majflt = 0;
