@@ -16,11 +16,16 @@ namespace {
 
 using testing::FakeHostTree;
 
-TEST(ProcSampleTest, ReadsStatAndSumsThreads) {
-  FakeHostTree tree;
+// Process 100 (started at tick 9000, 42 major faults) with threads 100 and 101.
+void WriteTwoThreadProcess(const FakeHostTree& tree) {
   tree.WriteStat(100, "python3", 'S', 42, 9000);
   tree.WriteTask(100, 100, 1'000'000, 500, 10, 3);
   tree.WriteTask(100, 101, 2'000'000, 700, 20, 4);
+}
+
+TEST(ProcSampleTest, ReadsStatAndSumsThreads) {
+  FakeHostTree tree;
+  WriteTwoThreadProcess(tree);
   const ProcSample s = ReadProcSample(tree.roots(), 100);
   EXPECT_FALSE(s.gone);
   ASSERT_TRUE(s.has_stat) << s.stat_why;
@@ -43,9 +48,7 @@ TEST(ProcSampleTest, ReadsStatAndSumsThreads) {
 // counts still come through. A thread that ran is read again.
 TEST(ProcSampleTest, AThreadThatHasNotRunKeepsItsSwitchCountsUnread) {
   FakeHostTree tree;
-  tree.WriteStat(100, "python3", 'S', 42, 9000);
-  tree.WriteTask(100, 100, 1'000'000, 500, 10, 3);
-  tree.WriteTask(100, 101, 2'000'000, 700, 20, 4);
+  WriteTwoThreadProcess(tree);
   const ProcSample first = ReadProcSample(tree.roots(), 100);
   ASSERT_EQ(first.tasks.size(), 2u);
   EXPECT_EQ(first.ctxt_kept, 0u);
