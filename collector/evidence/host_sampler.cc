@@ -193,9 +193,12 @@ void HostSampler::Poll(const std::vector<uint32_t>& pids, int64_t mono_ns) {
   std::sort(unique.begin(), unique.end());
   unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
   const std::array<PsiTotals, kPsiResourceCount> node = ReadNodePsi(options_.roots);
+  // This poll's samples become the next poll's previous ones: only the pids polled now are kept
+  // (a pid no longer polled gets a full read if it returns), at most max_pids of them.
+  absl::flat_hash_map<uint32_t, ProcSample> polled;
   for (const uint32_t pid : unique) {
     // The reads (the slow part) run outside mu_, so Window never waits on the file system.
-    auto last = last_proc_.find(pid);
+    const auto last = last_proc_.find(pid);
     ProcSample proc =
         ReadProcSample(options_.roots, pid, last != last_proc_.end() ? &last->second : nullptr);
     const CgroupSample cgroup =
@@ -204,22 +207,9 @@ void HostSampler::Poll(const std::vector<uint32_t>& pids, int64_t mono_ns) {
       absl::MutexLock lock(&mu_);
       Fold(proc, cgroup, node, mono_ns);
     }
-    if (proc.gone) {
-      if (last != last_proc_.end()) last_proc_.erase(last);
-    } else if (last != last_proc_.end()) {
-      last->second = std::move(proc);
-    } else if (last_proc_.size() < options_.max_pids) {
-      last_proc_.emplace(pid, std::move(proc));
-    }
+    if (!proc.gone && polled.size() < options_.max_pids) polled.emplace(pid, std::move(proc));
   }
-  // Only the pids of this poll are kept: a pid no longer polled gets a full read if it returns.
-  for (auto it = last_proc_.begin(); it != last_proc_.end();) {
-    if (std::binary_search(unique.begin(), unique.end(), it->first)) {
-      ++it;
-    } else {
-      last_proc_.erase(it++);
-    }
-  }
+  last_proc_ = std::move(polled);
   absl::MutexLock lock(&mu_);
   for (auto it = pids_.begin(); it != pids_.end();) {
     if (mono_ns - it->second.last_polled_ns > options_.forget_after_ns) {

@@ -139,9 +139,8 @@ Outcome RunCollectives(int channels, int collectives) {
 
 TEST(CallbackMeter, CountsEveryCallbackAndEstimatesTheInjectedCostAtAnyChannelCount) {
   // A run on a vCPU the host keeps taking away (CI: 501 of ~700 timed samples preempted, the
-  // estimate 28 % high) says nothing about the meter: up to kAttempts runs, judged on the closest.
-  // A wrong weight (2x) or wall time counted through a preemption (ms per sample) misses the bound
-  // in every run.
+  // estimate 28 % high) says nothing about the meter: up to kAttempts runs, judged on the closest
+  // (the faults kMaxError names miss it in every run).
   constexpr int kAttempts = 3;
   for (int channels : {1, 2, 4, 8}) {
     SCOPED_TRACE(channels);
