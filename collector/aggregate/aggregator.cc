@@ -328,6 +328,7 @@ void Aggregator::OnControlFrame(int client, const Frame& frame) {
       }
       comm->nnodes = init.nnodes;
       comm->name = SafeString(init.comm_name, sizeof(init.comm_name));
+      MaybeEndSettle(comm, batch_now_ns_);
       return;
     }
     case kSentinelWireCommEnd: {
@@ -458,6 +459,10 @@ void Aggregator::TickLocked() {
   state_.hang_suspects.clear();
   absl::flat_hash_map<CommKey, size_t> worst;  // comm -> index of its longest-waiting suspect
   for (auto& [key, comm] : state_.comms) {
+    // The joins held for ranks that never announced themselves complete once the time passes;
+    // until then they wait for those ranks, not on a hang.
+    MaybeEndSettle(comm.get(), now);
+    if (comm->HoldsJoins(now)) continue;
     for (int f = 0; f < kFuncSlots; ++f) {
       FuncRing* ring = comm->rings[static_cast<size_t>(f)].get();
       if (ring == nullptr) continue;

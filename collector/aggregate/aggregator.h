@@ -120,6 +120,12 @@ struct CommState {
   uint32_t uid = 0;    // the owning uid (kernel): the uid of the client that announced it
   int32_t nranks = 0;  // fixed by its first announcement; rank indices are checked against it
   int32_t nnodes = 0;
+  // Its local ranks announce themselves from separate processes, each through its own drainer:
+  // one rank's records can reach sentineld before another's CommInit. Until this time (its
+  // creation + Aggregator::kJoinSettleNs), while fewer ranks are known here than its ranks per
+  // node (nranks / nnodes, rounded up), no join completes: each waits for the ranks still to
+  // announce themselves. 0: settled (the full set is known, or the time passed).
+  int64_t settle_until_mono_ns = 0;
   std::string name;
   std::vector<RankState*> members;          // by local index
   absl::flat_hash_map<int32_t, int> index;  // rank -> local index
@@ -152,6 +158,14 @@ struct CommState {
   int64_t charged_ring_bytes = 0;  // its join windows, as charged to its uid's budget
 
   CommKey key() const { return {uid, hash}; }
+  // Its ranks on this node if they are spread evenly over its nodes (rounded up), 0 while its
+  // node count is not known (no CommInit yet).
+  int32_t RanksPerNode() const { return nnodes > 0 ? (nranks + nnodes - 1) / nnodes : 0; }
+  // Whether its joins are held for ranks still to announce themselves (settle_until_mono_ns).
+  bool HoldsJoins(int64_t now) const {
+    return settle_until_mono_ns != 0 && now < settle_until_mono_ns &&
+           static_cast<int32_t>(members.size()) < RanksPerNode();
+  }
 };
 
 struct ProcessState {
@@ -246,6 +260,10 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   static constexpr int64_t kEndedRanksPerUid = 256;
   // Guard verdicts waiting for their communicator's announcement, per client.
   static constexpr size_t kPendingVerdictsPerClient = 8;
+  // How long a new communicator's joins wait for its local ranks to announce themselves
+  // (CommState::settle_until_mono_ns): drainers send every 100 ms; a busy host delays one by far
+  // less than this.
+  static constexpr int64_t kJoinSettleNs = 2LL * 1000000000;
 
   Aggregator(const Config& config, Clock* clock);
   ~Aggregator() override;
@@ -417,6 +435,9 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
   void CompleteWindow(CommState* comm, int func, const JoinSlot& slot, const JoinExtent& extent,
                       int bucket, bool warm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecheckPending(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the communicator's settling once it no longer holds its joins (CommState::HoldsJoins)
+  // and completes those that waited.
+  void MaybeEndSettle(CommState* comm, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deactivate(RankState* rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateStragglers(CommState* comm, int func, int bucket, const std::vector<int>& idx,
                           const std::vector<int64_t>& lateness,

@@ -54,6 +54,7 @@ bool Aggregator::AllActiveReported(const CommState& comm, const FuncRing& ring, 
 }
 
 void Aggregator::RecheckPending(CommState* comm) {
+  if (comm->HoldsJoins(clock_->MonoNs())) return;  // MaybeEndSettle rechecks
   for (int f = 0; f < kFuncSlots; ++f) {
     FuncRing* ring = comm->rings[static_cast<size_t>(f)].get();
     if (ring == nullptr) continue;
@@ -64,6 +65,12 @@ void Aggregator::RecheckPending(CommState* comm) {
       }
     }
   }
+}
+
+void Aggregator::MaybeEndSettle(CommState* comm, int64_t now) {
+  if (comm->settle_until_mono_ns == 0 || comm->HoldsJoins(now)) return;
+  comm->settle_until_mono_ns = 0;
+  RecheckPending(comm);
 }
 
 namespace {
@@ -166,6 +173,9 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
     }
     last_rank_ = rs;
     last_comm_ = comm;
+    // A rank its first record announced may complete the set (CommInit does the same, the tick
+    // ends the wait once its time passed).
+    if (comm->settle_until_mono_ns != 0) MaybeEndSettle(comm, batch_now_ns_);
   }
   const int64_t now = batch_now_ns_;
   rs->last_record_mono_ns = now;
@@ -248,7 +258,8 @@ void Aggregator::Ingest(int client, const SentinelWireCollRecord& rec) {
     AddSample(rs, sample, &state_.counters.evicted_samples);
     return;
   }
-  if (slot.reported >= comm->active_count && AllActiveReported(*comm, *ring, s)) {
+  if (slot.reported >= comm->active_count && AllActiveReported(*comm, *ring, s) &&
+      !comm->HoldsJoins(now)) {
     Complete(comm, func, ring, s, /*partial=*/false);
   }
 }

@@ -177,6 +177,7 @@ CommState* Aggregator::FindOrCreateComm(uint64_t hash, int32_t nranks, int clien
   comm->uid = uid;
   comm->nranks = nranks;
   comm->last_activity_mono_ns = clock_->MonoNs();
+  comm->settle_until_mono_ns = comm->last_activity_mono_ns + kJoinSettleNs;
   CommState* raw = comm.get();
   state_.comms.emplace(key, std::move(comm));
   Charge(uid, 0, 1, 0);
@@ -282,8 +283,14 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
 
 void Aggregator::Deactivate(RankState* rank) {
   if (!rank->active) return;
-  rank->active = false;
   auto it = state_.comms.find(rank->comm_key());
+  if (it != state_.comms.end() && it->second->settle_until_mono_ns != 0) {
+    // A known rank leaving ends the wait for unknown ones: the joins every active rank reported
+    // in, this one included, complete as they would have without the wait.
+    it->second->settle_until_mono_ns = 0;
+    RecheckPending(it->second.get());
+  }
+  rank->active = false;
   if (it == state_.comms.end()) return;
   if (--it->second->active_count == 0) it->second->ended_mono_ns = clock_->MonoNs();
   RecheckPending(it->second.get());

@@ -169,6 +169,15 @@ class DaemonFixture : public ::testing::Test {
     }
     return -1;
   }
+  // Polls /metrics until `series` has `value` or ~10 s; returns the last value read.
+  double WaitForMetric(const std::string& series, double value) {
+    double got = Metric(series);
+    for (int i = 0; i < 200 && got != value; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      got = Metric(series);
+    }
+    return got;
+  }
 
   // Clients of other users, the .deb set-up. FindGroupToAllow: a group that exists (users,
   // nogroup or daemon) in group_ and gid_, for --allow-group; false when there is none.

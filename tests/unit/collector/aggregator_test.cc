@@ -123,6 +123,95 @@ TEST_F(AggregatorTest, JoinWaitsForEveryActiveLocalRank) {
   EXPECT_EQ(Count().records_duplicate, 1u);
 }
 
+// The local ranks of a communicator announce themselves from separate processes: rank 1's
+// CommInit can reach sentineld after all of rank 0's records. The joins wait for it (for
+// Aggregator::kJoinSettleNs from the communicator's creation) instead of completing with rank 0
+// alone, where rank 1's lateness would be a late join that no detector sees.
+TEST_F(AggregatorTest, JoinsWaitForLocalRanksStillToAnnounceThemselves) {
+  config_.straggler_warmup = 0;
+  Make();
+  agg_->NoteAccepted(ClientOf(0), 1000, 0);
+  Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    Send(MakeColl(kComm, 0, 2, seq, 1000000000LL + static_cast<int64_t>(seq) * 100 * kMs, kMs));
+  }
+  agg_->Tick();
+  EXPECT_EQ(Count().joined, 0u) << "joined without rank 1, still expected on this node";
+  clock_.Advance(Aggregator::kJoinSettleNs / 2);
+  agg_->NoteAccepted(ClientOf(1), 1001, 0);
+  Control(ClientOf(1), kSentinelWireCommInit, MakeCommInit(kComm, 1, 2));
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    Send(MakeColl(kComm, 1, 2, seq, 1000000000LL + static_cast<int64_t>(seq) * 100 * kMs + 40 * kMs,
+                  kMs));
+  }
+  const Counters c = Count();
+  EXPECT_EQ(c.joined, 6u);
+  EXPECT_EQ(c.late_joins, 0u);
+  EXPECT_EQ(c.evicted_pending, 0u);
+  EXPECT_EQ(Rank(1).history.Newest().lateness_ns, 40 * kMs);
+  EXPECT_EQ(Rank(0).history.Newest().lateness_ns, 0);
+}
+
+// A rank that never announces itself holds the joins only until the settle time passes: then the
+// tick completes them with the ranks that did (and from then on they complete at once). A held
+// join is not a hang, however short the hang timeout.
+TEST_F(AggregatorTest, HeldJoinsCompleteWhenTheSettleTimePasses) {
+  config_.straggler_warmup = 0;
+  config_.hang_timeout_ns = 300 * kMs;
+  Make();
+  agg_->NoteAccepted(ClientOf(0), 1000, 0);
+  Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  for (uint64_t seq = 0; seq < 3; ++seq) {
+    Send(MakeColl(kComm, 0, 2, seq, 1000000000LL + static_cast<int64_t>(seq) * 100 * kMs, kMs));
+  }
+  clock_.Advance(Aggregator::kJoinSettleNs / 2);
+  agg_->Tick();
+  EXPECT_EQ(Count().joined, 0u);
+  EXPECT_EQ(Count().evicted_pending, 0u);
+  agg_->Read([](const State& st) { EXPECT_TRUE(st.hang_suspects.empty()); });
+  clock_.Advance(Aggregator::kJoinSettleNs / 2 - 1);
+  agg_->Tick();
+  EXPECT_EQ(Count().joined, 0u);
+  clock_.Advance(1);
+  agg_->Tick();
+  EXPECT_EQ(Count().joined, 3u);
+  Send(MakeColl(kComm, 0, 2, 3, 1300000000LL, kMs));
+  EXPECT_EQ(Count().joined, 4u);
+  EXPECT_EQ(Count().evicted_pending, 0u);
+}
+
+// A known rank leaving (its process ended or its connection closed) ends the wait: the joins it
+// reported in complete as they would have without it.
+TEST_F(AggregatorTest, ARankLeavingEndsTheWait) {
+  config_.straggler_warmup = 0;
+  Make();
+  agg_->NoteAccepted(ClientOf(0), 1000, 0);
+  Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  Send(MakeColl(kComm, 0, 2, 0, 1000, 10));
+  EXPECT_EQ(Count().joined, 0u);
+  agg_->OnDisconnect(ClientOf(0));
+  EXPECT_EQ(Count().joined, 1u);
+  EXPECT_EQ(Rank(0).history.size(), 1u);
+}
+
+// Nothing is held where the node has its share of the ranks: one rank per node (2 ranks on 2
+// nodes), and a communicator whose every local rank announced itself.
+TEST_F(AggregatorTest, NoJoinIsHeldOnceTheNodesRanksAreKnown) {
+  config_.straggler_warmup = 0;
+  Make();
+  agg_->NoteAccepted(ClientOf(0), 1000, 0);
+  SentinelWireCommInit init = MakeCommInit(kComm, 0, 2);
+  init.nnodes = 2;
+  Control(ClientOf(0), kSentinelWireCommInit, init);
+  Send(MakeColl(kComm, 0, 2, 0, 1000, 10));
+  EXPECT_EQ(Count().joined, 1u) << "one rank per node: rank 0 is the node's whole share";
+
+  constexpr uint64_t kOther = kComm + 1;
+  Connect(3, kOther);  // 3 ranks on 1 node, all announced
+  for (int r = 0; r < 3; ++r) Send(MakeColl(kOther, r, 3, 0, 1000 + r, 10), kOther);
+  EXPECT_EQ(Count().joined, 2u);
+}
+
 TEST_F(AggregatorTest, EnqueueTimeWhenGpuTimesMissing) {
   config_.straggler_warmup = 0;
   Connect(2);
