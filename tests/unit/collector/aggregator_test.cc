@@ -35,6 +35,14 @@ class AggregatorTest : public ::testing::Test {
       Control(client, kSentinelWireCommInit, MakeCommInit(comm, r, nranks));
     }
   }
+  // Rank 0 of a 2-rank communicator on one node announces itself; rank 1 has not yet. Every
+  // collective judged (no warm-up).
+  void AnnounceOnlyRankZeroOfTwo() {
+    config_.straggler_warmup = 0;
+    Make();
+    agg_->NoteAccepted(ClientOf(0), 1000, 0);
+    Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  }
   static int ClientOf(int rank, uint64_t comm = kComm) {
     return 1 + rank + static_cast<int>(comm % 7) * 1000;
   }
@@ -128,10 +136,7 @@ TEST_F(AggregatorTest, JoinWaitsForEveryActiveLocalRank) {
 // Aggregator::kJoinSettleNs from the communicator's creation) instead of completing with rank 0
 // alone, where rank 1's lateness would be a late join that no detector sees.
 TEST_F(AggregatorTest, JoinsWaitForLocalRanksStillToAnnounceThemselves) {
-  config_.straggler_warmup = 0;
-  Make();
-  agg_->NoteAccepted(ClientOf(0), 1000, 0);
-  Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  AnnounceOnlyRankZeroOfTwo();
   for (uint64_t seq = 0; seq < 6; ++seq) {
     Send(MakeColl(kComm, 0, 2, seq, 1000000000LL + static_cast<int64_t>(seq) * 100 * kMs, kMs));
   }
@@ -156,11 +161,8 @@ TEST_F(AggregatorTest, JoinsWaitForLocalRanksStillToAnnounceThemselves) {
 // tick completes them with the ranks that did (and from then on they complete at once). A held
 // join is not a hang, however short the hang timeout.
 TEST_F(AggregatorTest, HeldJoinsCompleteWhenTheSettleTimePasses) {
-  config_.straggler_warmup = 0;
   config_.hang_timeout_ns = 300 * kMs;
-  Make();
-  agg_->NoteAccepted(ClientOf(0), 1000, 0);
-  Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  AnnounceOnlyRankZeroOfTwo();
   for (uint64_t seq = 0; seq < 3; ++seq) {
     Send(MakeColl(kComm, 0, 2, seq, 1000000000LL + static_cast<int64_t>(seq) * 100 * kMs, kMs));
   }
@@ -183,10 +185,7 @@ TEST_F(AggregatorTest, HeldJoinsCompleteWhenTheSettleTimePasses) {
 // A known rank leaving (its process ended or its connection closed) ends the wait: the joins it
 // reported in complete as they would have without it.
 TEST_F(AggregatorTest, ARankLeavingEndsTheWait) {
-  config_.straggler_warmup = 0;
-  Make();
-  agg_->NoteAccepted(ClientOf(0), 1000, 0);
-  Control(ClientOf(0), kSentinelWireCommInit, MakeCommInit(kComm, 0, 2));
+  AnnounceOnlyRankZeroOfTwo();
   Send(MakeColl(kComm, 0, 2, 0, 1000, 10));
   EXPECT_EQ(Count().joined, 0u);
   agg_->OnDisconnect(ClientOf(0));
