@@ -436,8 +436,9 @@ class Aggregator : public IngestConsumer, public NicPollConsumer, public Snapsho
                       int bucket, bool warm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecheckPending(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the communicator's settling once it no longer holds its joins (CommState::HoldsJoins)
-  // and completes those that waited.
+  // and completes those that waited; EndSettle ends it now.
   void MaybeEndSettle(CommState* comm, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EndSettle(CommState* comm) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Deactivate(RankState* rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EvaluateStragglers(CommState* comm, int func, int bucket, const std::vector<int>& idx,
                           const std::vector<int64_t>& lateness,

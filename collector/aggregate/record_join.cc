@@ -54,7 +54,7 @@ bool Aggregator::AllActiveReported(const CommState& comm, const FuncRing& ring, 
 }
 
 void Aggregator::RecheckPending(CommState* comm) {
-  if (comm->HoldsJoins(clock_->MonoNs())) return;  // MaybeEndSettle rechecks
+  SENTINEL_DCHECK(comm->settle_until_mono_ns == 0);  // its callers end the wait first (EndSettle)
   for (int f = 0; f < kFuncSlots; ++f) {
     FuncRing* ring = comm->rings[static_cast<size_t>(f)].get();
     if (ring == nullptr) continue;
@@ -68,7 +68,10 @@ void Aggregator::RecheckPending(CommState* comm) {
 }
 
 void Aggregator::MaybeEndSettle(CommState* comm, int64_t now) {
-  if (comm->settle_until_mono_ns == 0 || comm->HoldsJoins(now)) return;
+  if (comm->settle_until_mono_ns != 0 && !comm->HoldsJoins(now)) EndSettle(comm);
+}
+
+void Aggregator::EndSettle(CommState* comm) {
   comm->settle_until_mono_ns = 0;
   RecheckPending(comm);
 }

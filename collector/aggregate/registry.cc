@@ -287,8 +287,7 @@ void Aggregator::Deactivate(RankState* rank) {
   if (it != state_.comms.end() && it->second->settle_until_mono_ns != 0) {
     // A known rank leaving ends the wait for unknown ones: the joins every active rank reported
     // in, this one included, complete as they would have without the wait.
-    it->second->settle_until_mono_ns = 0;
-    RecheckPending(it->second.get());
+    EndSettle(it->second.get());
   }
   rank->active = false;
   if (it == state_.comms.end()) return;
