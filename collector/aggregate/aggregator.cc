@@ -97,13 +97,17 @@ void Aggregator::NoteAccepted(int client, uint32_t pid, uint32_t uid) {
   absl::MutexLock lock(&mu_);
   ++state_.counters.clients_accepted;
   ++state_.counters.clients_connected;
-  auto process = std::make_unique<ProcessState>();
-  process->client = client;
-  process->pid = pid;  // SO_PEERCRED: the identity, never the hello's
-  process->uid = uid;
-  process->host = state_.host;
-  process->connected_real_ns = clock_->RealNs();
-  state_.processes[client] = std::move(process);
+  // A fresh state, made in place when the client is known already (ranks may point at it:
+  // RankState::process).
+  std::unique_ptr<ProcessState>& slot = state_.processes[client];
+  if (slot == nullptr) slot = std::make_unique<ProcessState>();
+  ProcessState& process = *slot;
+  process = ProcessState();
+  process.client = client;
+  process.pid = pid;  // SO_PEERCRED: the identity, never the hello's
+  process.uid = uid;
+  process.host = state_.host;
+  process.connected_real_ns = clock_->RealNs();
 }
 
 void Aggregator::NoteRefused(const char* reason) {
@@ -179,6 +183,7 @@ void Aggregator::OnDisconnect(int client) {
     auto r = state_.ranks.find(key);
     if (r != state_.ranks.end() && r->second->client == client) {
       r->second->client = -1;
+      r->second->process = nullptr;
       r->second->inflight.connected = false;
       Deactivate(r->second.get());
     }

@@ -69,12 +69,18 @@
 
 namespace sentinel::collector {
 
+struct ProcessState;
+
 // One rank of one communicator.
 struct RankState {
   uint64_t comm_hash = 0;
   int32_t rank = 0;
   int32_t nranks = 0;
-  int client = -1;      // the connection feeding it (its owner), -1 when gone
+  int client = -1;  // the connection feeding it (its owner), -1 when gone
+  // That connection's process (State::processes), null while `client` is -1 or has none: set
+  // and cleared with `client` (a process is erased only after it disconnected, which clears it
+  // here first). Saves the per-record map lookups of the join's analyses.
+  ProcessState* process = nullptr;
   int local_index = 0;  // position in CommState::members
   uint32_t pid = 0;     // its process's pid, from the kernel (SO_PEERCRED)
   uint32_t uid = 0;     // its process's uid, from the kernel

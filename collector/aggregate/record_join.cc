@@ -92,11 +92,9 @@ void AddSample(RankState* rs, const RankSample& sample, uint64_t* evicted) {
 // previous collective here to `arrival`) less the time its process spent inside its other
 // communicators' collectives in between.
 int64_t OwnSegment(const State& state, const RankState& rank, int64_t segment, int64_t arrival) {
-  if (segment <= 0 || rank.client < 0) return segment;
-  const auto p = state.processes.find(rank.client);
-  if (p == state.processes.end()) return segment;
+  if (segment <= 0 || rank.process == nullptr) return segment;
   int64_t inside = 0;
-  for (const RankKey& key : p->second->ranks) {
+  for (const RankKey& key : rank.process->ranks) {
     if (key.first == rank.comm_key()) continue;
     const auto other = state.ranks.find(key);
     if (other == state.ranks.end() || other->second->client != rank.client) continue;
@@ -368,7 +366,7 @@ void Aggregator::CompleteWindow(CommState* comm, int func, const JoinSlot& slot,
   if (warm) {
     if (!comm->wait) comm->wait = std::make_unique<WaitEvidence>(WaitParamsFrom(config_));
     comm->wait->Observe(scratch_wait_, slot.seq, bucket, batch_now_ns_);
-    TimeObserveJoin(&state_, comm, scratch_wait_, bucket, batch_now_ns_);  // time_breakdown.h
+    TimeObserveJoin(comm, scratch_wait_, bucket, batch_now_ns_);  // time_breakdown.h
   }
   // The straggler judgement needs the collective's compute segment (its drift and clip scale):
   // not from a join where no rank's segment was measured (the first of a sampled burst).

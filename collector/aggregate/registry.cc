@@ -267,11 +267,13 @@ RankState* Aggregator::FindOrCreateRank(CommState* comm, int32_t rank, int clien
   comm->ended_resolved = false;
   if (rs->client != client) {
     rs->client = client;
+    rs->process = nullptr;
     rs->inflight.connected = client >= 0;
     rs->ended = false;
     rs->inflight.ended = false;
     auto p = state_.processes.find(client);
     if (p != state_.processes.end()) {
+      rs->process = p->second.get();
       rs->pid = p->second->pid;
       if (rs->flight != nullptr) rs->flight->set_pid(rs->pid);
       p->second->ranks.push_back(key);

@@ -173,8 +173,8 @@ void JoinWaits(const std::vector<WaitObservation>& obs, bool spans_nodes, int64_
   }
 }
 
-void TimeObserveJoin(State* state, CommState* comm_state, const std::vector<WaitObservation>& obs,
-                     int bucket, int64_t now_ns) {
+void TimeObserveJoin(CommState* comm_state, const std::vector<WaitObservation>& obs, int bucket,
+                     int64_t now_ns) {
   if (obs.empty() || bucket < 0) return;
   const CommState& comm = *comm_state;
   std::vector<int64_t>& least = comm_state->time.least_floor_ns;
@@ -195,10 +195,9 @@ void TimeObserveJoin(State* state, CommState* comm_state, const std::vector<Wait
       continue;
     }
     const RankState* m = comm.members[static_cast<size_t>(obs[i].member)];
-    if (m->client < 0) continue;  // its process is gone
-    auto p = state->processes.find(m->client);
-    if (p == state->processes.end() || !p->second->connected) continue;
-    TimeOnWait(&p->second->time, obs[i].arrival_ns, waits[i] * weight, now_ns);
+    ProcessState* p = m->process;  // null once its process is gone
+    if (p == nullptr || !p->connected) continue;
+    TimeOnWait(&p->time, obs[i].arrival_ns, waits[i] * weight, now_ns);
   }
 }
 

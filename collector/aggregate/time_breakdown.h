@@ -143,10 +143,10 @@ inline std::vector<int64_t> JoinWaits(const std::vector<WaitObservation>& obs, b
   return waits;
 }
 // The aggregator's hook: the waits of a completed join (its measured local ranks in `obs`), each
-// weighted and added to its process; the communicator's least floor follows its wait evidence's.
-// Call with the aggregator's lock held.
-void TimeObserveJoin(State* state, CommState* comm, const std::vector<WaitObservation>& obs,
-                     int bucket, int64_t now_ns);
+// weighted and added to its process (RankState::process); the communicator's least floor follows
+// its wait evidence's. Call with the aggregator's lock held.
+void TimeObserveJoin(CommState* comm, const std::vector<WaitObservation>& obs, int bucket,
+                     int64_t now_ns);
 
 // What the snapshots copy of one process: its totals, and its figures over the recent window
 // (the totals less the oldest checkpoint, spanning span_ns of collector time up to `now_ns`, or

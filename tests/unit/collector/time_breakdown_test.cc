@@ -208,6 +208,8 @@ class TimeBreakdownAggTest : public ::testing::Test {
     t0_ = clock_.MonoNs() - 100 * kSec;
   }
   static int Client(int rank) { return 20 + rank; }
+  // The connection feeding `rank` now: Client(rank) unless a test moved it to another.
+  int Feeding(int rank) const { return rank == moved_rank_ ? moved_to_ : Client(rank); }
   template <typename T>
   void Control(int client, uint16_t type, const T& body) {
     testing::DeliverControl(agg_.get(), client, type, body);
@@ -227,13 +229,13 @@ class TimeBreakdownAggTest : public ::testing::Test {
         auto rec = MakeColl(kComm, r, kRanks, seq, arrival, at + late_ns + kMs - arrival);
         rec.ordinal_lo = static_cast<uint32_t>(seq + 1);
         rec.flags |= flags;
-        agg_->OnRecords(Client(r), &rec, 1);
+        agg_->OnRecords(Feeding(r), &rec, 1);
       }
     }
     for (int r = 0; r < kRanks; ++r) {
       if (gone_ == r) continue;
       const int64_t nccl = 100 * ((r == late ? 0 : late_ns) + kMs);
-      Control(Client(r), kSentinelWireGpuWindow,
+      Control(Feeding(r), kSentinelWireGpuWindow,
               Window(start, 700 * kMs, nccl, 0, kSec - 700 * kMs - nccl, 2));
     }
     clock_.Advance(kSec);
@@ -248,10 +250,11 @@ class TimeBreakdownAggTest : public ::testing::Test {
     agg_->Read([&](const State& st) { out = RenderPrometheus(TakeMetricsSnapshot(st)); });
     return out;
   }
-  TimeTotals Totals(int rank) {
+  TimeTotals Totals(int rank) { return TotalsOfClient(Client(rank)); }
+  TimeTotals TotalsOfClient(int client) {
     TimeTotals out;
     agg_->Read([&](const State& st) {
-      auto p = st.processes.find(Client(rank));
+      auto p = st.processes.find(client);
       if (p != st.processes.end()) out = p->second->time.totals;
     });
     return out;
@@ -266,6 +269,8 @@ class TimeBreakdownAggTest : public ::testing::Test {
   std::unique_ptr<Aggregator> agg_;
   int64_t t0_ = 0;
   int gone_ = -1;
+  int moved_rank_ = -1;
+  int moved_to_ = -1;
 };
 
 TEST_F(TimeBreakdownAggTest, OneLateRankTheOthersWaitForIsNamed) {
@@ -385,6 +390,26 @@ TEST_F(TimeBreakdownAggTest, AProcessThatDisconnectsLeavesTheOthersCounting) {
   const nlohmann::json j = Ranks();
   EXPECT_EQ(j["breakdown"][0]["ranks"], 3);
   EXPECT_EQ(j["breakdown"][0]["verdict"], "one_rank");
+}
+
+TEST_F(TimeBreakdownAggTest, ARankTakenOverByARestartedProcessCountsForTheNewProcess) {
+  Second(0, 3, 2 * kMs);
+  const TimeTotals before = Totals(2);
+  EXPECT_EQ(before.wait_ns, 98 * 2 * kMs);
+  // Rank 2's process restarts: its old connection goes, a new one (another pid) feeds the rank.
+  agg_->OnDisconnect(Client(2));
+  constexpr int kRestarted = 40;
+  agg_->NoteAccepted(kRestarted, 3102, 0);
+  agg_->OnHello(kRestarted, testing::MakeHello(3102));
+  Control(kRestarted, kSentinelWireCommInit, MakeCommInit(kComm, 2, kRanks));
+  moved_rank_ = 2;
+  moved_to_ = kRestarted;
+  Second(1, 3, 2 * kMs);
+  Second(2, 3, 2 * kMs);
+  // Its waits from then on are the new process's; the gone one's figures stay as they were.
+  EXPECT_EQ(TotalsOfClient(kRestarted).wait_ns, 200 * 2 * kMs);
+  EXPECT_EQ(Totals(2).wait_ns, before.wait_ns);
+  EXPECT_EQ(Totals(0).wait_ns, 298 * 2 * kMs);
 }
 
 TEST_F(TimeBreakdownAggTest, SeriesAreFourAtMostPerProcessAndOnlyUnderItsPrimaryRank) {
