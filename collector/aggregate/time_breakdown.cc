@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/aggregator.h"
+#include "common/dcheck.h"
 
 namespace sentinel::collector {
 namespace {
@@ -196,7 +197,8 @@ void TimeObserveJoin(CommState* comm_state, const std::vector<WaitObservation>& 
     }
     const RankState* m = comm.members[static_cast<size_t>(obs[i].member)];
     ProcessState* p = m->process;  // null once its process is gone
-    if (p == nullptr || !p->connected) continue;
+    if (p == nullptr) continue;
+    SENTINEL_DCHECK(p->connected);  // its disconnect cleared the pointer
     TimeOnWait(&p->time, obs[i].arrival_ns, waits[i] * weight, now_ns);
   }
 }
