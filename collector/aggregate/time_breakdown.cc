@@ -10,7 +10,6 @@
 #include "absl/strings/str_format.h"
 
 #include "collector/aggregate/aggregator.h"
-#include "common/dcheck.h"
 
 namespace sentinel::collector {
 namespace {
@@ -196,9 +195,10 @@ void TimeObserveJoin(CommState* comm_state, const std::vector<WaitObservation>& 
       continue;
     }
     const RankState* m = comm.members[static_cast<size_t>(obs[i].member)];
-    ProcessState* p = m->process;  // null once its process is gone
-    if (p == nullptr) continue;
-    SENTINEL_DCHECK(p->connected);  // its disconnect cleared the pointer
+    // Null once its process is gone; not connected while that disconnect deactivates the
+    // process's ranks one by one, when a join the first one held completes with the others.
+    ProcessState* p = m->process;
+    if (p == nullptr || !p->connected) continue;
     TimeOnWait(&p->time, obs[i].arrival_ns, waits[i] * weight, now_ns);
   }
 }

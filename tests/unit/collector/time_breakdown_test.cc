@@ -412,6 +412,33 @@ TEST_F(TimeBreakdownAggTest, ARankTakenOverByARestartedProcessCountsForTheNewPro
   EXPECT_EQ(Totals(0).wait_ns, 298 * 2 * kMs);
 }
 
+TEST_F(TimeBreakdownAggTest,
+       AJoinCompletedByItsProcessDisconnectingCountsNothingForTheGoneProcess) {
+  // Rank 1's process goes and rank 0's takes the rank over: one process now feeds ranks 0 and 1.
+  agg_->OnDisconnect(Client(1));
+  Control(Client(0), kSentinelWireCommInit, MakeCommInit(kComm, 1, kRanks));
+  moved_rank_ = 1;
+  moved_to_ = Client(0);
+  Second(0, 3, 2 * kMs);
+  // One more collective that ranks 1, 2 and 3 reach (3 late by 2 ms) and rank 0 never does.
+  const uint64_t seq = 100;
+  const int64_t at = t0_ + kSec;
+  for (int r = 1; r < kRanks; ++r) {
+    const int64_t arrival = at + (r == 3 ? 2 * kMs : 0);
+    auto rec = MakeColl(kComm, r, kRanks, seq, arrival, at + 3 * kMs - arrival);
+    rec.ordinal_lo = static_cast<uint32_t>(seq + 1);
+    agg_->OnRecords(Feeding(r), &rec, 1);
+  }
+  const TimeTotals gone_before = Totals(0);
+  const TimeTotals other_before = Totals(2);
+  ASSERT_GT(gone_before.wait_ns, 0);
+  // Its process disconnects: rank 0 deactivated first completes the join with rank 1, whose
+  // process is the one going. The gone process's figures stay; the others count the join.
+  agg_->OnDisconnect(Client(0));
+  EXPECT_EQ(Totals(0).wait_ns, gone_before.wait_ns);
+  EXPECT_EQ(Totals(2).wait_ns, other_before.wait_ns + 2 * kMs);
+}
+
 TEST_F(TimeBreakdownAggTest, SeriesAreFourAtMostPerProcessAndOnlyUnderItsPrimaryRank) {
   Second(0, 3, 2 * kMs);
   const std::string prom = Prom();
